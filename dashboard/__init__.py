@@ -1,0 +1,1 @@
+"""nrsack.dashboard"""

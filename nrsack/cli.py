@@ -1,0 +1,32 @@
+"""The `nrsack` command: one click group whose subcommands live in the packages that own them.
+
+Subcommands are imported only when invoked, so `nrsack generate` does not pay for pandas and
+`nrsack analyze` does not pay for Dash.
+"""
+
+import importlib
+
+import click
+
+# name -> "module:attribute" of a click command or group. Only working commands are listed.
+SUBCOMMANDS = {
+    "generate": "nrsack.generator.cli:generate",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return sorted(SUBCOMMANDS)
+
+    def get_command(self, ctx, name):
+        target = SUBCOMMANDS.get(name)
+        if target is None:
+            return None
+        module_name, attribute = target.split(":")
+        return getattr(importlib.import_module(module_name), attribute)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="nrsack")
+def main():
+    """NR-SACK and Fast SACK toolkit: generate, analyze and check captures."""
