@@ -1,0 +1,778 @@
+/* nrsack.analyzer._reader: the hot path of the analyzer.
+ *
+ * Reader: libpcap (pcap, nanosecond pcap, pcapng) -> link layer -> IPv4/IPv6 -> SCTP (over IP or
+ * UDP 9899) / TCP (with SACK, NR-SACK and MPTCP options) -> one fixed-size event record per SCTP
+ * chunk or TCP segment, plus a side table of blocks (gap blocks, dup TSNs, addresses). Records are
+ * handed to Python as bytes and viewed as numpy structured arrays (layout in events.py, EVENT_DTYPE).
+ * Lengths come from the IP/SCTP headers, never from the captured length, so snaplen-truncated
+ * captures keep their figures; what cannot be decoded becomes a GEN-01 finding (frame, reason).
+ *
+ * Scoreboard: the per-direction interval-set state machine of metrics.md / decisions.md, run over
+ * event vectors already unwrapped to 64-bit positions.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <pcap/pcap.h>
+#include <stdint.h>
+#include <string.h>
+#include <stdlib.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+/* ---- event record (keep in step with events.py EVENT_DTYPE) ---- */
+typedef struct {
+    int64_t time_ns;
+    uint64_t dsn;       /* MPTCP DSS data sequence number (as on the wire, 4 or 8 octets) */
+    uint64_t data_ack;  /* MPTCP DATA ACK */
+    uint64_t key;       /* MPTCP MP_CAPABLE sender key */
+    int64_t blk_start;  /* index of the first row in the block table */
+    uint32_t frame;     /* 1-based */
+    int32_t conn;       /* address/port pair id, see conns() */
+    uint32_t seq;       /* TSN, TCP sequence number, INIT initial TSN */
+    uint32_t ack;       /* cumulative TSN ack, TCP ack */
+    uint32_t len;       /* payload bytes (DATA chunk payload, TCP payload) */
+    uint32_t wnd;       /* a_rwnd, TCP window (unscaled) */
+    uint32_t tag;       /* SCTP verification tag; initiate tag for INIT / INIT-ACK */
+    uint32_t aux;       /* FSACK timestamp, MP_JOIN token, subflow seq of a DSS mapping */
+    uint32_t flags;     /* EV_* bits */
+    uint16_t stream;
+    uint16_t ssn;
+    uint16_t blk_count;
+    uint16_t dss_len;   /* MPTCP data-level length of the mapping */
+    uint8_t dir;        /* 0: sent by the conn's endpoint A (first source seen), 1: by B */
+    uint8_t proto;      /* 132 SCTP, 6 TCP */
+    uint8_t chunk;      /* SCTP chunk type; 255 for TCP */
+    uint8_t tcp_flags;
+} event_t;
+
+typedef struct {
+    int64_t event;
+    uint64_t lo;
+    uint64_t hi;
+    uint8_t kind;
+    uint8_t pad[7];
+} block_t;
+
+enum {
+    EV_DATA = 1 << 0, EV_ACK = 1 << 1, EV_NRSACK = 1 << 2, EV_UNORDERED = 1 << 3,
+    EV_SACK_PERM = 1 << 4, EV_NR_PERM = 1 << 5, EV_NEVER_RENEGE = 1 << 6, EV_MPTCP_NR_CAP = 1 << 7,
+    EV_EXT_NRSACK = 1 << 8, EV_EXT_FSACK = 1 << 9, EV_DSS_MAP = 1 << 10, EV_DATA_ACK = 1 << 11,
+    EV_MP_CAPABLE = 1 << 12, EV_MP_JOIN = 1 << 13, EV_DATA_FIN = 1 << 14, EV_SCTP_UDP = 1 << 15,
+    EV_IPV6 = 1 << 16, EV_DSN64 = 1 << 17, EV_DACK64 = 1 << 18, EV_TCP_SACK = 1 << 19,
+};
+enum { BK_R = 1, BK_NR = 2, BK_DUP = 3, BK_TCP_SACK = 4, BK_TCP_NR = 5, BK_MPTCP_NR = 6, BK_ADDR = 7 };
+
+#define SCTP_UDP_PORT 9899
+#define NRSACK_EXID 0x4E52
+
+/* ---- growable byte vector ---- */
+typedef struct { char *p; size_t n, cap; } vec_t;
+
+static void *vec_push(vec_t *v, size_t sz) {
+    if (v->n + sz > v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 1 << 16;
+        while (cap < v->n + sz) cap *= 2;
+        char *p = realloc(v->p, cap);
+        if (!p) return NULL;
+        v->p = p; v->cap = cap;
+    }
+    void *r = v->p + v->n;
+    memset(r, 0, sz);
+    v->n += sz;
+    return r;
+}
+
+/* ---- connection table: open addressing on (proto, endpoint pair) ---- */
+typedef struct {
+    uint8_t a[16], b[16];
+    uint16_t pa, pb;
+    uint8_t proto, v6, used, udp;
+    int32_t id;
+} conn_t;
+
+static uint32_t rd16(const uint8_t *p) { return (uint32_t)p[0] << 8 | p[1]; }
+static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+static uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) << 32 | rd32(p + 4); }
+
+typedef struct {
+    PyObject_HEAD
+    pcap_t *pcap;
+    int linktype;
+    uint32_t frame;
+    int64_t n_events, n_blocks;
+    vec_t ev, bk;
+    conn_t *table; size_t table_cap, n_conns;
+    int32_t *order;  /* conn id -> slot */
+    size_t order_cap;
+    PyObject *findings; /* list of (frame, reason) */
+    int done;
+    char error[PCAP_ERRBUF_SIZE + 64];
+} Reader;
+
+static uint64_t hash_bytes(const uint8_t *p, size_t n, uint64_t h) {
+    for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 1099511628211ULL; }
+    return h;
+}
+
+static int table_grow(Reader *r);
+
+/* Returns the conn id and sets *dir; -1 on memory error. */
+static int32_t conn_lookup(Reader *r, uint8_t proto, int v6, int udp, const uint8_t *src, const uint8_t *dst,
+                           uint16_t sp, uint16_t dp, uint8_t *dir) {
+    if (r->n_conns * 2 >= r->table_cap && table_grow(r) < 0) return -1;
+    /* canonical order so both directions hash alike */
+    int swap = memcmp(src, dst, 16) > 0 || (memcmp(src, dst, 16) == 0 && sp > dp);
+    const uint8_t *lo = swap ? dst : src, *hi = swap ? src : dst;
+    uint16_t plo = swap ? dp : sp, phi = swap ? sp : dp;
+    uint64_t h = 1469598103934665603ULL;
+    h = hash_bytes(lo, 16, h); h = hash_bytes(hi, 16, h);
+    h ^= (uint64_t)plo << 24 ^ (uint64_t)phi << 8 ^ proto; h *= 1099511628211ULL;
+    size_t mask = r->table_cap - 1, i = h & mask;
+    for (;; i = (i + 1) & mask) {
+        conn_t *c = &r->table[i];
+        if (!c->used) {
+            c->used = 1; c->proto = proto; c->v6 = v6; c->udp = udp;
+            memcpy(c->a, src, 16); memcpy(c->b, dst, 16); c->pa = sp; c->pb = dp;
+            c->id = (int32_t)r->n_conns;
+            if (r->n_conns >= r->order_cap) {
+                size_t cap = r->order_cap ? r->order_cap * 2 : 256;
+                int32_t *o = realloc(r->order, cap * sizeof *o);
+                if (!o) return -1;
+                r->order = o; r->order_cap = cap;
+            }
+            r->order[r->n_conns++] = (int32_t)i;
+            *dir = 0;
+            return c->id;
+        }
+        if (c->proto != proto) continue;
+        if (c->pa == sp && c->pb == dp && !memcmp(c->a, src, 16) && !memcmp(c->b, dst, 16)) { *dir = 0; return c->id; }
+        if (c->pa == dp && c->pb == sp && !memcmp(c->a, dst, 16) && !memcmp(c->b, src, 16)) { *dir = 1; return c->id; }
+    }
+}
+
+static int table_grow(Reader *r) {
+    size_t cap = r->table_cap ? r->table_cap * 2 : 1024;
+    conn_t *old = r->table; size_t oldcap = r->table_cap;
+    conn_t *t = calloc(cap, sizeof *t);
+    if (!t) return -1;
+    r->table = t; r->table_cap = cap;
+    for (size_t k = 0; k < r->n_conns; k++) {
+        conn_t *c = &old[r->order[k]];
+        int swap = memcmp(c->a, c->b, 16) > 0 || (memcmp(c->a, c->b, 16) == 0 && c->pa > c->pb);
+        const uint8_t *lo = swap ? c->b : c->a, *hi = swap ? c->a : c->b;
+        uint16_t plo = swap ? c->pb : c->pa, phi = swap ? c->pa : c->pb;
+        uint64_t h = 1469598103934665603ULL;
+        h = hash_bytes(lo, 16, h); h = hash_bytes(hi, 16, h);
+        h ^= (uint64_t)plo << 24 ^ (uint64_t)phi << 8 ^ c->proto; h *= 1099511628211ULL;
+        size_t i = h & (cap - 1);
+        while (t[i].used) i = (i + 1) & (cap - 1);
+        t[i] = *c;
+        r->order[k] = (int32_t)i;
+    }
+    (void)oldcap;
+    free(old);
+    return 0;
+}
+
+static int finding(Reader *r, const char *fmt, ...) {
+    char msg[256];
+    va_list ap; va_start(ap, fmt); vsnprintf(msg, sizeof msg, fmt, ap); va_end(ap);
+    PyObject *t = Py_BuildValue("(Is)", r->frame, msg);
+    if (!t) return -1;
+    int rc = PyList_Append(r->findings, t);
+    Py_DECREF(t);
+    return rc;
+}
+
+/* Packet-level context shared by the transport parsers. */
+typedef struct {
+    int64_t time_ns;
+    uint8_t src[16], dst[16];
+    int v6;
+} pkt_t;
+
+static event_t *new_event(Reader *r, const pkt_t *k) {
+    event_t *e = vec_push(&r->ev, sizeof(event_t));
+    if (!e) return NULL;
+    e->time_ns = k->time_ns;
+    e->frame = r->frame;
+    e->blk_start = r->n_blocks;
+    if (k->v6) e->flags |= EV_IPV6;
+    r->n_events++;
+    return e;
+}
+
+static int add_block(Reader *r, event_t *e, uint8_t kind, uint64_t lo, uint64_t hi) {
+    block_t *b = vec_push(&r->bk, sizeof(block_t));
+    if (!b) return -1;
+    b->event = r->n_events - 1; b->kind = kind; b->lo = lo; b->hi = hi;
+    r->n_blocks++;
+    e->blk_count++;
+    return 0;
+}
+
+static int add_addr(Reader *r, event_t *e, const uint8_t *a, int v6) {
+    uint8_t full[16] = {0};
+    if (v6) memcpy(full, a, 16);
+    else { full[10] = full[11] = 0xff; memcpy(full + 12, a, 4); }
+    return add_block(r, e, BK_ADDR, rd64(full), rd64(full + 8));
+}
+
+/* Address parameters (types 5, 6) and Supported Extensions (0x8008) of INIT / INIT-ACK.
+ * Returns 0, -1 on memory error, 1 on malformed parameters. */
+static int sctp_params(Reader *r, event_t *e, const uint8_t *p, size_t n, size_t avail) {
+    size_t off = 0;
+    while (off + 4 <= n) {
+        uint32_t type = rd16(p + off), plen = rd16(p + off + 2);
+        if (plen < 4 || off + plen > n) return 1;
+        if (off + plen > avail) return 0; /* snaplen: the rest is unread, not malformed */
+        if (type == 5 && plen == 8) { if (add_addr(r, e, p + off + 4, 0) < 0) return -1; }
+        else if (type == 6 && plen == 20) { if (add_addr(r, e, p + off + 4, 1) < 0) return -1; }
+        else if (type == 0x8008) {
+            for (uint32_t i = 4; i < plen; i++) {
+                if (p[off + i] == 0x10) e->flags |= EV_EXT_NRSACK;
+                if (p[off + i] == 0xA0) e->flags |= EV_EXT_FSACK;
+            }
+        }
+        off += (plen + 3) & ~3u;
+    }
+    return 0;
+}
+
+/* SCTP common header + chunks. n = SCTP packet length from the IP header, cap = captured bytes. */
+static int parse_sctp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, size_t cap, int udp) {
+    if (n < 12 || cap < 12) return finding(r, "SCTP common header truncated");
+    uint16_t sp = rd16(p), dp = rd16(p + 2);
+    uint32_t vtag = rd32(p + 4);
+    uint8_t dir;
+    int32_t conn = conn_lookup(r, 132, k->v6, udp, k->src, k->dst, sp, dp, &dir);
+    if (conn < 0) { PyErr_NoMemory(); return -1; }
+    size_t off = 12;
+    while (off + 4 <= n) {
+        if (off + 4 > cap) return 0; /* snaplen cut the rest: lengths unknown, nothing to count */
+        const uint8_t *c = p + off;
+        uint8_t type = c[0], cflags = c[1];
+        uint32_t clen = rd16(c + 2);
+        if (clen < 4 || off + clen > n)
+            return finding(r, "SCTP chunk type %u at offset %zu: length %u exceeds the packet", type, off, clen);
+        size_t avail = cap > off ? cap - off : 0;
+        event_t *e = new_event(r, k);
+        if (!e) { PyErr_NoMemory(); return -1; }
+        e->conn = conn; e->dir = dir; e->proto = 132; e->chunk = type; e->tag = vtag;
+        if (udp) e->flags |= EV_SCTP_UDP;
+        switch (type) {
+        case 0x00: /* DATA */
+            if (clen < 16) return finding(r, "SCTP DATA chunk shorter than its header (%u)", clen);
+            if (avail < 16) return finding(r, "SCTP DATA chunk header cut by the snapshot length");
+            e->flags |= EV_DATA | ((cflags & 0x04) ? EV_UNORDERED : 0);
+            e->seq = rd32(c + 4); e->stream = rd16(c + 8); e->ssn = rd16(c + 10);
+            e->aux = rd32(c + 12); /* PPID */
+            e->len = clen - 16;
+            break;
+        case 0x03: /* SACK */
+        case 0x10: { /* NR-SACK */
+            size_t hdr = type == 0x03 ? 16 : 20;
+            if (clen < hdr) return finding(r, "SCTP %s chunk shorter than its header (%u)", type == 3 ? "SACK" : "NR-SACK", clen);
+            if (avail < clen) return finding(r, "SCTP %s chunk cut by the snapshot length", type == 3 ? "SACK" : "NR-SACK");
+            uint32_t nr_r = rd16(c + 12), nr_nr = type == 0x10 ? rd16(c + 14) : 0;
+            uint32_t ndup = type == 0x10 ? rd16(c + 16) : rd16(c + 14);
+            if (hdr + 4 * (size_t)(nr_r + nr_nr + ndup) > clen)
+                return finding(r, "SCTP %s chunk: %u+%u blocks and %u dup TSNs exceed the chunk length %u",
+                               type == 3 ? "SACK" : "NR-SACK", nr_r, nr_nr, ndup, clen);
+            e->flags |= EV_ACK | (type == 0x10 ? EV_NRSACK : 0);
+            e->ack = rd32(c + 4); e->wnd = rd32(c + 8);
+            const uint8_t *b = c + hdr;
+            for (uint32_t i = 0; i < nr_r + nr_nr; i++, b += 4)
+                if (add_block(r, e, i < nr_r ? BK_R : BK_NR, rd16(b), rd16(b + 2)) < 0) { PyErr_NoMemory(); return -1; }
+            for (uint32_t i = 0; i < ndup; i++, b += 4)
+                if (add_block(r, e, BK_DUP, rd32(b), rd32(b)) < 0) { PyErr_NoMemory(); return -1; }
+            break;
+        }
+        case 0x01: case 0x02: { /* INIT, INIT-ACK */
+            if (clen < 20) return finding(r, "SCTP INIT chunk shorter than its header (%u)", clen);
+            if (avail < 20) return finding(r, "SCTP INIT chunk cut by the snapshot length");
+            e->tag = rd32(c + 4); e->wnd = rd32(c + 8); e->seq = rd32(c + 16);
+            int rc = sctp_params(r, e, c + 20, clen - 20, avail - 20);
+            if (rc < 0) { PyErr_NoMemory(); return -1; }
+            if (rc > 0) { if (finding(r, "SCTP INIT parameters: bad parameter length") < 0) return -1; }
+            break;
+        }
+        case 0xA0: case 0xA1: /* FSACK-INIT, FSACK-ACK */
+            if (clen != 8) return finding(r, "FSACK chunk 0x%02X length %u, expected 8", type, clen);
+            if (avail < 8) return finding(r, "FSACK chunk cut by the snapshot length");
+            e->aux = rd32(c + 4);
+            break;
+        case 0xA2: { /* FSACK-COMPLETE */
+            if (clen != 12 && clen != 24) return finding(r, "FSACK-COMPLETE length %u, expected 12 or 24", clen);
+            if (avail < clen) return finding(r, "FSACK-COMPLETE cut by the snapshot length");
+            uint32_t pt = rd16(c + 4), pl = rd16(c + 6);
+            if (!((pt == 5 && pl == 8 && clen == 12) || (pt == 6 && pl == 20 && clen == 24)))
+                return finding(r, "FSACK-COMPLETE address parameter type %u length %u", pt, pl);
+            if (add_addr(r, e, c + 8, pt == 6) < 0) { PyErr_NoMemory(); return -1; }
+            break;
+        }
+        default:
+            break;
+        }
+        off += (clen + 3) & ~3u;
+    }
+    return 0;
+}
+
+/* TCP header, options and payload length (from the IP header). */
+static int parse_tcp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, size_t cap) {
+    if (n < 20 || cap < 20) return finding(r, "TCP header truncated");
+    size_t thl = (size_t)(p[12] >> 4) * 4;
+    if (thl < 20 || thl > n) return finding(r, "TCP data offset %zu invalid for a segment of %zu bytes", thl, n);
+    uint8_t dir;
+    int32_t conn = conn_lookup(r, 6, k->v6, 0, k->src, k->dst, rd16(p), rd16(p + 2), &dir);
+    if (conn < 0) { PyErr_NoMemory(); return -1; }
+    event_t *e = new_event(r, k);
+    if (!e) { PyErr_NoMemory(); return -1; }
+    e->conn = conn; e->dir = dir; e->proto = 6; e->chunk = 255;
+    e->seq = rd32(p + 4); e->ack = rd32(p + 8); e->wnd = rd16(p + 14);
+    e->tcp_flags = p[13];
+    e->len = (uint32_t)(n - thl);
+    if (e->len) e->flags |= EV_DATA;
+    if (p[13] & 0x10) e->flags |= EV_ACK;
+    size_t ocap = thl < cap ? thl : cap; /* options cut by snaplen are not read */
+    size_t off = 20;
+    while (off < ocap) {
+        const uint8_t *o = p + off;
+        if (o[0] == 0) break;
+        if (o[0] == 1) { off++; continue; }
+        if (off + 2 > thl) return finding(r, "TCP option kind %u without length", o[0]);
+        size_t olen = o[1];
+        if (olen < 2 || off + olen > thl) return finding(r, "TCP option kind %u length %zu overruns the header", o[0], olen);
+        if (off + olen > ocap) break;
+        switch (o[0]) {
+        case 4: e->flags |= EV_SACK_PERM; break;
+        case 5:
+            if ((olen - 2) % 8) { if (finding(r, "TCP SACK option length %zu", olen) < 0) return -1; break; }
+            e->flags |= EV_TCP_SACK;
+            for (size_t i = 2; i < olen; i += 8)
+                if (add_block(r, e, BK_TCP_SACK, rd32(o + i), rd32(o + i + 4)) < 0) { PyErr_NoMemory(); return -1; }
+            break;
+        case 253: case 254:
+            if (olen < 4 || rd16(o + 2) != NRSACK_EXID) break; /* another experiment */
+            if (olen == 5) {
+                e->flags |= EV_NR_PERM;
+                if (o[4] & 0x01) e->flags |= EV_NEVER_RENEGE;
+                if (o[4] & 0x02) e->flags |= EV_MPTCP_NR_CAP;
+            } else if (olen > 4 && (olen - 4) % 8 == 0) {
+                e->flags |= EV_NRSACK;
+                for (size_t i = 4; i < olen; i += 8)
+                    if (add_block(r, e, BK_TCP_NR, rd32(o + i), rd32(o + i + 4)) < 0) { PyErr_NoMemory(); return -1; }
+            } else if (finding(r, "TCP NR-SACK option length %zu", olen) < 0) return -1;
+            break;
+        case 30: { /* MPTCP */
+            if (olen < 3) { if (finding(r, "MPTCP option length %zu", olen) < 0) return -1; break; }
+            uint8_t sub = o[2] >> 4;
+            if (sub == 0) {
+                e->flags |= EV_MP_CAPABLE;
+                if (olen >= 12) e->key = rd64(o + 4);
+            } else if (sub == 1) {
+                e->flags |= EV_MP_JOIN;
+                if (olen == 12) e->aux = rd32(o + 4); /* SYN: token of the receiver */
+            } else if (sub == 2) {
+                if (olen < 4) { if (finding(r, "MPTCP DSS option length %zu", olen) < 0) return -1; break; }
+                uint8_t f = o[3];
+                size_t pos = 4;
+                size_t need = 4 + ((f & 1) ? ((f & 2) ? 8 : 4) : 0) + ((f & 4) ? ((f & 8) ? 8 : 4) + 6 : 0);
+                if (need > olen) { if (finding(r, "MPTCP DSS option length %zu shorter than its flags 0x%02X need", olen, f) < 0) return -1; break; }
+                if (f & 1) {
+                    e->flags |= EV_DATA_ACK;
+                    if (f & 2) { e->data_ack = rd64(o + pos); pos += 8; e->flags |= EV_DACK64; }
+                    else { e->data_ack = rd32(o + pos); pos += 4; }
+                }
+                if (f & 4) {
+                    e->flags |= EV_DSS_MAP;
+                    if (f & 8) { e->dsn = rd64(o + pos); pos += 8; e->flags |= EV_DSN64; }
+                    else { e->dsn = rd32(o + pos); pos += 4; }
+                    e->aux = rd32(o + pos); e->dss_len = (uint16_t)rd16(o + pos + 4); pos += 6;
+                }
+                if (f & 0x10) e->flags |= EV_DATA_FIN;
+                if (f & 0x20) {
+                    size_t bs = (f & 0x40) ? 16 : 8;
+                    /* the checksum (2 octets) may sit before the count: the lengths decide */
+                    size_t kpos = pos;
+                    if (!(kpos + 2 <= olen && kpos + 2 + o[kpos] * bs == olen)) {
+                        kpos = pos + 2;
+                        if (!(kpos + 2 <= olen && kpos + 2 + o[kpos] * bs == olen)) {
+                            if (finding(r, "MPTCP DSS NR block count disagrees with the option length %zu", olen) < 0) return -1;
+                            break;
+                        }
+                    }
+                    e->flags |= EV_NRSACK;
+                    for (size_t i = 0; i < o[kpos]; i++) {
+                        const uint8_t *b = o + kpos + 2 + i * bs;
+                        uint64_t s = bs == 16 ? rd64(b) : rd32(b), t = bs == 16 ? rd64(b + 8) : rd32(b + 4);
+                        if (add_block(r, e, BK_MPTCP_NR, s, t) < 0) { PyErr_NoMemory(); return -1; }
+                    }
+                }
+            }
+            break;
+        }
+        default: break;
+        }
+        off += olen;
+    }
+    return 0;
+}
+
+/* IP payload dispatch. n = payload length from the IP header, cap = captured bytes from there. */
+static int parse_transport(Reader *r, const pkt_t *k, int proto, const uint8_t *p, size_t n, size_t cap) {
+    if (proto == 6) return parse_tcp(r, k, p, n, cap);
+    if (proto == 132) return parse_sctp(r, k, p, n, cap, 0);
+    if (proto == 17 && cap >= 8 && n >= 8 && (rd16(p) == SCTP_UDP_PORT || rd16(p + 2) == SCTP_UDP_PORT)) {
+        size_t ulen = rd16(p + 4);
+        if (ulen < 8 || ulen > n) return finding(r, "UDP length %zu invalid", ulen);
+        return parse_sctp(r, k, p + 8, ulen - 8, cap - 8, 1);
+    }
+    return 0;
+}
+
+static int parse_ip(Reader *r, pkt_t *k, const uint8_t *p, size_t cap, size_t wire) {
+    if (cap < 1) return 0;
+    int ver = p[0] >> 4;
+    if (ver == 4) {
+        if (cap < 20) return finding(r, "IPv4 header truncated");
+        size_t ihl = (size_t)(p[0] & 15) * 4, tot = rd16(p + 2);
+        if (tot == 0) tot = wire; /* segmentation offload on the capturing host */
+        if (ihl < 20 || tot < ihl) return finding(r, "IPv4 header length %zu / total length %zu invalid", ihl, tot);
+        if (cap < ihl) return finding(r, "IPv4 options truncated");
+        if ((rd16(p + 6) & 0x3fff) != 0) return 0; /* fragments: not reassembled */
+        k->v6 = 0;
+        memset(k->src, 0, 16); k->src[10] = k->src[11] = 0xff; memcpy(k->src + 12, p + 12, 4);
+        memset(k->dst, 0, 16); k->dst[10] = k->dst[11] = 0xff; memcpy(k->dst + 12, p + 16, 4);
+        return parse_transport(r, k, p[9], p + ihl, tot - ihl, cap - ihl);
+    }
+    if (ver == 6) {
+        if (cap < 40) return finding(r, "IPv6 header truncated");
+        size_t plen = rd16(p + 4);
+        if (plen == 0) plen = wire > 40 ? wire - 40 : 0; /* jumbogram / offload */
+        int nh = p[6];
+        size_t off = 40, end = 40 + plen;
+        k->v6 = 1; memcpy(k->src, p + 8, 16); memcpy(k->dst, p + 24, 16);
+        while (nh == 0 || nh == 43 || nh == 60 || nh == 44) {
+            if (off + 8 > cap) return 0;
+            if (nh == 44) { if ((rd16(p + off + 2) & 0xfff9) != 0) return 0; nh = p[off]; off += 8; continue; }
+            size_t l = ((size_t)p[off + 1] + 1) * 8;
+            nh = p[off]; off += l;
+        }
+        if (off > end) return finding(r, "IPv6 extension headers exceed the payload length");
+        return parse_transport(r, k, nh, p + off, end - off, cap > off ? cap - off : 0);
+    }
+    return 0;
+}
+
+static int parse_ethertype(Reader *r, pkt_t *k, uint32_t et, const uint8_t *p, size_t cap, size_t wire) {
+    while (et == 0x8100 || et == 0x88a8 || et == 0x9100) {
+        if (cap < 4) return 0;
+        et = rd16(p + 2); p += 4; cap -= 4; wire -= 4;
+    }
+    if (et == 0x0800 || et == 0x86dd) return parse_ip(r, k, p, cap, wire);
+    return 0;
+}
+
+static int parse_frame(Reader *r, const struct pcap_pkthdr *h, const uint8_t *p) {
+    pkt_t k;
+    k.time_ns = (int64_t)h->ts.tv_sec * 1000000000LL + h->ts.tv_usec; /* nanosecond precision requested */
+    size_t cap = h->caplen, wire = h->len;
+    switch (r->linktype) {
+    case DLT_EN10MB:
+        if (cap < 14) return 0;
+        return parse_ethertype(r, &k, rd16(p + 12), p + 14, cap - 14, wire - 14);
+    case DLT_LINUX_SLL:
+        if (cap < 16) return 0;
+        return parse_ethertype(r, &k, rd16(p + 14), p + 16, cap - 16, wire - 16);
+#ifdef DLT_LINUX_SLL2
+    case DLT_LINUX_SLL2:
+        if (cap < 20) return 0;
+        return parse_ethertype(r, &k, rd16(p), p + 20, cap - 20, wire - 20);
+#endif
+    case DLT_RAW: case DLT_IPV4: case DLT_IPV6:
+#ifdef DLT_RAW_ALT
+    case DLT_RAW_ALT:
+#endif
+        return parse_ip(r, &k, p, cap, wire);
+    case DLT_NULL: case DLT_LOOP:
+        if (cap < 4) return 0;
+        return parse_ip(r, &k, p + 4, cap - 4, wire - 4); /* the family word only repeats the IP version */
+    default:
+        return 0;
+    }
+}
+
+static int supported_linktype(int lt) {
+    switch (lt) {
+    case DLT_EN10MB: case DLT_LINUX_SLL: case DLT_RAW: case DLT_IPV4: case DLT_IPV6: case DLT_NULL: case DLT_LOOP:
+#ifdef DLT_LINUX_SLL2
+    case DLT_LINUX_SLL2:
+#endif
+        return 1;
+    }
+    return lt == 12 || lt == 14 || lt == 101; /* DLT_RAW differs between platforms */
+}
+
+/* ---- Reader type ---- */
+static PyObject *ReaderError;
+
+static int Reader_init(Reader *self, PyObject *args, PyObject *kw) {
+    const char *path;
+    if (!PyArg_ParseTuple(args, "s", &path)) return -1;
+    char errbuf[PCAP_ERRBUF_SIZE] = "";
+    self->pcap = pcap_open_offline_with_tstamp_precision(path, PCAP_TSTAMP_PRECISION_NANO, errbuf);
+    if (!self->pcap) { PyErr_SetString(ReaderError, errbuf); return -1; }
+    self->linktype = pcap_datalink(self->pcap);
+    if (!supported_linktype(self->linktype)) {
+        const char *name = pcap_datalink_val_to_name(self->linktype);
+        PyErr_Format(ReaderError, "unsupported link type %d (%s)", self->linktype, name ? name : "unknown");
+        pcap_close(self->pcap); self->pcap = NULL;
+        return -1;
+    }
+    self->findings = PyList_New(0);
+    return self->findings ? 0 : -1;
+}
+
+static void Reader_dealloc(Reader *self) {
+    if (self->pcap) pcap_close(self->pcap);
+    free(self->ev.p); free(self->bk.p); free(self->table); free(self->order);
+    Py_XDECREF(self->findings);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* read(max_frames) -> (events bytes, blocks bytes, frames read); empty bytes once the file ends. */
+static PyObject *Reader_read(Reader *self, PyObject *args) {
+    Py_ssize_t max_frames;
+    if (!PyArg_ParseTuple(args, "n", &max_frames)) return NULL;
+    if (!self->pcap) return Py_BuildValue("(y#y#n)", "", (Py_ssize_t)0, "", (Py_ssize_t)0, (Py_ssize_t)0);
+    self->ev.n = 0; self->bk.n = 0;
+    Py_ssize_t got = 0;
+    while (got < max_frames) {
+        struct pcap_pkthdr *h; const u_char *data;
+        int rc = pcap_next_ex(self->pcap, &h, &data);
+        if (rc == PCAP_ERROR_BREAK) { self->done = 1; break; }
+        if (rc == PCAP_ERROR) {
+            PyErr_Format(ReaderError, "after frame %u: %s", self->frame, pcap_geterr(self->pcap));
+            return NULL;
+        }
+        if (rc != 1) continue;
+        self->frame++;
+        got++;
+        if (parse_frame(self, h, data) < 0) return NULL;
+    }
+    return Py_BuildValue("(y#y#n)", self->ev.p ? self->ev.p : "", (Py_ssize_t)self->ev.n,
+                         self->bk.p ? self->bk.p : "", (Py_ssize_t)self->bk.n, got);
+}
+
+static PyObject *Reader_position(Reader *self, PyObject *unused) {
+    if (!self->pcap) return PyLong_FromLong(0);
+    FILE *f = pcap_file(self->pcap);
+    return PyLong_FromLong(f ? ftell(f) : 0);
+}
+
+/* conns() -> list of (id, proto, udp, v6, addr_a bytes16, port_a, addr_b bytes16, port_b) */
+static PyObject *Reader_conns(Reader *self, PyObject *unused) {
+    PyObject *l = PyList_New((Py_ssize_t)self->n_conns);
+    if (!l) return NULL;
+    for (size_t i = 0; i < self->n_conns; i++) {
+        conn_t *c = &self->table[self->order[i]];
+        PyObject *t = Py_BuildValue("(iiiiy#iy#i)", c->id, c->proto, c->udp, c->v6, c->a, (Py_ssize_t)16, c->pa,
+                                    c->b, (Py_ssize_t)16, c->pb);
+        if (!t) { Py_DECREF(l); return NULL; }
+        PyList_SET_ITEM(l, (Py_ssize_t)i, t);
+    }
+    return l;
+}
+
+static PyObject *Reader_findings(Reader *self, PyObject *unused) { Py_INCREF(self->findings); return self->findings; }
+static PyObject *Reader_frames(Reader *self, PyObject *unused) { return PyLong_FromUnsignedLong(self->frame); }
+static PyObject *Reader_linktype(Reader *self, PyObject *unused) { return PyLong_FromLong(self->linktype); }
+
+static PyMethodDef Reader_methods[] = {
+    {"read", (PyCFunction)Reader_read, METH_VARARGS, "read(max_frames) -> (events, blocks, frames)"},
+    {"position", (PyCFunction)Reader_position, METH_NOARGS, "byte offset in the file"},
+    {"conns", (PyCFunction)Reader_conns, METH_NOARGS, "connection table"},
+    {"findings", (PyCFunction)Reader_findings, METH_NOARGS, "GEN-01 findings: [(frame, reason)]"},
+    {"frames", (PyCFunction)Reader_frames, METH_NOARGS, "frames read so far"},
+    {"linktype", (PyCFunction)Reader_linktype, METH_NOARGS, "DLT of the capture"},
+    {NULL}
+};
+
+static PyTypeObject ReaderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "nrsack.analyzer._reader.Reader",
+    .tp_basicsize = sizeof(Reader),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Reader_init,
+    .tp_dealloc = (destructor)Reader_dealloc,
+    .tp_methods = Reader_methods,
+    .tp_doc = "Reader(path): a pcap/pcapng file parsed into event records",
+};
+
+/* ---- scoreboard: sorted disjoint interval set of [lo, hi) ---- */
+typedef struct { int64_t *lo, *hi; size_t n, cap; } iset_t;
+
+static int iset_reserve(iset_t *s, size_t n) {
+    if (n <= s->cap) return 0;
+    size_t cap = s->cap ? s->cap * 2 : 16;
+    while (cap < n) cap *= 2;
+    int64_t *a = realloc(s->lo, cap * 8), *b;
+    if (!a) return -1;
+    s->lo = a;
+    b = realloc(s->hi, cap * 8);
+    if (!b) return -1;
+    s->hi = b; s->cap = cap;
+    return 0;
+}
+
+/* Inserts [lo, hi); returns the bytes newly covered, -1 on memory error. */
+static int64_t iset_add(iset_t *s, int64_t lo, int64_t hi) {
+    if (hi <= lo) return 0;
+    size_t i = 0;
+    while (i < s->n && s->hi[i] < lo) i++;           /* first interval touching or after lo */
+    size_t j = i;
+    int64_t covered = 0, nlo = lo, nhi = hi;
+    while (j < s->n && s->lo[j] <= hi) {             /* intervals merging with [lo, hi) */
+        int64_t a = s->lo[j] > lo ? s->lo[j] : lo, b = s->hi[j] < hi ? s->hi[j] : hi;
+        if (b > a) covered += b - a;
+        if (s->lo[j] < nlo) nlo = s->lo[j];
+        if (s->hi[j] > nhi) nhi = s->hi[j];
+        j++;
+    }
+    if (j == i) {
+        if (iset_reserve(s, s->n + 1) < 0) return -1;
+        memmove(s->lo + i + 1, s->lo + i, (s->n - i) * 8);
+        memmove(s->hi + i + 1, s->hi + i, (s->n - i) * 8);
+        s->n++;
+    } else if (j > i + 1) {
+        memmove(s->lo + i + 1, s->lo + j, (s->n - j) * 8);
+        memmove(s->hi + i + 1, s->hi + j, (s->n - j) * 8);
+        s->n -= j - i - 1;
+    }
+    s->lo[i] = nlo; s->hi[i] = nhi;
+    return (hi - lo) - covered;
+}
+
+/* Drops everything below cut; returns the bytes removed. */
+static int64_t iset_trim(iset_t *s, int64_t cut) {
+    int64_t removed = 0; size_t k = 0;
+    while (k < s->n && s->hi[k] <= cut) { removed += s->hi[k] - s->lo[k]; k++; }
+    if (k) {
+        memmove(s->lo, s->lo + k, (s->n - k) * 8); memmove(s->hi, s->hi + k, (s->n - k) * 8);
+        s->n -= k;
+    }
+    if (s->n && s->lo[0] < cut) { removed += cut - s->lo[0]; s->lo[0] = cut; }
+    return removed;
+}
+
+typedef struct { Py_buffer b; int ok; } buf_t;
+
+static int get_buf(PyObject *o, buf_t *b, const char *fmt, size_t itemsize, Py_ssize_t n, int writable) {
+    if (PyObject_GetBuffer(o, &b->b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0) return -1;
+    b->ok = 1;
+    if ((size_t)b->b.itemsize != itemsize || (n >= 0 && b->b.len / (Py_ssize_t)itemsize != n)) {
+        PyErr_Format(PyExc_ValueError, "scoreboard: array of itemsize %zd / length %zd, expected %zu / %zd",
+                     b->b.itemsize, b->b.len / b->b.itemsize, itemsize, n);
+        return -1;
+    }
+    (void)fmt;
+    return 0;
+}
+
+/* scoreboard(kind i1, lo i8, hi i8, bstart i8, bcount i4, blo i8, bhi i8, bnr i1,
+ *            out_sack i8, out_sacked i8, out_nr i8, out_freed i8, out_flags i1)
+ * kind: 0 data [lo, hi); 1 ack with cum = hi and blocks bstart..bstart+bcount.
+ * out_flags bits: 1 scoreboard changed, 2 gap_open, 4 retransmission, 8 stale ack. */
+static PyObject *scoreboard(PyObject *self, PyObject *args) {
+    PyObject *o[13];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
+                          &o[9], &o[10], &o[11], &o[12]))
+        return NULL;
+    buf_t b[13]; memset(b, 0, sizeof b);
+    static const size_t sizes[13] = {1, 8, 8, 8, 4, 8, 8, 1, 8, 8, 8, 8, 1};
+    PyObject *result = NULL;
+    iset_t sacked = {0}, nr = {0};
+    Py_ssize_t n = -1, nb = -1;
+    for (int i = 0; i < 13; i++) {
+        Py_ssize_t want = (i >= 5 && i <= 7) ? nb : n;
+        if (get_buf(o[i], &b[i], NULL, sizes[i], want, i >= 8) < 0) goto out;
+        if (i == 0) n = b[0].b.len;
+        if (i == 5) nb = b[5].b.len / 8;
+        if (i == 4) { /* blocks arrays come next; their length is their own */ }
+    }
+    {
+        const int8_t *kind = b[0].b.buf; const int64_t *lo = b[1].b.buf, *hi = b[2].b.buf, *bs = b[3].b.buf;
+        const int32_t *bc = b[4].b.buf; const int64_t *blo = b[5].b.buf, *bhi = b[6].b.buf; const int8_t *bnr = b[7].b.buf;
+        int64_t *o_sack = b[8].b.buf, *o_sacked = b[9].b.buf, *o_nr = b[10].b.buf, *o_freed = b[11].b.buf;
+        int8_t *o_fl = b[12].b.buf;
+        int have_data = 0, have_cum = 0, gap = 0;
+        int64_t snd_lo = 0, snd_hi = 0, cum = 0, m_sacked = 0, m_nr = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int8_t fl = 0; int64_t freed = 0;
+            if (kind[i] == 0) {
+                if (!have_data) { snd_lo = lo[i]; snd_hi = lo[i]; have_data = 1; if (!have_cum) cum = lo[i]; }
+                if (lo[i] < snd_lo) snd_lo = lo[i];
+                if (hi[i] > snd_hi) { snd_hi = hi[i]; fl |= 1; }
+                else fl |= 4;
+            } else {
+                fl |= 1;
+                int64_t c = hi[i];
+                if (!have_cum || c >= cum) {
+                    if (!have_cum || c > cum) {
+                        cum = c; have_cum = 1;
+                        m_sacked -= iset_trim(&sacked, cum); m_nr -= iset_trim(&nr, cum);
+                    }
+                    gap = 0;
+                    for (int32_t j = 0; j < bc[i]; j++) if (bhi[bs[i] + j] > c) { gap = 1; break; }
+                } else fl |= 8;
+                int64_t top = have_data ? snd_hi : cum; /* blocks over unsent data are not counted (NR-09) */
+                for (int32_t j = 0; j < bc[i]; j++) {
+                    int64_t a = blo[bs[i] + j], z = bhi[bs[i] + j];
+                    if (a < cum) a = cum;
+                    if (z > top) z = top;
+                    if (z <= a) continue;
+                    int64_t d = iset_add(&sacked, a, z);
+                    if (d < 0) { PyErr_NoMemory(); goto out; }
+                    m_sacked += d;
+                    if (bnr[bs[i] + j]) {
+                        d = iset_add(&nr, a, z);
+                        if (d < 0) { PyErr_NoMemory(); goto out; }
+                        m_nr += d; freed += d;
+                    }
+                }
+            }
+            if (gap) fl |= 2;
+            int64_t base = cum > snd_lo ? cum : snd_lo;
+            o_sack[i] = have_data && snd_hi > base ? snd_hi - base : 0;
+            o_sacked[i] = m_sacked; o_nr[i] = m_nr; o_freed[i] = freed; o_fl[i] = fl;
+        }
+    }
+    result = Py_None; Py_INCREF(result);
+out:
+    for (int i = 0; i < 13; i++) if (b[i].ok) PyBuffer_Release(&b[i].b);
+    free(sacked.lo); free(sacked.hi); free(nr.lo); free(nr.hi);
+    return result;
+}
+
+static PyMethodDef module_methods[] = {
+    {"scoreboard", scoreboard, METH_VARARGS, "run the per-direction scoreboard over event vectors"},
+    {NULL}
+};
+
+static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_reader", "libpcap reader and scoreboard", -1, module_methods};
+
+PyMODINIT_FUNC PyInit__reader(void) {
+    if (PyType_Ready(&ReaderType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&moduledef);
+    if (!m) return NULL;
+    ReaderError = PyErr_NewException("nrsack.analyzer._reader.ReaderError", PyExc_ValueError, NULL);
+    Py_INCREF(&ReaderType);
+    PyModule_AddObject(m, "Reader", (PyObject *)&ReaderType);
+    PyModule_AddObject(m, "ReaderError", ReaderError);
+    PyModule_AddIntConstant(m, "EVENT_SIZE", sizeof(event_t));
+    PyModule_AddIntConstant(m, "BLOCK_SIZE", sizeof(block_t));
+    return m;
+}

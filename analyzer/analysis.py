@@ -1,0 +1,222 @@
+"""Flows and scoreboard -> results: RtxQ step functions, blocking intervals, p, q, b, throughput.
+
+The definitions are ../shared/spec/metrics.md with the readings of docs/decisions.md (1-12); the
+per-event work runs in the compiled scoreboard, everything here is vectorised over its output.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from nrsack.analyzer import _reader, events as E, flows as F
+
+SUMMARY_KEYS = [
+    "id", "protocol", "src", "dst", "nr_sack", "data_bytes", "q_s", "p_s", "b_s", "p_over_q", "b_over_q",
+    "sndbuf_bytes", "sndbuf_estimated", "max_rtxq_sack_bytes", "max_rtxq_nr_bytes", "max_rtxq_whatif_bytes",
+    "throughput_bps", "blocking_intervals", "vantage", "complete",
+]
+RTXQ_COLUMNS = ["flow", "time_s", "rtxq_sack_bytes", "rtxq_nr_bytes", "rtxq_whatif_bytes", "sacked_bytes",
+                "nr_acked_bytes", "blocked", "gap_open"]
+BLOCKING_COLUMNS = ["flow", "start_s", "end_s", "duration_s", "rtxq_bytes_at_start", "gap_open"]
+
+# vantage: the capture sits next to the endpoint whose handshake reply gap is the short one;
+# "short" means below a quarter of the other gap
+VANTAGE_RATIO = 4.0
+
+
+@dataclass
+class Entry:
+    """Results of one sender direction, path or subflow."""
+
+    summary: dict
+    rtxq: pd.DataFrame
+    blocking: pd.DataFrame
+    stream: F.Stream = None
+    paths: list = field(default_factory=list)
+
+
+def run_scoreboard(stream: F.Stream, lo=None, hi=None, blo=None, bhi=None):
+    """-> rtxq_sack, sacked, nr_acked, freed (int64 arrays per row) and flags (int8)."""
+    n = len(stream.rows)
+    lo = stream.lo if lo is None else lo
+    hi = stream.hi if hi is None else hi
+    blo = stream.blo if blo is None else blo
+    bhi = stream.bhi if bhi is None else bhi
+    outs = [np.zeros(n, np.int64) for _ in range(4)]
+    flags = np.zeros(n, np.int8)
+    c = np.ascontiguousarray
+    _reader.scoreboard(c(stream.kind, np.int8), c(lo, np.int64), c(hi, np.int64), c(stream.bstart, np.int64),
+                       c(stream.bcount, np.int32), c(blo, np.int64), c(bhi, np.int64), c(stream.bnr, np.int8),
+                       *outs, flags)
+    return (*outs, flags)
+
+
+def vantage(ev, flow: F.Flow, sender: int) -> str:
+    if len(flow.handshake) < 3:
+        return "unknown"
+    t0, t1, t2 = (int(ev["time_ns"][i]) for i in flow.handshake)
+    reply, confirm = t1 - t0, t2 - t1
+    if reply > VANTAGE_RATIO * confirm:
+        near = 0  # the opener's reply came back late and it confirmed at once: we sit by the opener
+    elif confirm > VANTAGE_RATIO * reply:
+        near = 1
+    else:
+        return "middle"
+    return "sender" if near == sender else "receiver"
+
+
+def measure(cap: E.Capture, stream: F.Stream, entry_id: str, base: dict, nr_sack: bool, sndbuf, end_ns: int) -> Entry:
+    ev = cap.ev
+    rows = stream.rows
+    times = ev["time_ns"][rows]
+    frames = ev["frame"][rows]
+    sack, sacked, nr_acked, freed, flags = run_scoreboard(stream)
+    rtxq_nr = sack - nr_acked
+    whatif = sack - sacked
+    rtxq = rtxq_nr if nr_sack else sack
+    is_data = stream.kind == 0
+    data_idx = np.flatnonzero(is_data)
+    sizes = (stream.hi - stream.lo)[data_idx]
+    max_payload = int(sizes.max()) if len(sizes) else 0
+    estimated = sndbuf is None
+    capacity = int(rtxq.max()) if estimated and len(rtxq) else int(sndbuf or 0)
+    blocked = (capacity - rtxq) < max_payload
+    gap_open = (flags & 2) != 0
+    snd_lo = int(stream.lo[data_idx].min()) if len(data_idx) else 0
+    data_end = int(stream.hi[data_idx].max()) if len(data_idx) else 0
+    cum = np.maximum.accumulate(np.where(is_data, np.iinfo(np.int64).min, stream.hi)) if len(rows) else np.empty(0, np.int64)
+    done = np.flatnonzero(~is_data & (cum >= data_end)) if len(data_idx) else np.empty(0, np.int64)
+    done = done[done > data_idx[-1]] if len(data_idx) else done
+    complete = bool(len(done))
+    if len(data_idx):
+        i0 = int(data_idx[0])
+        i1 = int(done[0]) if complete else len(rows) - 1
+        t_start = int(times[i0])
+        t_end = int(times[i1]) if complete else max(int(end_ns), int(times[i1]))
+        window = slice(i0, i1 + 1)
+        t = times[window]
+        dt = np.diff(np.concatenate((t, [t_end]))).astype(np.float64) / 1e9
+        bw, gw = blocked[window], gap_open[window]
+        p_s = float((dt * (bw & gw)).sum())
+        b_s = float((dt * bw).sum())
+        q_s = (t_end - t_start) / 1e9
+        acked = min(int(cum[i1]), data_end) - snd_lo if (~is_data[: i1 + 1]).any() else 0
+        intervals = _intervals(entry_id, t, t_end, bw, gw, rtxq[window], frames[window])
+    else:
+        p_s = b_s = q_s = 0.0
+        acked = 0
+        intervals = _intervals(entry_id, np.empty(0, np.int64), 0, np.empty(0, bool), np.empty(0, bool),
+                               np.empty(0, np.int64), np.empty(0, np.uint32))
+    changed = (flags & 1) != 0
+    table = pd.DataFrame({
+        "flow": entry_id,
+        "time_s": times[changed] / 1e9,
+        "rtxq_sack_bytes": sack[changed],
+        "rtxq_nr_bytes": rtxq_nr[changed],
+        "rtxq_whatif_bytes": whatif[changed],
+        "sacked_bytes": sacked[changed],
+        "nr_acked_bytes": nr_acked[changed],
+        "blocked": blocked[changed],
+        "gap_open": gap_open[changed],
+        "frame": frames[changed].astype(np.int64),
+        "event": pd.Categorical(np.where(is_data[changed], "data", "ack"), categories=["data", "ack"]),
+        "rtxq_bytes": rtxq[changed],
+        "freed_bytes": pd.array(np.where(is_data, 0, freed)[changed], dtype="Int64"),
+    })
+    table.loc[table["event"] == "data", "freed_bytes"] = pd.NA
+    if stream.units_lo is not None:
+        # SCTP: the same figures counted in TSNs
+        u_sack, u_sacked, u_nr, _, _ = run_scoreboard(stream, stream.units_lo, stream.units_hi, stream.unit_blo, stream.unit_bhi)
+        table["rtxq_sack_tsns"] = u_sack[changed]
+        table["rtxq_nr_tsns"] = (u_sack - u_nr)[changed]
+        table["rtxq_whatif_tsns"] = (u_sack - u_sacked)[changed]
+    summary = dict(base)
+    summary.update({
+        "id": entry_id,
+        "nr_sack": bool(nr_sack),
+        "data_bytes": data_end - snd_lo,
+        "q_s": q_s, "p_s": p_s, "b_s": b_s,
+        "p_over_q": p_s / q_s if q_s > 0 else 0.0,
+        "b_over_q": b_s / q_s if q_s > 0 else 0.0,
+        "sndbuf_bytes": capacity,
+        "sndbuf_estimated": estimated,
+        "max_rtxq_sack_bytes": int(sack.max()) if len(sack) else 0,
+        "max_rtxq_nr_bytes": int(rtxq_nr.max()) if len(sack) else 0,
+        "max_rtxq_whatif_bytes": int(whatif.max()) if len(sack) else 0,
+        "throughput_bps": acked * 8 / q_s if q_s > 0 else 0.0,
+        "blocking_intervals": len(intervals),
+        "complete": complete,
+        "max_payload_bytes": max_payload,
+        "acked_bytes": acked,
+        "retransmissions": int(((flags & 4) != 0).sum()),
+        "first_frame": int(frames[data_idx[0]]) if len(data_idx) else None,
+    })
+    return Entry(summary, table, intervals, stream)
+
+
+def _intervals(entry_id, t, t_end, blocked, gap_open, rtxq, frames) -> pd.DataFrame:
+    """Runs of blocked events: start at the event after which blocked holds, end at the one after
+    which it no longer does (decision 10), or at the end of q."""
+    edges = np.diff(np.concatenate(([0], blocked.astype(np.int8), [0])))
+    starts = np.flatnonzero(edges == 1)
+    stops = np.flatnonzero(edges == -1)  # index of the first unblocked event (may be len(t))
+    end_t = np.append(t, t_end)[stops] if len(t) else np.empty(0, np.int64)
+    gap_cum = np.concatenate(([0], np.cumsum(gap_open)))
+    with_gap = (gap_cum[stops] - gap_cum[starts]) > 0
+    end_frames = np.append(frames.astype(np.int64), -1)[stops] if len(t) else np.empty(0, np.int64)
+    return pd.DataFrame({
+        "flow": pd.Series([entry_id] * len(starts), dtype="object"),
+        "start_s": t[starts] / 1e9,
+        "end_s": end_t / 1e9,
+        "duration_s": (end_t - t[starts]) / 1e9,
+        "rtxq_bytes_at_start": rtxq[starts],
+        "gap_open": with_gap,
+        "start_frame": frames[starts].astype(np.int64),
+        "end_frame": pd.array(np.where(end_frames < 0, None, end_frames), dtype="Int64"),
+    })
+
+
+def analyse_flow(cap, flow: F.Flow, flow_of, side_of, sndbuf, end_ns) -> list:
+    """Entries of every sender direction of one flow that sent data."""
+    ev = cap.ev
+    rows_all = np.flatnonzero(flow_of == flow.id)
+    sides = side_of[rows_all]
+    entries = []
+    for sender in (0, 1):
+        base = {"protocol": flow.protocol, "src": flow.endpoints[sender], "dst": flow.endpoints[1 - sender],
+                "flow": flow.id, "side": sender, "level": "association" if flow.protocol == "sctp" else "connection",
+                "vantage": vantage(ev, flow, sender)}
+        entry_id = f"{flow.id}{'ab'[sender]}"
+        if flow.protocol == "sctp":
+            stream = F.sctp_stream(cap, rows_all, sides, sender)
+        elif flow.protocol == "tcp":
+            stream = F.tcp_stream(cap, rows_all, sides, flow.conns[0], sender, flow.never_renege[1 - sender])
+        else:
+            stream = F.mptcp_stream(cap, rows_all, sides, sender)
+        if not (stream.kind == 0).any():
+            continue
+        nr_sack = flow.negotiated_nr or stream.nr_seen or flow.never_renege[1 - sender]
+        entry = measure(cap, stream, entry_id, base, nr_sack, sndbuf, end_ns)
+        sub_conns = flow.conns if flow.protocol == "mptcp" or len(flow.conns) > 1 else []
+        for k, conn in enumerate(sub_conns):
+            c = cap.conns[conn]
+            path_side = sender ^ _conn_flip(ev, rows_all, sides, conn)
+            path_base = dict(base, src=c.endpoint(path_side), dst=c.endpoint(1 - path_side),
+                             level="path" if flow.protocol == "sctp" else "subflow", parent=entry_id)
+            if flow.protocol == "sctp":
+                sub = F.sctp_stream(cap, rows_all, sides, sender, path_conn=conn)
+                sub_nr = nr_sack
+            else:
+                sub = F.tcp_stream(cap, rows_all, sides, conn, sender, flow.never_renege[1 - sender])
+                sub_nr = sub.nr_seen or flow.never_renege[1 - sender]
+            if (sub.kind == 0).any():
+                entry.paths.append(measure(cap, sub, f"{entry_id}.{k}", path_base, sub_nr, sndbuf, end_ns))
+        entries.append(entry)
+    return entries
+
+
+def _conn_flip(ev, rows_all, sides, conn) -> int:
+    """0 when the conn's endpoint A is the flow's side 0."""
+    hit = np.flatnonzero(ev["conn"][rows_all] == conn)
+    return int(ev["dir"][rows_all[hit[0]]]) ^ int(sides[hit[0]]) if len(hit) else 0

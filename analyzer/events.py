@@ -1,0 +1,119 @@
+"""Capture -> events: the compiled reader's records as numpy columns, read in chunks.
+
+One record per SCTP chunk or TCP segment (analyzer/_reader.c, `event_t`), one schema for SCTP, TCP
+and MPTCP; gap blocks, NR blocks, duplicate TSNs and addresses live in a side table (`blocks`) that
+each event points into with `blk_start` / `blk_count`. Serial numbers arrive as on the wire (32 bit);
+flows.py unwraps them to 64 bit once, per sequence space, before anything else looks at them.
+"""
+
+from dataclasses import dataclass, field
+import ipaddress
+import os
+
+import numpy as np
+
+from nrsack.analyzer import _reader
+
+EVENT_DTYPE = np.dtype([
+    ("time_ns", "<i8"), ("dsn", "<u8"), ("data_ack", "<u8"), ("key", "<u8"), ("blk_start", "<i8"),
+    ("frame", "<u4"), ("conn", "<i4"), ("seq", "<u4"), ("ack", "<u4"), ("len", "<u4"), ("wnd", "<u4"),
+    ("tag", "<u4"), ("aux", "<u4"), ("flags", "<u4"),
+    ("stream", "<u2"), ("ssn", "<u2"), ("blk_count", "<u2"), ("dss_len", "<u2"),
+    ("dir", "u1"), ("proto", "u1"), ("chunk", "u1"), ("tcp_flags", "u1"),
+])
+BLOCK_DTYPE = np.dtype([("event", "<i8"), ("lo", "<u8"), ("hi", "<u8"), ("kind", "u1"), ("_pad", "V7")])
+assert EVENT_DTYPE.itemsize == _reader.EVENT_SIZE and BLOCK_DTYPE.itemsize == _reader.BLOCK_SIZE
+
+# event flags (EV_* in _reader.c)
+DATA, ACK, NRSACK, UNORDERED = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+SACK_PERM, NR_PERM, NEVER_RENEGE, MPTCP_NR_CAP = 1 << 4, 1 << 5, 1 << 6, 1 << 7
+EXT_NRSACK, EXT_FSACK, DSS_MAP, DATA_ACK = 1 << 8, 1 << 9, 1 << 10, 1 << 11
+MP_CAPABLE, MP_JOIN, DATA_FIN, SCTP_UDP = 1 << 12, 1 << 13, 1 << 14, 1 << 15
+IPV6, DSN64, DACK64, TCP_SACK = 1 << 16, 1 << 17, 1 << 18, 1 << 19
+
+# block kinds (BK_* in _reader.c)
+BK_R, BK_NR, BK_DUP, BK_TCP_SACK, BK_TCP_NR, BK_MPTCP_NR, BK_ADDR = 1, 2, 3, 4, 5, 6, 7
+BLOCK_KIND_NAMES = {BK_R: "r", BK_NR: "nr", BK_DUP: "dup", BK_TCP_SACK: "sack", BK_TCP_NR: "tcp_nr",
+                    BK_MPTCP_NR: "mptcp_nr", BK_ADDR: "address"}
+
+PROTO_SCTP, PROTO_TCP = 132, 6
+CHUNK_TCP = 255
+TCP_SYN, TCP_FIN, TCP_RST = 0x02, 0x01, 0x04
+
+CHUNK_FRAMES = 1 << 18
+
+
+class CaptureError(Exception):
+    """The input cannot be analysed (not a capture, truncated, unknown link type, no flows)."""
+
+
+@dataclass
+class Conn:
+    """One address/port pair as the reader saw it (an SCTP path, a TCP connection or MPTCP subflow)."""
+
+    id: int
+    proto: int
+    udp: bool
+    addr_a: str
+    port_a: int
+    addr_b: str
+    port_b: int
+
+    def endpoint(self, side):
+        return format_endpoint(*((self.addr_a, self.port_a) if side == 0 else (self.addr_b, self.port_b)))
+
+
+@dataclass
+class Capture:
+    path: str
+    linktype: int
+    frames: int
+    ev: np.ndarray       # EVENT_DTYPE
+    blocks: np.ndarray   # BLOCK_DTYPE
+    conns: list
+    findings: list = field(default_factory=list)  # [(frame, reason)] GEN-01
+
+
+def address_text(raw16: bytes) -> str:
+    address = ipaddress.IPv6Address(raw16)
+    return str(address.ipv4_mapped) if address.ipv4_mapped else str(address)
+
+
+def format_endpoint(address: str, port: int) -> str:
+    return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+
+
+def block_address(lo: int, hi: int) -> str:
+    return address_text(int(lo).to_bytes(8, "big") + int(hi).to_bytes(8, "big"))
+
+
+def read_capture(path, progress=None) -> Capture:
+    """Reads the whole file in chunks of CHUNK_FRAMES frames; `progress(bytes_read)` after each."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise CaptureError(f"{path}: no such file")
+    try:
+        reader = _reader.Reader(path)
+    except _reader.ReaderError as error:
+        raise CaptureError(f"{path}: not a readable capture: {error}") from None
+    event_parts, block_parts = [], []
+    while True:
+        try:
+            events_raw, blocks_raw, got = reader.read(CHUNK_FRAMES)
+        except _reader.ReaderError as error:
+            raise CaptureError(f"{path}: damaged or truncated capture, {error}") from None
+        events = np.frombuffer(events_raw, EVENT_DTYPE)
+        # event numbers and block indices are capture-wide already (the reader counts across chunks)
+        blocks = np.frombuffer(blocks_raw, BLOCK_DTYPE)
+        event_parts.append(events)
+        block_parts.append(blocks)
+        if progress is not None:
+            progress(reader.position())
+        if got < CHUNK_FRAMES:
+            break
+    conns = [Conn(cid, proto, bool(udp), address_text(a), pa, address_text(b), pb)
+             for cid, proto, udp, v6, a, pa, b, pb in reader.conns()]
+    ev = np.concatenate(event_parts) if event_parts else np.empty(0, EVENT_DTYPE)
+    blocks = np.concatenate(block_parts) if block_parts else np.empty(0, BLOCK_DTYPE)
+    return Capture(path, reader.linktype(), reader.frames(), ev, blocks, conns,
+                   [(int(frame), reason) for frame, reason in reader.findings()])

@@ -1,0 +1,183 @@
+"""The analyzer's Python API: `analyze(path, sndbuf=None) -> Analysis`."""
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from nrsack.analyzer import analysis as A, events as E, flows as F
+
+CHUNK_NAMES = {0: "DATA", 1: "INIT", 2: "INIT-ACK", 3: "SACK", 4: "HEARTBEAT", 5: "HEARTBEAT-ACK", 6: "ABORT",
+               7: "SHUTDOWN", 8: "SHUTDOWN-ACK", 9: "ERROR", 10: "COOKIE-ECHO", 11: "COOKIE-ACK",
+               14: "SHUTDOWN-COMPLETE", 16: "NR-SACK", 0xA0: "FSACK-INIT", 0xA1: "FSACK-ACK",
+               0xA2: "FSACK-COMPLETE", 255: "TCP"}
+
+
+@dataclass
+class Analysis:
+    """Results of one capture. DataFrames: flows, events, blocks, rtxq, blocking, summary, findings."""
+
+    capture: E.Capture
+    flow_list: list
+    flow_of: np.ndarray
+    side_of: np.ndarray
+    entries: list               # analysis.Entry per sender direction (paths / subflows nested)
+    sndbuf: int = None
+    serials: dict = field(default_factory=dict)
+
+    def all_entries(self):
+        for entry in self.entries:
+            yield entry
+            yield from entry.paths
+
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        """One row per sender direction, then its paths / subflows (`level`, `parent`)."""
+        rows = [e.summary for e in self.all_entries()]
+        frame = pd.DataFrame(rows, columns=A.SUMMARY_KEYS + ["flow", "side", "level", "parent", "max_payload_bytes",
+                                                             "acked_bytes", "retransmissions", "first_frame"])
+        for col in ("protocol", "vantage", "level"):
+            frame[col] = frame[col].astype("category")
+        for col in ("flow", "side", "data_bytes", "sndbuf_bytes", "max_rtxq_sack_bytes", "max_rtxq_nr_bytes",
+                    "max_rtxq_whatif_bytes", "blocking_intervals", "max_payload_bytes", "acked_bytes",
+                    "retransmissions", "first_frame"):
+            frame[col] = frame[col].astype("Int64")
+        return frame
+
+    def _stacked(self, attribute, columns) -> pd.DataFrame:
+        parts = [getattr(e, attribute) for e in self.all_entries()]
+        frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
+        frame["flow"] = frame["flow"].astype("category")
+        return frame
+
+    @cached_property
+    def rtxq(self) -> pd.DataFrame:
+        """The RtxQ step function: one row per scoreboard-changing event of each entry."""
+        return self._stacked("rtxq", A.RTXQ_COLUMNS)
+
+    @cached_property
+    def blocking(self) -> pd.DataFrame:
+        return self._stacked("blocking", A.BLOCKING_COLUMNS)
+
+    @cached_property
+    def flows(self) -> pd.DataFrame:
+        cap = self.capture
+        rows = []
+        for f in self.flow_list:
+            rows.append({
+                "flow": f.id, "protocol": f.protocol, "endpoint_0": f.endpoints[0], "endpoint_1": f.endpoints[1],
+                "addresses_0": " ".join(f.addresses[0]), "addresses_1": " ".join(f.addresses[1]),
+                "paths": len(f.conns), "conns": ",".join(map(str, f.conns)),
+                "nr_sack_negotiated": f.negotiated_nr,
+                "key_0": f.keys[0], "key_1": f.keys[1], "token_0": f.tokens[0], "token_1": f.tokens[1],
+                "subflows": ";".join(f"{cap.conns[c].endpoint(0)}-{cap.conns[c].endpoint(1)}" for c in f.conns),
+            })
+        frame = pd.DataFrame(rows, columns=["flow", "protocol", "endpoint_0", "endpoint_1", "addresses_0", "addresses_1",
+                                            "paths", "conns", "nr_sack_negotiated", "key_0", "key_1", "token_0",
+                                            "token_1", "subflows"])
+        frame["flow"] = frame["flow"].astype("Int64")
+        frame["protocol"] = frame["protocol"].astype(pd.CategoricalDtype(["sctp", "tcp", "mptcp"]))
+        for col in ("key_0", "key_1", "token_0", "token_1"):
+            frame[col] = frame[col].astype("UInt64")
+        return frame
+
+    @cached_property
+    def events(self) -> pd.DataFrame:
+        """One row per SCTP chunk / TCP segment; NA where a field does not apply to the protocol."""
+        ev = self.capture.ev
+        conns = self.capture.conns
+        sctp = ev["proto"] == E.PROTO_SCTP
+        tcp = ~sctp
+        fl = ev["flags"]
+
+        def masked(values, valid, dtype):
+            return pd.arrays.IntegerArray(values.astype(dtype.numpy_dtype), ~valid) if len(values) else pd.array([], dtype=dtype)
+
+        src = np.array([c.endpoint(0) for c in conns] + [c.endpoint(1) for c in conns], dtype=object)
+        n_conns = len(conns)
+        src_i = ev["conn"] + n_conns * ev["dir"].astype(np.int64)
+        dst_i = ev["conn"] + n_conns * (1 - ev["dir"].astype(np.int64))
+        endpoints = pd.CategoricalDtype(pd.unique(src)) if len(src) else pd.CategoricalDtype([])
+        chunk_names = [CHUNK_NAMES.get(k, f"chunk-{k}") for k in range(256)]
+        is_data_chunk = sctp & (ev["chunk"] == 0)
+        is_ack_chunk = sctp & ((ev["chunk"] == 3) | (ev["chunk"] == 16))
+        frame = pd.DataFrame({
+            "frame": ev["frame"].astype(np.int64),
+            "time_s": ev["time_ns"] / 1e9,
+            "flow": pd.Categorical(self.flow_of, categories=sorted(set(self.flow_of.tolist()))),
+            "side": ev["dir"].astype(np.int8) * 0 + self.side_of,
+            "path": ev["conn"].astype(np.int32),
+            "protocol": pd.Categorical.from_codes(np.where(sctp, 0, 1), ["sctp", "tcp"]),
+            "kind": pd.Categorical(np.array(chunk_names, dtype=object)[ev["chunk"]]),
+            "src": pd.Categorical(src[src_i] if len(ev) else [], dtype=endpoints),
+            "dst": pd.Categorical(src[dst_i] if len(ev) else [], dtype=endpoints),
+            "data": (fl & E.DATA) != 0,
+            "ack": (fl & E.ACK) != 0,
+            "tsn": masked(ev["seq"], is_data_chunk, pd.UInt32Dtype()),
+            "cum_ack": masked(ev["ack"], is_ack_chunk, pd.UInt32Dtype()),
+            "seq": masked(ev["seq"], tcp, pd.UInt32Dtype()),
+            "tcp_ack": masked(ev["ack"], tcp & ((fl & E.ACK) != 0), pd.UInt32Dtype()),
+            "length": ev["len"].astype(np.int64),
+            "stream": masked(ev["stream"], is_data_chunk, pd.UInt16Dtype()),
+            "ssn": masked(ev["ssn"], is_data_chunk, pd.UInt16Dtype()),
+            "unordered": (fl & E.UNORDERED) != 0,
+            "window": ev["wnd"].astype(np.int64),
+            "vtag": masked(ev["tag"], sctp, pd.UInt32Dtype()),
+            "dsn": masked(ev["dsn"], (fl & E.DSS_MAP) != 0, pd.UInt64Dtype()),
+            "dss_length": masked(ev["dss_len"], (fl & E.DSS_MAP) != 0, pd.UInt16Dtype()),
+            "data_ack": masked(ev["data_ack"], (fl & E.DATA_ACK) != 0, pd.UInt64Dtype()),
+            "mptcp_key": masked(ev["key"], (fl & E.MP_CAPABLE) != 0, pd.UInt64Dtype()),
+            "mptcp_token": masked(ev["aux"], ((fl & E.MP_JOIN) != 0) & ((ev["tcp_flags"] & 0x12) == 0x02), pd.UInt32Dtype()),
+            "fsack_timestamp": masked(ev["aux"], sctp & ((ev["chunk"] == 0xA0) | (ev["chunk"] == 0xA1)), pd.UInt32Dtype()),
+            "tcp_flags": masked(ev["tcp_flags"], tcp, pd.UInt8Dtype()),
+            "flags": ev["flags"].astype(np.uint32),
+            "blocks": ev["blk_count"].astype(np.int32),
+            "blk_start": ev["blk_start"],
+        })
+        frame["serial"] = pd.array(np.zeros(len(ev), np.int64), dtype="Int64")
+        frame.loc[:, "serial"] = pd.NA
+        for rows, serial in self.serials.values():
+            frame.loc[rows, "serial"] = serial  # the unwrapped 64-bit TSN / seq / DSN / cum ack
+        return frame
+
+    @cached_property
+    def blocks(self) -> pd.DataFrame:
+        """The side table: gap / NR blocks, dup TSNs, addresses, as on the wire (SCTP: offsets)."""
+        b = self.capture.blocks
+        kinds = [E.BLOCK_KIND_NAMES[k] for k in sorted(E.BLOCK_KIND_NAMES)]
+        return pd.DataFrame({
+            "event": b["event"],
+            "frame": self.capture.ev["frame"][b["event"]].astype(np.int64) if len(b) else np.empty(0, np.int64),
+            "kind": pd.Categorical.from_codes(b["kind"].astype(np.int64) - 1, kinds),
+            "lo": b["lo"], "hi": b["hi"],
+        })
+
+    @cached_property
+    def findings(self) -> pd.DataFrame:
+        return pd.DataFrame({"rule": "GEN-01", "severity": "error", "frame": [f for f, _ in self.capture.findings],
+                             "message": [f"GEN-01 {m}" for _, m in self.capture.findings]},
+                            columns=["rule", "severity", "frame", "message"])
+
+
+def analyze(path, sndbuf=None, progress=None) -> Analysis:
+    """Reads a pcap / pcapng and computes the figures of metrics.md for every sender direction.
+
+    sndbuf: the send buffer B in payload bytes; None estimates it as the largest RtxQ seen.
+    progress: optional callable(bytes_read) called after each chunk of frames.
+    Raises CaptureError (one line) for unusable input.
+    """
+    cap = E.read_capture(path, progress)
+    flows, flow_of, side_of = F.assemble(cap)
+    if not flows:
+        raise E.CaptureError(f"{path}: no SCTP or TCP flows in {cap.frames} frames")
+    end_ns = int(cap.ev["time_ns"].max()) if len(cap.ev) else 0
+    entries = []
+    for flow in flows:
+        entries.extend(A.analyse_flow(cap, flow, flow_of, side_of, sndbuf, end_ns))
+    serials = {}
+    for entry in entries:
+        for part in (entry, *entry.paths):
+            if part.stream is not None and part.stream.serial is not None and part.summary.get("level") != "path":
+                serials[part.summary["id"]] = (part.stream.rows, part.stream.serial)
+    return Analysis(cap, flows, flow_of, side_of, entries, sndbuf, serials)

@@ -1,0 +1,14 @@
+"""Compiled part of nrsack: the analyzer's libpcap reader and scoreboard (metadata: pyproject.toml)."""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "nrsack.analyzer._reader",
+            sources=["analyzer/_reader.c"],
+            libraries=["pcap"],
+            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-missing-field-initializers"],
+        )
+    ]
+)
