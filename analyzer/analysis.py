@@ -96,15 +96,15 @@ def measure(cap: E.Capture, stream: F.Stream, entry_id: str, base: dict, nr_sack
         t_end = int(times[i1]) if complete else max(int(end_ns), int(times[i1]))
         window = slice(i0, i1 + 1)
         t = times[window]
-        dt = np.diff(np.concatenate((t, [t_end]))).astype(np.float64) / 1e9
+        dt = np.diff(np.concatenate((t, [t_end])))  # integer ns: p, b and q are exact sums
         bw, gw = blocked[window], gap_open[window]
-        p_s = float((dt * (bw & gw)).sum())
-        b_s = float((dt * bw).sum())
-        q_s = (t_end - t_start) / 1e9
+        p_ns = int(dt[bw & gw].sum())
+        b_ns = int(dt[bw].sum())
+        q_ns = t_end - t_start
         acked = min(int(cum[i1]), data_end) - snd_lo if (~is_data[: i1 + 1]).any() else 0
         intervals = _intervals(entry_id, t, t_end, bw, gw, rtxq[window], frames[window])
     else:
-        p_s = b_s = q_s = 0.0
+        p_ns = b_ns = q_ns = 0
         acked = 0
         intervals = _intervals(entry_id, np.empty(0, np.int64), 0, np.empty(0, bool), np.empty(0, bool),
                                np.empty(0, np.int64), np.empty(0, np.uint32))
@@ -123,6 +123,7 @@ def measure(cap: E.Capture, stream: F.Stream, entry_id: str, base: dict, nr_sack
         "event": pd.Categorical(np.where(is_data[changed], "data", "ack"), categories=["data", "ack"]),
         "rtxq_bytes": rtxq[changed],
         "freed_bytes": pd.array(np.where(is_data, 0, freed)[changed], dtype="Int64"),
+        "time_ns": times[changed],
     })
     table.loc[table["event"] == "data", "freed_bytes"] = pd.NA
     if stream.units_lo is not None:
@@ -136,21 +137,22 @@ def measure(cap: E.Capture, stream: F.Stream, entry_id: str, base: dict, nr_sack
         "id": entry_id,
         "nr_sack": bool(nr_sack),
         "data_bytes": data_end - snd_lo,
-        "q_s": q_s, "p_s": p_s, "b_s": b_s,
-        "p_over_q": p_s / q_s if q_s > 0 else 0.0,
-        "b_over_q": b_s / q_s if q_s > 0 else 0.0,
+        "q_s": q_ns / 1e9, "p_s": p_ns / 1e9, "b_s": b_ns / 1e9,
+        "p_over_q": p_ns / q_ns if q_ns > 0 else 0.0,
+        "b_over_q": b_ns / q_ns if q_ns > 0 else 0.0,
         "sndbuf_bytes": capacity,
         "sndbuf_estimated": estimated,
         "max_rtxq_sack_bytes": int(sack.max()) if len(sack) else 0,
         "max_rtxq_nr_bytes": int(rtxq_nr.max()) if len(sack) else 0,
         "max_rtxq_whatif_bytes": int(whatif.max()) if len(sack) else 0,
-        "throughput_bps": acked * 8 / q_s if q_s > 0 else 0.0,
+        "throughput_bps": acked * 8e9 / q_ns if q_ns > 0 else 0.0,
         "blocking_intervals": len(intervals),
         "complete": complete,
         "max_payload_bytes": max_payload,
         "acked_bytes": acked,
         "retransmissions": int(((flags & 4) != 0).sum()),
         "first_frame": int(frames[data_idx[0]]) if len(data_idx) else None,
+        "q_ns": q_ns, "p_ns": p_ns, "b_ns": b_ns,
     })
     return Entry(summary, table, intervals, stream)
 
@@ -174,6 +176,8 @@ def _intervals(entry_id, t, t_end, blocked, gap_open, rtxq, frames) -> pd.DataFr
         "gap_open": with_gap,
         "start_frame": frames[starts].astype(np.int64),
         "end_frame": pd.array(np.where(end_frames < 0, None, end_frames), dtype="Int64"),
+        "start_ns": t[starts].astype(np.int64),  # exact; the float seconds above round to ~0.2 us
+        "end_ns": end_t.astype(np.int64),
     })
 
 
@@ -220,3 +224,8 @@ def _conn_flip(ev, rows_all, sides, conn) -> int:
     """0 when the conn's endpoint A is the flow's side 0."""
     hit = np.flatnonzero(ev["conn"][rows_all] == conn)
     return int(ev["dir"][rows_all[hit[0]]]) ^ int(sides[hit[0]]) if len(hit) else 0
+
+
+def gain(throughput_a, throughput_b):
+    """Gain of run A over run B in percent (metrics.md); None when B moved no data."""
+    return (throughput_a - throughput_b) / throughput_b * 100 if throughput_b else None

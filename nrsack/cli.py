@@ -11,6 +11,9 @@ import click
 # name -> "module:attribute" of a click command or group. Only working commands are listed.
 SUBCOMMANDS = {
     "generate": "nrsack.generator.cli:generate",
+    "analyze": "nrsack.analyzer.cli:analyze",
+    "plot": "nrsack.analyzer.cli:plot",
+    "compare": "nrsack.analyzer.cli:compare",
 }
 
 

@@ -1,0 +1,139 @@
+"""`nrsack analyze`, `nrsack plot`, `nrsack compare`: the analyzer's commands.
+
+Unusable input (not a capture, truncated, unknown link type, no flows) ends with one line on
+stderr and exit code 2; malformed packets inside a usable capture are GEN-01 findings instead.
+"""
+
+import json
+import os
+import sys
+from contextlib import contextmanager
+
+import click
+
+# captures above this size get a progress bar (below it the bar would only flicker)
+PROGRESS_MIN_BYTES = 32 << 20
+
+
+def fail(message):
+    click.echo(f"nrsack: error: {message}", err=True)
+    sys.exit(2)
+
+
+@contextmanager
+def _progress(path):
+    size = os.path.getsize(path) if os.path.isfile(path) else 0
+    if size < PROGRESS_MIN_BYTES:
+        yield None
+        return
+    from rich.progress import BarColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+
+    with Progress("[progress.description]{task.description}", BarColumn(), TransferSpeedColumn(),
+                  TimeRemainingColumn(), transient=True, console=None) as bar:
+        task = bar.add_task(f"reading {os.path.basename(path)}", total=size)
+        yield lambda done: bar.update(task, completed=done)
+
+
+def run_analysis(path, sndbuf):
+    from nrsack.analyzer import CaptureError, analyze
+
+    try:
+        with _progress(path) as progress:
+            return analyze(path, sndbuf=sndbuf, progress=progress)
+    except CaptureError as error:
+        fail(str(error))
+
+
+sndbuf_option = click.option("--sndbuf", type=click.IntRange(min=1), default=None, metavar="BYTES",
+                             help="Send buffer B in payload bytes (default: estimated as the largest RtxQ).")
+flow_option = click.option("--flow", "flow_filter", default=None, metavar="ID",
+                           help="Only this entry (e.g. 0a, 0a.1) or flow number (e.g. 0).")
+
+
+@click.command()
+@click.argument("capture", type=click.Path(dir_okay=False))
+@sndbuf_option
+@flow_option
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv", "parquet"]), default="table",
+              show_default=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Folder for summary/rtxq/blocking files (csv and parquet: default the current folder).")
+def analyze(capture, sndbuf, flow_filter, fmt, out_dir):
+    """RtxQ evolution, send-buffer blocking and p/q of every sender direction in CAPTURE."""
+    from nrsack.analyzer import views
+
+    analysis = run_analysis(capture, sndbuf)
+    ids = views.selected_ids(analysis, flow_filter)
+    if ids is not None and not ids:
+        fail(f"no flow {flow_filter!r} in {capture}")
+    if fmt == "json":
+        click.echo(views.dump_json(views.summary_dict(analysis, ids)))
+    elif fmt == "table":
+        from rich.console import Console
+
+        # piped output is not limited to 80 columns: the table stays one line per entry
+        console = Console() if sys.stdout.isatty() else Console(width=200)
+        console.print(views.rich_table(analysis, ids))
+        for frame, reason in analysis.capture.findings:
+            console.print(f"GEN-01 frame {frame}: {reason}", markup=False)
+    if fmt in ("csv", "parquet") or out_dir:
+        for path in views.write_tables(analysis, out_dir or ".", "parquet" if fmt == "parquet" else "csv", ids):
+            click.echo(f"wrote {path}", err=fmt == "json")
+
+
+@click.command()
+@click.argument("capture", type=click.Path(dir_okay=False))
+@sndbuf_option
+@flow_option
+@click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,
+              help="HTML file to write (default: CAPTURE with .html).")
+def plot(capture, sndbuf, flow_filter, out_file):
+    """Interactive HTML of RtxQ vs time: send-buffer line, blocked time shaded, rtxq_sack and rtxq_nr."""
+    from nrsack.analyzer import views
+
+    analysis = run_analysis(capture, sndbuf)
+    ids = views.selected_ids(analysis, flow_filter)
+    if ids is not None and not ids:
+        fail(f"no flow {flow_filter!r} in {capture}")
+    out_file = out_file or os.path.splitext(os.path.basename(capture))[0] + ".html"
+    views.figure(analysis, ids).write_html(out_file, include_plotlyjs=True)
+    click.echo(f"wrote {out_file}")
+
+
+@click.command()
+@click.argument("run_a", type=click.Path(dir_okay=False))
+@click.argument("run_b", type=click.Path(dir_okay=False))
+@sndbuf_option
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def compare(run_a, run_b, sndbuf, fmt):
+    """Throughput of RUN_A (e.g. NR-SACK) and RUN_B (e.g. SACK) and the gain of A over B, in %.
+
+    Each run is a capture or the JSON of `nrsack analyze --format json`; sender directions are
+    paired in order."""
+    from nrsack.analyzer import views
+
+    summaries = []
+    for run in (run_a, run_b):
+        if run.endswith(".json"):
+            try:
+                with open(run) as handle:
+                    summaries.append(json.load(handle))
+            except (OSError, ValueError) as error:
+                fail(f"{run}: not an analyzer JSON summary ({error})")
+        else:
+            summaries.append(views.summary_dict(run_analysis(run, sndbuf)))
+    result = views.compare_dict(*summaries)
+    if fmt == "json":
+        click.echo(views.dump_json(result))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"A = {run_a}   B = {run_b}")
+    for header in ("A", "B", "sender -> receiver", "T_A b/s", "T_B b/s", "gain %", "p/q A", "p/q B"):
+        table.add_column(header)
+    for p in result["pairs"]:
+        gain = "n/a" if p["gain_percent"] is None else f"{p['gain_percent']:+.2f}"
+        table.add_row(p["a"], p["b"], f"{p['src']} -> {p['dst']}", f"{p['throughput_a_bps']:.0f}",
+                      f"{p['throughput_b_bps']:.0f}", gain, f"{p['p_over_q_a']:.4f}", f"{p['p_over_q_b']:.4f}")
+    Console().print(table)

@@ -1,0 +1,155 @@
+"""Views of an Analysis: the JSON summary of metrics.md, files, rich table, Plotly figure.
+
+Views read results; they never re-derive figures (architecture.md).
+"""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from nrsack.analyzer import analysis as A
+
+
+def _ordered(summary):
+    """The contract's keys first, in metrics.md's order, then the extras."""
+    keys = A.SUMMARY_KEYS + [k for k in summary if k not in A.SUMMARY_KEYS]
+    return {k: _plain(summary[k]) for k in keys}
+
+
+def _plain(value):
+    """numpy / pandas scalars -> JSON values (NaN and NA -> null)."""
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return None if math.isnan(value) else float(value)
+    return value
+
+
+def summary_dict(analysis, entry_ids=None) -> dict:
+    """The machine-readable summary (metrics.md): flows, each with the contract's keys, paths nested."""
+    flows = []
+    for entry in analysis.entries:
+        if entry_ids is not None and entry.summary["id"] not in entry_ids:
+            continue
+        item = _ordered(entry.summary)
+        if entry.paths:
+            item["paths"] = [_ordered(p.summary) for p in entry.paths]
+        flows.append(item)
+    findings = [{"rule": "GEN-01", "severity": "error", "frames": [frame], "message": f"GEN-01 {reason}"}
+                for frame, reason in analysis.capture.findings]
+    return {"capture": analysis.capture.path, "frames": analysis.capture.frames, "flows": flows,
+            "findings": findings}
+
+
+def selected_ids(analysis, flow_filter):
+    """Entry ids matching --flow: an entry id ("0a", "0a.1") or a flow number ("0")."""
+    if flow_filter is None:
+        return None
+    ids = {e.summary["id"] for e in analysis.all_entries()}
+    chosen = {i for i in ids if i == flow_filter or i.rstrip("ab").split(".")[0] == flow_filter
+              or i.startswith(flow_filter + ".")}
+    return chosen
+
+
+def _select(frame, ids):
+    return frame if ids is None else frame[frame["flow"].astype(str).isin(ids)]
+
+
+def write_tables(analysis, out_dir, fmt, ids=None):
+    """summary, rtxq and blocking tables as CSV or Parquet (metrics.md, Files)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = analysis.summary
+    if ids is not None:
+        summary = summary[summary["id"].isin(ids)]
+    tables = {"summary": summary, "rtxq": _select(analysis.rtxq, ids),
+              "blocking": _select(analysis.blocking, ids)}
+    written = []
+    for name, table in tables.items():
+        path = out / f"{name}.{fmt}"
+        if fmt == "csv":
+            table.to_csv(path, index=False)
+        else:
+            table.to_parquet(path, index=False)
+        written.append(path)
+    return written
+
+
+def rich_table(analysis, ids=None):
+    from rich.table import Table
+
+    table = Table(title=f"{analysis.capture.path}: {analysis.capture.frames} frames")
+    for header in ("id", "sender -> receiver", "NR", "q s", "p/q", "b/q", "B bytes", "max rtxq nr", "T b/s",
+                   "vantage"):
+        table.add_column(header, no_wrap=header in ("id", "p/q", "b/q"))
+    for entry in analysis.all_entries():
+        s = entry.summary
+        if ids is not None and s["id"] not in ids:
+            continue
+        table.add_row(
+            ("  " if s.get("parent") else "") + s["id"], f"{s['protocol']} {s['src']} -> {s['dst']}",
+            "yes" if s["nr_sack"] else "no", f"{s['q_s']:.4f}" + ("" if s["complete"] else " (incomplete)"),
+            f"{s['p_over_q']:.4f}", f"{s['b_over_q']:.4f}",
+            f"{s['sndbuf_bytes']}{' est.' if s['sndbuf_estimated'] else ''}", f"{s['max_rtxq_nr_bytes']}",
+            f"{s['throughput_bps']:.0f}", s["vantage"])
+    return table
+
+
+def figure(analysis, ids=None):
+    """RtxQ vs time per sender direction (SCTP paper figs. 8-9, MPTCP paper figs. 7-8 style):
+    rtxq_sack and rtxq_nr as steps, rtxq_whatif dotted, the send-buffer line, blocked time shaded."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    entries = [e for e in analysis.all_entries() if ids is None or e.summary["id"] in ids]
+    if not entries:
+        entries = []
+    fig = make_subplots(rows=max(len(entries), 1), cols=1, shared_xaxes=False, vertical_spacing=0.08,
+                        subplot_titles=[f"{e.summary['id']} {e.summary['protocol']} {e.summary['src']} -> "
+                                        f"{e.summary['dst']} (vantage {e.summary['vantage']})" for e in entries])
+    for row, entry in enumerate(entries, start=1):
+        s, table = entry.summary, entry.rtxq
+        t = table["time_s"].to_numpy()
+        t = t - t[0] if len(t) else t
+        buffer_label = f"send buffer B = {s['sndbuf_bytes']} B ({'estimated' if s['sndbuf_estimated'] else 'given'})"
+        blocked_height = np.where(table["blocked"].to_numpy(), s["sndbuf_bytes"], 0)
+        first = row == 1
+        fig.add_trace(go.Scattergl(x=t, y=blocked_height, mode="lines", line={"shape": "hv", "width": 0},
+                                   fill="tozeroy", fillcolor="rgba(220,60,60,0.15)", name="blocked",
+                                   legendgroup="blocked", showlegend=first), row=row, col=1)
+        fig.add_trace(go.Scattergl(x=[t[0], t[-1]] if len(t) else [], y=[s["sndbuf_bytes"]] * 2, mode="lines",
+                                   line={"color": "black", "dash": "dash"}, name=buffer_label,
+                                   legendgroup=f"B{row}"), row=row, col=1)
+        for column, name, style in (("rtxq_sack_bytes", "rtxq_sack", {"color": "#1f77b4"}),
+                                    ("rtxq_nr_bytes", "rtxq_nr", {"color": "#2ca02c"}),
+                                    ("rtxq_whatif_bytes", "rtxq_whatif", {"color": "#7f7f7f", "dash": "dot"})):
+            fig.add_trace(go.Scattergl(x=t, y=table[column].to_numpy(), mode="lines", name=name,
+                                       line=dict(style, shape="hv"), legendgroup=name, showlegend=first),
+                          row=row, col=1)
+        fig.update_yaxes(title_text="bytes", row=row, col=1)
+        fig.update_xaxes(title_text="time since first data (s)", row=row, col=1)
+    fig.update_layout(title=f"RtxQ evolution: {analysis.capture.path}", height=max(360, 320 * len(entries)),
+                      template="plotly_white")
+    return fig
+
+
+def compare_dict(run_a: dict, run_b: dict) -> dict:
+    """Throughput and gain (metrics.md) of run A over run B, pairing sender directions in order."""
+    pairs = []
+    for a, b in zip(run_a["flows"], run_b["flows"]):
+        pairs.append({"a": a["id"], "b": b["id"], "src": a["src"], "dst": a["dst"],
+                      "throughput_a_bps": a["throughput_bps"], "throughput_b_bps": b["throughput_bps"],
+                      "gain_percent": A.gain(a["throughput_bps"], b["throughput_bps"]),
+                      "p_over_q_a": a["p_over_q"], "p_over_q_b": b["p_over_q"]})
+    return {"run_a": run_a["capture"], "run_b": run_b["capture"], "pairs": pairs}
+
+
+def dump_json(obj) -> str:
+    return json.dumps(obj, indent=2)
