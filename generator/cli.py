@@ -17,3 +17,9 @@ def timelines(out_dir):
 
     for path in write_all(out_dir):
         click.echo(str(path))
+
+
+from nrsack.generator.simulate_cli import simulate, sweep  # noqa: E402  (the simulator's commands)
+
+generate.add_command(simulate)
+generate.add_command(sweep)

@@ -1,0 +1,748 @@
+"""Discrete-event model of one bulk transfer: SCTP, CMT-SCTP, TCP or MPTCP, with SACK or NR-SACK.
+
+The model produces a `Trace`: the frames a capture at the sender (and at the receiver) would see,
+as plain tuples, and the truth about the sender after every frame that changes its scoreboard.
+It knows nothing about bytes on the wire; generator/sim/wire.py turns frames into packets.
+
+Units: time in integer nanoseconds; data in "units" (one DATA chunk / segment of `payload` bytes,
+the last one shorter) indexed 0..n-1. The simplifications are listed in docs/simulator.md.
+"""
+
+import heapq
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .intervals import IntervalSet
+
+PROTOCOLS = ("sctp", "cmt", "tcp", "mptcp")
+ACKS = ("sack", "nrsack")
+
+# frame kinds (first element after the time in a frame tuple)
+DATA, RTX, ACK, CTRL = 0, 1, 2, 3
+# unit flags
+INFL, SACKED, LOST, RTXD, ACKED = 1, 2, 4, 8, 16
+# event kinds
+EV_DATA_ARRIVAL, EV_ACK_ARRIVAL, EV_DELACK, EV_RTO, EV_READY, EV_CTRL = range(6)
+
+NS = 1_000_000_000
+SCTP_MAX_BLOCKS = (1500 - 20 - 12 - 20) // 4  # an NR-SACK chunk must fit one 1500-byte packet
+TCP_MAX_BLOCKS = 4  # 40 bytes of TCP options
+MPTCP_MAX_BLOCKS = 3  # subflow SACK blocks + data-level NR blocks beside a DSS with 8-byte DATA ACK
+GAP_OFFSET_MAX = 0xFFFF  # SCTP gap block offsets are 16 bit
+# bytes on the wire around one payload, for the serialisation time
+HEADER_BYTES = {"sctp": 20 + 12 + 16, "cmt": 20 + 12 + 16, "tcp": 20 + 20, "mptcp": 20 + 20 + 28}
+
+
+@dataclass(frozen=True)
+class PathConfig:
+    bandwidth_bps: float = 100e6
+    delay_s: float = 0.045  # one way
+    loss: float = 0.0  # forward (data) direction
+    queue_packets: int = 100  # drop-tail queue at the bottleneck, packets in service included
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    protocol: str = "sctp"
+    ack: str = "sack"
+    sndbuf: int = 32768
+    total_bytes: int = 1_000_000
+    paths: tuple = (PathConfig(),)
+    seed: int = 1
+    payload: int = 1000
+    rcvbuf: int = 4 << 20
+    loss_model: str = "bernoulli"  # or "gilbert"
+    burst: float = 2.0  # mean loss burst length (packets) of the Gilbert-Elliott model
+    delack_s: float = 0.2
+    ack_every: int = 2
+    rto_initial_s: float = 1.0
+    rto_min_s: float = 1.0
+    rto_max_s: float = 60.0
+    initial_cwnd_packets: int = 4
+    max_time_s: float = 3600.0
+    isn: int | None = None  # first TSN / sequence number; None: drawn from the seed
+    drop_units: tuple = ()  # units whose first transmission is lost (scripted loss, for tests)
+
+    def __post_init__(self):
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {PROTOCOLS}, not {self.protocol!r}")
+        if self.ack not in ACKS:
+            raise ValueError(f"ack must be one of {ACKS}, not {self.ack!r}")
+        if self.loss_model not in ("bernoulli", "gilbert"):
+            raise ValueError(f"loss model must be bernoulli or gilbert, not {self.loss_model!r}")
+        if self.protocol in ("sctp", "tcp") and len(self.paths) != 1:
+            raise ValueError(f"{self.protocol} runs over exactly one path, got {len(self.paths)}")
+        if self.protocol in ("cmt", "mptcp") and not 1 <= len(self.paths) <= 16:
+            raise ValueError(f"{self.protocol} needs 1 to 16 paths, got {len(self.paths)}")
+        if self.payload <= 0 or self.total_bytes <= 0:
+            raise ValueError("payload and total bytes must be positive")
+        if self.sndbuf < self.payload:
+            raise ValueError(f"send buffer ({self.sndbuf}) smaller than one payload ({self.payload})")
+        for p in self.paths:
+            if not 0.0 <= p.loss < 1.0:
+                raise ValueError(f"loss rate must be in [0, 1), got {p.loss}")
+            if p.bandwidth_bps <= 0 or p.delay_s < 0 or p.queue_packets < 1:
+                raise ValueError(f"bad path parameters: {p}")
+
+
+@dataclass
+class Trace:
+    """What the model saw happen. Frames are tuples (t_ns, kind, path, a, b):
+    DATA/RTX: a = unit, b = subflow index (MPTCP; the unit otherwise);
+    ACK: a = (cum_unit, blocks, rwnd_bytes, subflow_cum, subflow_blocks), b = None;
+    CTRL: a = name ("INIT", "SYN", "JOIN-SYN", ...), b = None.
+    Blocks are tuples of [start, end) in units (subflow indices for subflow blocks)."""
+
+    config: SimConfig
+    n_units: int
+    isn: int
+    sender: list = field(default_factory=list)
+    receiver: list = field(default_factory=list)
+    # truth rows: (sender frame index, t_ns, is_ack, rtxq_sack, rtxq_nr, sacked, nr_acked, blocked, gap_open)
+    rtxq: list = field(default_factory=list)
+    cwnd: list = field(default_factory=list)  # (t_ns, path, cwnd, ssthresh)
+    recovery: list = field(default_factory=list)  # (path, kind, start_ns, end_ns)
+    first_data_ns: int | None = None
+    done_ns: int | None = None  # the ack that cum-acked the last unit arrived
+    counters: dict = field(default_factory=dict)
+
+
+class _Space:
+    """One sequence space that acks refer to: the TSN / byte space (SCTP, CMT, TCP) or one
+    MPTCP subflow. `units` maps a space index to a unit (None: identity)."""
+
+    __slots__ = ("cum", "sacked", "high", "holes", "units", "sent")
+
+    def __init__(self, units=None):
+        self.cum = 0
+        self.sacked = IntervalSet()
+        self.high = 0
+        self.holes = set()
+        self.units = units
+        self.sent = 0  # indices below this have been sent at least once
+
+
+class Simulation:
+    def __init__(self, config: SimConfig, receiver_trace=False):
+        self.cfg = cfg = config
+        self.rng = np.random.default_rng(cfg.seed)
+        # one independent stream per path, so that paths do not share draws
+        self.rng_paths = [np.random.default_rng([cfg.seed, k]) for k in range(len(cfg.paths))]
+        self.S = cfg.payload
+        self.n = -(-cfg.total_bytes // cfg.payload)
+        self.last_size = cfg.total_bytes - (self.n - 1) * cfg.payload
+        isn = cfg.isn if cfg.isn is not None else int(self.rng.integers(0, 2**32))
+        self.trace = Trace(cfg, self.n, isn)
+        self.record_receiver = receiver_trace
+        self.mptcp = cfg.protocol == "mptcp"
+        self.drop_units = frozenset(cfg.drop_units)
+        self.cmt = cfg.protocol == "cmt"
+        self.sctp_like = cfg.protocol in ("sctp", "cmt")
+        self.nr = cfg.ack == "nrsack"
+        P = self.P = len(cfg.paths)
+        self.delay = [int(round(p.delay_s * NS)) for p in cfg.paths]
+        self.ns_per_byte = [8 * NS / p.bandwidth_bps for p in cfg.paths]
+        self.overhead = HEADER_BYTES[cfg.protocol]
+        self.qcap = [p.queue_packets for p in cfg.paths]
+        self.linkq = [deque() for _ in range(P)]
+        self._init_loss()
+
+        # sender, per unit
+        self.flags = bytearray(self.n)
+        self.upath = bytearray(self.n)
+        self.txt = [0] * self.n
+        self.sidx = list(range(self.n)) if not self.mptcp else [0] * self.n
+        self.miss = {}
+        self.pending = []  # heap of units marked for retransmission
+        self.next_new = 0
+        self.sent_bytes = 0
+        self.peer_rwnd = cfg.rcvbuf
+        if self.mptcp:
+            self.spaces = [_Space(units=[]) for _ in range(P)]
+        else:
+            self.spaces = [_Space()]
+        # sender, data level (what frees the send buffer)
+        self.dcum = 0
+        self.dcum_bytes = 0
+        self.dsacked = IntervalSet()
+        self.dnr = IntervalSet()
+        self.sacked_bytes = 0
+        self.nr_bytes = 0
+        self.gap_open = False
+        # sender, per path
+        S = self.S
+        self.cwnd = [cfg.initial_cwnd_packets * S] * P
+        self.ssthresh = [cfg.rcvbuf] * P
+        self.pba = [0] * P
+        self.flight = [0] * P
+        self.in_recovery = [None] * P  # (kind, start_ns, exit index) while recovering
+        self.fr_allow = [False] * P
+        self.srtt = [None] * P
+        self.rttvar = [0] * P
+        self.rto = [int(cfg.rto_initial_s * NS)] * P
+        self.rto_deadline = [None] * P
+        self.rto_event = [False] * P
+        self.outq = [deque() for _ in range(P)]  # units in the order they left on each path
+        self.ready = [False] * P
+        self.rr = 0
+        # receiver
+        self.rcum = 0
+        self.rset = IntervalSet()
+        self.ooo_bytes = 0
+        self.scum = [0] * P
+        self.sset = [IntervalSet() for _ in range(P)]
+        n_ack_spaces = P if self.mptcp else 1
+        self.ack_pending = [0] * n_ack_spaces
+        self.delack_gen = [0] * n_ack_spaces
+        self.delack_armed = [False] * n_ack_spaces
+        self.last_arrival_path = 0
+        # event queue
+        self.events = []
+        self.seq = 0
+        self.counters = dict(data_packets=0, retransmissions=0, fast_retransmits=0, timeouts=0,
+                             acks=0, queue_drops=0, random_drops=0)
+
+    # -- loss ------------------------------------------------------------------------------------
+    def _init_loss(self):
+        """Random losses use common random numbers: the first transmission of unit u draws
+        first_draw[u], so a SACK run and an NR-SACK run with the same seed lose the same data
+        (whatever path or time it leaves on) and their difference is the acks, not the dice.
+        Retransmissions, and the Gilbert-Elliott state per path, draw from sequential streams."""
+        cfg = self.cfg
+        self.first_draw = self.rng.random(self.n).tolist()
+        self.rand = [[] for _ in cfg.paths]
+        self.rand_pos = [0] * self.P
+        self.ge_bad = [False] * self.P
+        if cfg.loss_model == "gilbert":
+            self.ge = []
+            for p in cfg.paths:
+                # bad state loses everything, good state nothing; mean burst `burst` packets and a
+                # stationary loss rate equal to the path's rate
+                leave_bad = 1.0 / max(cfg.burst, 1.0)
+                enter_bad = p.loss * leave_bad / (1.0 - p.loss) if p.loss > 0 else 0.0
+                self.ge.append((enter_bad, leave_bad))
+
+    def _uniform(self, path):
+        pos = self.rand_pos[path]
+        buf = self.rand[path]
+        if pos >= len(buf):
+            buf = self.rand[path] = self.rng_paths[path].random(65536).tolist()
+            pos = 0
+        self.rand_pos[path] = pos + 1
+        return buf[pos]
+
+    def _lost(self, path, u, rtx):
+        loss = self.cfg.paths[path].loss
+        if loss <= 0.0:
+            return False
+        if self.cfg.loss_model == "bernoulli":
+            return (self._uniform(path) if rtx else self.first_draw[u]) < loss
+        enter_bad, leave_bad = self.ge[path]
+        if self.ge_bad[path]:
+            if self._uniform(path) < leave_bad:
+                self.ge_bad[path] = False
+        elif self._uniform(path) < enter_bad:
+            self.ge_bad[path] = True
+        return self.ge_bad[path]
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _push(self, t, kind, a, b=None):
+        self.seq += 1
+        heapq.heappush(self.events, (t, self.seq, kind, a, b))
+
+    def size(self, u):
+        return self.S if u != self.n - 1 else self.last_size
+
+    def range_bytes(self, start, end):
+        """Payload bytes of units [start, end)."""
+        if end <= start:
+            return 0
+        if end >= self.n:
+            return (end - start - 1) * self.S + self.last_size
+        return (end - start) * self.S
+
+    def rtxq(self):
+        rtxq_sack = self.sent_bytes - self.dcum_bytes
+        return rtxq_sack - self.nr_bytes if self.nr else rtxq_sack
+
+    def _truth(self, now, frame_index, is_ack):
+        rtxq_sack = self.sent_bytes - self.dcum_bytes
+        rtxq_nr = rtxq_sack - self.nr_bytes
+        rtxq = rtxq_nr if self.nr else rtxq_sack
+        self.trace.rtxq.append((frame_index, now, is_ack, rtxq_sack, rtxq_nr, self.sacked_bytes,
+                                self.nr_bytes, self.cfg.sndbuf - rtxq < self.S, self.gap_open))
+
+    def _cwnd_changed(self, now, p):
+        self.trace.cwnd.append((now, p, self.cwnd[p], self.ssthresh[p]))
+
+    # -- run -------------------------------------------------------------------------------------
+    def run(self):
+        self._handshake()
+        limit = int(self.cfg.max_time_s * NS)
+        events = self.events
+        pop = heapq.heappop
+        on_data, on_ack = self._on_data_arrival, self._on_ack_arrival
+        while events and self.trace.done_ns is None:
+            t, _, kind, a, b = pop(events)
+            if t > limit:
+                break
+            if kind == EV_DATA_ARRIVAL:
+                on_data(t, a, b)
+            elif kind == EV_ACK_ARRIVAL:
+                on_ack(t, a, b)
+            elif kind == EV_DELACK:
+                if self.delack_armed[a] and self.delack_gen[a] == b:
+                    self._send_ack(t, self.last_arrival_path if not self.mptcp else a)
+            elif kind == EV_RTO:
+                self._on_rto_event(t, a)
+            elif kind == EV_READY:
+                self.ready[a] = True
+                self._try_send(t)
+            elif kind == EV_CTRL:
+                a.append((t, CTRL, b[0], b[1], None))
+        for p, rec in enumerate(self.in_recovery):
+            if rec is not None:
+                self.trace.recovery.append((p, rec[0], rec[1], None))
+        self.counters["acked_bytes"] = self.dcum_bytes
+        self.trace.counters = self.counters
+        return self.trace
+
+    def _handshake(self):
+        """Connection set-up frames; each path becomes ready for data when its handshake ends."""
+        tr = self.trace
+        rec = self.record_receiver
+        d0 = self.delay[0]
+        if self.sctp_like:
+            steps = [(0, "INIT", True), (2 * d0, "INIT-ACK", False),
+                     (2 * d0, "COOKIE-ECHO", True), (4 * d0, "COOKIE-ACK", False)]
+            ready = [(p, 4 * d0) for p in range(self.P)]
+            paths = [0] * len(steps)
+        else:
+            steps = [(0, "SYN", True), (2 * d0, "SYN-ACK", False), (2 * d0, "ACK", True)]
+            paths = [0, 0, 0]
+            ready = [(0, 2 * d0)]
+            for p in range(1, self.P):
+                dp = self.delay[p]
+                steps += [(2 * d0, "JOIN-SYN", True), (2 * d0 + 2 * dp, "JOIN-SYN-ACK", False),
+                          (2 * d0 + 2 * dp, "JOIN-ACK", True)]
+                paths += [p, p, p]
+                ready.append((p, 2 * d0 + 2 * dp))
+        for (t, name, from_sender), p in zip(steps, paths):
+            # a frame from the sender is seen at the sender at t and at the receiver one delay
+            # later; a frame from the receiver left it one delay before t
+            self._push(t, EV_CTRL, tr.sender, (p, name))
+            if rec:
+                t_rx = t + self.delay[p] if from_sender else t - self.delay[p]
+                self._push(t_rx, EV_CTRL, tr.receiver, (p, name))
+        for p, t in ready:
+            self._push(t, EV_READY, p)
+
+    # -- sender ----------------------------------------------------------------------------------
+    def _room(self, p, sz):
+        return self.ready[p] and (self.flight[p] + sz <= self.cwnd[p] or self.fr_allow[p])
+
+    def _try_send(self, now):
+        cfg = self.cfg
+        flags = self.flags
+        pending = self.pending
+        while True:
+            while pending and flags[pending[0]] & LOST == 0:
+                heapq.heappop(pending)  # acked meanwhile, or already resent
+            if pending:
+                u = pending[0]
+                sz = self.size(u)
+                if self.mptcp or self.P == 1:
+                    p = self.upath[u]
+                    if not self._room(p, sz):
+                        return
+                else:  # CMT's RTX_SSTHRESH: the path with the largest ssthresh that has room
+                    best = None
+                    for q in range(self.P):
+                        if self._room(q, sz) and (best is None or self.ssthresh[q] > self.ssthresh[best]):
+                            best = q
+                    if best is None:
+                        return
+                    p = best
+                heapq.heappop(pending)
+                self._send(now, u, p, True)
+                continue
+            u = self.next_new
+            if u >= self.n:
+                return
+            sz = self.size(u)
+            if cfg.sndbuf - self.rtxq() < sz:
+                return  # send buffer blocking: the application cannot write the next message
+            if self.sent_bytes - self.dcum_bytes + sz > self.peer_rwnd:
+                return
+            p = None
+            for k in range(self.P):
+                q = (self.rr + k) % self.P
+                if self._room(q, sz):
+                    p = q
+                    break
+            if p is None:
+                return
+            self.rr = (p + 1) % self.P
+            self.next_new = u + 1
+            self._send(now, u, p, False)
+
+    def _send(self, now, u, p, rtx):
+        sz = self.size(u)
+        tr = self.trace
+        self.fr_allow[p] = False
+        if rtx:
+            self.txt[u] = -1  # Karn: no RTT sample from retransmitted data
+            self.flags[u] = (self.flags[u] | INFL | RTXD) & ~LOST
+            self.upath[u] = p
+            self.counters["retransmissions"] += 1
+            tr.sender.append((now, RTX, p, u, self.sidx[u]))
+        else:
+            self.txt[u] = now
+            self.flags[u] |= INFL
+            self.upath[u] = p
+            if self.mptcp:
+                sp = self.spaces[p]
+                self.sidx[u] = len(sp.units)
+                sp.units.append(u)
+                sp.sent = len(sp.units)
+            else:
+                self.spaces[0].sent = u + 1
+            self.sent_bytes += sz
+            if tr.first_data_ns is None:
+                tr.first_data_ns = now
+            tr.sender.append((now, DATA, p, u, self.sidx[u]))
+            self._truth(now, len(tr.sender) - 1, False)
+        self.counters["data_packets"] += 1
+        self.flight[p] += sz
+        self.outq[p].append(u)
+        if self.rto_deadline[p] is None:
+            self._arm_rto(now, p)
+        # the bottleneck: drop-tail queue, serialisation, propagation, random loss
+        q = self.linkq[p]
+        while q and q[0] <= now:
+            q.popleft()
+        if len(q) >= self.qcap[p]:
+            self.counters["queue_drops"] += 1
+            return
+        finish = (q[-1] if q else now) + int((sz + self.overhead) * self.ns_per_byte[p])
+        q.append(finish)
+        if self._lost(p, u, rtx) or (not rtx and u in self.drop_units):
+            self.counters["random_drops"] += 1
+            return
+        self._push(finish + self.delay[p], EV_DATA_ARRIVAL, p, u)
+
+    def _arm_rto(self, now, p):
+        self.rto_deadline[p] = now + self.rto[p]
+        if not self.rto_event[p]:
+            self.rto_event[p] = True
+            self._push(self.rto_deadline[p], EV_RTO, p)
+
+    def _on_rto_event(self, now, p):
+        self.rto_event[p] = False
+        deadline = self.rto_deadline[p]
+        if deadline is None:
+            return
+        if now < deadline:  # restarted since: sleep again (lazy timer)
+            self.rto_event[p] = True
+            self._push(deadline, EV_RTO, p)
+            return
+        self.counters["timeouts"] += 1
+        cfg, S = self.cfg, self.S
+        self.rto[p] = min(2 * self.rto[p], int(cfg.rto_max_s * NS))
+        self.ssthresh[p] = max(self.cwnd[p] // 2, 4 * S if self.sctp_like else 2 * S)
+        self.cwnd[p] = S
+        self.pba[p] = 0
+        self.fr_allow[p] = False
+        self._cwnd_changed(now, p)
+        sp = self.spaces[p if self.mptcp else 0]
+        rec = self.in_recovery[p]
+        if rec is not None:
+            self.trace.recovery.append((p, rec[0], rec[1], now))
+        self.in_recovery[p] = ("rto", now, sp.sent - 1)
+        flags, upath = self.flags, self.upath
+        units = sp.units
+        for i in range(sp.cum, sp.sent):
+            u = units[i] if units is not None else i
+            f = flags[u]
+            if f & INFL and upath[u] == p:
+                flags[u] = (f & ~INFL) | LOST
+                self.flight[p] -= self.size(u)
+                sp.holes.discard(u)
+                heapq.heappush(self.pending, u)
+        self.rto_deadline[p] = None
+        self._try_send(now)
+
+    def _on_ack_arrival(self, now, p, ack):
+        tr = self.trace
+        self.counters["acks"] += 1
+        tr.sender.append((now, ACK, p, ack, None))
+        frame_index = len(tr.sender) - 1
+        cum, blocks, rwnd, scum, sblocks = ack
+        stale = cum < self.dcum
+        # data level: the send buffer
+        if not stale and cum > self.dcum:
+            self.dcum_bytes += self.range_bytes(self.dcum, cum)
+            for s, e in self.dsacked.pop_prefix(cum):
+                self.sacked_bytes -= self.range_bytes(s, e)
+            for s, e in self.dnr.pop_prefix(cum):
+                self.nr_bytes -= self.range_bytes(s, e)
+            self.dcum = cum
+        data_blocks = blocks if (not self.mptcp or self.nr) else ()
+        for s, e in data_blocks:
+            if s < self.dcum:
+                s = self.dcum
+            for a, b in self.dsacked.add(s, e):
+                self.sacked_bytes += self.range_bytes(a, b)
+            if self.nr:
+                for a, b in self.dnr.add(s, e):
+                    self.nr_bytes += self.range_bytes(a, b)
+        if not stale:
+            self.gap_open = bool(blocks) or bool(sblocks)
+            self.peer_rwnd = rwnd
+        self._truth(now, frame_index, True)
+        if self.dcum >= self.n:
+            tr.done_ns = now
+        # transport level: congestion control and loss recovery
+        if self.mptcp:
+            self._transport_ack(now, self.spaces[p], scum, sblocks)
+        elif not stale:
+            self._transport_ack(now, self.spaces[0], cum, blocks)
+        self._try_send(now)
+
+    def _transport_ack(self, now, sp, cum, blocks):
+        if cum < sp.cum:
+            return  # stale at this level (RFC 9260 6.2.1 drops it)
+        flags, upath, size = self.flags, self.upath, self.size
+        units = sp.units
+        P = self.P
+        flight_before = list(self.flight)
+        earliest = [self._earliest_outstanding(q) for q in range(P)]
+        newly_bytes = [0] * P
+        newly_max = [-1] * P  # highest space index newly acked, per path
+        rtt_unit = [None] * P
+        cum_advanced = cum > sp.cum
+        holes = sp.holes
+        if cum_advanced:
+            for i in range(sp.cum, cum):
+                u = units[i] if units is not None else i
+                f = flags[u]
+                if not f & SACKED:
+                    q = upath[u]
+                    sz = size(u)
+                    if f & INFL:
+                        self.flight[q] -= sz
+                    newly_bytes[q] += sz
+                    newly_max[q] = i
+                    if self.txt[u] >= 0:
+                        rtt_unit[q] = u
+                    if f & (INFL | LOST) == 0 and not f & RTXD:
+                        pass
+                flags[u] = (f | ACKED) & ~(INFL | LOST)
+                if u in holes:
+                    holes.discard(u)
+            sp.cum = cum
+            sp.sacked.pop_prefix(cum)
+        old_high = sp.high
+        for s, e in blocks:
+            if e <= sp.cum:
+                continue
+            for a, b in sp.sacked.add(max(s, sp.cum), e):
+                for i in range(a, b):
+                    u = units[i] if units is not None else i
+                    f = flags[u]
+                    q = upath[u]
+                    sz = size(u)
+                    if f & INFL:
+                        self.flight[q] -= sz
+                    flags[u] = (f | SACKED) & ~(INFL | LOST)
+                    newly_bytes[q] += sz
+                    if i > newly_max[q]:
+                        newly_max[q] = i
+                    if self.txt[u] >= 0:
+                        rtt_unit[q] = u
+                    holes.discard(u)
+            if e > sp.high:
+                sp.high = e
+        for i in range(max(old_high, sp.cum), sp.high):
+            u = units[i] if units is not None else i
+            f = flags[u]
+            if f & INFL and not f & (SACKED | RTXD):
+                holes.add(u)
+        # miss indications: data sent on the same path below the highest newly acked index
+        if holes:
+            sidx = self.sidx
+            for u in sorted(holes):
+                q = upath[u]
+                if sidx[u] < newly_max[q]:
+                    m = self.miss.get(u, 0) + 1
+                    if m >= 3:
+                        self.miss.pop(u, None)
+                        self._fast_retransmit(now, sp, u, q)
+                    else:
+                        self.miss[u] = m
+        cfg, S = self.cfg, self.S
+        for q in range(P):
+            rec = self.in_recovery[q]
+            if rec is not None and sp is self.spaces[q if self.mptcp else 0] and sp.cum > rec[2]:
+                self.trace.recovery.append((q, rec[0], rec[1], now))
+                self.in_recovery[q] = None
+            if not newly_bytes[q]:
+                continue
+            if rtt_unit[q] is not None:
+                self._rtt_sample(q, now - self.txt[rtt_unit[q]])
+            # RFC 9260 6.3.2 R3 / RFC 6298 5.3: restart only when the earliest outstanding data of
+            # the path is acked; SACKs of later data do not keep a lost retransmission's timer alive
+            e = earliest[q]
+            if e is not None and flags[e] & (ACKED | SACKED):
+                if self.flight[q] > 0:
+                    self._arm_rto(now, q)
+                else:
+                    self.rto_deadline[q] = None
+            # growth only on acks that advance the cum point (CMT: any new ack for the path) and
+            # only when cwnd was fully used (RFC 9260 7.2.1); never during loss recovery
+            if self.in_recovery[q] is not None or not (cum_advanced or self.cmt):
+                continue
+            if flight_before[q] + S <= self.cwnd[q]:
+                continue
+            if self.cwnd[q] <= self.ssthresh[q]:
+                self.cwnd[q] += min(newly_bytes[q], S)
+                self._cwnd_changed(now, q)
+            else:
+                self.pba[q] += newly_bytes[q]
+                if self.pba[q] >= self.cwnd[q]:
+                    self.pba[q] -= self.cwnd[q]
+                    self.cwnd[q] += S
+                    self._cwnd_changed(now, q)
+
+    def _earliest_outstanding(self, q):
+        out, flags = self.outq[q], self.flags
+        while out and not flags[out[0]] & INFL:
+            out.popleft()
+        return out[0] if out else None
+
+    def _fast_retransmit(self, now, sp, u, q):
+        sz = self.size(u)
+        self.flags[u] = (self.flags[u] & ~INFL) | LOST
+        self.flight[q] -= sz
+        sp.holes.discard(u)
+        heapq.heappush(self.pending, u)
+        self.counters["fast_retransmits"] += 1
+        if self.in_recovery[q] is None:
+            S = self.S
+            if self.sctp_like:
+                self.ssthresh[q] = max(self.cwnd[q] // 2, 4 * S)
+            else:
+                self.ssthresh[q] = max((self.flight[q] + sz) // 2, 2 * S)
+            self.cwnd[q] = self.ssthresh[q]
+            self.pba[q] = 0
+            self.fr_allow[q] = True  # the first retransmission goes out regardless of cwnd
+            self.in_recovery[q] = ("fast", now, sp.sent - 1)
+            self._cwnd_changed(now, q)
+
+    def _rtt_sample(self, q, r):
+        cfg = self.cfg
+        if self.srtt[q] is None:
+            self.srtt[q] = r
+            self.rttvar[q] = r // 2
+        else:
+            self.rttvar[q] = (3 * self.rttvar[q] + abs(self.srtt[q] - r)) // 4
+            self.srtt[q] = (7 * self.srtt[q] + r) // 8
+        rto = self.srtt[q] + 4 * self.rttvar[q]
+        self.rto[q] = min(max(rto, int(cfg.rto_min_s * NS)), int(cfg.rto_max_s * NS))
+
+    # -- receiver --------------------------------------------------------------------------------
+    def _on_data_arrival(self, now, p, u):
+        if self.record_receiver:
+            self.trace.receiver.append((now, DATA, p, u, self.sidx[u]))
+        self.last_arrival_path = p
+        gaps_before = bool(self.rset)
+        dup = False
+        rset = self.rset
+        if u < self.rcum or rset.contains(u):
+            dup = True
+        elif u == self.rcum:
+            self.rcum = u + 1
+            first = rset.first()
+            if first is not None and first[0] == self.rcum:
+                s, e = rset.pop_first()
+                self.rcum = e
+                self.ooo_bytes -= self.range_bytes(s, e)
+        else:
+            rset.add(u, u + 1)
+            self.ooo_bytes += self.size(u)
+        space = 0
+        if self.mptcp:
+            space = p
+            i = self.sidx[u]
+            sset = self.sset[p]
+            gaps_before = gaps_before or bool(sset)
+            if i < self.scum[p] or sset.contains(i):
+                dup = True
+            elif i == self.scum[p]:
+                self.scum[p] = i + 1
+                first = sset.first()
+                if first is not None and first[0] == i + 1:
+                    self.scum[p] = sset.pop_first()[1]
+            else:
+                sset.add(i, i + 1)
+        gaps_after = bool(rset) or (self.mptcp and bool(self.sset[p]))
+        if dup or gaps_before or gaps_after:
+            self._send_ack(now, p, u)  # RFC 9260 6.7 / RFC 5681 4.2: at once on out-of-order data
+            return
+        self.ack_pending[space] += 1
+        if self.ack_pending[space] >= self.cfg.ack_every:
+            self._send_ack(now, p, u)
+        elif not self.delack_armed[space]:
+            self.delack_armed[space] = True
+            self.delack_gen[space] += 1
+            self._push(now + int(self.cfg.delack_s * NS), EV_DELACK, space, self.delack_gen[space])
+
+    def _send_ack(self, now, p, latest=None):
+        space = p if self.mptcp else 0
+        self.ack_pending[space] = 0
+        self.delack_armed[space] = False
+        proto = self.cfg.protocol
+        rblocks = self.rset.blocks()
+        scum, sblocks = None, ()
+        if proto in ("sctp", "cmt"):
+            rwnd = self.cfg.rcvbuf  # unordered delivery: nothing is held
+            blocks = tuple(b for b in rblocks[:SCTP_MAX_BLOCKS] if b[1] - self.rcum <= GAP_OFFSET_MAX)
+        elif proto == "tcp":
+            rwnd = self.cfg.rcvbuf - self.ooo_bytes
+            blocks = _recent_first(rblocks, self.rset.block_of(latest) if latest is not None else None,
+                                   TCP_MAX_BLOCKS)
+        else:
+            rwnd = self.cfg.rcvbuf - self.ooo_bytes
+            scum = self.scum[p]
+            sall = self.sset[p].blocks()
+            latest_i = self.sidx[latest] if latest is not None else None
+            nd = len(rblocks) if self.nr else 0
+            ns = min(len(sall), MPTCP_MAX_BLOCKS - min(nd, 1))
+            nd = min(nd, MPTCP_MAX_BLOCKS - ns)
+            sblocks = _recent_first(sall, self.sset[p].block_of(latest_i) if latest_i is not None
+                                    else None, ns)
+            blocks = rblocks[:nd]  # ascending, as the DSS NR blocks must be
+        ack = (self.rcum, blocks, rwnd, scum, sblocks)
+        if self.record_receiver:
+            self.trace.receiver.append((now, ACK, p, ack, None))
+        self._push(now + self.delay[p], EV_ACK_ARRIVAL, p, ack)
+
+
+def _recent_first(blocks, latest_block, limit):
+    """RFC 2018's order: the block holding the latest arrival first, then the others, highest
+    first (the ones most recently reported before)."""
+    if limit <= 0 or not blocks:
+        return ()
+    ordered = [latest_block] if latest_block is not None else []
+    for b in reversed(blocks):
+        if len(ordered) >= limit:
+            break
+        if b != latest_block:
+            ordered.append(b)
+    return tuple(ordered[:limit])
+
+
+def simulate(config: SimConfig, receiver_trace=False) -> Trace:
+    return Simulation(config, receiver_trace).run()

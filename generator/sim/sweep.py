@@ -1,0 +1,113 @@
+"""Grids of simulations: SACK vs NR-SACK over loss rate x send buffer (x bandwidth), n seeds each,
+run in parallel with Dask; the table of throughput, gain, p/q and the regions of gain."""
+
+import numpy as np
+import pandas as pd
+
+from .model import PathConfig, SimConfig, simulate
+from .truth import Truth
+
+GAIN_THRESHOLD_PCT = 5.0  # metrics.md: x = 5 % by default, as in the papers
+
+
+def point(protocol="sctp", ack="sack", sndbuf=32768, loss=0.01, bandwidth_mbps=100.0,
+          delay_ms=45.0, nbytes=1_000_000, seed=1, paths=1, payload=1000, loss_model="bernoulli",
+          burst=2.0):
+    """One simulation as a plain dict (picklable for Dask workers)."""
+    return dict(protocol=protocol, ack=ack, sndbuf=sndbuf, loss=loss, bandwidth_mbps=bandwidth_mbps,
+                delay_ms=delay_ms, bytes=nbytes, seed=seed, paths=paths, payload=payload,
+                loss_model=loss_model, burst=burst)
+
+
+def config_of(pt):
+    # CMT / MPTCP: path 1 carries `loss`, the others 0.08 % (the SCTP paper's CMT set-up)
+    if pt["paths"] == 1:
+        losses = [pt["loss"]]
+    else:
+        losses = [0.0008] * (pt["paths"] - 1) + [pt["loss"]]
+    paths = tuple(PathConfig(bandwidth_bps=pt["bandwidth_mbps"] * 1e6, delay_s=pt["delay_ms"] / 1e3,
+                             loss=x) for x in losses)
+    return SimConfig(protocol=pt["protocol"], ack=pt["ack"], sndbuf=pt["sndbuf"],
+                     total_bytes=pt["bytes"], paths=paths, seed=pt["seed"], payload=pt["payload"],
+                     loss_model=pt["loss_model"], burst=pt["burst"])
+
+
+def run_point(pt):
+    s = Truth(simulate(config_of(pt))).summary()
+    return dict(pt, throughput_bps=s["throughput_bps"], q_s=s["q_s"], p_s=s["p_s"], b_s=s["b_s"],
+                p_over_q=s["p_over_q"], b_over_q=s["b_over_q"], complete=s["complete"],
+                timeouts=s["counters"]["timeouts"])
+
+
+def grid(protocol="sctp", sndbufs=(8192, 32768, 65536), losses=(0.0, 0.01), seeds=3,
+         bandwidths_mbps=(100.0,), **kw):
+    return [point(protocol=protocol, ack=ack, sndbuf=b, loss=x, bandwidth_mbps=bw, seed=s, **kw)
+            for b in sndbufs for x in losses for bw in bandwidths_mbps
+            for s in range(1, seeds + 1) for ack in ("sack", "nrsack")]
+
+
+def run(points, scheduler=None, workers=None, serial=False):
+    """Run every point: serially, on a local Dask cluster, or on the cluster at `scheduler`."""
+    if serial:
+        return pd.DataFrame([run_point(p) for p in points])
+    from dask.distributed import Client, LocalCluster
+
+    if scheduler:
+        with Client(scheduler) as client:
+            results = client.gather(client.map(run_point, points, pure=False))
+    else:
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster, Client(cluster) as client:
+            results = client.gather(client.map(run_point, points, pure=False))
+    return pd.DataFrame(results)
+
+
+KEYS = ["protocol", "sndbuf", "bandwidth_mbps", "delay_ms", "loss"]
+
+
+def gain_table(runs):
+    """One row per grid point: mean and spread of each throughput, the gain of the means
+    (the papers' definition), the spread of the per-seed gains (seeds pair SACK and NR-SACK runs
+    with the same losses), truth p/q and b/q of both."""
+    sack = runs[runs.ack == "sack"].set_index(KEYS + ["seed"])
+    nr = runs[runs.ack == "nrsack"].set_index(KEYS + ["seed"])
+    paired = sack[["throughput_bps", "p_over_q", "b_over_q"]].join(
+        nr[["throughput_bps", "p_over_q", "b_over_q"]], lsuffix="_sack", rsuffix="_nr")
+    paired["gain_pct"] = (paired.throughput_bps_nr - paired.throughput_bps_sack) / paired.throughput_bps_sack * 100
+    g = paired.groupby(level=KEYS)
+    table = pd.DataFrame({
+        "seeds": g.size(),
+        "T_sack_mbps": g.throughput_bps_sack.mean() / 1e6,
+        "T_sack_std": g.throughput_bps_sack.std(ddof=0) / 1e6,
+        "T_nr_mbps": g.throughput_bps_nr.mean() / 1e6,
+        "T_nr_std": g.throughput_bps_nr.std(ddof=0) / 1e6,
+        "gain_pct_std": g.gain_pct.std(ddof=0),
+        "p_over_q_sack": g.p_over_q_sack.mean(),
+        "p_over_q_nr": g.p_over_q_nr.mean(),
+        "b_over_q_sack": g.b_over_q_sack.mean(),
+        "b_over_q_nr": g.b_over_q_nr.mean(),
+    })
+    table.insert(5, "gain_pct", (table.T_nr_mbps - table.T_sack_mbps) / table.T_sack_mbps * 100)
+    return table.reset_index()
+
+
+def regions_of_gain(table, x=GAIN_THRESHOLD_PCT):
+    """Per send buffer (and bandwidth, delay): the loss-rate intervals [a, b] over which the mean
+    gain is at least x %, as runs of consecutive grid points."""
+    rows = []
+    for key, part in table.groupby(["protocol", "sndbuf", "bandwidth_mbps", "delay_ms"]):
+        part = part.sort_values("loss")
+        run = []
+        for loss, gain in zip(part.loss, part.gain_pct):
+            if gain >= x:
+                run.append(loss)
+                continue
+            if run:
+                rows.append((*key, run[0], run[-1]))
+            run = []
+        if run:
+            rows.append((*key, run[0], run[-1]))
+        if not any(r[:4] == key for r in rows):
+            rows.append((*key, np.nan, np.nan))
+    return pd.DataFrame(rows, columns=["protocol", "sndbuf", "bandwidth_mbps", "delay_ms",
+                                       "loss_from", "loss_to"])
