@@ -275,8 +275,9 @@ def _stream(rows, is_data, lo, hi, owner_count_blocks):
 def tcp_stream(cap, rows_all, side_all, conn, sender, never_renege):
     """TCP level of one conn in direction `sender`: seq space of the sender, its data and the peer's acks."""
     ev = cap.ev
-    sel = rows_all[ev["conn"][rows_all] == conn]
-    s = side_all[sel]
+    on_conn = ev["conn"][rows_all] == conn
+    sel = rows_all[on_conn]
+    s = side_all[on_conn]
     fl = ev["flags"][sel]
     tf = ev["tcp_flags"][sel]
     data = (s == sender) & (ev["len"][sel] > 0) & ((tf & E.TCP_RST) == 0)
