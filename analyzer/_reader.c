@@ -105,6 +105,7 @@ typedef struct {
     int32_t *order;  /* conn id -> slot */
     size_t order_cap;
     PyObject *findings; /* list of (frame, reason) */
+    PyObject *rule_findings; /* list of (frame, rule ID, reason): malformations a specific rule of rules.md names */
     int done;
     char error[PCAP_ERRBUF_SIZE + 64];
 } Reader;
@@ -180,6 +181,18 @@ static int finding(Reader *r, const char *fmt, ...) {
     PyObject *t = Py_BuildValue("(Is)", r->frame, msg);
     if (!t) return -1;
     int rc = PyList_Append(r->findings, t);
+    Py_DECREF(t);
+    return rc;
+}
+
+/* A malformation that rules.md gives its own rule (NR-05, TN-05, MN-02) rather than GEN-01: the
+ * checker reports it under that ID; the packet is still analysed with what fits. */
+static int rule_finding(Reader *r, const char *rule, const char *fmt, ...) {
+    char msg[256];
+    va_list ap; va_start(ap, fmt); vsnprintf(msg, sizeof msg, fmt, ap); va_end(ap);
+    PyObject *t = Py_BuildValue("(Iss)", r->frame, rule, msg);
+    if (!t) return -1;
+    int rc = PyList_Append(r->rule_findings, t);
     Py_DECREF(t);
     return rc;
 }
@@ -276,9 +289,21 @@ static int parse_sctp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, siz
             if (avail < clen) return finding(r, "SCTP %s chunk cut by the snapshot length", type == 3 ? "SACK" : "NR-SACK");
             uint32_t nr_r = rd16(c + 12), nr_nr = type == 0x10 ? rd16(c + 14) : 0;
             uint32_t ndup = type == 0x10 ? rd16(c + 16) : rd16(c + 14);
-            if (hdr + 4 * (size_t)(nr_r + nr_nr + ndup) > clen)
-                return finding(r, "SCTP %s chunk: %u+%u blocks and %u dup TSNs exceed the chunk length %u",
-                               type == 3 ? "SACK" : "NR-SACK", nr_r, nr_nr, ndup, clen);
+            size_t need = hdr + 4 * (size_t)(nr_r + nr_nr + ndup);
+            if (need != clen) {
+                /* NR-05 for an NR-SACK (GEN-01 for a SACK, as the C plugin); the blocks that fit are used */
+                const char *what = type == 3 ? "SACK" : "NR-SACK";
+                int rc = type == 0x10
+                    ? rule_finding(r, "NR-05", "NR-SACK counts (%u R, %u NR, %u dup) need %zu bytes, chunk length is %u",
+                                   nr_r, nr_nr, ndup, need, clen)
+                    : finding(r, "SCTP %s chunk: %u+%u blocks and %u dup TSNs need %zu bytes, chunk length is %u",
+                              what, nr_r, nr_nr, ndup, need, clen);
+                if (rc < 0) return -1;
+                uint32_t room = (uint32_t)((clen - hdr) / 4);
+                if (nr_r > room) nr_r = room;
+                if (nr_nr > room - nr_r) nr_nr = room - nr_r;
+                if (ndup > room - nr_r - nr_nr) ndup = room - nr_r - nr_nr;
+            }
             e->flags |= EV_ACK | (type == 0x10 ? EV_NRSACK : 0);
             e->ack = rd32(c + 4); e->wnd = rd32(c + 8);
             const uint8_t *b = c + hdr;
@@ -363,7 +388,7 @@ static int parse_tcp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, size
                 e->flags |= EV_NRSACK;
                 for (size_t i = 4; i < olen; i += 8)
                     if (add_block(r, e, BK_TCP_NR, rd32(o + i), rd32(o + i + 4)) < 0) { PyErr_NoMemory(); return -1; }
-            } else if (finding(r, "TCP NR-SACK option length %zu", olen) < 0) return -1;
+            } else if (rule_finding(r, "TN-05", "TCP NR-SACK option length %zu (4 + 8n expected)", olen) < 0) return -1;
             break;
         case 30: { /* MPTCP */
             if (olen < 3) { if (finding(r, "MPTCP option length %zu", olen) < 0) return -1; break; }
@@ -392,6 +417,9 @@ static int parse_tcp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, size
                     e->aux = rd32(o + pos); e->dss_len = (uint16_t)rd16(o + pos + 4); pos += 6;
                 }
                 if (f & 0x10) e->flags |= EV_DATA_FIN;
+                if ((f & 0x20) && !(f & 1)
+                    && rule_finding(r, "MN-02", "MPTCP DSS flag N (NR blocks) without a DATA ACK (flags 0x%02X)", f) < 0)
+                    return -1;
                 if (f & 0x20) {
                     size_t bs = (f & 0x40) ? 16 : 8;
                     /* the checksum (2 octets) may sit before the count: the lengths decide */
@@ -399,7 +427,8 @@ static int parse_tcp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, size
                     if (!(kpos + 2 <= olen && kpos + 2 + o[kpos] * bs == olen)) {
                         kpos = pos + 2;
                         if (!(kpos + 2 <= olen && kpos + 2 + o[kpos] * bs == olen)) {
-                            if (finding(r, "MPTCP DSS NR block count disagrees with the option length %zu", olen) < 0) return -1;
+                            if (rule_finding(r, "MN-02", "MPTCP DSS NR block count disagrees with the option length %zu",
+                                             olen) < 0) return -1;
                             break;
                         }
                     }
@@ -532,13 +561,15 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kw) {
         return -1;
     }
     self->findings = PyList_New(0);
-    return self->findings ? 0 : -1;
+    self->rule_findings = PyList_New(0);
+    return self->findings && self->rule_findings ? 0 : -1;
 }
 
 static void Reader_dealloc(Reader *self) {
     if (self->pcap) pcap_close(self->pcap);
     free(self->ev.p); free(self->bk.p); free(self->table); free(self->order);
     Py_XDECREF(self->findings);
+    Py_XDECREF(self->rule_findings);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -587,6 +618,7 @@ static PyObject *Reader_conns(Reader *self, PyObject *unused) {
 }
 
 static PyObject *Reader_findings(Reader *self, PyObject *unused) { Py_INCREF(self->findings); return self->findings; }
+static PyObject *Reader_rule_findings(Reader *self, PyObject *unused) { Py_INCREF(self->rule_findings); return self->rule_findings; }
 static PyObject *Reader_frames(Reader *self, PyObject *unused) { return PyLong_FromUnsignedLong(self->frame); }
 static PyObject *Reader_linktype(Reader *self, PyObject *unused) { return PyLong_FromLong(self->linktype); }
 
@@ -595,6 +627,7 @@ static PyMethodDef Reader_methods[] = {
     {"position", (PyCFunction)Reader_position, METH_NOARGS, "byte offset in the file"},
     {"conns", (PyCFunction)Reader_conns, METH_NOARGS, "connection table"},
     {"findings", (PyCFunction)Reader_findings, METH_NOARGS, "GEN-01 findings: [(frame, reason)]"},
+    {"rule_findings", (PyCFunction)Reader_rule_findings, METH_NOARGS, "NR-05 / TN-05 / MN-02 findings: [(frame, rule, reason)]"},
     {"frames", (PyCFunction)Reader_frames, METH_NOARGS, "frames read so far"},
     {"linktype", (PyCFunction)Reader_linktype, METH_NOARGS, "DLT of the capture"},
     {NULL}

@@ -72,6 +72,7 @@ class Capture:
     blocks: np.ndarray   # BLOCK_DTYPE
     conns: list
     findings: list = field(default_factory=list)  # [(frame, reason)] GEN-01
+    rule_findings: list = field(default_factory=list)  # [(frame, rule, reason)] NR-05 / TN-05 / MN-02 seen by the reader
 
 
 def address_text(raw16: bytes) -> str:
@@ -116,4 +117,5 @@ def read_capture(path, progress=None) -> Capture:
     ev = np.concatenate(event_parts) if event_parts else np.empty(0, EVENT_DTYPE)
     blocks = np.concatenate(block_parts) if block_parts else np.empty(0, BLOCK_DTYPE)
     return Capture(path, reader.linktype(), reader.frames(), ev, blocks, conns,
-                   [(int(frame), reason) for frame, reason in reader.findings()])
+                   [(int(frame), reason) for frame, reason in reader.findings()],
+                   [(int(frame), rule, reason) for frame, rule, reason in reader.rule_findings()])
