@@ -499,7 +499,9 @@ class Simulation:
                 for a, b in self.dnr.add(s, e):
                     self.nr_bytes += self.range_bytes(a, b)
         if not stale:
-            self.gap_open = bool(blocks) or bool(sblocks)
+            # decision 12: a subflow's own SACK blocks are gap information for that subflow only;
+            # the data level (whose send buffer blocks) has gaps only through data-level NR blocks
+            self.gap_open = bool(blocks)
             self.peer_rwnd = rwnd
         self._truth(now, frame_index, True)
         if self.dcum >= self.n:
