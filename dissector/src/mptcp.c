@@ -1,0 +1,297 @@
+/* MPTCP: data-level NR-SACK (wire-formats.md section 4). Subflows are tied to their MPTCP connection by
+ * the tokens of RFC 8684 (SHA-1 of the key in version 0, SHA-256 in version 1); the data-level
+ * scoreboard of each direction lives in the MPTCP connection, so acks on any subflow count. */
+#include "tcp.h"
+
+#include <gcrypt.h>
+#include <wsutil/pint.h>
+#include <epan/wmem_scopes.h>
+
+#define SUB_MP_CAPABLE 0x0
+#define SUB_MP_JOIN 0x1
+#define SUB_DSS 0x2
+#define DSS_A 0x01
+#define DSS_a 0x02
+#define DSS_M 0x04
+#define DSS_m 0x08
+#define DSS_N 0x20
+#define DSS_n 0x40
+#define MAX_NR_BLOCKS 32
+
+struct mptcp_conn {
+    guint32 stream;
+    gboolean handshake_seen;   /* SYN and SYN-ACK of the initial subflow */
+    gboolean capable;          /* both carried NR-SACK-Permitted with flag 0x02 */
+    gboolean csum_known, csum;
+    gboolean token_known[2];
+    guint32 token[2];
+    flow_dir_t dir[2];         /* dir[i]: data sent by MPTCP endpoint i (0: client) */
+};
+
+static wmem_map_t *conn_by_token;
+
+void mptcp_init_state(void)
+{
+    conn_by_token = wmem_map_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
+}
+
+gboolean mptcp_options_present(const tcp_seg_t *seg)
+{
+    return seg->n_mptcp > 0;
+}
+
+static mptcp_conn_t *new_mptcp_conn(tcp_conn_t *sub)
+{
+    mptcp_conn_t *m = wmem_new0(wmem_file_scope(), mptcp_conn_t);
+    m->stream = nrsack_new_stream_index();
+    for (int i = 0; i < 2; i++) {
+        flow_dir_init(&m->dir[i], m->stream, i, "mptcp", FALSE, MN04, MN03);
+        m->dir[i].sender = nrsack_endpoint_str(&sub->addr[i], sub->port[i]);
+        m->dir[i].receiver = nrsack_endpoint_str(&sub->addr[1 - i], sub->port[1 - i]);
+    }
+    sub->mptcp = m;
+    sub->mptcp_side[0] = 0;
+    sub->mptcp_side[1] = 1;
+    return m;
+}
+
+static void learn_key(tcp_conn_t *sub, int ep, tvbuff_t *tvb, int off)
+{
+    if (sub->key_known[ep] || !sub->mptcp)
+        return;
+    sub->key_known[ep] = TRUE;
+    sub->key[ep] = tvb_get_ntoh64(tvb, off);
+    guint8 digest[32];
+    int algo = sub->mp_version == 0 ? GCRY_MD_SHA1 : GCRY_MD_SHA256;
+    gcry_md_hash_buffer(algo, digest, tvb_get_ptr(tvb, off, 8), 8);
+    mptcp_conn_t *m = sub->mptcp;
+    int side = sub->mptcp_side[ep];
+    m->token[side] = pntoh32(digest);
+    m->token_known[side] = TRUE;
+    wmem_map_insert(conn_by_token, GUINT_TO_POINTER(m->token[side]), m);
+}
+
+static void handle_mp_capable(tvbuff_t *tvb, int off, int len, const tcp_seg_t *s, tcp_conn_t *sub, int from)
+{
+    guint8 flags = tvb_get_guint8(tvb, off + 3);
+    gboolean syn = s->flags & TCP_FLAG_SYN, ack = s->flags & TCP_FLAG_ACK;
+    if (syn && !ack) {
+        sub->mp_version = tvb_get_guint8(tvb, off + 2) & 0x0F;
+        if (!sub->mptcp)
+            new_mptcp_conn(sub);
+        sub->mp_capable_syn[0] = TRUE;
+    }
+    if (!sub->mptcp)
+        return;
+    if (syn) {
+        sub->mptcp->csum_known = TRUE;
+        sub->mptcp->csum |= (flags & 0x80) != 0;
+        if (ack)
+            sub->mp_capable_syn[1] = TRUE;
+        if (len >= 12)
+            learn_key(sub, from, tvb, off + 4);
+    } else if (len >= 20) {
+        learn_key(sub, from, tvb, off + 4);
+        learn_key(sub, 1 - from, tvb, off + 12);
+    }
+}
+
+static void handle_mp_join(tvbuff_t *tvb, int off, int len, const tcp_seg_t *s, tcp_conn_t *sub, int from)
+{
+    if (!(s->flags & TCP_FLAG_SYN) || (s->flags & TCP_FLAG_ACK) || len < 12 || sub->mptcp)
+        return;
+    guint32 token = tvb_get_ntohl(tvb, off + 4);
+    mptcp_conn_t *m = (mptcp_conn_t *)wmem_map_lookup(conn_by_token, GUINT_TO_POINTER(token));
+    if (!m)
+        return;
+    /* the token names the receiver of the SYN */
+    int receiver_side = (m->token_known[1] && m->token[1] == token) ? 1 : 0;
+    sub->mptcp = m;
+    sub->mptcp_side[from] = 1 - receiver_side;
+    sub->mptcp_side[1 - from] = receiver_side;
+}
+
+/* The DSS option of one segment, with its NR blocks (absolute start/end from the DATA ACK). */
+typedef struct {
+    guint8 flags;
+    gboolean has_ack, has_map;
+    guint64 data_ack, dsn;
+    gboolean ack_wide, dsn_wide;
+    guint32 ssn;
+    guint16 dll;
+    gboolean has_nr, nr_count_bad;
+    guint k;                  /* count byte */
+    int k_off;
+    guint n_blocks;
+    guint64 start[MAX_NR_BLOCKS], end[MAX_NR_BLOCKS]; /* offsets from the DATA ACK */
+    int block_off[MAX_NR_BLOCKS];
+} dss_t;
+
+static gboolean parse_dss(tvbuff_t *tvb, int off, int len, const mptcp_conn_t *m, dss_t *d)
+{
+    memset(d, 0, sizeof(*d));
+    if (len < 4)
+        return FALSE;
+    d->flags = tvb_get_guint8(tvb, off + 3);
+    int p = off + 4, end = off + len;
+    if (d->flags & DSS_A) {
+        d->ack_wide = d->flags & DSS_a;
+        int w = d->ack_wide ? 8 : 4;
+        if (p + w > end)
+            return FALSE;
+        d->data_ack = d->ack_wide ? tvb_get_ntoh64(tvb, p) : tvb_get_ntohl(tvb, p);
+        d->has_ack = TRUE;
+        p += w;
+    }
+    if (d->flags & DSS_M) {
+        d->dsn_wide = d->flags & DSS_m;
+        int w = d->dsn_wide ? 8 : 4;
+        if (p + w + 6 > end)
+            return FALSE;
+        d->dsn = d->dsn_wide ? tvb_get_ntoh64(tvb, p) : tvb_get_ntohl(tvb, p);
+        d->ssn = tvb_get_ntohl(tvb, p + w);
+        d->dll = tvb_get_ntohs(tvb, p + w + 4);
+        d->has_map = TRUE;
+        p += w + 6;
+    }
+    if (!(d->flags & DSS_N))
+        return TRUE;
+    d->has_nr = TRUE;
+    int bs = (d->flags & DSS_n) ? 16 : 8;
+    int rest = end - p;
+    /* the checksum (if any) precedes the count byte; find which reading the length supports */
+    gboolean fits_plain = rest >= 2 && rest == 2 + tvb_get_guint8(tvb, p) * bs;
+    gboolean fits_csum = d->has_map && rest >= 4 && rest == 4 + tvb_get_guint8(tvb, p + 2) * bs;
+    gboolean csum;
+    if (m && m->csum_known && d->has_map)
+        csum = m->csum;
+    else
+        csum = !fits_plain && fits_csum;
+    if (csum)
+        p += 2;
+    if (p + 2 > end) {
+        d->nr_count_bad = TRUE;
+        return TRUE;
+    }
+    d->k = tvb_get_guint8(tvb, p);
+    d->k_off = p;
+    p += 2;
+    d->nr_count_bad = end - p != (int)d->k * bs;
+    for (guint i = 0; i < d->k && p + bs <= end && d->n_blocks < MAX_NR_BLOCKS; i++, p += bs) {
+        d->block_off[d->n_blocks] = p;
+        d->start[d->n_blocks] = bs == 16 ? tvb_get_ntoh64(tvb, p) : tvb_get_ntohl(tvb, p);
+        d->end[d->n_blocks] = bs == 16 ? tvb_get_ntoh64(tvb, p + 8) : tvb_get_ntohl(tvb, p + 4);
+        d->n_blocks++;
+    }
+    return TRUE;
+}
+
+static void add_dss_fields(tvbuff_t *tvb, proto_tree *tree, const dss_t *d)
+{
+    if (!d->has_nr || !tree)
+        return;
+    int bs = (d->flags & DSS_n) ? 16 : 8, w = bs / 2;
+    proto_tree *st = proto_tree_add_subtree(tree, tvb, d->k_off ? d->k_off : 0, 2 + (int)d->n_blocks * bs,
+                                            ett_nrsack_option, NULL, "MPTCP DSS NR blocks");
+    proto_tree_add_boolean(st, nrsack_hf.mptcp_wide, tvb, d->k_off, 1, (d->flags & DSS_n) != 0);
+    if (d->k_off)
+        proto_tree_add_uint(st, nrsack_hf.mptcp_block_count, tvb, d->k_off, 1, d->k);
+    for (guint i = 0; i < d->n_blocks; i++) {
+        proto_tree_add_uint64(st, nrsack_hf.mptcp_block_start, tvb, d->block_off[i], w, d->data_ack + d->start[i]);
+        proto_tree_add_uint64(st, nrsack_hf.mptcp_block_end, tvb, d->block_off[i] + w, w, d->data_ack + d->end[i]);
+    }
+}
+
+static guint64 unwrap_dl(flow_dir_t *dir, guint64 v, gboolean wide)
+{
+    return wide ? sb_unwrap64(&dir->sb, v) : sb_unwrap(&dir->sb, (guint32)v);
+}
+
+static void analyse_dss(const dss_t *d, const tcp_seg_t *s, guint32 payload_len, tcp_conn_t *sub, int from,
+                        frame_result_t *fr)
+{
+    mptcp_conn_t *m = sub->mptcp;
+    int side = sub->mptcp_side[from];
+    flow_dir_t *mine = &m->dir[side], *peer = &m->dir[1 - side];
+    if (d->has_map) {
+        sub->map_known[from] = TRUE;
+        sub->map_dsn[from] = unwrap_dl(mine, d->dsn, d->dsn_wide);
+        sub->map_seq[from] = sub->isn_known[from] ? sub->isn[from] + d->ssn : s->seq;
+    }
+    if (payload_len && sub->map_known[from]) {
+        guint64 dsn = sub->map_dsn[from] + (gint32)(s->seq - sub->map_seq[from]);
+        rtxq_on_data(fr, mine, dsn, dsn + payload_len, payload_len);
+    }
+    if (d->has_nr) {
+        if (!m->capable)
+            rules_raise(fr, MN01, !m->handshake_seen,
+                        "DSS NR blocks although SYN and SYN-ACK did not both carry NR-SACK-Permitted with flag 0x02");
+        if (!d->has_ack)
+            rules_raise(fr, MN02, FALSE, "DSS flag N without a DATA ACK");
+        if (d->nr_count_bad)
+            rules_raise(fr, MN02, FALSE, "NR block count %u disagrees with the option length", d->k);
+        for (guint i = 0; i < d->n_blocks; i++) {
+            if (d->start[i] >= d->end[i])
+                rules_raise(fr, MN05, FALSE, "NR block %u: Start %" G_GUINT64_FORMAT " >= End %" G_GUINT64_FORMAT,
+                            i + 1, d->start[i], d->end[i]);
+            else if (i && d->start[i] < d->end[i - 1])
+                rules_raise(fr, MN05, FALSE, "NR block %u overlaps or is below the previous one", i + 1);
+        }
+        peer->nr_mode = TRUE;
+    }
+    if (!d->has_ack || !peer->sb.snd_max)
+        return;
+    guint64 cum = unwrap_dl(peer, d->data_ack, d->ack_wide);
+    ival_t nr[MAX_NR_BLOCKS];
+    guint n = 0;
+    for (guint i = 0; i < d->n_blocks; i++)
+        if (d->start[i] < d->end[i])
+            nr[n++] = (ival_t){cum + d->start[i], cum + d->end[i]};
+    sb_ack_result_t res;
+    rtxq_on_ack(fr, peer, cum, NULL, 0, nr, n, d->has_nr, &res);
+}
+
+void mptcp_segment(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const tcp_seg_t *s, guint32 payload_len,
+                   tcp_conn_t *sub, int from, frame_result_t *fr)
+{
+    gboolean had_dss = FALSE;
+    for (guint i = 0; i < s->n_mptcp; i++) {
+        int off = s->mptcp_off[i], len = s->mptcp_len[i];
+        if (len < 3)
+            continue;
+        guint8 subtype = tvb_get_guint8(tvb, off + 2) >> 4;
+        if (fr && subtype == SUB_MP_CAPABLE && len >= 4)
+            handle_mp_capable(tvb, off, len, s, sub, from);
+        else if (fr && subtype == SUB_MP_JOIN)
+            handle_mp_join(tvb, off, len, s, sub, from);
+        else if (subtype == SUB_DSS && !had_dss) {
+            had_dss = TRUE;
+            dss_t d;
+            if (!parse_dss(tvb, off, len, sub->mptcp, &d)) {
+                rules_raise(fr, GEN01, FALSE, "DSS option too short for its flags");
+                continue;
+            }
+            add_dss_fields(tvb, tree, &d);
+            if (!fr)
+                continue;
+            if (!sub->mptcp)
+                new_mptcp_conn(sub); /* the handshake was not captured */
+            analyse_dss(&d, s, payload_len, sub, from, fr);
+        }
+    }
+    if (!fr)
+        return;
+    mptcp_conn_t *m = sub->mptcp;
+    if (!m)
+        m = new_mptcp_conn(sub);
+    if ((s->flags & (TCP_FLAG_SYN | TCP_FLAG_ACK)) == (TCP_FLAG_SYN | TCP_FLAG_ACK) && sub->mp_capable_syn[0] &&
+        sub->mp_capable_syn[1]) {
+        /* the initial subflow's handshake decides the data-level capability */
+        m->handshake_seen = TRUE;
+        m->capable = (sub->nr_flags[0] & 0x02) && (sub->nr_flags[1] & 0x02) && sub->nr_permitted[0] && sub->nr_permitted[1];
+        m->dir[0].nr_mode |= m->capable;
+        m->dir[1].nr_mode |= m->capable;
+    }
+    fr->has_stream = TRUE;
+    fr->stream = m->stream;
+}

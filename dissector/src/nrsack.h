@@ -1,0 +1,106 @@
+/* Shared declarations of the nrsack plugin: fields, preferences, per-frame results, flow directions. */
+#ifndef NRSACK_H
+#define NRSACK_H
+
+#include <epan/packet.h>
+#include <epan/expert.h>
+
+#include "scoreboard.h"
+#include "rules.h"
+
+extern int proto_nrsack;
+
+typedef struct {
+    int fsack_type, fsack_timestamp, fsack_address_v4, fsack_address_v6, fsack_rtt_ms;
+    int sctp_ext_nr_sack, sctp_ext_fsack;
+    int tcp_permitted, tcp_never_renege, tcp_flags, tcp_exid, tcp_block_left, tcp_block_right, tcp_block_count;
+    int mptcp_capable, mptcp_block_start, mptcp_block_end, mptcp_block_count, mptcp_wide;
+    int stream, direction;
+    int rtxq_bytes, rtxq_sack_bytes, rtxq_nr_bytes, rtxq_nr_acked_bytes, rtxq_sacked_bytes, rtxq_whatif_bytes;
+    int freed_bytes, blocked, gap_open, revoked;
+} nrsack_hf_t;
+extern nrsack_hf_t nrsack_hf;
+extern int ett_nrsack, ett_nrsack_option, ett_nrsack_fsack;
+
+typedef struct {
+    guint sndbuf;        /* bytes; 0 = blocked is not computed */
+    guint tcp_exid;
+    guint fsack_init, fsack_ack, fsack_complete;
+    guint sctp_udp_port;
+} nrsack_prefs_t;
+extern nrsack_prefs_t nrsack_prefs;
+
+/* One sender direction of an association / connection (MPTCP: data level). */
+typedef struct flow_dir {
+    scoreboard_t sb;
+    guint32 stream;
+    guint8 index;             /* 0: initiator's data, 1: responder's data */
+    const char *protocol;     /* "sctp", "tcp", "mptcp" */
+    char *sender, *receiver;  /* address:port */
+    guint32 max_payload;      /* S */
+    gboolean nr_mode;         /* NR-SACK negotiated or seen: rtxq is rtxq_nr */
+    gboolean gap_open;
+    rule_t rule_rtx_after_ack, rule_revoked;
+} flow_dir_t;
+
+/* What one frame did to one sender direction's RtxQ. */
+#define NRSACK_MAX_REVOKED 16
+typedef struct {
+    flow_dir_t *dir;
+    gboolean is_ack, has_data;
+    guint64 new_data_bytes;
+    sb_figures_t fig;
+    guint64 rtxq;
+    guint64 freed_bytes;
+    gboolean blocked, gap_open;
+    guint n_revoked;
+    guint32 revoked[NRSACK_MAX_REVOKED];
+} rtxq_update_t;
+
+typedef struct finding {
+    rule_t rule;
+    gboolean note;
+    char *message;
+    struct finding *next;
+} finding_t;
+
+#define NRSACK_MAX_UPDATES 2
+struct frame_result {
+    gboolean has_stream;
+    guint32 stream;
+    guint n_updates;
+    rtxq_update_t upd[NRSACK_MAX_UPDATES];
+    gboolean has_rtt;
+    guint32 rtt_ms;
+    finding_t *findings, *last_finding;
+    nstime_t ts;
+};
+
+/* plugin.c */
+guint32 nrsack_new_stream_index(void);
+char *nrsack_endpoint_str(const address *addr, guint16 port);
+
+/* rtxq.c: the scoreboard events of one direction, recorded in the frame's result */
+void flow_dir_init(flow_dir_t *d, guint32 stream, guint8 index, const char *protocol, gboolean tsn_units,
+                   rule_t rule_rtx_after_ack, rule_t rule_revoked);
+/* Returns TRUE when the data was a retransmission of data already acked. */
+void rtxq_on_data(frame_result_t *fr, flow_dir_t *d, guint64 lo, guint64 hi, guint32 payload_bytes);
+/* Applies one ack; returns the scoreboard's verdict for the protocol's own rules. */
+void rtxq_on_ack(frame_result_t *fr, flow_dir_t *d, guint64 cum, const ival_t *r, guint n_r,
+                 const ival_t *nr, guint n_nr, gboolean check_revocation, sb_ack_result_t *res);
+
+/* sctp.c, tcp.c, mptcp.c: decode (every pass) and analyse (once, when fr != NULL) */
+void sctp_init_state(void);
+void sctp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, frame_result_t *fr);
+void sctp_register_fields(int proto);
+
+void tcp_init_state(void);
+void tcp_register_option_handoff(int proto);
+/* decode of MPTCP DSS NR blocks (every pass) and analysis of the segment (once) */
+void tcp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, guint32 payload_len, frame_result_t *fr);
+
+/* tap.c */
+void nrsack_tap_register(void);
+void nrsack_tap_queue(packet_info *pinfo, const frame_result_t *fr);
+
+#endif

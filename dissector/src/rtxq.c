@@ -1,0 +1,86 @@
+/* RtxQ bookkeeping of one sender direction (metrics.md, docs/decisions.md 1-9): applies data and ack
+ * events to the scoreboard and records the figures after them in the frame's result. */
+#include "nrsack.h"
+
+#include <string.h>
+
+void flow_dir_init(flow_dir_t *d, guint32 stream, guint8 index, const char *protocol, gboolean tsn_units,
+                   rule_t rule_rtx_after_ack, rule_t rule_revoked)
+{
+    memset(d, 0, sizeof(*d));
+    sb_init(&d->sb, tsn_units);
+    d->stream = stream;
+    d->index = index;
+    d->protocol = protocol;
+    d->rule_rtx_after_ack = rule_rtx_after_ack;
+    d->rule_revoked = rule_revoked;
+}
+
+/* A frame may touch both directions (SCTP bundling DATA with a SACK): one update per direction. */
+static rtxq_update_t *update_for(frame_result_t *fr, flow_dir_t *d)
+{
+    for (guint i = 0; i < fr->n_updates; i++)
+        if (fr->upd[i].dir == d)
+            return &fr->upd[i];
+    if (fr->n_updates == NRSACK_MAX_UPDATES)
+        return NULL;
+    rtxq_update_t *u = &fr->upd[fr->n_updates++];
+    memset(u, 0, sizeof(*u));
+    u->dir = d;
+    return u;
+}
+
+static void refresh_figures(rtxq_update_t *u, flow_dir_t *d)
+{
+    sb_figures(&d->sb, &u->fig);
+    u->rtxq = d->nr_mode ? u->fig.rtxq_nr : u->fig.rtxq_sack;
+    u->blocked = nrsack_prefs.sndbuf > 0 && d->max_payload > 0 &&
+                 (gint64)nrsack_prefs.sndbuf - (gint64)u->rtxq < (gint64)d->max_payload;
+    u->gap_open = d->gap_open;
+}
+
+void rtxq_on_data(frame_result_t *fr, flow_dir_t *d, guint64 lo, guint64 hi, guint32 payload_bytes)
+{
+    sb_data_result_t res;
+    if (payload_bytes > d->max_payload)
+        d->max_payload = payload_bytes;
+    sb_data(&d->sb, lo, hi, payload_bytes, &res);
+    if (res.below_cum || res.was_nracked)
+        rules_raise(fr, d->rule_rtx_after_ack, FALSE, "%s %s retransmitted after it was %s",
+                    d->sb.tsn_units ? "TSN" : "data", d->sender ? d->sender : "",
+                    res.was_nracked ? "NR-acked" : "cum-acked");
+    if (!res.new_bytes)
+        return; /* decisions 4: retransmissions do not change the RtxQ */
+    rtxq_update_t *u = update_for(fr, d);
+    if (!u)
+        return;
+    u->has_data = TRUE;
+    u->new_data_bytes += res.new_bytes;
+    refresh_figures(u, d);
+}
+
+void rtxq_on_ack(frame_result_t *fr, flow_dir_t *d, guint64 cum, const ival_t *r, guint n_r,
+                 const ival_t *nr, guint n_nr, gboolean check_revocation, sb_ack_result_t *res)
+{
+    sb_ack(&d->sb, cum, r, n_r, nr, n_nr, check_revocation, res);
+    if (!res->stale)
+        d->gap_open = res->gap_open;
+    rtxq_update_t *u = update_for(fr, d);
+    if (!u)
+        return;
+    u->is_ack = TRUE;
+    u->freed_bytes += res->freed_bytes;
+    for (guint i = 0; i < MIN(res->n_revoked, SB_MAX_REPORTED); i++) {
+        /* report each revoked TSN (SCTP) or the first byte of each revoked range (TCP, MPTCP) */
+        guint64 x = res->revoked[i].lo;
+        do {
+            if (u->n_revoked < NRSACK_MAX_REVOKED)
+                u->revoked[u->n_revoked++] = (guint32)x;
+            x++;
+        } while (d->sb.tsn_units && x < res->revoked[i].hi);
+    }
+    if (res->n_revoked)
+        rules_raise(fr, d->rule_revoked, FALSE, "%u %s range(s) NR-acked earlier are neither cum-acked nor NR-acked by this ack, first at %u",
+                    res->n_revoked, d->sb.tsn_units ? "TSN" : "byte", (guint32)res->revoked[0].lo);
+    refresh_figures(u, d);
+}

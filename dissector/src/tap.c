@@ -1,0 +1,165 @@
+/* tshark -z nrsack,stat[,FILTER]: per flow direction data bytes, max and mean RtxQ (SACK and NR-SACK
+ * semantics), blocked time and p/q (with the nrsack.sndbuf preference), and rule counts. */
+#include "nrsack.h"
+
+#include <stdio.h>
+#include <epan/tap.h>
+#include <epan/stat_tap_ui.h>
+#include <epan/wmem_scopes.h>
+
+static int nrsack_tap = -1;
+
+typedef struct {
+    const flow_dir_t *dir;
+    guint64 data_bytes;
+    guint64 max_sack, max_nr;
+    double sum_sack, sum_nr;
+    guint n_samples;
+    gboolean started;
+    double first_data_t, last_t, q_end_t;
+    gboolean last_blocked, last_gap, complete;
+    double blocked_s, p_s;
+} dir_stats_t;
+
+typedef struct {
+    char *filter;
+    GHashTable *dirs;   /* flow_dir_t* -> dir_stats_t* */
+    GPtrArray *order;   /* first-seen order */
+    guint rule_count[RULE_COUNT];
+    double last_frame_t;
+} nrsack_stat_t;
+
+static double ts_seconds(const nstime_t *t)
+{
+    return (double)t->secs + t->nsecs / 1e9;
+}
+
+static void stat_reset(void *p)
+{
+    nrsack_stat_t *st = (nrsack_stat_t *)p;
+    g_hash_table_remove_all(st->dirs);
+    g_ptr_array_set_size(st->order, 0);
+    memset(st->rule_count, 0, sizeof(st->rule_count));
+    st->last_frame_t = 0;
+}
+
+/* Integrates blocked and blocked-during-loss-recovery time up to t (metrics.md: b and p). */
+static void integrate(dir_stats_t *s, double t)
+{
+    double dt = t - s->last_t;
+    if (dt > 0 && s->last_blocked) {
+        s->blocked_s += dt;
+        if (s->last_gap)
+            s->p_s += dt;
+    }
+    s->last_t = t;
+}
+
+static tap_packet_status stat_packet(void *p, packet_info *pinfo, epan_dissect_t *edt, const void *data, tap_flags_t flags)
+{
+    nrsack_stat_t *st = (nrsack_stat_t *)p;
+    const frame_result_t *fr = (const frame_result_t *)data;
+    double t = ts_seconds(&fr->ts);
+    st->last_frame_t = t;
+    for (const finding_t *f = fr->findings; f; f = f->next)
+        st->rule_count[f->rule]++;
+    for (guint i = 0; i < fr->n_updates; i++) {
+        const rtxq_update_t *u = &fr->upd[i];
+        dir_stats_t *s = (dir_stats_t *)g_hash_table_lookup(st->dirs, u->dir);
+        if (!s) {
+            s = g_new0(dir_stats_t, 1);
+            s->dir = u->dir;
+            g_hash_table_insert(st->dirs, (gpointer)u->dir, s);
+            g_ptr_array_add(st->order, s);
+        }
+        if (u->has_data && !s->started) {
+            s->started = TRUE;
+            s->first_data_t = s->last_t = t;
+        }
+        if (!s->started)
+            continue;
+        if (!s->complete)
+            integrate(s, t);
+        s->data_bytes += u->new_data_bytes;
+        s->max_sack = MAX(s->max_sack, u->fig.rtxq_sack);
+        s->max_nr = MAX(s->max_nr, u->fig.rtxq_nr);
+        s->sum_sack += (double)u->fig.rtxq_sack;
+        s->sum_nr += (double)u->fig.rtxq_nr;
+        s->n_samples++;
+        s->last_blocked = u->blocked;
+        s->last_gap = u->gap_open;
+        /* q ends with the ack that cum-acks the last data seen; new data reopens it */
+        s->complete = u->is_ack && u->fig.rtxq_sack == 0;
+        if (s->complete)
+            s->q_end_t = t;
+    }
+    return TAP_PACKET_REDRAW;
+}
+
+static void stat_draw(void *p)
+{
+    nrsack_stat_t *st = (nrsack_stat_t *)p;
+    printf("\n================================================================================================================\n");
+    printf("NR-SACK statistics (nrsack,stat%s%s); sndbuf preference: %u bytes%s\n", st->filter ? "," : "",
+           st->filter ? st->filter : "", nrsack_prefs.sndbuf, nrsack_prefs.sndbuf ? "" : " (off: no blocked time)");
+    printf("%-6s %-5s %-45s %10s %9s %9s %11s %11s %9s %9s %9s %7s %s\n", "Stream", "Proto", "Sender -> Receiver",
+           "Data B", "MaxSACK", "MaxNR", "MeanSACK", "MeanNR", "Blocked s", "p s", "q s", "p/q", "Complete");
+    for (guint i = 0; i < st->order->len; i++) {
+        dir_stats_t *s = (dir_stats_t *)g_ptr_array_index(st->order, i);
+        if (!s->started)
+            continue;
+        if (!s->complete)
+            integrate(s, st->last_frame_t);
+        double q = (s->complete ? s->q_end_t : st->last_frame_t) - s->first_data_t;
+        char flow[128];
+        snprintf(flow, sizeof(flow), "%s -> %s", s->dir->sender ? s->dir->sender : "?", s->dir->receiver ? s->dir->receiver : "?");
+        char pq[32];
+        if (nrsack_prefs.sndbuf && q > 0)
+            snprintf(pq, sizeof(pq), "%.4f", s->p_s / q);
+        else
+            snprintf(pq, sizeof(pq), "-");
+        printf("%-6u %-5s %-45s %10" G_GUINT64_FORMAT " %9" G_GUINT64_FORMAT " %9" G_GUINT64_FORMAT " %11.1f %11.1f %9.3f %9.3f %9.3f %7s %s\n",
+               s->dir->stream, s->dir->protocol, flow, s->data_bytes, s->max_sack, s->max_nr,
+               s->n_samples ? s->sum_sack / s->n_samples : 0.0, s->n_samples ? s->sum_nr / s->n_samples : 0.0,
+               s->blocked_s, s->p_s, q, pq, s->complete ? "yes" : "no");
+    }
+    printf("Rule findings:");
+    gboolean any = FALSE;
+    for (guint r = 0; r < RULE_COUNT; r++)
+        if (st->rule_count[r]) {
+            printf(" %s=%u", rule_name((rule_t)r), st->rule_count[r]);
+            any = TRUE;
+        }
+    printf("%s\n", any ? "" : " none");
+    printf("(Mean RtxQ: over the frames that change the direction's scoreboard.)\n");
+    printf("================================================================================================================\n");
+}
+
+static void stat_init(const char *opt_arg, void *userdata)
+{
+    nrsack_stat_t *st = g_new0(nrsack_stat_t, 1);
+    const char *prefix = "nrsack,stat,";
+    if (opt_arg && g_str_has_prefix(opt_arg, prefix) && opt_arg[strlen(prefix)])
+        st->filter = g_strdup(opt_arg + strlen(prefix));
+    st->dirs = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+    st->order = g_ptr_array_new();
+    GString *err = register_tap_listener("nrsack", st, st->filter, TL_REQUIRES_NOTHING, stat_reset, stat_packet, stat_draw, NULL);
+    if (err) {
+        fprintf(stderr, "tshark: Couldn't register nrsack,stat tap: %s\n", err->str);
+        g_string_free(err, TRUE);
+        exit(1);
+    }
+}
+
+static stat_tap_ui nrsack_stat_ui = {REGISTER_STAT_GROUP_GENERIC, "NR-SACK statistics", "nrsack,stat", stat_init, 0, NULL};
+
+void nrsack_tap_register(void)
+{
+    nrsack_tap = register_tap("nrsack");
+    register_stat_tap_ui(&nrsack_stat_ui, NULL);
+}
+
+void nrsack_tap_queue(packet_info *pinfo, const frame_result_t *fr)
+{
+    tap_queue_packet(nrsack_tap, pinfo, fr);
+}

@@ -1,0 +1,317 @@
+/* TCP: the NR-SACK options (kind 253/254 with our ExID) in the tcp.option table, and the per-connection
+ * analysis of SACK / NR-SACK blocks. Every other ExID goes to Wireshark's own handler unchanged. */
+#include "tcp.h"
+
+#include <epan/address.h>
+#include <epan/wmem_scopes.h>
+
+#define OPT_EOL 0
+#define OPT_NOP 1
+#define OPT_SACK_PERM 4
+#define OPT_SACK 5
+#define OPT_MPTCP 30
+#define OPT_EXP_FD 253
+#define OPT_EXP_FE 254
+
+static dissector_handle_t builtin_exp_handle[2]; /* Wireshark's handlers for 253 and 254 */
+static wmem_map_t *conn_table;
+
+/* ---- the option ---- */
+
+gboolean nr_option_parse(tvbuff_t *tvb, int off, int len, nr_option_t *o)
+{
+    memset(o, 0, sizeof(*o));
+    if (len < 4 || tvb_get_ntohs(tvb, off + 2) != nrsack_prefs.tcp_exid)
+        return FALSE;
+    o->ours = TRUE;
+    if (len == 5) {
+        o->permitted = TRUE;
+        o->flags = tvb_get_guint8(tvb, off + 4);
+        return TRUE;
+    }
+    if ((len - 4) % 8 != 0 || len == 4 || (len - 4) / 8 > TCP_MAX_BLOCKS) {
+        o->bad_length = TRUE;
+    }
+    guint n = MIN((guint)(len - 4) / 8, TCP_MAX_BLOCKS);
+    for (guint i = 0; i < n; i++) {
+        o->left[i] = tvb_get_ntohl(tvb, off + 4 + 8 * i);
+        o->right[i] = tvb_get_ntohl(tvb, off + 8 + 8 * i);
+    }
+    o->n_blocks = n;
+    return TRUE;
+}
+
+static int dissect_option(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    guint8 kind = tvb_get_guint8(tvb, 0);
+    int len = tvb_reported_length(tvb);
+    nr_option_t o;
+    if (len > (int)tvb_captured_length(tvb) || !nr_option_parse(tvb, 0, len, &o)) {
+        dissector_handle_t builtin = builtin_exp_handle[kind == OPT_EXP_FE];
+        if (builtin)
+            return call_dissector_with_data(builtin, tvb, pinfo, tree, data);
+        return 0;
+    }
+    proto_item *ti = proto_tree_add_item(tree, proto_nrsack, tvb, 0, len, ENC_NA);
+    proto_item_set_text(ti, "NR-SACK %s (kind %u)", o.permitted ? "Permitted" : "blocks", kind);
+    proto_tree *st = proto_item_add_subtree(ti, ett_nrsack_option);
+    proto_tree_add_item(st, nrsack_hf.tcp_exid, tvb, 2, 2, ENC_BIG_ENDIAN);
+    if (o.permitted) {
+        proto_tree_add_boolean(st, nrsack_hf.tcp_permitted, tvb, 0, len, TRUE);
+        proto_tree_add_item(st, nrsack_hf.tcp_flags, tvb, 4, 1, ENC_BIG_ENDIAN);
+        proto_tree_add_boolean(st, nrsack_hf.tcp_never_renege, tvb, 4, 1, o.flags & 0x01);
+        proto_tree_add_boolean(st, nrsack_hf.mptcp_capable, tvb, 4, 1, o.flags & 0x02);
+    } else {
+        proto_tree_add_uint(st, nrsack_hf.tcp_block_count, tvb, 1, 1, o.n_blocks);
+        for (guint i = 0; i < o.n_blocks; i++) {
+            proto_tree_add_item(st, nrsack_hf.tcp_block_left, tvb, 4 + 8 * i, 4, ENC_BIG_ENDIAN);
+            proto_tree_add_item(st, nrsack_hf.tcp_block_right, tvb, 8 + 8 * i, 4, ENC_BIG_ENDIAN);
+        }
+    }
+    return len;
+}
+
+void tcp_register_option_handoff(int proto)
+{
+    dissector_table_t options = find_dissector_table("tcp.option");
+    if (!options)
+        return;
+    builtin_exp_handle[0] = dissector_get_uint_handle(options, OPT_EXP_FD);
+    builtin_exp_handle[1] = dissector_get_uint_handle(options, OPT_EXP_FE);
+    dissector_handle_t h = create_dissector_handle(dissect_option, proto);
+    dissector_add_uint("tcp.option", OPT_EXP_FD, h);
+    dissector_add_uint("tcp.option", OPT_EXP_FE, h);
+}
+
+/* ---- the segment ---- */
+
+static gboolean parse_segment(tvbuff_t *tvb, tcp_seg_t *s)
+{
+    memset(s, 0, sizeof(*s));
+    if (tvb_captured_length(tvb) < 20)
+        return FALSE;
+    s->sport = tvb_get_ntohs(tvb, 0);
+    s->dport = tvb_get_ntohs(tvb, 2);
+    s->seq = tvb_get_ntohl(tvb, 4);
+    s->ack = tvb_get_ntohl(tvb, 8);
+    s->hlen = (tvb_get_guint8(tvb, 12) >> 4) * 4;
+    s->flags = tvb_get_guint8(tvb, 13);
+    if (s->hlen < 20 || s->hlen > tvb_captured_length(tvb))
+        return FALSE;
+    guint off = 20;
+    while (off < s->hlen) {
+        guint8 kind = tvb_get_guint8(tvb, off);
+        if (kind == OPT_EOL)
+            break;
+        if (kind == OPT_NOP) {
+            off++;
+            continue;
+        }
+        if (off + 2 > s->hlen)
+            break;
+        guint8 len = tvb_get_guint8(tvb, off + 1);
+        if (len < 2 || off + len > s->hlen)
+            break; /* Wireshark's TCP dissector reports the bad option */
+        if (kind == OPT_SACK_PERM) {
+            s->sack_permitted = TRUE;
+        } else if (kind == OPT_SACK) {
+            s->has_sack = TRUE;
+            for (guint i = 0; i < (guint)(len - 2) / 8 && s->n_sack < TCP_MAX_BLOCKS; i++, s->n_sack++) {
+                s->sack_left[s->n_sack] = tvb_get_ntohl(tvb, off + 2 + 8 * i);
+                s->sack_right[s->n_sack] = tvb_get_ntohl(tvb, off + 6 + 8 * i);
+            }
+        } else if ((kind == OPT_EXP_FD || kind == OPT_EXP_FE) && !s->has_nr) {
+            s->has_nr = nr_option_parse(tvb, off, len, &s->nr);
+        } else if (kind == OPT_MPTCP && s->n_mptcp < TCP_MAX_MPTCP_OPTS) {
+            s->mptcp_off[s->n_mptcp] = off;
+            s->mptcp_len[s->n_mptcp++] = len;
+        }
+        off += len;
+    }
+    return TRUE;
+}
+
+/* Connections are keyed by both endpoints, lower one first, so both directions find the same entry. */
+typedef struct {
+    guint8 data[40];
+    guint len;
+} conn_key_t;
+
+static void make_key(conn_key_t *k, const address *a, guint16 pa, const address *b, guint16 pb)
+{
+    int order = cmp_address(a, b);
+    if (order > 0 || (order == 0 && pa > pb)) {
+        const address *t = a; a = b; b = t;
+        guint16 tp = pa; pa = pb; pb = tp;
+    }
+    memset(k, 0, sizeof(*k));
+    guint la = MIN((guint)a->len, 16u), lb = MIN((guint)b->len, 16u);
+    memcpy(k->data, a->data, la);
+    memcpy(k->data + 16, b->data, lb);
+    k->data[32] = (guint8)(pa >> 8); k->data[33] = (guint8)pa;
+    k->data[34] = (guint8)(pb >> 8); k->data[35] = (guint8)pb;
+    k->data[36] = (guint8)a->type;
+    k->len = 40;
+}
+
+static guint key_hash(gconstpointer p)
+{
+    const conn_key_t *k = (const conn_key_t *)p;
+    guint h = 2166136261u; /* FNV-1a */
+    for (guint i = 0; i < k->len; i++)
+        h = (h ^ k->data[i]) * 16777619u;
+    return h;
+}
+
+static gboolean key_equal(gconstpointer a, gconstpointer b)
+{
+    return memcmp(a, b, sizeof(conn_key_t)) == 0;
+}
+
+void tcp_init_state(void)
+{
+    conn_table = wmem_map_new(wmem_file_scope(), key_hash, key_equal);
+}
+
+static tcp_conn_t *find_conn(packet_info *pinfo, const tcp_seg_t *s, gboolean create, int *from)
+{
+    conn_key_t k;
+    make_key(&k, &pinfo->net_src, s->sport, &pinfo->net_dst, s->dport);
+    tcp_conn_t *c = (tcp_conn_t *)wmem_map_lookup(conn_table, &k);
+    /* a new SYN (not a retransmission of the first) after the old connection starts a new one */
+    if (c && create && (s->flags & (TCP_FLAG_SYN | TCP_FLAG_ACK)) == TCP_FLAG_SYN && c->isn_known[0] &&
+        c->isn[0] != s->seq && c->dir[0].sb.snd_max)
+        c = NULL;
+    if (!c) {
+        if (!create)
+            return NULL;
+        c = wmem_new0(wmem_file_scope(), tcp_conn_t);
+        gboolean reversed = (s->flags & (TCP_FLAG_SYN | TCP_FLAG_ACK)) == (TCP_FLAG_SYN | TCP_FLAG_ACK);
+        /* a SYN-ACK seen first: its receiver is the initiator */
+        copy_address_wmem(wmem_file_scope(), &c->addr[reversed], &pinfo->net_src);
+        copy_address_wmem(wmem_file_scope(), &c->addr[!reversed], &pinfo->net_dst);
+        c->port[reversed] = s->sport;
+        c->port[!reversed] = s->dport;
+        conn_key_t *kk = wmem_new(wmem_file_scope(), conn_key_t);
+        *kk = k;
+        wmem_map_insert(conn_table, kk, c);
+    }
+    *from = (c->port[0] == s->sport && addresses_equal(&c->addr[0], &pinfo->net_src)) ? 0 : 1;
+    return c;
+}
+
+static void init_tcp_dirs(tcp_conn_t *c)
+{
+    c->stream = nrsack_new_stream_index();
+    for (int i = 0; i < 2; i++) {
+        flow_dir_init(&c->dir[i], c->stream, i, "tcp", FALSE, TN04, TN03);
+        c->dir[i].sender = nrsack_endpoint_str(&c->addr[i], c->port[i]);
+        c->dir[i].receiver = nrsack_endpoint_str(&c->addr[1 - i], c->port[1 - i]);
+    }
+}
+
+static guint collect_nr_blocks(const tcp_seg_t *s, flow_dir_t *d, ival_t *out)
+{
+    guint n = 0;
+    for (guint i = 0; i < s->nr.n_blocks; i++)
+        out[n++] = (ival_t){sb_unwrap(&d->sb, s->nr.left[i]), sb_unwrap(&d->sb, s->nr.right[i])};
+    return n;
+}
+
+static void analyse_tcp(const tcp_seg_t *s, packet_info *pinfo, guint32 payload_len, tcp_conn_t *c, int from,
+                        frame_result_t *fr)
+{
+    flow_dir_t *mine = &c->dir[from], *peer = &c->dir[1 - from];
+    if (payload_len) {
+        guint64 seq = sb_unwrap(&mine->sb, s->seq);
+        rtxq_on_data(fr, mine, seq, seq + payload_len, payload_len);
+    }
+    if (s->has_nr && !s->nr.permitted) {
+        gboolean handshake = c->syn_seen[0] && c->syn_seen[1];
+        if (!(c->nr_permitted[0] && c->nr_permitted[1]))
+            rules_raise(fr, TN01, !handshake, "NR-SACK block option without NR-SACK-Permitted on both SYN and SYN-ACK");
+        if (s->nr.bad_length)
+            rules_raise(fr, TN05, FALSE, "NR-SACK option length is not 4 + 8n with n = 1..4");
+        for (guint i = 0; i < s->nr.n_blocks; i++) {
+            if ((gint32)(s->nr.right[i] - s->nr.left[i]) <= 0)
+                rules_raise(fr, TN05, FALSE, "NR-SACK block %u: left %u >= right %u", i + 1, s->nr.left[i], s->nr.right[i]);
+            else if ((s->flags & TCP_FLAG_ACK) && (gint32)(s->nr.left[i] - s->ack) <= 0)
+                rules_raise(fr, TN05, FALSE, "NR-SACK block %u (%u-%u) at or below the ack %u", i + 1, s->nr.left[i],
+                            s->nr.right[i], s->ack);
+        }
+        for (guint i = 0; i < s->nr.n_blocks; i++)
+            for (guint j = 0; j < s->n_sack; j++)
+                if ((gint32)(s->nr.left[i] - s->sack_right[j]) < 0 && (gint32)(s->sack_left[j] - s->nr.right[i]) < 0) {
+                    rules_raise(fr, TN02, FALSE, "SACK block %u-%u and NR-SACK block %u-%u overlap", s->sack_left[j],
+                                s->sack_right[j], s->nr.left[i], s->nr.right[i]);
+                    i = s->nr.n_blocks;
+                    break;
+                }
+        peer->nr_mode = TRUE;
+    }
+    if (!(s->flags & TCP_FLAG_ACK) || !peer->sb.snd_max)
+        return; /* nothing of the peer's data to acknowledge */
+
+    /* never-renege receiver (decisions 9): its SACK blocks are non-renegable */
+    gboolean never_renege = c->nr_permitted[from] && (c->nr_flags[from] & 0x01);
+    ival_t sack[TCP_MAX_BLOCKS], nr[2 * TCP_MAX_BLOCKS];
+    guint n_sack = 0, n_nr = 0;
+    for (guint i = 0; i < s->n_sack; i++) {
+        ival_t b = {sb_unwrap(&peer->sb, s->sack_left[i]), sb_unwrap(&peer->sb, s->sack_right[i])};
+        if (never_renege)
+            nr[n_nr++] = b;
+        else
+            sack[n_sack++] = b;
+    }
+    if (s->has_nr && !s->nr.permitted)
+        n_nr += collect_nr_blocks(s, peer, nr + n_nr);
+    gboolean nr_ack = (s->has_nr && !s->nr.permitted) || (never_renege && s->has_sack);
+    sb_ack_result_t res;
+    rtxq_on_ack(fr, peer, sb_unwrap(&peer->sb, s->ack), sack, n_sack, nr, n_nr, nr_ack, &res);
+}
+
+void tcp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, guint32 payload_len, frame_result_t *fr)
+{
+    tcp_seg_t s;
+    if (!parse_segment(tvb, &s)) {
+        rules_raise(fr, GEN01, FALSE, "TCP header truncated or bad data offset");
+        return;
+    }
+    int from = 0;
+    tcp_conn_t *c = find_conn(pinfo, &s, fr != NULL, &from);
+    if (!c)
+        return;
+    if (fr) {
+        gboolean syn = s.flags & TCP_FLAG_SYN;
+        if (syn) {
+            int ep = (s.flags & TCP_FLAG_ACK) ? 1 : 0;
+            c->syn_seen[ep] = TRUE;
+            c->nr_permitted[from] = s.has_nr && s.nr.permitted;
+            c->nr_flags[from] = c->nr_permitted[from] ? s.nr.flags : 0;
+            c->isn_known[from] = TRUE;
+            c->isn[from] = s.seq;
+        }
+        if (!c->is_mptcp && !c->dir[0].protocol) {
+            if (mptcp_options_present(&s))
+                c->is_mptcp = TRUE;
+            else
+                init_tcp_dirs(c);
+        }
+        if (syn && c->dir[0].protocol && !c->is_mptcp) {
+            /* both ends permitted NR-SACK: the RtxQ is that of an NR-SACK sender */
+            gboolean negotiated = c->nr_permitted[0] && c->nr_permitted[1];
+            c->dir[0].nr_mode |= negotiated;
+            c->dir[1].nr_mode |= negotiated;
+            sb_unwrap(&c->dir[from].sb, s.seq + 1); /* anchor at the ISN */
+        }
+    }
+    if (c->is_mptcp) {
+        mptcp_segment(tvb, pinfo, tree, &s, payload_len, c, from, fr);
+        return;
+    }
+    if (!fr)
+        return;
+    fr->has_stream = TRUE;
+    fr->stream = c->stream;
+    analyse_tcp(&s, pinfo, payload_len, c, from, fr);
+}

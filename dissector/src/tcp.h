@@ -1,0 +1,75 @@
+/* TCP segment parsing and connection state shared by tcp.c and mptcp.c. */
+#ifndef NRSACK_TCP_H
+#define NRSACK_TCP_H
+
+#include "nrsack.h"
+
+#define TCP_FLAG_FIN 0x01
+#define TCP_FLAG_SYN 0x02
+#define TCP_FLAG_RST 0x04
+#define TCP_FLAG_ACK 0x10
+#define TCP_MAX_BLOCKS 4
+#define TCP_MAX_MPTCP_OPTS 4
+
+/* One NR-SACK option (wire-formats.md section 3). */
+typedef struct {
+    gboolean ours;        /* ExID matches the preference */
+    gboolean permitted;   /* NR-SACK-Permitted (length 5) */
+    guint8 flags;
+    gboolean bad_length;
+    guint n_blocks;
+    guint32 left[TCP_MAX_BLOCKS], right[TCP_MAX_BLOCKS];
+} nr_option_t;
+
+typedef struct {
+    guint16 sport, dport;
+    guint32 seq, ack;
+    guint8 flags;
+    guint hlen;
+    gboolean sack_permitted;
+    gboolean has_sack;
+    guint n_sack;
+    guint32 sack_left[TCP_MAX_BLOCKS], sack_right[TCP_MAX_BLOCKS];
+    gboolean has_nr;      /* an NR-SACK option with our ExID */
+    nr_option_t nr;
+    guint n_mptcp;
+    guint mptcp_off[TCP_MAX_MPTCP_OPTS], mptcp_len[TCP_MAX_MPTCP_OPTS];
+} tcp_seg_t;
+
+typedef struct mptcp_conn mptcp_conn_t;
+
+typedef struct tcp_conn {
+    guint32 stream;
+    address addr[2];
+    guint16 port[2];           /* [0]: the SYN sender, or the first sender seen */
+    gboolean syn_seen[2];      /* [0] SYN, [1] SYN-ACK */
+    gboolean nr_permitted[2];
+    guint8 nr_flags[2];
+    flow_dir_t dir[2];         /* TCP level, dir[i]: data sent by endpoint i */
+    /* MPTCP subflow */
+    gboolean is_mptcp;
+    gboolean mp_capable_syn[2];
+    guint8 mp_version;
+    gboolean mp_csum;
+    gboolean key_known[2];
+    guint64 key[2];
+    mptcp_conn_t *mptcp;
+    int mptcp_side[2];         /* MPTCP endpoint (0 client, 1 server) of each subflow endpoint */
+    gboolean isn_known[2];
+    guint32 isn[2];
+    gboolean map_known[2];     /* last DSS mapping per direction */
+    guint64 map_dsn[2];
+    guint32 map_seq[2];        /* absolute subflow sequence number where map_dsn starts */
+} tcp_conn_t;
+
+gboolean nr_option_parse(tvbuff_t *tvb, int off, int len, nr_option_t *o);
+
+/* mptcp.c */
+void mptcp_init_state(void);
+/* Decodes DSS NR blocks into the nrsack tree and, when fr != NULL, runs the data-level analysis. */
+void mptcp_segment(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const tcp_seg_t *seg, guint32 payload_len,
+                   tcp_conn_t *conn, int from, frame_result_t *fr);
+/* Whether the segment's MPTCP options make the connection an MPTCP subflow. */
+gboolean mptcp_options_present(const tcp_seg_t *seg);
+
+#endif

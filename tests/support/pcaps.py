@@ -1,0 +1,100 @@
+"""Small hand-built captures for the plugin tests, from raw chunk and option bytes per
+../shared/spec/wire-formats.md (used until, and beside, the lead's sample-pcaps/).
+
+Each builder returns Scapy packets with explicit capture times; `write` stores them as a pcap.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import Ether
+from scapy.layers.sctp import SCTP
+from scapy.packet import Raw
+from scapy.utils import wrpcap
+
+NR_SACK = 0x10
+FSACK_INIT, FSACK_ACK, FSACK_COMPLETE = 0xA0, 0xA1, 0xA2
+TCP_EXID = 0x4E52
+
+
+def pad4(b: bytes) -> bytes:
+    return b + b"\0" * (-len(b) % 4)
+
+
+def chunk(ctype: int, body: bytes, flags: int = 0, length: int | None = None) -> bytes:
+    return pad4(struct.pack("!BBH", ctype, flags, 4 + len(body) if length is None else length) + body)
+
+
+def data_chunk(tsn: int, size: int = 1000, sid: int = 0, ssn: int = 0) -> bytes:
+    return chunk(0x00, struct.pack("!IHHI", tsn & 0xFFFFFFFF, sid, ssn & 0xFFFF, 0) + b"x" * size, flags=0x03)
+
+
+def _params(ext: list[int] | None, addrs: list[str]) -> bytes:
+    out = b""
+    for a in addrs:
+        out += struct.pack("!HH4s", 5, 8, bytes(int(x) for x in a.split(".")))
+    if ext is not None:
+        out += pad4(struct.pack("!HH", 0x8008, 4 + len(ext)) + bytes(ext))
+    return out
+
+
+def init_chunk(tag: int, tsn: int, ext: list[int] | None = None, addrs: list[str] = (), ack: bool = False) -> bytes:
+    body = struct.pack("!IIHHI", tag, 65536, 10, 10, tsn) + _params(ext, list(addrs))
+    return chunk(0x02 if ack else 0x01, body)
+
+
+def sack_chunk(cum: int, gaps=(), dups=()) -> bytes:
+    body = struct.pack("!IIHH", cum & 0xFFFFFFFF, 65536, len(gaps), len(dups))
+    body += b"".join(struct.pack("!HH", s, e) for s, e in gaps) + b"".join(struct.pack("!I", d) for d in dups)
+    return chunk(0x03, body)
+
+
+def nr_sack_chunk(cum: int, r_gaps=(), nr_gaps=(), dups=(), n_r: int | None = None, n_nr: int | None = None) -> bytes:
+    body = struct.pack("!IIHHHH", cum & 0xFFFFFFFF, 65536, len(r_gaps) if n_r is None else n_r,
+                       len(nr_gaps) if n_nr is None else n_nr, len(dups), 0)
+    body += b"".join(struct.pack("!HH", s, e) for s, e in list(r_gaps) + list(nr_gaps))
+    body += b"".join(struct.pack("!I", d) for d in dups)
+    return chunk(NR_SACK, body)
+
+
+def fsack_chunk(ctype: int, timestamp: int | None = None, address: str | None = None) -> bytes:
+    if address is not None:
+        return chunk(ctype, struct.pack("!HH4s", 5, 8, bytes(int(x) for x in address.split("."))))
+    return chunk(ctype, struct.pack("!I", timestamp & 0xFFFFFFFF))
+
+
+def sctp_packet(t: float, src: str, dst: str, vtag: int, chunks: list[bytes], sport: int = 5000, dport: int = 5001,
+                udp_port: int | None = None):
+    sctp = SCTP(sport=sport, dport=dport, tag=vtag) / Raw(b"".join(chunks))
+    if udp_port is not None:
+        sctp = UDP(sport=udp_port, dport=udp_port) / sctp
+    pkt = Ether() / IP(src=src, dst=dst) / sctp
+    pkt.time = t
+    return pkt
+
+
+def nr_permitted_option(flags: int = 0, kind: int = 253) -> tuple:
+    return (kind, struct.pack("!HB", TCP_EXID, flags))
+
+
+def nr_blocks_option(blocks, kind: int = 253) -> tuple:
+    return (kind, struct.pack("!H", TCP_EXID) + b"".join(struct.pack("!II", l & 0xFFFFFFFF, r & 0xFFFFFFFF) for l, r in blocks))
+
+
+def tcp_packet(t: float, src: str, dst: str, sport: int, dport: int, seq: int, ack: int, flags: str, options=(),
+               payload: int = 0, v6: bool = False):
+    ip = IPv6(src=src, dst=dst) if v6 else IP(src=src, dst=dst)
+    pkt = Ether() / ip / TCP(sport=sport, dport=dport, seq=seq & 0xFFFFFFFF, ack=ack & 0xFFFFFFFF, flags=flags,
+                             window=65535, options=list(options))
+    if payload:
+        pkt = pkt / Raw(b"y" * payload)
+    pkt.time = t
+    return pkt
+
+
+def write(path, packets) -> str:
+    wrpcap(str(path), packets)
+    return str(path)
