@@ -1,0 +1,1482 @@
+-- nrsack.lua: the NR-SACK / FSACK Wireshark plugin in Lua, for any Wireshark from 4.0 on.
+--
+-- Mirrors the C plugin (dissector/): protocol `nrsack`, the fields of ../shared/spec/fields.md, expert
+-- info nrsack.rule.<ID> for rules.md, the same preferences and the same per-flow analysis
+-- (docs/decisions.md). It is a postdissector that re-reads the SCTP and TCP layers' bytes, because
+-- neither SCTP's chunk switch nor (from Lua) TCP's option table can be extended safely.
+--
+-- Written for Lua 5.2 (Wireshark 4.0) and unchanged on 5.3 / 5.4: no `//`, no native bit operators
+-- (bit32 or Wireshark's `bit` library), sequence numbers unwrapped into doubles (exact below 2^53),
+-- MPTCP 64-bit data sequence numbers read as UInt64 and made relative to a per-flow anchor.
+--
+-- Data flows one way: bytes -> events (data, ack) -> per-direction scoreboard -> frame result ->
+-- tree items. The analysis runs once per frame (first pass) and its result is cached by frame
+-- number, so later passes and filtered views show exactly the same fields and findings.
+
+local bitlib = bit32 or bit
+local band = bitlib.band
+
+local TWO32 = 4294967296
+local TWO31 = 2147483648
+-- Unwrapped numbers start at 2^32 + the first value, so values slightly below it stay positive.
+local UNWRAP_ORIGIN = TWO32
+
+local function has_flag(value, flag) return band(value, flag) ~= 0 end
+
+------------------------------------------------------------------------------------------------
+-- Protocol, fields, preferences, expert info
+------------------------------------------------------------------------------------------------
+
+local nrsack = Proto("nrsack", "NR-SACK analysis")
+
+local hf = {
+    fsack_type        = ProtoField.uint8("nrsack.fsack.type", "FSACK chunk type", base.HEX),
+    fsack_timestamp   = ProtoField.uint32("nrsack.fsack.timestamp", "FSACK timestamp (ms)", base.DEC),
+    fsack_address_v4  = ProtoField.ipv4("nrsack.fsack.address_v4", "FSACK path address"),
+    fsack_address_v6  = ProtoField.ipv6("nrsack.fsack.address_v6", "FSACK path address"),
+    fsack_rtt_ms      = ProtoField.uint32("nrsack.fsack.rtt_ms", "FSACK RTT (ms)", base.DEC),
+    sctp_ext_nr_sack  = ProtoField.bool("nrsack.sctp.ext_nr_sack", "Supported Extensions lists NR-SACK (0x10)"),
+    sctp_ext_fsack    = ProtoField.bool("nrsack.sctp.ext_fsack", "Supported Extensions lists FSACK-INIT"),
+    tcp_permitted     = ProtoField.bool("nrsack.tcp.permitted", "NR-SACK-Permitted"),
+    tcp_never_renege  = ProtoField.bool("nrsack.tcp.never_renege", "Never renege"),
+    tcp_flags         = ProtoField.uint8("nrsack.tcp.flags", "NR-SACK-Permitted flags", base.HEX),
+    tcp_exid          = ProtoField.uint16("nrsack.tcp.exid", "Experiment ID", base.HEX),
+    tcp_block_left    = ProtoField.uint32("nrsack.tcp.block.left", "NR-SACK block left edge", base.DEC),
+    tcp_block_right   = ProtoField.uint32("nrsack.tcp.block.right", "NR-SACK block right edge", base.DEC),
+    tcp_block_count   = ProtoField.uint8("nrsack.tcp.block_count", "NR-SACK blocks", base.DEC),
+    mptcp_capable     = ProtoField.bool("nrsack.mptcp.capable", "MPTCP data-level NR-SACK capable"),
+    mptcp_block_start = ProtoField.uint64("nrsack.mptcp.block.start", "NR block start (DSN)", base.DEC),
+    mptcp_block_end   = ProtoField.uint64("nrsack.mptcp.block.end", "NR block end (DSN, exclusive)", base.DEC),
+    mptcp_block_count = ProtoField.uint8("nrsack.mptcp.block_count", "NR blocks", base.DEC),
+    mptcp_wide        = ProtoField.bool("nrsack.mptcp.wide", "8-octet block offsets"),
+    stream            = ProtoField.uint32("nrsack.stream", "Stream index", base.DEC),
+    direction         = ProtoField.string("nrsack.direction", "Data sender direction"),
+    rtxq_bytes        = ProtoField.uint32("nrsack.rtxq.bytes", "RtxQ (bytes)", base.DEC),
+    rtxq_sack_bytes   = ProtoField.uint32("nrsack.rtxq.sack_bytes", "RtxQ under SACK semantics (bytes)", base.DEC),
+    rtxq_nr_bytes     = ProtoField.uint32("nrsack.rtxq.nr_bytes", "RtxQ under NR-SACK semantics (bytes)", base.DEC),
+    rtxq_nr_acked_bytes = ProtoField.uint32("nrsack.rtxq.nr_acked_bytes", "NR-acked above the cum ack (bytes)", base.DEC),
+    rtxq_sacked_bytes = ProtoField.uint32("nrsack.rtxq.sacked_bytes", "Gap-acked above the cum ack (bytes)", base.DEC),
+    rtxq_whatif_bytes = ProtoField.uint32("nrsack.rtxq.whatif_bytes", "RtxQ had every SACK been an NR-SACK (bytes)", base.DEC),
+    freed_bytes       = ProtoField.uint32("nrsack.freed_bytes", "Freed beyond the cum ack (bytes)", base.DEC),
+    blocked           = ProtoField.bool("nrsack.blocked", "Send buffer blocked"),
+    gap_open          = ProtoField.bool("nrsack.gap_open", "Gap open"),
+    revoked           = ProtoField.uint32("nrsack.revoked", "Revoked TSN / byte", base.DEC),
+}
+local hf_list = {}
+for _, f in pairs(hf) do hf_list[#hf_list + 1] = f end
+nrsack.fields = hf_list
+
+nrsack.prefs.sndbuf = Pref.uint("Send buffer (bytes)", 0,
+    "Send buffer B in payload bytes for nrsack.blocked; 0 = off")
+nrsack.prefs.tcp_exid = Pref.uint("TCP experiment ID", 0x4E52,
+    "RFC 6994 ExID of the TCP NR-SACK options (kinds 253 and 254)")
+nrsack.prefs.fsack_init_type = Pref.uint("FSACK-INIT chunk type", 0xA0, "SCTP chunk type of FSACK-INIT")
+nrsack.prefs.fsack_ack_type = Pref.uint("FSACK-ACK chunk type", 0xA1, "SCTP chunk type of FSACK-ACK")
+nrsack.prefs.fsack_complete_type = Pref.uint("FSACK-COMPLETE chunk type", 0xA2, "SCTP chunk type of FSACK-COMPLETE")
+nrsack.prefs.sctp_udp_port = Pref.uint("SCTP over UDP port", 9899, "UDP port of SCTP encapsulation (RFC 6951)")
+
+-- The rule table of rules.md: ID, severity, group, whether a "cannot be decided" note variant exists.
+local E = expert
+local RULES = {
+    {"NR-01", E.severity.ERROR, E.group.PROTOCOL, true, "NR-SACK without 0x10 in both INIT and INIT-ACK Supported Extensions"},
+    {"NR-02", E.severity.ERROR, E.group.PROTOCOL, false, "TSN in both an R and an NR gap block"},
+    {"NR-03", E.severity.ERROR, E.group.SEQUENCE, false, "NR-acked TSN revoked"},
+    {"NR-04", E.severity.WARN, E.group.SEQUENCE, false, "Retransmission of a TSN already NR-acked or cum-acked"},
+    {"NR-05", E.severity.ERROR, E.group.MALFORMED, false, "Malformed NR-SACK / SACK gap blocks"},
+    {"NR-06", E.severity.WARN, E.group.PROTOCOL, false, "Plain SACK after NR-SACK was negotiated"},
+    {"NR-07", E.severity.NOTE, E.group.SEQUENCE, false, "Cumulative TSN ack moves backwards"},
+    {"NR-08", E.severity.WARN, E.group.PROTOCOL, false, "Adjacent gap blocks should have been merged"},
+    {"NR-09", E.severity.ERROR, E.group.SEQUENCE, true, "Ack covers a TSN never sent"},
+    {"TN-01", E.severity.ERROR, E.group.PROTOCOL, true, "TCP NR-SACK blocks without NR-SACK-Permitted on SYN and SYN-ACK"},
+    {"TN-02", E.severity.ERROR, E.group.PROTOCOL, false, "Byte in both a SACK block and an NR-SACK block"},
+    {"TN-03", E.severity.ERROR, E.group.SEQUENCE, false, "NR-acked bytes revoked"},
+    {"TN-04", E.severity.WARN, E.group.SEQUENCE, false, "Retransmission of bytes already NR-acked or cum-acked"},
+    {"TN-05", E.severity.ERROR, E.group.MALFORMED, false, "Malformed TCP NR-SACK option"},
+    {"MN-01", E.severity.ERROR, E.group.PROTOCOL, true, "DSS NR blocks without MPTCP NR-SACK capability on SYN and SYN-ACK"},
+    {"MN-02", E.severity.ERROR, E.group.MALFORMED, false, "DSS flag N without DATA ACK, or count disagrees with length"},
+    {"MN-03", E.severity.ERROR, E.group.SEQUENCE, false, "NR-acked data-level bytes revoked"},
+    {"MN-04", E.severity.WARN, E.group.SEQUENCE, false, "Data-level retransmission of bytes already NR-acked or DATA-ACKed"},
+    {"MN-05", E.severity.ERROR, E.group.MALFORMED, false, "Malformed MPTCP NR blocks"},
+    {"FS-01", E.severity.ERROR, E.group.PROTOCOL, false, "FSACK-ACK timestamp never sent in an FSACK-INIT"},
+    {"FS-02", E.severity.WARN, E.group.PROTOCOL, false, "FSACK-INIT answered on fewer return paths than receiver addresses"},
+    {"FS-03", E.severity.WARN, E.group.PROTOCOL, false, "FSACK-COMPLETE names a path other than the first FSACK-ACK's"},
+    {"FS-04", E.severity.ERROR, E.group.PROTOCOL, false, "SACK sent off the FSACK path"},
+    {"FS-05", E.severity.WARN, E.group.SEQUENCE, false, "FSACK path not updated within the maximum update interval"},
+    {"FS-06", E.severity.ERROR, E.group.PROTOCOL, true, "FSACK chunks without 0xA0 in both INIT and INIT-ACK Supported Extensions"},
+    {"GEN-01", E.severity.ERROR, E.group.MALFORMED, false, "Malformed packet prevents analysis"},
+}
+
+local rule_expert = {}      -- "NR-03" -> ProtoExpert
+local rule_note_expert = {} -- "NR-01" -> ProtoExpert of the note variant
+do
+    local experts = {}
+    for _, r in ipairs(RULES) do
+        local id, severity, group, has_note, summary = r[1], r[2], r[3], r[4], r[5]
+        local compact = id:gsub("-", "")
+        rule_expert[id] = ProtoExpert.new("nrsack.rule." .. compact, id .. ": " .. summary, group, severity)
+        experts[#experts + 1] = rule_expert[id]
+        if has_note then
+            rule_note_expert[id] = ProtoExpert.new("nrsack.rule." .. compact .. ".note",
+                id .. ": " .. summary .. " (cannot be decided from this capture)", group, E.severity.NOTE)
+            experts[#experts + 1] = rule_note_expert[id]
+        end
+    end
+    nrsack.experts = experts
+end
+
+------------------------------------------------------------------------------------------------
+-- Byte reading over a Lua string (TvbRange:raw()); offsets are 0-based like the wire spec.
+------------------------------------------------------------------------------------------------
+
+local sbyte = string.byte
+
+local function u8(s, off) return sbyte(s, off + 1) end
+local function u16(s, off)
+    local a, b = sbyte(s, off + 1, off + 2)
+    return a * 256 + b
+end
+local function u32(s, off)
+    local a, b, c, d = sbyte(s, off + 1, off + 4)
+    return ((a * 256 + b) * 256 + c) * 256 + d
+end
+-- 64-bit big-endian value as UInt64 (doubles would lose the low bits of a DSN).
+local function u64(s, off)
+    return UInt64.new(u32(s, off + 4), u32(s, off))
+end
+
+------------------------------------------------------------------------------------------------
+-- Interval sets: sorted, disjoint, non-adjacent {lo, hi} pairs, [lo, hi).
+------------------------------------------------------------------------------------------------
+
+local function iset_add(s, lo, hi)
+    if lo >= hi then return end
+    local n = #s
+    local i = 1
+    while i <= n and s[i][2] < lo do i = i + 1 end
+    local j = i
+    while j <= n and s[j][1] <= hi do
+        if s[j][1] < lo then lo = s[j][1] end
+        if s[j][2] > hi then hi = s[j][2] end
+        j = j + 1
+    end
+    if j == i then
+        table.insert(s, i, {lo, hi})
+    else
+        s[i] = {lo, hi}
+        for _ = i + 1, j - 1 do table.remove(s, i + 1) end
+    end
+end
+
+local function iset_trim_below(s, x)
+    local drop = 0
+    while drop < #s and s[drop + 1][2] <= x do drop = drop + 1 end
+    for _ = 1, drop do table.remove(s, 1) end
+    if s[1] and s[1][1] < x then s[1] = {x, s[1][2]} end
+end
+
+local function iset_overlaps(s, lo, hi)
+    for i = 1, #s do
+        local v = s[i]
+        if v[1] >= hi then return false end
+        if v[2] > lo then return true end
+    end
+    return false
+end
+
+------------------------------------------------------------------------------------------------
+-- SCTP TSN -> payload bytes: off[k] = bytes of TSNs base .. base+k-1 (k = 0 .. n-1).
+------------------------------------------------------------------------------------------------
+
+local function sizes_prefix(z, tsn)
+    if z.n == 0 or tsn <= z.base then return 0 end
+    local k = tsn - z.base
+    if k > z.n - 1 then k = z.n - 1 end
+    return z.off[k]
+end
+
+local function sizes_set(z, tsn, size)
+    if z.n == 0 then
+        z.base = tsn
+        z.off = {[0] = 0}
+        z.n = 1
+    end
+    if tsn < z.base then return end -- below the window: already cum-acked, a retransmission
+    local k = tsn - z.base
+    if k > 2147483647 then return end -- absurd jump (corrupt input); keep the figures finite
+    local off = z.off
+    while z.n < k + 2 do
+        off[z.n] = off[z.n - 1]
+        z.n = z.n + 1
+    end
+    -- a hole filled late (reordered capture) shifts every later prefix
+    for m = k + 1, z.n - 1 do off[m] = off[m] + size end
+end
+
+-- Drop prefixes far below the cum ack so memory stays bounded on long captures.
+local function sizes_compact(z, cum)
+    if z.n == 0 or cum <= z.base then return end
+    local drop = cum - z.base
+    if drop < 4096 or drop * 2 < z.n then return end
+    if drop > z.n - 1 then drop = z.n - 1 end
+    local old = z.off
+    local removed = old[drop]
+    local new = {}
+    for m = drop, z.n - 1 do new[m - drop] = old[m] - removed end
+    z.off = new
+    z.n = z.n - drop
+    z.base = z.base + drop
+end
+
+------------------------------------------------------------------------------------------------
+-- Scoreboard of one sender direction (architecture.md; decisions.md 1-4)
+------------------------------------------------------------------------------------------------
+
+local function sb_new(tsn_units)
+    return {
+        tsn_units = tsn_units, anchored = false, ref = 0, cum_known = false, cum = 0, snd_max = 0,
+        sent = {}, sacked = {}, nracked = {}, sizes = {base = 0, n = 0, off = {}},
+    }
+end
+
+local function sb_bytes(sb, lo, hi)
+    if lo >= hi then return 0 end
+    if not sb.tsn_units then return hi - lo end
+    return sizes_prefix(sb.sizes, hi) - sizes_prefix(sb.sizes, lo)
+end
+
+local function iset_bytes(sb, s)
+    local total = 0
+    for i = 1, #s do total = total + sb_bytes(sb, s[i][1], s[i][2]) end
+    return total
+end
+
+-- Serial number (mod 2^32) -> unwrapped number next to the highest seen.
+local function sb_unwrap(sb, v)
+    if not sb.anchored then
+        sb.anchored = true
+        sb.ref = UNWRAP_ORIGIN + v
+        return sb.ref
+    end
+    local delta = (v - sb.ref) % TWO32
+    if delta >= TWO31 then delta = delta - TWO32 end
+    local x = sb.ref + delta
+    if x > sb.ref then sb.ref = x end
+    return x
+end
+
+-- Already-unwrapped numbers (MPTCP data level) only move the reference.
+local function sb_unwrap_wide(sb, v)
+    if not sb.anchored or v > sb.ref then
+        sb.anchored = true
+        sb.ref = v
+    end
+    return v
+end
+
+-- A data transmission [lo, hi); returns new_bytes, below_cum, was_nracked.
+local function sb_data(sb, lo, hi, tsn_size)
+    if lo >= hi then return 0, false, false end
+    local below_cum = sb.cum_known and lo < sb.cum
+    local was_nracked = iset_overlaps(sb.nracked, lo, hi)
+    local from = (sb.cum_known and sb.cum > lo) and sb.cum or lo
+    if from >= hi then return 0, below_cum, was_nracked end
+    local new_bytes = 0
+    if sb.tsn_units then
+        -- one DATA chunk = one TSN
+        if not iset_overlaps(sb.sent, lo, hi) then
+            sizes_set(sb.sizes, lo, tsn_size)
+            iset_add(sb.sent, lo, hi)
+            new_bytes = tsn_size
+        end
+    else
+        -- bytes [from, hi) not yet in the sent set are first transmissions
+        local before = iset_bytes(sb, sb.sent)
+        iset_add(sb.sent, from, hi)
+        new_bytes = iset_bytes(sb, sb.sent) - before
+    end
+    if hi > sb.snd_max then sb.snd_max = hi end
+    return new_bytes, below_cum, was_nracked
+end
+
+-- Adds block [lo, hi) to set s, clipped to the data actually sent.
+local function add_clipped_to_sent(sb, s, lo, hi)
+    local sent = sb.sent
+    for i = 1, #sent do
+        local a = sent[i][1] > lo and sent[i][1] or lo
+        local b = sent[i][2] < hi and sent[i][2] or hi
+        if a < b then iset_add(s, a, b) end
+    end
+end
+
+-- Revoked parts of the NR-acked set: not covered by this ack's NR blocks (already trimmed to cum).
+local function revoked_ranges(nracked, nr)
+    local reported = {}
+    for i = 1, #nr do iset_add(reported, nr[i][1], nr[i][2]) end
+    local out = {}
+    for i = 1, #nracked do
+        local lo, hi = nracked[i][1], nracked[i][2]
+        local x = lo
+        for k = 1, #reported do
+            if x >= hi then break end
+            local r = reported[k]
+            if r[2] > x then
+                if r[1] > x then out[#out + 1] = {x, hi < r[1] and hi or r[1]} end
+                if r[2] > x then x = r[2] end
+            end
+        end
+        if x < hi then out[#out + 1] = {x, hi} end
+    end
+    return out
+end
+
+-- One ack: cum (first unit not acked), R and NR blocks as unwrapped [lo, hi) lists.
+local function sb_ack(sb, cum, r, nr, check_revocation)
+    local res = {stale = false, beyond_sent = false, freed_bytes = 0, gap_open = false, revoked = {}}
+    res.stale = sb.cum_known and cum < sb.cum
+    if not res.stale then
+        sb.cum = cum
+        sb.cum_known = true
+    end
+    if cum > sb.snd_max then res.beyond_sent = true end
+    iset_trim_below(sb.sent, sb.cum)
+    iset_trim_below(sb.sacked, sb.cum)
+    iset_trim_below(sb.nracked, sb.cum)
+    if check_revocation and not res.stale then
+        res.revoked = revoked_ranges(sb.nracked, nr)
+    end
+    if not res.stale then
+        for i = 1, #r do if r[i][2] > sb.cum then res.gap_open = true end end
+        for i = 1, #nr do if nr[i][2] > sb.cum then res.gap_open = true end end
+    end
+    local nr_before = iset_bytes(sb, sb.nracked)
+    for i = 1, #r do
+        if r[i][2] > sb.snd_max then res.beyond_sent = true end
+        add_clipped_to_sent(sb, sb.sacked, math.max(r[i][1], sb.cum), r[i][2])
+    end
+    for i = 1, #nr do
+        if nr[i][2] > sb.snd_max then res.beyond_sent = true end
+        local lo = math.max(nr[i][1], sb.cum)
+        add_clipped_to_sent(sb, sb.sacked, lo, nr[i][2])
+        add_clipped_to_sent(sb, sb.nracked, lo, nr[i][2])
+    end
+    res.freed_bytes = iset_bytes(sb, sb.nracked) - nr_before
+    if sb.tsn_units then sizes_compact(sb.sizes, sb.cum) end
+    return res
+end
+
+local function sb_figures(sb)
+    local f = {}
+    f.rtxq_sack = iset_bytes(sb, sb.sent)
+    f.nr_acked = iset_bytes(sb, sb.nracked)
+    f.sacked = iset_bytes(sb, sb.sacked)
+    f.rtxq_nr = f.rtxq_sack - f.nr_acked
+    f.rtxq_whatif = f.rtxq_sack - f.sacked
+    return f
+end
+
+------------------------------------------------------------------------------------------------
+-- Frame results and findings
+------------------------------------------------------------------------------------------------
+
+local MAX_REVOKED = 16
+local MAX_UPDATES = 2
+
+-- Records a finding; `note` selects the rule's note variant where rules.md allows one.
+local function raise(fr, id, note, message)
+    if not fr then return end
+    local is_note = note and rule_note_expert[id] ~= nil
+    local text = id .. ": " .. message
+    if is_note then text = text .. " (handshake or data not captured)" end
+    fr.findings[#fr.findings + 1] = {id = id, note = is_note, message = text}
+end
+
+local function new_frame_result()
+    return {stream = nil, upd = {}, rtt_ms = nil, findings = {}}
+end
+
+------------------------------------------------------------------------------------------------
+-- RtxQ bookkeeping of one sender direction (rtxq.c): events -> scoreboard -> frame result
+------------------------------------------------------------------------------------------------
+
+local state -- per-capture state, reset in init
+
+local function flow_dir_new(stream, index, protocol, tsn_units, rule_rtx_after_ack, rule_revoked)
+    return {
+        sb = sb_new(tsn_units), stream = stream, index = index, protocol = protocol,
+        sender = "", receiver = "", max_payload = 0, nr_mode = false, gap_open = false,
+        rule_rtx_after_ack = rule_rtx_after_ack, rule_revoked = rule_revoked,
+    }
+end
+
+-- A frame may touch both directions (SCTP bundling DATA with a SACK): one update per direction.
+local function update_for(fr, d)
+    for i = 1, #fr.upd do
+        if fr.upd[i].dir == d then return fr.upd[i] end
+    end
+    if #fr.upd == MAX_UPDATES then return nil end
+    local u = {dir = d, is_ack = false, has_data = false, new_data_bytes = 0, freed_bytes = 0, revoked = {}}
+    fr.upd[#fr.upd + 1] = u
+    return u
+end
+
+local function refresh_figures(u, d)
+    local fig = sb_figures(d.sb)
+    u.fig = fig
+    u.rtxq = d.nr_mode and fig.rtxq_nr or fig.rtxq_sack
+    local sndbuf = state.prefs.sndbuf
+    u.blocked = sndbuf > 0 and d.max_payload > 0 and sndbuf - u.rtxq < d.max_payload
+    u.gap_open = d.gap_open
+end
+
+local function rtxq_on_data(fr, d, lo, hi, payload_bytes)
+    if payload_bytes > d.max_payload then d.max_payload = payload_bytes end
+    local new_bytes, below_cum, was_nracked = sb_data(d.sb, lo, hi, payload_bytes)
+    if below_cum or was_nracked then
+        raise(fr, d.rule_rtx_after_ack, false, string.format("%s %s retransmitted after it was %s",
+            d.sb.tsn_units and "TSN" or "data", d.sender, was_nracked and "NR-acked" or "cum-acked"))
+    end
+    if new_bytes == 0 then return end -- decisions 4: retransmissions do not change the RtxQ
+    local u = update_for(fr, d)
+    if not u then return end
+    u.has_data = true
+    u.new_data_bytes = u.new_data_bytes + new_bytes
+    refresh_figures(u, d)
+end
+
+local function rtxq_on_ack(fr, d, cum, r, nr, check_revocation)
+    local res = sb_ack(d.sb, cum, r, nr, check_revocation)
+    if not res.stale then d.gap_open = res.gap_open end
+    local u = update_for(fr, d)
+    if not u then return res end
+    u.is_ack = true
+    u.freed_bytes = u.freed_bytes + res.freed_bytes
+    for i = 1, math.min(#res.revoked, MAX_REVOKED) do
+        -- report each revoked TSN (SCTP) or the first byte of each revoked range (TCP, MPTCP)
+        local x = res.revoked[i][1]
+        repeat
+            if #u.revoked < MAX_REVOKED then u.revoked[#u.revoked + 1] = x % TWO32 end
+            x = x + 1
+        until not (d.sb.tsn_units and x < res.revoked[i][2])
+    end
+    if #res.revoked > 0 then
+        raise(fr, d.rule_revoked, false, string.format(
+            "%d %s range(s) NR-acked earlier are neither cum-acked nor NR-acked by this ack, first at %d",
+            #res.revoked, d.sb.tsn_units and "TSN" or "byte", res.revoked[1][1] % TWO32))
+    end
+    refresh_figures(u, d)
+    return res
+end
+
+local function new_stream_index()
+    local s = state.next_stream
+    state.next_stream = s + 1
+    return s
+end
+
+local function endpoint_str(addr, port)
+    local a = tostring(addr)
+    if a:find(":", 1, true) then return "[" .. a .. "]:" .. port end
+    return a .. ":" .. port
+end
+
+------------------------------------------------------------------------------------------------
+-- SCTP (sctp.c): NR-SACK / SACK / DATA events, Supported Extensions, FSACK chunks
+------------------------------------------------------------------------------------------------
+
+local CHUNK_DATA, CHUNK_INIT, CHUNK_INIT_ACK, CHUNK_SACK, CHUNK_NR_SACK = 0x00, 0x01, 0x02, 0x03, 0x10
+local PARAM_IPV4, PARAM_IPV6, PARAM_SUPPORTED_EXT = 5, 6, 0x8008
+local MAX_ADDRS, MAX_FSACK_TS, MAX_BLOCKS = 8, 32, 256
+
+local function sctp_learn_tag(a, ep, tag)
+    if a.tag_known[ep] then return end
+    a.tag_known[ep] = true
+    a.tag[ep] = tag
+    state.sctp_by_endpoint[a.port[ep] * TWO32 + tag] = a
+end
+
+local function sctp_add_addr(a, ep, addr)
+    local key = tostring(addr)
+    local list = a.addrs[ep]
+    for i = 1, #list do if list[i] == key then return end end
+    if #list < MAX_ADDRS then list[#list + 1] = key end
+end
+
+local function sctp_new_assoc(pinfo, sport, dport)
+    local stream = new_stream_index()
+    local a = {
+        stream = stream, port = {[0] = sport, [1] = dport}, tag = {}, tag_known = {},
+        init_seen = false, init_ack_seen = false, ext_nr = {}, ext_fsack = {}, data_start_seen = {},
+        addrs = {[0] = {}, [1] = {}}, fsack_ts = {}, n_fsack_ts = 0, first_fsack_ack_src = nil,
+        fsack_path = {},
+        dir = {
+            [0] = flow_dir_new(stream, 0, "sctp", true, "NR-04", "NR-03"),
+            [1] = flow_dir_new(stream, 1, "sctp", true, "NR-04", "NR-03"),
+        },
+    }
+    local src, dst = endpoint_str(pinfo.net_src, sport), endpoint_str(pinfo.net_dst, dport)
+    a.dir[0].sender, a.dir[1].receiver = src, src
+    a.dir[1].sender, a.dir[0].receiver = dst, dst
+    return a
+end
+
+-- Finds (or creates) the association of a packet; returns it and the sending endpoint's index.
+local function sctp_find_assoc(pinfo, sport, dport, vtag, is_init, init_tag)
+    local a
+    if is_init then
+        a = state.sctp_by_endpoint[sport * TWO32 + init_tag]
+        if not a then
+            a = sctp_new_assoc(pinfo, sport, dport)
+            sctp_learn_tag(a, 0, init_tag)
+        end
+        return a, 0
+    end
+    a = state.sctp_by_endpoint[dport * TWO32 + vtag]
+    if a then
+        local from = (a.tag_known[1] and a.tag[1] == vtag and a.port[1] == dport) and 0 or 1
+        return a, from
+    end
+    local key = sport * 65536 + dport
+    a = state.sctp_pending[key]
+    if a then
+        -- the reverse direction of an association first seen mid-stream
+        state.sctp_pending[key] = nil
+        sctp_learn_tag(a, 0, vtag)
+        return a, 1
+    end
+    a = sctp_new_assoc(pinfo, sport, dport)
+    sctp_learn_tag(a, 1, vtag)
+    state.sctp_pending[dport * 65536 + sport] = a
+    return a, 0
+end
+
+local function sctp_init_params(s, base, off, stop, tree, a, ep, fr)
+    while off + 4 <= stop do
+        local ptype, plen = u16(s, off), u16(s, off + 2)
+        if plen < 4 or off + plen > stop then
+            raise(fr, "GEN-01", false, string.format("INIT parameter at offset %d has bad length %d", off, plen))
+            return
+        end
+        if ptype == PARAM_SUPPORTED_EXT then
+            local nr, fs = false, false
+            for i = off + 4, off + plen - 1 do
+                local ct = u8(s, i)
+                if ct == CHUNK_NR_SACK then nr = true end
+                if ct == state.prefs.fsack_init then fs = true end
+            end
+            if tree then
+                tree:add(hf.sctp_ext_nr_sack, base(off, plen), nr)
+                tree:add(hf.sctp_ext_fsack, base(off, plen), fs)
+            end
+            if a then
+                a.ext_nr[ep] = nr
+                a.ext_fsack[ep] = fs
+            end
+        elseif a and ptype == PARAM_IPV4 and plen == 8 then
+            sctp_add_addr(a, ep, Address.ip(string.format("%d.%d.%d.%d", sbyte(s, off + 5, off + 8))))
+        elseif a and ptype == PARAM_IPV6 and plen == 20 then
+            sctp_add_addr(a, ep, base(off + 4, 16):ipv6())
+        end
+        off = off + plen + (4 - plen % 4) % 4
+    end
+end
+
+-- Reads and checks one block list (NR-05, NR-08); returns the blocks as unwrapped [lo, hi) pairs.
+local function sctp_read_blocks(s, off, n, cum_tsn, list, fr)
+    local out = {}
+    local prev_end = 0
+    for i = 0, n - 1 do
+        local start, stop = u16(s, off), u16(s, off + 2)
+        if start < 2 or start > stop then
+            raise(fr, "NR-05", false, string.format("%s block %d is %d-%d (Start must be >= 2 and <= End)", list, i + 1, start, stop))
+        elseif i > 0 and start <= prev_end then
+            raise(fr, "NR-05", false, string.format("%s block %d (%d-%d) is not above the previous one", list, i + 1, start, stop))
+        elseif i > 0 and start == prev_end + 1 then
+            raise(fr, "NR-08", false, string.format("%s blocks %d and %d touch (%d-%d): should be one block", list, i, i + 1, prev_end, start))
+        end
+        if start <= stop then
+            if #out < MAX_BLOCKS then out[#out + 1] = {cum_tsn + start, cum_tsn + stop + 1} end
+            if stop > prev_end then prev_end = stop end
+        end
+        off = off + 4
+    end
+    return out
+end
+
+local function blocks_intersect(a, b)
+    for i = 1, #a do
+        for j = 1, #b do
+            if a[i][1] < b[j][2] and b[j][1] < a[i][2] then return true end
+        end
+    end
+    return false
+end
+
+local function sctp_sack(s, off, ctype, clen, pinfo, a, from, fr)
+    local nr_sack = ctype == CHUNK_NR_SACK
+    local name = nr_sack and "NR-SACK" or "SACK"
+    local hdr = nr_sack and 20 or 16
+    if clen < hdr then
+        raise(fr, "GEN-01", false, string.format("%s chunk too short (%d bytes)", name, clen))
+        return
+    end
+    local d = a.dir[1 - from] -- the acks of endpoint `from` are about the other's data
+    local cum = u32(s, off + 4)
+    local n_r, n_nr, n_dup = u16(s, off + 12), 0, 0
+    if nr_sack then
+        n_nr, n_dup = u16(s, off + 14), u16(s, off + 16)
+    else
+        n_dup = u16(s, off + 14)
+    end
+    local need = hdr + 4 * (n_r + n_nr + n_dup)
+    if need ~= clen then
+        raise(fr, nr_sack and "NR-05" or "GEN-01", false, string.format(
+            "block counts (%d R, %d NR, %d dup) need %d bytes, chunk has %d", n_r, n_nr, n_dup, need, clen))
+        -- use only the blocks that fit
+        local room = math.floor((clen - hdr) / 4)
+        n_r = math.min(n_r, room)
+        n_nr = math.min(n_nr, room - n_r)
+    end
+    local handshake = a.init_seen and a.init_ack_seen
+    if nr_sack then
+        d.nr_mode = true
+        if not (a.ext_nr[0] and a.ext_nr[1]) then
+            raise(fr, "NR-01", not handshake, "NR-SACK although INIT and INIT-ACK did not both list 0x10")
+        end
+    elseif a.ext_nr[0] and a.ext_nr[1] then
+        raise(fr, "NR-06", false, "SACK sent although NR-SACK was negotiated")
+    end
+    local src = tostring(pinfo.net_src)
+    if a.fsack_path[from] and src ~= a.fsack_path[from] then
+        raise(fr, "FS-04", false, string.format("%s sent from %s, FSACK path is %s", name, src, a.fsack_path[from]))
+    end
+
+    local cum64 = sb_unwrap(d.sb, cum)
+    local r = sctp_read_blocks(s, off + hdr, n_r, cum64, "R gap", fr)
+    local nr = sctp_read_blocks(s, off + hdr + 4 * n_r, n_nr, cum64, "NR gap", fr)
+    if blocks_intersect(r, nr) then
+        raise(fr, "NR-02", false, "a TSN lies in both an R and an NR gap block")
+    end
+    local res = rtxq_on_ack(fr, d, cum64 + 1, r, nr, nr_sack)
+    if res.stale then
+        raise(fr, "NR-07", false, string.format("cumulative TSN ack %d is below %d", cum, (d.sb.cum - 1) % TWO32))
+    end
+    if res.beyond_sent then
+        raise(fr, "NR-09", not (handshake and a.data_start_seen[1 - from]),
+            string.format("ack covers TSNs never sent (highest sent %d)", (d.sb.snd_max - 1) % TWO32))
+    end
+end
+
+local function is_fsack_type(t)
+    local p = state.prefs
+    return t == p.fsack_init or t == p.fsack_ack or t == p.fsack_complete
+end
+
+local function sctp_fsack(s, base, off, ctype, clen, pinfo, tree, a, from, fr)
+    local p = state.prefs
+    local name = ctype == p.fsack_init and "FSACK-INIT" or ctype == p.fsack_ack and "FSACK-ACK" or "FSACK-COMPLETE"
+    local st = tree and tree:add(nrsack, base(off, clen), name)
+    if st then st:add(hf.fsack_type, base(off, 1)) end
+    local handshake = a and a.init_seen and a.init_ack_seen
+    if a and not (a.ext_fsack[0] and a.ext_fsack[1]) then
+        raise(fr, "FS-06", not handshake, string.format(
+            "%s although INIT and INIT-ACK did not both list 0x%02X", name, p.fsack_init))
+    end
+
+    if ctype ~= p.fsack_complete then
+        if clen ~= 8 then
+            raise(fr, "GEN-01", false, string.format("%s chunk length %d, expected 8", name, clen))
+            if clen < 8 then return end
+        end
+        local ts = u32(s, off + 4)
+        if st then st:add(hf.fsack_timestamp, base(off + 4, 4)) end
+        if not a then return end
+        if ctype == p.fsack_init then
+            a.fsack_ts[a.n_fsack_ts % MAX_FSACK_TS] = ts
+            a.n_fsack_ts = a.n_fsack_ts + 1
+            a.first_fsack_ack_src = nil
+            return
+        end
+        local known = false
+        for i = 0, math.min(a.n_fsack_ts, MAX_FSACK_TS) - 1 do
+            if a.fsack_ts[i] == ts then known = true end
+        end
+        if not known then
+            raise(fr, "FS-01", false, string.format("FSACK-ACK timestamp %d was in no earlier FSACK-INIT", ts))
+            return
+        end
+        -- capture at the sender: arrival time in ms minus the timestamp, mod 2^32
+        local now_ms = math.floor(pinfo.abs_ts * 1000 + 0.5e-6)
+        fr.rtt_ms = (now_ms - ts) % TWO32
+        if not a.first_fsack_ack_src then a.first_fsack_ack_src = tostring(pinfo.net_src) end
+        return
+    end
+
+    -- FSACK-COMPLETE: one address parameter
+    local ptype = clen >= 8 and u16(s, off + 4) or 0
+    local plen = clen >= 8 and u16(s, off + 6) or 0
+    local addr
+    if ptype == PARAM_IPV4 and plen == 8 and clen >= 12 then
+        if st then st:add(hf.fsack_address_v4, base(off + 8, 4)) end
+        addr = tostring(base(off + 8, 4):ipv4())
+    elseif ptype == PARAM_IPV6 and plen == 20 and clen >= 24 then
+        if st then st:add(hf.fsack_address_v6, base(off + 8, 16)) end
+        addr = tostring(base(off + 8, 16):ipv6())
+    else
+        raise(fr, "GEN-01", false, "FSACK-COMPLETE without a valid address parameter")
+        return
+    end
+    if not a then return end
+    if a.first_fsack_ack_src and addr ~= a.first_fsack_ack_src then
+        raise(fr, "FS-03", false, string.format("FSACK-COMPLETE names %s, first FSACK-ACK came from %s",
+            addr, a.first_fsack_ack_src))
+    end
+    a.fsack_path[1 - from] = addr
+end
+
+-- One SCTP packet: s = its captured bytes (common header first), base = the TvbRange they came
+-- from, reported = its length on the wire.
+local function sctp_dissect(s, base, reported, pinfo, tree, fr)
+    local captured = #s
+    if captured < 12 then
+        raise(fr, "GEN-01", false, "SCTP common header truncated")
+        return
+    end
+    local sport, dport, vtag = u16(s, 0), u16(s, 2), u32(s, 4)
+    local a, from
+    if fr then
+        local is_init = captured >= 20 and u8(s, 12) == CHUNK_INIT
+        a, from = sctp_find_assoc(pinfo, sport, dport, vtag, is_init, is_init and u32(s, 16) or 0)
+        fr.stream = a.stream
+        sctp_add_addr(a, from, pinfo.net_src)
+    end
+    local off = 12
+    while off + 4 <= reported do
+        if off + 4 > captured then
+            raise(fr, "GEN-01", false, string.format("chunk header at offset %d truncated by the capture", off))
+            return
+        end
+        local ctype, clen = u8(s, off), u16(s, off + 2)
+        if clen < 4 or off + clen > reported then
+            raise(fr, "GEN-01", false, string.format("chunk type %d at offset %d has bad length %d", ctype, off, clen))
+            return
+        end
+        if off + clen > captured then
+            raise(fr, "GEN-01", false, string.format("chunk type %d at offset %d truncated by the capture", ctype, off))
+            return
+        end
+        if (ctype == CHUNK_INIT or ctype == CHUNK_INIT_ACK) and clen >= 20 then
+            local ep = ctype == CHUNK_INIT and 0 or 1
+            if a then
+                if ctype == CHUNK_INIT then
+                    a.init_seen = true
+                else
+                    a.init_ack_seen = true
+                    sctp_learn_tag(a, from, u32(s, off + 4))
+                end
+                if from ~= ep then a = nil end -- an INIT-ACK from the initiator: collision, leave the state alone
+            end
+            sctp_init_params(s, base, off + 20, off + clen, tree, a, ep, fr)
+            if a and ctype == CHUNK_INIT_ACK and a.ext_nr[0] and a.ext_nr[1] then
+                a.dir[0].nr_mode, a.dir[1].nr_mode = true, true
+            end
+        elseif ctype == CHUNK_DATA and a then
+            if clen < 16 then
+                raise(fr, "GEN-01", false, string.format("DATA chunk too short (%d bytes)", clen))
+            else
+                local d = a.dir[from]
+                if a.init_ack_seen and d.sb.snd_max == 0 then a.data_start_seen[from] = true end
+                local tsn = sb_unwrap(d.sb, u32(s, off + 4))
+                rtxq_on_data(fr, d, tsn, tsn + 1, clen - 16)
+            end
+        elseif (ctype == CHUNK_SACK or ctype == CHUNK_NR_SACK) and a then
+            sctp_sack(s, off, ctype, clen, pinfo, a, from, fr)
+        elseif is_fsack_type(ctype) then
+            sctp_fsack(s, base, off, ctype, clen, pinfo, tree, a, from, fr)
+        end
+        off = off + clen + (4 - clen % 4) % 4
+    end
+end
+
+------------------------------------------------------------------------------------------------
+-- SHA-1 / SHA-256 of an MPTCP key (8 bytes, one block): RFC 8684 tokens tie subflows together.
+------------------------------------------------------------------------------------------------
+
+local bor, bxor, bnot = bitlib.bor, bitlib.bxor, bitlib.bnot
+local lshift, rshift = bitlib.lshift, bitlib.rshift
+-- `bit` (LuaBitOp) returns signed results; bring everything back to 0 .. 2^32-1.
+local function u32n(x) return x % TWO32 end
+local function rol(x, n) return u32n(bor(lshift(x, n), rshift(x, 32 - n))) end
+local function ror(x, n) return u32n(bor(rshift(x, n), lshift(x, 32 - n))) end
+
+-- The 16 big-endian words of the single padded block of an 8-byte message.
+local function key_block(key)
+    local w = {u32(key, 0), u32(key, 4), 0x80000000}
+    for i = 4, 15 do w[i] = 0 end
+    w[16] = 64 -- message length in bits
+    return w
+end
+
+local function sha1_first_word(key)
+    local w = key_block(key)
+    for i = 17, 80 do w[i] = rol(bxor(w[i - 3], w[i - 8], w[i - 14], w[i - 16]), 1) end
+    local h0, h1, h2, h3, h4 = 0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0
+    local a, b, c, d, e = h0, h1, h2, h3, h4
+    for i = 1, 80 do
+        local f, k
+        if i <= 20 then f, k = bor(band(b, c), band(bnot(b), d)), 0x5A827999
+        elseif i <= 40 then f, k = bxor(b, c, d), 0x6ED9EBA1
+        elseif i <= 60 then f, k = bor(band(b, c), band(b, d), band(c, d)), 0x8F1BBCDC
+        else f, k = bxor(b, c, d), 0xCA62C1D6 end
+        local t = u32n(rol(a, 5) + u32n(f) + e + k + w[i])
+        a, b, c, d, e = t, a, rol(b, 30), c, d
+    end
+    return u32n(h0 + a)
+end
+
+local SHA256_K = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+}
+
+local function sha256_first_word(key)
+    local w = key_block(key)
+    for i = 17, 64 do
+        local s0 = bxor(ror(w[i - 15], 7), ror(w[i - 15], 18), rshift(w[i - 15], 3))
+        local s1 = bxor(ror(w[i - 2], 17), ror(w[i - 2], 19), rshift(w[i - 2], 10))
+        w[i] = u32n(w[i - 16] + u32n(s0) + w[i - 7] + u32n(s1))
+    end
+    local h0 = 0x6a09e667
+    local a, b, c, d = h0, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a
+    local e, f, g, h = 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19
+    for i = 1, 64 do
+        local S1 = u32n(bxor(ror(e, 6), ror(e, 11), ror(e, 25)))
+        local ch = u32n(bxor(band(e, f), band(bnot(e), g)))
+        local t1 = u32n(h + S1 + ch + SHA256_K[i] + w[i])
+        local S0 = u32n(bxor(ror(a, 2), ror(a, 13), ror(a, 22)))
+        local maj = u32n(bxor(band(a, b), band(a, c), band(b, c)))
+        local t2 = u32n(S0 + maj)
+        h, g, f, e, d, c, b, a = g, f, e, u32n(d + t1), c, b, a, u32n(t1 + t2)
+    end
+    return u32n(h0 + a)
+end
+
+------------------------------------------------------------------------------------------------
+-- TCP (tcp.c): NR-SACK options, SACK / NR-SACK blocks, per-connection analysis
+------------------------------------------------------------------------------------------------
+
+local OPT_EOL, OPT_NOP, OPT_SACK_PERM, OPT_SACK, OPT_MPTCP, OPT_EXP_FD, OPT_EXP_FE = 0, 1, 4, 5, 30, 253, 254
+local TCP_FLAG_SYN, TCP_FLAG_ACK = 0x02, 0x10
+local TCP_MAX_BLOCKS, TCP_MAX_MPTCP_OPTS = 4, 4
+
+-- One NR-SACK option (wire-formats.md section 3); nil when the ExID is not ours.
+local function nr_option_parse(s, off, len)
+    if len < 4 or u16(s, off + 2) ~= state.prefs.tcp_exid then return nil end
+    local o = {off = off, len = len, permitted = false, flags = 0, bad_length = false, left = {}, right = {}}
+    if len == 5 then
+        o.permitted = true
+        o.flags = u8(s, off + 4)
+        return o
+    end
+    local n = math.floor((len - 4) / 8)
+    if (len - 4) % 8 ~= 0 or len == 4 or n > TCP_MAX_BLOCKS then o.bad_length = true end
+    if n > TCP_MAX_BLOCKS then n = TCP_MAX_BLOCKS end
+    for i = 1, n do
+        o.left[i] = u32(s, off + 8 * i - 4)
+        o.right[i] = u32(s, off + 8 * i)
+    end
+    return o
+end
+
+-- The option's fields, as the C plugin shows them in the TCP option tree.
+local function add_nr_option_fields(tree, base, o)
+    local st = tree:add(nrsack, base(o.off, o.len), o.permitted and "NR-SACK Permitted" or "NR-SACK blocks")
+    st:add(hf.tcp_exid, base(o.off + 2, 2))
+    if o.permitted then
+        st:add(hf.tcp_permitted, base(o.off, o.len), true)
+        st:add(hf.tcp_flags, base(o.off + 4, 1))
+        st:add(hf.tcp_never_renege, base(o.off + 4, 1), has_flag(o.flags, 0x01))
+        st:add(hf.mptcp_capable, base(o.off + 4, 1), has_flag(o.flags, 0x02))
+    else
+        st:add(hf.tcp_block_count, base(o.off + 1, 1), #o.left)
+        for i = 1, #o.left do
+            st:add(hf.tcp_block_left, base(o.off + 8 * i - 4, 4))
+            st:add(hf.tcp_block_right, base(o.off + 8 * i, 4))
+        end
+    end
+end
+
+-- The TCP header's options; every NR-SACK option with our ExID is decoded into the tree, the first
+-- one is analysed. Returns nil when the header itself is unusable.
+local function parse_segment(s, base, tree)
+    if #s < 20 then return nil end
+    local seg = {
+        sport = u16(s, 0), dport = u16(s, 2), seq = u32(s, 4), ack = u32(s, 8),
+        hlen = math.floor(u8(s, 12) / 16) * 4, flags = u8(s, 13),
+        sack_permitted = false, has_sack = false, sack_left = {}, sack_right = {}, nr = nil, mptcp = {},
+    }
+    if seg.hlen < 20 or seg.hlen > #s then return nil end
+    local off = 20
+    while off < seg.hlen do
+        local kind = u8(s, off)
+        if kind == OPT_EOL then break end
+        if kind == OPT_NOP then
+            off = off + 1
+        else
+            if off + 2 > seg.hlen then break end
+            local len = u8(s, off + 1)
+            if len < 2 or off + len > seg.hlen then break end -- Wireshark's TCP dissector reports it
+            if kind == OPT_SACK_PERM then
+                seg.sack_permitted = true
+            elseif kind == OPT_SACK then
+                seg.has_sack = true
+                for i = 0, math.floor((len - 2) / 8) - 1 do
+                    if #seg.sack_left >= TCP_MAX_BLOCKS then break end
+                    seg.sack_left[#seg.sack_left + 1] = u32(s, off + 2 + 8 * i)
+                    seg.sack_right[#seg.sack_right + 1] = u32(s, off + 6 + 8 * i)
+                end
+            elseif kind == OPT_EXP_FD or kind == OPT_EXP_FE then
+                local o = nr_option_parse(s, off, len)
+                if o then
+                    if tree then add_nr_option_fields(tree, base, o) end
+                    if not seg.nr then seg.nr = o end
+                end
+            elseif kind == OPT_MPTCP and #seg.mptcp < TCP_MAX_MPTCP_OPTS then
+                seg.mptcp[#seg.mptcp + 1] = {off = off, len = len}
+            end
+            off = off + len
+        end
+    end
+    return seg
+end
+
+local function int32(x)
+    x = x % TWO32
+    if x >= TWO31 then return x - TWO32 end
+    return x
+end
+
+-- Connections are keyed by both endpoints, lower one first, so both directions find the same entry.
+local function conn_key(src, sport, dst, dport)
+    local a, b = src .. "|" .. sport, dst .. "|" .. dport
+    if a > b then a, b = b, a end
+    return a .. "|" .. b
+end
+
+local function tcp_find_conn(pinfo, seg, create)
+    local src, dst = tostring(pinfo.net_src), tostring(pinfo.net_dst)
+    local key = conn_key(src, seg.sport, dst, seg.dport)
+    local c = state.tcp_conns[key]
+    -- a new SYN (not a retransmission of the first) after the old connection starts a new one
+    if c and create and band(seg.flags, TCP_FLAG_SYN + TCP_FLAG_ACK) == TCP_FLAG_SYN and c.isn_known[0]
+        and c.isn[0] ~= seg.seq and c.dir[0] and c.dir[0].sb.snd_max ~= 0 then
+        c = nil
+    end
+    if not c then
+        if not create then return nil end
+        local reversed = band(seg.flags, TCP_FLAG_SYN + TCP_FLAG_ACK) == TCP_FLAG_SYN + TCP_FLAG_ACK
+        -- a SYN-ACK seen first: its receiver is the initiator
+        local i = reversed and 1 or 0
+        c = {
+            addr = {}, port = {}, addr_obj = {}, syn_seen = {}, nr_permitted = {}, nr_flags = {}, dir = {},
+            is_mptcp = false, mp_capable_syn = {}, mp_version = 0, key_known = {}, mptcp = nil,
+            mptcp_side = {}, isn_known = {}, isn = {}, map_known = {}, map_dsn = {}, map_seq = {},
+        }
+        c.addr[i], c.addr[1 - i] = src, dst
+        c.addr_obj[i], c.addr_obj[1 - i] = pinfo.net_src, pinfo.net_dst
+        c.port[i], c.port[1 - i] = seg.sport, seg.dport
+        state.tcp_conns[key] = c
+    end
+    local from = (c.port[0] == seg.sport and c.addr[0] == src) and 0 or 1
+    return c, from
+end
+
+local function init_tcp_dirs(c)
+    c.stream = new_stream_index()
+    for i = 0, 1 do
+        c.dir[i] = flow_dir_new(c.stream, i, "tcp", false, "TN-04", "TN-03")
+        c.dir[i].sender = endpoint_str(c.addr_obj[i], c.port[i])
+        c.dir[i].receiver = endpoint_str(c.addr_obj[1 - i], c.port[1 - i])
+    end
+end
+
+local function analyse_tcp(seg, payload_len, c, from, fr)
+    local mine, peer = c.dir[from], c.dir[1 - from]
+    if payload_len > 0 then
+        local seq = sb_unwrap(mine.sb, seg.seq)
+        rtxq_on_data(fr, mine, seq, seq + payload_len, payload_len)
+    end
+    local o = seg.nr
+    local nr_blocks_option = o and not o.permitted
+    if nr_blocks_option then
+        local handshake = c.syn_seen[0] and c.syn_seen[1]
+        if not (c.nr_permitted[0] and c.nr_permitted[1]) then
+            raise(fr, "TN-01", not handshake, "NR-SACK block option without NR-SACK-Permitted on both SYN and SYN-ACK")
+        end
+        if o.bad_length then
+            raise(fr, "TN-05", false, "NR-SACK option length is not 4 + 8n with n = 1..4")
+        end
+        for i = 1, #o.left do
+            if int32(o.right[i] - o.left[i]) <= 0 then
+                raise(fr, "TN-05", false, string.format("NR-SACK block %d: left %d >= right %d", i, o.left[i], o.right[i]))
+            elseif has_flag(seg.flags, TCP_FLAG_ACK) and int32(o.left[i] - seg.ack) <= 0 then
+                raise(fr, "TN-05", false, string.format("NR-SACK block %d (%d-%d) at or below the ack %d",
+                    i, o.left[i], o.right[i], seg.ack))
+            end
+        end
+        local overlap = false
+        for i = 1, #o.left do
+            for j = 1, #seg.sack_left do
+                if not overlap and int32(o.left[i] - seg.sack_right[j]) < 0 and int32(seg.sack_left[j] - o.right[i]) < 0 then
+                    raise(fr, "TN-02", false, string.format("SACK block %d-%d and NR-SACK block %d-%d overlap",
+                        seg.sack_left[j], seg.sack_right[j], o.left[i], o.right[i]))
+                    overlap = true
+                end
+            end
+        end
+        peer.nr_mode = true
+    end
+    if not has_flag(seg.flags, TCP_FLAG_ACK) or peer.sb.snd_max == 0 then
+        return -- nothing of the peer's data to acknowledge
+    end
+    -- never-renege receiver (decisions 9): its SACK blocks are non-renegable
+    local never_renege = c.nr_permitted[from] and has_flag(c.nr_flags[from] or 0, 0x01)
+    local sack, nr = {}, {}
+    for i = 1, #seg.sack_left do
+        local b = {sb_unwrap(peer.sb, seg.sack_left[i]), sb_unwrap(peer.sb, seg.sack_right[i])}
+        if never_renege then nr[#nr + 1] = b else sack[#sack + 1] = b end
+    end
+    if nr_blocks_option then
+        for i = 1, #o.left do
+            nr[#nr + 1] = {sb_unwrap(peer.sb, o.left[i]), sb_unwrap(peer.sb, o.right[i])}
+        end
+    end
+    local nr_ack = nr_blocks_option or (never_renege and seg.has_sack)
+    rtxq_on_ack(fr, peer, sb_unwrap(peer.sb, seg.ack), sack, nr, nr_ack)
+end
+
+------------------------------------------------------------------------------------------------
+-- MPTCP (mptcp.c): data-level NR-SACK; subflows tied to their connection by RFC 8684 tokens
+------------------------------------------------------------------------------------------------
+
+local SUB_MP_CAPABLE, SUB_MP_JOIN, SUB_DSS = 0x0, 0x1, 0x2
+local DSS_A, DSS_a, DSS_M, DSS_m, DSS_N, DSS_n = 0x01, 0x02, 0x04, 0x08, 0x20, 0x40
+local MAX_NR_BLOCKS = 32
+local UINT64_ZERO = UInt64.new(0, 0)
+local function to_u64(x) if type(x) == "number" then return UInt64.new(x, 0) end return x end
+
+local function new_mptcp_conn(sub)
+    local stream = new_stream_index()
+    local m = {stream = stream, handshake_seen = false, capable = false, csum_known = false, csum = false,
+               token_known = {}, token = {}, dir = {}}
+    for i = 0, 1 do
+        m.dir[i] = flow_dir_new(stream, i, "mptcp", false, "MN-04", "MN-03")
+        m.dir[i].sender = endpoint_str(sub.addr_obj[i], sub.port[i])
+        m.dir[i].receiver = endpoint_str(sub.addr_obj[1 - i], sub.port[1 - i])
+    end
+    sub.mptcp = m
+    sub.mptcp_side[0], sub.mptcp_side[1] = 0, 1
+    return m
+end
+
+local function learn_key(sub, ep, s, off)
+    if sub.key_known[ep] or not sub.mptcp then return end
+    sub.key_known[ep] = true
+    local key = s:sub(off + 1, off + 8)
+    local m = sub.mptcp
+    local side = sub.mptcp_side[ep]
+    local token = sub.mp_version == 0 and sha1_first_word(key) or sha256_first_word(key)
+    m.token[side] = token
+    m.token_known[side] = true
+    state.mptcp_by_token[token] = m
+end
+
+local function handle_mp_capable(s, off, len, seg, sub, from)
+    local flags = u8(s, off + 3)
+    local syn, ack = has_flag(seg.flags, TCP_FLAG_SYN), has_flag(seg.flags, TCP_FLAG_ACK)
+    if syn and not ack then
+        sub.mp_version = u8(s, off + 2) % 16
+        if not sub.mptcp then new_mptcp_conn(sub) end
+        sub.mp_capable_syn[0] = true
+    end
+    if not sub.mptcp then return end
+    if syn then
+        sub.mptcp.csum_known = true
+        if has_flag(flags, 0x80) then sub.mptcp.csum = true end
+        if ack then sub.mp_capable_syn[1] = true end
+        if len >= 12 then learn_key(sub, from, s, off + 4) end
+    elseif len >= 20 then
+        learn_key(sub, from, s, off + 4)
+        learn_key(sub, 1 - from, s, off + 12)
+    end
+end
+
+local function handle_mp_join(s, off, len, seg, sub, from)
+    if not has_flag(seg.flags, TCP_FLAG_SYN) or has_flag(seg.flags, TCP_FLAG_ACK) or len < 12 or sub.mptcp then
+        return
+    end
+    local token = u32(s, off + 4)
+    local m = state.mptcp_by_token[token]
+    if not m then return end
+    -- the token names the receiver of the SYN
+    local receiver_side = (m.token_known[1] and m.token[1] == token) and 1 or 0
+    sub.mptcp = m
+    sub.mptcp_side[from] = 1 - receiver_side
+    sub.mptcp_side[1 - from] = receiver_side
+end
+
+-- A 4- or 8-octet number: a plain number when narrow, UInt64 when wide.
+local function read_dl(s, off, wide) if wide then return u64(s, off) end return u32(s, off) end
+
+-- The DSS option of one segment, with its NR blocks (offsets from the DATA ACK); nil if too short.
+local function parse_dss(s, off, len, m)
+    if len < 4 then return nil end
+    local d = {flags = u8(s, off + 3), has_ack = false, has_map = false, has_nr = false, nr_count_bad = false,
+               k = 0, k_off = 0, start = {}, stop = {}, block_off = {}}
+    local p, stop = off + 4, off + len
+    if has_flag(d.flags, DSS_A) then
+        d.ack_wide = has_flag(d.flags, DSS_a)
+        local w = d.ack_wide and 8 or 4
+        if p + w > stop then return nil end
+        d.data_ack = read_dl(s, p, d.ack_wide)
+        d.has_ack = true
+        p = p + w
+    end
+    if has_flag(d.flags, DSS_M) then
+        d.dsn_wide = has_flag(d.flags, DSS_m)
+        local w = d.dsn_wide and 8 or 4
+        if p + w + 6 > stop then return nil end
+        d.dsn = read_dl(s, p, d.dsn_wide)
+        d.ssn = u32(s, p + w)
+        d.has_map = true
+        p = p + w + 6
+    end
+    if not has_flag(d.flags, DSS_N) then return d end
+    d.has_nr = true
+    local bs = has_flag(d.flags, DSS_n) and 16 or 8
+    local rest = stop - p
+    -- the checksum (if any) precedes the count byte; find which reading the length supports
+    local fits_plain = rest >= 2 and rest == 2 + u8(s, p) * bs
+    local fits_csum = d.has_map and rest >= 4 and rest == 4 + u8(s, p + 2) * bs
+    local csum
+    if m and m.csum_known and d.has_map then csum = m.csum else csum = (not fits_plain) and fits_csum end
+    if csum then p = p + 2 end
+    if p + 2 > stop then
+        d.nr_count_bad = true
+        return d
+    end
+    d.k = u8(s, p)
+    d.k_off = p
+    p = p + 2
+    d.nr_count_bad = stop - p ~= d.k * bs
+    local i = 0
+    while i < d.k and p + bs <= stop and #d.start < MAX_NR_BLOCKS do
+        local n = #d.start + 1
+        d.block_off[n] = p
+        d.start[n] = read_dl(s, p, bs == 16)
+        d.stop[n] = read_dl(s, p + (bs == 16 and 8 or 4), bs == 16)
+        i, p = i + 1, p + bs
+    end
+    return d
+end
+
+local function add_dss_fields(tree, base, d)
+    if not d.has_nr or not tree then return end
+    local bs = has_flag(d.flags, DSS_n) and 16 or 8
+    local w = bs == 16 and 8 or 4
+    local st = tree:add(nrsack, base(d.k_off, 2 + #d.start * bs), "MPTCP DSS NR blocks")
+    st:add(hf.mptcp_wide, base(d.k_off, 1), has_flag(d.flags, DSS_n))
+    if d.k_off ~= 0 then st:add(hf.mptcp_block_count, base(d.k_off, 1), d.k) end
+    local ack = to_u64(d.data_ack or 0)
+    for i = 1, #d.start do
+        st:add(hf.mptcp_block_start, base(d.block_off[i], w), ack + to_u64(d.start[i]))
+        st:add(hf.mptcp_block_end, base(d.block_off[i] + w, w), ack + to_u64(d.stop[i]))
+    end
+end
+
+local function u64_less(a, b) return to_u64(a) < to_u64(b) end
+local function u64_number(x) if type(x) == "number" then return x end return x:tonumber() end
+
+-- Data-level number -> scoreboard number: 32-bit values unwrap, 64-bit values are made relative to
+-- the direction's first one (doubles hold 53 bits) while keeping their low 32 bits.
+local function unwrap_dl(dir, v, wide)
+    if not wide then return sb_unwrap(dir.sb, v) end
+    if not dir.wide_anchor then
+        dir.wide_anchor = v
+        dir.wide_base = UNWRAP_ORIGIN * 256 + u64_number(v:band(UInt64.new(0xFFFFFFFF, 0)))
+    end
+    local rel
+    if v >= dir.wide_anchor then rel = (v - dir.wide_anchor):tonumber()
+    else rel = -(dir.wide_anchor - v):tonumber() end
+    return sb_unwrap_wide(dir.sb, dir.wide_base + rel)
+end
+
+local function analyse_dss(d, seg, payload_len, sub, from, fr)
+    local m = sub.mptcp
+    local side = sub.mptcp_side[from]
+    local mine, peer = m.dir[side], m.dir[1 - side]
+    if d.has_map then
+        sub.map_known[from] = true
+        sub.map_dsn[from] = unwrap_dl(mine, d.dsn, d.dsn_wide)
+        sub.map_seq[from] = sub.isn_known[from] and (sub.isn[from] + d.ssn) % TWO32 or seg.seq
+    end
+    if payload_len > 0 and sub.map_known[from] then
+        local dsn = sub.map_dsn[from] + int32(seg.seq - sub.map_seq[from])
+        rtxq_on_data(fr, mine, dsn, dsn + payload_len, payload_len)
+    end
+    if d.has_nr then
+        if not m.capable then
+            raise(fr, "MN-01", not m.handshake_seen,
+                "DSS NR blocks although SYN and SYN-ACK did not both carry NR-SACK-Permitted with flag 0x02")
+        end
+        if not d.has_ack then raise(fr, "MN-02", false, "DSS flag N without a DATA ACK") end
+        if d.nr_count_bad then
+            raise(fr, "MN-02", false, string.format("NR block count %d disagrees with the option length", d.k))
+        end
+        for i = 1, #d.start do
+            if not u64_less(d.start[i], d.stop[i]) then
+                raise(fr, "MN-05", false, string.format("NR block %d: Start %s >= End %s", i,
+                    tostring(d.start[i]), tostring(d.stop[i])))
+            elseif i > 1 and u64_less(d.start[i], d.stop[i - 1]) then
+                raise(fr, "MN-05", false, string.format("NR block %d overlaps or is below the previous one", i))
+            end
+        end
+        peer.nr_mode = true
+    end
+    if not d.has_ack or peer.sb.snd_max == 0 then return end
+    local cum = unwrap_dl(peer, d.data_ack, d.ack_wide)
+    local nr = {}
+    for i = 1, #d.start do
+        if u64_less(d.start[i], d.stop[i]) then
+            nr[#nr + 1] = {cum + u64_number(d.start[i]), cum + u64_number(d.stop[i])}
+        end
+    end
+    rtxq_on_ack(fr, peer, cum, {}, nr, d.has_nr)
+end
+
+local function mptcp_segment(s, base, tree, seg, payload_len, sub, from, fr)
+    local had_dss = false
+    for i = 1, #seg.mptcp do
+        local off, len = seg.mptcp[i].off, seg.mptcp[i].len
+        if len >= 3 then
+            local subtype = math.floor(u8(s, off + 2) / 16)
+            if fr and subtype == SUB_MP_CAPABLE and len >= 4 then
+                handle_mp_capable(s, off, len, seg, sub, from)
+            elseif fr and subtype == SUB_MP_JOIN then
+                handle_mp_join(s, off, len, seg, sub, from)
+            elseif subtype == SUB_DSS and not had_dss then
+                had_dss = true
+                local d = parse_dss(s, off, len, sub.mptcp)
+                if not d then
+                    raise(fr, "GEN-01", false, "DSS option too short for its flags")
+                else
+                    add_dss_fields(tree, base, d)
+                    if fr then
+                        if not sub.mptcp then new_mptcp_conn(sub) end -- the handshake was not captured
+                        analyse_dss(d, seg, payload_len, sub, from, fr)
+                    end
+                end
+            end
+        end
+    end
+    if not fr then return end
+    local m = sub.mptcp or new_mptcp_conn(sub)
+    if band(seg.flags, TCP_FLAG_SYN + TCP_FLAG_ACK) == TCP_FLAG_SYN + TCP_FLAG_ACK
+        and sub.mp_capable_syn[0] and sub.mp_capable_syn[1] then
+        -- the initial subflow's handshake decides the data-level capability
+        m.handshake_seen = true
+        m.capable = has_flag(sub.nr_flags[0] or 0, 0x02) and has_flag(sub.nr_flags[1] or 0, 0x02)
+            and sub.nr_permitted[0] and sub.nr_permitted[1] or false
+        if m.capable then m.dir[0].nr_mode, m.dir[1].nr_mode = true, true end
+    end
+    fr.stream = m.stream
+end
+
+-- One TCP segment: s = its header bytes, base = the TvbRange they came from.
+local function tcp_dissect(s, base, pinfo, tree, payload_len, fr)
+    local seg = parse_segment(s, base, tree)
+    if not seg then
+        raise(fr, "GEN-01", false, "TCP header truncated or bad data offset")
+        return
+    end
+    local c, from = tcp_find_conn(pinfo, seg, fr ~= nil)
+    if not c then return end
+    if fr then
+        local syn = has_flag(seg.flags, TCP_FLAG_SYN)
+        if syn then
+            local ep = has_flag(seg.flags, TCP_FLAG_ACK) and 1 or 0
+            c.syn_seen[ep] = true
+            c.nr_permitted[from] = seg.nr ~= nil and seg.nr.permitted
+            c.nr_flags[from] = c.nr_permitted[from] and seg.nr.flags or 0
+            c.isn_known[from] = true
+            c.isn[from] = seg.seq
+        end
+        if not c.is_mptcp and not c.dir[0] then
+            if #seg.mptcp > 0 then c.is_mptcp = true else init_tcp_dirs(c) end
+        end
+        if syn and c.dir[0] and not c.is_mptcp then
+            -- both ends permitted NR-SACK: the RtxQ is that of an NR-SACK sender
+            if c.nr_permitted[0] and c.nr_permitted[1] then c.dir[0].nr_mode, c.dir[1].nr_mode = true, true end
+            sb_unwrap(c.dir[from].sb, (seg.seq + 1) % TWO32) -- anchor at the ISN
+        end
+    end
+    if c.is_mptcp then
+        mptcp_segment(s, base, tree, seg, payload_len, c, from, fr)
+        return
+    end
+    if not fr then return end
+    fr.stream = c.stream
+    analyse_tcp(seg, payload_len, c, from, fr)
+end
+
+------------------------------------------------------------------------------------------------
+-- Output: the cached frame result as tree items and expert info
+------------------------------------------------------------------------------------------------
+
+-- The figures are queue sizes; clamp rather than wrap if a corrupt capture makes them huge or negative
+-- (the C plugin's unsigned arithmetic turns a negative one into a huge one, then clamps it too).
+local function queue_u32(v)
+    if v < 0 or v > 4294967295 then return 4294967295 end
+    return v
+end
+
+local function emit_result(fr, tree)
+    if fr.stream then tree:add(hf.stream, fr.stream):set_generated() end
+    if fr.rtt_ms then tree:add(hf.fsack_rtt_ms, fr.rtt_ms):set_generated() end
+    local show_blocked = state.prefs.sndbuf > 0
+    for i = 1, #fr.upd do
+        local u = fr.upd[i]
+        local d, fig = u.dir, u.fig
+        tree:add(hf.direction, d.sender .. " -> " .. d.receiver):set_generated()
+        tree:add(hf.rtxq_bytes, queue_u32(u.rtxq)):set_generated()
+        tree:add(hf.rtxq_sack_bytes, queue_u32(fig.rtxq_sack)):set_generated()
+        tree:add(hf.rtxq_nr_bytes, queue_u32(fig.rtxq_nr)):set_generated()
+        tree:add(hf.rtxq_nr_acked_bytes, queue_u32(fig.nr_acked)):set_generated()
+        tree:add(hf.rtxq_sacked_bytes, queue_u32(fig.sacked)):set_generated()
+        tree:add(hf.rtxq_whatif_bytes, queue_u32(fig.rtxq_whatif)):set_generated()
+        if u.is_ack then tree:add(hf.freed_bytes, queue_u32(u.freed_bytes)):set_generated() end
+        if show_blocked then tree:add(hf.blocked, u.blocked):set_generated() end
+        tree:add(hf.gap_open, u.gap_open):set_generated()
+        for k = 1, #u.revoked do tree:add(hf.revoked, u.revoked[k]):set_generated() end
+    end
+    for i = 1, #fr.findings do
+        local f = fr.findings[i]
+        tree:add_proto_expert_info(f.note and rule_note_expert[f.id] or rule_expert[f.id], f.message)
+    end
+end
+
+------------------------------------------------------------------------------------------------
+-- Postdissector
+------------------------------------------------------------------------------------------------
+
+local f_sctp = Field.new("sctp")
+local f_tcp = Field.new("tcp")
+local f_tcp_len = Field.new("tcp.len")
+local f_icmp = Field.new("icmp")
+local f_icmpv6 = Field.new("icmpv6")
+local f_ip_len = Field.new("ip.len")
+local f_ipv6_plen = Field.new("ipv6.plen")
+local f_udp_length = Field.new("udp.length")
+
+-- End (offset in the data source) of the innermost IP / UDP layer that encloses a layer starting at
+-- `start`: the SCTP item's own length depends on whether a tree is built, the frame may carry a
+-- trailer, so the enclosing length fields say where SCTP ends.
+local function enclosing_end(start, source)
+    local best_start, best_end = -1, nil
+    local function consider(field, header_at, fixed)
+        local all = {field()}
+        for i = 1, #all do
+            local x = all[i]
+            local s = x.offset - header_at
+            if s < start and s > best_start and x.source == source then
+                best_start, best_end = s, s + fixed + x.value
+            end
+        end
+    end
+    consider(f_ip_len, 2, 0)
+    consider(f_ipv6_plen, 4, 40)
+    consider(f_udp_length, 4, 0)
+    return best_end
+end
+
+local function read_prefs()
+    local p = nrsack.prefs
+    return {
+        sndbuf = p.sndbuf, tcp_exid = p.tcp_exid, fsack_init = p.fsack_init_type, fsack_ack = p.fsack_ack_type,
+        fsack_complete = p.fsack_complete_type, sctp_udp_port = p.sctp_udp_port,
+    }
+end
+
+function nrsack.init()
+    state = {
+        prefs = read_prefs(),
+        next_stream = 0,
+        results = {},          -- frame number -> frame result (the analysis of the first pass)
+        sctp_by_endpoint = {}, -- port * 2^32 + tag -> association (the endpoint owning the tag)
+        sctp_pending = {},     -- src port * 65536 + dst port -> association whose dst tag is unknown
+        tcp_conns = {},        -- conn_key() -> TCP connection (an MPTCP subflow included)
+        mptcp_by_token = {},   -- RFC 8684 token -> MPTCP connection
+    }
+end
+
+local registered_udp_port
+local function register_udp_port()
+    local udp = DissectorTable.get("udp.port")
+    local sctp = Dissector.get("sctp")
+    local port = nrsack.prefs.sctp_udp_port
+    if registered_udp_port == port then return end
+    if registered_udp_port and registered_udp_port ~= 0 then udp:remove(registered_udp_port, sctp) end
+    if port ~= 0 then udp:add(port, sctp) end
+    registered_udp_port = port
+end
+
+function nrsack.prefs_changed()
+    register_udp_port()
+end
+
+function nrsack.dissector(tvb, pinfo, tree)
+    -- headers quoted inside ICMP errors are not segments of the flow
+    if f_icmp() or f_icmpv6() then return end
+    local layer = f_sctp()
+    local is_sctp = layer ~= nil
+    if not is_sctp then
+        layer = f_tcp()
+        if not layer then return end
+    end
+    -- Analyse a frame the first time this plugin sees its layers (tshark -2 builds no tree in its first
+    -- pass unless a filter or tap needs one), then only show the cached result.
+    local fr
+    local cached = state.results[pinfo.number]
+    if not cached then
+        fr = new_frame_result()
+        state.results[pinfo.number] = fr
+        cached = fr
+    end
+    local subtree = tree:add(nrsack, tvb(), "NR-SACK analysis")
+    local source, start = layer.source, layer.offset
+    local avail = source:len()
+    local ok, err = true, nil
+    if is_sctp then
+        local stop = enclosing_end(start, source) or source:reported_len()
+        local captured = math.max(0, math.min(stop, avail) - start)
+        local base = captured > 0 and source:range(start, captured) or nil
+        ok, err = pcall(sctp_dissect, base and base:raw() or "", base, stop - start, pinfo, subtree, fr)
+    elseif start < avail then
+        local base = source:range(start, math.min(60, avail - start))
+        local len_fi = f_tcp_len()
+        ok, err = pcall(tcp_dissect, base:raw(), base, pinfo, subtree, len_fi and len_fi.value or 0, fr)
+    end
+    if not ok and fr then
+        -- a bug here must not hide the packet: report it where users look
+        raise(fr, "GEN-01", false, "analysis stopped: " .. tostring(err))
+    end
+    if cached then emit_result(cached, subtree) end
+end
+
+register_postdissector(nrsack)
+register_udp_port()
