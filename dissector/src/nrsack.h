@@ -74,7 +74,14 @@ struct frame_result {
     guint32 rtt_ms;
     finding_t *findings, *last_finding;
     nstime_t ts;
+    /* where the first pass found the transport layer, so later passes (which need not build the
+     * SCTP/TCP items we look for) re-read the same bytes */
+    guint8 layer;            /* LAYER_NONE, LAYER_SCTP, LAYER_TCP */
+    guint8 layer_source;     /* index in pinfo->data_src */
+    gint layer_start, layer_length;  /* the layer's item: no link-layer padding after it */
+    guint32 tcp_payload_len;
 };
+enum { LAYER_NONE, LAYER_SCTP, LAYER_TCP };
 
 /* plugin.c */
 guint32 nrsack_new_stream_index(void);

@@ -32,6 +32,8 @@ nrsack_prefs_t nrsack_prefs = {
 };
 
 static int proto_sctp = -1, proto_tcp = -1, hf_tcp_len = -1;
+/* the enclosing layers' length fields bound the SCTP packet (its own item stops at the data payload) */
+static int proto_ip = -1, hf_ip_len = -1, proto_ipv6 = -1, hf_ipv6_plen = -1, proto_udp = -1, hf_udp_length = -1;
 static dissector_handle_t nrsack_handle;
 static guint32 next_stream;
 static guint sctp_udp_port_registered;
@@ -95,50 +97,91 @@ static void add_results(proto_tree *tree, tvbuff_t *tvb, const frame_result_t *f
     }
 }
 
-/* The layer's bytes as a tvb of their own, from the data source the field was taken from. */
-static tvbuff_t *layer_tvb(const field_info *fi)
+/* The transport layer's bytes in the idx-th data source of the frame. */
+static tvbuff_t *layer_tvb(packet_info *pinfo, guint idx, gint start, gint length)
 {
-    if (!fi->ds_tvb || fi->start < 0 || fi->length <= 0)
+    const struct data_source *src = (const struct data_source *)g_slist_nth_data(pinfo->data_src, idx);
+    tvbuff_t *ds = src ? get_data_source_tvb(src) : NULL;
+    if (!ds || start < 0 || length <= 0 || (guint)start + (guint)length > tvb_captured_length(ds))
         return NULL;
-    guint avail = tvb_captured_length(fi->ds_tvb);
-    if ((guint)fi->start >= avail)
-        return NULL;
-    return tvb_new_subset_length_caplen(fi->ds_tvb, fi->start, avail - fi->start, tvb_reported_length(fi->ds_tvb) - fi->start);
+    return tvb_new_subset_length(ds, start, length);
 }
 
-static int dissect_nrsack(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+/* Lowers *end to where an enclosing layer (IPv4, IPv6, UDP) before `inner` says its packet ends. */
+static void bound_by_enclosing(proto_tree *tree, int proto, int hf_len, gint header, const field_info *inner, gint *end)
 {
-    /* headers quoted inside ICMP errors are not segments of the flow */
-    if (proto_is_frame_protocol(pinfo->layers, "icmp") || proto_is_frame_protocol(pinfo->layers, "icmpv6"))
-        return 0;
+    GPtrArray *items = proto_get_finfo_ptr_array(tree, proto), *lens = proto_get_finfo_ptr_array(tree, hf_len);
+    if (!items || !lens || items->len != lens->len)
+        return;
+    for (guint i = 0; i < items->len; i++) {
+        const field_info *outer = (const field_info *)g_ptr_array_index(items, i);
+        if (outer->ds_tvb != inner->ds_tvb || outer->start >= inner->start)
+            continue;
+        gint e = outer->start + header + (gint)fvalue_get_uinteger(&((field_info *)g_ptr_array_index(lens, i))->value);
+        if (e > inner->start && e < *end)
+            *end = e;
+    }
+}
+
+/* First pass: finds the SCTP or TCP layer among the items the postdissector asked for. */
+static gboolean locate_layer(packet_info *pinfo, proto_tree *tree, frame_result_t *fr)
+{
     GPtrArray *sctp = tree ? proto_get_finfo_ptr_array(tree, proto_sctp) : NULL;
     GPtrArray *tcp = tree ? proto_get_finfo_ptr_array(tree, proto_tcp) : NULL;
     gboolean has_sctp = sctp && sctp->len, has_tcp = tcp && tcp->len;
     if (!has_sctp && !has_tcp)
-        return 0;
+        return FALSE;
+    const field_info *fi = (const field_info *)g_ptr_array_index(has_sctp ? sctp : tcp, 0);
+    guint idx = 0;
+    GSList *l;
+    for (l = pinfo->data_src; l; l = l->next, idx++)
+        if (get_data_source_tvb((const struct data_source *)l->data) == fi->ds_tvb)
+            break;
+    if (!l)
+        return FALSE;
+    fr->layer = has_sctp ? LAYER_SCTP : LAYER_TCP;
+    fr->layer_source = (guint8)idx;
+    fr->layer_start = fi->start;
+    fr->layer_length = fi->length; /* TCP: the header; the payload length comes from tcp.len */
+    if (has_sctp) {
+        gint end = (gint)tvb_captured_length(fi->ds_tvb);
+        bound_by_enclosing(tree, proto_ip, hf_ip_len, 0, fi, &end);
+        bound_by_enclosing(tree, proto_ipv6, hf_ipv6_plen, 40, fi, &end);
+        bound_by_enclosing(tree, proto_udp, hf_udp_length, 0, fi, &end);
+        fr->layer_length = end - fi->start;
+    }
+    if (has_tcp && !has_sctp) {
+        GPtrArray *len = proto_get_finfo_ptr_array(tree, hf_tcp_len);
+        if (len && len->len)
+            fr->tcp_payload_len = fvalue_get_uinteger(&((field_info *)g_ptr_array_index(len, 0))->value);
+    }
+    return TRUE;
+}
 
+static int dissect_nrsack(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
     frame_result_t *fr = (frame_result_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_nrsack, 0);
     gboolean analyse = fr == NULL;
     if (analyse) {
         fr = wmem_new0(wmem_file_scope(), frame_result_t);
         fr->ts = pinfo->abs_ts;
         p_add_proto_data(wmem_file_scope(), pinfo, proto_nrsack, 0, fr);
+        /* headers quoted inside ICMP errors are not segments of the flow */
+        if (proto_is_frame_protocol(pinfo->layers, "icmp") || proto_is_frame_protocol(pinfo->layers, "icmpv6") ||
+            !locate_layer(pinfo, tree, fr))
+            fr->layer = LAYER_NONE;
     }
+    if (fr->layer == LAYER_NONE)
+        return 0;
+
     proto_item *ti = proto_tree_add_item(tree, proto_nrsack, tvb, 0, 0, ENC_NA);
     proto_tree *nt = proto_item_add_subtree(ti, ett_nrsack);
-
-    const field_info *fi = (const field_info *)g_ptr_array_index(has_sctp ? sctp : tcp, 0);
-    tvbuff_t *ltvb = layer_tvb(fi);
+    tvbuff_t *ltvb = layer_tvb(pinfo, fr->layer_source, fr->layer_start, fr->layer_length);
     if (ltvb) {
-        if (has_sctp) {
+        if (fr->layer == LAYER_SCTP)
             sctp_dissect(ltvb, pinfo, nt, analyse ? fr : NULL);
-        } else {
-            GPtrArray *len = proto_get_finfo_ptr_array(tree, hf_tcp_len);
-            guint32 payload = 0;
-            if (len && len->len)
-                payload = fvalue_get_uinteger(&((field_info *)g_ptr_array_index(len, 0))->value);
-            tcp_dissect(ltvb, pinfo, nt, payload, analyse ? fr : NULL);
-        }
+        else
+            tcp_dissect(ltvb, pinfo, nt, fr->tcp_payload_len, analyse ? fr : NULL);
     }
     add_results(nt, tvb, fr);
     rules_emit(fr, pinfo, ti);
@@ -222,10 +265,15 @@ static void proto_reg_handoff_nrsack(void)
     proto_sctp = proto_get_id_by_filter_name("sctp");
     proto_tcp = proto_get_id_by_filter_name("tcp");
     hf_tcp_len = proto_registrar_get_id_byname("tcp.len");
+    proto_ip = proto_get_id_by_filter_name("ip");
+    hf_ip_len = proto_registrar_get_id_byname("ip.len");
+    proto_ipv6 = proto_get_id_by_filter_name("ipv6");
+    hf_ipv6_plen = proto_registrar_get_id_byname("ipv6.plen");
+    proto_udp = proto_get_id_by_filter_name("udp");
+    hf_udp_length = proto_registrar_get_id_byname("udp.length");
+    int wanted_ids[] = {proto_sctp, proto_tcp, hf_tcp_len, proto_ip, hf_ip_len, proto_ipv6, hf_ipv6_plen, proto_udp, hf_udp_length};
     GArray *wanted = g_array_new(FALSE, FALSE, sizeof(int));
-    g_array_append_val(wanted, proto_sctp);
-    g_array_append_val(wanted, proto_tcp);
-    g_array_append_val(wanted, hf_tcp_len);
+    g_array_append_vals(wanted, wanted_ids, G_N_ELEMENTS(wanted_ids));
     set_postdissector_wanted_hfids(nrsack_handle, wanted);
     tcp_register_option_handoff(proto_nrsack);
     apply_prefs();

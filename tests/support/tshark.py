@@ -131,7 +131,8 @@ def _world_readable(path: Path) -> None:
 
 
 def c_plugin_folder(so_path, folder=None) -> Path:
-    """Lays out a plugin folder as Wireshark 4.0 scans it (FOLDER/4.0/epan/nrsack.so), world-readable."""
+    """Lays out a plugin folder as Wireshark 4.0 scans it (FOLDER/4.0/epan/nrsack.so), world-readable.
+    FOLDER's parents must be traversable by uid 65534 (a fresh folder under /tmp when not given)."""
     folder = Path(folder) if folder else Path(tempfile.mkdtemp(prefix="nrsack-plugin-"))
     epan = folder / WIRESHARK_RELEASE / "epan"
     epan.mkdir(parents=True, exist_ok=True)
