@@ -727,7 +727,7 @@ static PyObject *scoreboard(PyObject *self, PyObject *args) {
     buf_t b[13]; memset(b, 0, sizeof b);
     static const size_t sizes[13] = {1, 8, 8, 8, 4, 8, 8, 1, 8, 8, 8, 8, 1};
     PyObject *result = NULL;
-    iset_t sacked = {0}, nr = {0};
+    iset_t sent = {0}, sacked = {0}, nr = {0};
     Py_ssize_t n = -1, nb = -1;
     for (int i = 0; i < 13; i++) {
         Py_ssize_t want = (i >= 5 && i <= 7) ? nb : n;
@@ -742,51 +742,55 @@ static PyObject *scoreboard(PyObject *self, PyObject *args) {
         int64_t *o_sack = b[8].b.buf, *o_sacked = b[9].b.buf, *o_nr = b[10].b.buf, *o_freed = b[11].b.buf;
         int8_t *o_fl = b[12].b.buf;
         int have_data = 0, have_cum = 0, gap = 0;
-        int64_t snd_lo = 0, snd_hi = 0, cum = 0, m_sacked = 0, m_nr = 0;
+        int64_t cum = 0, m_sent = 0, m_sacked = 0, m_nr = 0;
         for (Py_ssize_t i = 0; i < n; i++) {
             int8_t fl = 0; int64_t freed = 0;
             if (kind[i] == 0) {
-                if (!have_data) { snd_lo = lo[i]; snd_hi = lo[i]; have_data = 1; if (!have_cum) cum = lo[i]; }
-                if (lo[i] < snd_lo) snd_lo = lo[i];
-                if (hi[i] > snd_hi) { snd_hi = hi[i]; fl |= 1; }
-                else fl |= 4;
+                if (!have_data) { have_data = 1; if (!have_cum) cum = lo[i]; }
+                /* sent is a set, not a range: MPTCP sends DSNs out of order over its subflows */
+                int64_t a = lo[i] > cum ? lo[i] : cum;
+                int64_t d = iset_add(&sent, a, hi[i]);
+                if (d < 0) { PyErr_NoMemory(); goto out; }
+                m_sent += d;
+                fl |= d > 0 ? 1 : 4;
             } else {
-                fl |= 1;
+                if (have_data) fl |= 1; /* an ack before any data of the direction (the SYN-ACK) changes nothing */
                 int64_t c = hi[i];
                 if (!have_cum || c >= cum) {
                     if (!have_cum || c > cum) {
                         cum = c; have_cum = 1;
+                        m_sent -= iset_trim(&sent, cum);
                         m_sacked -= iset_trim(&sacked, cum); m_nr -= iset_trim(&nr, cum);
                     }
                     gap = 0;
                     for (int32_t j = 0; j < bc[i]; j++) if (bhi[bs[i] + j] > c) { gap = 1; break; }
                 } else fl |= 8;
-                int64_t top = have_data ? snd_hi : cum; /* blocks over unsent data are not counted (NR-09) */
+                /* blocks count only over data sent and not cum-acked (above: NR-09, never sent) */
                 for (int32_t j = 0; j < bc[i]; j++) {
                     int64_t a = blo[bs[i] + j], z = bhi[bs[i] + j];
-                    if (a < cum) a = cum;
-                    if (z > top) z = top;
-                    if (z <= a) continue;
-                    int64_t d = iset_add(&sacked, a, z);
-                    if (d < 0) { PyErr_NoMemory(); goto out; }
-                    m_sacked += d;
-                    if (bnr[bs[i] + j]) {
-                        d = iset_add(&nr, a, z);
+                    for (size_t k = 0; k < sent.n; k++) {
+                        int64_t x = sent.lo[k] > a ? sent.lo[k] : a, y = sent.hi[k] < z ? sent.hi[k] : z;
+                        if (y <= x) continue;
+                        int64_t d = iset_add(&sacked, x, y);
                         if (d < 0) { PyErr_NoMemory(); goto out; }
-                        m_nr += d; freed += d;
+                        m_sacked += d;
+                        if (bnr[bs[i] + j]) {
+                            d = iset_add(&nr, x, y);
+                            if (d < 0) { PyErr_NoMemory(); goto out; }
+                            m_nr += d; freed += d;
+                        }
                     }
                 }
             }
             if (gap) fl |= 2;
-            int64_t base = cum > snd_lo ? cum : snd_lo;
-            o_sack[i] = have_data && snd_hi > base ? snd_hi - base : 0;
+            o_sack[i] = m_sent;
             o_sacked[i] = m_sacked; o_nr[i] = m_nr; o_freed[i] = freed; o_fl[i] = fl;
         }
     }
     result = Py_None; Py_INCREF(result);
 out:
     for (int i = 0; i < 13; i++) if (b[i].ok) PyBuffer_Release(&b[i].b);
-    free(sacked.lo); free(sacked.hi); free(nr.lo); free(nr.hi);
+    free(sent.lo); free(sent.hi); free(sacked.lo); free(sacked.hi); free(nr.lo); free(nr.hi);
     return result;
 }
 

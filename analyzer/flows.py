@@ -212,8 +212,10 @@ def _sctp_handshake(ev, rows):
     return picks
 
 
-def mptcp_token(key: int) -> int:
-    return int.from_bytes(hashlib.sha1(key.to_bytes(8, "big")).digest()[:4], "big")
+def mptcp_tokens(key: int) -> set:
+    """The token of a key: the high 32 bits of its SHA-256 (RFC 8684) or SHA-1 (RFC 6824, version 0)."""
+    raw = key.to_bytes(8, "big")
+    return {int.from_bytes(hashlib.new(name, raw).digest()[:4], "big") for name in ("sha256", "sha1")}
 
 
 def _assemble_tcp(cap, flows, conn_flow, conn_flip):
@@ -246,11 +248,16 @@ def _assemble_tcp(cap, flows, conn_flow, conn_flip):
             acks = rows[(ev["dir"][rows] == flip) & ((tf & 0x10) != 0) & (ev["time_ns"][rows] >= ev["time_ns"][synack[0]])]
             if len(acks):
                 flow.handshake = [int(syn[0]), int(synack[0]), int(acks[0])]
-            if mptcp:
-                flow.keys = [int(ev["key"][syn[0]]), int(ev["key"][synack[0]])]
-                for side in (0, 1):
-                    flow.tokens[side] = mptcp_token(flow.keys[side])
-                    token_flow[flow.tokens[side]] = (flow.id, side)
+        if mptcp:
+            # MP_CAPABLE v1 sends no key on the SYN: the opener's key rides on its third ACK
+            capable = rows[(fl & E.MP_CAPABLE) != 0]
+            for side in (0, 1):
+                keyed = capable[(ev["dir"][capable] ^ flip == side) & (ev["key"][capable] != 0)]
+                if len(keyed):
+                    flow.keys[side] = int(ev["key"][keyed[0]])
+                    tokens = mptcp_tokens(flow.keys[side])
+                    flow.tokens[side] = min(tokens)
+                    token_flow.update({t: (flow.id, side) for t in tokens})
         flows.append(flow)
     for c, rows, flip, token in joins:
         if token in token_flow:
