@@ -128,8 +128,11 @@ def _assemble_sctp(cap, flows, conn_flow, conn_flip):
     # the tag that names an endpoint: INIT / INIT-ACK carry the sender's own initiate tag, every
     # other chunk the receiver's; endpoint 0/1 of a conn are its a/b addresses
     endpoint = np.where(is_init, d, 1 - d).astype(np.int64)
-    keyed = np.unique(np.stack([conn.astype(np.int64) * 2 + endpoint, tag.astype(np.int64)], 1), axis=0)
-    keyed = keyed[keyed[:, 1] != 0]  # INIT's verification tag 0 and ABORT-T say nothing
+    # an endpoint is its (port, tag): tags alone may repeat across associations
+    ports = np.array([[c.port_a, c.port_b] for c in cap.conns], np.int64)
+    port = ports[conn, endpoint]
+    keyed = np.unique(np.stack([conn.astype(np.int64) * 2 + endpoint, (port << 32) | tag.astype(np.int64)], 1), axis=0)
+    keyed = keyed[(keyed[:, 1] & 0xFFFFFFFF) != 0]  # INIT's verification tag 0 and ABORT-T say nothing
     parent = {}
 
     def root(x):

@@ -1,0 +1,268 @@
+"""Benchmark of the analyzer against two baselines measured in the same run.
+
+    python3 bench/bench_analyzer.py [--packets 1000000] [--flows 16] [--keep DIR]
+
+Writes a capture of interleaved lossy TCP (SACK) and SCTP (NR-SACK) transfers, snaplen 70 as
+`tcpdump -s 70` would (headers whole, payload lengths from the IP headers), then times, each in a
+fresh process (wall time and peak RSS):
+  - analyzer: `nrsack.analyzer.analyze(path)` end to end, summary + RtxQ + blocking tables built;
+  - tshark:   `tshark -T fields` of the fields the analysis needs, read into pandas (fields only:
+              no scoreboard, so the ratio favours tshark);
+  - dpkt:     a Python loop over the capture with dpkt decoding the same fields into pandas.
+Also runs the analyzer on a capture half as long, so the memory growth per packet is visible.
+Needs: tshark, `pip install dpkt` (bench only).
+"""
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+SNAPLEN = 70  # every record: acks whole, data headers whole
+MSS = 1000
+EPOCH_NS = 1_700_000_000 * 10**9
+
+
+def flow_packets(kind, n, rng):
+    """One transfer as rows (is_ack, seq/tsn, ack/cum, gap block (lo, hi) or (0, 0)): data in order,
+    one loss every ~200 packets with SACK blocks growing until the retransmission is acked."""
+    rows = []
+    unit = MSS if kind == "tcp" else 1
+    base = (1 << 32) - 40 * unit  # every flow wraps its sequence space early on
+    sent = 0
+    cum = 0
+    lost = None
+    while len(rows) < n:
+        seq = (base + sent * unit) & 0xFFFFFFFF
+        rows.append((0, seq, 0, 0, 0))
+        if lost is None and rng.random() < 0.01:
+            lost = sent
+        elif lost is not None and sent - lost > 6:
+            rows.append((0, (base + lost * unit) & 0xFFFFFFFF, 0, 0, 0))  # retransmission
+            lost = None
+        sent += 1
+        if sent % 2 == 0:
+            if lost is None:
+                cum = sent
+                rows.append((1, 0, (base + cum * unit) & 0xFFFFFFFF, 0, 0))
+            else:
+                cum = lost
+                rows.append((1, 0, (base + cum * unit) & 0xFFFFFFFF, lost + 1, sent))
+    return rows[:n], base
+
+
+def build_capture(path, packets, flows, seed=1):
+    """Fixed-size records assembled with numpy: Ethernet/IPv4 + TCP (SACK option) or SCTP (DATA / NR-SACK)."""
+    rng = np.random.default_rng(seed)
+    per_flow = packets // flows
+    records = np.zeros((per_flow * flows, 16 + SNAPLEN), np.uint8)
+    times = np.zeros(per_flow * flows, np.int64)
+    r = 0
+    for f in range(flows):
+        kind = "tcp" if f % 2 == 0 else "sctp"
+        rows, base = flow_packets(kind, per_flow, rng)
+        arr = np.array(rows, dtype=np.int64)
+        is_ack, seq, ack, glo, ghi = arr.T
+        k = len(arr)
+        rec = records[r:r + k]
+        t = EPOCH_NS + np.arange(k) * 40_000 * flows + f * 40_000  # flows interleave in time
+        times[r:r + k] = t
+        wire = np.where(is_ack == 1, SNAPLEN, 14 + 20 + (20 if kind == "tcp" else 28) + MSS)
+        rec[:, 0:4] = np.frombuffer((t // 10**9).astype("<u4").tobytes(), np.uint8).reshape(-1, 4)
+        rec[:, 4:8] = np.frombuffer(((t % 10**9) // 1000).astype("<u4").tobytes(), np.uint8).reshape(-1, 4)
+        rec[:, 8:12] = np.frombuffer(np.full(k, SNAPLEN, "<u4").tobytes(), np.uint8).reshape(-1, 4)
+        rec[:, 12:16] = np.frombuffer(wire.astype("<u4").tobytes(), np.uint8).reshape(-1, 4)
+        eth = rec[:, 16:30]
+        eth[:, 12:14] = (0x08, 0x00)
+        ip = rec[:, 30:50]
+        ip[:, 0] = 0x45
+        ip[:, 2:4] = np.frombuffer((wire - 14).astype(">u2").tobytes(), np.uint8).reshape(-1, 2)
+        ip[:, 8] = 64
+        ip[:, 9] = 6 if kind == "tcp" else 132
+        a = np.array([10, 0, f // 256, f % 256 + 1], np.uint8)
+        b = np.array([10, 1, f // 256, f % 256 + 1], np.uint8)
+        ip[:, 12:16] = np.where(is_ack[:, None] == 1, b, a)
+        ip[:, 16:20] = np.where(is_ack[:, None] == 1, a, b)
+        l4 = rec[:, 50:]
+        be32 = lambda v: np.frombuffer((v & 0xFFFFFFFF).astype(">u4").tobytes(), np.uint8).reshape(-1, 4)
+        if kind == "tcp":
+            sport, dport = np.where(is_ack == 1, 80, 40000), np.where(is_ack == 1, 40000, 80)
+            l4[:, 0:2] = np.frombuffer(sport.astype(">u2").tobytes(), np.uint8).reshape(-1, 2)
+            l4[:, 2:4] = np.frombuffer(dport.astype(">u2").tobytes(), np.uint8).reshape(-1, 2)
+            l4[:, 4:8] = be32(np.where(is_ack == 1, 1, seq))
+            l4[:, 8:12] = be32(np.where(is_ack == 1, ack, 1))
+            has_sack = (is_ack == 1) & (ghi > 0)
+            l4[:, 12] = np.where(is_ack == 1, 9 << 4, 5 << 4)  # acks: 36-byte header (NOP NOP SACK NOPs)
+            l4[:, 13] = 0x10
+            l4[:, 14:16] = (0xFF, 0xFF)
+            opt = l4[:, 20:36]
+            opt[is_ack == 1, :] = 1  # NOPs, with a SACK option when there is a block
+            opt[has_sack, 2:4] = (5, 10)
+            opt[has_sack, 4:8] = be32(base + glo * MSS)[has_sack]
+            opt[has_sack, 8:12] = be32(base + ghi * MSS)[has_sack]
+        else:
+            sport, dport = np.where(is_ack == 1, 5001, 5000), np.where(is_ack == 1, 5000, 5001)
+            l4[:, 0:2] = np.frombuffer(sport.astype(">u2").tobytes(), np.uint8).reshape(-1, 2)
+            l4[:, 2:4] = np.frombuffer(dport.astype(">u2").tobytes(), np.uint8).reshape(-1, 2)
+            l4[:, 4:8] = be32(np.where(is_ack == 1, 0x1111 + f, 0x2222 + f))  # tags differ per association
+            chunk = l4[:, 12:]
+            data = is_ack == 0
+            chunk[data, 0] = 0
+            chunk[data, 1] = 3
+            chunk[data, 2:4] = np.frombuffer(np.full(data.sum(), 16 + MSS, ">u2").tobytes(), np.uint8).reshape(-1, 2)
+            chunk[data, 4:8] = be32(seq)[data]
+            acks = ~data
+            has_gap = acks & (ghi > 0)
+            chunk[acks, 0] = 0x10
+            chunk[acks, 2:4] = (0, 24)
+            chunk[acks, 4:8] = be32(ack - 1)[acks]  # cum TSN = last TSN received in order
+            chunk[acks, 8:12] = (0, 1, 0, 0)
+            # one NR block (TSNs glo .. ghi-1 as offsets from cum) or else one duplicate TSN
+            chunk[has_gap, 14:16] = (0, 1)
+            off_lo, off_hi = glo - (ack - base) + 1, ghi - 1 - (ack - base) + 1
+            chunk[has_gap, 20:22] = np.frombuffer(off_lo[has_gap].astype(">u2").tobytes(), np.uint8).reshape(-1, 2)
+            chunk[has_gap, 22:24] = np.frombuffer(off_hi[has_gap].astype(">u2").tobytes(), np.uint8).reshape(-1, 2)
+            no_gap = acks & ~has_gap
+            chunk[no_gap, 16:18] = (0, 1)
+            chunk[no_gap, 20:24] = be32(ack - 1)[no_gap]
+        r += k
+    records = records[np.argsort(times[:r], kind="stable")]
+    with open(path, "wb") as out:
+        out.write(np.array([0xA1B2C3D4], "<u4").tobytes() + np.array([2, 4], "<u2").tobytes()
+                  + np.array([0, 0, SNAPLEN, 1], "<u4").tobytes())
+        out.write(records.tobytes())
+    return r
+
+
+TSHARK_FIELDS = ["frame.number", "frame.time_epoch", "ip.src", "ip.dst", "tcp.srcport", "tcp.dstport", "tcp.seq_raw",
+                 "tcp.ack_raw", "tcp.len", "tcp.options.sack_le", "tcp.options.sack_re", "sctp.srcport",
+                 "sctp.dstport", "sctp.data_tsn", "sctp.data_length", "sctp.sack_cumulative_tsn_ack",
+                 "sctp.nr_sack_cumulative_tsn_ack", "sctp.nr_sack_nr_gap_block_start", "sctp.nr_sack_nr_gap_block_end"]
+
+
+def child_analyzer(path):
+    from nrsack.analyzer import analyze
+
+    analysis = analyze(path)
+    return {"entries": len(analysis.summary), "rtxq_rows": len(analysis.rtxq), "blocking_rows": len(analysis.blocking),
+            "events": len(analysis.capture.ev)}
+
+
+def child_tshark(path):
+    import pandas as pd
+
+    cmd = ["tshark", "-n", "-r", path, "-T", "fields", "-E", "separator=\t", "-E", "occurrence=a",
+           "-o", "tcp.analyze_sequence_numbers:FALSE", "-o", "tcp.relative_sequence_numbers:FALSE"]
+    for f in TSHARK_FIELDS:
+        cmd += ["-e", f]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    frame = pd.read_csv(proc.stdout, sep="\t", header=None, names=TSHARK_FIELDS, dtype=str)
+    proc.wait()
+    return {"rows": len(frame)}
+
+
+def child_dpkt(path):
+    import dpkt
+    import pandas as pd
+
+    cols = {k: [] for k in ("frame", "time", "src", "dst", "sport", "dport", "seq", "ack", "len", "sack")}
+    with open(path, "rb") as handle:
+        for n, (ts, buf) in enumerate(dpkt.pcap.Reader(handle), start=1):
+            ip = dpkt.ethernet.Ethernet(buf).data
+            l4 = ip.data
+            cols["frame"].append(n)
+            cols["time"].append(ts)
+            cols["src"].append(ip.src)
+            cols["dst"].append(ip.dst)
+            if isinstance(l4, dpkt.tcp.TCP):
+                cols["sport"].append(l4.sport)
+                cols["dport"].append(l4.dport)
+                cols["seq"].append(l4.seq)
+                cols["ack"].append(l4.ack)
+                cols["len"].append(ip.len - ip.hl * 4 - l4.off * 4)
+                sack = [v for k, v in dpkt.tcp.parse_opts(l4.opts) if k == 5]
+                cols["sack"].append(sack[0] if sack else None)
+            elif isinstance(l4, dpkt.sctp.SCTP):
+                cols["sport"].append(l4.sport)
+                cols["dport"].append(l4.dport)
+                chunk = l4.chunks[0] if l4.chunks else None
+                body = bytes(chunk.data) if chunk is not None else b""
+                cols["seq"].append(int.from_bytes(body[0:4], "big") if chunk is not None and chunk.type == 0 else None)
+                cols["ack"].append(int.from_bytes(body[0:4], "big") if chunk is not None and chunk.type in (3, 16) else None)
+                cols["len"].append(chunk.len - 16 if chunk is not None and chunk.type == 0 else 0)
+                cols["sack"].append(body[16:24] if chunk is not None and chunk.type == 16 else None)
+            else:
+                for k in ("sport", "dport", "seq", "ack", "len", "sack"):
+                    cols[k].append(None)
+    return {"rows": len(pd.DataFrame(cols))}
+
+
+CHILDREN = {"analyzer": child_analyzer, "tshark": child_tshark, "dpkt": child_dpkt}
+
+
+def measure(name, path):
+    """Runs one contender in a fresh interpreter: wall seconds and peak RSS (MB)."""
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, __file__, "--child", name, path], capture_output=True, text=True, check=True)
+    wall = time.perf_counter() - start
+    info = json.loads(out.stdout.strip().splitlines()[-1])
+    info["wall_s"] = wall
+    return info
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--packets", type=int, default=1_000_000)
+    parser.add_argument("--flows", type=int, default=16)
+    parser.add_argument("--keep", default=None, help="folder to keep the capture in")
+    parser.add_argument("--skip", default="", help="comma list of baselines to skip (tshark, dpkt)")
+    parser.add_argument("--child", nargs=2, metavar=("NAME", "PATH"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        name, path = args.child
+        info = CHILDREN[name](path)
+        info["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(json.dumps(info))
+        return
+    folder = args.keep or tempfile.mkdtemp(prefix="nrsack-bench-")
+    os.makedirs(folder, exist_ok=True)
+    big = os.path.join(folder, f"bench-{args.packets}.pcap")
+    half = os.path.join(folder, f"bench-{args.packets // 2}.pcap")
+    t0 = time.perf_counter()
+    n = build_capture(big, args.packets, args.flows)
+    n_half = build_capture(half, args.packets // 2, args.flows)
+    print(f"capture: {n} packets, {args.flows} flows (TCP SACK and SCTP NR-SACK, 1% loss), "
+          f"{os.path.getsize(big) / 1e6:.0f} MB, written in {time.perf_counter() - t0:.1f} s")
+    results = {"analyzer": measure("analyzer", big)}
+    half_result = measure("analyzer", half)
+    skip = set(filter(None, args.skip.split(",")))
+    if "tshark" not in skip and shutil.which("tshark"):
+        results["tshark"] = measure("tshark", big)
+    if "dpkt" not in skip:
+        results["dpkt"] = measure("dpkt", big)
+    print(f"{'contender':<10} {'wall s':>8} {'packets/s':>12} {'peak RSS MB':>12}")
+    for name, r in results.items():
+        print(f"{name:<10} {r['wall_s']:8.2f} {n / r['wall_s']:12,.0f} {r['peak_rss_mb']:12.0f}")
+    mine = results["analyzer"]["wall_s"]
+    for name in ("tshark", "dpkt"):
+        if name in results:
+            print(f"analyzer speed-up over {name}: {results[name]['wall_s'] / mine:.1f}x")
+    grow = (results["analyzer"]["peak_rss_mb"] - half_result["peak_rss_mb"]) / (n - n_half) * 1e6
+    print(f"analyzer peak RSS: {half_result['peak_rss_mb']:.0f} MB at {n_half} packets, "
+          f"{results['analyzer']['peak_rss_mb']:.0f} MB at {n}: {grow:.0f} bytes per packet "
+          f"(10M packets: ~{results['analyzer']['peak_rss_mb'] + grow * (10_000_000 - n) / 1e6:.0f} MB)")
+    print(f"analyzer output: {results['analyzer']['entries']} entries, {results['analyzer']['rtxq_rows']} RtxQ rows, "
+          f"{results['analyzer']['blocking_rows']} blocking intervals")
+    if not args.keep:
+        shutil.rmtree(folder)
+
+
+if __name__ == "__main__":
+    main()
