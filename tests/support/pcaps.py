@@ -28,17 +28,20 @@ def chunk(ctype: int, body: bytes, flags: int = 0, length: int | None = None) ->
     return pad4(struct.pack("!BBH", ctype, flags, 4 + len(body) if length is None else length) + body)
 
 
+def cookie_ack_chunk() -> bytes:
+    return chunk(0x0B, b"")
+
+
 def data_chunk(tsn: int, size: int = 1000, sid: int = 0, ssn: int = 0) -> bytes:
     return chunk(0x00, struct.pack("!IHHI", tsn & 0xFFFFFFFF, sid, ssn & 0xFFFF, 0) + b"x" * size, flags=0x03)
 
 
 def _params(ext: list[int] | None, addrs: list[str]) -> bytes:
-    out = b""
-    for a in addrs:
-        out += struct.pack("!HH4s", 5, 8, bytes(int(x) for x in a.split(".")))
+    """Address parameters, then Supported Extensions; the last parameter is left unpadded (the chunk pads)."""
+    out = [struct.pack("!HH4s", 5, 8, bytes(int(x) for x in a.split("."))) for a in addrs]
     if ext is not None:
-        out += pad4(struct.pack("!HH", 0x8008, 4 + len(ext)) + bytes(ext))
-    return out
+        out.append(struct.pack("!HH", 0x8008, 4 + len(ext)) + bytes(ext))
+    return b"".join(pad4(p) for p in out[:-1]) + (out[-1] if out else b"")
 
 
 def init_chunk(tag: int, tsn: int, ext: list[int] | None = None, addrs: list[str] = (), ack: bool = False) -> bytes:
@@ -98,3 +101,31 @@ def tcp_packet(t: float, src: str, dst: str, sport: int, dport: int, seq: int, a
 def write(path, packets) -> str:
     wrpcap(str(path), packets)
     return str(path)
+
+
+def mptcp_capable_option(version: int = 1, flags: int = 0x01, keys: tuple = ()) -> tuple:
+    return (30, struct.pack("!BB", (0x0 << 4) | version, flags) + b"".join(struct.pack("!Q", k) for k in keys))
+
+
+def mptcp_join_syn_option(token: int, nonce: int = 1, addr_id: int = 1) -> tuple:
+    return (30, struct.pack("!BBII", 0x1 << 4, addr_id, token, nonce))
+
+
+def dss_option(data_ack: int | None = None, dsn: int | None = None, ssn: int = 0, dll: int = 0,
+               checksum: int | None = None, nr_blocks=None, wide: bool = False, ack8: bool = True, dsn8: bool = True,
+               count: int | None = None) -> tuple:
+    """DSS (RFC 8684) with the NR blocks of wire-formats.md section 4 (offsets from the DATA ACK)."""
+    flags, body = 0, b""
+    if data_ack is not None:
+        flags |= 0x01 | (0x02 if ack8 else 0)
+        body += struct.pack("!Q" if ack8 else "!I", data_ack)
+    if dsn is not None:
+        flags |= 0x04 | (0x08 if dsn8 else 0)
+        body += struct.pack("!Q" if dsn8 else "!I", dsn) + struct.pack("!IH", ssn, dll)
+        if checksum is not None:
+            body += struct.pack("!H", checksum)
+    if nr_blocks is not None:
+        flags |= 0x20 | (0x40 if wide else 0)
+        body += struct.pack("!BB", len(nr_blocks) if count is None else count, 0)
+        body += b"".join(struct.pack("!QQ" if wide else "!II", s, e) for s, e in nr_blocks)
+    return (30, struct.pack("!BB", 0x2 << 4, flags) + body)
