@@ -78,7 +78,10 @@ void tcp_register_option_handoff(int proto)
         return;
     builtin_exp_handle[0] = dissector_get_uint_handle(options, OPT_EXP_FD);
     builtin_exp_handle[1] = dissector_get_uint_handle(options, OPT_EXP_FE);
-    dissector_handle_t h = create_dissector_handle(dissect_option, proto);
+    /* Wireshark names each option in the TCP options summary after its handle's protocol: keep the
+     * built-in "Experimental" so that other experiments' options read exactly as before. */
+    int proto_exp = builtin_exp_handle[0] ? dissector_handle_get_protocol_index(builtin_exp_handle[0]) : -1;
+    dissector_handle_t h = create_dissector_handle(dissect_option, proto_exp >= 0 ? proto_exp : proto);
     dissector_add_uint("tcp.option", OPT_EXP_FD, h);
     dissector_add_uint("tcp.option", OPT_EXP_FE, h);
 }
