@@ -23,6 +23,7 @@ CASES = [
     ("tcp", (0.02,), 2**32 - 150_000),  # sequence numbers wrap around
     ("cmt", (0.002, 0.04), None),
     ("mptcp", (0.03,), None),  # one subflow: data level and subflow level differ on the wire
+    ("mptcp", (0.002, 0.04), None),  # two subflows joined by MP_JOIN
 ]
 
 
@@ -67,6 +68,13 @@ def test_analyzer_reproduces_truth(tmp_path, protocol, losses, isn, ack):
     assert abs(top.p_s - s["p_s"]) <= ONE_PACKET_S
     assert abs(top.b_s - s["b_s"]) <= ONE_PACKET_S
     assert top.blocking_intervals == s["blocking_intervals"]
+    got_b = analysis.blocking[analysis.blocking.flow == top.id].reset_index(drop=True)
+    want_b = truth.intervals
+    assert len(got_b) == len(want_b)
+    np.testing.assert_allclose(got_b.start_s, want_b.start_s, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(got_b.end_s, want_b.end_s, rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(got_b.gap_open.astype(bool), want_b.gap_open.astype(bool))
+    np.testing.assert_array_equal(got_b.rtxq_bytes_at_start, want_b.rtxq_bytes_at_start)
     assert top.max_rtxq_sack_bytes == s["max_rtxq_sack_bytes"]
     assert top.max_rtxq_nr_bytes == s["max_rtxq_nr_bytes"]
 

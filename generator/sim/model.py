@@ -201,8 +201,8 @@ class Simulation:
         # event queue
         self.events = []
         self.seq = 0
-        self.counters = dict(data_packets=0, retransmissions=0, fast_retransmits=0, timeouts=0,
-                             acks=0, queue_drops=0, random_drops=0)
+        self.n_data_packets = self.n_retransmissions = self.n_fast_retransmits = 0
+        self.n_timeouts = self.n_acks = self.n_queue_drops = self.n_random_drops = 0
 
     # -- loss ------------------------------------------------------------------------------------
     def _init_loss(self):
@@ -212,6 +212,8 @@ class Simulation:
         Retransmissions, and the Gilbert-Elliott state per path, draw from sequential streams."""
         cfg = self.cfg
         self.first_draw = self.rng.random(self.n).tolist()
+        self.bernoulli = cfg.loss_model == "bernoulli"
+        self.loss = [p.loss for p in cfg.paths]
         self.rand = [[] for _ in cfg.paths]
         self.rand_pos = [0] * self.P
         self.ge_bad = [False] * self.P
@@ -263,10 +265,6 @@ class Simulation:
             return (end - start - 1) * self.S + self.last_size
         return (end - start) * self.S
 
-    def rtxq(self):
-        rtxq_sack = self.sent_bytes - self.dcum_bytes
-        return rtxq_sack - self.nr_bytes if self.nr else rtxq_sack
-
     def _truth(self, now, frame_index, is_ack):
         rtxq_sack = self.sent_bytes - self.dcum_bytes
         rtxq_nr = rtxq_sack - self.nr_bytes
@@ -305,8 +303,11 @@ class Simulation:
         for p, rec in enumerate(self.in_recovery):
             if rec is not None:
                 self.trace.recovery.append((p, rec[0], rec[1], None))
-        self.counters["acked_bytes"] = self.dcum_bytes
-        self.trace.counters = self.counters
+        self.trace.counters = dict(
+            data_packets=self.n_data_packets, retransmissions=self.n_retransmissions,
+            fast_retransmits=self.n_fast_retransmits, timeouts=self.n_timeouts, acks=self.n_acks,
+            queue_drops=self.n_queue_drops, random_drops=self.n_random_drops,
+            acked_bytes=self.dcum_bytes)
         return self.trace
 
     def _handshake(self):
@@ -340,64 +341,72 @@ class Simulation:
             self._push(t, EV_READY, p)
 
     # -- sender ----------------------------------------------------------------------------------
-    def _room(self, p, sz):
-        return self.ready[p] and (self.flight[p] + sz <= self.cwnd[p] or self.fr_allow[p])
-
     def _try_send(self, now):
-        cfg = self.cfg
         flags = self.flags
         pending = self.pending
+        ready, flight, cwnd, fr_allow = self.ready, self.flight, self.cwnd, self.fr_allow
+        P, S, n = self.P, self.S, self.n
+        sndbuf = self.cfg.sndbuf
+        send = self._send
         while True:
             while pending and flags[pending[0]] & LOST == 0:
                 heapq.heappop(pending)  # acked meanwhile, or already resent
             if pending:
                 u = pending[0]
-                sz = self.size(u)
-                if self.mptcp or self.P == 1:
+                sz = S if u != n - 1 else self.last_size
+                if self.mptcp or P == 1:
                     p = self.upath[u]
-                    if not self._room(p, sz):
+                    if not (ready[p] and (flight[p] + sz <= cwnd[p] or fr_allow[p])):
                         return
                 else:  # CMT's RTX_SSTHRESH: the path with the largest ssthresh that has room
                     best = None
-                    for q in range(self.P):
-                        if self._room(q, sz) and (best is None or self.ssthresh[q] > self.ssthresh[best]):
+                    for q in range(P):
+                        if (ready[q] and (flight[q] + sz <= cwnd[q] or fr_allow[q])
+                                and (best is None or self.ssthresh[q] > self.ssthresh[best])):
                             best = q
                     if best is None:
                         return
                     p = best
                 heapq.heappop(pending)
-                self._send(now, u, p, True)
+                send(now, u, p, True)
                 continue
             u = self.next_new
-            if u >= self.n:
+            if u >= n:
                 return
-            sz = self.size(u)
-            if cfg.sndbuf - self.rtxq() < sz:
+            sz = S if u != n - 1 else self.last_size
+            in_queue = self.sent_bytes - self.dcum_bytes
+            if sndbuf - (in_queue - self.nr_bytes if self.nr else in_queue) < sz:
                 return  # send buffer blocking: the application cannot write the next message
-            if self.sent_bytes - self.dcum_bytes + sz > self.peer_rwnd:
+            if in_queue + sz > self.peer_rwnd:
                 return
-            p = None
-            for k in range(self.P):
-                q = (self.rr + k) % self.P
-                if self._room(q, sz):
-                    p = q
-                    break
-            if p is None:
-                return
-            self.rr = (p + 1) % self.P
+            if P == 1:
+                if not (ready[0] and (flight[0] + sz <= cwnd[0] or fr_allow[0])):
+                    return
+                p = 0
+            else:
+                p = None
+                for k in range(P):
+                    q = (self.rr + k) % P
+                    if ready[q] and (flight[q] + sz <= cwnd[q] or fr_allow[q]):
+                        p = q
+                        break
+                if p is None:
+                    return
+                self.rr = (p + 1) % P
             self.next_new = u + 1
-            self._send(now, u, p, False)
+            send(now, u, p, False)
 
     def _send(self, now, u, p, rtx):
-        sz = self.size(u)
+        sz = self.S if u != self.n - 1 else self.last_size
         tr = self.trace
+        sender = tr.sender
         self.fr_allow[p] = False
         if rtx:
             self.txt[u] = -1  # Karn: no RTT sample from retransmitted data
             self.flags[u] = (self.flags[u] | INFL | RTXD) & ~LOST
             self.upath[u] = p
-            self.counters["retransmissions"] += 1
-            tr.sender.append((now, RTX, p, u, self.sidx[u]))
+            self.n_retransmissions += 1
+            sender.append((now, RTX, p, u, self.sidx[u]))
         else:
             self.txt[u] = now
             self.flags[u] |= INFL
@@ -412,9 +421,14 @@ class Simulation:
             self.sent_bytes += sz
             if tr.first_data_ns is None:
                 tr.first_data_ns = now
-            tr.sender.append((now, DATA, p, u, self.sidx[u]))
-            self._truth(now, len(tr.sender) - 1, False)
-        self.counters["data_packets"] += 1
+            sender.append((now, DATA, p, u, self.sidx[u]))
+            # the truth after this first transmission (decision 5); inlined: the hot path
+            rtxq_sack = self.sent_bytes - self.dcum_bytes
+            rtxq_nr = rtxq_sack - self.nr_bytes
+            tr.rtxq.append((len(sender) - 1, now, False, rtxq_sack, rtxq_nr, self.sacked_bytes,
+                            self.nr_bytes, self.cfg.sndbuf - (rtxq_nr if self.nr else rtxq_sack) < self.S,
+                            self.gap_open))
+        self.n_data_packets += 1
         self.flight[p] += sz
         self.outq[p].append(u)
         if self.rto_deadline[p] is None:
@@ -424,14 +438,19 @@ class Simulation:
         while q and q[0] <= now:
             q.popleft()
         if len(q) >= self.qcap[p]:
-            self.counters["queue_drops"] += 1
+            self.n_queue_drops += 1
             return
         finish = (q[-1] if q else now) + int((sz + self.overhead) * self.ns_per_byte[p])
         q.append(finish)
-        if self._lost(p, u, rtx) or (not rtx and u in self.drop_units):
-            self.counters["random_drops"] += 1
+        if self.bernoulli and not rtx:
+            lost = self.first_draw[u] < self.loss[p]
+        else:
+            lost = self._lost(p, u, rtx)
+        if lost or (not rtx and u in self.drop_units):
+            self.n_random_drops += 1
             return
-        self._push(finish + self.delay[p], EV_DATA_ARRIVAL, p, u)
+        self.seq += 1
+        heapq.heappush(self.events, (finish + self.delay[p], self.seq, EV_DATA_ARRIVAL, p, u))
 
     def _arm_rto(self, now, p):
         self.rto_deadline[p] = now + self.rto[p]
@@ -448,7 +467,7 @@ class Simulation:
             self.rto_event[p] = True
             self._push(deadline, EV_RTO, p)
             return
-        self.counters["timeouts"] += 1
+        self.n_timeouts += 1
         cfg, S = self.cfg, self.S
         self.rto[p] = min(2 * self.rto[p], int(cfg.rto_max_s * NS))
         self.ssthresh[p] = max(self.cwnd[p] // 2, 4 * S if self.sctp_like else 2 * S)
@@ -476,7 +495,7 @@ class Simulation:
 
     def _on_ack_arrival(self, now, p, ack):
         tr = self.trace
-        self.counters["acks"] += 1
+        self.n_acks += 1
         tr.sender.append((now, ACK, p, ack, None))
         frame_index = len(tr.sender) - 1
         cum, blocks, rwnd, scum, sblocks = ack
@@ -516,10 +535,11 @@ class Simulation:
     def _transport_ack(self, now, sp, cum, blocks):
         if cum < sp.cum:
             return  # stale at this level (RFC 9260 6.2.1 drops it)
-        flags, upath, size = self.flags, self.upath, self.size
+        flags, upath, txt, flight = self.flags, self.upath, self.txt, self.flight
+        S, last, last_size = self.S, self.n - 1, self.last_size
         units = sp.units
         P = self.P
-        flight_before = list(self.flight)
+        flight_before = list(flight)
         earliest = [self._earliest_outstanding(q) for q in range(P)]
         newly_bytes = [0] * P
         newly_max = [-1] * P  # highest space index newly acked, per path
@@ -532,15 +552,13 @@ class Simulation:
                 f = flags[u]
                 if not f & SACKED:
                     q = upath[u]
-                    sz = size(u)
+                    sz = S if u != last else last_size
                     if f & INFL:
-                        self.flight[q] -= sz
+                        flight[q] -= sz
                     newly_bytes[q] += sz
                     newly_max[q] = i
-                    if self.txt[u] >= 0:
+                    if txt[u] >= 0:
                         rtt_unit[q] = u
-                    if f & (INFL | LOST) == 0 and not f & RTXD:
-                        pass
                 flags[u] = (f | ACKED) & ~(INFL | LOST)
                 if u in holes:
                     holes.discard(u)
@@ -555,14 +573,14 @@ class Simulation:
                     u = units[i] if units is not None else i
                     f = flags[u]
                     q = upath[u]
-                    sz = size(u)
+                    sz = S if u != last else last_size
                     if f & INFL:
-                        self.flight[q] -= sz
+                        flight[q] -= sz
                     flags[u] = (f | SACKED) & ~(INFL | LOST)
                     newly_bytes[q] += sz
                     if i > newly_max[q]:
                         newly_max[q] = i
-                    if self.txt[u] >= 0:
+                    if txt[u] >= 0:
                         rtt_unit[q] = u
                     holes.discard(u)
             if e > sp.high:
@@ -584,7 +602,6 @@ class Simulation:
                         self._fast_retransmit(now, sp, u, q)
                     else:
                         self.miss[u] = m
-        cfg, S = self.cfg, self.S
         for q in range(P):
             rec = self.in_recovery[q]
             if rec is not None and sp is self.spaces[q if self.mptcp else 0] and sp.cum > rec[2]:
@@ -593,12 +610,12 @@ class Simulation:
             if not newly_bytes[q]:
                 continue
             if rtt_unit[q] is not None:
-                self._rtt_sample(q, now - self.txt[rtt_unit[q]])
+                self._rtt_sample(q, now - txt[rtt_unit[q]])
             # RFC 9260 6.3.2 R3 / RFC 6298 5.3: restart only when the earliest outstanding data of
             # the path is acked; SACKs of later data do not keep a lost retransmission's timer alive
             e = earliest[q]
             if e is not None and flags[e] & (ACKED | SACKED):
-                if self.flight[q] > 0:
+                if flight[q] > 0:
                     self._arm_rto(now, q)
                 else:
                     self.rto_deadline[q] = None
@@ -630,7 +647,7 @@ class Simulation:
         self.flight[q] -= sz
         sp.holes.discard(u)
         heapq.heappush(self.pending, u)
-        self.counters["fast_retransmits"] += 1
+        self.n_fast_retransmits += 1
         if self.in_recovery[q] is None:
             S = self.S
             if self.sctp_like:
@@ -659,9 +676,13 @@ class Simulation:
         if self.record_receiver:
             self.trace.receiver.append((now, DATA, p, u, self.sidx[u]))
         self.last_arrival_path = p
-        gaps_before = bool(self.rset)
-        dup = False
         rset = self.rset
+        if u == self.rcum and not rset and not self.mptcp:
+            self.rcum = u + 1  # in order, no gaps: the common case, straight to delayed acks
+            self._delayed_ack(now, p, u, 0)
+            return
+        gaps_before = bool(rset)
+        dup = False
         if u < self.rcum or rset.contains(u):
             dup = True
         elif u == self.rcum:
@@ -693,6 +714,9 @@ class Simulation:
         if dup or gaps_before or gaps_after:
             self._send_ack(now, p, u)  # RFC 9260 6.7 / RFC 5681 4.2: at once on out-of-order data
             return
+        self._delayed_ack(now, p, u, space)
+
+    def _delayed_ack(self, now, p, u, space):
         self.ack_pending[space] += 1
         if self.ack_pending[space] >= self.cfg.ack_every:
             self._send_ack(now, p, u)

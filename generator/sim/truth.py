@@ -74,13 +74,15 @@ class Truth:
         ends = np.flatnonzero(change == -1)  # index of the row that unblocks (len(us): never)
         end_us = np.where(ends < len(us), us[np.minimum(ends, len(us) - 1)], self.end_us)
         start_us = us[starts]
+        # an interval is inside loss recovery when gap_open held at any event within it
+        gap_cum = np.concatenate(([0], np.cumsum(self.gap_open)))
         self.intervals = pd.DataFrame({
             "flow": self.flow,
             "start_s": to_time_s(start_us),
             "end_s": to_time_s(end_us),
             "duration_s": (end_us - start_us) / 1e6,
             "rtxq_bytes_at_start": self.rtxq[starts],
-            "gap_open": self.gap_open[starts],
+            "gap_open": (gap_cum[ends] - gap_cum[starts]) > 0,
         })
 
     @property
