@@ -6,7 +6,7 @@ import importlib
 import numpy as np
 import pytest
 
-from nrsack.generator.sim.model import PathConfig, SimConfig, simulate
+from nrsack.generator.sim.model import ACK, PathConfig, SimConfig, simulate
 from nrsack.generator.sim.truth import Truth
 from nrsack.generator.sim.wire import write_pcap
 
@@ -15,7 +15,7 @@ if not hasattr(analyzer, "analyze"):  # the analyzer issue has not landed: say s
     pytest.skip("nrsack.analyzer has no analyze() yet", allow_module_level=True)
 
 B = 16000
-ONE_PACKET_S = (1000 + 48) * 8 / 20e6  # serialisation time of one packet on the 20 Mbit/s paths
+ONE_PACKET_S = (1000 + 48) * 8 / 10e6  # serialisation time of one packet on the slowest path
 
 CASES = [
     ("sctp", (0.02,), None),
@@ -24,12 +24,19 @@ CASES = [
     ("cmt", (0.002, 0.04), None),
     ("mptcp", (0.03,), None),  # one subflow: data level and subflow level differ on the wire
     ("mptcp", (0.002, 0.04), None),  # two subflows joined by MP_JOIN
+    ("cmt", ((0.01, 0.005, 20e6), (0.03, 0.03, 10e6)), None),  # asymmetric paths: stale acks
 ]
+
+
+def _path(spec):
+    """A loss rate (20 Mbit/s, 10 ms), or (loss, one-way delay s, bandwidth bit/s)."""
+    loss, delay, bandwidth = spec if isinstance(spec, tuple) else (spec, 0.01, 20e6)
+    return PathConfig(bandwidth_bps=bandwidth, delay_s=delay, loss=loss)
 
 
 def _run(tmp_path, protocol, ack, losses, isn, seed=5):
     cfg = SimConfig(protocol=protocol, ack=ack, sndbuf=B, total_bytes=400_000, seed=seed, isn=isn,
-                    paths=tuple(PathConfig(bandwidth_bps=20e6, delay_s=0.01, loss=x) for x in losses))
+                    paths=tuple(_path(x) for x in losses))
     trace = simulate(cfg)
     pcap = tmp_path / f"{protocol}-{ack}.pcap"
     write_pcap(trace, trace.sender, pcap)
@@ -55,6 +62,9 @@ def test_analyzer_reproduces_truth(tmp_path, protocol, losses, isn, ack):
     assert (before[["rtxq_sack_bytes", "rtxq_nr_bytes", "sacked_bytes"]].to_numpy() == 0).all()
     got = got[got.frame >= expected.frame.iloc[0]].reset_index(drop=True)
     assert truth.trace.counters["retransmissions"] > 0, "the run must include loss recovery"
+    if len(losses) > 1 and isinstance(losses[0], tuple):
+        cums = [f[3][0] for f in truth.trace.sender if f[1] == ACK]
+        assert any(b < a for a, b in zip(cums, cums[1:])), "the paths must reorder acks"
     assert len(got) == len(expected)
     np.testing.assert_array_equal(got.frame.to_numpy(), expected.frame.to_numpy())
     for col in ("rtxq_sack_bytes", "rtxq_nr_bytes", "rtxq_whatif_bytes", "sacked_bytes",
