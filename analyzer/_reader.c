@@ -368,7 +368,11 @@ static int parse_tcp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, size
         if (o[0] == 1) { off++; continue; }
         if (off + 2 > thl) return finding(r, "TCP option kind %u without length", o[0]);
         size_t olen = o[1];
-        if (olen < 2 || off + olen > thl) return finding(r, "TCP option kind %u length %zu overruns the header", o[0], olen);
+        if (olen < 2 || off + olen > thl) {
+            if ((o[0] == 253 || o[0] == 254) && off + 4 <= thl && rd16(o + 2) == NRSACK_EXID)
+                return rule_finding(r, "TN-05", "TCP NR-SACK option length %zu overruns the header", olen);
+            return finding(r, "TCP option kind %u length %zu overruns the header", o[0], olen);
+        }
         if (off + olen > ocap) break;
         switch (o[0]) {
         case 4: e->flags |= EV_SACK_PERM; break;

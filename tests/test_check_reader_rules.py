@@ -41,6 +41,17 @@ def test_tcp_nrsack_option_of_wrong_length(tmp_path):
     assert cap.findings == []
 
 
+def test_tcp_nrsack_option_overrunning_the_header(tmp_path):
+    # kind 253, length 13 (one block needs 12), ExID NR, one block: the length runs past the options
+    option = (253, bytes.fromhex("4e52") + bytes(8))
+    segment = TCP(sport=1, dport=2, flags="A", options=[option])
+    raw = bytearray(bytes(segment))
+    raw[21] = 13
+    cap = read(tmp_path, TCP(bytes(raw)))
+    assert [(f, rule) for f, rule, _ in cap.rule_findings] == [(1, "TN-05")]
+    assert cap.findings == []
+
+
 def test_dss_flag_n_without_data_ack_and_bad_count(tmp_path):
     no_ack = MPTCPDSS(N=1, nr_blocks=[MPTCPNRBlock(start=5, end=9)])
     bad_count = MPTCPDSS(A=1, data_ack32=100, N=1, nr_blocks=[MPTCPNRBlock(start=5, end=9)], nr_count=2)
