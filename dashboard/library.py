@@ -1,0 +1,187 @@
+"""The captures the dashboard knows: the paths it was started with, plus uploads, and their analyses.
+
+Uploads are written into a temporary folder the app owns, under names the app makes up
+(upload-0001.pcap); the name the browser sends is only ever shown, never used as a path.
+Analyses are cached per (capture, send buffer), so switching flows or zooming never re-reads a file.
+"""
+
+import base64
+import binascii
+import os
+import re
+import shutil
+import tempfile
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from nrsack.analyzer import CaptureError, analyze
+
+CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap")
+DEFAULT_UPLOAD_LIMIT = 64 << 20
+SAMPLES_DIR = Path(__file__).resolve().parent.parent / "sample-pcaps"
+CACHED_ANALYSES = 8
+
+PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
+PCAP_MAGICS = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
+
+
+class UploadRefused(Exception):
+    """An upload the app does not keep; the message is for the page."""
+
+
+@dataclass(frozen=True)
+class Capture:
+    id: str
+    name: str   # what the page shows
+    path: str   # where the file is (for uploads: inside the app's folder)
+    uploaded: bool = False
+
+
+def display_name(filename: str) -> str:
+    """The browser's file name reduced to a harmless label: last path part, printable, short."""
+    base = re.split(r"[\\/]", filename or "")[-1]
+    base = "".join(ch for ch in base if ch.isprintable()).strip(". ") or "upload"
+    return base[:80]
+
+
+SWEEP_TABLE = "gain.csv"  # what `nrsack generate sweep --out DIR` writes, with regions.csv beside it
+
+
+def capture_paths(paths):
+    """Files as given; folders -> their capture files (not recursive), sorted. Sweep folders
+    (holding gain.csv) are not captures and are left out."""
+    found = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            found.extend(sorted(p for p in path.iterdir() if p.suffix.lower() in CAPTURE_SUFFIXES and p.is_file()))
+        else:
+            found.append(path)
+    return found
+
+
+def sweep_dirs(paths):
+    return [Path(p) for p in paths if (Path(p) / SWEEP_TABLE).is_file()]
+
+
+class Library:
+    def __init__(self, paths=None, upload_limit=DEFAULT_UPLOAD_LIMIT, upload_dir=None):
+        self.upload_limit = upload_limit
+        self._own_dir = upload_dir is None
+        self.upload_dir = Path(upload_dir or tempfile.mkdtemp(prefix="nrsack-dashboard-"))
+        self.upload_dir.mkdir(parents=True, exist_ok=True)
+        self.captures = OrderedDict()
+        self._analyses = OrderedDict()
+        self._lock = threading.RLock()  # findings() analyses under the same lock
+        self._uploads = 0
+        self.sweeps = {str(i): path for i, path in enumerate(sweep_dirs(paths or []))}
+        # only sweep folders given: the samples still give the capture views something to show
+        sources = [p for p in paths or [] if Path(p) not in self.sweeps.values()] or [SAMPLES_DIR]
+        for path in capture_paths(sources):
+            self.add(path.name, str(path))
+        self._findings = {}
+
+    def add(self, name, path, uploaded=False) -> Capture:
+        capture = Capture(f"c{len(self.captures)}", name, path, uploaded)
+        self.captures[capture.id] = capture
+        return capture
+
+    def options(self):
+        return [{"label": c.name + (" (uploaded)" if c.uploaded else ""), "value": c.id}
+                for c in self.captures.values()]
+
+    def analysis(self, capture_id, sndbuf=None):
+        """The cached Analysis of a capture with send buffer `sndbuf` (None: estimated).
+        Raises KeyError for an unknown id and CaptureError for an unreadable file."""
+        capture = self.captures[capture_id]
+        key = (capture_id, sndbuf)
+        with self._lock:
+            if key in self._analyses:
+                self._analyses.move_to_end(key)
+                return self._analyses[key]
+            result = analyze(capture.path, sndbuf=sndbuf)
+            self._analyses[key] = result
+            while len(self._analyses) > CACHED_ANALYSES:
+                self._analyses.popitem(last=False)
+            return result
+
+    def sweep(self, sweep_id):
+        """(gain table, regions table) of a sweep folder, as `nrsack generate sweep` wrote them."""
+        folder = self.sweeps[sweep_id]
+        regions = folder / "regions.csv"
+        return pd.read_csv(folder / SWEEP_TABLE), pd.read_csv(regions) if regions.is_file() else None
+
+    def findings(self, capture_id):
+        """The capture's findings table and their source (cached; see `findings`)."""
+        with self._lock:
+            if capture_id not in self._findings:
+                self._findings[capture_id] = findings(self.analysis(capture_id), self.captures[capture_id].path)
+            return self._findings[capture_id]
+
+    def upload(self, contents: str, filename: str) -> Capture:
+        """Keeps a dcc.Upload payload ("data:...;base64,...") if it is a readable capture within
+        the size limit; raises UploadRefused with a message for the page otherwise."""
+        name = display_name(filename)
+        _, _, encoded = (contents or "").partition(",")
+        if len(encoded) * 3 // 4 > self.upload_limit + 3:
+            raise UploadRefused(f"{name}: refused, larger than the upload limit of {_size(self.upload_limit)}")
+        try:
+            data = base64.b64decode(encoded, validate=True)
+        except (binascii.Error, ValueError):
+            raise UploadRefused(f"{name}: the upload arrived damaged (not base64); nothing was kept") from None
+        if len(data) > self.upload_limit:
+            raise UploadRefused(f"{name}: refused, {_size(len(data))} is larger than the upload limit of "
+                                f"{_size(self.upload_limit)}")
+        if data[:4] not in PCAP_MAGICS + (PCAPNG_MAGIC,):
+            raise UploadRefused(f"{name}: not a capture (neither pcap nor pcapng); nothing was kept")
+        with self._lock:
+            self._uploads += 1
+            stored = self.upload_dir / f"upload-{self._uploads:04d}{'.pcapng' if data[:4] == PCAPNG_MAGIC else '.pcap'}"
+        stored.write_bytes(data)
+        capture = self.add(name, str(stored), uploaded=True)
+        try:
+            self.analysis(capture.id)
+        except CaptureError as error:
+            del self.captures[capture.id]
+            stored.unlink(missing_ok=True)
+            raise UploadRefused(f"{name}: cannot be analysed: {str(error).replace(str(stored), name)}") from None
+        return capture
+
+    def close(self):
+        if self._own_dir:
+            shutil.rmtree(self.upload_dir, ignore_errors=True)
+
+
+def _size(count: int) -> str:
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if count < 1024 or unit == "GB":
+            return f"{count} {unit}" if unit == "bytes" else f"{count:.1f} {unit}"
+        count /= 1024
+
+
+def frame_times(analysis) -> pd.Series:
+    """Capture time of each frame number (first event of the frame)."""
+    events = analysis.events
+    return events.groupby("frame", sort=True)["time_s"].first()
+
+
+def findings(analysis, path):
+    """(table, source): the conformance checker's findings when this build has the checker, else
+    the reader's own malformed-packet findings with a note saying so. Columns: rule, severity,
+    direction, frames (list of int, the breaking frame last), message."""
+    import nrsack.analyzer as analyzer
+
+    check = getattr(analyzer, "check", None)
+    if check is not None:
+        table = check(path)
+        return pd.DataFrame({"rule": table["rule"], "severity": table["severity"],
+                             "direction": table["direction"].fillna("").astype(str),
+                             "frames": [[int(x) for x in f] for f in table["frames"]], "message": table["message"]}), "checker"
+    table = analysis.findings
+    return pd.DataFrame({"rule": table["rule"], "severity": table["severity"], "direction": "",
+                         "frames": [[int(f)] for f in table["frame"]], "message": table["message"]},
+                        columns=["rule", "severity", "direction", "frames", "message"]), "reader"
