@@ -12,5 +12,6 @@ scoreboard and figures (analysis.py) -> Analysis (DataFrames) -> views (cli.py, 
 
 from nrsack.analyzer.model import Analysis, analyze
 from nrsack.analyzer.events import CaptureError
+from nrsack.analyzer.checker import check
 
-__all__ = ["Analysis", "CaptureError", "analyze"]
+__all__ = ["Analysis", "CaptureError", "analyze", "check"]

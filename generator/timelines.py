@@ -2,11 +2,11 @@
 
 from pathlib import Path
 
-from nrsack.generator import timelines_mptcp, timelines_sctp, timelines_tcp
+from nrsack.generator import timelines_conformance, timelines_mptcp, timelines_sctp, timelines_tcp
 from nrsack.generator.timeline import write_pcap
 
 # Each module lists its timeline factories in TIMELINES; the pcap is named after the timeline.
-MODULES = [timelines_sctp, timelines_tcp, timelines_mptcp]
+MODULES = [timelines_sctp, timelines_tcp, timelines_mptcp, timelines_conformance]
 
 
 def all_timelines():

@@ -1,0 +1,193 @@
+"""The rules' state: what a flow has shown so far, advanced one event at a time by `advance`.
+
+States are immutable: `advance(before, event)` returns a new state, so a rule sees exactly the state
+before and after its event. Per sender direction (`Direction`): the highest cumulative ack, the end of
+the highest unit sent, and the units some ack reported non-renegable (sticky above the cum ack,
+docs/decisions.md 1-2), each piece with the frame that first NR-acked it. Per flow: the handshake
+and the FSACK procedure.
+"""
+
+from dataclasses import dataclass, field, replace
+
+from nrsack.analyzer.rules import inputs as I
+
+CUM_HISTORY = 64  # cum ack advances kept to name the frame that acked a unit
+
+
+# ---- pieces: sorted disjoint (lo, hi, frame) intervals ----
+
+def merged(blocks):
+    """[lo, hi) blocks in any order -> sorted disjoint union."""
+    out = []
+    for lo, hi in sorted(b for b in blocks if b[1] > b[0]):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def minus(pieces, blocks):
+    """The parts of `pieces` that no block covers, each with its frame."""
+    cover = merged(blocks)
+    out = []
+    for lo, hi, frame in pieces:
+        x = lo
+        for a, b in cover:
+            if b <= x or a >= hi:
+                continue
+            if a > x:
+                out.append((x, a, frame))
+            x = max(x, b)
+        if x < hi:
+            out.append((x, hi, frame))
+    return out
+
+
+def within(pieces, blocks):
+    """The parts of `pieces` that some block covers, each with its frame."""
+    out = []
+    for lo, hi, frame in pieces:
+        for a, b in merged(blocks):
+            if a < hi and lo < b:
+                out.append((max(a, lo), min(b, hi), frame))
+    return out
+
+
+def add(pieces, lo, hi, frame):
+    """pieces plus [lo, hi); the newly covered parts carry `frame`."""
+    new = minus([(lo, hi, frame)], [(a, b) for a, b, _ in pieces])
+    return tuple(sorted(tuple(pieces) + tuple(new)))
+
+
+def trim(pieces, cut):
+    return tuple((max(lo, cut), hi, f) for lo, hi, f in pieces if hi > cut)
+
+
+def first_hit(pieces, lo, hi):
+    """The first piece overlapping [lo, hi), clipped to it; None if none."""
+    for a, b, frame in pieces:
+        if a < hi and lo < b:
+            return max(a, lo), min(b, hi), frame
+    return None
+
+
+# ---- state ----
+
+@dataclass(frozen=True, slots=True)
+class Direction:
+    cum: int = None            # first unit not cum-acked (highest seen)
+    cum_frame: int = None
+    cum_steps: tuple = ()      # recent (cum, frame) advances, oldest first
+    snd_max: int = None        # end of the highest unit sent
+    start_seen: bool = False   # the initial sequence number (INIT / SYN) was captured
+    nr: tuple = ()             # (lo, hi, frame): NR-acked above cum, sticky
+    last_data_ns: int = None
+    mappings: tuple = ()       # MPTCP: ((conn, (subflow seq, dsn, length)), ...), the last per subflow
+
+    def acked_by(self, unit):
+        """The frame of the ack that first cum-acked `unit` (as far as the history reaches)."""
+        for cum, frame in self.cum_steps:
+            if cum > unit:
+                return frame
+        return self.cum_frame
+
+
+@dataclass(frozen=True, slots=True)
+class Round:
+    """One FSACK procedure: the FSACK-INIT and the FSACK-ACKs that answered it."""
+
+    sender: int
+    timestamp: int
+    frame: int
+    time_ns: int
+    answers: tuple = ()        # (source address, frame) of FSACK-ACKs with this timestamp
+    heard: bool = False        # the receiver sent anything after the FSACK-INIT
+
+
+@dataclass(frozen=True, slots=True)
+class FlowState:
+    dirs: dict = field(default_factory=dict)        # (level, conn, sender) -> Direction
+    handshake: dict = field(default_factory=dict)   # (conn, kind) -> Event (INIT, INIT-ACK, SYN, SYN-ACK); SCTP conn -1
+    fsack_inits: tuple = ()                         # (timestamp, frame) of every FSACK-INIT so far
+    round: Round = None
+    fsack_path: tuple = (None, None)                # per acking side: (address, frame of the FSACK-COMPLETE)
+    fsack_confirmed: tuple = (None, None)           # per data-sender side: (time_ns, frame) of its last FSACK-COMPLETE
+
+    def direction(self, event):
+        return self.dirs.get(direction_key(event), EMPTY)
+
+    def first_handshake(self, kind, conn=-1):
+        return self.handshake.get((conn, kind))
+
+
+EMPTY = Direction()
+
+
+def direction_key(event):
+    return event.level, event.conn if event.level == "tcp" else -1, event.sender
+
+
+def _on_ack(d, e):
+    if d.cum is None or e.cum > d.cum:
+        d = replace(d, cum=e.cum, cum_frame=e.frame, cum_steps=(d.cum_steps + ((e.cum, e.frame),))[-CUM_HISTORY:],
+                    nr=trim(d.nr, e.cum))
+    nr_blocks = e.nr + (e.r if e.never_renege else ())
+    nr = d.nr
+    for lo, hi in nr_blocks:
+        lo = max(lo, d.cum)
+        if d.snd_max is not None:
+            hi = min(hi, d.snd_max)  # blocks over unsent data are NR-09's, not the scoreboard's
+        if hi > lo:
+            nr = add(nr, lo, hi, e.frame)
+    return replace(d, nr=nr) if nr is not d.nr else d
+
+
+def _on_data(d, e):
+    changes = dict(last_data_ns=e.time_ns)
+    if d.snd_max is None or e.hi > d.snd_max:
+        changes["snd_max"] = e.hi
+    if e.level == "mptcp":
+        others = tuple(m for m in d.mappings if m[0] != e.conn)
+        changes["mappings"] = others + ((e.conn, (e.aux, e.lo, e.hi)),)
+    return replace(d, **changes)
+
+
+def _on_start(d, e):
+    """INIT / INIT-ACK / SYN / SYN-ACK: the direction's first unit."""
+    if d.snd_max is not None:
+        return d
+    return replace(d, snd_max=e.hi, cum=e.cum if d.cum is None else d.cum, start_seen=True)
+
+
+def advance(state: FlowState, e: I.Event) -> FlowState:
+    """The state after event e."""
+    changes = {}
+    if state.round is not None and e.side != state.round.sender and not state.round.heard and e.kind != I.MALFORMED:
+        changes["round"] = replace(state.round, heard=True)
+    if e.kind in (I.DATA, I.ACK, I.INIT, I.INIT_ACK, I.SYN, I.SYN_ACK):
+        key = direction_key(e)
+        d = state.dirs.get(key, EMPTY)
+        step = {I.DATA: _on_data, I.ACK: _on_ack}.get(e.kind, _on_start)
+        new = step(d, e)
+        if new is not d:
+            changes["dirs"] = {**state.dirs, key: new}
+        if e.kind in (I.INIT, I.INIT_ACK, I.SYN, I.SYN_ACK):
+            hs_key = (e.conn if e.level == "tcp" else -1, e.kind)
+            if hs_key not in state.handshake:
+                changes["handshake"] = {**state.handshake, hs_key: e}
+    elif e.kind == I.FSACK_INIT:
+        changes["fsack_inits"] = state.fsack_inits + ((e.aux, e.frame),)
+        changes["round"] = Round(e.side, e.aux, e.frame, e.time_ns)
+    elif e.kind == I.FSACK_ACK:
+        r = changes.get("round", state.round)
+        if r is not None and r.timestamp == e.aux and e.side != r.sender:
+            changes["round"] = replace(r, answers=r.answers + ((e.src, e.frame),))
+    elif e.kind == I.FSACK_COMPLETE:
+        path = list(state.fsack_path)
+        path[1 - e.side] = (e.address, e.frame)
+        confirmed = list(state.fsack_confirmed)
+        confirmed[e.side] = (e.time_ns, e.frame)
+        changes["fsack_path"] = tuple(path)
+        changes["fsack_confirmed"] = tuple(confirmed)
+    return replace(state, **changes) if changes else state
