@@ -47,8 +47,8 @@ def _per_path(values, n, name):
 @click.option("--paths", type=click.IntRange(1, 16), default=None,
               help="number of paths (default: 2 for cmt/mptcp unless lists say more, 1 otherwise)")
 @click.option("--bytes", "nbytes", type=click.IntRange(min=1), default=1_000_000, show_default=True)
-@click.option("--payload", type=click.IntRange(1, 1400), default=1000, show_default=True,
-              help="payload bytes per DATA chunk / segment")
+@click.option("--payload", type=click.IntRange(1, 1452), default=1000, show_default=True,
+              help="payload bytes per DATA chunk / segment (1452 fills a 1500-byte SCTP packet)")
 @click.option("--rcvbuf", type=click.IntRange(min=1), default=4 << 20, show_default=True)
 @click.option("--seed", type=int, default=1, show_default=True)
 @click.option("--isn", type=click.IntRange(0, 2**32 - 1), default=None,
@@ -108,14 +108,15 @@ def simulate(protocol, ack, sndbuf, loss, loss_model, burst, delay, bandwidth, q
 @click.option("--paths", type=click.IntRange(1, 16), default=None)
 @click.option("--bytes", "nbytes", type=click.IntRange(min=1), default=1_000_000, show_default=True)
 @click.option("--seeds", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--payload", type=click.IntRange(1, 1452), default=1000, show_default=True)
 @click.option("--threshold", type=float, default=5.0, show_default=True,
               help="gain (%) that defines the region of gain")
 @click.option("--scheduler", default=None, help="address of a Dask scheduler (default: local cluster)")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="local cluster workers")
 @click.option("--serial", is_flag=True, help="no Dask: run in this process")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
-def sweep(protocol, sndbufs, losses, bandwidths, delay, paths, nbytes, seeds, threshold, scheduler,
-          workers, serial, out_dir):
+def sweep(protocol, sndbufs, losses, bandwidths, delay, paths, nbytes, seeds, payload, threshold,
+          scheduler, workers, serial, out_dir):
     """Run a grid loss x send buffer (x bandwidth) for SACK and NR-SACK; write runs.csv,
     gain.csv (throughput, gain, truth p/q per point) and regions.csv (regions of gain)."""
     from .sim import sweep as sw
@@ -124,7 +125,7 @@ def sweep(protocol, sndbufs, losses, bandwidths, delay, paths, nbytes, seeds, th
     points = sw.grid(protocol=protocol, sndbufs=_ints(sndbufs, "--sndbuf"),
                      losses=_floats(losses, "--loss"), seeds=seeds,
                      bandwidths_mbps=_floats(bandwidths, "--bandwidth"), delay_ms=delay,
-                     nbytes=nbytes, paths=n_paths)
+                     nbytes=nbytes, paths=n_paths, payload=payload)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     runs = sw.run(points, scheduler=scheduler, workers=workers, serial=serial)

@@ -21,12 +21,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=6)
     ap.add_argument("--bytes", type=int, default=3_000_000)
+    ap.add_argument("--payload", type=int, default=1452,
+                    help="payload per DATA chunk; 1452 = ns-2's 1468-byte chunks minus their header")
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--scheduler", default=None)
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "docs")
     args = ap.parse_args()
     points = sw.grid(sndbufs=BUFFERS, losses=LOSSES, seeds=args.seeds, bandwidths_mbps=(100.0,),
-                     delay_ms=45.0, nbytes=args.bytes)
+                     delay_ms=45.0, nbytes=args.bytes, payload=args.payload)
     runs = sw.run(points, scheduler=args.scheduler, workers=args.workers)
     table = sw.gain_table(runs)
     regions = sw.regions_of_gain(table)

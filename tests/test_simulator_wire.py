@@ -119,6 +119,7 @@ def test_same_seed_same_bytes_and_cli_outputs(tmp_path):
     (["--loss", "x"], "expected numbers"),
     (["--protocol", "sctp", "--loss", "0.1,0.2"], "exactly one path"),
     (["--sndbuf", "100"], "smaller than one payload"),
+    (["--protocol", "mptcp", "--payload", "1452"], "does not fit a 1500-byte packet"),
 ])
 def test_bad_parameters_give_a_clear_error(tmp_path, args, message):
     res = CliRunner().invoke(generate, ["simulate", *args, "--out", str(tmp_path)])

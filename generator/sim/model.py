@@ -33,6 +33,7 @@ MPTCP_MAX_BLOCKS = 3  # subflow SACK blocks + data-level NR blocks beside a DSS 
 GAP_OFFSET_MAX = 0xFFFF  # SCTP gap block offsets are 16 bit
 # bytes on the wire around one payload, for the serialisation time
 HEADER_BYTES = {"sctp": 20 + 12 + 16, "cmt": 20 + 12 + 16, "tcp": 20 + 20, "mptcp": 20 + 20 + 28}
+MAX_PAYLOAD = {proto: 1500 - header for proto, header in HEADER_BYTES.items()}
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,9 @@ class SimConfig:
             raise ValueError(f"{self.protocol} needs 1 to 16 paths, got {len(self.paths)}")
         if self.payload <= 0 or self.total_bytes <= 0:
             raise ValueError("payload and total bytes must be positive")
+        if self.payload > MAX_PAYLOAD[self.protocol]:
+            raise ValueError(f"payload {self.payload} does not fit a 1500-byte packet of "
+                             f"{self.protocol} (at most {MAX_PAYLOAD[self.protocol]})")
         if self.sndbuf < self.payload:
             raise ValueError(f"send buffer ({self.sndbuf}) smaller than one payload ({self.payload})")
         for p in self.paths:
