@@ -88,6 +88,16 @@ def block_address(lo: int, hi: int) -> str:
     return address_text(int(lo).to_bytes(8, "big") + int(hi).to_bytes(8, "big"))
 
 
+def _joined(parts, dtype):
+    """Chunks -> one array; structured arrays concatenate far faster as raw bytes."""
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return np.empty(0, dtype)
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate([p.view(np.uint8) for p in parts]).view(dtype)
+
+
 def read_capture(path, progress=None) -> Capture:
     """Reads the whole file in chunks of CHUNK_FRAMES frames; `progress(bytes_read)` after each."""
     path = os.fspath(path)
@@ -114,8 +124,7 @@ def read_capture(path, progress=None) -> Capture:
             break
     conns = [Conn(cid, proto, bool(udp), address_text(a), pa, address_text(b), pb)
              for cid, proto, udp, v6, a, pa, b, pb in reader.conns()]
-    ev = np.concatenate(event_parts) if event_parts else np.empty(0, EVENT_DTYPE)
-    blocks = np.concatenate(block_parts) if block_parts else np.empty(0, BLOCK_DTYPE)
+    ev, blocks = _joined(event_parts, EVENT_DTYPE), _joined(block_parts, BLOCK_DTYPE)
     return Capture(path, reader.linktype(), reader.frames(), ev, blocks, conns,
                    [(int(frame), reason) for frame, reason in reader.findings()],
                    [(int(frame), rule, reason) for frame, rule, reason in reader.rule_findings()])

@@ -143,7 +143,7 @@ def build_capture(path, packets, flows, seed=1):
 
 TSHARK_FIELDS = ["frame.number", "frame.time_epoch", "ip.src", "ip.dst", "tcp.srcport", "tcp.dstport", "tcp.seq_raw",
                  "tcp.ack_raw", "tcp.len", "tcp.options.sack_le", "tcp.options.sack_re", "sctp.srcport",
-                 "sctp.dstport", "sctp.data_tsn", "sctp.data_length", "sctp.sack_cumulative_tsn_ack",
+                 "sctp.dstport", "sctp.data_tsn", "sctp.chunk_length", "sctp.sack_cumulative_tsn_ack",
                  "sctp.nr_sack_cumulative_tsn_ack", "sctp.nr_sack_nr_gap_block_start", "sctp.nr_sack_nr_gap_block_end"]
 
 
@@ -162,9 +162,10 @@ def child_tshark(path):
            "-o", "tcp.analyze_sequence_numbers:FALSE", "-o", "tcp.relative_sequence_numbers:FALSE"]
     for f in TSHARK_FIELDS:
         cmd += ["-e", f]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     frame = pd.read_csv(proc.stdout, sep="\t", header=None, names=TSHARK_FIELDS, dtype=str)
-    proc.wait()
+    if proc.wait() != 0 or frame.empty:
+        raise SystemExit(f"tshark failed: {proc.stderr.read().decode()[-300:]}")
     return {"rows": len(frame)}
 
 
@@ -228,7 +229,10 @@ def main():
     if args.child:
         name, path = args.child
         info = CHILDREN[name](path)
-        info["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        info["peak_rss_mb"] = usage.ru_maxrss / 1024
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)  # tshark runs as a child
+        info["cpu_s"] = usage.ru_utime + usage.ru_stime + children.ru_utime + children.ru_stime
         print(json.dumps(info))
         return
     folder = args.keep or tempfile.mkdtemp(prefix="nrsack-bench-")
@@ -247,13 +251,14 @@ def main():
         results["tshark"] = measure("tshark", big)
     if "dpkt" not in skip:
         results["dpkt"] = measure("dpkt", big)
-    print(f"{'contender':<10} {'wall s':>8} {'packets/s':>12} {'peak RSS MB':>12}")
+    print(f"{'contender':<10} {'wall s':>8} {'CPU s':>8} {'packets/s (CPU)':>16} {'peak RSS MB':>12}  rows")
     for name, r in results.items():
-        print(f"{name:<10} {r['wall_s']:8.2f} {n / r['wall_s']:12,.0f} {r['peak_rss_mb']:12.0f}")
-    mine = results["analyzer"]["wall_s"]
+        print(f"{name:<10} {r['wall_s']:8.2f} {r['cpu_s']:8.2f} {n / r['cpu_s']:16,.0f} {r['peak_rss_mb']:12.0f}  "
+              f"{r.get('rows', r.get('events'))}")
     for name in ("tshark", "dpkt"):
         if name in results:
-            print(f"analyzer speed-up over {name}: {results[name]['wall_s'] / mine:.1f}x")
+            print(f"analyzer speed-up over {name}: {results[name]['cpu_s'] / results['analyzer']['cpu_s']:.1f}x CPU time, "
+                  f"{results[name]['wall_s'] / results['analyzer']['wall_s']:.1f}x wall time")
     grow = (results["analyzer"]["peak_rss_mb"] - half_result["peak_rss_mb"]) / (n - n_half) * 1e6
     print(f"analyzer peak RSS: {half_result['peak_rss_mb']:.0f} MB at {n_half} packets, "
           f"{results['analyzer']['peak_rss_mb']:.0f} MB at {n}: {grow:.0f} bytes per packet "
