@@ -334,6 +334,9 @@ class MPTCPDSS(_TCPOption):
 
     def nr_dsn_ranges(self):
         """The NR blocks as absolute [start, end) data sequence numbers (mod 2^64)."""
+        if not self.A:
+            # The offsets count from the DATA ACK; without one they name no data (rule MN-02).
+            raise ValueError("DSS flag N without a DATA ACK (flag A): the NR blocks have no base")
         ack = self.data_ack if self.a else self.data_ack32
         return [((ack + b.start) % 2**64, (ack + b.end) % 2**64) for b in self.nr_blocks]
 

@@ -36,6 +36,7 @@ import hmac
 import struct
 
 from scapy.layers.inet import TCP
+from scapy.packet import Raw
 
 from nrsack import constants as C
 from nrsack.generator.layers import (
@@ -152,11 +153,6 @@ def _mp_join(conn, kind):
     return MPTCPJoinAck(sender_hmac=list(struct.unpack(">5I", digest[:20])))
 
 
-def _nr_sack_option(edges, settings):
-    option = TCPOptNRSack(blocks=[NRSackBlock(left=left, right=right) for left, right in edges])
-    if "nrlen" in settings:
-        option.length = int(settings["nrlen"])
-    return tcp_option(option)
 
 
 def _sack_option(edges):
@@ -167,12 +163,17 @@ def _sack_option(edges):
 # Segments
 # ---------------------------------------------------------------------------------------------
 
-def _segment(conn, flags, seq, ack, options, payload=b""):
+def _segment(conn, flags, seq, ack, options, payload=b"", raw_option=b""):
     _, sport = split_endpoint(conn.src)
     _, dport = split_endpoint(conn.dst)
-    window = conn.opts.get("window", {}).get(conn.src, 65535)
-    segment = TCP(sport=sport, dport=dport, seq=seq % 2**32, ack=ack % 2**32, flags=flags,
-                  window=window, options=options)
+    header = dict(sport=sport, dport=dport, seq=seq % 2**32, ack=ack % 2**32, flags=flags,
+                  window=conn.opts.get("window", {}).get(conn.src, 65535))
+    if raw_option:
+        # Scapy rewrites option length bytes; a deliberately wrong one rides as raw header bytes.
+        encoded = bytes(TCP(options=options))[20:] + raw_option
+        encoded += b"\x00" * (-len(encoded) % 4)
+        return TCP(dataofs=5 + len(encoded) // 4, **header) / Raw(encoded + payload)
+    segment = TCP(options=options, **header)
     return segment / payload if payload else segment
 
 
@@ -199,14 +200,20 @@ def _pdu_data(conn, words):
 def _pdu_ack(conn, words):
     settings = _settings(words)
     ack = conn.pdu_start(conn.peer_isn, int(words[1]) + 1)
-    edges = lambda text: [(conn.pdu_start(conn.peer_isn, a), conn.pdu_start(conn.peer_isn, b + 1))
-                          for a, b in _ranges(text)]
-    options = []
+
+    def edges(text):
+        return [(conn.pdu_start(conn.peer_isn, a), conn.pdu_start(conn.peer_isn, b + 1)) for a, b in _ranges(text)]
+    options, raw_option = [], b""
     if "SACK" in words:
         options += _sack_option(edges(_tagged(words, "SACK")))
     if "NR" in words:
-        options.append(_nr_sack_option(edges(_tagged(words, "NR")), settings))
-    return _segment(conn, "A", conn.isn + 1, ack, options)
+        nr = TCPOptNRSack(blocks=[NRSackBlock(left=l, right=r) for l, r in edges(_tagged(words, "NR"))])
+        if "nrlen" in settings:
+            nr.length = int(settings["nrlen"])
+            raw_option = bytes(nr)
+        else:
+            options.append(tcp_option(nr))
+    return _segment(conn, "A", conn.isn + 1, ack, options, raw_option=raw_option)
 
 
 def _mptcp_data(conn, words):

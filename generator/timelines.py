@@ -2,11 +2,13 @@
 
 from pathlib import Path
 
-from nrsack.generator import timelines_conformance, timelines_mptcp, timelines_sctp, timelines_tcp
+from nrsack.generator import (timelines_broken, timelines_cmt, timelines_conformance, timelines_fsack, timelines_mptcp,
+                              timelines_sctp, timelines_tcp)
 from nrsack.generator.timeline import write_pcap
 
 # Each module lists its timeline factories in TIMELINES; the pcap is named after the timeline.
-MODULES = [timelines_sctp, timelines_tcp, timelines_mptcp, timelines_conformance]
+MODULES = [timelines_sctp, timelines_tcp, timelines_mptcp, timelines_fsack, timelines_cmt, timelines_broken,
+           timelines_conformance]
 
 
 def all_timelines():

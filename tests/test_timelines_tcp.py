@@ -10,6 +10,7 @@ import pytest
 from scapy.layers.inet import IP, TCP
 from scapy.utils import rdpcap
 
+from nrsack.generator import notation_tcp, timelines_broken, timelines_mptcp, timelines_tcp
 from nrsack.generator.layers import (
     MPTCPCapable,
     MPTCPDSS,
@@ -21,8 +22,11 @@ from nrsack.generator.layers import (
 )
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample-pcaps"
-TCP_EXPECTED = sorted(p for p in SAMPLES.rglob("*.expected.json")
-                      if json.loads(p.read_text())["packets"][0]["label"].startswith("SYN"))
+# The expected files of every TCP and MPTCP timeline the generator writes (broken vectors included).
+TCP_EXPECTED = [SAMPLES / t.options.get("subdir", "") / (t.name + ".expected.json")
+                for module in (timelines_tcp, timelines_mptcp, timelines_broken)
+                for t in (factory() for factory in module.TIMELINES) if t.notation is notation_tcp]
+CLEAN = [p for p in TCP_EXPECTED if "broken" not in p.parts]
 # Keys of an expected packet that describe it rather than a decoded value.
 DESCRIPTIVE = {"frame", "t_ms", "src", "dst", "label", "retransmission"}
 
@@ -66,7 +70,7 @@ def tcp_values(tcp):
             if layer.M:
                 values.update(dsn=layer.dsn if layer.m else layer.dsn32, ssn=layer.ssn,
                               data_len=layer.data_len)
-            if layer.N:
+            if layer.N and layer.A:
                 values["nr_blocks"] = [list(r) for r in layer.nr_dsn_ranges()]
     return values
 
@@ -124,16 +128,33 @@ def _tshark(pcap, *args):
     return [line.split("\t") for line in result.stdout.splitlines()]
 
 
-@pytest.mark.parametrize("expected_path", TCP_EXPECTED, ids=lambda p: p.name)
+def test_every_tcp_timeline_has_its_pcap_and_expected_file():
+    assert len(TCP_EXPECTED) >= 8  # TCP and MPTCP figures 1-2, four broken vectors
+    for path in TCP_EXPECTED:
+        expected = json.loads(path.read_text())
+        assert (path.parent / expected["capture"]).exists(), path
+
+
+def test_dss_nr_blocks_without_data_ack_have_no_dsn_range():
+    """MN-02 vector: flag N without flag A decodes, but its offsets name no data: a clear error."""
+    expected, packets = _load(SAMPLES / "broken" / "mn02-dss-n-without-data-ack.expected.json")
+    frame = next(p["frame"] for p in expected["packets"] if p["label"].endswith("noack"))
+    dss = next(l for l in tcp_option_layers(packets[frame - 1][TCP]) if isinstance(l, MPTCPDSS))
+    assert (dss.N, dss.A, dss.nr_count) == (1, 0, 1)
+    with pytest.raises(ValueError, match="DATA ACK"):
+        dss.nr_dsn_ranges()
+
+
+@pytest.mark.parametrize("expected_path", CLEAN, ids=lambda p: p.name)
 def test_tshark_reads_without_malformed_or_error_marks(expected_path):
     expected = json.loads(expected_path.read_text())
-    marked = _tshark(SAMPLES / expected["capture"], "-Y",
-                     "_ws.malformed or _ws.expert.severity >= 0x00800000", "-T", "fields",
-                     "-e", "frame.number")
+    marked = _tshark(SAMPLES / expected["capture"], "-o", "tcp.check_checksum:TRUE", "-Y",
+                     "_ws.malformed or _ws.expert.severity >= 0x00800000 or tcp.checksum.status == 0",
+                     "-T", "fields", "-e", "frame.number")
     assert marked == []
 
 
-@pytest.mark.parametrize("expected_path", [p for p in TCP_EXPECTED if p.name.startswith("tcp-")],
+@pytest.mark.parametrize("expected_path", [p for p in CLEAN if p.name.startswith("tcp-")],
                          ids=lambda p: p.name)
 def test_tshark_shows_the_intended_tcp_sack_and_nr_sack_options(expected_path):
     expected = json.loads(expected_path.read_text())
@@ -161,7 +182,7 @@ def test_tshark_shows_the_intended_tcp_sack_and_nr_sack_options(expected_path):
             assert exid == ""
 
 
-@pytest.mark.parametrize("expected_path", [p for p in TCP_EXPECTED if p.name.startswith("mptcp-")],
+@pytest.mark.parametrize("expected_path", [p for p in CLEAN if p.name.startswith("mptcp-")],
                          ids=lambda p: p.name)
 def test_tshark_shows_the_intended_mptcp_fields(expected_path):
     """Wireshark's own MPTCP analysis: one connection, IDSN from the key, relative DSN / DATA ACK
@@ -184,3 +205,65 @@ def test_tshark_shows_the_intended_mptcp_fields(expected_path):
             assert int(raw_ack) == want["data_ack"]
         if want["label"].startswith("A:"):
             assert int(rel_ack) == int(want["label"].split()[1].split(":")[1])
+
+
+# --- broken vectors: the defect each is for, in Wireshark's own fields ------------------------
+
+def _broken(name):
+    expected = json.loads((SAMPLES / "broken" / (name + ".expected.json")).read_text())
+    rows = _tshark(SAMPLES / "broken" / expected["capture"], "-o", "tcp.relative_sequence_numbers:FALSE",
+                   "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|", "-e", "tcp.ack",
+                   "-e", "tcp.options.experimental.exid", "-e", "tcp.options.experimental.data",
+                   "-e", "tcp.options.sack_le", "-e", "tcp.options.sack_re", "-e", "_ws.expert.message",
+                   "-e", "tcp.options.mptcp.flags", "-e", "tcp.options")
+    keys = ["ack", "exid", "data", "sack_le", "sack_re", "expert", "mptcp_flags", "options"]
+    return expected, [dict(zip(keys, row)) for row in rows]
+
+
+def _option(options, kind):
+    """The first option of that kind in a raw TCP options area (kind, length, body)."""
+    at = 0
+    while options[at] != kind:
+        at += 1 if options[at] in (0, 1) else options[at + 1]
+    return options[at:at + options[at + 1]]
+
+
+def _edges(data):
+    body = bytes.fromhex(data.replace(":", ""))
+    return [(int.from_bytes(body[i:i + 4], "big"), int.from_bytes(body[i + 4:i + 8], "big"))
+            for i in range(0, len(body), 8)]
+
+
+def test_tn01_nr_block_option_although_the_syn_ack_lacks_nr_sack_permitted():
+    expected, rows = _broken("tn01-nr-option-without-permitted")
+    (finding,) = expected["findings"]
+    assert rows[0]["exid"] == "0x4e52" and rows[1]["exid"] == ""
+    assert [i + 1 for i, r in enumerate(rows[3:], 3) if r["exid"]] == finding["frames"][-1:]
+
+
+def test_tn03_nr_acked_bytes_are_later_only_in_a_sack_block():
+    expected, rows = _broken("tn03-revocation")
+    ((earlier, later),) = [f["frames"] for f in expected["findings"]]
+    (nr_block,) = _edges(rows[earlier - 1]["data"])
+    sack = (int(rows[later - 1]["sack_le"]), int(rows[later - 1]["sack_re"]))
+    assert rows[later - 1]["exid"] == "" and sack[0] <= nr_block[0] < nr_block[1] <= sack[1]
+
+
+def test_tn05_empty_block_block_below_the_ack_and_wrong_option_length():
+    expected, rows = _broken("tn05-malformed-option")
+    empty, below, wrong_length = (f["frames"][-1] for f in expected["findings"])
+    assert [left >= right for left, right in _edges(rows[empty - 1]["data"])] == [True]
+    assert [right <= int(rows[below - 1]["ack"]) for _, right in _edges(rows[below - 1]["data"])] == [True]
+    assert "option length = 13 bytes" in rows[wrong_length - 1]["expert"]
+
+
+def test_mn02_dss_flag_n_without_data_ack_and_a_count_the_length_cannot_hold():
+    expected, rows = _broken("mn02-dss-n-without-data-ack")
+    no_ack, bad_count = (f["frames"][-1] for f in expected["findings"])
+    flags = int(rows[no_ack - 1]["mptcp_flags"], 16)
+    assert flags & 0x20 and not flags & 0x01
+    dss = _option(bytes.fromhex(rows[bad_count - 1]["options"]), 30)
+    length, fixed = dss[1], 4 + 8  # kind, length, subtype/flags, 8-octet DATA ACK
+    count = dss[fixed]
+    assert int(rows[bad_count - 1]["mptcp_flags"], 16) & 0x23 == 0x23
+    assert length != fixed + 2 + 8 * count
