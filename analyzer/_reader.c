@@ -65,16 +65,20 @@ enum { BK_R = 1, BK_NR = 2, BK_DUP = 3, BK_TCP_SACK = 4, BK_TCP_NR = 5, BK_MPTCP
 #define SCTP_UDP_PORT 9899
 #define NRSACK_EXID 0x4E52
 
-/* ---- growable byte vector ---- */
-typedef struct { char *p; size_t n, cap; } vec_t;
+/* ---- growable byte vector, kept in a bytearray so numpy can view it without a copy ---- */
+typedef struct { PyObject *ba; char *p; size_t n, cap; } vec_t;
 
 static void *vec_push(vec_t *v, size_t sz) {
     if (v->n + sz > v->cap) {
         size_t cap = v->cap ? v->cap * 2 : 1 << 16;
         while (cap < v->n + sz) cap *= 2;
-        char *p = realloc(v->p, cap);
-        if (!p) return NULL;
-        v->p = p; v->cap = cap;
+        if (!v->ba) {
+            v->ba = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)cap);
+            if (!v->ba) return NULL;
+        } else if (PyByteArray_Resize(v->ba, (Py_ssize_t)cap) < 0) {
+            return NULL;
+        }
+        v->p = PyByteArray_AS_STRING(v->ba); v->cap = cap;
     }
     void *r = v->p + v->n;
     memset(r, 0, sz);
@@ -571,18 +575,18 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kw) {
 
 static void Reader_dealloc(Reader *self) {
     if (self->pcap) pcap_close(self->pcap);
-    free(self->ev.p); free(self->bk.p); free(self->table); free(self->order);
+    Py_XDECREF(self->ev.ba); Py_XDECREF(self->bk.ba); free(self->table); free(self->order);
     Py_XDECREF(self->findings);
     Py_XDECREF(self->rule_findings);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* read(max_frames) -> (events bytes, blocks bytes, frames read); empty bytes once the file ends. */
+/* read(max_frames) -> frames read (fewer than asked once the file ends). The records accumulate
+ * across calls; take() hands them over once reading is done. */
 static PyObject *Reader_read(Reader *self, PyObject *args) {
     Py_ssize_t max_frames;
     if (!PyArg_ParseTuple(args, "n", &max_frames)) return NULL;
-    if (!self->pcap) return Py_BuildValue("(y#y#n)", "", (Py_ssize_t)0, "", (Py_ssize_t)0, (Py_ssize_t)0);
-    self->ev.n = 0; self->bk.n = 0;
+    if (!self->pcap) return PyLong_FromLong(0);
     Py_ssize_t got = 0;
     while (got < max_frames) {
         struct pcap_pkthdr *h; const u_char *data;
@@ -597,8 +601,18 @@ static PyObject *Reader_read(Reader *self, PyObject *args) {
         got++;
         if (parse_frame(self, h, data) < 0) return NULL;
     }
-    return Py_BuildValue("(y#y#n)", self->ev.p ? self->ev.p : "", (Py_ssize_t)self->ev.n,
-                         self->bk.p ? self->bk.p : "", (Py_ssize_t)self->bk.n, got);
+    return PyLong_FromSsize_t(got);
+}
+
+/* take() -> (events bytearray, used bytes, blocks bytearray, used bytes); the arrays may be longer. */
+static PyObject *Reader_take(Reader *self, PyObject *unused) {
+    PyObject *ev = self->ev.ba ? self->ev.ba : PyByteArray_FromStringAndSize(NULL, 0);
+    PyObject *bk = self->bk.ba ? self->bk.ba : PyByteArray_FromStringAndSize(NULL, 0);
+    if (!ev || !bk) return NULL;
+    PyObject *r = Py_BuildValue("(OnOn)", ev, (Py_ssize_t)self->ev.n, bk, (Py_ssize_t)self->bk.n);
+    if (!self->ev.ba) Py_DECREF(ev);
+    if (!self->bk.ba) Py_DECREF(bk);
+    return r;
 }
 
 static PyObject *Reader_position(Reader *self, PyObject *unused) {
@@ -627,7 +641,8 @@ static PyObject *Reader_frames(Reader *self, PyObject *unused) { return PyLong_F
 static PyObject *Reader_linktype(Reader *self, PyObject *unused) { return PyLong_FromLong(self->linktype); }
 
 static PyMethodDef Reader_methods[] = {
-    {"read", (PyCFunction)Reader_read, METH_VARARGS, "read(max_frames) -> (events, blocks, frames)"},
+    {"read", (PyCFunction)Reader_read, METH_VARARGS, "read(max_frames) -> frames read"},
+    {"take", (PyCFunction)Reader_take, METH_NOARGS, "(events bytearray, bytes used, blocks bytearray, bytes used)"},
     {"position", (PyCFunction)Reader_position, METH_NOARGS, "byte offset in the file"},
     {"conns", (PyCFunction)Reader_conns, METH_NOARGS, "connection table"},
     {"findings", (PyCFunction)Reader_findings, METH_NOARGS, "GEN-01 findings: [(frame, reason)]"},

@@ -193,7 +193,7 @@ def rtxq_frame(entries) -> pd.DataFrame:
         "rtxq_bytes": cols["rtxq_bytes"],
         "freed_bytes": pd.arrays.IntegerArray(cols["freed_bytes"], is_data.astype(bool)),
         "time_ns": cols["time_ns"],
-    })
+    }, copy=False)  # the columns are fresh arrays: no need to copy them into 2-D blocks
     for name in ("rtxq_sack_tsns", "rtxq_nr_tsns", "rtxq_whatif_tsns"):
         if name in cols:
             frame[name] = cols[name]
@@ -214,7 +214,7 @@ def blocking_frame(entries) -> pd.DataFrame:
         "end_frame": pd.arrays.IntegerArray(np.maximum(end_frame, 0), end_frame < 0),
         "start_ns": cols["start_ns"],  # exact; the float seconds above round to ~0.2 us
         "end_ns": cols["end_ns"],
-    })
+    }, copy=False)
 
 
 def _stack(entries, attribute) -> dict:

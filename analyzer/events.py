@@ -88,16 +88,6 @@ def block_address(lo: int, hi: int) -> str:
     return address_text(int(lo).to_bytes(8, "big") + int(hi).to_bytes(8, "big"))
 
 
-def _joined(parts, dtype):
-    """Chunks -> one array; structured arrays concatenate far faster as raw bytes."""
-    parts = [p for p in parts if len(p)]
-    if not parts:
-        return np.empty(0, dtype)
-    if len(parts) == 1:
-        return parts[0]
-    return np.concatenate([p.view(np.uint8) for p in parts]).view(dtype)
-
-
 def read_capture(path, progress=None) -> Capture:
     """Reads the whole file in chunks of CHUNK_FRAMES frames; `progress(bytes_read)` after each."""
     path = os.fspath(path)
@@ -107,24 +97,21 @@ def read_capture(path, progress=None) -> Capture:
         reader = _reader.Reader(path)
     except _reader.ReaderError as error:
         raise CaptureError(f"{path}: not a readable capture: {error}") from None
-    event_parts, block_parts = [], []
     while True:
         try:
-            events_raw, blocks_raw, got = reader.read(CHUNK_FRAMES)
+            got = reader.read(CHUNK_FRAMES)
         except _reader.ReaderError as error:
             raise CaptureError(f"{path}: damaged or truncated capture, {error}") from None
-        events = np.frombuffer(events_raw, EVENT_DTYPE)
-        # event numbers and block indices are capture-wide already (the reader counts across chunks)
-        blocks = np.frombuffer(blocks_raw, BLOCK_DTYPE)
-        event_parts.append(events)
-        block_parts.append(blocks)
         if progress is not None:
             progress(reader.position())
         if got < CHUNK_FRAMES:
             break
+    # the reader's own buffers, viewed in place (no copy); block indices are capture-wide
+    ev_buffer, ev_used, block_buffer, block_used = reader.take()
     conns = [Conn(cid, proto, bool(udp), address_text(a), pa, address_text(b), pb)
              for cid, proto, udp, v6, a, pa, b, pb in reader.conns()]
-    ev, blocks = _joined(event_parts, EVENT_DTYPE), _joined(block_parts, BLOCK_DTYPE)
+    ev = np.frombuffer(ev_buffer, EVENT_DTYPE, count=ev_used // EVENT_DTYPE.itemsize)
+    blocks = np.frombuffer(block_buffer, BLOCK_DTYPE, count=block_used // BLOCK_DTYPE.itemsize)
     return Capture(path, reader.linktype(), reader.frames(), ev, blocks, conns,
                    [(int(frame), reason) for frame, reason in reader.findings()],
                    [(int(frame), rule, reason) for frame, rule, reason in reader.rule_findings()])
