@@ -71,8 +71,9 @@ def gain_table(runs):
     with the same losses), truth p/q and b/q of both."""
     sack = runs[runs.ack == "sack"].set_index(KEYS + ["seed"])
     nr = runs[runs.ack == "nrsack"].set_index(KEYS + ["seed"])
-    paired = sack[["throughput_bps", "p_over_q", "b_over_q"]].join(
-        nr[["throughput_bps", "p_over_q", "b_over_q"]], lsuffix="_sack", rsuffix="_nr")
+    cols = ["throughput_bps", "p_over_q", "b_over_q"]
+    paired = pd.merge(sack[cols], nr[cols], left_index=True, right_index=True,
+                      suffixes=("_sack", "_nr"))
     paired["gain_pct"] = (paired.throughput_bps_nr - paired.throughput_bps_sack) / paired.throughput_bps_sack * 100
     g = paired.groupby(level=KEYS)
     table = pd.DataFrame({

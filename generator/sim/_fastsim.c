@@ -1,0 +1,617 @@
+/* Compiled event loop of generator/sim/model.py for one path (SCTP and TCP), sender trace only.
+ *
+ * It mirrors Simulation in model.py statement for statement, with the same event order (time,
+ * then push sequence), the same integer arithmetic and the same random draws (passed in), so
+ * that its trace is identical to the Python model's; tests/test_simulator_fast.py checks that.
+ * model.py stays the reference and handles everything else (CMT, MPTCP, receiver traces).
+ * Built on first use by fast.py with the system C compiler and loaded with ctypes.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int64_t i64;
+
+enum { DATA = 0, RTX = 1, ACK = 2, CTRL = 3 };
+enum { INFL = 1, SACKED = 2, LOST = 4, RTXD = 8, ACKED = 16, HOLE = 32 };
+enum { EV_DATA_ARRIVAL = 0, EV_ACK_ARRIVAL, EV_DELACK, EV_RTO, EV_READY, EV_CTRL };
+#define SCTP_MAX_BLOCKS ((1500 - 20 - 12 - 20) / 4)
+#define TCP_MAX_BLOCKS 4
+#define GAP_OFFSET_MAX 0xFFFF
+
+typedef struct {
+    i64 n, S, last_size, sndbuf, rcvbuf, sctp, nr, ack_every, delack_ns, rto_initial, rto_min,
+        rto_max, init_cwnd, limit_ns, delay, qcap, overhead, gilbert;
+    double ns_per_byte, loss, enter_bad, leave_bad;
+} Params;
+
+/* growable arrays */
+typedef struct { i64 *v; i64 n, cap; } Vec;
+static int vpush(Vec *a, i64 x) {
+    if (a->n == a->cap) {
+        i64 cap = a->cap ? a->cap * 2 : 1024;
+        i64 *v = realloc(a->v, (size_t)cap * sizeof(i64));
+        if (!v) return -1;
+        a->v = v; a->cap = cap;
+    }
+    a->v[a->n++] = x;
+    return 0;
+}
+
+typedef struct {
+    Vec f_t, f_kind, f_a, f_b;          /* sender frames (path is always 0) */
+    Vec a_cum, a_rwnd, a_boff, a_bcnt;  /* acks */
+    Vec b_s, b_e;                       /* blocks of the acks */
+    Vec truth;                          /* 9 per row */
+    Vec cwnd;                           /* 4 per row */
+    Vec rec;                            /* 4 per row: path, kind (0 fast, 1 rto), start, end (-1) */
+    i64 counters[8];  /* data, rtx, fast rtx, timeouts, acks, queue drops, random drops, acked */
+    i64 first_data_ns, done_ns, error;
+} Out;
+
+/* interval set of [s, e) */
+typedef struct { i64 *s, *e; i64 n, cap; } ISet;
+static int iset_reserve(ISet *x, i64 need) {
+    if (need <= x->cap) return 0;
+    i64 cap = x->cap ? x->cap : 16;
+    while (cap < need) cap *= 2;
+    i64 *s = realloc(x->s, (size_t)cap * sizeof(i64)), *e;
+    if (!s) return -1;
+    x->s = s;
+    e = realloc(x->e, (size_t)cap * sizeof(i64));
+    if (!e) return -1;
+    x->e = e; x->cap = cap;
+    return 0;
+}
+static i64 lower_bound(const i64 *a, i64 n, i64 x) { /* first index with a[i] >= x */
+    i64 lo = 0, hi = n;
+    while (lo < hi) { i64 m = (lo + hi) / 2; if (a[m] < x) lo = m + 1; else hi = m; }
+    return lo;
+}
+static i64 upper_bound(const i64 *a, i64 n, i64 x) { /* first index with a[i] > x */
+    i64 lo = 0, hi = n;
+    while (lo < hi) { i64 m = (lo + hi) / 2; if (a[m] <= x) lo = m + 1; else hi = m; }
+    return lo;
+}
+/* insert [s, e); the new sub-ranges go to ns/ne (caller's buffers, room for n+1); returns count */
+static i64 iset_add(ISet *x, i64 s, i64 e, i64 *ns, i64 *ne) {
+    if (s >= e) return 0;
+    i64 i = lower_bound(x->e, x->n, s), j = i, k = 0, cur = s, lo = s, hi = e;
+    if (i < x->n && x->s[i] <= s && x->e[i] >= e) return 0;
+    while (j < x->n && x->s[j] <= e) {
+        if (x->s[j] > cur) { ns[k] = cur; ne[k] = x->s[j]; k++; }
+        if (x->e[j] > cur) cur = x->e[j];
+        if (x->s[j] < lo) lo = x->s[j];
+        if (x->e[j] > hi) hi = x->e[j];
+        j++;
+    }
+    if (cur < e) { ns[k] = cur; ne[k] = e; k++; }
+    if (iset_reserve(x, x->n + 1)) return -1;
+    /* replace [i, j) by one interval */
+    i64 removed = j - i;
+    if (removed != 1) {
+        memmove(x->s + i + 1, x->s + j, (size_t)(x->n - j) * sizeof(i64));
+        memmove(x->e + i + 1, x->e + j, (size_t)(x->n - j) * sizeof(i64));
+        x->n += 1 - removed;
+    }
+    x->s[i] = lo; x->e[i] = hi;
+    return k;
+}
+static int iset_contains(const ISet *x, i64 v) {
+    i64 i = upper_bound(x->s, x->n, v) - 1;
+    return i >= 0 && x->e[i] > v;
+}
+static int iset_block_of(const ISet *x, i64 v, i64 *bs, i64 *be) {
+    i64 i = upper_bound(x->s, x->n, v) - 1;
+    if (i >= 0 && x->e[i] > v) { *bs = x->s[i]; *be = x->e[i]; return 1; }
+    return 0;
+}
+static void iset_pop_front(ISet *x, i64 count) {
+    memmove(x->s, x->s + count, (size_t)(x->n - count) * sizeof(i64));
+    memmove(x->e, x->e + count, (size_t)(x->n - count) * sizeof(i64));
+    x->n -= count;
+}
+
+/* event heap ordered by (t, seq) */
+typedef struct { i64 t, seq, kind, a, b; } Ev;
+typedef struct { Ev *v; i64 n, cap; } Heap;
+static int ev_less(const Ev *x, const Ev *y) { return x->t < y->t || (x->t == y->t && x->seq < y->seq); }
+static int heap_push(Heap *h, Ev e) {
+    if (h->n == h->cap) {
+        i64 cap = h->cap ? h->cap * 2 : 1024;
+        Ev *v = realloc(h->v, (size_t)cap * sizeof(Ev));
+        if (!v) return -1;
+        h->v = v; h->cap = cap;
+    }
+    i64 i = h->n++;
+    while (i > 0) {
+        i64 p = (i - 1) / 2;
+        if (!ev_less(&e, &h->v[p])) break;
+        h->v[i] = h->v[p]; i = p;
+    }
+    h->v[i] = e;
+    return 0;
+}
+static Ev heap_pop(Heap *h) {
+    Ev top = h->v[0], last = h->v[--h->n];
+    i64 i = 0;
+    for (;;) {
+        i64 c = 2 * i + 1;
+        if (c >= h->n) break;
+        if (c + 1 < h->n && ev_less(&h->v[c + 1], &h->v[c])) c++;
+        if (!ev_less(&h->v[c], &last)) break;
+        h->v[i] = h->v[c]; i = c;
+    }
+    if (h->n) h->v[i] = last;
+    return top;
+}
+/* min-heap of units (pending retransmissions) */
+typedef struct { i64 *v; i64 n, cap; } UHeap;
+static int uheap_push(UHeap *h, i64 x) {
+    if (h->n == h->cap) {
+        i64 cap = h->cap ? h->cap * 2 : 256;
+        i64 *v = realloc(h->v, (size_t)cap * sizeof(i64));
+        if (!v) return -1;
+        h->v = v; h->cap = cap;
+    }
+    i64 i = h->n++;
+    while (i > 0) { i64 p = (i - 1) / 2; if (h->v[p] <= x) break; h->v[i] = h->v[p]; i = p; }
+    h->v[i] = x;
+    return 0;
+}
+static void uheap_pop(UHeap *h) {
+    i64 last = h->v[--h->n], i = 0;
+    for (;;) {
+        i64 c = 2 * i + 1;
+        if (c >= h->n) break;
+        if (c + 1 < h->n && h->v[c + 1] < h->v[c]) c++;
+        if (h->v[c] >= last) break;
+        h->v[i] = h->v[c]; i = c;
+    }
+    if (h->n) h->v[i] = last;
+}
+
+typedef struct {
+    const Params *P;
+    const double *first_draw, *draws;
+    const uint8_t *drop;
+    i64 n_draws, draw_pos;
+    Out *o;
+    Heap ev; i64 seq;
+    uint8_t *flags; i64 *txt; int32_t *miss;
+    UHeap pending;
+    i64 next_new, sent_bytes, peer_rwnd;
+    /* the one ack space */
+    i64 sp_cum, sp_high, sp_sent; ISet sp_sacked; Vec holes; i64 n_holes;
+    /* data level */
+    i64 dcum, dcum_bytes, sacked_bytes, nr_bytes; ISet dsacked, dnr; int gap_open;
+    /* path */
+    i64 cwnd, ssthresh, pba, flight, fr_allow, srtt, has_srtt, rttvar, rto, rto_deadline,
+        has_deadline, rto_event, ready;
+    int rec_on; i64 rec_kind, rec_start, rec_exit;
+    Vec outq; i64 outq_head;
+    Vec linkq; i64 linkq_head;
+    int ge_bad;
+    /* receiver */
+    i64 rcum, ooo_bytes, ack_pending, delack_gen, delack_armed; ISet rset;
+    i64 *tmp_s, *tmp_e; i64 tmp_cap;
+} Sim;
+
+#define TRY(x) do { if ((x) < 0) { s->o->error = 1; return; } } while (0)
+
+static i64 size_of(const Sim *s, i64 u) { return u != s->P->n - 1 ? s->P->S : s->P->last_size; }
+static i64 range_bytes(const Sim *s, i64 a, i64 b) {
+    if (b <= a) return 0;
+    if (b >= s->P->n) return (b - a - 1) * s->P->S + s->P->last_size;
+    return (b - a) * s->P->S;
+}
+static int tmp_reserve(Sim *s, i64 need) {
+    if (need <= s->tmp_cap) return 0;
+    i64 cap = s->tmp_cap ? s->tmp_cap : 64;
+    while (cap < need) cap *= 2;
+    i64 *a = realloc(s->tmp_s, (size_t)cap * sizeof(i64)), *b;
+    if (!a) return -1;
+    s->tmp_s = a;
+    b = realloc(s->tmp_e, (size_t)cap * sizeof(i64));
+    if (!b) return -1;
+    s->tmp_e = b; s->tmp_cap = cap;
+    return 0;
+}
+static int push(Sim *s, i64 t, i64 kind, i64 a, i64 b) {
+    Ev e = {t, ++s->seq, kind, a, b};
+    return heap_push(&s->ev, e);
+}
+static void truth(Sim *s, i64 frame, i64 now, int is_ack) {
+    i64 rs = s->sent_bytes - s->dcum_bytes, rn = rs - s->nr_bytes, r = s->P->nr ? rn : rs;
+    i64 row[9] = {frame, now, is_ack, rs, rn, s->sacked_bytes, s->nr_bytes,
+                  s->P->sndbuf - r < s->P->S, s->gap_open};
+    for (int i = 0; i < 9; i++) TRY(vpush(&s->o->truth, row[i]));
+}
+static void cwnd_changed(Sim *s, i64 now) {
+    i64 row[4] = {now, 0, s->cwnd, s->ssthresh};
+    for (int i = 0; i < 4; i++) TRY(vpush(&s->o->cwnd, row[i]));
+}
+static void recovery(Sim *s, i64 end) {
+    i64 row[4] = {0, s->rec_kind, s->rec_start, end};
+    for (int i = 0; i < 4; i++) TRY(vpush(&s->o->rec, row[i]));
+}
+static void frame(Sim *s, i64 t, i64 kind, i64 a, i64 b) {
+    TRY(vpush(&s->o->f_t, t)); TRY(vpush(&s->o->f_kind, kind));
+    TRY(vpush(&s->o->f_a, a)); TRY(vpush(&s->o->f_b, b));
+}
+static double uniform(Sim *s) {
+    if (s->draw_pos >= s->n_draws) { s->o->error = 2; return 1.0; }  /* Python falls back */
+    return s->draws[s->draw_pos++];
+}
+static int lost(Sim *s, i64 u, int rtx) {
+    const Params *P = s->P;
+    if (P->loss <= 0.0) return 0;
+    if (!P->gilbert) return (rtx ? uniform(s) : s->first_draw[u]) < P->loss;
+    if (s->ge_bad) { if (uniform(s) < P->leave_bad) s->ge_bad = 0; }
+    else if (uniform(s) < P->enter_bad) s->ge_bad = 1;
+    return s->ge_bad;
+}
+static void arm_rto(Sim *s, i64 now) {
+    s->rto_deadline = now + s->rto; s->has_deadline = 1;
+    if (!s->rto_event) { s->rto_event = 1; TRY(push(s, s->rto_deadline, EV_RTO, 0, 0)); }
+}
+static void send_unit(Sim *s, i64 now, i64 u, int rtx) {
+    const Params *P = s->P;
+    i64 sz = size_of(s, u);
+    s->fr_allow = 0;
+    if (rtx) {
+        s->txt[u] = -1;
+        s->flags[u] = (uint8_t)((s->flags[u] | INFL | RTXD) & ~LOST);
+        s->o->counters[1]++;
+        frame(s, now, RTX, u, u);
+    } else {
+        s->txt[u] = now;
+        s->flags[u] |= INFL;
+        s->sp_sent = u + 1;
+        s->sent_bytes += sz;
+        if (s->o->first_data_ns < 0) s->o->first_data_ns = now;
+        frame(s, now, DATA, u, u);
+        truth(s, s->o->f_t.n - 1, now, 0);
+    }
+    s->o->counters[0]++;
+    s->flight += sz;
+    TRY(vpush(&s->outq, u));
+    if (!s->has_deadline) arm_rto(s, now);
+    while (s->linkq_head < s->linkq.n && s->linkq.v[s->linkq_head] <= now) s->linkq_head++;
+    if (s->linkq.n - s->linkq_head >= P->qcap) { s->o->counters[5]++; return; }
+    i64 start = s->linkq_head < s->linkq.n ? s->linkq.v[s->linkq.n - 1] : now;
+    i64 finish = start + (i64)((double)(sz + P->overhead) * P->ns_per_byte);
+    TRY(vpush(&s->linkq, finish));
+    if (s->linkq_head > 4096 && s->linkq_head * 2 > s->linkq.n) {  /* compact the FIFO */
+        memmove(s->linkq.v, s->linkq.v + s->linkq_head, (size_t)(s->linkq.n - s->linkq_head) * sizeof(i64));
+        s->linkq.n -= s->linkq_head; s->linkq_head = 0;
+    }
+    if (lost(s, u, rtx) || (!rtx && s->drop[u])) { s->o->counters[6]++; return; }
+    TRY(push(s, finish + P->delay, EV_DATA_ARRIVAL, 0, u));
+}
+static void try_send(Sim *s, i64 now) {
+    const Params *P = s->P;
+    for (;;) {
+        while (s->pending.n && !(s->flags[s->pending.v[0]] & LOST)) uheap_pop(&s->pending);
+        if (s->pending.n) {
+            i64 u = s->pending.v[0], sz = size_of(s, u);
+            if (!(s->ready && (s->flight + sz <= s->cwnd || s->fr_allow))) return;
+            uheap_pop(&s->pending);
+            send_unit(s, now, u, 1);
+            if (s->o->error) return;
+            continue;
+        }
+        i64 u = s->next_new;
+        if (u >= P->n) return;
+        i64 sz = size_of(s, u), in_queue = s->sent_bytes - s->dcum_bytes;
+        if (P->sndbuf - (P->nr ? in_queue - s->nr_bytes : in_queue) < sz) return;
+        if (in_queue + sz > s->peer_rwnd) return;
+        if (!(s->ready && (s->flight + sz <= s->cwnd || s->fr_allow))) return;
+        s->next_new = u + 1;
+        send_unit(s, now, u, 0);
+        if (s->o->error) return;
+    }
+}
+static void hole_remove(Sim *s, i64 u) {
+    if (s->flags[u] & HOLE) { s->flags[u] &= (uint8_t)~HOLE; s->n_holes--; }
+}
+static void mark_lost(Sim *s, i64 u) {
+    s->flags[u] = (uint8_t)((s->flags[u] & ~INFL) | LOST);
+    s->flight -= size_of(s, u);
+    hole_remove(s, u);
+    TRY(uheap_push(&s->pending, u));
+}
+static void fast_retransmit(Sim *s, i64 now, i64 u) {
+    const Params *P = s->P;
+    i64 sz = size_of(s, u);
+    mark_lost(s, u);
+    s->o->counters[2]++;
+    if (!s->rec_on) {
+        if (P->sctp) s->ssthresh = s->cwnd / 2 > 4 * P->S ? s->cwnd / 2 : 4 * P->S;
+        else s->ssthresh = (s->flight + sz) / 2 > 2 * P->S ? (s->flight + sz) / 2 : 2 * P->S;
+        s->cwnd = s->ssthresh;
+        s->pba = 0;
+        s->fr_allow = 1;
+        s->rec_on = 1; s->rec_kind = 0; s->rec_start = now; s->rec_exit = s->sp_sent - 1;
+        cwnd_changed(s, now);
+    }
+}
+static void rtt_sample(Sim *s, i64 r) {
+    const Params *P = s->P;
+    if (!s->has_srtt) { s->srtt = r; s->rttvar = r / 2; s->has_srtt = 1; }
+    else {
+        i64 d = s->srtt - r; if (d < 0) d = -d;
+        s->rttvar = (3 * s->rttvar + d) / 4;
+        s->srtt = (7 * s->srtt + r) / 8;
+    }
+    i64 rto = s->srtt + 4 * s->rttvar;
+    if (rto < P->rto_min) rto = P->rto_min;
+    if (rto > P->rto_max) rto = P->rto_max;
+    s->rto = rto;
+}
+static i64 earliest_outstanding(Sim *s) {
+    while (s->outq_head < s->outq.n && !(s->flags[s->outq.v[s->outq_head]] & INFL)) s->outq_head++;
+    if (s->outq_head > 4096 && s->outq_head * 2 > s->outq.n) {
+        memmove(s->outq.v, s->outq.v + s->outq_head, (size_t)(s->outq.n - s->outq_head) * sizeof(i64));
+        s->outq.n -= s->outq_head; s->outq_head = 0;
+    }
+    return s->outq_head < s->outq.n ? s->outq.v[s->outq_head] : -1;
+}
+static void transport_ack(Sim *s, i64 now, i64 cum, const i64 *bs, const i64 *be, i64 nb) {
+    const Params *P = s->P;
+    if (cum < s->sp_cum) return;
+    i64 flight_before = s->flight, earliest = earliest_outstanding(s);
+    i64 newly_bytes = 0, newly_max = -1, rtt_unit = -1;
+    int cum_advanced = cum > s->sp_cum;
+    uint8_t *flags = s->flags;
+    if (cum_advanced) {
+        for (i64 u = s->sp_cum; u < cum; u++) {
+            uint8_t f = flags[u];
+            if (!(f & SACKED)) {
+                i64 sz = size_of(s, u);
+                if (f & INFL) s->flight -= sz;
+                newly_bytes += sz;
+                newly_max = u;
+                if (s->txt[u] >= 0) rtt_unit = u;
+            }
+            flags[u] = (uint8_t)((f | ACKED) & ~(INFL | LOST));
+            hole_remove(s, u);
+        }
+        s->sp_cum = cum;
+        i64 k = 0;
+        while (k < s->sp_sacked.n && s->sp_sacked.e[k] <= cum) k++;
+        iset_pop_front(&s->sp_sacked, k);
+        if (s->sp_sacked.n && s->sp_sacked.s[0] < cum) s->sp_sacked.s[0] = cum;
+    }
+    i64 old_high = s->sp_high;
+    for (i64 b = 0; b < nb; b++) {
+        if (be[b] <= s->sp_cum) continue;
+        if (tmp_reserve(s, s->sp_sacked.n + 2)) { s->o->error = 1; return; }
+        i64 k = iset_add(&s->sp_sacked, bs[b] > s->sp_cum ? bs[b] : s->sp_cum, be[b], s->tmp_s, s->tmp_e);
+        if (k < 0) { s->o->error = 1; return; }
+        for (i64 j = 0; j < k; j++) {
+            for (i64 u = s->tmp_s[j]; u < s->tmp_e[j]; u++) {
+                uint8_t f = flags[u];
+                i64 sz = size_of(s, u);
+                if (f & INFL) s->flight -= sz;
+                flags[u] = (uint8_t)((f | SACKED) & ~(INFL | LOST));
+                newly_bytes += sz;
+                if (u > newly_max) newly_max = u;
+                if (s->txt[u] >= 0) rtt_unit = u;
+                hole_remove(s, u);
+            }
+        }
+        if (be[b] > s->sp_high) s->sp_high = be[b];
+    }
+    for (i64 u = old_high > s->sp_cum ? old_high : s->sp_cum; u < s->sp_high; u++) {
+        uint8_t f = flags[u];
+        if ((f & INFL) && !(f & (SACKED | RTXD)) && !(f & HOLE)) {
+            flags[u] |= HOLE; s->n_holes++;
+            TRY(vpush(&s->holes, u));
+        }
+    }
+    if (s->n_holes) {  /* the hole list is ascending by construction: compact it while walking */
+        i64 w = 0, count = s->holes.n;
+        for (i64 r = 0; r < count; r++) {
+            i64 u = s->holes.v[r];
+            if (!(flags[u] & HOLE)) continue;
+            if (u < newly_max) {
+                i64 m = s->miss[u] + 1;
+                if (m >= 3) { s->miss[u] = 0; fast_retransmit(s, now, u); if (s->o->error) return; }
+                else s->miss[u] = (int32_t)m;
+            }
+            if (flags[u] & HOLE) s->holes.v[w++] = u;
+        }
+        s->holes.n = w;
+    } else {
+        s->holes.n = 0;
+    }
+    if (s->rec_on && s->sp_cum > s->rec_exit) { recovery(s, now); s->rec_on = 0; }
+    if (!newly_bytes) return;
+    if (rtt_unit >= 0) rtt_sample(s, now - s->txt[rtt_unit]);
+    if (earliest >= 0 && (flags[earliest] & (ACKED | SACKED))) {
+        if (s->flight > 0) arm_rto(s, now);
+        else s->has_deadline = 0;
+    }
+    if (s->rec_on || !cum_advanced) return;
+    if (flight_before + P->S <= s->cwnd) return;
+    if (s->cwnd <= s->ssthresh) {
+        s->cwnd += newly_bytes < P->S ? newly_bytes : P->S;
+        cwnd_changed(s, now);
+    } else {
+        s->pba += newly_bytes;
+        if (s->pba >= s->cwnd) { s->pba -= s->cwnd; s->cwnd += P->S; cwnd_changed(s, now); }
+    }
+}
+static void on_ack(Sim *s, i64 now, i64 ack) {
+    const Params *P = s->P;
+    Out *o = s->o;
+    o->counters[4]++;
+    frame(s, now, ACK, ack, 0);
+    i64 frame_index = o->f_t.n - 1;
+    i64 cum = o->a_cum.v[ack], rwnd = o->a_rwnd.v[ack];
+    i64 nb = o->a_bcnt.v[ack];
+    const i64 *bs = o->b_s.v + o->a_boff.v[ack], *be = o->b_e.v + o->a_boff.v[ack];
+    int stale = cum < s->dcum;
+    if (!stale && cum > s->dcum) {
+        s->dcum_bytes += range_bytes(s, s->dcum, cum);
+        ISet *sets[2] = {&s->dsacked, &s->dnr};
+        i64 *totals[2] = {&s->sacked_bytes, &s->nr_bytes};
+        for (int k = 0; k < 2; k++) {
+            ISet *x = sets[k];
+            i64 c = 0;
+            while (c < x->n && x->s[c] < cum) {
+                if (x->e[c] <= cum) { *totals[k] -= range_bytes(s, x->s[c], x->e[c]); c++; }
+                else { *totals[k] -= range_bytes(s, x->s[c], cum); x->s[c] = cum; break; }
+            }
+            iset_pop_front(x, c);
+        }
+        s->dcum = cum;
+    }
+    for (i64 b = 0; b < nb; b++) {
+        i64 lo = bs[b] < s->dcum ? s->dcum : bs[b], k;
+        if (tmp_reserve(s, s->dsacked.n + s->dnr.n + 2)) { o->error = 1; return; }
+        k = iset_add(&s->dsacked, lo, be[b], s->tmp_s, s->tmp_e);
+        if (k < 0) { o->error = 1; return; }
+        for (i64 j = 0; j < k; j++) s->sacked_bytes += range_bytes(s, s->tmp_s[j], s->tmp_e[j]);
+        if (P->nr) {
+            k = iset_add(&s->dnr, lo, be[b], s->tmp_s, s->tmp_e);
+            if (k < 0) { o->error = 1; return; }
+            for (i64 j = 0; j < k; j++) s->nr_bytes += range_bytes(s, s->tmp_s[j], s->tmp_e[j]);
+        }
+    }
+    if (!stale) { s->gap_open = nb > 0; s->peer_rwnd = rwnd; }
+    truth(s, frame_index, now, 1);
+    if (s->dcum >= P->n) o->done_ns = now;
+    /* the blocks may have moved (vpush in truth does not touch them, but be safe) */
+    bs = o->b_s.v + o->a_boff.v[ack]; be = o->b_e.v + o->a_boff.v[ack];
+    if (!stale) transport_ack(s, now, cum, bs, be, nb);
+    if (o->error) return;
+    try_send(s, now);
+}
+static void send_ack(Sim *s, i64 now, int has_latest, i64 latest) {
+    const Params *P = s->P;
+    Out *o = s->o;
+    s->ack_pending = 0; s->delack_armed = 0;
+    i64 rwnd, boff = o->b_s.n, nb = 0;
+    if (P->sctp) {
+        rwnd = P->rcvbuf;
+        for (i64 i = 0; i < s->rset.n && i < SCTP_MAX_BLOCKS; i++) {
+            if (s->rset.e[i] - s->rcum <= GAP_OFFSET_MAX) {
+                TRY(vpush(&o->b_s, s->rset.s[i])); TRY(vpush(&o->b_e, s->rset.e[i])); nb++;
+            }
+        }
+    } else {
+        rwnd = P->rcvbuf - s->ooo_bytes;
+        i64 ls = 0, le = 0;
+        int has = has_latest && iset_block_of(&s->rset, latest, &ls, &le);
+        if (s->rset.n) {
+            if (has) { TRY(vpush(&o->b_s, ls)); TRY(vpush(&o->b_e, le)); nb++; }
+            for (i64 i = s->rset.n - 1; i >= 0 && nb < TCP_MAX_BLOCKS; i--) {
+                if (has && s->rset.s[i] == ls && s->rset.e[i] == le) continue;
+                TRY(vpush(&o->b_s, s->rset.s[i])); TRY(vpush(&o->b_e, s->rset.e[i])); nb++;
+            }
+        }
+    }
+    TRY(vpush(&o->a_cum, s->rcum)); TRY(vpush(&o->a_rwnd, rwnd));
+    TRY(vpush(&o->a_boff, boff)); TRY(vpush(&o->a_bcnt, nb));
+    TRY(push(s, now + P->delay, EV_ACK_ARRIVAL, 0, o->a_cum.n - 1));
+}
+static void delayed_ack(Sim *s, i64 now, i64 u) {
+    const Params *P = s->P;
+    s->ack_pending++;
+    if (s->ack_pending >= P->ack_every) send_ack(s, now, 1, u);
+    else if (!s->delack_armed) {
+        s->delack_armed = 1; s->delack_gen++;
+        TRY(push(s, now + P->delack_ns, EV_DELACK, 0, s->delack_gen));
+    }
+}
+static void on_data(Sim *s, i64 now, i64 u) {
+    ISet *r = &s->rset;
+    if (u == s->rcum && r->n == 0) { s->rcum = u + 1; delayed_ack(s, now, u); return; }
+    int gaps_before = r->n > 0, dup = 0;
+    if (u < s->rcum || iset_contains(r, u)) dup = 1;
+    else if (u == s->rcum) {
+        s->rcum = u + 1;
+        if (r->n && r->s[0] == s->rcum) {
+            i64 a = r->s[0], b = r->e[0];
+            iset_pop_front(r, 1);
+            s->rcum = b;
+            s->ooo_bytes -= range_bytes(s, a, b);
+        }
+    } else {
+        if (tmp_reserve(s, r->n + 2)) { s->o->error = 1; return; }
+        if (iset_add(r, u, u + 1, s->tmp_s, s->tmp_e) < 0) { s->o->error = 1; return; }
+        s->ooo_bytes += size_of(s, u);
+    }
+    if (dup || gaps_before || r->n > 0) { send_ack(s, now, 1, u); return; }
+    delayed_ack(s, now, u);
+}
+static void on_rto(Sim *s, i64 now) {
+    const Params *P = s->P;
+    s->rto_event = 0;
+    if (!s->has_deadline) return;
+    if (now < s->rto_deadline) { s->rto_event = 1; TRY(push(s, s->rto_deadline, EV_RTO, 0, 0)); return; }
+    s->o->counters[3]++;
+    s->rto = 2 * s->rto < P->rto_max ? 2 * s->rto : P->rto_max;
+    i64 floor_ = P->sctp ? 4 * P->S : 2 * P->S;
+    s->ssthresh = s->cwnd / 2 > floor_ ? s->cwnd / 2 : floor_;
+    s->cwnd = P->S; s->pba = 0; s->fr_allow = 0;
+    cwnd_changed(s, now);
+    if (s->rec_on) recovery(s, now);
+    s->rec_on = 1; s->rec_kind = 1; s->rec_start = now; s->rec_exit = s->sp_sent - 1;
+    for (i64 u = s->sp_cum; u < s->sp_sent; u++)
+        if (s->flags[u] & INFL) { mark_lost(s, u); if (s->o->error) return; }
+    s->has_deadline = 0;
+    try_send(s, now);
+}
+
+/* ctrl: the handshake steps (time, is_sender_frame ignored: sender trace only, name index), and
+ * the time the path becomes ready */
+int fastsim_run(const Params *P, const double *first_draw, const double *draws, i64 n_draws,
+                const uint8_t *drop, const i64 *ctrl_t, const i64 *ctrl_name, i64 n_ctrl,
+                i64 ready_t, Out *o) {
+    Sim sim, *s = &sim;
+    memset(s, 0, sizeof(*s));
+    memset(o, 0, sizeof(*o));
+    o->first_data_ns = -1; o->done_ns = -1;
+    s->P = P; s->first_draw = first_draw; s->draws = draws; s->n_draws = n_draws; s->drop = drop;
+    s->o = o;
+    s->flags = calloc((size_t)P->n, 1);
+    s->txt = calloc((size_t)P->n, sizeof(i64));
+    s->miss = calloc((size_t)P->n, sizeof(int32_t));
+    if (!s->flags || !s->txt || !s->miss) { o->error = 1; goto done; }
+    s->peer_rwnd = P->rcvbuf;
+    s->cwnd = P->init_cwnd * P->S; s->ssthresh = P->rcvbuf; s->rto = P->rto_initial;
+    for (i64 i = 0; i < n_ctrl; i++)
+        if (push(s, ctrl_t[i], EV_CTRL, 0, ctrl_name[i]) < 0) { o->error = 1; goto done; }
+    if (push(s, ready_t, EV_READY, 0, 0) < 0) { o->error = 1; goto done; }
+    while (s->ev.n && o->done_ns < 0 && !o->error) {
+        Ev e = heap_pop(&s->ev);
+        if (e.t > P->limit_ns) break;
+        switch (e.kind) {
+        case EV_DATA_ARRIVAL: on_data(s, e.t, e.b); break;
+        case EV_ACK_ARRIVAL: on_ack(s, e.t, e.b); break;
+        case EV_DELACK:
+            if (s->delack_armed && s->delack_gen == e.b) send_ack(s, e.t, 0, 0);
+            break;
+        case EV_RTO: on_rto(s, e.t); break;
+        case EV_READY: s->ready = 1; try_send(s, e.t); break;
+        case EV_CTRL: frame(s, e.t, CTRL, e.b, 0); break;
+        }
+    }
+    if (s->rec_on) recovery(s, -1);
+    o->counters[7] = s->dcum_bytes;
+done:
+    free(s->flags); free(s->txt); free(s->miss); free(s->ev.v); free(s->pending.v);
+    free(s->sp_sacked.s); free(s->sp_sacked.e); free(s->holes.v); free(s->dsacked.s);
+    free(s->dsacked.e); free(s->dnr.s); free(s->dnr.e); free(s->outq.v); free(s->linkq.v);
+    free(s->rset.s); free(s->rset.e); free(s->tmp_s); free(s->tmp_e);
+    return (int)o->error;
+}
+
+void fastsim_free(Out *o) {
+    Vec *vs[] = {&o->f_t, &o->f_kind, &o->f_a, &o->f_b, &o->a_cum, &o->a_rwnd, &o->a_boff,
+                 &o->a_bcnt, &o->b_s, &o->b_e, &o->truth, &o->cwnd, &o->rec};
+    for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++) { free(vs[i]->v); vs[i]->v = NULL; }
+}

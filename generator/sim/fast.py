@@ -1,0 +1,164 @@
+"""The compiled event loop (_fastsim.c) for single-path SCTP and TCP runs without a receiver trace.
+
+Built on first use with the system C compiler into a cache folder and loaded with ctypes; when no
+compiler is there, or the run needs what only model.py does, simulate() uses model.py. Both give
+the same trace (tests/test_simulator_fast.py).
+"""
+
+import ctypes
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from . import model as M
+
+SOURCE = Path(__file__).with_name("_fastsim.c")
+CTRL_NAMES = {"sctp": ["INIT", "INIT-ACK", "COOKIE-ECHO", "COOKIE-ACK"], "tcp": ["SYN", "SYN-ACK", "ACK"]}
+
+
+class Params(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_int64) for name in (
+        "n", "S", "last_size", "sndbuf", "rcvbuf", "sctp", "nr", "ack_every", "delack_ns",
+        "rto_initial", "rto_min", "rto_max", "init_cwnd", "limit_ns", "delay", "qcap", "overhead",
+        "gilbert")] + [(name, ctypes.c_double) for name in ("ns_per_byte", "loss", "enter_bad",
+                                                             "leave_bad")]
+
+
+class Vec(ctypes.Structure):
+    _fields_ = [("v", ctypes.POINTER(ctypes.c_int64)), ("n", ctypes.c_int64), ("cap", ctypes.c_int64)]
+
+    def array(self, width=1):
+        if self.n == 0:
+            return np.zeros((0, width) if width > 1 else 0, dtype=np.int64)
+        a = np.ctypeslib.as_array(self.v, shape=(self.n,)).copy()
+        return a.reshape(-1, width) if width > 1 else a
+
+
+VECS = ("f_t", "f_kind", "f_a", "f_b", "a_cum", "a_rwnd", "a_boff", "a_bcnt", "b_s", "b_e", "truth",
+        "cwnd", "rec")
+
+
+class Out(ctypes.Structure):
+    _fields_ = [(name, Vec) for name in VECS] + [
+        ("counters", ctypes.c_int64 * 8), ("first_data_ns", ctypes.c_int64),
+        ("done_ns", ctypes.c_int64), ("error", ctypes.c_int64)]
+
+
+_lib = None
+
+
+def _cache_dir():
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "nrsack"
+
+
+def library():
+    """The compiled loop, built once per source version; None when it cannot be built."""
+    global _lib
+    if _lib is not None:
+        return _lib or None
+    source = SOURCE.read_bytes()
+    tag = hashlib.sha256(source + sys.version.encode()).hexdigest()[:16]
+    target = _cache_dir() / f"_fastsim-{tag}.so"
+    try:
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+                built = Path(tmp) / target.name
+                subprocess.run([os.environ.get("CC", "cc"), "-O2", "-std=c11", "-shared", "-fPIC",
+                                "-o", str(built), str(SOURCE)], check=True, capture_output=True)
+                os.replace(built, target)  # atomic: parallel workers may build at once
+        lib = ctypes.CDLL(str(target))
+    except (OSError, subprocess.CalledProcessError):
+        _lib = False
+        return None
+    lib.fastsim_run.restype = ctypes.c_int
+    lib.fastsim_run.argtypes = [ctypes.POINTER(Params), ctypes.c_void_p, ctypes.c_void_p,
+                                ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(Out)]
+    lib.fastsim_free.argtypes = [ctypes.POINTER(Out)]
+    _lib = lib
+    return lib
+
+
+def eligible(config, receiver_trace):
+    return config.protocol in ("sctp", "tcp") and not receiver_trace
+
+
+def run(sim):
+    """Run `sim` (a model.Simulation, used for its set-up: draws, ISN, sizes) in C; return its
+    Trace, or None when the compiled loop is unavailable or gave up."""
+    lib = library()
+    if lib is None:
+        return None
+    cfg = sim.cfg
+    path = cfg.paths[0]
+    enter_bad, leave_bad = sim.ge[0] if cfg.loss_model == "gilbert" else (0.0, 0.0)
+    params = Params(
+        n=sim.n, S=sim.S, last_size=sim.last_size, sndbuf=cfg.sndbuf, rcvbuf=cfg.rcvbuf,
+        sctp=int(sim.sctp_like), nr=int(sim.nr), ack_every=cfg.ack_every,
+        delack_ns=int(cfg.delack_s * M.NS), rto_initial=int(cfg.rto_initial_s * M.NS),
+        rto_min=int(cfg.rto_min_s * M.NS), rto_max=int(cfg.rto_max_s * M.NS),
+        init_cwnd=cfg.initial_cwnd_packets, limit_ns=int(cfg.max_time_s * M.NS), delay=sim.delay[0],
+        qcap=path.queue_packets, overhead=sim.overhead, gilbert=int(cfg.loss_model == "gilbert"),
+        ns_per_byte=sim.ns_per_byte[0], loss=path.loss, enter_bad=enter_bad, leave_bad=leave_bad)
+    first_draw = np.asarray(sim.first_draw, dtype=np.float64)
+    # the same stream model.py draws 65536 at a time: enough for every transmission twice over
+    draws = sim.rng_paths[0].random(2 * sim.n + 65536)
+    drop = np.zeros(sim.n, dtype=np.uint8)
+    drop[[u for u in cfg.drop_units if 0 <= u < sim.n]] = 1
+    d0 = sim.delay[0]
+    names = CTRL_NAMES[cfg.protocol]
+    if cfg.protocol == "sctp":
+        ctrl_t, ready_t = [0, 2 * d0, 2 * d0, 4 * d0], 4 * d0
+    else:
+        ctrl_t, ready_t = [0, 2 * d0, 2 * d0], 2 * d0
+    ctrl_t = np.array(ctrl_t, dtype=np.int64)
+    ctrl_name = np.arange(len(names), dtype=np.int64)
+    out = Out()
+    try:
+        err = lib.fastsim_run(ctypes.byref(params), first_draw.ctypes.data, draws.ctypes.data,
+                              len(draws), drop.ctypes.data, ctrl_t.ctypes.data,
+                              ctrl_name.ctypes.data, len(ctrl_t), ready_t, ctypes.byref(out))
+        if err:
+            return None
+        return _trace(sim, out, names)
+    finally:
+        lib.fastsim_free(ctypes.byref(out))
+
+
+def _trace(sim, out, names):
+    tr = sim.trace
+    b_s, b_e = out.b_s.array().tolist(), out.b_e.array().tolist()
+    acks = []
+    for cum, rwnd, off, cnt in zip(out.a_cum.array().tolist(), out.a_rwnd.array().tolist(),
+                                   out.a_boff.array().tolist(), out.a_bcnt.array().tolist()):
+        acks.append((cum, tuple(zip(b_s[off:off + cnt], b_e[off:off + cnt])), rwnd, None, ()))
+    sender = []
+    append = sender.append
+    for t, kind, a, b in zip(out.f_t.array().tolist(), out.f_kind.array().tolist(),
+                             out.f_a.array().tolist(), out.f_b.array().tolist()):
+        if kind == M.ACK:
+            append((t, kind, 0, acks[a], None))
+        elif kind == M.CTRL:
+            append((t, kind, 0, names[a], None))
+        else:
+            append((t, kind, 0, a, b))
+    tr.sender = sender
+    tr.rtxq = [(r[0], r[1], bool(r[2]), r[3], r[4], r[5], r[6], bool(r[7]), bool(r[8]))
+               for r in out.truth.array(9).tolist()]
+    tr.cwnd = [tuple(r) for r in out.cwnd.array(4).tolist()]
+    kinds = ("fast", "rto")
+    tr.recovery = [(p, kinds[k], s, e if e >= 0 else None) for p, k, s, e in out.rec.array(4).tolist()]
+    tr.first_data_ns = out.first_data_ns if out.first_data_ns >= 0 else None
+    tr.done_ns = out.done_ns if out.done_ns >= 0 else None
+    c = list(out.counters)
+    tr.counters = dict(data_packets=c[0], retransmissions=c[1], fast_retransmits=c[2],
+                       timeouts=c[3], acks=c[4], queue_drops=c[5], random_drops=c[6],
+                       acked_bytes=c[7])
+    return tr
