@@ -184,11 +184,13 @@ def _assemble_sctp(cap, flows, conn_flow, conn_flip):
         first = int(inits[0]) if len(inits) else int(rows[0])
         first_conn = int(ev["conn"][first])
         opener = conn_ends[first_conn][int(ev["dir"][first])]
+        peer = conn_ends[first_conn][1 - int(ev["dir"][first])]
         flow = Flow(len(flows), "sctp", members, ["", ""])
         for c in members:
-            ea, _ = conn_ends[c]
+            ea, eb = conn_ends[c]
             conn_flow[c] = flow.id
-            conn_flip[c] = 0 if ea == opener else 1
+            # a path seen in one direction only knows one of its endpoints' tags
+            conn_flip[c] = 0 if ea == opener or eb == peer else 1
         primary = cap.conns[first_conn]
         flip = conn_flip[first_conn]
         flow.endpoints = [primary.endpoint(flip), primary.endpoint(1 - flip)]
