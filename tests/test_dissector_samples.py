@@ -40,7 +40,7 @@ def expected_of(pcap: Path):
 def golden_sndbuf(pcap: Path) -> int:
     """The golden run pins nrsack.sndbuf to the first flow's B (0 when the capture has no expected file)."""
     spec = expected_of(pcap)
-    flows = spec["flows"] if spec else []
+    flows = spec.get("flows", []) if spec else []
     return int(flows[0].get("sndbuf_bytes") or 0) if flows else 0
 
 
@@ -84,7 +84,7 @@ def test_golden_file(goldens, pcap):
 def flow_cases():
     for pcap in PCAPS:
         spec = expected_of(pcap)
-        for index, flow in enumerate(spec["flows"] if spec else []):
+        for index, flow in enumerate(spec.get("flows", []) if spec else []):
             yield pytest.param(pcap, index, id=f"{ident(pcap)}-{index}")
 
 
@@ -122,23 +122,33 @@ def test_rtxq_after_each_change_equals_expected_file(goldens, pcap, index):
             assert values["nrsack.freed_bytes"] == as_field(row["freed_bytes"]), (row["frame"], "freed_bytes")
 
 
+# FS-02 is judged at the receiver's next FSACK-INIT or at the end of the capture but belongs to an
+# earlier frame (docs/decisions.md 20): a single pass in frame order cannot mark it. Only `nrsack check`.
+NOT_ONE_PASS = {"FS-02"}
+
+
 @pytest.mark.parametrize("pcap", [p for p in PCAPS if expected_of(p) is not None], ids=ident)
 def test_findings_equal_expected(goldens, pcap):
-    """Each expected finding is raised on the frame that breaks the rule (its last frame), nothing else."""
-    expected = {(f["rule"], f["frames"][-1]) for f in expected_of(pcap)["findings"]}
+    """Each expected finding is raised on the frame that breaks the rule (its last frame), with the
+    severity the expected file gives (else rules.md's), and nothing else."""
+    findings = [f for f in expected_of(pcap)["findings"] if f["rule"] not in NOT_ONE_PASS]
     g = tshark.parse_golden(goldens(pcap))
-    got = {(rule, frame) for frame, rule, _ in g.expert}
-    assert got == expected
+    got = {(rule, frame): severity for frame, rule, severity in g.expert}
+    assert set(got) == {(f["rule"], f["frames"][-1]) for f in findings}
+    for f in findings:
+        if "severity" in f:
+            assert got[(f["rule"], f["frames"][-1])] == f["severity"], f
     assert sum(g.summary.values()) == len(g.expert), "-z expert counts agree with the per-frame findings"
 
 
-@pytest.mark.parametrize("pcap", PCAPS, ids=ident)
+# the conformance vectors are many small variations of the same flows: the timelines and broken vectors suffice here
+@pytest.mark.parametrize("pcap", [p for p in PCAPS if "conformance" not in p.parts], ids=ident)
 def test_second_pass_and_display_filter_change_nothing(goldens, pcap):
     first = tshark.parse_golden(goldens(pcap))
     second = tshark.parse_golden(goldens(pcap, two_pass=True))
     assert second.rows == first.rows and second.expert == first.expert
     # a filter that keeps only some frames must show them exactly as the unfiltered run does
-    filtered = tshark.parse_golden(goldens(pcap, display_filter="nrsack.rtxq.bytes || _ws.expert"))
+    filtered = tshark.parse_golden(goldens(pcap, display_filter="nrsack.stream && frame.number > 3"))
     by_frame = {int(r["frame.number"][0]): r for r in first.rows}
     assert filtered.rows, "the filter kept no frame"
     for row in filtered.rows:

@@ -111,7 +111,10 @@ def test_sequence_wrap_gives_the_same_figures(run, isn):
 
 @pytest.mark.parametrize("name,packets,expected", [
     ("TN-02 SACK and NR overlap", [ack(0.3, 0, sack=[(1000, 2000)], nr=[(1000, 2000)])], {(8, "TN-02")}),
-    ("TN-03 revocation", [ack(0.3, 0, nr=[(1000, 2000)]), ack(0.31, 0, nr=[(2000, 3000)])], {(9, "TN-03")}),
+    ("TN-03 reported renegable", [ack(0.3, 0, nr=[(1000, 2000)]), ack(0.31, 0, sack=[(1000, 3000)])], {(9, "TN-03")}),
+    ("TN-03 left out inside the span", [ack(0.3, 0, nr=[(1000, 2000)]), ack(0.31, 0, nr=[(500, 600), (2000, 3000)])],
+     {(9, "TN-03")}),
+    ("TN-03 older block left out is legal", [ack(0.3, 0, nr=[(1000, 2000)]), ack(0.31, 0, nr=[(2000, 3000)])], set()),
     ("TN-04 retransmission", [ack(0.3, 0, nr=[(1000, 2000)]), seg(0.31, 1)], {(9, "TN-04")}),
     ("TN-05 left >= right", [ack(0.3, 0, nr=[(2000, 1000)])], {(8, "TN-05")}),
     ("TN-05 block at the ack", [ack(0.3, 1000, nr=[(1000, 2000)])], {(8, "TN-05")}),
@@ -196,7 +199,9 @@ def test_mptcp_checksum_before_the_count_byte(run):
 @pytest.mark.parametrize("name,tail,expected", [
     ("MN-02 N without DATA ACK", [mack(0.3, 0, nr=[(1000, 2000)], with_ack=False)], {(8, "MN-02")}),
     ("MN-02 count vs length", [mack(0.3, 0, nr=[(1000, 2000)], count=3)], {(8, "MN-02")}),
-    ("MN-03 revocation", [mack(0.3, 0, nr=[(1000, 2000)]), mack(0.31, 0, nr=[(2000, 3000)])], {(9, "MN-03")}),
+    ("MN-03 left out inside the span", [mack(0.3, 0, nr=[(1000, 2000)]), mack(0.31, 0, nr=[(500, 600), (2000, 3000)])],
+     {(9, "MN-03")}),
+    ("MN-03 older block left out is legal", [mack(0.3, 0, nr=[(1000, 2000)]), mack(0.31, 0, nr=[(2000, 3000)])], set()),
     ("MN-04 reinjection", [mack(0.3, 0, nr=[(1000, 2000)]), mseg(0.31, 1)], {(9, "MN-04")}),
     ("MN-05 start >= end", [mack(0.3, 0, nr=[(2000, 1000)])], {(8, "MN-05")}),
     ("MN-05 overlapping", [mack(0.3, 0, nr=[(1000, 3000), (2000, 4000)])], {(8, "MN-05")}),

@@ -46,6 +46,7 @@ static mptcp_conn_t *new_mptcp_conn(tcp_conn_t *sub)
     m->stream = nrsack_new_stream_index();
     for (int i = 0; i < 2; i++) {
         flow_dir_init(&m->dir[i], m->stream, i, "mptcp", FALSE, MN04, MN03);
+        m->dir[i].vantage = &sub->hs.vantage; /* the initial subflow's */
         m->dir[i].sender = nrsack_endpoint_str(&sub->addr[i], sub->port[i]);
         m->dir[i].receiver = nrsack_endpoint_str(&sub->addr[1 - i], sub->port[1 - i]);
     }
@@ -248,7 +249,7 @@ static void analyse_dss(const dss_t *d, const tcp_seg_t *s, guint32 payload_len,
         if (d->start[i] < d->end[i])
             nr[n++] = (ival_t){cum + d->start[i], cum + d->end[i]};
     sb_ack_result_t res;
-    rtxq_on_ack(fr, peer, cum, NULL, 0, nr, n, d->has_nr, &res);
+    rtxq_on_ack(fr, peer, cum, NULL, 0, nr, n, REVOKE_IN_SPAN, &res);
 }
 
 void mptcp_segment(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const tcp_seg_t *s, guint32 payload_len,

@@ -41,7 +41,19 @@ typedef struct flow_dir {
     gboolean nr_mode;         /* NR-SACK negotiated or seen: rtxq is rtxq_nr */
     gboolean gap_open;
     rule_t rule_rtx_after_ack, rule_revoked;
+    const gint8 *vantage;     /* the owner's capture vantage (VANTAGE_*, or the endpoint index) */
 } flow_dir_t;
+
+/* Where the capture sits (docs/decisions.md 17): next to endpoint 0 or 1, or: */
+#define VANTAGE_UNKNOWN (-2)
+#define VANTAGE_MIDDLE (-1)
+
+/* The opening exchange of a flow (INIT, INIT-ACK, COOKIE-ECHO; SYN, SYN-ACK, ACK), first of each. */
+typedef struct {
+    gboolean seen[3];
+    gint64 ns[3];
+    gint8 vantage;
+} handshake_t;
 
 /* What one frame did to one sender direction's RtxQ. */
 #define NRSACK_MAX_REVOKED 16
@@ -92,9 +104,12 @@ void flow_dir_init(flow_dir_t *d, guint32 stream, guint8 index, const char *prot
                    rule_t rule_rtx_after_ack, rule_t rule_revoked);
 /* Returns TRUE when the data was a retransmission of data already acked. */
 void rtxq_on_data(frame_result_t *fr, flow_dir_t *d, guint64 lo, guint64 hi, guint32 payload_bytes);
+/* Records step `step` (0..2) of the opening exchange; the vantage follows when all three are seen. */
+void handshake_step(handshake_t *hs, int step, const packet_info *pinfo);
+gint64 nrsack_time_ns(const packet_info *pinfo);
 /* Applies one ack; returns the scoreboard's verdict for the protocol's own rules. */
 void rtxq_on_ack(frame_result_t *fr, flow_dir_t *d, guint64 cum, const ival_t *r, guint n_r,
-                 const ival_t *nr, guint n_nr, gboolean check_revocation, sb_ack_result_t *res);
+                 const ival_t *nr, guint n_nr, sb_revoke_t revoke, sb_ack_result_t *res);
 
 /* sctp.c, tcp.c, mptcp.c: decode (every pass) and analyse (once, when fr != NULL) */
 void sctp_init_state(void);

@@ -39,16 +39,42 @@ static void refresh_figures(rtxq_update_t *u, flow_dir_t *d)
     u->gap_open = d->gap_open;
 }
 
+#define VANTAGE_RATIO 2.5 /* one handshake gap this many times the other puts the capture by one end */
+
+gint64 nrsack_time_ns(const packet_info *pinfo)
+{
+    return (gint64)pinfo->abs_ts.secs * 1000000000 + pinfo->abs_ts.nsecs;
+}
+
+void handshake_step(handshake_t *hs, int step, const packet_info *pinfo)
+{
+    if (hs->seen[step] || (step && !hs->seen[step - 1]))
+        return;
+    hs->seen[step] = TRUE;
+    hs->ns[step] = nrsack_time_ns(pinfo);
+    if (step < 2)
+        return;
+    /* the opener's reply came back late and it confirmed at once: we sit by the opener */
+    double reply = (double)(hs->ns[1] - hs->ns[0]), confirm = (double)(hs->ns[2] - hs->ns[1]);
+    hs->vantage = reply > VANTAGE_RATIO * confirm ? 0 : confirm > VANTAGE_RATIO * reply ? 1 : VANTAGE_MIDDLE;
+}
+
 void rtxq_on_data(frame_result_t *fr, flow_dir_t *d, guint64 lo, guint64 hi, guint32 payload_bytes)
 {
     sb_data_result_t res;
     if (payload_bytes > d->max_payload)
         d->max_payload = payload_bytes;
+    /* a TCP keep-alive resends the byte below the ack on purpose (decisions 21) */
+    gboolean keepalive = !d->sb.tsn_units && hi - lo <= 1 && d->sb.cum_known && lo + 1 == d->sb.cum;
     sb_data(&d->sb, lo, hi, payload_bytes, &res);
-    if (res.below_cum || res.was_nracked)
-        rules_raise(fr, d->rule_rtx_after_ack, FALSE, "%s %s retransmitted after it was %s",
-                    d->sb.tsn_units ? "TSN" : "data", d->sender ? d->sender : "",
-                    res.was_nracked ? "NR-acked" : "cum-acked");
+    if ((res.below_cum || res.was_nracked) && !keepalive) {
+        /* strict only where the capture sits by the data sender (decisions 17) */
+        gboolean by_sender = d->vantage && *d->vantage == (gint8)d->index;
+        rules_raise(fr, d->rule_rtx_after_ack, !by_sender, "%s from %s retransmitted after it was %s%s",
+                    d->sb.tsn_units ? "TSN" : "data", d->sender ? d->sender : "?",
+                    res.was_nracked ? "NR-acked" : "cum-acked",
+                    by_sender ? "" : "; the capture is not at the sender: the ack may have crossed it");
+    }
     if (!res.new_bytes)
         return; /* decisions 4: retransmissions do not change the RtxQ */
     rtxq_update_t *u = update_for(fr, d);
@@ -60,9 +86,9 @@ void rtxq_on_data(frame_result_t *fr, flow_dir_t *d, guint64 lo, guint64 hi, gui
 }
 
 void rtxq_on_ack(frame_result_t *fr, flow_dir_t *d, guint64 cum, const ival_t *r, guint n_r,
-                 const ival_t *nr, guint n_nr, gboolean check_revocation, sb_ack_result_t *res)
+                 const ival_t *nr, guint n_nr, sb_revoke_t revoke, sb_ack_result_t *res)
 {
-    sb_ack(&d->sb, cum, r, n_r, nr, n_nr, check_revocation, res);
+    sb_ack(&d->sb, cum, r, n_r, nr, n_nr, revoke, res);
     if (!res->stale)
         d->gap_open = res->gap_open;
     rtxq_update_t *u = update_for(fr, d);

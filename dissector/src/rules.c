@@ -17,7 +17,7 @@ static const rule_info_t rule_table[RULE_COUNT] = {
     [NR01] = {"NR-01", PI_ERROR, PI_PROTOCOL, TRUE, "NR-SACK without 0x10 in both INIT and INIT-ACK Supported Extensions"},
     [NR02] = {"NR-02", PI_ERROR, PI_PROTOCOL, FALSE, "TSN in both an R and an NR gap block"},
     [NR03] = {"NR-03", PI_ERROR, PI_SEQUENCE, FALSE, "NR-acked TSN revoked"},
-    [NR04] = {"NR-04", PI_WARN, PI_SEQUENCE, FALSE, "Retransmission of a TSN already NR-acked or cum-acked"},
+    [NR04] = {"NR-04", PI_WARN, PI_SEQUENCE, TRUE, "Retransmission of a TSN already NR-acked or cum-acked"},
     [NR05] = {"NR-05", PI_ERROR, PI_MALFORMED, FALSE, "Malformed NR-SACK / SACK gap blocks"},
     [NR06] = {"NR-06", PI_WARN, PI_PROTOCOL, FALSE, "Plain SACK after NR-SACK was negotiated"},
     [NR07] = {"NR-07", PI_NOTE, PI_SEQUENCE, FALSE, "Cumulative TSN ack moves backwards"},
@@ -26,12 +26,12 @@ static const rule_info_t rule_table[RULE_COUNT] = {
     [TN01] = {"TN-01", PI_ERROR, PI_PROTOCOL, TRUE, "TCP NR-SACK blocks without NR-SACK-Permitted on SYN and SYN-ACK"},
     [TN02] = {"TN-02", PI_ERROR, PI_PROTOCOL, FALSE, "Byte in both a SACK block and an NR-SACK block"},
     [TN03] = {"TN-03", PI_ERROR, PI_SEQUENCE, FALSE, "NR-acked bytes revoked"},
-    [TN04] = {"TN-04", PI_WARN, PI_SEQUENCE, FALSE, "Retransmission of bytes already NR-acked or cum-acked"},
+    [TN04] = {"TN-04", PI_WARN, PI_SEQUENCE, TRUE, "Retransmission of bytes already NR-acked or cum-acked"},
     [TN05] = {"TN-05", PI_ERROR, PI_MALFORMED, FALSE, "Malformed TCP NR-SACK option"},
     [MN01] = {"MN-01", PI_ERROR, PI_PROTOCOL, TRUE, "DSS NR blocks without MPTCP NR-SACK capability on SYN and SYN-ACK"},
     [MN02] = {"MN-02", PI_ERROR, PI_MALFORMED, FALSE, "DSS flag N without DATA ACK, or count disagrees with length"},
     [MN03] = {"MN-03", PI_ERROR, PI_SEQUENCE, FALSE, "NR-acked data-level bytes revoked"},
-    [MN04] = {"MN-04", PI_WARN, PI_SEQUENCE, FALSE, "Data-level retransmission of bytes already NR-acked or DATA-ACKed"},
+    [MN04] = {"MN-04", PI_WARN, PI_SEQUENCE, TRUE, "Data-level retransmission of bytes already NR-acked or DATA-ACKed"},
     [MN05] = {"MN-05", PI_ERROR, PI_MALFORMED, FALSE, "Malformed MPTCP NR blocks"},
     [FS01] = {"FS-01", PI_ERROR, PI_PROTOCOL, FALSE, "FSACK-ACK timestamp never sent in an FSACK-INIT"},
     [FS02] = {"FS-02", PI_WARN, PI_PROTOCOL, FALSE, "FSACK-INIT answered on fewer return paths than receiver addresses"},
@@ -92,8 +92,7 @@ void rules_raise(frame_result_t *fr, rule_t rule, gboolean note, const char *fmt
     finding_t *f = wmem_new0(wmem_file_scope(), finding_t);
     f->rule = rule;
     f->note = note && rule_table[rule].has_note;
-    f->message = wmem_strdup_printf(wmem_file_scope(), "%s: %s%s", rule_table[rule].id, detail,
-                                    f->note ? " (handshake or data not captured)" : "");
+    f->message = wmem_strdup_printf(wmem_file_scope(), "%s: %s", rule_table[rule].id, detail);
     if (fr->last_finding)
         fr->last_finding->next = f;
     else

@@ -212,8 +212,51 @@ static void add_clipped_to_sent(scoreboard_t *sb, iset_t *s, guint64 lo, guint64
     }
 }
 
+static void note_revoked(sb_ack_result_t *res, guint64 lo, guint64 hi)
+{
+    if (res->n_revoked < SB_MAX_REPORTED)
+        res->revoked[res->n_revoked] = (ival_t){lo, hi};
+    res->n_revoked++;
+}
+
+/* NR-acked units (above the cum ack) inside `claimed` that `reported` leaves out. */
+static void find_revoked(const scoreboard_t *sb, const ival_t *r, guint n_r, const ival_t *nr, guint n_nr,
+                         sb_revoke_t revoke, sb_ack_result_t *res)
+{
+    iset_t reported = {0}, claimed = {0};
+    for (guint i = 0; i < n_nr; i++)
+        iset_add(&reported, nr[i].lo, nr[i].hi);
+    if (revoke == REVOKE_ALL) {
+        iset_add(&claimed, sb->cum, G_MAXUINT64);
+    } else {
+        for (guint i = 0; i < n_r; i++)
+            iset_add(&claimed, r[i].lo, r[i].hi);
+        if (reported.n)
+            iset_add(&claimed, reported.v[0].lo, reported.v[reported.n - 1].hi);
+    }
+    for (guint i = 0; i < sb->nracked.n; i++) {
+        for (guint c = 0; c < claimed.n; c++) {
+            guint64 lo = MAX(sb->nracked.v[i].lo, claimed.v[c].lo), hi = MIN(sb->nracked.v[i].hi, claimed.v[c].hi);
+            if (lo >= hi)
+                continue;
+            guint64 x = lo; /* walk [lo, hi) past the reported intervals */
+            for (guint k = 0; k < reported.n && x < hi; k++) {
+                if (reported.v[k].hi <= x)
+                    continue;
+                if (reported.v[k].lo > x)
+                    note_revoked(res, x, MIN(hi, reported.v[k].lo));
+                x = MAX(x, reported.v[k].hi);
+            }
+            if (x < hi)
+                note_revoked(res, x, hi);
+        }
+    }
+    wmem_free(wmem_file_scope(), reported.v);
+    wmem_free(wmem_file_scope(), claimed.v);
+}
+
 void sb_ack(scoreboard_t *sb, guint64 cum, const ival_t *r, guint n_r, const ival_t *nr, guint n_nr,
-            gboolean check_revocation, sb_ack_result_t *res)
+            sb_revoke_t revoke, sb_ack_result_t *res)
 {
     memset(res, 0, sizeof(*res));
     res->stale = sb->cum_known && cum < sb->cum;
@@ -227,33 +270,8 @@ void sb_ack(scoreboard_t *sb, guint64 cum, const ival_t *r, guint n_r, const iva
     iset_trim_below(&sb->sacked, sb->cum);
     iset_trim_below(&sb->nracked, sb->cum);
 
-    /* revocation: NR-acked units above cum that this ack neither cum-acks nor NR-acks */
-    if (check_revocation && !res->stale) {
-        iset_t reported = {0};
-        for (guint i = 0; i < n_nr; i++)
-            iset_add(&reported, nr[i].lo, nr[i].hi);
-        for (guint i = 0; i < sb->nracked.n; i++) {
-            guint64 lo = sb->nracked.v[i].lo, hi = sb->nracked.v[i].hi;
-            guint64 x = lo;
-            for (guint k = 0; k < reported.n && x < hi; k++) {
-                if (reported.v[k].hi <= x)
-                    continue;
-                if (reported.v[k].lo > x) {
-                    guint64 end = MIN(hi, reported.v[k].lo);
-                    if (res->n_revoked < SB_MAX_REPORTED)
-                        res->revoked[res->n_revoked] = (ival_t){x, end};
-                    res->n_revoked++;
-                }
-                x = MAX(x, reported.v[k].hi);
-            }
-            if (x < hi) {
-                if (res->n_revoked < SB_MAX_REPORTED)
-                    res->revoked[res->n_revoked] = (ival_t){x, hi};
-                res->n_revoked++;
-            }
-        }
-        wmem_free(wmem_file_scope(), reported.v);
-    }
+    if (revoke != REVOKE_NONE && !res->stale)
+        find_revoked(sb, r, n_r, nr, n_nr, revoke, res);
 
     if (!res->stale) {
         for (guint i = 0; i < n_r && !res->gap_open; i++)

@@ -64,10 +64,16 @@ void sb_init(scoreboard_t *sb, gboolean tsn_units);
 guint64 sb_unwrap(scoreboard_t *sb, guint32 v);
 guint64 sb_unwrap64(scoreboard_t *sb, guint64 v); /* 64-bit numbers only anchor */
 void sb_data(scoreboard_t *sb, guint64 lo, guint64 hi, guint32 tsn_size, sb_data_result_t *res);
-/* nr_blocks may be unsorted or overlapping (malformed input); check_revocation when this ack is of the
- * kind that must repeat every NR-acked unit. */
+/* Which NR-acked units above the cum ack a later (non-stale) ack must still report (docs/decisions.md 16). */
+typedef enum {
+    REVOKE_NONE,     /* this ack says nothing about non-renegable data (SCTP SACK) */
+    REVOKE_ALL,      /* every one (SCTP NR-SACK: no room limit) */
+    REVOKE_IN_SPAN,  /* those inside its R blocks or inside the span of its NR blocks (TCP, MPTCP) */
+} sb_revoke_t;
+
+/* r and nr may be unsorted or overlapping (malformed input). */
 void sb_ack(scoreboard_t *sb, guint64 cum, const ival_t *r, guint n_r, const ival_t *nr, guint n_nr,
-            gboolean check_revocation, sb_ack_result_t *res);
+            sb_revoke_t revoke, sb_ack_result_t *res);
 void sb_figures(const scoreboard_t *sb, sb_figures_t *f);
 guint64 sb_bytes(const scoreboard_t *sb, guint64 lo, guint64 hi);
 

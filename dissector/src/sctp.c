@@ -11,7 +11,9 @@
 #define CHUNK_INIT 0x01
 #define CHUNK_INIT_ACK 0x02
 #define CHUNK_SACK 0x03
+#define CHUNK_COOKIE_ECHO 0x0A
 #define CHUNK_NR_SACK 0x10
+#define FSACK_MAX_UPDATE_INTERVAL_NS G_GINT64_CONSTANT(1000000000)
 #define PARAM_IPV4 5
 #define PARAM_IPV6 6
 #define PARAM_SUPPORTED_EXT 0x8008
@@ -26,7 +28,7 @@ typedef struct {
     gboolean tag_known[2];
     gboolean init_seen, init_ack_seen;
     gboolean ext_nr[2], ext_fsack[2];  /* listed in INIT (0) / INIT-ACK (1) */
-    gboolean data_start_seen[2];       /* first DATA of a direction seen after the handshake */
+    handshake_t hs;
     address addrs[2][MAX_ADDRS];
     guint n_addrs[2];
     flow_dir_t dir[2];                 /* dir[i]: data sent by endpoint i */
@@ -36,6 +38,8 @@ typedef struct {
     address first_fsack_ack_src;
     gboolean fsack_path_set[2];        /* FSACK path of the acks endpoint i sends */
     address fsack_path[2];
+    gboolean complete_seen[2], data_seen[2]; /* FS-05: endpoint i's last FSACK-COMPLETE and DATA */
+    gint64 complete_ns[2], last_data_ns[2];
 } sctp_assoc_t;
 
 static wmem_map_t *assoc_by_endpoint; /* (port << 32 | tag) -> assoc: the endpoint owning the tag */
@@ -84,8 +88,11 @@ static sctp_assoc_t *new_assoc(packet_info *pinfo, guint16 sport, guint16 dport)
     a->stream = nrsack_new_stream_index();
     a->port[0] = sport;
     a->port[1] = dport;
-    for (int i = 0; i < 2; i++)
+    a->hs.vantage = VANTAGE_UNKNOWN;
+    for (int i = 0; i < 2; i++) {
         flow_dir_init(&a->dir[i], a->stream, i, "sctp", TRUE, NR04, NR03);
+        a->dir[i].vantage = &a->hs.vantage;
+    }
     a->dir[0].sender = a->dir[1].receiver = nrsack_endpoint_str(&pinfo->net_src, sport);
     a->dir[1].sender = a->dir[0].receiver = nrsack_endpoint_str(&pinfo->net_dst, dport);
     return a;
@@ -243,12 +250,12 @@ static void analyse_sack(tvbuff_t *tvb, int off, guint8 type, guint16 len, packe
     if (blocks_intersect(r, kr, nr, knr))
         rules_raise(fr, NR02, FALSE, "a TSN lies in both an R and an NR gap block");
     sb_ack_result_t res;
-    rtxq_on_ack(fr, d, cum64 + 1, r, kr, nr, knr, nr_sack, &res);
+    rtxq_on_ack(fr, d, cum64 + 1, r, kr, nr, knr, nr_sack ? REVOKE_ALL : REVOKE_NONE, &res);
     if (res.stale)
         rules_raise(fr, NR07, FALSE, "cumulative TSN ack %u is below %u", cum, (guint32)(d->sb.cum - 1));
-    if (res.beyond_sent)
-        rules_raise(fr, NR09, !(handshake && a->data_start_seen[1 - from]), "ack covers TSNs never sent (highest sent %u)",
-                    (guint32)(d->sb.snd_max - 1));
+    if (res.beyond_sent) /* a note when the direction's initial TSN (INIT / INIT-ACK) was not captured */
+        rules_raise(fr, NR09, !(d->index == 0 ? a->init_seen : a->init_ack_seen),
+                    "ack covers TSNs never sent (highest sent %u)", (guint32)(d->sb.snd_max - 1));
 }
 
 /* ---- FSACK ---- */
@@ -327,6 +334,25 @@ static void dissect_fsack(tvbuff_t *tvb, int off, guint8 type, guint16 len, pack
         free_address_wmem(wmem_file_scope(), &a->fsack_path[receiver]);
     copy_address_wmem(wmem_file_scope(), &a->fsack_path[receiver], &addr);
     a->fsack_path_set[receiver] = TRUE;
+    a->complete_seen[from] = TRUE;
+    a->complete_ns[from] = nrsack_time_ns(pinfo);
+}
+
+/* FS-05 on the first DATA of each whole update interval after the sender's last FSACK-COMPLETE
+ * (decisions 20), judged against the sender's previous DATA. */
+static void check_fsack_update_interval(packet_info *pinfo, sctp_assoc_t *a, int from, frame_result_t *fr)
+{
+    gint64 now = nrsack_time_ns(pinfo);
+    if (a->complete_seen[from] && a->data_seen[from]) {
+        gint64 since = a->complete_ns[from];
+        gint64 overdue = (now - since) / FSACK_MAX_UPDATE_INTERVAL_NS;
+        gint64 before = MAX(0, (a->last_data_ns[from] - since) / FSACK_MAX_UPDATE_INTERVAL_NS);
+        if (overdue >= 1 && overdue > before)
+            rules_raise(fr, FS05, FALSE, "DATA %.3f s after the last FSACK-COMPLETE; the path must be confirmed every 1 s",
+                        (double)(now - since) / 1e9);
+    }
+    a->data_seen[from] = TRUE;
+    a->last_data_ns[from] = now;
 }
 
 /* ---- the packet ---- */
@@ -351,6 +377,7 @@ void sctp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, frame_res
         add_addr(a, from, &pinfo->net_src);
     }
 
+    gboolean data_checked = FALSE;
     guint off = 12;
     while (off + 4 <= reported) {
         if (off + 4 > captured) {
@@ -367,6 +394,8 @@ void sctp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, frame_res
             rules_raise(fr, GEN01, FALSE, "chunk type %u at offset %u truncated by the capture", type, off);
             return;
         }
+        if (a && (type == CHUNK_INIT || type == CHUNK_INIT_ACK || type == CHUNK_COOKIE_ECHO))
+            handshake_step(&a->hs, type == CHUNK_INIT ? 0 : type == CHUNK_INIT_ACK ? 1 : 2, pinfo);
         if ((type == CHUNK_INIT || type == CHUNK_INIT_ACK) && len >= 20) {
             int ep = type == CHUNK_INIT ? 0 : 1;
             if (a) {
@@ -388,8 +417,9 @@ void sctp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, frame_res
             } else {
                 flow_dir_t *d = &a->dir[from];
                 guint64 tsn = sb_unwrap(&d->sb, tvb_get_ntohl(tvb, off + 4));
-                if (a->init_ack_seen && d->sb.snd_max == 0)
-                    a->data_start_seen[from] = TRUE;
+                if (!data_checked)
+                    check_fsack_update_interval(pinfo, a, from, fr);
+                data_checked = TRUE;
                 rtxq_on_data(fr, d, tsn, tsn + 1, len - 16);
             }
         } else if ((type == CHUNK_SACK || type == CHUNK_NR_SACK) && a) {

@@ -113,8 +113,12 @@ static gboolean parse_segment(tvbuff_t *tvb, tcp_seg_t *s)
         if (off + 2 > s->hlen)
             break;
         guint8 len = tvb_get_guint8(tvb, off + 1);
-        if (len < 2 || off + len > s->hlen)
-            break; /* Wireshark's TCP dissector reports the bad option */
+        if (len < 2 || off + len > s->hlen) {
+            /* Wireshark's TCP dissector reports the bad option; ours is also TN-05 */
+            s->nr_overruns = (kind == OPT_EXP_FD || kind == OPT_EXP_FE) && off + 4 <= s->hlen &&
+                             tvb_get_ntohs(tvb, off + 2) == nrsack_prefs.tcp_exid;
+            break;
+        }
         if (kind == OPT_SACK_PERM) {
             s->sack_permitted = TRUE;
         } else if (kind == OPT_SACK) {
@@ -195,6 +199,7 @@ static tcp_conn_t *find_conn(packet_info *pinfo, const tcp_seg_t *s, gboolean cr
         copy_address_wmem(wmem_file_scope(), &c->addr[!reversed], &pinfo->net_dst);
         c->port[reversed] = s->sport;
         c->port[!reversed] = s->dport;
+        c->hs.vantage = VANTAGE_UNKNOWN;
         conn_key_t *kk = wmem_new(wmem_file_scope(), conn_key_t);
         *kk = k;
         wmem_map_insert(conn_table, kk, c);
@@ -208,6 +213,7 @@ static void init_tcp_dirs(tcp_conn_t *c)
     c->stream = nrsack_new_stream_index();
     for (int i = 0; i < 2; i++) {
         flow_dir_init(&c->dir[i], c->stream, i, "tcp", FALSE, TN04, TN03);
+        c->dir[i].vantage = &c->hs.vantage;
         c->dir[i].sender = nrsack_endpoint_str(&c->addr[i], c->port[i]);
         c->dir[i].receiver = nrsack_endpoint_str(&c->addr[1 - i], c->port[1 - i]);
     }
@@ -229,6 +235,8 @@ static void analyse_tcp(const tcp_seg_t *s, packet_info *pinfo, guint32 payload_
         guint64 seq = sb_unwrap(&mine->sb, s->seq);
         rtxq_on_data(fr, mine, seq, seq + payload_len, payload_len);
     }
+    if (s->nr_overruns)
+        rules_raise(fr, TN05, FALSE, "NR-SACK option length runs past the end of the TCP options");
     if (s->has_nr && !s->nr.permitted) {
         gboolean handshake = c->syn_seen[0] && c->syn_seen[1];
         if (!(c->nr_permitted[0] && c->nr_permitted[1]))
@@ -268,9 +276,8 @@ static void analyse_tcp(const tcp_seg_t *s, packet_info *pinfo, guint32 payload_
     }
     if (s->has_nr && !s->nr.permitted)
         n_nr += collect_nr_blocks(s, peer, nr + n_nr);
-    gboolean nr_ack = (s->has_nr && !s->nr.permitted) || (never_renege && s->has_sack);
     sb_ack_result_t res;
-    rtxq_on_ack(fr, peer, sb_unwrap(&peer->sb, s->ack), sack, n_sack, nr, n_nr, nr_ack, &res);
+    rtxq_on_ack(fr, peer, sb_unwrap(&peer->sb, s->ack), sack, n_sack, nr, n_nr, REVOKE_IN_SPAN, &res);
 }
 
 void tcp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, guint32 payload_len, frame_result_t *fr)
@@ -286,6 +293,10 @@ void tcp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, guint32 pa
         return;
     if (fr) {
         gboolean syn = s.flags & TCP_FLAG_SYN;
+        if (syn)
+            handshake_step(&c->hs, (s.flags & TCP_FLAG_ACK) ? 1 : 0, pinfo);
+        else if ((s.flags & TCP_FLAG_ACK) && from == 0)
+            handshake_step(&c->hs, 2, pinfo);
         if (syn) {
             int ep = (s.flags & TCP_FLAG_ACK) ? 1 : 0;
             c->syn_seen[ep] = TRUE;

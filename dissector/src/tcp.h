@@ -32,6 +32,7 @@ typedef struct {
     guint32 sack_left[TCP_MAX_BLOCKS], sack_right[TCP_MAX_BLOCKS];
     gboolean has_nr;      /* an NR-SACK option with our ExID */
     nr_option_t nr;
+    gboolean nr_overruns; /* an option with our ExID whose length runs past the header */
     guint n_mptcp;
     guint mptcp_off[TCP_MAX_MPTCP_OPTS], mptcp_len[TCP_MAX_MPTCP_OPTS];
 } tcp_seg_t;
@@ -46,6 +47,7 @@ typedef struct tcp_conn {
     gboolean nr_permitted[2];
     guint8 nr_flags[2];
     flow_dir_t dir[2];         /* TCP level, dir[i]: data sent by endpoint i */
+    handshake_t hs;            /* SYN, SYN-ACK, the opener's first ACK */
     /* MPTCP subflow */
     gboolean is_mptcp;
     gboolean mp_capable_syn[2];
