@@ -615,3 +615,170 @@ void fastsim_free(Out *o) {
                  &o->a_bcnt, &o->b_s, &o->b_e, &o->truth, &o->cwnd, &o->rec};
     for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++) { free(vs[i]->v); vs[i]->v = NULL; }
 }
+
+/* ---------------------------------------------------------------------------------------------
+ * The pcap writer of wire.py for these traces (single path SCTP / TCP, sender side), byte for
+ * byte the same output: templates and headers come from wire.py, this only patches and sums.
+ * ------------------------------------------------------------------------------------------- */
+#include <stdio.h>
+
+typedef struct {
+    i64 sctp, nr, n, S, last_size, total_bytes, isn, peer_seq, epoch, rcvbuf_unused;
+    const uint8_t *tpl_full, *tpl_last;   /* whole data frames (Ethernet..payload) */
+    i64 len_full, len_last, sum_full, sum_last;  /* TCP: words sum mod 0xFFFF with seq, csum 0 */
+    const uint8_t *ack_head;             /* Ethernet + IPv4 (length, checksum 0), receiver->sender */
+    i64 sport, dport, tag;               /* ports of the ack direction; SCTP verification tag */
+    i64 pseudo_base;                     /* TCP: pseudo-header sum without the length, mod 0xFFFF */
+    i64 wscale;
+    const uint8_t *ctrl; const i64 *ctrl_off, *ctrl_len;
+} WParams;
+
+static uint32_t crc_table[8][256];
+static void crc_init(void) {
+    if (crc_table[0][1]) return;
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++)
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xFF];
+}
+static uint32_t crc32c(const uint8_t *p, size_t n) {
+    uint32_t c = 0xFFFFFFFFu;
+    while (n >= 8) {
+        uint32_t lo = c ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+        uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
+        c = crc_table[7][lo & 0xFF] ^ crc_table[6][(lo >> 8) & 0xFF] ^ crc_table[5][(lo >> 16) & 0xFF] ^
+            crc_table[4][lo >> 24] ^ crc_table[3][hi & 0xFF] ^ crc_table[2][(hi >> 8) & 0xFF] ^
+            crc_table[1][(hi >> 16) & 0xFF] ^ crc_table[0][hi >> 24];
+        p += 8; n -= 8;
+    }
+    while (n--) c = (c >> 8) ^ crc_table[0][(c ^ *p++) & 0xFF];
+    return ~c;
+}
+static void put16(uint8_t *p, uint32_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
+static void put32(uint8_t *p, uint32_t v) { p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v; }
+static void put32le(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24); }
+static uint64_t words_sum(const uint8_t *p, size_t n) {  /* sum of big-endian 16-bit words, odd byte padded */
+    uint64_t s = 0;
+    for (size_t i = 0; i + 1 < n; i += 2) s += (uint32_t)p[i] << 8 | p[i + 1];
+    if (n & 1) s += (uint32_t)p[n - 1] << 8;
+    return s;
+}
+static uint32_t ip_checksum(const uint8_t *ip) {  /* the standard one (Scapy's) */
+    uint64_t s = words_sum(ip, 20);
+    while (s >> 16) s = (s & 0xFFFF) + (s >> 16);
+    return (uint32_t)(~s & 0xFFFF);
+}
+static i64 unit_bytes(const WParams *w, i64 u) { return u >= w->n ? w->total_bytes : u * w->S; }
+
+/* one ack frame into buf (room for 1600 bytes); returns its length */
+static size_t build_ack(const WParams *w, uint8_t *buf, i64 cum, i64 rwnd, const i64 *bs, const i64 *be, i64 nb) {
+    uint8_t *ip = buf + 14, *l4 = buf + 34;
+    size_t l4len;
+    memcpy(buf, w->ack_head, 34);
+    if (w->sctp) {
+        i64 base = cum - 1;
+        uint8_t *c = l4 + 12;
+        put16(l4, (uint32_t)w->sport); put16(l4 + 2, (uint32_t)w->dport);
+        put32(l4 + 4, (uint32_t)w->tag); put32(l4 + 8, 0);
+        size_t head = w->nr ? 20 : 16;
+        c[0] = w->nr ? 0x10 : 0x03; c[1] = 0;
+        put16(c + 2, (uint32_t)(head + 4 * nb));
+        put32(c + 4, (uint32_t)((w->isn + base) & 0xFFFFFFFF));
+        put32(c + 8, (uint32_t)rwnd);
+        if (w->nr) { put16(c + 12, 0); put16(c + 14, (uint32_t)nb); put16(c + 16, 0); put16(c + 18, 0); }
+        else { put16(c + 12, (uint32_t)nb); put16(c + 14, 0); }
+        for (i64 i = 0; i < nb; i++) {
+            put16(c + head + 4 * i, (uint32_t)(bs[i] - base));
+            put16(c + head + 4 * i + 2, (uint32_t)(be[i] - 1 - base));
+        }
+        l4len = 12 + head + 4 * (size_t)nb;
+        put32le(l4 + 8, crc32c(l4, l4len));
+    } else {
+        uint8_t *o = l4 + 20;
+        size_t olen = 0;
+        if (nb) {
+            if (w->nr) { o[0] = 253; o[1] = (uint8_t)(4 + 8 * nb); put16(o + 2, 0x4E52); olen = 4; }
+            else { o[0] = 5; o[1] = (uint8_t)(2 + 8 * nb); olen = 2; }
+            for (i64 i = 0; i < nb; i++) {
+                put32(o + olen, (uint32_t)((w->isn + 1 + unit_bytes(w, bs[i])) & 0xFFFFFFFF));
+                put32(o + olen + 4, (uint32_t)((w->isn + 1 + unit_bytes(w, be[i])) & 0xFFFFFFFF));
+                olen += 8;
+            }
+            while (olen % 4) o[olen++] = 1;
+        }
+        size_t hl = 20 + olen;
+        i64 win = rwnd < 0 ? 0 : rwnd >> w->wscale;
+        if (win > 0xFFFF) win = 0xFFFF;
+        put16(l4, (uint32_t)w->sport); put16(l4 + 2, (uint32_t)w->dport);
+        put32(l4 + 4, (uint32_t)w->peer_seq);
+        put32(l4 + 8, (uint32_t)((w->isn + 1 + unit_bytes(w, cum)) & 0xFFFFFFFF));
+        l4[12] = (uint8_t)((hl / 4) << 4); l4[13] = 0x10;
+        put16(l4 + 14, (uint32_t)win); put16(l4 + 16, 0); put16(l4 + 18, 0);
+        l4len = hl;
+        uint64_t total = (uint64_t)w->pseudo_base + hl + words_sum(l4, hl);
+        put16(l4 + 16, (uint32_t)(0xFFFF - total % 0xFFFF));
+    }
+    put16(ip + 2, (uint32_t)(20 + l4len));
+    put16(ip + 10, 0);
+    put16(ip + 10, ip_checksum(ip));
+    return 34 + l4len;
+}
+
+int fastsim_write_pcap(const char *path, const WParams *w, const i64 *t, const i64 *kind,
+                       const i64 *fa, i64 nframes, const i64 *a_cum, const i64 *a_rwnd,
+                       const i64 *a_boff, const i64 *a_bcnt, const i64 *bs, const i64 *be) {
+    crc_init();
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    setvbuf(f, NULL, _IOFBF, 1 << 20);
+    uint8_t hdr[24];
+    uint32_t magic = 0xA1B2C3D4u;
+    memcpy(hdr, &magic, 4);
+    uint16_t vmaj = 2, vmin = 4; int32_t zone = 0; uint32_t sig = 0, snap = 65535, link = 1;
+    memcpy(hdr + 4, &vmaj, 2); memcpy(hdr + 6, &vmin, 2); memcpy(hdr + 8, &zone, 4);
+    memcpy(hdr + 12, &sig, 4); memcpy(hdr + 16, &snap, 4); memcpy(hdr + 20, &link, 4);
+    fwrite(hdr, 1, 24, f);
+    uint8_t *full = malloc((size_t)w->len_full), *last = malloc((size_t)w->len_last), ack[1600];
+    if (!full || !last) { fclose(f); free(full); free(last); return -1; }
+    memcpy(full, w->tpl_full, (size_t)w->len_full);
+    memcpy(last, w->tpl_last, (size_t)w->len_last);
+    for (i64 i = 0; i < nframes; i++) {
+        const uint8_t *pkt;
+        size_t len;
+        if (kind[i] <= 1) {  /* DATA or RTX */
+            i64 u = fa[i];
+            int is_last = u == w->n - 1;
+            uint8_t *p = is_last ? last : full;
+            len = (size_t)(is_last ? w->len_last : w->len_full);
+            if (w->sctp) {
+                put32(p + 50, (uint32_t)((w->isn + u) & 0xFFFFFFFF));
+                put32(p + 42, 0);
+                put32le(p + 42, crc32c(p + 34, len - 34));
+            } else {
+                uint32_t seq = (uint32_t)((w->isn + 1 + u * w->S) & 0xFFFFFFFF);
+                put32(p + 38, seq);
+                put16(p + 50, 0);
+                uint64_t total = (uint64_t)(is_last ? w->sum_last : w->sum_full) + (seq >> 16) + (seq & 0xFFFF);
+                put16(p + 50, (uint32_t)(0xFFFF - total % 0xFFFF));
+            }
+            pkt = p;
+        } else if (kind[i] == 2) {
+            i64 a = fa[i];
+            len = build_ack(w, ack, a_cum[a], a_rwnd[a], bs + a_boff[a], be + a_boff[a], a_bcnt[a]);
+            pkt = ack;
+        } else {
+            pkt = w->ctrl + w->ctrl_off[fa[i]];
+            len = (size_t)w->ctrl_len[fa[i]];
+        }
+        i64 us = t[i] / 1000;
+        uint32_t rec[4] = {(uint32_t)(w->epoch + us / 1000000), (uint32_t)(us % 1000000), (uint32_t)len, (uint32_t)len};
+        fwrite(rec, 4, 4, f);
+        fwrite(pkt, 1, len, f);
+    }
+    free(full); free(last);
+    return fclose(f) ? -1 : 0;
+}

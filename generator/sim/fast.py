@@ -8,9 +8,12 @@ the same trace (tests/test_simulator_fast.py).
 import ctypes
 import hashlib
 import os
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -82,6 +85,9 @@ def library():
                                 ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                 ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(Out)]
     lib.fastsim_free.argtypes = [ctypes.POINTER(Out)]
+    lib.fastsim_write_pcap.restype = ctypes.c_int
+    lib.fastsim_write_pcap.argtypes = [ctypes.c_char_p, ctypes.POINTER(WParams)] + [ctypes.c_void_p] * 3 + [
+        ctypes.c_int64] + [ctypes.c_void_p] * 6
     _lib = lib
     return lib
 
@@ -132,26 +138,56 @@ def run(sim):
         lib.fastsim_free(ctypes.byref(out))
 
 
+class LazyFrames(Sequence):
+    """trace.sender of a compiled run: columns, turned into model.py's frame tuples only when
+    someone asks for them (the pcap writer and the truth read the columns)."""
+
+    def __init__(self, columns, names):
+        self.columns = columns
+        self.names = names
+        self._frames = None
+
+    def _list(self):
+        if self._frames is None:
+            c = self.columns
+            b_s, b_e = c["b_s"].tolist(), c["b_e"].tolist()
+            acks = [(cum, tuple(zip(b_s[off:off + cnt], b_e[off:off + cnt])), rwnd, None, ())
+                    for cum, rwnd, off, cnt in zip(c["a_cum"].tolist(), c["a_rwnd"].tolist(),
+                                                   c["a_boff"].tolist(), c["a_bcnt"].tolist())]
+            frames = []
+            for t, kind, a, b in zip(c["t"].tolist(), c["kind"].tolist(), c["a"].tolist(),
+                                     c["b"].tolist()):
+                if kind == M.ACK:
+                    frames.append((t, kind, 0, acks[a], None))
+                elif kind == M.CTRL:
+                    frames.append((t, kind, 0, self.names[a], None))
+                else:
+                    frames.append((t, kind, 0, a, b))
+            self._frames = frames
+        return self._frames
+
+    def __len__(self):
+        return len(self.columns["t"])
+
+    def __getitem__(self, i):
+        return self._list()[i]
+
+    def __iter__(self):
+        return iter(self._list())
+
+    def __eq__(self, other):
+        return list(self) == list(other)
+
+
 def _trace(sim, out, names):
     tr = sim.trace
-    b_s, b_e = out.b_s.array().tolist(), out.b_e.array().tolist()
-    acks = []
-    for cum, rwnd, off, cnt in zip(out.a_cum.array().tolist(), out.a_rwnd.array().tolist(),
-                                   out.a_boff.array().tolist(), out.a_bcnt.array().tolist()):
-        acks.append((cum, tuple(zip(b_s[off:off + cnt], b_e[off:off + cnt])), rwnd, None, ()))
-    sender = []
-    append = sender.append
-    for t, kind, a, b in zip(out.f_t.array().tolist(), out.f_kind.array().tolist(),
-                             out.f_a.array().tolist(), out.f_b.array().tolist()):
-        if kind == M.ACK:
-            append((t, kind, 0, acks[a], None))
-        elif kind == M.CTRL:
-            append((t, kind, 0, names[a], None))
-        else:
-            append((t, kind, 0, a, b))
-    tr.sender = sender
-    tr.rtxq = [(r[0], r[1], bool(r[2]), r[3], r[4], r[5], r[6], bool(r[7]), bool(r[8]))
-               for r in out.truth.array(9).tolist()]
+    columns = {"t": out.f_t.array(), "kind": out.f_kind.array(), "a": out.f_a.array(),
+               "b": out.f_b.array(), "a_cum": out.a_cum.array(), "a_rwnd": out.a_rwnd.array(),
+               "a_boff": out.a_boff.array(), "a_bcnt": out.a_bcnt.array(),
+               "b_s": out.b_s.array(), "b_e": out.b_e.array()}
+    tr.columns = columns
+    tr.sender = LazyFrames(columns, names)
+    tr.rtxq = out.truth.array(9)
     tr.cwnd = [tuple(r) for r in out.cwnd.array(4).tolist()]
     kinds = ("fast", "rto")
     tr.recovery = [(p, kinds[k], s, e if e >= 0 else None) for p, k, s, e in out.rec.array(4).tolist()]
@@ -162,3 +198,64 @@ def _trace(sim, out, names):
                        timeouts=c[3], acks=c[4], queue_drops=c[5], random_drops=c[6],
                        acked_bytes=c[7])
     return tr
+
+
+class WParams(ctypes.Structure):
+    _fields_ = ([(name, ctypes.c_int64) for name in (
+        "sctp", "nr", "n", "S", "last_size", "total_bytes", "isn", "peer_seq", "epoch", "unused")]
+        + [("tpl_full", ctypes.c_char_p), ("tpl_last", ctypes.c_char_p)]
+        + [(name, ctypes.c_int64) for name in ("len_full", "len_last", "sum_full", "sum_last")]
+        + [("ack_head", ctypes.c_char_p)]
+        + [(name, ctypes.c_int64) for name in ("sport", "dport", "tag", "pseudo_base", "wscale")]
+        + [("ctrl", ctypes.c_char_p), ("ctrl_off", ctypes.c_void_p), ("ctrl_len", ctypes.c_void_p)])
+
+
+def write_pcap(trace, path, wire):
+    """Write the sender frames of a compiled run with the compiled writer; False when it does
+    not apply (then wire.py's loop writes). The bytes are wire.py's (tests check)."""
+    columns = getattr(trace, "columns", None)
+    lib = library()
+    if columns is None or lib is None:
+        return False
+    from . import wire as W
+
+    n, S = wire.n, wire.S
+    full = bytes(wire.data(0, 0, 0)) if n > 1 else None
+    last = bytes(wire.data(0, n - 1, n - 1))
+    full = full or last
+    sctp = trace.config.protocol == "sctp"
+    sum_full = sum_last = 0
+    if not sctp:  # words of pseudo header + header (seq and checksum zero) + payload, mod 0xFFFF
+        def tcp_sum(frame):
+            tcp = bytearray(frame[W.ETH_IP:])
+            tcp[4:8] = b"\0\0\0\0"
+            tcp[16:18] = b"\0\0"
+            return (wire._pseudo_sum(0, True, len(tcp)) + W._ones_sum(bytes(tcp))) % 0xFFFF
+        sum_full, sum_last = tcp_sum(full), tcp_sum(last)
+    ack_head = bytearray(wire.eth_ip(0, False, 0))
+    ack_head[W.ETH_IP - 18:W.ETH_IP - 16] = b"\0\0"  # IP total length
+    ack_head[W.ETH_IP - 10:W.ETH_IP - 8] = b"\0\0"  # IP checksum
+    names = trace.sender.names
+    ctrl = [wire.ctrl(0, name) for name in names]
+    ctrl_off = np.cumsum([0] + [len(c) for c in ctrl[:-1]]).astype(np.int64)
+    ctrl_len = np.array([len(c) for c in ctrl], dtype=np.int64)
+    src, dst = W.addresses(0)
+    pseudo_base = W._ones_sum(socket.inet_aton(dst) + socket.inet_aton(src) + struct.pack(">H", 6))
+    ports = W.SCTP_PORTS if sctp else W.TCP_PORTS
+    w = WParams(sctp=int(sctp), nr=int(wire.nr), n=n, S=S, last_size=wire.last_size,
+                total_bytes=trace.config.total_bytes, isn=wire.isn,
+                peer_seq=0 if sctp else wire.peer_seq(0), epoch=W.EPOCH_S, unused=0,
+                tpl_full=full, tpl_last=last, len_full=len(full), len_last=len(last),
+                sum_full=sum_full, sum_last=sum_last, ack_head=bytes(ack_head),
+                sport=ports[1], dport=ports[0], tag=wire.tag_to_sender if sctp else 0,
+                pseudo_base=pseudo_base, wscale=W.WSCALE, ctrl=b"".join(ctrl),
+                ctrl_off=ctrl_off.ctypes.data, ctrl_len=ctrl_len.ctypes.data)
+    c = {k: np.ascontiguousarray(v, dtype=np.int64) for k, v in columns.items()}
+    err = lib.fastsim_write_pcap(str(path).encode(), ctypes.byref(w), c["t"].ctypes.data,
+                                 c["kind"].ctypes.data, c["a"].ctypes.data, len(c["t"]),
+                                 c["a_cum"].ctypes.data, c["a_rwnd"].ctypes.data,
+                                 c["a_boff"].ctypes.data, c["a_bcnt"].ctypes.data,
+                                 c["b_s"].ctypes.data, c["b_e"].ctypes.data)
+    if err:
+        raise OSError(f"cannot write {path}")
+    return True

@@ -111,6 +111,17 @@ class Trace:
     first_data_ns: int | None = None
     done_ns: int | None = None  # the ack that cum-acked the last unit arrived
     counters: dict = field(default_factory=dict)
+    columns: dict | None = None  # the sender frames as numpy columns (compiled runs only)
+
+    def frame_kinds(self):
+        if self.columns is not None:
+            return self.columns["kind"]
+        return np.fromiter((f[1] for f in self.sender), dtype=np.int64, count=len(self.sender))
+
+    def last_frame_ns(self):
+        if self.columns is not None:
+            return int(self.columns["t"][-1]) if len(self.columns["t"]) else 0
+        return self.sender[-1][0] if self.sender else 0
 
 
 class _Space:

@@ -50,7 +50,7 @@ class Truth:
         self.gap_open = rows[:, 8].astype(bool)
         self.rtxq = self.rtxq_nr if cfg.ack == "nrsack" else self.rtxq_sack
         self.complete = trace.done_ns is not None
-        last_frame_us = capture_us(trace.sender[-1][0]) if trace.sender else 0
+        last_frame_us = capture_us(trace.last_frame_ns())
         self.first_us = capture_us(trace.first_data_ns) if trace.first_data_ns is not None else 0
         self.end_us = capture_us(trace.done_ns) if self.complete else last_frame_us
         self._integrate()
@@ -91,10 +91,10 @@ class Truth:
 
     def rtxq_table(self):
         return pd.DataFrame({
-            "flow": self.flow,
+            "flow": pd.Categorical.from_codes(np.zeros(len(self.frame), np.int8), [self.flow]),
             "frame": self.frame,
             "time_s": to_time_s(self.us),
-            "event": np.where(self.is_ack, "ack", "data"),
+            "event": pd.Categorical.from_codes(self.is_ack.astype(np.int8), ["data", "ack"]),
             "rtxq_sack_bytes": self.rtxq_sack,
             "rtxq_nr_bytes": self.rtxq_nr,
             "rtxq_whatif_bytes": self.rtxq_sack - self.sacked,
@@ -126,7 +126,7 @@ class Truth:
         acked = tr.counters.get("acked_bytes", 0)
         ports = SCTP_PORTS if cfg.protocol in ("sctp", "cmt") else TCP_PORTS
         src, dst = addresses(0)
-        frames = tr.sender
+        kinds = tr.frame_kinds()
         return {
             "id": self.flow,
             "protocol": "sctp" if cfg.protocol in ("sctp", "cmt") else cfg.protocol,
@@ -148,9 +148,9 @@ class Truth:
             "blocking_intervals": len(self.intervals),
             "vantage": "sender",
             "complete": self.complete,
-            "frames": len(frames),
-            "data_frames": sum(1 for f in frames if f[1] in (DATA, RTX)),
-            "ack_frames": sum(1 for f in frames if f[1] == ACK),
+            "frames": len(kinds),
+            "data_frames": int(np.count_nonzero((kinds == DATA) | (kinds == RTX))),
+            "ack_frames": int(np.count_nonzero(kinds == ACK)),
             "counters": tr.counters,
             "parameters": parameters(cfg),
         }
