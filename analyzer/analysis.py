@@ -30,7 +30,7 @@ class Entry:
     summary: dict
     rtxq_columns: dict
     blocking_columns: dict
-    stream: F.Stream = None
+    serials: tuple = None  # (event indices, unwrapped 64-bit TSN / seq / DSN or cum ack, is data)
     paths: list = field(default_factory=list)
 
     @property
@@ -115,26 +115,32 @@ def measure(cap: E.Capture, stream: F.Stream, entry_id: str, base: dict, nr_sack
         intervals = _intervals(entry_id, np.empty(0, np.int64), 0, np.empty(0, bool), np.empty(0, bool),
                                np.empty(0, np.int64), np.empty(0, np.uint32))
     changed = (flags & 1) != 0
+    every = bool(changed.all())
+
+    def pick(values):
+        # almost every event changes the scoreboard: keep the arrays instead of copying them
+        return values if every else values[changed]
+
     table = {
-        "time_ns": times[changed],
-        "rtxq_sack_bytes": sack[changed],
-        "rtxq_nr_bytes": rtxq_nr[changed],
-        "rtxq_whatif_bytes": whatif[changed],
-        "sacked_bytes": sacked[changed],
-        "nr_acked_bytes": nr_acked[changed],
-        "blocked": blocked[changed],
-        "gap_open": gap_open[changed],
-        "frame": frames[changed].astype(np.int64),
-        "is_data": is_data[changed],
-        "rtxq_bytes": rtxq[changed],
-        "freed_bytes": freed[changed],
+        "time_ns": pick(times),
+        "rtxq_sack_bytes": pick(sack),
+        "rtxq_nr_bytes": pick(rtxq_nr),
+        "rtxq_whatif_bytes": pick(whatif),
+        "sacked_bytes": pick(sacked),
+        "nr_acked_bytes": pick(nr_acked),
+        "blocked": pick(blocked),
+        "gap_open": pick(gap_open),
+        "frame": pick(frames).astype(np.int64),
+        "is_data": pick(is_data),
+        "rtxq_bytes": pick(rtxq),
+        "freed_bytes": pick(freed),
     }
     if stream.units_lo is not None:
         # SCTP: the same figures counted in TSNs
         u_sack, u_sacked, u_nr, _, _ = run_scoreboard(stream, stream.units_lo, stream.units_hi, stream.unit_blo, stream.unit_bhi)
-        table["rtxq_sack_tsns"] = u_sack[changed]
-        table["rtxq_nr_tsns"] = (u_sack - u_nr)[changed]
-        table["rtxq_whatif_tsns"] = (u_sack - u_sacked)[changed]
+        table["rtxq_sack_tsns"] = pick(u_sack)
+        table["rtxq_nr_tsns"] = pick(u_sack - u_nr)
+        table["rtxq_whatif_tsns"] = pick(u_sack - u_sacked)
     summary = dict(base)
     summary.update({
         "id": entry_id,
@@ -157,7 +163,8 @@ def measure(cap: E.Capture, stream: F.Stream, entry_id: str, base: dict, nr_sack
         "first_frame": int(frames[data_idx[0]]) if len(data_idx) else None,
         "q_ns": q_ns, "p_ns": p_ns, "b_ns": b_ns,
     })
-    return Entry(summary, table, intervals, stream)
+    # of the scoreboard input only the unwrapped serial numbers stay (events' `serial` column)
+    return Entry(summary, table, intervals, (stream.rows, stream.serial, stream.kind == 0))
 
 
 def _intervals(entry_id, t, t_end, blocked, gap_open, rtxq, frames) -> dict:
@@ -189,7 +196,7 @@ def rtxq_frame(entries) -> pd.DataFrame:
         "time_s": cols["time_ns"] / 1e9,
         **{k: cols[k] for k in ("rtxq_sack_bytes", "rtxq_nr_bytes", "rtxq_whatif_bytes", "sacked_bytes",
                                 "nr_acked_bytes", "blocked", "gap_open", "frame")},
-        "event": pd.Categorical.from_codes(np.where(is_data, 0, 1), ["data", "ack"]),
+        "event": pd.Categorical.from_codes((~is_data).astype(np.int8), ["data", "ack"]),
         "rtxq_bytes": cols["rtxq_bytes"],
         "freed_bytes": pd.arrays.IntegerArray(cols["freed_bytes"], is_data.astype(bool)),
         "time_ns": cols["time_ns"],
@@ -228,7 +235,15 @@ def _stack(entries, attribute) -> dict:
     for name in names:
         present = [p.get(name) for p in parts]
         if all(a is not None for a in present):
-            out[name] = np.concatenate(present) if present else np.empty(0)
+            if len(present) == 1:
+                out[name] = present[0]
+                continue
+            out[name] = joined = np.concatenate(present)
+            # the entries now view the joined column, so their own copies can go (peak memory)
+            offset = 0
+            for part, n in zip(parts, lengths):
+                part[name] = joined[offset:offset + n]
+                offset += n
         else:
             values = np.concatenate([a if a is not None else np.zeros(n, np.int64) for a, n in zip(present, lengths)])
             mask = np.concatenate([np.zeros(n, bool) if a is not None else np.ones(n, bool) for a, n in zip(present, lengths)])

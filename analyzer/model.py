@@ -129,10 +129,15 @@ class Analysis:
             "blocks": ev["blk_count"].astype(np.int32),
             "blk_start": ev["blk_start"],
         })
-        frame["serial"] = pd.array(np.zeros(len(ev), np.int64), dtype="Int64")
-        frame.loc[:, "serial"] = pd.NA
-        for rows, serial in self.serials.values():
-            frame.loc[rows, "serial"] = serial  # the unwrapped 64-bit TSN / seq / DSN / cum ack
+        # serial numbers unwrapped to 64 bit at ingestion: seq64 = TSN / TCP seq of data, ack64 = cum
+        # TSN / TCP ack of acks (a TCP segment may be both); MPTCP: the subflow's
+        for name, want_data in (("seq64", True), ("ack64", False)):
+            values, missing = np.zeros(len(ev), np.int64), np.ones(len(ev), bool)
+            for rows, serial, is_data in self.serials.values():
+                pick = is_data == want_data
+                values[rows[pick]] = serial[pick]
+                missing[rows[pick]] = False
+            frame[name] = pd.arrays.IntegerArray(values, missing)
         return frame
 
     @cached_property
@@ -176,6 +181,10 @@ def analyze(path, sndbuf=None, progress=None) -> Analysis:
     serials = {}
     for entry in entries:
         for part in (entry, *entry.paths):
-            if part.stream is not None and part.stream.serial is not None and part.summary.get("level") != "path":
-                serials[part.summary["id"]] = (part.stream.rows, part.stream.serial)
+            # `serial` is the transport level's: TSN / cum TSN, TCP seq / ack (MPTCP: of the subflow)
+            level = part.summary.get("level")
+            if level == "path" or (part.summary["protocol"] == "mptcp" and level != "subflow"):
+                continue
+            if part.serials is not None:
+                serials[part.summary["id"]] = part.serials
     return Analysis(cap, flows, flow_of, side_of, entries, sndbuf, serials)

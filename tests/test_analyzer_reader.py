@@ -137,7 +137,7 @@ def write_pcap(path, frames, linktype, nano=False, snaplen=None):
 
 EVENT_COLUMNS = ["frame", "flow", "side", "protocol", "kind", "src", "dst", "data", "ack", "tsn", "cum_ack", "seq",
                  "tcp_ack", "length", "stream", "ssn", "unordered", "window", "vtag", "dsn", "data_ack", "blocks",
-                 "serial", "flags"]
+                 "seq64", "ack64", "flags"]
 
 
 def comparable_events(analysis):
@@ -163,7 +163,7 @@ def test_sctp_events_decoded(baseline):
     assert list(data["unordered"]) == [False, False, False, True]
     assert list(data["ssn"]) == [0, 1, 2, 3] and set(data["stream"]) == {1}
     # TSNs unwrapped to 64 bit once: consecutive across the wrap
-    assert list(np.diff(data["serial"].to_numpy(dtype=np.int64))) == [1, 1, 1]
+    assert list(np.diff(data["seq64"].to_numpy(dtype=np.int64))) == [1, 1, 1]
     blocks = baseline.blocks
     first_nr = sctp[sctp["kind"] == "NR-SACK"].index[0]
     mine = blocks[blocks["event"] == first_nr]
@@ -202,6 +202,12 @@ def test_tcp_events_and_figures_across_seq_wrap(baseline):
     assert entry.summary["retransmissions"] == 1 and entry.summary["complete"]
     assert entry.summary["nr_sack"] and entry.summary["data_bytes"] == 400
     assert entry.summary["vantage"] == "middle"         # 1 ms between every frame: no side is near
+    ev = baseline.events
+    data = ev[(ev["protocol"] == "tcp") & ev["data"] & (ev["src"].astype(str).str.endswith(":40000"))]
+    seq64 = data["seq64"].to_numpy(dtype=np.int64)
+    assert list(np.diff(seq64)) == [100, 100, 100, -200]  # unwrapped across 2^32; the retransmission
+    acks = ev[(ev["protocol"] == "tcp") & ev["src"].astype(str).str.endswith(":80") & ev["ack64"].notna()]
+    assert list(acks["ack64"].to_numpy(dtype=np.int64)[-2:] - seq64[0]) == [100, 400]
 
 
 def test_mptcp_dss_and_nr_blocks(baseline):
