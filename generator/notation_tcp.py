@@ -153,10 +153,8 @@ def _mp_join(conn, kind):
     return MPTCPJoinAck(sender_hmac=list(struct.unpack(">5I", digest[:20])))
 
 
-
-
 def _sack_option(edges):
-    return [NOP, NOP, ("SAck", tuple(edge for block in edges for edge in block))]
+    return [NOP, NOP, ("SAck", tuple(edge % 2**32 for block in edges for edge in block))]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -203,6 +201,7 @@ def _pdu_ack(conn, words):
 
     def edges(text):
         return [(conn.pdu_start(conn.peer_isn, a), conn.pdu_start(conn.peer_isn, b + 1)) for a, b in _ranges(text)]
+
     options, raw_option = [], b""
     if "SACK" in words:
         options += _sack_option(edges(_tagged(words, "SACK")))
