@@ -53,6 +53,7 @@ class Flow:
     never_renege: list = field(default_factory=lambda: [False, False])  # per side (TCP flag 0x01)
     keys: list = field(default_factory=lambda: [None, None])  # MPTCP keys per side
     tokens: list = field(default_factory=lambda: [None, None])
+    tags: list = field(default_factory=lambda: [None, None])  # SCTP verification tags per side
 
 
 @dataclass
@@ -191,6 +192,9 @@ def _assemble_sctp(cap, flows, conn_flow, conn_flip):
             conn_flow[c] = flow.id
             # a path seen in one direction only knows one of its endpoints' tags
             conn_flip[c] = 0 if ea == opener or eb == peer else 1
+        for side, end in ((0, opener), (1, peer)):
+            # an endpoint group is keyed (port << 32 | tag); a placeholder when no tag was seen
+            flow.tags[side] = int(end) & 0xFFFFFFFF if isinstance(end, (int, np.integer)) else None
         primary = cap.conns[first_conn]
         flip = conn_flip[first_conn]
         flow.endpoints = [primary.endpoint(flip), primary.endpoint(1 - flip)]

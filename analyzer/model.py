@@ -64,15 +64,16 @@ class Analysis:
                 "addresses_0": " ".join(f.addresses[0]), "addresses_1": " ".join(f.addresses[1]),
                 "paths": len(f.conns), "conns": ",".join(map(str, f.conns)),
                 "nr_sack_negotiated": f.negotiated_nr,
+                "tag_0": f.tags[0], "tag_1": f.tags[1],
                 "key_0": f.keys[0], "key_1": f.keys[1], "token_0": f.tokens[0], "token_1": f.tokens[1],
                 "subflows": ";".join(f"{cap.conns[c].endpoint(0)}-{cap.conns[c].endpoint(1)}" for c in f.conns),
             })
         frame = pd.DataFrame(rows, columns=["flow", "protocol", "endpoint_0", "endpoint_1", "addresses_0", "addresses_1",
-                                            "paths", "conns", "nr_sack_negotiated", "key_0", "key_1", "token_0",
+                                            "paths", "conns", "nr_sack_negotiated", "tag_0", "tag_1", "key_0", "key_1", "token_0",
                                             "token_1", "subflows"])
         frame["flow"] = frame["flow"].astype("Int64")
         frame["protocol"] = frame["protocol"].astype(pd.CategoricalDtype(["sctp", "tcp", "mptcp"]))
-        for col in ("key_0", "key_1", "token_0", "token_1"):
+        for col in ("tag_0", "tag_1", "key_0", "key_1", "token_0", "token_1"):
             frame[col] = frame[col].astype("UInt64")
         return frame
 
@@ -100,7 +101,7 @@ class Analysis:
             "frame": ev["frame"].astype(np.int64),
             "time_s": ev["time_ns"] / 1e9,
             "flow": pd.Categorical(self.flow_of, categories=sorted(set(self.flow_of.tolist()))),
-            "side": ev["dir"].astype(np.int8) * 0 + self.side_of,
+            "side": self.side_of,
             "path": ev["conn"].astype(np.int32),
             "protocol": pd.Categorical.from_codes(np.where(sctp, 0, 1), ["sctp", "tcp"]),
             "kind": pd.Categorical(np.array(chunk_names, dtype=object)[ev["chunk"]]),
@@ -125,6 +126,15 @@ class Analysis:
             "mptcp_token": masked(ev["aux"], ((fl & E.MP_JOIN) != 0) & ((ev["tcp_flags"] & 0x12) == 0x02), pd.UInt32Dtype()),
             "fsack_timestamp": masked(ev["aux"], sctp & ((ev["chunk"] == 0xA0) | (ev["chunk"] == 0xA1)), pd.UInt32Dtype()),
             "tcp_flags": masked(ev["tcp_flags"], tcp, pd.UInt8Dtype()),
+            # negotiation as the handshake carries it (SYN / SYN-ACK options, INIT / INIT-ACK parameters)
+            "sack_permitted": (fl & E.SACK_PERM) != 0,
+            "nr_sack_permitted": (fl & E.NR_PERM) != 0,
+            "never_renege": (fl & E.NEVER_RENEGE) != 0,
+            "mptcp_nr_capable": (fl & E.MPTCP_NR_CAP) != 0,
+            "supports_nr_sack": (fl & E.EXT_NRSACK) != 0,
+            "supports_fsack": (fl & E.EXT_FSACK) != 0,
+            "mp_capable": (fl & E.MP_CAPABLE) != 0,
+            "mp_join": (fl & E.MP_JOIN) != 0,
             "flags": ev["flags"].astype(np.uint32),
             "blocks": ev["blk_count"].astype(np.int32),
             "blk_start": ev["blk_start"],
