@@ -1,13 +1,18 @@
-"""Simulator speed: model events and packets written per second, against a baseline measured in
-the same run (the same packets built and written with plain Scapy + wrpcap).
+"""Simulator speed: a transfer of N data packets end to end (model, sender pcap, truth files),
+with the compiled path (C event loop + C pcap writer, used automatically for single-path SCTP and
+TCP) against baselines measured in the same run: the Python reference model and writer, and the
+same data packets built and written with plain Scapy + wrpcap.
 
-    python bench/bench_simulator.py [--packets 1000000] [--protocol sctp]
+    python bench/bench_simulator.py [--packets 1000000] [--protocol sctp|tcp] [--out /dev/shm]
+
+Prints wall and CPU seconds (the CPU figure does not suffer from other load on the machine).
 """
 
 import argparse
 import os
 import tempfile
 import time
+from pathlib import Path
 
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
@@ -16,66 +21,107 @@ from scapy.utils import wrpcap
 
 from nrsack.generator.sim.model import DATA, RTX, PathConfig, SimConfig, simulate
 from nrsack.generator.sim.truth import Truth
-from nrsack.generator.sim.wire import WIRES, payload_bytes, write_pcap
+from nrsack.generator.sim.wire import payload_bytes, write_pcap
+
+
+class Clock:
+    def __init__(self):
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def lap(self):
+        wall, cpu = time.perf_counter(), time.process_time()
+        out = (wall - self.wall, cpu - self.cpu)
+        self.wall, self.cpu = wall, cpu
+        return out
+
+
+def run(cfg, out_dir, engine):
+    clock = Clock()
+    trace = simulate(cfg, engine=engine)
+    model = clock.lap()
+    frames = write_pcap(trace, trace.sender, out_dir / f"sender-{engine}.pcap")
+    write = clock.lap()
+    Truth(trace).write(out_dir, "parquet")
+    truth = clock.lap()
+    return trace, frames, model, write, truth
 
 
 def scapy_baseline(trace, limit, path):
     """What the writer replaces: one Scapy packet object per data frame, then wrpcap."""
-    wire = WIRES[trace.config.protocol](trace)
     pkts = []
+    sctp = trace.config.protocol == "sctp"
     for t, kind, p, u, sidx in trace.sender:
         if kind not in (DATA, RTX):
             continue
-        if trace.config.protocol in ("sctp", "cmt"):
+        if sctp:
             pkt = (Ether() / IP(src="10.0.0.1", dst="10.0.0.2") / SCTP(sport=5001, dport=5002, tag=1)
-                   / SCTPChunkData(tsn=(wire.isn + u) % 2**32, unordered=1, beginning=1, ending=1,
-                                   data=payload_bytes(1000)))
+                   / SCTPChunkData(tsn=(trace.isn + u) % 2**32, unordered=1, beginning=1, ending=1,
+                                   data=payload_bytes(cfg_payload(trace))))
         else:
             pkt = (Ether() / IP(src="10.0.0.1", dst="10.0.0.2")
-                   / TCP(sport=40000, dport=5201, seq=(wire.isn + 1 + u * 1000) % 2**32, flags="PA")
-                   / payload_bytes(1000))
+                   / TCP(sport=40000, dport=5201, seq=(trace.isn + 1 + u * 1000) % 2**32, flags="PA")
+                   / payload_bytes(cfg_payload(trace)))
         pkt.time = t / 1e9
         pkts.append(pkt)
         if len(pkts) >= limit:
             break
-    t0 = time.perf_counter()
+    clock = Clock()
     wrpcap(str(path), pkts)
-    return len(pkts), time.perf_counter() - t0
+    return len(pkts), clock.lap()
+
+
+def cfg_payload(trace):
+    return trace.config.payload
+
+
+def line(name, frames, wall_cpu):
+    wall, cpu = wall_cpu
+    return (f"{name:34s} {wall:7.2f} s wall {cpu:7.2f} s cpu  {frames / wall:11,.0f} pkt/s wall "
+            f"{frames / cpu:11,.0f} pkt/s cpu")
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--packets", type=int, default=1_000_000, help="about this many data packets")
-    ap.add_argument("--protocol", default="sctp", choices=["sctp", "cmt", "tcp", "mptcp"])
+    ap.add_argument("--packets", type=int, default=1_000_000, help="data packets of the transfer")
+    ap.add_argument("--protocol", default="sctp", choices=["sctp", "tcp"])
+    ap.add_argument("--python-share", type=int, default=10,
+                    help="the Python reference runs 1/this of the transfer")
     ap.add_argument("--baseline", type=int, default=20_000, help="packets for the Scapy baseline")
+    ap.add_argument("--out", default="/dev/shm" if os.path.isdir("/dev/shm") else None,
+                    help="folder for the files (RAM by default: this measures CPU, not the disk)")
     args = ap.parse_args()
-    paths = 2 if args.protocol in ("cmt", "mptcp") else 1
-    cfg = SimConfig(protocol=args.protocol, ack="nrsack", sndbuf=256_000,
-                    total_bytes=args.packets * 1000, seed=1,
-                    paths=tuple(PathConfig(bandwidth_bps=1e9, delay_s=0.005, loss=0.001)
-                                for _ in range(paths)))
-    with tempfile.TemporaryDirectory() as tmp:
-        t0 = time.perf_counter()
-        trace = simulate(cfg)
-        t1 = time.perf_counter()
-        frames = write_pcap(trace, trace.sender, os.path.join(tmp, "sender.pcap"))
-        t2 = time.perf_counter()
-        Truth(trace).write(__import__("pathlib").Path(tmp), "parquet")
-        t3 = time.perf_counter()
-        size = os.path.getsize(os.path.join(tmp, "sender.pcap"))
-        n_base, t_base = scapy_baseline(trace, args.baseline, os.path.join(tmp, "scapy.pcap"))
-    model_s, write_s, truth_s = t1 - t0, t2 - t1, t3 - t2
-    print(f"protocol {args.protocol}, {frames} frames ({trace.counters['data_packets']} data, "
-          f"{trace.counters['acks']} acks), pcap {size / 1e6:.0f} MB")
-    print(f"model:        {model_s:7.2f} s  {frames / model_s:10,.0f} frames/s")
-    print(f"pcap writer:  {write_s:7.2f} s  {frames / write_s:10,.0f} packets/s "
-          f"({size / write_s / 1e6:.0f} MB/s)")
-    print(f"truth files:  {truth_s:7.2f} s")
-    print(f"end to end:   {model_s + write_s + truth_s:7.2f} s  "
-          f"{frames / (model_s + write_s + truth_s):10,.0f} packets/s")
-    print(f"baseline, Scapy wrpcap of {n_base} data packets (objects built beforehand): "
-          f"{t_base:.2f} s  {n_base / t_base:10,.0f} packets/s")
-    print(f"ratio writer / baseline: {frames / write_s / (n_base / t_base):.1f}x")
+
+    def config(packets):
+        return SimConfig(protocol=args.protocol, ack="nrsack", sndbuf=256_000,
+                         total_bytes=packets * 1000, seed=1,
+                         paths=(PathConfig(bandwidth_bps=1e9, delay_s=0.005, loss=0.001),))
+
+    with tempfile.TemporaryDirectory(dir=args.out) as tmp:
+        out = Path(tmp)
+        trace, frames, model, write, truth = run(config(args.packets), out, "c")
+        size = (out / "sender-c.pcap").stat().st_size
+        small = max(args.packets // args.python_share, 1000)
+        _, frames_c, model_c, write_c, _ = run(config(small), out, "c")
+        _, frames_py, model_py, write_py, _ = run(config(small), out, "python")
+        n_base, scapy = scapy_baseline(trace, args.baseline, out / "scapy.pcap")
+    end = tuple(a + b + c for a, b, c in zip(model, write, truth))
+    print(f"{args.protocol}, NR-SACK, 1 Gbit/s, 5 ms, 0.1 % loss, 256 kB send buffer: "
+          f"{trace.counters['data_packets']:,} data packets, {frames:,} frames, pcap {size / 1e6:,.0f} MB")
+    print(line("compiled model", frames, model))
+    print(line("compiled pcap writer", frames, write))
+    print(line("truth files (parquet)", frames, truth))
+    print(line("end to end", frames, end))
+    print(f"baselines, {frames_py:,} frames (1/{args.python_share} of the transfer):")
+    print(line("  compiled model", frames_c, model_c))
+    print(line("  Python reference model", frames_py, model_py))
+    print(line("  compiled pcap writer", frames_c, write_c))
+    print(line("  Python pcap writer (wire.py)", frames_py, write_py))
+    print(line("  Scapy objects + wrpcap (data only)", n_base, scapy))
+    ratio = lambda a, fa, b, fb: (fa / a[1]) / (fb / b[1])  # noqa: E731  (cpu packet rates)
+    print(f"ratios (cpu): model C/Python {ratio(model_c, frames_c, model_py, frames_py):.0f}x, "
+          f"writer C/Python {ratio(write_c, frames_c, write_py, frames_py):.1f}x, "
+          f"writer C/Scapy {ratio(write_c, frames_c, scapy, n_base):.0f}x, "
+          f"Python writer/Scapy {ratio(write_py, frames_py, scapy, n_base):.0f}x")
 
 
 if __name__ == "__main__":
