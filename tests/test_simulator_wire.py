@@ -47,6 +47,18 @@ def test_tshark_reads_without_malformed_marks(tmp_path, protocol, n_paths, ack):
         assert len(tshark("-r", str(pcap)).splitlines()) == count == len(frames)
 
 
+@pytest.mark.parametrize("protocol,ack", [("sctp", "sack"), ("sctp", "nrsack"), ("tcp", "sack"),
+                                          ("tcp", "nrsack")])
+def test_compiled_writer_output_reads_cleanly(tmp_path, protocol, ack):
+    cfg = SimConfig(protocol=protocol, ack=ack, sndbuf=16000, total_bytes=150_001, seed=11,
+                    paths=(PathConfig(bandwidth_bps=20e6, delay_s=0.01, loss=0.03),))
+    trace = simulate(cfg, engine="c")
+    pcap = tmp_path / "c.pcap"
+    count = write_pcap(trace, trace.sender, pcap)
+    assert tshark("-r", str(pcap), "-Y", BAD) == ""
+    assert len(tshark("-r", str(pcap)).splitlines()) == count
+
+
 def _acks(trace):
     return [f for f in trace.sender if f[1] == ACK]
 
