@@ -61,8 +61,9 @@ def _kpi(label, value, hint=None):
 
 
 class Dashboard:
-    def __init__(self, library: LIB.Library):
+    def __init__(self, library: LIB.Library, decimate=True):
         self.library = library
+        self.decimate = decimate  # False only for the benchmark's baseline: every point to the browser
 
     # ---- data access -------------------------------------------------------------------------
     def _analysis(self, selection):
@@ -84,17 +85,17 @@ class Dashboard:
         return self.library.options(), capture.id, f"{capture.name}: uploaded and analysed", "message ok"
 
     def load_capture(self, capture_id, sndbuf_text):
-        """-> (flows table rows, active cell, message, findings rows, findings note)."""
+        """-> (flows table rows, active cell, message)."""
         if not capture_id:
-            return [], None, "Pick a capture.", [], ""
+            return [], None, "Pick a capture."
         try:
             sndbuf = parse_sndbuf(sndbuf_text)
         except ValueError:
-            return [], None, f"B must be a whole number of bytes, not {sndbuf_text!r}.", [], ""
+            return [], None, f"B must be a whole number of bytes, not {sndbuf_text!r}."
         try:
             analysis = self.library.analysis(capture_id, sndbuf)
         except (CaptureError, KeyError) as error:
-            return [], None, f"Cannot analyse this capture: {error}", [], ""
+            return [], None, f"Cannot analyse this capture: {error}"
         rows = []
         for entry in analysis.all_entries():
             s = entry.summary
@@ -104,7 +105,20 @@ class Dashboard:
                          "bytes": int(s["data_bytes"]), "duration s": round(float(s["q_s"]), 6),
                          "p/q": round(float(s["p_over_q"]), 4), "blocked": int(s["blocking_intervals"]),
                          "capture": capture_id, "sndbuf": sndbuf})
-        table, source = self.library.findings(capture_id)
+        name = self.library.captures[capture_id].name
+        message = f"{name}: {analysis.capture.frames} frames, {len(rows)} sender direction(s). Click a row."
+        active = {"row": 0, "column": 0, "column_id": "id", "row_id": rows[0]["id"]} if rows else None
+        return rows, active, message
+
+    def load_findings(self, capture_id):
+        """-> (findings rows, note). A callback of its own: checking a big capture takes longer than
+        analysing it, and the RtxQ view need not wait for it."""
+        if not capture_id:
+            return [], ""
+        try:
+            table, source = self.library.findings(capture_id)
+        except (CaptureError, KeyError) as error:
+            return [], f"Cannot check this capture: {error}"
         findings = [{"id": i, "rule": r.rule, "severity": r.severity, "frames": ", ".join(map(str, r.frames)),
                      "message": r.message, "direction": r.direction} for i, r in enumerate(table.itertuples())]
         if source == "checker":
@@ -113,10 +127,7 @@ class Dashboard:
         else:
             note = (f"{len(findings)} malformed-packet finding(s) from the reader. The conformance checker "
                     "(nrsack check) is not installed in this build, so protocol rules are not checked here.")
-        name = self.library.captures[capture_id].name
-        message = f"{name}: {analysis.capture.frames} frames, {len(rows)} sender direction(s). Click a row."
-        active = {"row": 0, "column": 0, "column_id": "id", "row_id": rows[0]["id"]} if rows else None
-        return rows, active, message, findings, note
+        return findings, note
 
     def select_entry(self, active_cell, rows):
         """Rows carry an "id", so a cell names its row (row_id) whatever page or sort is shown."""
@@ -133,8 +144,9 @@ class Dashboard:
         analysis, entry = self._entry(selection)
         s = entry.summary
         series = FIG.series(entry)
-        peak_sacked = int(entry.rtxq["sacked_bytes"].max()) if len(entry.rtxq) else 0
-        saved_hint = (f"NR-SACKs freed up to {_fmt_bytes(entry.rtxq['nr_acked_bytes'].max())} above the cum ack"
+        table, blocking_table = series.rtxq, series.blocking
+        peak_sacked = int(table["sacked_bytes"].max()) if len(table) else 0
+        saved_hint = (f"NR-SACKs freed up to {_fmt_bytes(table['nr_acked_bytes'].max() if len(table) else 0)} above the cum ack"
                       if s["nr_sack"] else
                       f"SACKed data held: up to {_fmt_bytes(peak_sacked)}; NR-SACKs would have freed it")
         cards = [
@@ -144,7 +156,7 @@ class Dashboard:
             _kpi("throughput", f"{s['throughput_bps'] / 1e3:,.1f} kb/s", _fmt_bytes(s["acked_bytes"]) + " acked"),
             _kpi("send buffer B", _fmt_bytes(s["sndbuf_bytes"]), "estimated" if s["sndbuf_estimated"] else "given"),
             _kpi("blocking intervals", str(int(s["blocking_intervals"])),
-                 f"{int(entry.blocking['gap_open'].sum())} during gap_open"),
+                 f"{int(blocking_table['gap_open'].sum())} during gap_open"),
             _kpi("what NR-SACK saves", _fmt_bytes(max(s["max_rtxq_sack_bytes"] - s["max_rtxq_whatif_bytes"], peak_sacked)),
                  saved_hint),
             _kpi("vantage point", str(s["vantage"]), "capture next to the " + str(s["vantage"])
@@ -158,9 +170,9 @@ class Dashboard:
                      "duration ms": round(d * 1e3, 3), "RtxQ at start": int(r), "gap_open": "yes" if g else "no",
                      "frames": f"{f0}-{'' if pd.isna(f1) else int(f1)}"}
                     for i, (a, b, d, r, g, f0, f1) in enumerate(zip(
-                        entry.blocking["start_s"], entry.blocking["end_s"], entry.blocking["duration_s"],
-                        entry.blocking["rtxq_bytes_at_start"], entry.blocking["gap_open"],
-                        entry.blocking["start_frame"], entry.blocking["end_frame"].astype(object)))]
+                        blocking_table["start_s"], blocking_table["end_s"], blocking_table["duration_s"],
+                        blocking_table["rtxq_bytes_at_start"], blocking_table["gap_open"],
+                        blocking_table["start_frame"], blocking_table["end_frame"].astype(object)))]
         children = [html.Div(cards, className="kpis")]
         if paths:
             children += [html.H4("Per path / subflow" if s["protocol"] == "sctp" else "Per subflow", className="sub"),
@@ -181,7 +193,7 @@ class Dashboard:
             return dash.no_update
         _, entry = self._entry(selection)
         index = int(active_cell["row_id"])
-        row = entry.blocking.iloc[index]
+        row = FIG.series(entry).blocking.iloc[index]
         start, end = float(row["start_s"]), float(row["end_s"])
         pad = max(end - start, 1e-4)
         return {"t0": start, "t1": end, "zoom": [start - pad, end + pad], "what": f"blocking interval {index + 1}"}
@@ -203,7 +215,7 @@ class Dashboard:
         # ZOOM_PACKETS typical packet spacings either side (the median ignores an idle RTO wait)
         spacing = np.median(np.diff(flow_times[max(i - ZOOM_PACKETS, 0):i + ZOOM_PACKETS + 1])) if len(flow_times) > 1 else 0
         half = max(float(spacing) * ZOOM_PACKETS, 1e-4)
-        return {"t0": t0, "t1": t1, "zoom": [t - half, t + half], "frame": frame,
+        return {"t0": t0, "t1": t1, "zoom": [t - half, t + half], "frame": frame, "at": t,
                 "what": f"{finding['rule']} at frame {frame}"}
 
     def focus_on_click(self, selection, click):
@@ -213,7 +225,7 @@ class Dashboard:
         analysis, entry = self._entry(selection)
         origin = FIG.series(entry).origin_s
         t = origin + float(click["points"][0]["x"])
-        b = entry.blocking
+        b = FIG.series(entry).blocking
         inside = b[(b["start_s"] <= t) & (b["end_s"] >= t)]
         if len(inside):
             row = inside.iloc[0]
@@ -239,10 +251,13 @@ class Dashboard:
                 x_range = tuple(float(v) for v in relayout["xaxis.range"])
             elif not relayout.get("xaxis.autorange"):
                 return dash.no_update  # a y-only or legend change: the drawn points stay right
-        fig = FIG.rtxq_figure(entry, x_range)
-        if focus and trigger == "focus":
-            fig.add_vrect(x0=focus["t0"] - origin, x1=focus["t1"] - origin, line={"color": "#1f77b4", "width": 1},
-                          fillcolor="rgba(0,0,0,0)", name="focus")
+        fig = FIG.rtxq_figure(entry, x_range, decimated=self.decimate)
+        if focus and trigger == "focus" and focus.get("at") is not None:
+            x = focus["at"] - origin
+            fig["layout"]["shapes"].append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0,
+                                            "y1": 1, "line": {"color": "#b42318", "width": 2, "dash": "dot"}})
+            fig["layout"]["annotations"] = [{"x": x, "y": 1, "xref": "x", "yref": "paper", "text": focus.get("what", ""),
+                                             "showarrow": False, "xanchor": "right", "yanchor": "bottom"}]
         return fig
 
     # ---- ladder view ---------------------------------------------------------------------------
@@ -254,8 +269,8 @@ class Dashboard:
         series = FIG.series(entry)
         if focus:
             t0, t1, what = focus["t0"], focus["t1"], focus.get("what", "")
-        elif len(entry.blocking):
-            first = entry.blocking.iloc[0]
+        elif len(series.blocking):
+            first = series.blocking.iloc[0]
             t0, t1, what = float(first["start_s"]), float(first["end_s"]), "blocking interval 1"
         else:
             t0, t1, what = series.origin_s, series.origin_s, "the first packets"
@@ -263,7 +278,7 @@ class Dashboard:
         t0, t1 = self.window_around(analysis, entry, t0, t1, before=CONTEXT_PACKETS, after=CONTEXT_PACKETS)
         rows, total = L.ladder_rows(analysis, entry, t0, t1)
         fig = FIG.ladder_figure(rows, entry.summary, series.origin_s,
-                                (entry.blocking["start_s"].to_numpy(), entry.blocking["end_s"].to_numpy()))
+                                (series.blocking["start_s"].to_numpy(), series.blocking["end_s"].to_numpy()))
         shown = f"{len(rows)} of {total} packets" if total > len(rows) else f"{total} packets"
         caption = (f"{what}: {(t0 - series.origin_s) * 1e3:.1f} to {(t1 - series.origin_s) * 1e3:.1f} ms, {shown}. "
                    "Red rows: sender blocked; red cross: lost DATA; dashed: retransmission.")
@@ -274,7 +289,8 @@ class Dashboard:
         if not selection:
             return dash.no_update
         _, entry = self._entry(selection)
-        table = entry.rtxq if which == "rtxq" else entry.blocking
+        series = FIG.series(entry)
+        table = series.rtxq if which == "rtxq" else series.blocking
         return dcc.send_data_frame(table.to_csv, f"nrsack-{entry.summary['id']}-{which}.csv", index=False)
 
     # ---- compare -------------------------------------------------------------------------------
@@ -363,6 +379,15 @@ def layout(board: Dashboard):
             html.H3("Sender directions"),
             html.Div(id="flows-message", className="hint"),
             _table("flows", FLOW_COLUMNS, style_as_list_view=True, cell_selectable=True),
+            html.H3("Blocking intervals"),
+            html.Div("Click one to see its packets in the ladder.", className="hint"),
+            _table("blocking", BLOCKING_COLUMNS, page_size=10),
+            html.H3("Findings"),
+            html.Div(id="findings-note", className="hint"),
+            _table("findings", FINDING_COLUMNS, page_size=10,
+                   style_data={"whiteSpace": "normal", "height": "auto"},
+                   style_cell_conditional=[{"if": {"column_id": "message"}, "minWidth": "220px"},
+                                           {"if": {"column_id": "direction"}, "maxWidth": "140px"}]),
         ]),
         html.Main(className="main", children=[
             html.Div(id="kpis"),
@@ -379,24 +404,14 @@ def layout(board: Dashboard):
                        "Click the plot, a blocking interval or a finding to see its packets below.", className="hint"),
                 dcc.Loading(dcc.Graph(id="rtxq-graph", figure=EMPTY_FIGURE, config=GRAPH_CONFIG), delay_show=400),
             ]),
-            html.Div(className="split", children=[
-                html.Section(className="card ladder-card", children=[
-                    html.Div(className="card-head", children=[
-                        html.H3("Ladder"),
-                        html.Button("SVG", id="svg-ladder", className="btn"),
-                    ]),
-                    html.Div(id="ladder-caption", className="hint"),
-                    dcc.Graph(id="ladder-graph", figure=EMPTY_FIGURE,
-                              config={**GRAPH_CONFIG, "toImageButtonOptions": {"format": "png", "filename": "nrsack-ladder", "scale": 2}}),
+            html.Section(className="card", children=[
+                html.Div(className="card-head", children=[
+                    html.H3("Ladder"),
+                    html.Button("SVG", id="svg-ladder", className="btn"),
                 ]),
-                html.Section(className="card side-card", children=[
-                    html.H3("Blocking intervals"),
-                    _table("blocking", BLOCKING_COLUMNS, page_size=10),
-                    html.H3("Findings"),
-                    html.Div(id="findings-note", className="hint"),
-                    _table("findings", FINDING_COLUMNS, page_size=10,
-                           style_data={"whiteSpace": "normal", "height": "auto"}),
-                ]),
+                html.Div(id="ladder-caption", className="hint"),
+                dcc.Graph(id="ladder-graph", figure=EMPTY_FIGURE, style={"maxWidth": "980px"},
+                          config={**GRAPH_CONFIG, "toImageButtonOptions": {"format": "png", "filename": "nrsack-ladder", "scale": 2}}),
             ]),
         ]),
     ])
@@ -426,10 +441,10 @@ def layout(board: Dashboard):
     ])
 
 
-def create_app(paths=None, upload_limit=LIB.DEFAULT_UPLOAD_LIMIT, library=None):
+def create_app(paths=None, upload_limit=LIB.DEFAULT_UPLOAD_LIMIT, library=None, decimate=True):
     """The Dash app over the captures in `paths` (files or folders; default: sample-pcaps/)."""
     library = library or LIB.Library(paths, upload_limit)
-    board = Dashboard(library)
+    board = Dashboard(library, decimate)
     app = dash.Dash(__name__, assets_folder=str(ASSETS), title="nrsack dashboard", update_title=None)
     # a request far larger than the limit is cut off before it is read (base64 adds a third)
     app.server.config["MAX_CONTENT_LENGTH"] = upload_limit * 2 + (1 << 20)
@@ -440,8 +455,9 @@ def create_app(paths=None, upload_limit=LIB.DEFAULT_UPLOAD_LIMIT, library=None):
                  Output("upload-message", "className"), Input("upload", "contents"), State("upload", "filename"),
                  prevent_initial_call=True)(board.upload)
     app.callback(Output("flows", "data"), Output("flows", "active_cell"), Output("flows-message", "children"),
-                 Output("findings", "data"), Output("findings-note", "children"),
                  Input("capture", "value"), Input("sndbuf", "value"))(board.load_capture)
+    app.callback(Output("findings", "data"), Output("findings-note", "children"),
+                 Input("capture", "value"))(board.load_findings)
     app.callback(Output("selection", "data"), Input("flows", "active_cell"), State("flows", "data"))(board.select_entry)
     app.callback(Output("kpis", "children"), Output("blocking", "data"),
                  Input("selection", "data"))(board.kpis)

@@ -56,7 +56,8 @@ def decimate(t, y, x0, x1, buckets: int):
 
 def merge_intervals(starts, ends, x0, x1, min_gap, limit: int):
     """Intervals overlapping [x0, x1]; when more than `limit` remain, neighbours closer than
-    `min_gap` (a pixel's time) are drawn as one. Returns (starts, ends, how many were visible)."""
+    `min_gap` (a pixel's time, or more until at most `limit` are left) are drawn as one.
+    Returns (starts, ends, how many were visible)."""
     starts = np.asarray(starts, dtype=float)
     ends = np.asarray(ends, dtype=float)
     visible = (ends >= x0) & (starts <= x1)
@@ -64,17 +65,10 @@ def merge_intervals(starts, ends, x0, x1, min_gap, limit: int):
     count = len(starts)
     if count <= limit:
         return starts, ends, count
-    new_group = np.concatenate(([True], starts[1:] - ends[:-1] > min_gap))
-    first = np.flatnonzero(new_group)
-    return starts[first], np.maximum.reduceat(ends, first), count
-
-
-def runs(t, flag, t_end):
-    """(starts, ends) of the runs where the step function `flag` (held from t[i] to t[i+1]) is
-    true; the last run ends at t_end."""
-    flag = np.asarray(flag, dtype=np.int8)
-    edges = np.diff(np.concatenate(([0], flag, [0])))
-    begin = np.flatnonzero(edges == 1)
-    stop = np.flatnonzero(edges == -1)
-    bounds = np.append(t, t_end)
-    return bounds[begin], bounds[stop]
+    gaps = starts[1:] - ends[:-1]
+    # merge below a pixel; if that still leaves too many, widen the merge until it does not
+    while True:
+        first = np.flatnonzero(np.concatenate(([True], gaps > min_gap)))
+        if len(first) <= limit:
+            return starts[first], np.maximum.reduceat(ends, first), count
+        min_gap = max(min_gap * 2, np.partition(gaps, len(gaps) - limit)[len(gaps) - limit])

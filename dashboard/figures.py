@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+import plotly.io as pio
 
 from nrsack.dashboard import decimate as D
 
@@ -19,17 +20,22 @@ GAP_FILL = "rgba(255, 127, 14, 0.85)"
 COLORS = {"rtxq_sack": "#1f77b4", "rtxq_nr": "#2ca02c", "rtxq_whatif": "#9467bd", "buffer": "#222222"}
 LADDER_COLORS = {"data": "#1f77b4", "rtx": "#ff7f0e", "lost": "#d62728", "ack": "#2ca02c", "control": "#7f7f7f"}
 FONT = "Inter, Segoe UI, Helvetica, Arial, sans-serif"
+TEMPLATE = pio.templates["plotly_white"]
 
 
 @dataclass
 class Series:
-    """One entry's RtxQ results as plain arrays, relative time (made once per entry, then sliced)."""
+    """One entry's results (the analyzer builds its tables on request) and the RtxQ as plain arrays
+    in relative time: made once per entry, then sliced by every view."""
 
+    rtxq: pd.DataFrame
+    blocking: pd.DataFrame
     origin_s: float
     t: np.ndarray
     columns: dict
     blocked: tuple      # (starts, ends) relative, from the analyzer's blocking table
-    gap_open: tuple     # (starts, ends) relative, runs of the rtxq table's gap_open column
+    gap_t: np.ndarray   # the rtxq table's gap_open column as a step function (0 / 1)
+    gap_flag: np.ndarray
     end: float
 
 
@@ -48,9 +54,9 @@ def series(entry) -> Series:
     end = max(float(summary["q_s"]), float(t[-1]) if len(t) else 0.0)
     columns = {name: table[f"{name}_bytes"].to_numpy() for name in ("rtxq_sack", "rtxq_nr", "rtxq_whatif")}
     blocking = entry.blocking
-    made = Series(origin, t, columns,
+    made = Series(table, blocking, origin, t, columns,
                   (blocking["start_s"].to_numpy() - origin, blocking["end_s"].to_numpy() - origin),
-                  D.runs(t, table["gap_open"].to_numpy(), end), end)
+                  np.append(t, end), np.append(table["gap_open"].to_numpy(), False).astype(np.int8), end)
     if len(_series_cache) > 32:
         _series_cache.clear()
     _series_cache[key] = (entry, made)
@@ -76,15 +82,17 @@ def _interval_shapes(starts, ends, y0, y1, fill, name):
             for i, (a, b) in enumerate(zip(starts, ends))]
 
 
-def rtxq_figure(entry, x_range=None, pixels=PLOT_PIXELS, decimated=True) -> go.Figure:
+def rtxq_figure(entry, x_range=None, pixels=PLOT_PIXELS, decimated=True) -> dict:
     """RtxQ vs time of one entry (SCTP paper figs. 8-9, MPTCP paper figs. 7-8): the two queues,
     the send-buffer line, blocked intervals shaded, gap_open intervals as a band along the bottom.
-    x_range: (x0, x1) in seconds since the first DATA, or None for the whole transfer."""
+    x_range: (x0, x1) in seconds since the first DATA, or None for the whole transfer.
+    A plain figure dict: plotly's per-property validation of go.Figure costs more than the rest of
+    a zoom step on a large capture, and Dash sends dicts as they are."""
     s = series(entry)
     summary = entry.summary
     x0, x1 = x_range if x_range else (min(0.0, s.t[0] if len(s.t) else 0.0), s.end)
     width = max(x1 - x0, 1e-9)
-    fig = go.Figure()
+    data = []
     sent = 0
     for column, name in shown_columns(summary):
         if decimated:
@@ -92,39 +100,47 @@ def rtxq_figure(entry, x_range=None, pixels=PLOT_PIXELS, decimated=True) -> go.F
         else:
             tx, ty = s.t, s.columns[column]
         sent += len(tx)
-        fig.add_trace(go.Scattergl(x=tx, y=ty, mode="lines", name=name, line={"shape": "hv", "width": 2,
-                                   "color": COLORS[column], "dash": "dot" if column == "rtxq_whatif" else "solid"},
-                                   hovertemplate="%{y:,} bytes at %{x:.6f} s<extra>" + column + "</extra>"))
+        data.append({"type": "scattergl", "x": tx, "y": ty, "mode": "lines", "name": name,
+                     "line": {"shape": "hv", "width": 2, "color": COLORS[column],
+                              "dash": "dot" if column == "rtxq_whatif" else "solid"},
+                     "hovertemplate": "%{y:,} bytes at %{x:.6f} s<extra>" + column + "</extra>"})
     capacity = int(summary["sndbuf_bytes"])
-    fig.add_trace(go.Scattergl(x=[min(x0, 0.0), max(x1, s.end)], y=[capacity, capacity], mode="lines",
-                               name=buffer_label(summary), hoverinfo="skip",
-                               line={"color": COLORS["buffer"], "dash": "dash", "width": 1.5}))
+    top = 1.1 * max(capacity, *(int(summary[f"max_{c}_bytes"]) for c, _ in shown_columns(summary)))
+    data.append({"type": "scattergl", "x": [min(x0, 0.0), max(x1, s.end)], "y": [capacity, capacity], "mode": "lines",
+                 "name": buffer_label(summary), "hoverinfo": "skip",
+                 "line": {"color": COLORS["buffer"], "dash": "dash", "width": 1.5}})
     pixel = width / pixels
     b_starts, b_ends, blocked_count = D.merge_intervals(*s.blocked, x0, x1, pixel, MAX_SHAPES)
-    g_starts, g_ends, gap_count = D.merge_intervals(*s.gap_open, x0, x1, pixel, MAX_SHAPES)
-    shapes = (_interval_shapes(b_starts, b_ends, 0.06, 1.0, BLOCKED_FILL, "blocked (B - rtxq < S)")
-              + _interval_shapes(g_starts, g_ends, 0.0, 0.04, GAP_FILL, "gap_open (loss recovery)"))
-    fig.update_layout(
-        shapes=shapes, template="plotly_white", height=430, font={"family": FONT, "size": 13},
-        margin={"l": 70, "r": 20, "t": 40, "b": 50}, hovermode="x", uirevision=summary["id"],
-        title={"text": f"RtxQ of {summary['src']} → {summary['dst']} ({summary['protocol'].upper()}, "
-                       f"vantage: {summary['vantage']})", "font": {"size": 15}, "x": 0.01},
-        legend={"orientation": "h", "y": -0.18, "x": 0},
-        xaxis={"title": "time since first DATA (s)", "range": [x0, x1], "showspikes": True, "spikemode": "across"},
-        yaxis={"title": "bytes", "rangemode": "tozero", "range": [0, capacity * 1.12 if capacity else None]},
-        meta={"entry": summary["id"], "origin_s": s.origin_s, "blocked_intervals": int(blocked_count),
-              "gap_open_intervals": int(gap_count), "points": int(sent), "range": [x0, x1]},
-    )
-    return fig
+    # gap_open as one WebGL band (0 or 3 % of the axis), decimated like the queues: it can have
+    # as many runs as there are losses
+    g_t, g_flag = D.decimate(s.gap_t, s.gap_flag, x0, x1, pixels) if decimated else (s.gap_t, s.gap_flag)
+    data.append({"type": "scattergl", "x": g_t, "y": g_flag * (top * 0.03), "mode": "lines", "fill": "tozeroy",
+                 "name": "gap_open (loss recovery)", "hoverinfo": "skip", "fillcolor": GAP_FILL,
+                 "line": {"shape": "hv", "width": 0, "color": GAP_FILL}})
+    shapes = _interval_shapes(b_starts, b_ends, 0.0, 1.0, BLOCKED_FILL, "blocked (B - rtxq < S)")
+    layout = {
+        "shapes": shapes, "template": TEMPLATE, "height": 430, "font": {"family": FONT, "size": 13},
+        "margin": {"l": 70, "r": 20, "t": 40, "b": 50}, "hovermode": "x", "uirevision": summary["id"],
+        "title": {"text": f"RtxQ of {summary['src']} → {summary['dst']} ({summary['protocol'].upper()}, "
+                          f"vantage: {summary['vantage']})", "font": {"size": 15}, "x": 0.01},
+        "legend": {"orientation": "h", "y": -0.18, "x": 0},
+        "xaxis": {"title": {"text": "time since first DATA (s)"}, "range": [x0, x1], "showspikes": True,
+                  "spikemode": "across"},
+        "yaxis": {"title": {"text": "bytes"}, "range": [0, top]},
+        "meta": {"entry": summary["id"], "origin_s": s.origin_s, "blocked_intervals": int(blocked_count),
+                 "points": int(sent), "range": [x0, x1]},
+    }
+    return {"data": data, "layout": layout}
 
 
-def ladder_figure(rows, summary, origin_s, blocked=((), ())) -> go.Figure:
+def ladder_figure(rows, summary, origin_s, blocked=((), ())) -> dict:
     """Sequence diagram: sender lane on the left, receiver on the right, one packet per row
     (time goes down), each arrow labelled in the papers' notation; lost DATA ends half-way with a
-    cross; rows inside a blocking interval are shaded. blocked: (starts, ends) in capture time."""
-    slant = 0.45
+    cross; rows inside a blocking interval are shaded. blocked: (starts, ends) in capture time.
+    A plain figure dict, like rtxq_figure (no per-property validation)."""
+    slant = 0.35
     n = len(rows)
-    fig = go.Figure()
+    data = []
     ys = np.arange(n, dtype=float)
     starts, ends = (np.asarray(b, dtype=float) for b in blocked)
     times = rows["time_s"].to_numpy() if n else np.empty(0)
@@ -132,6 +148,8 @@ def ladder_figure(rows, summary, origin_s, blocked=((), ())) -> go.Figure:
     in_block = (inside >= 0) & (times < np.append(ends, np.inf)[np.maximum(inside, 0)]) if len(starts) else np.zeros(n, bool)
     shapes = [dict(type="rect", xref="paper", yref="y", x0=0, x1=1, y0=y - 0.5, y1=y + 0.5, fillcolor=BLOCKED_FILL,
                    line={"width": 0}, layer="below") for y in ys[in_block]]
+    shapes += [dict(type="line", xref="x", yref="paper", x0=x, x1=x, y0=0, y1=1, line={"color": "#444", "width": 2})
+               for x in (0, 1)]
     for style, color in LADDER_COLORS.items():
         pick = (rows["style"] == style).to_numpy() if n else np.zeros(0, bool)
         if not pick.any():
@@ -145,21 +163,24 @@ def ladder_figure(rows, summary, origin_s, blocked=((), ())) -> go.Figure:
         y_to = np.where(forward, y + slant * (0.55 if style == "lost" else 1.0), y)
         xs = np.column_stack((x_from, x_to, np.full(len(y), np.nan))).ravel()
         yl = np.column_stack((y_from, y_to, np.full(len(y), np.nan))).ravel()
-        fig.add_trace(go.Scatter(x=xs, y=yl, mode="lines", line={"color": color, "width": 2,
-                                 "dash": "dash" if style == "rtx" else "solid"}, hoverinfo="skip", showlegend=False))
+        data.append(dict(type="scatter", x=xs, y=yl, mode="lines", line={"color": color, "width": 2,
+                         "dash": "dash" if style == "rtx" else "solid"}, hoverinfo="skip", showlegend=False))
         symbols = ["x-thin-open" if style == "lost" else ("triangle-right" if f else "triangle-left") for f in forward]
         labels = rows["label"].to_numpy()[pick]
         frames = rows["frame"].to_numpy()[pick]
-        fig.add_trace(go.Scatter(
-            x=x_to, y=y_to, mode="markers", name=style, marker={"symbol": symbols, "size": 12 if style == "lost" else 9,
-                                                                "color": color, "line": {"width": 3, "color": color}},
+        data.append(dict(
+            type="scatter", x=x_to, y=y_to, mode="markers", name=style,
+            marker={"symbol": symbols, "size": 12 if style == "lost" else 9, "color": color,
+                    "line": {"width": 3, "color": color}},
             customdata=np.column_stack((frames, labels)),
             hovertemplate="frame %{customdata[0]}: %{customdata[1]}<extra>" + style + "</extra>"))
-        fig.add_trace(go.Scatter(x=(x_from + x_to) / 2, y=(y_from + y_to) / 2 - 0.12, mode="text", text=labels,
-                                 textfont={"color": color, "size": 12}, hoverinfo="skip", showlegend=False))
+        # the label sits above its arrow, towards the lane it leaves from
+        data.append(dict(type="scatter", x=np.where(forward, 0.3, 0.7), y=y_from + (y_to - y_from) * 0.3 - 0.3,
+                         mode="text", text=labels, textfont={"color": color, "size": 12}, hoverinfo="skip",
+                         showlegend=False))
     ticks = [f"{(t - origin_s) * 1000:.1f} ms  #{f}" for t, f in zip(times, rows["frame"])] if n else []
-    fig.update_layout(
-        template="plotly_white", height=max(220, 26 * n + 90), font={"family": FONT, "size": 12}, shapes=shapes,
+    layout = dict(
+        template=TEMPLATE, height=max(220, 30 * n + 90), font={"family": FONT, "size": 12}, shapes=shapes,
         margin={"l": 130, "r": 20, "t": 50, "b": 20}, showlegend=False, hovermode="closest",
         xaxis={"range": [-0.08, 1.08], "showgrid": False, "zeroline": False, "showticklabels": False, "fixedrange": True},
         yaxis={"autorange": "reversed", "tickvals": ys.tolist(), "ticktext": ticks, "showgrid": False,
@@ -169,9 +190,7 @@ def ladder_figure(rows, summary, origin_s, blocked=((), ())) -> go.Figure:
         meta={"frames": [int(f) for f in rows["frame"]] if n else [],
               "lost": int((rows["style"] == "lost").sum()) if n else 0},
     )
-    for x in (0, 1):
-        fig.add_vline(x=x, line={"color": "#444", "width": 2})
-    return fig
+    return {"data": data, "layout": layout}
 
 
 def compare_figure(pairs, pixels=PLOT_PIXELS) -> go.Figure:

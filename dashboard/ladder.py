@@ -5,8 +5,9 @@ Labels come from the analyzer's events and blocks tables, in the notation of the
 `INIT ext=0x10`, `FSACK-INIT ts=...` (chunks of one packet joined with " + "); TCP `SYN nrsack=0x01`,
 `DATA 3`, `ACK 1 SACK 3-4 NR 5-5` (PDUs numbered from 1); MPTCP `S:7001 DSN:14001`,
 `A:7001 DA:14001 SACK:8401-9801 NR:5600-7000` (bytes relative to the ISN and IDSN). Retransmissions and lost data come from the
-sender's scoreboard input (the analyzer's Entry.stream): a DATA is lost when the same data leaves
-again later and no ack between the two transmissions covered it (cumulatively or by a gap block).
+direction's unwrapped serial numbers (the analyzer's Entry.serials): a DATA is lost when the same
+data leaves again later and no ack between the two transmissions covered it (cumulatively or by a
+gap / NR block).
 """
 
 import hashlib
@@ -23,40 +24,74 @@ TCP_FLAG_NAMES = ((0x02, "SYN"), (0x01, "FIN"), (0x04, "RST"))
 
 @dataclass
 class Transmissions:
-    """Per data event of one sender direction: retransmission or not, and the next transmission."""
+    """Per data event of one sender direction (the analyzer's Entry.serials): retransmission or not,
+    and where the same data leaves next. Positions index the entry's serial rows."""
 
-    stream_pos: np.ndarray  # positions in the stream of its data events
-    is_rtx: np.ndarray
-    next_pos: np.ndarray    # stream position of the next transmission of the same data, -1 if none
-    cum_max: np.ndarray     # per stream position: the highest cumulative ack seen so far
+    rows: np.ndarray        # event indices of the direction's data and acks, capture order
+    serial: np.ndarray      # unwrapped TSN / seq / DSN of data; cum ack of acks
+    data_pos: np.ndarray    # positions of the data rows
+    is_rtx: np.ndarray      # per data row
+    next_pos: np.ndarray    # per data row: position of the next transmission of the same data, -1 if none
+    cum_max: np.ndarray     # per position: the highest cumulative ack so far
 
 
-def transmissions(stream) -> Transmissions:
-    data = np.flatnonzero(stream.kind == 0)
-    lo = stream.lo[data]
-    order = np.lexsort((data, lo))
-    repeat = lo[order][1:] == lo[order][:-1]
+_cache = {}
+
+
+def transmissions(entry) -> Transmissions:
+    """Made once per entry (a sort of all its data events), then reused by every ladder window."""
+    cached = _cache.get(id(entry))
+    if cached is not None and cached[0] is entry:
+        return cached[1]
+    if len(_cache) > 32:
+        _cache.clear()
+    rows, serial, is_data = (np.asarray(part) for part in entry.serials)
+    data = np.flatnonzero(is_data)
+    first = serial[data]
+    order = np.lexsort((data, first))
+    repeat = first[order][1:] == first[order][:-1]
     is_rtx = np.zeros(len(data), bool)
     is_rtx[order[1:][repeat]] = True
     next_pos = np.full(len(data), -1, np.int64)
     next_pos[order[:-1][repeat]] = data[order[1:][repeat]]
-    acks = np.where(stream.kind == 1, stream.hi, np.iinfo(np.int64).min)
-    return Transmissions(data, is_rtx, next_pos, np.maximum.accumulate(acks) if len(acks) else acks)
+    acks = np.where(is_data, np.iinfo(np.int64).min, serial)
+    made = Transmissions(rows, serial, data, is_rtx, next_pos, np.maximum.accumulate(acks) if len(acks) else acks)
+    _cache[id(entry)] = (entry, made)
+    return made
 
 
-def is_lost(stream, tx: Transmissions, k: int) -> bool:
-    """Data event k (index into tx arrays): sent again later without any ack covering it between."""
-    here, again = int(tx.stream_pos[k]), int(tx.next_pos[k])
+def _covers(protocol, ack_serial, blocks, start, end) -> bool:
+    """Does one ack's gap / NR blocks cover the data [start, end) (TSNs: [tsn, tsn + 1))?"""
+    if protocol == "sctp":
+        part = blocks[blocks["kind"].isin(["r", "nr"])]
+        lo, hi = ack_serial + part["lo"].to_numpy(np.int64), ack_serial + part["hi"].to_numpy(np.int64) + 1
+    elif protocol == "tcp":
+        part = blocks[blocks["kind"].isin(["sack", "tcp_nr"])]
+        # wire edges (32 bit) placed next to the unwrapped ack
+        base = ack_serial & 0xFFFFFFFF
+        lo = ack_serial + ((part["lo"].to_numpy(np.int64) - base + (1 << 31)) % (1 << 32) - (1 << 31))
+        hi = ack_serial + ((part["hi"].to_numpy(np.int64) - base + (1 << 31)) % (1 << 32) - (1 << 31))
+    else:
+        part = blocks[blocks["kind"] == "mptcp_nr"]  # offsets from the DATA ACK
+        lo, hi = ack_serial + part["lo"].to_numpy(np.int64), ack_serial + part["hi"].to_numpy(np.int64)
+    return bool(np.any((lo <= start) & (hi >= end)))
+
+
+def is_lost(analysis, protocol, tx: Transmissions, k: int, block_events) -> bool:
+    """Data row k (index into tx.data_pos) left again later with no ack covering it in between."""
+    here, again = int(tx.data_pos[k]), int(tx.next_pos[k])
     if again < 0:
         return False
-    lo, hi = stream.lo[here], stream.hi[here]
-    if tx.cum_max[again] >= hi:
+    start = int(tx.serial[here])
+    end = start + (1 if protocol == "sctp" else int(analysis.capture.ev["len"][tx.rows[here]]))
+    # SCTP acks carry the last TSN received in sequence, TCP and MPTCP the next byte expected
+    if tx.cum_max[again] + (1 if protocol == "sctp" else 0) >= end:
         return False
-    acks = here + 1 + np.flatnonzero(stream.kind[here + 1:again] == 1)
-    for a in acks:
-        first = int(stream.bstart[a])
-        blocks = slice(first, first + int(stream.bcount[a]))
-        if np.any((stream.blo[blocks] <= lo) & (stream.bhi[blocks] >= hi)):
+    between = np.arange(here + 1, again)
+    for position in between[np.isin(between, tx.data_pos, invert=True)]:
+        event = int(tx.rows[position])
+        own = analysis.blocks.iloc[np.searchsorted(block_events, event, "left"):np.searchsorted(block_events, event, "right")]
+        if len(own) and _covers(protocol, int(tx.serial[position]), own, start, end):
             return False
     return True
 
@@ -164,6 +199,15 @@ def tcp_label(event, blocks, n: TcpNumbering) -> str:
     return " ".join(words)
 
 
+def _data_row(tx: Transmissions, event: int):
+    """Index of `event` among the direction's data rows, or None if it is not one."""
+    position = int(np.searchsorted(tx.rows, event))
+    if position == len(tx.rows) or tx.rows[position] != event:
+        return None
+    k = int(np.searchsorted(tx.data_pos, position))
+    return k if k < len(tx.data_pos) and tx.data_pos[k] == position else None
+
+
 def ladder_rows(analysis, entry, t0, t1, limit=MAX_ROWS) -> tuple:
     """(rows, total): the packets of the entry's flow with capture time in [t0, t1] (seconds since
     the epoch), at most `limit` of them, one row per frame with columns frame, time_s,
@@ -179,18 +223,16 @@ def ladder_rows(analysis, entry, t0, t1, limit=MAX_ROWS) -> tuple:
     events = analysis.events.iloc[window]
     blocks = analysis.blocks
     block_events = blocks["event"].to_numpy()
-    stream = entry.stream
-    tx = transmissions(stream)
-    data_event_index = {int(stream.rows[p]): k for k, p in enumerate(tx.stream_pos)}
+    tx = transmissions(entry)
     numbering = tcp_numbering(analysis, summary, flow_rows) if summary["protocol"] != "sctp" else None
     rows = []
     for index, event in zip(window, events.to_dict("records")):
         own = blocks.iloc[np.searchsorted(block_events, index, "left"):np.searchsorted(block_events, index, "right")]
         label = sctp_label(event, own) if event["protocol"] == "sctp" else tcp_label(event, own, numbering)
-        k = data_event_index.get(int(index))
+        k = _data_row(tx, index)
         style = "control"
         if k is not None:
-            style = "lost" if is_lost(stream, tx, k) else "rtx" if tx.is_rtx[k] else "data"
+            style = "lost" if is_lost(analysis, summary["protocol"], tx, k, block_events) else "rtx" if tx.is_rtx[k] else "data"
             if tx.is_rtx[k]:
                 label += " rtx"
         elif event["ack"]:

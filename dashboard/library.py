@@ -104,6 +104,8 @@ class Library:
                 self._analyses.move_to_end(key)
                 return self._analyses[key]
             result = analyze(capture.path, sndbuf=sndbuf)
+            # the ladder reads the events and blocks tables: made once here, not on the first click
+            result.events, result.blocks
             self._analyses[key] = result
             while len(self._analyses) > CACHED_ANALYSES:
                 self._analyses.popitem(last=False)

@@ -14,6 +14,7 @@ SUBCOMMANDS = {
     "analyze": "nrsack.analyzer.cli:analyze",
     "plot": "nrsack.analyzer.cli:plot",
     "compare": "nrsack.analyzer.cli:compare",
+    "dashboard": "nrsack.dashboard.cli:dashboard",
     "check": "nrsack.analyzer.check_cli:check",
 }
 

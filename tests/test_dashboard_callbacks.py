@@ -34,7 +34,8 @@ def capture_id(board, name):
 
 
 def select(board, name, sndbuf="", entry=None):
-    rows, active, message, findings, note = board.load_capture(capture_id(board, name), sndbuf)
+    rows, active, message = board.load_capture(capture_id(board, name), sndbuf)
+    findings, note = board.load_findings(capture_id(board, name))
     cell = active if entry is None else {"row": 0, "column": 0, "row_id": entry}
     return board.select_entry(cell, rows), rows, findings, note
 
@@ -65,15 +66,15 @@ def test_rtxq_view_shades_the_expected_blocking_intervals(board, name):
     flow = spec["flows"][0]
     selection, _, _, _ = select(board, f"{name}.pcap", str(flow["sndbuf_bytes"]))
     fig = board.rtxq_view(selection, None, None, "selection")
-    blocked = [s for s in fig.layout.shapes if s.name.startswith("blocked")]
-    assert len(blocked) == len(flow["blocking_intervals"]) == fig.layout.meta["blocked_intervals"]
+    blocked = [s for s in fig["layout"]["shapes"] if s["name"].startswith("blocked")]
+    assert len(blocked) == len(flow["blocking_intervals"]) == fig["layout"]["meta"]["blocked_intervals"]
     # x is time since the first DATA: the first data frame of the flow's expected RtxQ rows
     first_data = next(r["frame"] for r in flow["rtxq"] if r["event"] == "data")
     origin = spec["epoch_s"] + next(p["t_ms"] for p in spec["packets"] if p["frame"] == first_data) / 1e3
     for shape, interval in zip(blocked, flow["blocking_intervals"]):
-        assert shape.x0 == pytest.approx(spec["epoch_s"] + interval["start_ms"] / 1e3 - origin, abs=1e-6)
-        assert shape.x1 == pytest.approx(spec["epoch_s"] + interval["end_ms"] / 1e3 - origin, abs=1e-6)
-    names = [trace.name for trace in fig.data]
+        assert shape["x0"] == pytest.approx(spec["epoch_s"] + interval["start_ms"] / 1e3 - origin, abs=1e-6)
+        assert shape["x1"] == pytest.approx(spec["epoch_s"] + interval["end_ms"] / 1e3 - origin, abs=1e-6)
+    names = [trace["name"] for trace in fig["data"]]
     semantics = "rtxq_nr" if flow["nr_sack"] else "rtxq_whatif"
     assert any(n.startswith("rtxq_sack") for n in names) and any(n.startswith(semantics) for n in names)
     assert any(n == f"send buffer B = {flow['sndbuf_bytes']} bytes (given)" for n in names)
@@ -81,7 +82,7 @@ def test_rtxq_view_shades_the_expected_blocking_intervals(board, name):
 
 def test_estimated_send_buffer_is_labelled_so(board):
     selection, _, _, _ = select(board, "sctp-sack-fig2.pcap", "")
-    names = [trace.name for trace in board.rtxq_view(selection, None, None, "selection").data]
+    names = [trace["name"] for trace in board.rtxq_view(selection, None, None, "selection")["data"]]
     assert "send buffer B = 8000 bytes (estimated: the largest RtxQ seen)" in names
 
 
@@ -113,11 +114,11 @@ def test_blocking_interval_click_moves_both_views(board):
     assert len(blocking) == 3 and blocking[2]["frames"] == f"{third['start_frame']}-{third['end_frame']}"
     focus = board.focus_on_blocking(selection, {"row": 2, "column": 0, "row_id": blocking[2]["id"]})
     fig = board.rtxq_view(selection, focus, None, "focus")
-    x0, x1 = fig.layout.xaxis.range
+    x0, x1 = fig["layout"]["xaxis"]["range"]
     start = third["start_ms"] / 1e3 - 0.3  # first DATA at 300 ms
     assert x0 < start < x1 and x1 - x0 < 0.05
     ladder, caption = board.ladder_view(selection, focus)
-    frames = ladder.layout.meta["frames"]
+    frames = ladder["layout"]["meta"]["frames"]
     assert third["start_frame"] in frames and third["end_frame"] in frames and len(frames) < 15
     assert caption.startswith("blocking interval 3")
 
@@ -126,16 +127,16 @@ def test_click_on_the_plot_opens_the_blocking_interval_under_it(board):
     selection, _, _, _ = select(board, "sctp-sack-fig2.pcap", "8000")
     focus = board.focus_on_click(selection, {"points": [{"x": 0.1}]})  # inside 307 .. 503.1 ms
     assert focus["what"] == "blocking interval 1" and not focus["zoom"]
-    frames = board.ladder_view(selection, focus)[0].layout.meta["frames"]
+    frames = board.ladder_view(selection, focus)[0]["layout"]["meta"]["frames"]
     assert 12 in frames and 21 in frames
 
 
 def test_zoom_is_decimated_per_level_and_reset_returns_the_whole_transfer(board):
     selection, _, _, _ = select(board, "sctp-nrsack-fig4.pcap")
     zoomed = board.rtxq_view(selection, None, {"xaxis.range[0]": 0.1, "xaxis.range[1]": 0.11}, "relayout")
-    assert list(zoomed.layout.xaxis.range) == [0.1, 0.11]
+    assert list(zoomed["layout"]["xaxis"]["range"]) == [0.1, 0.11]
     whole = board.rtxq_view(selection, None, {"xaxis.autorange": True}, "relayout")
-    assert whole.layout.xaxis.range[1] == pytest.approx(0.3042, abs=1e-6)  # q of figure 4
+    assert whole["layout"]["xaxis"]["range"][1] == pytest.approx(0.3042, abs=1e-6)  # q of figure 4
     assert board.rtxq_view(selection, None, {"yaxis.range[0]": 0}, "relayout") is dash.no_update
 
 
@@ -172,7 +173,7 @@ def test_export_csv_is_the_analyzers_table(board):
 
 
 def test_bad_send_buffer_text_is_a_message(board):
-    rows, _, message, _, _ = board.load_capture(capture_id(board, "sctp-sack-fig2.pcap"), "lots")
+    rows, _, message = board.load_capture(capture_id(board, "sctp-sack-fig2.pcap"), "lots")
     assert rows == [] and "whole number of bytes" in message
 
 
@@ -221,7 +222,7 @@ def test_uploaded_name_with_dotdot_stays_inside_the_apps_folder(small_library, t
     assert stored.parent == tmp_path / "uploads" and stored.name == "upload-0001.pcap"
     assert small_library.captures[value].name == "escape.pcap"
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["upload-0001.pcap", "uploads"]
-    rows, _, _, _, _ = board.load_capture(value, "")
+    rows, _, _ = board.load_capture(value, "")
     assert rows and rows[0]["sender → receiver"] == "192.0.2.1:5000 → 198.51.100.1:5001"
 
 

@@ -56,11 +56,8 @@ def test_intervals_merge_only_when_too_many_to_draw():
     assert count == 11 and s.tolist() == list(np.arange(10.0, 21.0)) and e.tolist() == list(np.arange(10.5, 21.0))
     s, e, count = D.merge_intervals(starts, ends, 0, 100, 0.6, limit=10)
     assert count == 100 and s.tolist() == [0.0] and e.tolist() == [99.5]
-    s, e, count = D.merge_intervals(starts, ends, 0, 100, 0.4, limit=10)
-    assert len(s) == 100  # gaps wider than a pixel stay separate
-
-
-def test_runs_of_a_step_flag():
-    t = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
-    starts, ends = D.runs(t, [False, True, True, False, True], 9.0)
-    assert starts.tolist() == [1.0, 4.0] and ends.tolist() == [3.0, 9.0]
+    s, e, count = D.merge_intervals(starts, ends, 0, 100, 0.4, limit=120)
+    assert len(s) == 100  # gaps wider than a pixel stay separate while few enough
+    uneven_starts = np.array([0.0, 1.0, 10.0, 11.0, 30.0])
+    s, e, count = D.merge_intervals(uneven_starts, uneven_starts + 0.5, 0, 40, 0.1, limit=3)
+    assert count == 5 and s.tolist() == [0.0, 10.0, 30.0] and e.tolist() == [1.5, 11.5, 30.5]

@@ -1,0 +1,33 @@
+"""`nrsack dashboard`: serve the Dash app on localhost."""
+
+import click
+
+
+@click.command()
+@click.argument("captures", nargs=-1, type=click.Path(exists=True), metavar="[CAPTURE_OR_DIR]...")
+@click.option("--port", type=click.IntRange(0, 65535), default=8050, show_default=True,
+              help="TCP port on 127.0.0.1 (0: any free port).")
+@click.option("--upload-limit", type=click.IntRange(min=1), default=64, show_default=True, metavar="MB",
+              help="Largest capture the page accepts as an upload.")
+def dashboard(captures, port, upload_limit):
+    """Look at RtxQ, blocking and findings of captures (default: the bundled sample-pcaps/)."""
+    from nrsack.dashboard.app import create_app, local_server
+    from nrsack.dashboard.library import Library
+
+    library = Library(list(captures) or None, upload_limit << 20)
+    if not library.captures:
+        raise click.ClickException("no capture files in " + (" ".join(captures) or "sample-pcaps/"))
+    app = create_app(library=library, upload_limit=library.upload_limit)
+    # localhost only: the page shows every capture it was given and accepts uploads
+    try:
+        server, url = local_server(app, port)
+    except OSError as error:
+        raise click.ClickException(f"cannot listen on 127.0.0.1:{port}: {error.strerror}") from None
+    click.echo(f"nrsack dashboard: {len(library.captures)} capture(s); open {url}  (Ctrl-C stops)")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+        library.close()

@@ -1,0 +1,60 @@
+"""Findings of the conformance checker in the dashboard: clicking one moves the RtxQ and ladder views."""
+
+from pathlib import Path
+
+import pytest
+
+from nrsack.dashboard import app as APP, library as LIB
+from nrsack.generator import timelines_sctp
+from nrsack.generator.timeline import Step, write_pcap
+
+
+def nr04_capture(folder: Path) -> Path:
+    """Figure 4 with TSN 15 sent again after N:10;2-6 NR-acked it (rule NR-04)."""
+    timeline = timelines_sctp.sctp_nrsack_fig4()
+    steps = list(timeline.steps)
+    at = next(i for i, s in enumerate(steps) if s.label == "N:10;2-6")
+    steps.insert(at + 1, Step(steps[at].t_ms + 0.1, timelines_sctp.SENDER, timelines_sctp.RECEIVER, "DATA 15 rtx"))
+    timeline.steps = steps
+    return write_pcap(timeline, folder / "nr04-rtx-of-freed-data.pcap")
+
+
+@pytest.fixture(scope="module")
+def broken_capture(tmp_path_factory):
+    return nr04_capture(tmp_path_factory.mktemp("broken"))
+
+
+@pytest.fixture(scope="module")
+def broken_capture(tmp_path_factory):
+    """Figure 4 with TSN 15 sent again after N:10;2-6 NR-acked it (rule NR-04)."""
+    timeline = timelines_sctp.sctp_nrsack_fig4()
+    steps = list(timeline.steps)
+    at = next(i for i, s in enumerate(steps) if s.label == "N:10;2-6")
+    steps.insert(at + 1, Step(steps[at].t_ms + 0.1, timelines_sctp.SENDER, timelines_sctp.RECEIVER, "DATA 15 rtx"))
+    timeline.steps = steps
+    return write_pcap(timeline, tmp_path_factory.mktemp("broken") / "nr04.pcap")
+
+
+def test_finding_click_moves_the_views_to_its_frame(broken_capture):
+    library = LIB.Library([broken_capture])
+    board = APP.Dashboard(library)
+    rows, active, _ = board.load_capture("c0", "")
+    findings, note = board.load_findings("c0")
+    selection = board.select_entry(active, rows)
+    table, source = library.findings("c0")
+    if source != "checker":
+        pytest.fail("the conformance checker (nrsack.analyzer.check) is missing: " + note)
+    nr04 = [f for f in findings if f["rule"] == "NR-04"]
+    assert nr04, findings
+    frame = int(nr04[0]["frames"].split(",")[-1])
+    focus = board.focus_on_finding(selection, {"row": 0, "column": 0, "row_id": nr04[0]["id"]}, findings)
+    assert focus["frame"] == frame and focus["zoom"]
+    ladder = board.ladder_view(selection, focus)[0]
+    assert frame in ladder["layout"]["meta"]["frames"]
+    before = board.rtxq_view(selection, None, None, "selection")["layout"]["xaxis"]["range"]
+    moved = board.rtxq_view(selection, focus, None, "focus")
+    after = moved["layout"]["xaxis"]["range"]
+    assert moved["layout"]["annotations"][0]["text"] == f"NR-04 at frame {frame}"
+    assert after[1] - after[0] < (before[1] - before[0]) / 5
+
+
