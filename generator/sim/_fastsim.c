@@ -520,7 +520,7 @@ static void send_ack(Sim *s, i64 now, int has_latest, i64 latest) {
 static void delayed_ack(Sim *s, i64 now, i64 u) {
     const Params *P = s->P;
     s->ack_pending++;
-    if (s->ack_pending >= P->ack_every) send_ack(s, now, 1, u);
+    if (s->ack_pending >= P->ack_every || s->rcum >= P->n) send_ack(s, now, 1, u);
     else if (!s->delack_armed) {
         s->delack_armed = 1; s->delack_gen++;
         TRY(push(s, now + P->delack_ns, EV_DELACK, 0, s->delack_gen));

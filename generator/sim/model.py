@@ -733,7 +733,9 @@ class Simulation:
 
     def _delayed_ack(self, now, p, u, space):
         self.ack_pending[space] += 1
-        if self.ack_pending[space] >= self.cfg.ack_every:
+        # the last data goes out with SCTP's SACK-IMMEDIATELY bit (RFC 7053; a TCP receiver acks
+        # a FIN at once): no delayed-ack wait at the end of the transfer
+        if self.ack_pending[space] >= self.cfg.ack_every or self.rcum >= self.n:
             self._send_ack(now, p, u)
         elif not self.delack_armed[space]:
             self.delack_armed[space] = True

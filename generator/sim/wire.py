@@ -111,14 +111,17 @@ class SctpWire(_Wire):
         self.nr = self.cfg.ack == "nrsack"
 
     def data(self, path, u, sidx):
-        size = self.S if u != self.n - 1 else self.last_size
-        key = (path, size)
+        last = u == self.n - 1
+        size = self.last_size if last else self.S
+        key = (path, size, last)
         tpl = self._data_tpl.get(key)
         if tpl is None:
             src, dst = addresses(path)
+            # the last chunk carries SACK-IMMEDIATELY (RFC 7053), as the model's receiver assumes
             pkt = (Ether(src=SENDER_MAC, dst=RECEIVER_MAC) / IP(src=src, dst=dst, id=0, flags="DF")
                    / SCTP(sport=SCTP_PORTS[0], dport=SCTP_PORTS[1], tag=self.tag_to_receiver)
-                   / SCTPChunkData(unordered=1, beginning=1, ending=1, tsn=0, stream_id=0, stream_seq=0, proto_id=0,
+                   / SCTPChunkData(delay_sack=int(last), unordered=1, beginning=1, ending=1,
+                                   tsn=0, stream_id=0, stream_seq=0, proto_id=0,
                                    data=payload_bytes(size)))
             tpl = self._data_tpl[key] = bytearray(bytes(pkt))
         struct.pack_into(">I", tpl, ETH_IP + 16, (self.isn + u) & 0xFFFFFFFF)
