@@ -71,14 +71,31 @@ class FlowInput:
     vantage: list          # per sender side: analysis.vantage()
 
 
-def _blocks_of(cap, row, kinds):
-    start, count = int(cap.ev["blk_start"][row]), int(cap.ev["blk_count"][row])
-    b = cap.blocks[start:start + count]
-    return [(int(lo), int(hi)) for lo, hi, k in zip(b["lo"].tolist(), b["hi"].tolist(), b["kind"].tolist()) if k in kinds]
+class Columns:
+    """The reader's columns as Python lists: per-event scalars are read one at a time while building events,
+    and list indexing is many times cheaper than numpy scalar access."""
+
+    NAMES = ("frame", "time_ns", "conn", "dir", "chunk", "flags", "tcp_flags", "seq", "ack", "aux", "len", "dsn",
+             "data_ack", "dss_len", "blk_start", "blk_count")
+
+    def __init__(self, cap, side_of):
+        for name in self.NAMES:
+            setattr(self, name, cap.ev[name].tolist())
+        self.side_of = side_of
+        self.side = side_of.tolist()
+        self.conns = cap.conns
+        self.block_lo, self.block_hi = cap.blocks["lo"].tolist(), cap.blocks["hi"].tolist()
+        self.block_kind = cap.blocks["kind"].tolist()
+
+    def blocks_of(self, row, kinds):
+        start = self.blk_start[row]
+        stop = start + self.blk_count[row]
+        return [(lo, hi) for lo, hi, k in zip(self.block_lo[start:stop], self.block_hi[start:stop],
+                                              self.block_kind[start:stop]) if k in kinds]
 
 
-def _sctp(cap, side_of, flow, rows, out, endpoints):
-    sides = side_of[rows]
+def _sctp(cap, cols, flow, rows, out, endpoints):
+    sides = cols.side_of[rows]
     ev = cap.ev
     chunk = ev["chunk"][rows]
     for sender in (0, 1):
@@ -92,45 +109,43 @@ def _sctp(cap, side_of, flow, rows, out, endpoints):
         key = ("sctp", -1, sender)
         endpoints[key] = f"{flow.endpoints[sender]} -> {flow.endpoints[1 - sender]}"
         for row, value in zip(sel.tolist(), u.tolist()):
-            c = int(ev["chunk"][row])
-            base = _base(cap, side_of, row, sender)
+            c = cols.chunk[row]
+            base = _base(cols, row, sender)
             if c == 0:
-                out.append(Event(kind=DATA, level="sctp", lo=value, hi=value + 1, wire_seq=int(ev["seq"][row]), **base))
+                out.append(Event(kind=DATA, level="sctp", lo=value, hi=value + 1, wire_seq=cols.seq[row], **base))
             elif c in (1, 2):
                 # INIT / INIT-ACK: initial TSN - 1 is the cum ack of "nothing sent yet"
                 out.append(Event(kind=INIT if c == 1 else INIT_ACK, level="sctp", cum=value + 1, lo=value + 1,
-                                 hi=value + 1, wire_seq=int(ev["seq"][row]), **base))
+                                 hi=value + 1, wire_seq=cols.seq[row], **base))
             else:
-                r = _blocks_of(cap, row, (E.BK_R,))
-                nr = _blocks_of(cap, row, (E.BK_NR,))
-                out.append(Event(kind=ACK, level="sctp", cum=value + 1, wire_seq=int(ev["ack"][row]),
+                r = cols.blocks_of(row, (E.BK_R,))
+                nr = cols.blocks_of(row, (E.BK_NR,))
+                out.append(Event(kind=ACK, level="sctp", cum=value + 1, wire_seq=cols.ack[row],
                                  r=tuple((value + s, value + e + 1) for s, e in r),
                                  nr=tuple((value + s, value + e + 1) for s, e in nr),
                                  wire_r=tuple(r), wire_nr=tuple(nr), **base))
     fsack = rows[np.isin(chunk, list(FSACK_KINDS))]
     for row in fsack.tolist():
-        base = _base(cap, side_of, row, None)
-        if ev["chunk"][row] == 0xA1:
+        base = _base(cols, row, None)
+        if cols.chunk[row] == 0xA1:
             base["sender"] = 1 - base["side"]  # the FSACK-ACK answers for the data sender's direction
-        address = _blocks_of(cap, row, (E.BK_ADDR,))
-        out.append(Event(kind=FSACK_KINDS[int(ev["chunk"][row])], level="sctp", aux=int(ev["aux"][row]),
+        address = cols.blocks_of(row, (E.BK_ADDR,))
+        out.append(Event(kind=FSACK_KINDS[cols.chunk[row]], level="sctp", aux=cols.aux[row],
                          address=E.block_address(*address[0]) if address else "", **base))
 
 
-def _base(cap, side_of, row, sender):
+def _base(cols, row, sender):
     """Fields every event has; sender None: the chunk's own side (flow-level events)."""
-    ev = cap.ev
-    conn = int(ev["conn"][row])
-    c = cap.conns[conn]
-    src, dst = (c.addr_a, c.addr_b) if int(ev["dir"][row]) == 0 else (c.addr_b, c.addr_a)
-    side = int(side_of[row])
-    return dict(index=float(row), frame=int(ev["frame"][row]), time_ns=int(ev["time_ns"][row]), side=side,
-                sender=side if sender is None else sender, conn=conn, src=src, dst=dst,
-                chunk=int(ev["chunk"][row]), flags=int(ev["flags"][row]), tcp_flags=int(ev["tcp_flags"][row]))
+    c = cols.conns[cols.conn[row]]
+    src, dst = (c.addr_a, c.addr_b) if cols.dir[row] == 0 else (c.addr_b, c.addr_a)
+    side = cols.side[row]
+    return dict(index=float(row), frame=cols.frame[row], time_ns=cols.time_ns[row], side=side,
+                sender=side if sender is None else sender, conn=cols.conn[row], src=src, dst=dst,
+                chunk=cols.chunk[row], flags=cols.flags[row], tcp_flags=cols.tcp_flags[row])
 
 
-def _tcp(cap, side_of, flow, rows, out, endpoints):
-    sides = side_of[rows]
+def _tcp(cap, cols, flow, rows, out, endpoints):
+    sides = cols.side_of[rows]
     """TCP level of every connection / subflow of the flow."""
     ev = cap.ev
     for conn in flow.conns:
@@ -153,27 +168,27 @@ def _tcp(cap, side_of, flow, rows, out, endpoints):
             endpoints[("tcp", conn, sender)] = f"{a} -> {b}"
             never = flow.never_renege[1 - sender]
             for row, value, ack in zip(sel.tolist(), u.tolist(), is_ack.tolist()):
-                base = _base(cap, side_of, row, sender)
-                flags = int(ev["tcp_flags"][row])
+                base = _base(cols, row, sender)
+                flags = cols.tcp_flags[row]
                 if ack:
-                    sack = _blocks_of(cap, row, (E.BK_TCP_SACK,))
-                    nr = _blocks_of(cap, row, (E.BK_TCP_NR,))
+                    sack = cols.blocks_of(row, (E.BK_TCP_SACK,))
+                    nr = cols.blocks_of(row, (E.BK_TCP_NR,))
                     near = lambda edges: tuple((int(F.near(value, lo)), int(F.near(value, hi))) for lo, hi in edges)
-                    out.append(Event(kind=ACK, level="tcp", cum=value, wire_seq=int(ev["ack"][row]), r=near(sack),
+                    out.append(Event(kind=ACK, level="tcp", cum=value, wire_seq=cols.ack[row], r=near(sack),
                                      nr=near(nr), wire_r=tuple(sack), wire_nr=tuple(nr), never_renege=never, **base))
                 else:
                     syn_bit = 1 if flags & E.TCP_SYN else 0
-                    length = int(ev["len"][row]) + syn_bit + (1 if flags & E.TCP_FIN else 0)
+                    length = cols.len[row] + syn_bit + (1 if flags & E.TCP_FIN else 0)
                     if syn_bit:
                         out.append(Event(kind=SYN_ACK if flags & 0x10 else SYN, level="tcp", lo=value, hi=value + 1,
-                                         cum=value + 1, wire_seq=int(ev["seq"][row]), **base))
+                                         cum=value + 1, wire_seq=cols.seq[row], **base))
                     if length > syn_bit:
                         out.append(Event(kind=DATA, level="tcp", lo=value + syn_bit, hi=value + length,
-                                         wire_seq=int(ev["seq"][row]), **dict(base, index=base["index"] + 0.25)))
+                                         wire_seq=cols.seq[row], **dict(base, index=base["index"] + 0.25)))
 
 
-def _mptcp(cap, side_of, flow, rows, out, endpoints):
-    sides = side_of[rows]
+def _mptcp(cap, cols, flow, rows, out, endpoints):
+    sides = cols.side_of[rows]
     """MPTCP data level: DSS mappings and DATA ACKs (with their NR blocks) of every subflow."""
     ev = cap.ev
     fl = ev["flags"][rows]
@@ -186,48 +201,47 @@ def _mptcp(cap, side_of, flow, rows, out, endpoints):
         u = F.unwrap32(raw)
         endpoints[("mptcp", -1, sender)] = f"{flow.endpoints[sender]} -> {flow.endpoints[1 - sender]}"
         for row, value, ack in zip(sel.tolist(), u.tolist(), is_ack.tolist()):
-            base = dict(_base(cap, side_of, row, sender), index=float(row) + 0.5)
+            base = dict(_base(cols, row, sender), index=float(row) + 0.5)
             if ack:
-                nr = _blocks_of(cap, row, (E.BK_MPTCP_NR,))
-                out.append(Event(kind=ACK, level="mptcp", cum=value, wire_seq=int(ev["data_ack"][row]),
+                nr = cols.blocks_of(row, (E.BK_MPTCP_NR,))
+                out.append(Event(kind=ACK, level="mptcp", cum=value, wire_seq=cols.data_ack[row],
                                  nr=tuple((value + s, value + e) for s, e in nr), wire_nr=tuple(nr), **base))
             else:
-                out.append(Event(kind=DATA, level="mptcp", lo=value, hi=value + int(ev["dss_len"][row]),
-                                 aux=int(ev["aux"][row]), wire_seq=int(ev["dsn"][row]), **base))
+                out.append(Event(kind=DATA, level="mptcp", lo=value, hi=value + cols.dss_len[row],
+                                 aux=cols.aux[row], wire_seq=cols.dsn[row], **base))
 
 
-def _malformed(cap, flow_of, side_of):
+def _malformed(cap, cols, flow_of):
     """Reader findings as events, in the flow of their frame's events (None: no flow)."""
-    ev = cap.ev
-    frame_rows = {}
-    for i, f in enumerate(ev["frame"].tolist()):
-        frame_rows[f] = i  # last event of the frame
+    frame_rows = {f: i for i, f in enumerate(cols.frame)}  # the last event of each frame
     found = [(frame, "GEN-01", reason) for frame, reason in cap.findings] + list(cap.rule_findings)
     out = {}
     for frame, rule_id, reason in found:
         row = frame_rows.get(frame)
         flow = int(flow_of[row]) if row is not None else -1
-        side = int(side_of[row]) if row is not None else 0
-        index = (row if row is not None else -1) + 0.75
-        out.setdefault(flow, []).append(Event(index=index, frame=int(frame), time_ns=int(ev["time_ns"][row]) if row is not None else 0,
-                                              kind=MALFORMED, level="", side=side, sender=1 - side, rule=rule_id,
-                                              reason=reason))
+        side = cols.side[row] if row is not None else 0
+        out.setdefault(flow, []).append(Event(index=(row if row is not None else -1) + 0.75, frame=int(frame),
+                                              time_ns=cols.time_ns[row] if row is not None else 0, kind=MALFORMED,
+                                              level="", side=side, sender=1 - side, rule=rule_id, reason=reason))
     return out
 
 
 def flow_inputs(cap, flows, flow_of, side_of, vantage):
     """-> ([FlowInput], events of reader findings outside any flow)."""
-    malformed = _malformed(cap, flow_of, side_of)
+    cols = Columns(cap, side_of)
+    malformed = _malformed(cap, cols, flow_of)
+    order = np.argsort(flow_of, kind="stable")  # rows of each flow, in capture order, in one pass
+    bounds = np.searchsorted(flow_of[order], [flow.id for flow in flows] + [len(flows)])
     inputs = []
-    for flow in flows:
-        rows = np.flatnonzero(flow_of == flow.id)
+    for k, flow in enumerate(flows):
+        rows = order[bounds[k]:bounds[k + 1]]
         out, endpoints = [], {}
         if flow.protocol == "sctp":
-            _sctp(cap, side_of, flow, rows, out, endpoints)
+            _sctp(cap, cols, flow, rows, out, endpoints)
         else:
-            _tcp(cap, side_of, flow, rows, out, endpoints)
+            _tcp(cap, cols, flow, rows, out, endpoints)
             if flow.protocol == "mptcp":
-                _mptcp(cap, side_of, flow, rows, out, endpoints)
+                _mptcp(cap, cols, flow, rows, out, endpoints)
         out.extend(malformed.get(flow.id, []))
         out.sort(key=lambda e: (e.index, e.level != "tcp"))
         addresses = [_side_addresses(flow, out, side) for side in (0, 1)]
