@@ -26,19 +26,13 @@ def run(captures, rule_ids, severity):
     """-> [(capture, flows, findings)]; exits 2 on unusable input or an unknown rule ID."""
     from nrsack.analyzer import checker as C
     from nrsack.analyzer import events as E
-    from nrsack.analyzer import flows as F
 
     results = []
     for path in captures:
         try:
-            cap = E.read_capture(path)
+            flows, found = C.check_capture(E.read_capture(path), rule_ids)
         except E.CaptureError as error:
             fail(str(error))
-        flows = F.assemble(cap)[0]
-        if not flows:
-            fail(f"{path}: no SCTP or TCP flows in {cap.frames} frames")
-        try:
-            found = C.check_capture(cap, rule_ids)
         except KeyError as error:
             fail(f"unknown rule ID {error.args[0]} (known: {', '.join(REGISTRY)})")
         results.append((path, flows, C.at_least(found, severity)))

@@ -85,11 +85,14 @@ def run_flow(fi, dispatch):
     return found
 
 
-def check_capture(cap: E.Capture, rule_ids=None) -> list:
-    """Findings (dicts of COLUMNS) of every selected rule over every flow of a read capture."""
+def check_capture(cap: E.Capture, rule_ids=None):
+    """-> (flows, findings as dicts of COLUMNS) of every selected rule over every flow of a read capture.
+    Raises CaptureError when the capture holds no SCTP or TCP flow, KeyError for an unknown rule ID."""
     rules = select(rule_ids)
     dispatch = _dispatch(rules)
     flows, flow_of, side_of = F.assemble(cap)
+    if not flows:
+        raise E.CaptureError(f"{cap.path}: no SCTP or TCP flows in {cap.frames} frames")
     inputs, orphans = I.flow_inputs(cap, flows, flow_of, side_of, lambda flow, s: A.vantage(cap.ev, flow, s))
     found = []
     for fi in inputs:
@@ -98,7 +101,7 @@ def check_capture(cap: E.Capture, rule_ids=None) -> list:
         for r in dispatch.get((e.kind, ""), ()):
             found.extend(_finding(r, v, None, "") for v in r.check(e, S.FlowState(), S.FlowState(), None))
     found.sort(key=lambda f: (f["frames"][-1], f["flow"] if f["flow"] is not None else -1, f["rule"]))
-    return found
+    return flows, found
 
 
 def at_least(findings, severity):
@@ -112,10 +115,11 @@ def check(path, rules=None, severity="note") -> pd.DataFrame:
 
     Returns one row per finding: rule, severity, flow (the analyzer's flow id; NA for a frame of no flow),
     direction ("src -> dst" of the data sender), frames (1-based, the breaking frame last), message.
-    Raises CaptureError for unusable input and KeyError for an unknown rule ID.
+    Raises CaptureError for unusable input (not a capture, damaged, no SCTP or TCP flow) and KeyError for
+    an unknown rule ID.
     """
     cap = E.read_capture(path)
-    found = at_least(check_capture(cap, rules), severity)
+    found = at_least(check_capture(cap, rules)[1], severity)
     frame = pd.DataFrame(found, columns=COLUMNS)
     frame["flow"] = frame["flow"].astype("Int64")
     frame["severity"] = frame["severity"].astype(pd.CategoricalDtype(list(SEVERITIES)))

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from scapy.layers.l2 import ARP, Ether
 from scapy.utils import wrpcap
 
-from nrsack.analyzer import check
+from nrsack.analyzer import CaptureError, check
 from nrsack.analyzer.checker import COLUMNS, applies
 from nrsack.analyzer.rules import REGISTRY
 from nrsack.cli import main
@@ -133,3 +133,13 @@ def test_python_api_returns_the_findings_dataframe():
     assert frame.rule[0] == "NR-03" and list(frame.frames[0]) == [9, 10] and frame.flow[0] == 0
     assert list(check(OLD_ACK, severity="warning").rule) == []
     assert list(check(REVOCATION, rules=["NR-07"]).rule) == []
+    with pytest.raises(KeyError):
+        check(REVOCATION, rules=["XX-01"])
+
+
+def test_python_api_raises_capture_error_without_flows(tmp_path):
+    arp = Ether() / ARP()
+    arp.time = 1_700_000_000
+    wrpcap(str(tmp_path / "arp.pcap"), [arp])
+    with pytest.raises(CaptureError, match="no SCTP or TCP flows"):
+        check(tmp_path / "arp.pcap")
