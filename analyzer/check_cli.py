@@ -156,7 +156,12 @@ def _rule_list(ctx, param, value):
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None, help="Write the report here.")
 def check(captures, rule_ids, severity, fmt, out_file):
-    """Conformance of the NR-SACK / FSACK peers in CAPTURE... to rules.md: exit 1 on an error finding."""
+    """Conformance of the NR-SACK / FSACK peers in CAPTURE... to rules.md.
+
+    Each finding: rule ID, severity, flow (the analyzer's flow id; "CAPTURE:ID" with several captures),
+    direction (data sender -> receiver), frames (1-based, the breaking frame last) and a message.
+    junit: one test case per rule per flow, error findings fail it. Exit status 0 without an error
+    finding, 1 with one, 2 for unusable input."""
     results = run(captures, rule_ids, severity)
     report = {"text": lambda: text_report(results), "json": lambda: json_report(results),
               "junit": lambda: junit_report(results, rule_ids), "sarif": lambda: sarif_report(results, rule_ids)}[fmt]()
