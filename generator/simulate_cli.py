@@ -126,6 +126,11 @@ def sweep(protocol, sndbufs, losses, bandwidths, delay, paths, nbytes, seeds, pa
                      losses=_floats(losses, "--loss"), seeds=seeds,
                      bandwidths_mbps=_floats(bandwidths, "--bandwidth"), delay_ms=delay,
                      nbytes=nbytes, paths=n_paths, payload=payload)
+    for pt in points:  # bad parameters: a usage error here, not a traceback from a worker
+        try:
+            sw.config_of(pt)
+        except ValueError as e:
+            raise click.UsageError(str(e))
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     runs = sw.run(points, scheduler=scheduler, workers=workers, serial=serial)

@@ -138,3 +138,9 @@ def test_bad_parameters_give_a_clear_error(tmp_path, args, message):
     assert res.exit_code == 2
     assert message in res.output
     assert "Traceback" not in res.output
+
+
+def test_bad_sweep_parameters_give_a_clear_error(tmp_path):
+    res = CliRunner().invoke(generate, ["sweep", "--loss", "0,1.5", "--serial", "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "loss rate" in res.output
+    assert not (tmp_path / "runs.csv").exists()
