@@ -71,10 +71,12 @@ def run_flow(fi, dispatch):
     ctx = Context(fi.flow, fi.vantage, fi.addresses)
     state = S.FlowState()
     found = []
+    advance, rules_of = S.advance, dispatch.get
     for e in fi.events:
-        after = S.advance(state, e)
-        for r in dispatch.get((e.kind, e.level), ()):
-            found.extend(_finding(r, v, fi.flow.id, _direction(fi, e)) for v in r.check(e, state, after, ctx))
+        after = advance(state, e)
+        for r in rules_of((e.kind, e.level), ()):
+            for verdict in r.check(e, state, after, ctx):
+                found.append(_finding(r, verdict, fi.flow.id, _direction(fi, e)))
         state = after
     if fi.events:
         last = fi.events[-1]

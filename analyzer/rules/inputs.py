@@ -7,6 +7,7 @@ TCP sequence numbers (SYN and FIN count one); MPTCP data sequence numbers.
 """
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -23,8 +24,7 @@ KINDS = (DATA, ACK, INIT, INIT_ACK, SYN, SYN_ACK, FSACK_INIT, FSACK_ACK, FSACK_C
 FSACK_KINDS = {0xA0: FSACK_INIT, 0xA1: FSACK_ACK, 0xA2: FSACK_COMPLETE}
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+class Event(NamedTuple):  # a NamedTuple: built once per chunk / segment, cheaply
     index: float          # capture order (event index; reader findings sort after their frame's events)
     frame: int
     time_ns: int

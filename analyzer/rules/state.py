@@ -32,6 +32,8 @@ def merged(blocks):
 
 def minus(pieces, blocks):
     """The parts of `pieces` that no block covers, each with its frame."""
+    if not pieces:
+        return []
     cover = merged(blocks)
     out = []
     for lo, hi, frame in pieces:
@@ -50,6 +52,8 @@ def minus(pieces, blocks):
 def within(pieces, blocks):
     """The parts of `pieces` that some block covers, each with its frame."""
     out = []
+    if not pieces:
+        return out
     for lo, hi, frame in pieces:
         for a, b in merged(blocks):
             if a < hi and lo < b:
