@@ -272,6 +272,8 @@ class TcpWire(_Wire):
         return self.eth_ip(path, False, 20 + len(tcp)) + tcp
 
     def syn_options(self, path, from_sender, name):
+        if name == "ACK":
+            return []  # MSS, SACK-Permitted, window scale and NR-SACK-Permitted are SYN options
         opts = [("MSS", self.S), ("SAckOK", b""), ("WScale", WSCALE)]
         if self.nr:
             opts.append(L.tcp_option(L.TCPOptNRSackPermitted(flags=0)))
