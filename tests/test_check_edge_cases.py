@@ -1,0 +1,62 @@
+"""Readings of docs/decisions.md 21 that the timeline notation cannot write: TCP keep-alives are not TN-04
+retransmissions, and the later segments of one MPTCP mapping are not MN-04 data-level retransmissions.
+Captures are built here with Scapy and the project's option layers."""
+
+from scapy.layers.inet import IP, TCP
+from scapy.layers.l2 import Ether
+from scapy.utils import wrpcap
+
+from nrsack.analyzer import check
+from nrsack.generator.layers import MPTCPCapable, MPTCPDSS, TCPOptNRSackPermitted, tcp_option
+
+CLIENT, SERVER = ("192.0.2.1", 40000), ("198.51.100.1", 5001)
+ISN_C, ISN_S = 1000, 5000
+
+
+def write(tmp_path, segments):
+    """segments: (from client?, TCP layer); 1 ms apart, the handshake's reply gap makes it a client capture."""
+    packets = []
+    for i, (from_client, tcp) in enumerate(segments):
+        (src, sport), (dst, dport) = (CLIENT, SERVER) if from_client else (SERVER, CLIENT)
+        p = Ether() / IP(src=src, dst=dst) / tcp.__class__(bytes(tcp))
+        p[TCP].sport, p[TCP].dport = sport, dport
+        p.time = 1_700_000_000 + (0 if i == 0 else 0.1 if i == 1 else 0.1001 + i * 0.001)
+        packets.append(p)
+    path = tmp_path / "edge.pcap"
+    wrpcap(str(path), packets)
+    return path
+
+
+def handshake(*extra):
+    permitted = tcp_option(TCPOptNRSackPermitted(flags=0x02 if extra else 0x00))
+    return [(True, TCP(seq=ISN_C, flags="S", options=[("SAckOK", b""), permitted, *extra[:1]])),
+            (False, TCP(seq=ISN_S, ack=ISN_C + 1, flags="SA", options=[("SAckOK", b""), permitted, *extra[1:2]])),
+            (True, TCP(seq=ISN_C + 1, ack=ISN_S + 1, flags="A", options=list(extra[2:3])))]
+
+
+def test_keepalive_below_the_ack_is_not_a_retransmission(tmp_path):
+    data = [(True, TCP(seq=ISN_C + 1, ack=ISN_S + 1, flags="PA") / (b"x" * 100)),
+            (False, TCP(seq=ISN_S + 1, ack=ISN_C + 101, flags="A"))]
+    keepalive = (True, TCP(seq=ISN_C + 100, ack=ISN_S + 1, flags="A") / b"k")      # the byte at ack - 1
+    resend = (True, TCP(seq=ISN_C + 50, ack=ISN_S + 1, flags="A") / b"r")           # a byte well below it
+    assert list(check(write(tmp_path, handshake() + data + [keepalive])).rule) == []
+    found = check(write(tmp_path, handshake() + data + [resend]))
+    assert [(r.rule, r.severity, list(r.frames)) for r in found.itertuples()] == [("TN-04", "warning", [5, 6])]
+
+
+def test_later_segments_of_one_mapping_are_not_data_level_retransmissions(tmp_path):
+    keys = (0x1111222233334444, 0x5555666677778888)
+    mpc = (tcp_option(MPTCPCapable()), tcp_option(MPTCPCapable(sender_key=keys[1])),
+           tcp_option(MPTCPCapable(sender_key=keys[0], receiver_key=keys[1])))
+    mapping = dict(M=1, dsn32=7000, ssn=1, data_len=2800)
+    first = (True, TCP(seq=ISN_C + 1, ack=ISN_S + 1, flags="A", options=[tcp_option(MPTCPDSS(**mapping))]) / (b"a" * 1400))
+    data_ack = (False, TCP(seq=ISN_S + 1, ack=ISN_C + 1401, flags="A",
+                           options=[tcp_option(MPTCPDSS(A=1, data_ack32=8400))]))
+    second = (True, TCP(seq=ISN_C + 1401, ack=ISN_S + 1, flags="A", options=[tcp_option(MPTCPDSS(**mapping))]) / (b"b" * 1400))
+    assert list(check(write(tmp_path, handshake(*mpc) + [first, data_ack, second])).rule) == []
+    # the same mapping again after the whole of it was DATA-ACKed is a data-level retransmission
+    all_acked = (False, TCP(seq=ISN_S + 1, ack=ISN_C + 2801, flags="A", options=[tcp_option(MPTCPDSS(A=1, data_ack32=9800))]))
+    again = (True, TCP(seq=ISN_C + 2801, ack=ISN_S + 1, flags="A", options=[tcp_option(MPTCPDSS(**dict(mapping, ssn=2801)))])
+             / (b"c" * 1400))
+    found = check(write(tmp_path, handshake(*mpc) + [first, data_ack, second, all_acked, again]))
+    assert [(r.rule, list(r.frames)) for r in found.itertuples()] == [("MN-04", [5, 8])]  # frame 5 first acked DSN 7000
