@@ -134,7 +134,7 @@ def sarif_report(results, rule_ids):
             })
     return json.dumps({
         "version": "2.1.0", "$schema": SARIF_SCHEMA,
-        "runs": [{"tool": {"driver": {"name": "nrsack check", "informationUri": "https://github.com/",
+        "runs": [{"tool": {"driver": {"name": "nrsack check",
                                       "rules": [{"id": r.id, "shortDescription": {"text": r.summary},
                                                  "defaultConfiguration": {"level": level[r.severity]}} for r in rules]}},
                   "results": sarif_results}],
