@@ -412,10 +412,12 @@ static void transport_ack(Sim *s, i64 now, i64 cum, const i64 *bs, const i64 *be
     }
     if (s->n_holes) {  /* the hole list is ascending by construction: compact it while walking */
         i64 w = 0, count = s->holes.n;
+        int in_fr = P->sctp && cum_advanced && s->rec_on && s->rec_kind == 0;  /* as it arrived */
         for (i64 r = 0; r < count; r++) {
             i64 u = s->holes.v[r];
             if (!(flags[u] & HOLE)) continue;
-            if (u < newly_max) {
+            /* in SCTP fast recovery an ack that advances the cum ack counts for every hole */
+            if (u < newly_max || in_fr) {
                 i64 m = s->miss[u] + 1;
                 if (m >= 3) { s->miss[u] = 0; fast_retransmit(s, now, u); if (s->o->error) return; }
                 else s->miss[u] = (int32_t)m;

@@ -605,12 +605,15 @@ class Simulation:
             f = flags[u]
             if f & INFL and not f & (SACKED | RTXD):
                 holes.add(u)
-        # miss indications: data sent on the same path below the highest newly acked index
+        # miss indications: data sent on the same path below the highest newly acked index; in SCTP
+        # fast recovery an ack that advances the cum ack counts for every hole (RFC 9260 7.2.4)
         if holes:
             sidx = self.sidx
+            in_fr = [self.sctp_like and cum_advanced and rec is not None and rec[0] == "fast"
+                     for rec in self.in_recovery]  # as the ack arrived
             for u in sorted(holes):
                 q = upath[u]
-                if sidx[u] < newly_max[q]:
+                if sidx[u] < newly_max[q] or in_fr[q]:
                     m = self.miss.get(u, 0) + 1
                     if m >= 3:
                         self.miss.pop(u, None)
