@@ -61,9 +61,12 @@ def _kpi(label, value, hint=None):
 
 
 class Dashboard:
-    def __init__(self, library: LIB.Library, decimate=True):
+    def __init__(self, library: LIB.Library, decimate=True, webgl=None):
         self.library = library
-        self.decimate = decimate  # False only for the benchmark's baseline: every point to the browser
+        # both for the benchmark only: decimate=False sends every point (the baseline); webgl forces
+        # the trace type (None: by point count, figures.WEBGL_MIN_POINTS)
+        self.decimate = decimate
+        self.webgl = webgl
 
     # ---- data access -------------------------------------------------------------------------
     def _analysis(self, selection):
@@ -251,7 +254,7 @@ class Dashboard:
                 x_range = tuple(float(v) for v in relayout["xaxis.range"])
             elif not relayout.get("xaxis.autorange"):
                 return dash.no_update  # a y-only or legend change: the drawn points stay right
-        fig = FIG.rtxq_figure(entry, x_range, decimated=self.decimate)
+        fig = FIG.rtxq_figure(entry, x_range, decimated=self.decimate, webgl=self.webgl)
         if focus and trigger == "focus" and focus.get("at") is not None:
             x = focus["at"] - origin
             fig["layout"]["shapes"].append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0,
@@ -441,10 +444,10 @@ def layout(board: Dashboard):
     ])
 
 
-def create_app(paths=None, upload_limit=LIB.DEFAULT_UPLOAD_LIMIT, library=None, decimate=True):
+def create_app(paths=None, upload_limit=LIB.DEFAULT_UPLOAD_LIMIT, library=None, decimate=True, webgl=None):
     """The Dash app over the captures in `paths` (files or folders; default: sample-pcaps/)."""
     library = library or LIB.Library(paths, upload_limit)
-    board = Dashboard(library, decimate)
+    board = Dashboard(library, decimate, webgl)
     app = dash.Dash(__name__, assets_folder=str(ASSETS), title="nrsack dashboard", update_title=None)
     # a request far larger than the limit is cut off before it is read (base64 adds a third)
     app.server.config["MAX_CONTENT_LENGTH"] = upload_limit * 2 + (1 << 20)

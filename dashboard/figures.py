@@ -14,6 +14,7 @@ import plotly.io as pio
 from nrsack.dashboard import decimate as D
 
 PLOT_PIXELS = 1200          # buckets per zoom level: about one per pixel of a wide graph
+WEBGL_MIN_POINTS = 50_000   # from here on WebGL traces draw faster than SVG
 MAX_SHAPES = 400            # more intervals than this in view are merged below a pixel
 BLOCKED_FILL = "rgba(214, 39, 40, 0.16)"
 GAP_FILL = "rgba(255, 127, 14, 0.85)"
@@ -82,12 +83,16 @@ def _interval_shapes(starts, ends, y0, y1, fill, name):
             for i, (a, b) in enumerate(zip(starts, ends))]
 
 
-def rtxq_figure(entry, x_range=None, pixels=PLOT_PIXELS, decimated=True) -> dict:
+def rtxq_figure(entry, x_range=None, pixels=PLOT_PIXELS, decimated=True, webgl=None) -> dict:
     """RtxQ vs time of one entry (SCTP paper figs. 8-9, MPTCP paper figs. 7-8): the two queues,
     the send-buffer line, blocked intervals shaded, gap_open intervals as a band along the bottom.
     x_range: (x0, x1) in seconds since the first DATA, or None for the whole transfer.
     A plain figure dict: plotly's per-property validation of go.Figure costs more than the rest of
-    a zoom step on a large capture, and Dash sends dicts as they are."""
+    a zoom step on a large capture, and Dash sends dicts as they are.
+    webgl: True / False forces the trace type; None (auto) uses WebGL only above WEBGL_MIN_POINTS,
+    where SVG gets slow: a decimated window stays below it, and a browser without a GPU (headless
+    Chromium) draws WebGL in software at 1.7-2.8 s a plot against 0.1-0.2 s for SVG
+    (bench/bench_dashboard.py measures both)."""
     s = series(entry)
     summary = entry.summary
     x0, x1 = x_range if x_range else (min(0.0, s.t[0] if len(s.t) else 0.0), s.end)
@@ -114,7 +119,10 @@ def rtxq_figure(entry, x_range=None, pixels=PLOT_PIXELS, decimated=True) -> dict
     # gap_open as one WebGL band (0 or 3 % of the axis), decimated like the queues: it can have
     # as many runs as there are losses
     g_t, g_flag = D.decimate(s.gap_t, s.gap_flag, x0, x1, pixels) if decimated else (s.gap_t, s.gap_flag)
-    data.append({"type": "scattergl", "x": g_t, "y": g_flag * (top * 0.03), "mode": "lines", "fill": "tozeroy",
+    kind = "scattergl" if (sent + len(g_t) > WEBGL_MIN_POINTS if webgl is None else webgl) else "scatter"
+    for trace in data:
+        trace["type"] = kind
+    data.append({"type": kind, "x": g_t, "y": g_flag * (top * 0.03), "mode": "lines", "fill": "tozeroy",
                  "name": "gap_open (loss recovery)", "hoverinfo": "skip", "fillcolor": GAP_FILL,
                  "line": {"shape": "hv", "width": 0, "color": GAP_FILL}})
     shapes = _interval_shapes(b_starts, b_ends, 0.0, 1.0, BLOCKED_FILL, "blocked (B - rtxq < S)")

@@ -97,6 +97,18 @@ def test_pick_a_sample_and_a_flow_then_open_a_blocking_interval(page, tmp_path):
     assert x0 < third["start_ms"] / 1e3 - 0.3 < x1 and x1 - x0 < 0.05  # zoomed onto it (first DATA at 300 ms)
     page.screenshot(path=str(tmp_path / "dashboard-blocking-interval.png"), full_page=True)
 
+    # export: the plot as SVG (Plotly draws it in the page) and the blocking table as CSV
+    with page.expect_download() as svg:
+        page.click("#svg-rtxq")
+    svg_path = tmp_path / svg.value.suggested_filename
+    svg.value.save_as(svg_path)
+    assert svg_path.suffix == ".svg" and svg_path.read_text().lstrip().startswith("<svg")
+    with page.expect_download() as csv:
+        page.click("#csv-blocking")
+    csv_path = tmp_path / csv.value.suggested_filename
+    csv.value.save_as(csv_path)
+    assert csv_path.name == "nrsack-0a-blocking.csv" and len(csv_path.read_text().strip().splitlines()) == 4
+
 
 def test_click_a_finding_and_the_views_move(page, tmp_path):
     pick_capture(page, "nr04-rtx-of-freed-data.pcap")

@@ -262,3 +262,14 @@ def test_layout_has_every_view():
     assert {"capture", "upload", "sndbuf", "flows", "kpis", "rtxq-graph", "ladder-graph", "blocking", "findings",
             "svg-rtxq", "csv-rtxq", "download", "compare-a", "compare-b", "compare-graph"} <= ids
     assert app.server.config["MAX_CONTENT_LENGTH"] > LIB.DEFAULT_UPLOAD_LIMIT
+
+
+def test_trace_type_follows_the_points_drawn(board):
+    from nrsack.dashboard import figures as FIG
+
+    selection, _, _, _ = select(board, "sctp-sack-fig2.pcap")
+    _, entry = board._entry(selection)
+    assert {t["type"] for t in FIG.rtxq_figure(entry)["data"]} == {"scatter"}  # a few points: SVG
+    assert {t["type"] for t in FIG.rtxq_figure(entry, webgl=True)["data"]} == {"scattergl"}
+    full = FIG.rtxq_figure(entry, decimated=False)
+    assert full["layout"]["meta"]["points"] == 2 * len(FIG.series(entry).t)
