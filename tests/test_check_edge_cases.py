@@ -60,3 +60,25 @@ def test_later_segments_of_one_mapping_are_not_data_level_retransmissions(tmp_pa
              / (b"c" * 1400))
     found = check(write(tmp_path, handshake(*mpc) + [first, data_ack, second, all_acked, again]))
     assert [(r.rule, list(r.frames)) for r in found.itertuples()] == [("MN-04", [5, 8])]  # frame 5 first acked DSN 7000
+
+
+def test_revocation_across_the_tsn_wrap(tmp_path):
+    """TSNs 4294967294, 4294967295, 0, 1: NR-acking 4294967295-0 and then only 4294967295 revokes TSN 0."""
+    from nrsack.generator import notation_sctp
+    from nrsack.generator.timeline import Step, Timeline, write_pcap
+    from nrsack.generator.timelines_conformance import SCTP_OPTIONS, sctp_handshake
+
+    s, r = "192.0.2.1:5000", "198.51.100.1:5001"
+    options = dict(SCTP_OPTIONS, initial_tsn={5000: 4294967294, 5001: 1})
+    rows = [(t, who, label) for t, who, label, *_ in sctp_handshake()]
+    rows += [(300.0 + i, "S", f"DATA {tsn}") for i, tsn in enumerate([4294967294, 4294967295, 0, 1])]
+
+    def capture(name, acks):
+        steps = [Step(t, s if who == "S" else r, r if who == "S" else s, label)
+                 for t, who, label in rows + [(400.0 + i, "R", a) for i, a in enumerate(acks)]]
+        return write_pcap(Timeline(name, "wrap", notation_sctp, steps, options=options), tmp_path / f"{name}.pcap")
+
+    found = check(capture("revoked", ["N:4294967293;2-3", "N:4294967293;2-2"]))
+    assert [(r.rule, list(r.frames)) for r in found.itertuples()] == [("NR-03", [9, 10])]
+    assert "TSN 0," in found.message[0]
+    assert list(check(capture("kept", ["N:4294967293;2-3", "N:0", "N:1"])).rule) == []
