@@ -1,5 +1,6 @@
-"""Readings of docs/decisions.md 21 that the timeline notation cannot write: TCP keep-alives are not TN-04
-retransmissions, and the later segments of one MPTCP mapping are not MN-04 data-level retransmissions.
+"""Cases the conformance vectors do not hold: TCP keep-alives are not TN-04
+retransmissions, the later segments of one MPTCP mapping are not MN-04 data-level retransmissions
+(decisions 21), and a revocation across the TSN wrap is found and named by its wire TSN.
 Captures are built here with Scapy and the project's option layers."""
 
 from scapy.layers.inet import IP, TCP
