@@ -67,6 +67,11 @@ void rtxq_on_data(frame_result_t *fr, flow_dir_t *d, guint64 lo, guint64 hi, gui
     /* a TCP keep-alive resends the byte below the ack on purpose (decisions 21) */
     gboolean keepalive = !d->sb.tsn_units && hi - lo <= 1 && d->sb.cum_known && lo + 1 == d->sb.cum;
     sb_data(&d->sb, lo, hi, payload_bytes, &res);
+    if (res.out_of_window) {
+        rules_raise(fr, GEN01, FALSE, "TSN %u lies more than %u TSNs above the oldest unacked one; not analysed",
+                    (guint32)lo, SB_TSN_WINDOW);
+        return;
+    }
     if ((res.below_cum || res.was_nracked) && !keepalive) {
         /* strict only where the capture sits by the data sender (decisions 17) */
         gboolean by_sender = d->vantage && *d->vantage == (gint8)d->index;
@@ -103,7 +108,7 @@ void rtxq_on_ack(frame_result_t *fr, flow_dir_t *d, guint64 cum, const ival_t *r
             if (u->n_revoked < NRSACK_MAX_REVOKED)
                 u->revoked[u->n_revoked++] = (guint32)x;
             x++;
-        } while (d->sb.tsn_units && x < res->revoked[i].hi);
+        } while (d->sb.tsn_units && x < res->revoked[i].hi && u->n_revoked < NRSACK_MAX_REVOKED);
     }
     if (res->n_revoked)
         rules_raise(fr, d->rule_revoked, FALSE, "%u %s range(s) NR-acked earlier are neither cum-acked nor NR-acked by this ack, first at %u",

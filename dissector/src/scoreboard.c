@@ -84,6 +84,11 @@ static guint64 sizes_prefix(const tsn_sizes_t *z, guint64 tsn)
     return z->off[MIN(i, (guint64)z->n - 1)];
 }
 
+static gboolean sizes_in_window(const tsn_sizes_t *z, guint64 tsn)
+{
+    return !z->n || (tsn >= z->base && tsn - z->base < SB_TSN_WINDOW);
+}
+
 static void sizes_set(tsn_sizes_t *z, guint64 tsn, guint32 size)
 {
     if (!z->n) {
@@ -95,8 +100,6 @@ static void sizes_set(tsn_sizes_t *z, guint64 tsn, guint32 size)
     if (tsn < z->base)
         return; /* below the window: already cum-acked, a retransmission */
     guint64 i = tsn - z->base;
-    if (i > (guint64)G_MAXINT32)
-        return; /* absurd jump (corrupt input); keep the figures finite */
     while ((guint64)z->n < i + 2) {
         if (z->n == z->cap) {
             z->cap *= 2;
@@ -187,6 +190,10 @@ void sb_data(scoreboard_t *sb, guint64 lo, guint64 hi, guint32 tsn_size, sb_data
         return;
     if (sb->tsn_units) {
         /* one DATA chunk = one TSN */
+        if (!sizes_in_window(&sb->sizes, lo)) {
+            res->out_of_window = TRUE;
+            return;
+        }
         if (!iset_overlaps(&sb->sent, lo, hi)) {
             sizes_set(&sb->sizes, lo, tsn_size);
             iset_add(&sb->sent, lo, hi);

@@ -44,7 +44,11 @@ typedef struct {
     guint64 rtxq_sack, nr_acked, sacked, rtxq_nr, rtxq_whatif;
 } sb_figures_t;
 
+/* How far above the oldest unacked TSN a new TSN may lie: bounds the TSN -> bytes table (8 MiB). */
+#define SB_TSN_WINDOW (1u << 20)
+
 typedef struct {
+    gboolean out_of_window; /* a TSN too far from the others (corrupt input): not analysed */
     guint64 new_bytes;      /* first-transmission bytes */
     gboolean below_cum;     /* part of it was cum-acked before */
     gboolean was_nracked;   /* part of it was NR-acked before */
