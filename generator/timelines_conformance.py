@@ -190,6 +190,8 @@ VECTORS = {
     "tn05-malformed-nr-option": ("tcp", tcp_handshake() + tcp_data(1, 2, 3, 4, 5)
                                  + [("R", "ACK 1 NR 3-2", "edges"), ("R", "ACK 3 NR 2-2", "below")],
                                  [("TN-05", ["edges"]), ("TN-05", ["below"])]),
+    "tn05-wrong-option-length": ("tcp", tcp_handshake() + tcp_data(1, 2, 3) + [("R", "ACK 1 NR 3-3 nrlen=8", "a")],
+                                 [("TN-05", ["a"])], "conformance/broken"),
     "tn05-legal-dsack-below-the-ack": ("tcp", tcp_handshake() + tcp_data(1, 2, 3, 4, 5)
                                        + [("R", "ACK 3 SACK 2-2 NR 5-5"), ("R", "ACK 5")], []),
     # MN-01 .. MN-05 (pieces of 1400 bytes on one subflow; NR-SACK-Permitted flag 0x02 unless said)
