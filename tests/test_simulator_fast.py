@@ -40,12 +40,14 @@ def test_compiled_loop_equals_the_python_model(protocol, ack, loss_model, loss, 
 def test_compiled_writer_writes_the_python_writers_bytes(tmp_path, protocol, ack):
     cfg = SimConfig(protocol=protocol, ack=ack, sndbuf=16000, total_bytes=200_001, seed=3,
                     isn=2**32 - 60, paths=(PathConfig(bandwidth_bps=30e6, delay_s=0.01, loss=0.03),))
-    compiled = simulate(cfg, engine="c")
+    compiled = simulate(cfg, receiver_trace=True, engine="c")
     assert compiled.columns is not None  # so write_pcap takes the compiled writer
-    reference = simulate(cfg, engine="python")
-    write_pcap(compiled, compiled.sender, tmp_path / "c.pcap")
-    write_pcap(reference, reference.sender, tmp_path / "py.pcap")
-    assert (tmp_path / "c.pcap").read_bytes() == (tmp_path / "py.pcap").read_bytes()
+    reference = simulate(cfg, receiver_trace=True, engine="python")
+    assert compiled.receiver == reference.receiver
+    for side in ("sender", "receiver"):
+        write_pcap(compiled, getattr(compiled, side), tmp_path / f"c-{side}.pcap")
+        write_pcap(reference, getattr(reference, side), tmp_path / f"py-{side}.pcap")
+        assert (tmp_path / f"c-{side}.pcap").read_bytes() == (tmp_path / f"py-{side}.pcap").read_bytes()
 
 
 def test_engine_c_refuses_what_it_does_not_model():

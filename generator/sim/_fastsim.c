@@ -1,9 +1,9 @@
-/* Compiled event loop of generator/sim/model.py for one path (SCTP and TCP), sender trace only.
+/* Compiled event loop of generator/sim/model.py for one path (SCTP and TCP).
  *
  * It mirrors Simulation in model.py statement for statement, with the same event order (time,
  * then push sequence), the same integer arithmetic and the same random draws (passed in), so
  * that its trace is identical to the Python model's; tests/test_simulator_fast.py checks that.
- * model.py stays the reference and handles everything else (CMT, MPTCP, receiver traces).
+ * model.py stays the reference and handles everything else (CMT, MPTCP).
  * Built on first use by fast.py with the system C compiler and loaded with ctypes.
  */
 #include <stdint.h>
@@ -45,6 +45,7 @@ typedef struct {
     Vec truth;                          /* 9 per row */
     Vec cwnd;                           /* 4 per row */
     Vec rec;                            /* 4 per row: path, kind (0 fast, 1 rto), start, end (-1) */
+    Vec r_t, r_kind, r_a, r_b;          /* receiver frames, when recorded */
     i64 counters[8];  /* data, rtx, fast rtx, timeouts, acks, queue drops, random drops, acked */
     i64 first_data_ns, done_ns, error;
 } Out;
@@ -195,6 +196,7 @@ typedef struct {
     /* receiver */
     i64 rcum, ooo_bytes, ack_pending, delack_gen, delack_armed; ISet rset;
     i64 *tmp_s, *tmp_e; i64 tmp_cap;
+    int record_receiver;
 } Sim;
 
 #define TRY(x) do { if ((x) < 0) { s->o->error = 1; return; } } while (0)
@@ -238,6 +240,10 @@ static void recovery(Sim *s, i64 end) {
 static void frame(Sim *s, i64 t, i64 kind, i64 a, i64 b) {
     TRY(vpush(&s->o->f_t, t)); TRY(vpush(&s->o->f_kind, kind));
     TRY(vpush(&s->o->f_a, a)); TRY(vpush(&s->o->f_b, b));
+}
+static void rframe(Sim *s, i64 t, i64 kind, i64 a, i64 b) {
+    TRY(vpush(&s->o->r_t, t)); TRY(vpush(&s->o->r_kind, kind));
+    TRY(vpush(&s->o->r_a, a)); TRY(vpush(&s->o->r_b, b));
 }
 static double uniform(Sim *s) {
     if (s->draw_pos >= s->n_draws) { s->o->error = 2; return 1.0; }  /* Python falls back */
@@ -517,6 +523,7 @@ static void send_ack(Sim *s, i64 now, int has_latest, i64 latest) {
     }
     TRY(vpush(&o->a_cum, s->rcum)); TRY(vpush(&o->a_rwnd, rwnd));
     TRY(vpush(&o->a_boff, boff)); TRY(vpush(&o->a_bcnt, nb));
+    if (s->record_receiver) rframe(s, now, ACK, o->a_cum.n - 1, 0);
     TRY(push(s, now + P->delay, EV_ACK_ARRIVAL, 0, o->a_cum.n - 1));
 }
 static void delayed_ack(Sim *s, i64 now, i64 u) {
@@ -530,6 +537,7 @@ static void delayed_ack(Sim *s, i64 now, i64 u) {
 }
 static void on_data(Sim *s, i64 now, i64 u) {
     ISet *r = &s->rset;
+    if (s->record_receiver) rframe(s, now, DATA, u, u);
     if (u == s->rcum && r->n == 0) { s->rcum = u + 1; delayed_ack(s, now, u); return; }
     int gaps_before = r->n > 0, dup = 0;
     if (u < s->rcum || iset_contains(r, u)) dup = 1;
@@ -571,14 +579,15 @@ static void on_rto(Sim *s, i64 now) {
 /* ctrl: the handshake steps (time, is_sender_frame ignored: sender trace only, name index), and
  * the time the path becomes ready */
 int fastsim_run(const Params *P, const double *first_draw, const double *draws, i64 n_draws,
-                const uint8_t *drop, const i64 *ctrl_t, const i64 *ctrl_name, i64 n_ctrl,
-                i64 ready_t, Out *o) {
+                const uint8_t *drop, const i64 *ctrl_t, const i64 *ctrl_name,
+                const i64 *ctrl_side, i64 n_ctrl, i64 ready_t, int record_receiver, Out *o) {
     Sim sim, *s = &sim;
     memset(s, 0, sizeof(*s));
     memset(o, 0, sizeof(*o));
     o->first_data_ns = -1; o->done_ns = -1;
     s->P = P; s->first_draw = first_draw; s->draws = draws; s->n_draws = n_draws; s->drop = drop;
     s->o = o;
+    s->record_receiver = record_receiver;
     s->flags = calloc((size_t)P->n, 1);
     s->txt = calloc((size_t)P->n, sizeof(i64));
     s->miss = calloc((size_t)P->n, sizeof(int32_t));
@@ -586,7 +595,7 @@ int fastsim_run(const Params *P, const double *first_draw, const double *draws, 
     s->peer_rwnd = P->rcvbuf;
     s->cwnd = P->init_cwnd * P->S; s->ssthresh = P->rcvbuf; s->rto = P->rto_initial;
     for (i64 i = 0; i < n_ctrl; i++)
-        if (push(s, ctrl_t[i], EV_CTRL, 0, ctrl_name[i]) < 0) { o->error = 1; goto done; }
+        if (push(s, ctrl_t[i], EV_CTRL, ctrl_side[i], ctrl_name[i]) < 0) { o->error = 1; goto done; }
     if (push(s, ready_t, EV_READY, 0, 0) < 0) { o->error = 1; goto done; }
     while (s->ev.n && o->done_ns < 0 && !o->error) {
         Ev e = heap_pop(&s->ev);
@@ -599,7 +608,10 @@ int fastsim_run(const Params *P, const double *first_draw, const double *draws, 
             break;
         case EV_RTO: on_rto(s, e.t); break;
         case EV_READY: s->ready = 1; try_send(s, e.t); break;
-        case EV_CTRL: frame(s, e.t, CTRL, e.b, 0); break;
+        case EV_CTRL:
+            if (e.a) rframe(s, e.t, CTRL, e.b, 0);
+            else frame(s, e.t, CTRL, e.b, 0);
+            break;
         }
     }
     if (s->rec_on) recovery(s, -1);
@@ -614,7 +626,8 @@ done:
 
 void fastsim_free(Out *o) {
     Vec *vs[] = {&o->f_t, &o->f_kind, &o->f_a, &o->f_b, &o->a_cum, &o->a_rwnd, &o->a_boff,
-                 &o->a_bcnt, &o->b_s, &o->b_e, &o->truth, &o->cwnd, &o->rec};
+                 &o->a_bcnt, &o->b_s, &o->b_e, &o->truth, &o->cwnd, &o->rec, &o->r_t,
+                 &o->r_kind, &o->r_a, &o->r_b};
     for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++) { free(vs[i]->v); vs[i]->v = NULL; }
 }
 

@@ -1,4 +1,4 @@
-"""The compiled event loop (_fastsim.c) for single-path SCTP and TCP runs without a receiver trace.
+"""The compiled event loop (_fastsim.c) and pcap writer for single-path SCTP and TCP runs.
 
 Built on first use with the system C compiler into a cache folder and loaded with ctypes; when no
 compiler is there, or the run needs what only model.py does, simulate() uses model.py. Both give
@@ -43,7 +43,7 @@ class Vec(ctypes.Structure):
 
 
 VECS = ("f_t", "f_kind", "f_a", "f_b", "a_cum", "a_rwnd", "a_boff", "a_bcnt", "b_s", "b_e", "truth",
-        "cwnd", "rec")
+        "cwnd", "rec", "r_t", "r_kind", "r_a", "r_b")
 
 
 class Out(ctypes.Structure):
@@ -83,7 +83,8 @@ def library():
     lib.fastsim_run.restype = ctypes.c_int
     lib.fastsim_run.argtypes = [ctypes.POINTER(Params), ctypes.c_void_p, ctypes.c_void_p,
                                 ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                                ctypes.c_int64, ctypes.c_int64, ctypes.POINTER(Out)]
+                                ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int,
+                                ctypes.POINTER(Out)]
     lib.fastsim_free.argtypes = [ctypes.POINTER(Out)]
     lib.fastsim_write_pcap.restype = ctypes.c_int
     lib.fastsim_write_pcap.argtypes = [ctypes.c_char_p, ctypes.POINTER(WParams)] + [ctypes.c_void_p] * 3 + [
@@ -93,7 +94,7 @@ def library():
 
 
 def eligible(config, receiver_trace):
-    return config.protocol in ("sctp", "tcp") and not receiver_trace
+    return config.protocol in ("sctp", "tcp")
 
 
 def run(sim):
@@ -121,16 +122,24 @@ def run(sim):
     d0 = sim.delay[0]
     names = CTRL_NAMES[cfg.protocol]
     if cfg.protocol == "sctp":
-        ctrl_t, ready_t = [0, 2 * d0, 2 * d0, 4 * d0], 4 * d0
+        times, ready_t = [0, 2 * d0, 2 * d0, 4 * d0], 4 * d0
     else:
-        ctrl_t, ready_t = [0, 2 * d0, 2 * d0], 2 * d0
-    ctrl_t = np.array(ctrl_t, dtype=np.int64)
-    ctrl_name = np.arange(len(names), dtype=np.int64)
+        times, ready_t = [0, 2 * d0, 2 * d0], 2 * d0
+    # model.py's _handshake: each step at the sender, then (recorded) at the receiver, which sees
+    # the sender's frames one delay later and sent its own one delay earlier
+    ctrl_t, ctrl_name, ctrl_side = [], [], []
+    for i, t in enumerate(times):
+        from_sender = i % 2 == 0 if cfg.protocol == "sctp" else i != 1
+        ctrl_t.append(t), ctrl_name.append(i), ctrl_side.append(0)
+        if sim.record_receiver:
+            ctrl_t.append(t + d0 if from_sender else t - d0), ctrl_name.append(i), ctrl_side.append(1)
+    ctrl_t, ctrl_name, ctrl_side = (np.array(x, dtype=np.int64) for x in (ctrl_t, ctrl_name, ctrl_side))
     out = Out()
     try:
         err = lib.fastsim_run(ctypes.byref(params), first_draw.ctypes.data, draws.ctypes.data,
                               len(draws), drop.ctypes.data, ctrl_t.ctypes.data,
-                              ctrl_name.ctypes.data, len(ctrl_t), ready_t, ctypes.byref(out))
+                              ctrl_name.ctypes.data, ctrl_side.ctypes.data, len(ctrl_t), ready_t,
+                              int(sim.record_receiver), ctypes.byref(out))
         if err:
             return None
         return _trace(sim, out, names)
@@ -187,6 +196,11 @@ def _trace(sim, out, names):
                "b_s": out.b_s.array(), "b_e": out.b_e.array()}
     tr.columns = columns
     tr.sender = LazyFrames(columns, names)
+    if sim.record_receiver:
+        acks = {k: v for k, v in columns.items() if k.startswith(("a_", "b_"))}
+        tr.receiver_columns = dict(acks, t=out.r_t.array(), kind=out.r_kind.array(),
+                                   a=out.r_a.array(), b=out.r_b.array())
+        tr.receiver = LazyFrames(tr.receiver_columns, names)
     tr.rtxq = out.truth.array(9)
     tr.cwnd = [tuple(r) for r in out.cwnd.array(4).tolist()]
     kinds = ("fast", "rto")
@@ -210,10 +224,10 @@ class WParams(ctypes.Structure):
         + [("ctrl", ctypes.c_char_p), ("ctrl_off", ctypes.c_void_p), ("ctrl_len", ctypes.c_void_p)])
 
 
-def write_pcap(trace, path, wire):
-    """Write the sender frames of a compiled run with the compiled writer; False when it does
-    not apply (then wire.py's loop writes). The bytes are wire.py's (tests check)."""
-    columns = getattr(trace, "columns", None)
+def write_pcap(trace, frames, path, wire):
+    """Write the sender or receiver frames of a compiled run with the compiled writer; False when
+    it does not apply (then wire.py's loop writes). The bytes are wire.py's (tests check)."""
+    columns = getattr(frames, "columns", None)
     lib = library()
     if columns is None or lib is None:
         return False
@@ -235,7 +249,7 @@ def write_pcap(trace, path, wire):
     ack_head = bytearray(wire.eth_ip(0, False, 0))
     ack_head[W.ETH_IP - 18:W.ETH_IP - 16] = b"\0\0"  # IP total length
     ack_head[W.ETH_IP - 10:W.ETH_IP - 8] = b"\0\0"  # IP checksum
-    names = trace.sender.names
+    names = frames.names
     ctrl = [wire.ctrl(0, name) for name in names]
     ctrl_off = np.cumsum([0] + [len(c) for c in ctrl[:-1]]).astype(np.int64)
     ctrl_len = np.array([len(c) for c in ctrl], dtype=np.int64)

@@ -112,6 +112,7 @@ class Trace:
     done_ns: int | None = None  # the ack that cum-acked the last unit arrived
     counters: dict = field(default_factory=dict)
     columns: dict | None = None  # the sender frames as numpy columns (compiled runs only)
+    receiver_columns: dict | None = None  # the same for the receiver frames
 
     def frame_kinds(self):
         if self.columns is not None:
@@ -792,7 +793,7 @@ def _recent_first(blocks, latest_block, limit):
 
 def simulate(config: SimConfig, receiver_trace=False, engine="auto") -> Trace:
     """Run one transfer. engine: "python" (this module), "c" (the compiled loop of fast.py,
-    single-path SCTP/TCP without a receiver trace) or "auto" (C when it applies and builds)."""
+    single-path SCTP/TCP) or "auto" (C when it applies and builds)."""
     if engine not in ("auto", "python", "c"):
         raise ValueError(f"engine must be auto, python or c, not {engine!r}")
     sim = Simulation(config, receiver_trace)

@@ -418,10 +418,10 @@ WIRES = {"sctp": SctpWire, "cmt": SctpWire, "tcp": TcpWire, "mptcp": MptcpWire}
 def write_pcap(trace, frames, path):
     """Write `frames` (trace.sender or trace.receiver) as a classic microsecond pcap, Ethernet."""
     wire = WIRES[trace.config.protocol](trace)
-    if frames is trace.sender and trace.columns is not None:
+    if getattr(frames, "columns", None) is not None:  # a compiled run's frames
         from . import fast
 
-        if fast.write_pcap(trace, path, wire):
+        if fast.write_pcap(trace, frames, path, wire):
             return len(frames)
     data, ack, ctrl = wire.data, wire.ack, wire.ctrl
     rec = struct.Struct("<IIII")
