@@ -576,8 +576,8 @@ static void on_rto(Sim *s, i64 now) {
     try_send(s, now);
 }
 
-/* ctrl: the handshake steps (time, is_sender_frame ignored: sender trace only, name index), and
- * the time the path becomes ready */
+/* ctrl_*: the handshake frames in model.py's push order (time, name index, side: 0 the sender's
+ * trace, 1 the receiver's); ready_t: when the path may carry data */
 int fastsim_run(const Params *P, const double *first_draw, const double *draws, i64 n_draws,
                 const uint8_t *drop, const i64 *ctrl_t, const i64 *ctrl_name,
                 const i64 *ctrl_side, i64 n_ctrl, i64 ready_t, int record_receiver, Out *o) {
