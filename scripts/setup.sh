@@ -21,4 +21,4 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e ".[test]"
+python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e ".[test,bench]"
