@@ -205,15 +205,16 @@ def compare_figure(pairs, pixels=PLOT_PIXELS) -> go.Figure:
     """The RtxQ (the semantics each capture used) of two captures' entries overlaid.
     pairs: [(label, entry)]"""
     fig = go.Figure()
-    dashes = ("solid", "dot")
-    for (label, entry), dash in zip(pairs, dashes):
+    styles = (("solid", COLORS["rtxq_nr"]), ("dot", COLORS["rtxq_sack"]))
+    for (label, entry), (dash, color) in zip(pairs, styles):
         s = series(entry)
         column = "rtxq_nr" if entry.summary["nr_sack"] else "rtxq_sack"
+        # decimated to the pixel buckets: SVG traces draw these fastest (see rtxq_figure)
         tx, ty = D.decimate(s.t, s.columns[column], 0.0, s.end, pixels)
-        fig.add_trace(go.Scattergl(x=tx, y=ty, mode="lines", line={"shape": "hv", "dash": dash, "width": 2},
-                                   name=f"{label}: {column}"))
-        fig.add_trace(go.Scattergl(x=[0, s.end], y=[entry.summary["sndbuf_bytes"]] * 2, mode="lines",
-                                   line={"dash": "dash", "width": 1, "color": "#555"}, name=f"{label}: B"))
+        fig.add_trace(go.Scatter(x=tx, y=ty, mode="lines", line={"shape": "hv", "dash": dash, "width": 2, "color": color},
+                                 name=f"{label}: {column}"))
+        fig.add_trace(go.Scatter(x=[0, s.end], y=[entry.summary["sndbuf_bytes"]] * 2, mode="lines",
+                                 line={"dash": "dash", "width": 1, "color": color}, name=f"{label}: B"))
     fig.update_layout(template="plotly_white", height=380, font={"family": FONT, "size": 13},
                       margin={"l": 70, "r": 20, "t": 30, "b": 50}, legend={"orientation": "h", "y": -0.2},
                       xaxis={"title": "time since first DATA (s)"}, yaxis={"title": "bytes", "rangemode": "tozero"})

@@ -15,9 +15,10 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 UPLOAD_LIMIT = 64 << 10
-TIMEOUT_MS = 20_000
+TIMEOUT_MS = 60_000  # generous: CI machines run other suites beside this one
 
 GRAPH = "document.querySelector('#{0} .js-plotly-plot')"
+expect.set_options(timeout=TIMEOUT_MS)
 
 
 @pytest.fixture(scope="module")
