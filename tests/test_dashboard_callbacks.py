@@ -273,3 +273,14 @@ def test_trace_type_follows_the_points_drawn(board):
     assert {t["type"] for t in FIG.rtxq_figure(entry, webgl=True)["data"]} == {"scattergl"}
     full = FIG.rtxq_figure(entry, decimated=False)
     assert full["layout"]["meta"]["points"] == 2 * len(FIG.series(entry).t)
+
+
+def test_unreadable_capture_given_on_the_command_line_is_a_message(tmp_path):
+    notes = tmp_path / "notes.pcap"
+    notes.write_text("not a capture at all\n")
+    board = APP.Dashboard(LIB.Library([notes]))
+    rows, active, message = board.load_capture("c0", "")
+    assert rows == [] and active is None and message.startswith("Cannot analyse this capture:")
+    findings, note = board.load_findings("c0")
+    assert findings == [] and note.startswith("Cannot check this capture:")
+    assert board.kpis(None)[1] == [] and board.rtxq_view(None, None, None, "selection") == APP.EMPTY_FIGURE
