@@ -47,8 +47,7 @@ static mptcp_conn_t *new_mptcp_conn(tcp_conn_t *sub)
     for (int i = 0; i < 2; i++) {
         flow_dir_init(&m->dir[i], m->stream, i, "mptcp", FALSE, MN04, MN03);
         m->dir[i].vantage = &sub->hs.vantage; /* the initial subflow's */
-        m->dir[i].sender = nrsack_endpoint_str(&sub->addr[i], sub->port[i]);
-        m->dir[i].receiver = nrsack_endpoint_str(&sub->addr[1 - i], sub->port[1 - i]);
+        flow_dir_set_endpoints(&m->dir[i], &sub->addr[i], sub->port[i], &sub->addr[1 - i], sub->port[1 - i]);
     }
     sub->mptcp = m;
     sub->mptcp_side[0] = 0;

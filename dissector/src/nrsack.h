@@ -37,6 +37,7 @@ typedef struct flow_dir {
     guint8 index;             /* 0: initiator's data, 1: responder's data */
     const char *protocol;     /* "sctp", "tcp", "mptcp" */
     char *sender, *receiver;  /* address:port */
+    char *name;               /* "sender -> receiver" (decisions 13) */
     guint32 max_payload;      /* S */
     gboolean nr_mode;         /* NR-SACK negotiated or seen: rtxq is rtxq_nr */
     gboolean gap_open;
@@ -66,7 +67,7 @@ typedef struct {
     guint64 freed_bytes;
     gboolean blocked, gap_open;
     guint n_revoked;
-    guint32 revoked[NRSACK_MAX_REVOKED];
+    guint32 *revoked;         /* NRSACK_MAX_REVOKED entries, allocated on the first one */
 } rtxq_update_t;
 
 typedef struct finding {
@@ -80,8 +81,9 @@ typedef struct finding {
 struct frame_result {
     gboolean has_stream;
     guint32 stream;
+    /* kept for every frame of a capture: the updates are allocated only where a frame has them */
     guint n_updates;
-    rtxq_update_t upd[NRSACK_MAX_UPDATES];
+    rtxq_update_t *upd[NRSACK_MAX_UPDATES];
     gboolean has_rtt;
     guint32 rtt_ms;
     finding_t *findings, *last_finding;
@@ -102,7 +104,8 @@ char *nrsack_endpoint_str(const address *addr, guint16 port);
 /* rtxq.c: the scoreboard events of one direction, recorded in the frame's result */
 void flow_dir_init(flow_dir_t *d, guint32 stream, guint8 index, const char *protocol, gboolean tsn_units,
                    rule_t rule_rtx_after_ack, rule_t rule_revoked);
-/* Returns TRUE when the data was a retransmission of data already acked. */
+/* Names the direction after its endpoints (address, port). */
+void flow_dir_set_endpoints(flow_dir_t *d, const address *sender, guint16 sport, const address *receiver, guint16 rport);
 void rtxq_on_data(frame_result_t *fr, flow_dir_t *d, guint64 lo, guint64 hi, guint32 payload_bytes);
 /* Records step `step` (0..2) of the opening exchange; the vantage follows when all three are seen. */
 void handshake_step(handshake_t *hs, int step, const packet_info *pinfo);

@@ -71,11 +71,10 @@ static void add_results(proto_tree *tree, tvbuff_t *tvb, const frame_result_t *f
         proto_item_set_generated(pi);
     }
     for (guint i = 0; i < fr->n_updates; i++) {
-        const rtxq_update_t *u = &fr->upd[i];
+        const rtxq_update_t *u = fr->upd[i];
         /* the figures are queue sizes; clamp rather than wrap if a corrupt capture makes them huge */
 #define ADD_U32(hf, v) do { pi = proto_tree_add_uint(tree, hf, tvb, 0, 0, (guint32)MIN((v), G_MAXUINT32)); proto_item_set_generated(pi); } while (0)
-        pi = proto_tree_add_string(tree, nrsack_hf.direction, tvb, 0, 0,
-                                   wmem_strdup_printf(wmem_packet_scope(), "%s -> %s", u->dir->sender, u->dir->receiver));
+        pi = proto_tree_add_string(tree, nrsack_hf.direction, tvb, 0, 0, u->dir->name);
         proto_item_set_generated(pi);
         ADD_U32(nrsack_hf.rtxq_bytes, u->rtxq);
         ADD_U32(nrsack_hf.rtxq_sack_bytes, u->fig.rtxq_sack);
@@ -174,8 +173,11 @@ static int dissect_nrsack(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, v
     if (fr->layer == LAYER_NONE)
         return 0;
 
-    proto_item *ti = proto_tree_add_item(tree, proto_nrsack, tvb, 0, 0, ENC_NA);
-    proto_tree *nt = proto_item_add_subtree(ti, ett_nrsack);
+    /* items only where someone looks at them (a visible tree, a filter or field naming nrsack);
+     * the analysis runs either way, and findings always get their expert info */
+    gboolean items = tree && proto_field_is_referenced(tree, proto_nrsack);
+    proto_item *ti = items ? proto_tree_add_item(tree, proto_nrsack, tvb, 0, 0, ENC_NA) : NULL;
+    proto_tree *nt = items ? proto_item_add_subtree(ti, ett_nrsack) : NULL;
     tvbuff_t *ltvb = layer_tvb(pinfo, fr->layer_source, fr->layer_start, fr->layer_length);
     if (ltvb) {
         if (fr->layer == LAYER_SCTP)
@@ -183,8 +185,13 @@ static int dissect_nrsack(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, v
         else
             tcp_dissect(ltvb, pinfo, nt, fr->tcp_payload_len, analyse ? fr : NULL);
     }
-    add_results(nt, tvb, fr);
-    rules_emit(fr, pinfo, ti);
+    if (items)
+        add_results(nt, tvb, fr);
+    if (fr->findings) {
+        if (!ti)
+            ti = proto_tree_add_item(tree, proto_nrsack, tvb, 0, 0, ENC_NA);
+        rules_emit(fr, pinfo, ti);
+    }
     nrsack_tap_queue(pinfo, fr);
     return 0;
 }

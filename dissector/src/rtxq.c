@@ -3,6 +3,7 @@
 #include "nrsack.h"
 
 #include <string.h>
+#include <epan/wmem_scopes.h>
 
 void flow_dir_init(flow_dir_t *d, guint32 stream, guint8 index, const char *protocol, gboolean tsn_units,
                    rule_t rule_rtx_after_ack, rule_t rule_revoked)
@@ -16,16 +17,23 @@ void flow_dir_init(flow_dir_t *d, guint32 stream, guint8 index, const char *prot
     d->rule_revoked = rule_revoked;
 }
 
+void flow_dir_set_endpoints(flow_dir_t *d, const address *sender, guint16 sport, const address *receiver, guint16 rport)
+{
+    d->sender = nrsack_endpoint_str(sender, sport);
+    d->receiver = nrsack_endpoint_str(receiver, rport);
+    d->name = wmem_strdup_printf(wmem_file_scope(), "%s -> %s", d->sender, d->receiver);
+}
+
 /* A frame may touch both directions (SCTP bundling DATA with a SACK): one update per direction. */
 static rtxq_update_t *update_for(frame_result_t *fr, flow_dir_t *d)
 {
     for (guint i = 0; i < fr->n_updates; i++)
-        if (fr->upd[i].dir == d)
-            return &fr->upd[i];
+        if (fr->upd[i]->dir == d)
+            return fr->upd[i];
     if (fr->n_updates == NRSACK_MAX_UPDATES)
         return NULL;
-    rtxq_update_t *u = &fr->upd[fr->n_updates++];
-    memset(u, 0, sizeof(*u));
+    rtxq_update_t *u = wmem_new0(wmem_file_scope(), rtxq_update_t);
+    fr->upd[fr->n_updates++] = u;
     u->dir = d;
     return u;
 }
@@ -105,6 +113,8 @@ void rtxq_on_ack(frame_result_t *fr, flow_dir_t *d, guint64 cum, const ival_t *r
         /* report each revoked TSN (SCTP) or the first byte of each revoked range (TCP, MPTCP) */
         guint64 x = res->revoked[i].lo;
         do {
+            if (!u->revoked)
+                u->revoked = wmem_alloc_array(wmem_file_scope(), guint32, NRSACK_MAX_REVOKED);
             if (u->n_revoked < NRSACK_MAX_REVOKED)
                 u->revoked[u->n_revoked++] = (guint32)x;
             x++;

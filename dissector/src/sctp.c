@@ -93,8 +93,8 @@ static sctp_assoc_t *new_assoc(packet_info *pinfo, guint16 sport, guint16 dport)
         flow_dir_init(&a->dir[i], a->stream, i, "sctp", TRUE, NR04, NR03);
         a->dir[i].vantage = &a->hs.vantage;
     }
-    a->dir[0].sender = a->dir[1].receiver = nrsack_endpoint_str(&pinfo->net_src, sport);
-    a->dir[1].sender = a->dir[0].receiver = nrsack_endpoint_str(&pinfo->net_dst, dport);
+    flow_dir_set_endpoints(&a->dir[0], &pinfo->net_src, sport, &pinfo->net_dst, dport);
+    flow_dir_set_endpoints(&a->dir[1], &pinfo->net_dst, dport, &pinfo->net_src, sport);
     return a;
 }
 

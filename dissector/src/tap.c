@@ -64,7 +64,7 @@ static tap_packet_status stat_packet(void *p, packet_info *pinfo, epan_dissect_t
     for (const finding_t *f = fr->findings; f; f = f->next)
         st->rule_count[f->rule]++;
     for (guint i = 0; i < fr->n_updates; i++) {
-        const rtxq_update_t *u = &fr->upd[i];
+        const rtxq_update_t *u = fr->upd[i];
         dir_stats_t *s = (dir_stats_t *)g_hash_table_lookup(st->dirs, u->dir);
         if (!s) {
             s = g_new0(dir_stats_t, 1);
@@ -111,15 +111,13 @@ static void stat_draw(void *p)
         if (!s->complete)
             integrate(s, st->last_frame_t);
         double q = (s->complete ? s->q_end_t : st->last_frame_t) - s->first_data_t;
-        char flow[128];
-        snprintf(flow, sizeof(flow), "%s -> %s", s->dir->sender ? s->dir->sender : "?", s->dir->receiver ? s->dir->receiver : "?");
         char pq[32];
         if (nrsack_prefs.sndbuf && q > 0)
             snprintf(pq, sizeof(pq), "%.4f", s->p_s / q);
         else
             snprintf(pq, sizeof(pq), "-");
         printf("%-6u %-5s %-45s %10" G_GUINT64_FORMAT " %9" G_GUINT64_FORMAT " %9" G_GUINT64_FORMAT " %11.1f %11.1f %9.3f %9.3f %9.3f %7s %s\n",
-               s->dir->stream, s->dir->protocol, flow, s->data_bytes, s->max_sack, s->max_nr,
+               s->dir->stream, s->dir->protocol, s->dir->name, s->data_bytes, s->max_sack, s->max_nr,
                s->n_samples ? s->sum_sack / s->n_samples : 0.0, s->n_samples ? s->sum_nr / s->n_samples : 0.0,
                s->blocked_s, s->p_s, q, pq, s->complete ? "yes" : "no");
     }

@@ -214,8 +214,7 @@ static void init_tcp_dirs(tcp_conn_t *c)
     for (int i = 0; i < 2; i++) {
         flow_dir_init(&c->dir[i], c->stream, i, "tcp", FALSE, TN04, TN03);
         c->dir[i].vantage = &c->hs.vantage;
-        c->dir[i].sender = nrsack_endpoint_str(&c->addr[i], c->port[i]);
-        c->dir[i].receiver = nrsack_endpoint_str(&c->addr[1 - i], c->port[1 - i]);
+        flow_dir_set_endpoints(&c->dir[i], &c->addr[i], c->port[i], &c->addr[1 - i], c->port[1 - i]);
     }
 }
 
