@@ -7,7 +7,6 @@ Analyses are cached per (capture, send buffer), so switching flows or zooming ne
 
 import base64
 import binascii
-import os
 import re
 import shutil
 import tempfile

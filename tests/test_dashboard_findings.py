@@ -24,17 +24,6 @@ def broken_capture(tmp_path_factory):
     return nr04_capture(tmp_path_factory.mktemp("broken"))
 
 
-@pytest.fixture(scope="module")
-def broken_capture(tmp_path_factory):
-    """Figure 4 with TSN 15 sent again after N:10;2-6 NR-acked it (rule NR-04)."""
-    timeline = timelines_sctp.sctp_nrsack_fig4()
-    steps = list(timeline.steps)
-    at = next(i for i, s in enumerate(steps) if s.label == "N:10;2-6")
-    steps.insert(at + 1, Step(steps[at].t_ms + 0.1, timelines_sctp.SENDER, timelines_sctp.RECEIVER, "DATA 15 rtx"))
-    timeline.steps = steps
-    return write_pcap(timeline, tmp_path_factory.mktemp("broken") / "nr04.pcap")
-
-
 def test_finding_click_moves_the_views_to_its_frame(broken_capture):
     library = LIB.Library([broken_capture])
     board = APP.Dashboard(library)
