@@ -89,24 +89,30 @@ class Analysis:
         def masked(values, valid, dtype):
             return pd.arrays.IntegerArray(values.astype(dtype.numpy_dtype), ~valid) if len(values) else pd.array([], dtype=dtype)
 
-        src = np.array([c.endpoint(0) for c in conns] + [c.endpoint(1) for c in conns], dtype=object)
+        # categoricals from codes: per-row strings would cost seconds on a million events
+        names = [c.endpoint(0) for c in conns] + [c.endpoint(1) for c in conns]
+        endpoints, endpoint_code = np.unique(np.array(names, dtype=object), return_inverse=True) if names else ([], [])
+        endpoint_code = np.asarray(endpoint_code, np.int64)
         n_conns = len(conns)
         src_i = ev["conn"] + n_conns * ev["dir"].astype(np.int64)
         dst_i = ev["conn"] + n_conns * (1 - ev["dir"].astype(np.int64))
-        endpoints = pd.CategoricalDtype(pd.unique(src)) if len(src) else pd.CategoricalDtype([])
-        chunk_names = [CHUNK_NAMES.get(k, f"chunk-{k}") for k in range(256)]
+        chunk_types = np.unique(ev["chunk"])
+        chunk_code = np.zeros(256, np.int64)
+        chunk_code[chunk_types] = np.arange(len(chunk_types))
+        flows = np.unique(self.flow_of)
         is_data_chunk = sctp & (ev["chunk"] == 0)
         is_ack_chunk = sctp & ((ev["chunk"] == 3) | (ev["chunk"] == 16))
         frame = pd.DataFrame({
             "frame": ev["frame"].astype(np.int64),
             "time_s": ev["time_ns"] / 1e9,
-            "flow": pd.Categorical(self.flow_of, categories=sorted(set(self.flow_of.tolist()))),
+            "flow": pd.Categorical.from_codes(np.searchsorted(flows, self.flow_of), flows),
             "side": self.side_of,
             "path": ev["conn"].astype(np.int32),
             "protocol": pd.Categorical.from_codes(np.where(sctp, 0, 1), ["sctp", "tcp"]),
-            "kind": pd.Categorical(np.array(chunk_names, dtype=object)[ev["chunk"]]),
-            "src": pd.Categorical(src[src_i] if len(ev) else [], dtype=endpoints),
-            "dst": pd.Categorical(src[dst_i] if len(ev) else [], dtype=endpoints),
+            "kind": pd.Categorical.from_codes(chunk_code[ev["chunk"]],
+                                              [CHUNK_NAMES.get(int(k), f"chunk-{k}") for k in chunk_types]),
+            "src": pd.Categorical.from_codes(endpoint_code[src_i], list(endpoints)),
+            "dst": pd.Categorical.from_codes(endpoint_code[dst_i], list(endpoints)),
             "data": (fl & E.DATA) != 0,
             "ack": (fl & E.ACK) != 0,
             "tsn": masked(ev["seq"], is_data_chunk, pd.UInt32Dtype()),
