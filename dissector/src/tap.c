@@ -102,7 +102,7 @@ static void stat_draw(void *p)
     printf("\n================================================================================================================\n");
     printf("NR-SACK statistics (nrsack,stat%s%s); sndbuf preference: %u bytes%s\n", st->filter ? "," : "",
            st->filter ? st->filter : "", nrsack_prefs.sndbuf, nrsack_prefs.sndbuf ? "" : " (off: no blocked time)");
-    printf("%-6s %-5s %-45s %10s %9s %9s %11s %11s %9s %9s %9s %7s %s\n", "Stream", "Proto", "Sender -> Receiver",
+    printf("%-6s %-5s %-45s %10s %9s %9s %11s %11s %12s %12s %12s %7s %s\n", "Stream", "Proto", "Sender -> Receiver",
            "Data B", "MaxSACK", "MaxNR", "MeanSACK", "MeanNR", "Blocked s", "p s", "q s", "p/q", "Complete");
     for (guint i = 0; i < st->order->len; i++) {
         dir_stats_t *s = (dir_stats_t *)g_ptr_array_index(st->order, i);
@@ -116,7 +116,7 @@ static void stat_draw(void *p)
             snprintf(pq, sizeof(pq), "%.4f", s->p_s / q);
         else
             snprintf(pq, sizeof(pq), "-");
-        printf("%-6u %-5s %-45s %10" G_GUINT64_FORMAT " %9" G_GUINT64_FORMAT " %9" G_GUINT64_FORMAT " %11.1f %11.1f %9.3f %9.3f %9.3f %7s %s\n",
+        printf("%-6u %-5s %-45s %10" G_GUINT64_FORMAT " %9" G_GUINT64_FORMAT " %9" G_GUINT64_FORMAT " %11.1f %11.1f %12.6f %12.6f %12.6f %7s %s\n",
                s->dir->stream, s->dir->protocol, s->dir->name, s->data_bytes, s->max_sack, s->max_nr,
                s->n_samples ? s->sum_sack / s->n_samples : 0.0, s->n_samples ? s->sum_nr / s->n_samples : 0.0,
                s->blocked_s, s->p_s, q, pq, s->complete ? "yes" : "no");
