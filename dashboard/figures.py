@@ -186,10 +186,12 @@ def ladder_figure(rows, summary, origin_s, blocked=((), ())) -> dict:
         data.append(dict(type="scatter", x=np.where(forward, 0.3, 0.7), y=y_from + (y_to - y_from) * 0.3 - 0.3,
                          mode="text", text=labels, textfont={"color": color, "size": 12}, hoverinfo="skip",
                          showlegend=False))
-    ticks = [f"{(t - origin_s) * 1000:.1f} ms  #{f}" for t, f in zip(times, rows["frame"])] if n else []
+    ticks = [f"{(t - origin_s) * 1000:.1f} ms  #{f}" + (f"  {p}" if p else "")
+             for t, f, p in zip(times, rows["frame"], rows["path"])] if n else []
     layout = dict(
         template=TEMPLATE, height=max(220, 30 * n + 90), font={"family": FONT, "size": 12}, shapes=shapes,
-        margin={"l": 130, "r": 20, "t": 50, "b": 20}, showlegend=False, hovermode="closest",
+        margin={"l": 170 if n and rows["path"].astype(bool).any() else 130, "r": 20, "t": 50, "b": 20},
+        showlegend=False, hovermode="closest",
         xaxis={"range": [-0.08, 1.08], "showgrid": False, "zeroline": False, "showticklabels": False, "fixedrange": True},
         yaxis={"autorange": "reversed", "tickvals": ys.tolist(), "ticktext": ticks, "showgrid": False,
                "zeroline": False, "range": [n + 0.2, -1.2] if n else None},

@@ -199,6 +199,15 @@ def tcp_label(event, blocks, n: TcpNumbering) -> str:
     return " ".join(words)
 
 
+def _path_name(paths, src, dst) -> str:
+    """The entry's id of the path a packet took; a path that carried no data (an FSACK return path)
+    by its addresses; "" for single-path flows."""
+    if not paths:
+        return ""
+    known = paths.get(frozenset((src, dst)))
+    return known or f"{src.rpartition(':')[0]}→{dst.rpartition(':')[0]}"
+
+
 def _data_row(tx: Transmissions, event: int):
     """Index of `event` among the direction's data rows, or None if it is not one."""
     position = int(np.searchsorted(tx.rows, event))
@@ -211,7 +220,8 @@ def _data_row(tx: Transmissions, event: int):
 def ladder_rows(analysis, entry, t0, t1, limit=MAX_ROWS) -> tuple:
     """(rows, total): the packets of the entry's flow with capture time in [t0, t1] (seconds since
     the epoch), at most `limit` of them, one row per frame with columns frame, time_s,
-    from_sender, label, style (data, rtx, lost, ack, control); `total` counts the frames in the window."""
+    from_sender, label, style (data, rtx, lost, ack, control), path (the entry's path / subflow id
+    the packet took, "" for single-path flows); `total` counts the frames in the window."""
     summary = entry.summary
     flow_rows = np.flatnonzero(analysis.flow_of == summary["flow"])
     times = analysis.capture.ev["time_ns"][flow_rows] / 1e9
@@ -224,6 +234,8 @@ def ladder_rows(analysis, entry, t0, t1, limit=MAX_ROWS) -> tuple:
     blocks = analysis.blocks
     block_events = blocks["event"].to_numpy()
     tx = transmissions(entry)
+    # CMT paths / MPTCP subflows: each packet names the one it took (the entry's path ids)
+    paths = {frozenset((p.summary["src"], p.summary["dst"])): p.summary["id"] for p in entry.paths}
     numbering = tcp_numbering(analysis, summary, flow_rows) if summary["protocol"] != "sctp" else None
     rows = []
     for index, event in zip(window, events.to_dict("records")):
@@ -238,10 +250,11 @@ def ladder_rows(analysis, entry, t0, t1, limit=MAX_ROWS) -> tuple:
         elif event["ack"]:
             style = "ack"
         rows.append({"frame": int(event["frame"]), "time_s": event["time_s"],
-                     "from_sender": int(event["side"]) == int(summary["side"]), "label": label, "style": style})
-    table = pd.DataFrame(rows, columns=["frame", "time_s", "from_sender", "label", "style"])
+                     "from_sender": int(event["side"]) == int(summary["side"]), "label": label, "style": style,
+                     "path": _path_name(paths, str(event["src"]), str(event["dst"]))})
+    table = pd.DataFrame(rows, columns=["frame", "time_s", "from_sender", "label", "style", "path"])
     order = ["lost", "rtx", "data", "ack", "control"]
     merged = table.groupby("frame", sort=True).agg(
         time_s=("time_s", "first"), from_sender=("from_sender", "first"), label=("label", " + ".join),
-        style=("style", lambda s: min(s, key=order.index))).reset_index()
+        style=("style", lambda s: min(s, key=order.index)), path=("path", "first")).reset_index()
     return merged, total

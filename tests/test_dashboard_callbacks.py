@@ -99,6 +99,16 @@ def test_ladder_labels_are_the_papers_notation(board, name):
     expected = {p["frame"]: p["label"] for p in spec["packets"]}
     assert total == len(rows) == len(expected)
     assert dict(zip(rows["frame"], rows["label"])) == expected
+    # multi-path flows: each packet names the path / subflow it took, as the figure's addresses say
+    endpoints = {p.summary["id"]: {p.summary["src"], p.summary["dst"]} for p in entry.paths}
+    packets = {p["frame"]: {p["src"], p["dst"]} for p in spec["packets"]}
+    for frame, path in zip(rows["frame"], rows["path"]):
+        if not endpoints:
+            assert path == ""
+        elif path in endpoints:
+            assert endpoints[path] == packets[frame]
+        else:  # a path without data: named by its addresses
+            assert set(path.split("→")) == {e.rpartition(":")[0] for e in packets[frame]}
     lost = set(rows.loc[rows["style"] == "lost", "frame"])
     retransmitted = {label.removesuffix(" rtx") for label in expected.values() if label.endswith(" rtx")}
     first_sent = {min(f for f, l in expected.items() if l == label) for label in retransmitted}
