@@ -69,11 +69,8 @@ class Dashboard:
         self.webgl = webgl
 
     # ---- data access -------------------------------------------------------------------------
-    def _analysis(self, selection):
-        return self.library.analysis(selection["capture"], selection.get("sndbuf"))
-
     def _entry(self, selection):
-        analysis = self._analysis(selection)
+        analysis = self.library.analysis(selection["capture"], selection.get("sndbuf"))
         return analysis, entries_by_id(analysis)[selection["entry"]]
 
     # ---- capture and flows -------------------------------------------------------------------
