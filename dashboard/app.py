@@ -215,8 +215,12 @@ class Dashboard:
         # ZOOM_PACKETS typical packet spacings either side (the median ignores an idle RTO wait)
         spacing = np.median(np.diff(flow_times[max(i - ZOOM_PACKETS, 0):i + ZOOM_PACKETS + 1])) if len(flow_times) > 1 else 0
         half = max(float(spacing) * ZOOM_PACKETS, 1e-4)
-        return {"t0": t0, "t1": t1, "zoom": [t - half, t + half], "frame": frame, "at": t,
-                "what": f"{finding['rule']} at frame {frame}"}
+        what = f"{finding['rule']} at frame {frame}"
+        here = f"{entry.summary['src']} -> {entry.summary['dst']}"
+        if finding.get("direction") and finding["direction"] != here:
+            # the views show the selected sender direction at the finding's time
+            what += f" (a finding of {finding['direction']}: pick that sender direction for its own RtxQ)"
+        return {"t0": t0, "t1": t1, "zoom": [t - half, t + half], "frame": frame, "at": t, "what": what}
 
     def focus_on_click(self, selection, click):
         """A click on the RtxQ graph: the blocking interval under it, else the packets around it."""

@@ -47,3 +47,12 @@ def test_finding_click_moves_the_views_to_its_frame(broken_capture):
     assert after[1] - after[0] < (before[1] - before[0]) / 5
 
 
+def test_finding_of_the_other_direction_says_so(broken_capture):
+    board = APP.Dashboard(LIB.Library([broken_capture]))
+    rows, active, _ = board.load_capture("c0", "")
+    selection = board.select_entry(active, rows)
+    finding = {"id": 0, "rule": "NR-05", "frames": "20", "direction": "198.51.100.1:5001 -> 192.0.2.1:5000"}
+    focus = board.focus_on_finding(selection, {"row": 0, "column": 0, "row_id": 0}, [finding])
+    assert focus["frame"] == 20 and "a finding of 198.51.100.1:5001 -> 192.0.2.1:5000" in focus["what"]
+    assert "pick that sender direction" not in board.focus_on_finding(
+        selection, {"row": 0, "column": 0, "row_id": 0}, [dict(finding, direction="192.0.2.1:5000 -> 198.51.100.1:5001")])["what"]
