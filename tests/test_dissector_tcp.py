@@ -231,3 +231,21 @@ def test_mptcp_second_subflow_shares_the_data_level(run):
     last = g.row(11)
     assert last["nrsack.rtxq.nr_acked_bytes"] == ["2000"] and last["nrsack.rtxq.bytes"] == ["2000"]
     assert findings(g) == set()
+
+
+def test_ipv6_and_vlan_give_the_same_figures(run):
+    """Encapsulation is Wireshark's job: TCP over IPv6 in a VLAN tag analyses like TCP over IPv4."""
+    from scapy.layers.l2 import Dot1Q, Ether
+
+    packets = handshake() + four_segments() + [ack(0.3, 0, sack=[(1000, 2000)], nr=[(2000, 3000)])]
+    v6 = []
+    for p in packets:
+        ip = p["IP"]
+        q = Ether() / Dot1Q(vlan=7) / pcaps.IPv6(src=f"2001:db8::{ip.src.split('.')[-1]}",
+                                                  dst=f"2001:db8::{ip.dst.split('.')[-1]}") / p["TCP"]
+        q.time = p.time
+        v6.append(q)
+    plain, tagged = run(packets), run(v6)
+    for field in ("nrsack.rtxq.bytes", "nrsack.rtxq.nr_acked_bytes", "nrsack.freed_bytes", "nrsack.tcp.block.left"):
+        assert [r[field] for r in tagged.rows] == [r[field] for r in plain.rows], field
+    assert tagged.row(8)["nrsack.direction"] == ["[2001:db8::1]:40000 -> [2001:db8::2]:5001"]

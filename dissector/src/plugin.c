@@ -46,7 +46,8 @@ guint32 nrsack_new_stream_index(void)
 char *nrsack_endpoint_str(const address *addr, guint16 port)
 {
     char *a = address_to_str(NULL, addr);
-    char *s = wmem_strdup_printf(wmem_file_scope(), "%s:%u", a, port);
+    /* IPv6 in brackets, as the analyzer names endpoints */
+    char *s = wmem_strdup_printf(wmem_file_scope(), addr->type == AT_IPv6 ? "[%s]:%u" : "%s:%u", a, port);
     wmem_free(NULL, a);
     return s;
 }
