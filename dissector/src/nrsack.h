@@ -117,7 +117,6 @@ void rtxq_on_ack(frame_result_t *fr, flow_dir_t *d, guint64 cum, const ival_t *r
 /* sctp.c, tcp.c, mptcp.c: decode (every pass) and analyse (once, when fr != NULL) */
 void sctp_init_state(void);
 void sctp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, frame_result_t *fr);
-void sctp_register_fields(int proto);
 
 void tcp_init_state(void);
 void tcp_register_option_handoff(int proto);

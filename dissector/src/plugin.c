@@ -160,16 +160,20 @@ static gboolean locate_layer(packet_info *pinfo, proto_tree *tree, frame_result_
 
 static int dissect_nrsack(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
+    /* shared by every frame without an SCTP or TCP layer, so those cost no memory */
+    static frame_result_t no_layer = {.layer = LAYER_NONE};
     frame_result_t *fr = (frame_result_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_nrsack, 0);
     gboolean analyse = fr == NULL;
     if (analyse) {
-        fr = wmem_new0(wmem_file_scope(), frame_result_t);
-        fr->ts = pinfo->abs_ts;
-        p_add_proto_data(wmem_file_scope(), pinfo, proto_nrsack, 0, fr);
+        frame_result_t found = {.ts = pinfo->abs_ts};
         /* headers quoted inside ICMP errors are not segments of the flow */
         if (proto_is_frame_protocol(pinfo->layers, "icmp") || proto_is_frame_protocol(pinfo->layers, "icmpv6") ||
-            !locate_layer(pinfo, tree, fr))
-            fr->layer = LAYER_NONE;
+            !locate_layer(pinfo, tree, &found)) {
+            p_add_proto_data(wmem_file_scope(), pinfo, proto_nrsack, 0, &no_layer);
+            return 0;
+        }
+        fr = (frame_result_t *)wmem_memdup(wmem_file_scope(), &found, sizeof(found));
+        p_add_proto_data(wmem_file_scope(), pinfo, proto_nrsack, 0, fr);
     }
     if (fr->layer == LAYER_NONE)
         return 0;
