@@ -81,7 +81,7 @@ local RULES = {
     {"NR-01", E.severity.ERROR, E.group.PROTOCOL, true, "NR-SACK without 0x10 in both INIT and INIT-ACK Supported Extensions"},
     {"NR-02", E.severity.ERROR, E.group.PROTOCOL, false, "TSN in both an R and an NR gap block"},
     {"NR-03", E.severity.ERROR, E.group.SEQUENCE, false, "NR-acked TSN revoked"},
-    {"NR-04", E.severity.WARN, E.group.SEQUENCE, false, "Retransmission of a TSN already NR-acked or cum-acked"},
+    {"NR-04", E.severity.WARN, E.group.SEQUENCE, true, "Retransmission of a TSN already NR-acked or cum-acked"},
     {"NR-05", E.severity.ERROR, E.group.MALFORMED, false, "Malformed NR-SACK / SACK gap blocks"},
     {"NR-06", E.severity.WARN, E.group.PROTOCOL, false, "Plain SACK after NR-SACK was negotiated"},
     {"NR-07", E.severity.NOTE, E.group.SEQUENCE, false, "Cumulative TSN ack moves backwards"},
@@ -90,12 +90,12 @@ local RULES = {
     {"TN-01", E.severity.ERROR, E.group.PROTOCOL, true, "TCP NR-SACK blocks without NR-SACK-Permitted on SYN and SYN-ACK"},
     {"TN-02", E.severity.ERROR, E.group.PROTOCOL, false, "Byte in both a SACK block and an NR-SACK block"},
     {"TN-03", E.severity.ERROR, E.group.SEQUENCE, false, "NR-acked bytes revoked"},
-    {"TN-04", E.severity.WARN, E.group.SEQUENCE, false, "Retransmission of bytes already NR-acked or cum-acked"},
+    {"TN-04", E.severity.WARN, E.group.SEQUENCE, true, "Retransmission of bytes already NR-acked or cum-acked"},
     {"TN-05", E.severity.ERROR, E.group.MALFORMED, false, "Malformed TCP NR-SACK option"},
     {"MN-01", E.severity.ERROR, E.group.PROTOCOL, true, "DSS NR blocks without MPTCP NR-SACK capability on SYN and SYN-ACK"},
     {"MN-02", E.severity.ERROR, E.group.MALFORMED, false, "DSS flag N without DATA ACK, or count disagrees with length"},
     {"MN-03", E.severity.ERROR, E.group.SEQUENCE, false, "NR-acked data-level bytes revoked"},
-    {"MN-04", E.severity.WARN, E.group.SEQUENCE, false, "Data-level retransmission of bytes already NR-acked or DATA-ACKed"},
+    {"MN-04", E.severity.WARN, E.group.SEQUENCE, true, "Data-level retransmission of bytes already NR-acked or DATA-ACKed"},
     {"MN-05", E.severity.ERROR, E.group.MALFORMED, false, "Malformed MPTCP NR blocks"},
     {"FS-01", E.severity.ERROR, E.group.PROTOCOL, false, "FSACK-ACK timestamp never sent in an FSACK-INIT"},
     {"FS-02", E.severity.WARN, E.group.PROTOCOL, false, "FSACK-INIT answered on fewer return paths than receiver addresses"},
@@ -187,6 +187,9 @@ end
 -- SCTP TSN -> payload bytes: off[k] = bytes of TSNs base .. base+k-1 (k = 0 .. n-1).
 ------------------------------------------------------------------------------------------------
 
+-- How far above the oldest unacked TSN a new TSN may lie: bounds the TSN -> bytes table.
+local MAX_TSN_WINDOW = 1048576
+
 local function sizes_prefix(z, tsn)
     if z.n == 0 or tsn <= z.base then return 0 end
     local k = tsn - z.base
@@ -202,7 +205,6 @@ local function sizes_set(z, tsn, size)
     end
     if tsn < z.base then return end -- below the window: already cum-acked, a retransmission
     local k = tsn - z.base
-    if k > 2147483647 then return end -- absurd jump (corrupt input); keep the figures finite
     local off = z.off
     while z.n < k + 2 do
         off[z.n] = off[z.n - 1]
@@ -273,16 +275,22 @@ local function sb_unwrap_wide(sb, v)
     return v
 end
 
--- A data transmission [lo, hi); returns new_bytes, below_cum, was_nracked.
+-- Whether a new TSN lies within MAX_TSN_WINDOW above the oldest one the size table holds.
+local function sizes_in_window(z, tsn)
+    return z.n == 0 or (tsn >= z.base and tsn - z.base < MAX_TSN_WINDOW)
+end
+
+-- A data transmission [lo, hi); returns new_bytes, below_cum, was_nracked, out_of_window.
 local function sb_data(sb, lo, hi, tsn_size)
-    if lo >= hi then return 0, false, false end
+    if lo >= hi then return 0, false, false, false end
     local below_cum = sb.cum_known and lo < sb.cum
     local was_nracked = iset_overlaps(sb.nracked, lo, hi)
     local from = (sb.cum_known and sb.cum > lo) and sb.cum or lo
-    if from >= hi then return 0, below_cum, was_nracked end
+    if from >= hi then return 0, below_cum, was_nracked, false end
     local new_bytes = 0
     if sb.tsn_units then
-        -- one DATA chunk = one TSN
+        -- one DATA chunk = one TSN; one too far from the others is corrupt input
+        if not sizes_in_window(sb.sizes, lo) then return 0, false, false, true end
         if not iset_overlaps(sb.sent, lo, hi) then
             sizes_set(sb.sizes, lo, tsn_size)
             iset_add(sb.sent, lo, hi)
@@ -295,7 +303,7 @@ local function sb_data(sb, lo, hi, tsn_size)
         new_bytes = iset_bytes(sb, sb.sent) - before
     end
     if hi > sb.snd_max then sb.snd_max = hi end
-    return new_bytes, below_cum, was_nracked
+    return new_bytes, below_cum, was_nracked, false
 end
 
 -- Adds block [lo, hi) to set s, clipped to the data actually sent.
@@ -308,29 +316,46 @@ local function add_clipped_to_sent(sb, s, lo, hi)
     end
 end
 
--- Revoked parts of the NR-acked set: not covered by this ack's NR blocks (already trimmed to cum).
-local function revoked_ranges(nracked, nr)
-    local reported = {}
+-- Which NR-acked units above the cum ack a later (non-stale) ack must still report (decisions 16):
+-- none (SCTP SACK), all (SCTP NR-SACK), or those inside its R blocks or the span of its NR blocks
+-- (TCP, MPTCP: the option has no room to repeat every NR-acked range).
+local REVOKE_NONE, REVOKE_ALL, REVOKE_IN_SPAN = 0, 1, 2
+
+-- NR-acked units inside what the ack claims to describe that its NR blocks leave out.
+local function find_revoked(sb, r, nr, revoke)
+    local reported, claimed = {}, {}
     for i = 1, #nr do iset_add(reported, nr[i][1], nr[i][2]) end
+    if revoke == REVOKE_ALL then
+        claimed[1] = {sb.cum, math.huge}
+    else
+        for i = 1, #r do iset_add(claimed, r[i][1], r[i][2]) end
+        if #reported > 0 then iset_add(claimed, reported[1][1], reported[#reported][2]) end
+    end
     local out = {}
+    local nracked = sb.nracked
     for i = 1, #nracked do
-        local lo, hi = nracked[i][1], nracked[i][2]
-        local x = lo
-        for k = 1, #reported do
-            if x >= hi then break end
-            local r = reported[k]
-            if r[2] > x then
-                if r[1] > x then out[#out + 1] = {x, hi < r[1] and hi or r[1]} end
-                if r[2] > x then x = r[2] end
+        for c = 1, #claimed do
+            local lo = math.max(nracked[i][1], claimed[c][1])
+            local hi = math.min(nracked[i][2], claimed[c][2])
+            if lo < hi then
+                local x = lo -- walk [lo, hi) past the reported intervals
+                for k = 1, #reported do
+                    if x >= hi then break end
+                    local rep_k = reported[k]
+                    if rep_k[2] > x then
+                        if rep_k[1] > x then out[#out + 1] = {x, math.min(hi, rep_k[1])} end
+                        if rep_k[2] > x then x = rep_k[2] end
+                    end
+                end
+                if x < hi then out[#out + 1] = {x, hi} end
             end
         end
-        if x < hi then out[#out + 1] = {x, hi} end
     end
     return out
 end
 
 -- One ack: cum (first unit not acked), R and NR blocks as unwrapped [lo, hi) lists.
-local function sb_ack(sb, cum, r, nr, check_revocation)
+local function sb_ack(sb, cum, r, nr, revoke)
     local res = {stale = false, beyond_sent = false, freed_bytes = 0, gap_open = false, revoked = {}}
     res.stale = sb.cum_known and cum < sb.cum
     if not res.stale then
@@ -341,8 +366,8 @@ local function sb_ack(sb, cum, r, nr, check_revocation)
     iset_trim_below(sb.sent, sb.cum)
     iset_trim_below(sb.sacked, sb.cum)
     iset_trim_below(sb.nracked, sb.cum)
-    if check_revocation and not res.stale then
-        res.revoked = revoked_ranges(sb.nracked, nr)
+    if revoke ~= REVOKE_NONE and not res.stale then
+        res.revoked = find_revoked(sb, r, nr, revoke)
     end
     if not res.stale then
         for i = 1, #r do if r[i][2] > sb.cum then res.gap_open = true end end
@@ -385,9 +410,7 @@ local MAX_UPDATES = 2
 local function raise(fr, id, note, message)
     if not fr then return end
     local is_note = note and rule_note_expert[id] ~= nil
-    local text = id .. ": " .. message
-    if is_note then text = text .. " (handshake or data not captured)" end
-    fr.findings[#fr.findings + 1] = {id = id, note = is_note, message = text}
+    fr.findings[#fr.findings + 1] = {id = id, note = is_note, message = id .. ": " .. message}
 end
 
 local function new_frame_result()
@@ -430,10 +453,21 @@ end
 
 local function rtxq_on_data(fr, d, lo, hi, payload_bytes)
     if payload_bytes > d.max_payload then d.max_payload = payload_bytes end
-    local new_bytes, below_cum, was_nracked = sb_data(d.sb, lo, hi, payload_bytes)
-    if below_cum or was_nracked then
-        raise(fr, d.rule_rtx_after_ack, false, string.format("%s %s retransmitted after it was %s",
-            d.sb.tsn_units and "TSN" or "data", d.sender, was_nracked and "NR-acked" or "cum-acked"))
+    -- a TCP keep-alive resends the byte below the ack on purpose (decisions 21)
+    local sb = d.sb
+    local keepalive = not sb.tsn_units and hi - lo <= 1 and sb.cum_known and lo + 1 == sb.cum
+    local new_bytes, below_cum, was_nracked, out_of_window = sb_data(sb, lo, hi, payload_bytes)
+    if out_of_window then
+        raise(fr, "GEN-01", false, string.format("TSN %d lies more than %d TSNs above the oldest unacked one; not analysed",
+            lo % TWO32, MAX_TSN_WINDOW))
+        return
+    end
+    if (below_cum or was_nracked) and not keepalive then
+        -- strict only where the capture sits by the data sender (decisions 17)
+        local by_sender = d.hs ~= nil and d.hs.vantage == d.index
+        raise(fr, d.rule_rtx_after_ack, not by_sender, string.format("%s from %s retransmitted after it was %s%s",
+            sb.tsn_units and "TSN" or "data", d.sender, was_nracked and "NR-acked" or "cum-acked",
+            by_sender and "" or "; the capture is not at the sender: the ack may have crossed it"))
     end
     if new_bytes == 0 then return end -- decisions 4: retransmissions do not change the RtxQ
     local u = update_for(fr, d)
@@ -443,8 +477,8 @@ local function rtxq_on_data(fr, d, lo, hi, payload_bytes)
     refresh_figures(u, d)
 end
 
-local function rtxq_on_ack(fr, d, cum, r, nr, check_revocation)
-    local res = sb_ack(d.sb, cum, r, nr, check_revocation)
+local function rtxq_on_ack(fr, d, cum, r, nr, revoke)
+    local res = sb_ack(d.sb, cum, r, nr, revoke)
     if not res.stale then d.gap_open = res.gap_open end
     local u = update_for(fr, d)
     if not u then return res end
@@ -454,7 +488,8 @@ local function rtxq_on_ack(fr, d, cum, r, nr, check_revocation)
         -- report each revoked TSN (SCTP) or the first byte of each revoked range (TCP, MPTCP)
         local x = res.revoked[i][1]
         repeat
-            if #u.revoked < MAX_REVOKED then u.revoked[#u.revoked + 1] = x % TWO32 end
+            if #u.revoked >= MAX_REVOKED then break end -- a corrupt ack may revoke 2^31 TSNs
+            u.revoked[#u.revoked + 1] = x % TWO32
             x = x + 1
         until not (d.sb.tsn_units and x < res.revoked[i][2])
     end
@@ -465,6 +500,35 @@ local function rtxq_on_ack(fr, d, cum, r, nr, check_revocation)
     end
     refresh_figures(u, d)
     return res
+end
+
+-- Capture time of the frame in ns since the first frame the plugin saw: exact (frame.time_epoch is an
+-- NSTime), and small enough for doubles.
+local f_time_epoch = Field.new("frame.time_epoch")
+local function frame_ns()
+    local t = f_time_epoch().value
+    if not state.t0_secs then state.t0_secs = t.secs end
+    return (t.secs - state.t0_secs) * 1e9 + t.nsecs
+end
+
+-- Where the capture sits (decisions 17): next to endpoint 0 or 1, or:
+local VANTAGE_UNKNOWN, VANTAGE_MIDDLE = -2, -1
+local VANTAGE_RATIO = 2.5 -- one handshake gap this many times the other puts the capture by one end
+
+local function handshake_new() return {seen = {}, ns = {}, vantage = VANTAGE_UNKNOWN} end
+
+-- Records step 0..2 of the opening exchange (INIT, INIT-ACK, COOKIE-ECHO; SYN, SYN-ACK, ACK), first
+-- of each; the vantage follows when all three are seen.
+local function handshake_step(hs, step)
+    if hs.seen[step] or (step > 0 and not hs.seen[step - 1]) then return end
+    hs.seen[step] = true
+    hs.ns[step] = frame_ns()
+    if step < 2 then return end
+    -- the opener's reply came back late and it confirmed at once: we sit by the opener
+    local reply, confirm = hs.ns[1] - hs.ns[0], hs.ns[2] - hs.ns[1]
+    if reply > VANTAGE_RATIO * confirm then hs.vantage = 0
+    elseif confirm > VANTAGE_RATIO * reply then hs.vantage = 1
+    else hs.vantage = VANTAGE_MIDDLE end
 end
 
 local function new_stream_index()
@@ -483,7 +547,7 @@ end
 -- SCTP (sctp.c): NR-SACK / SACK / DATA events, Supported Extensions, FSACK chunks
 ------------------------------------------------------------------------------------------------
 
-local CHUNK_DATA, CHUNK_INIT, CHUNK_INIT_ACK, CHUNK_SACK, CHUNK_NR_SACK = 0x00, 0x01, 0x02, 0x03, 0x10
+local CHUNK_DATA, CHUNK_INIT, CHUNK_INIT_ACK, CHUNK_SACK, CHUNK_COOKIE_ECHO, CHUNK_NR_SACK = 0x00, 0x01, 0x02, 0x03, 0x0A, 0x10
 local PARAM_IPV4, PARAM_IPV6, PARAM_SUPPORTED_EXT = 5, 6, 0x8008
 local MAX_ADDRS, MAX_FSACK_TS, MAX_BLOCKS = 8, 32, 256
 
@@ -505,7 +569,8 @@ local function sctp_new_assoc(pinfo, sport, dport)
     local stream = new_stream_index()
     local a = {
         stream = stream, port = {[0] = sport, [1] = dport}, tag = {}, tag_known = {},
-        init_seen = false, init_ack_seen = false, ext_nr = {}, ext_fsack = {}, data_start_seen = {},
+        init_seen = false, init_ack_seen = false, ext_nr = {}, ext_fsack = {}, hs = handshake_new(),
+        complete_ns = {}, last_data_ns = {}, -- FS-05: endpoint i's last FSACK-COMPLETE and DATA
         addrs = {[0] = {}, [1] = {}}, fsack_ts = {}, n_fsack_ts = 0, first_fsack_ack_src = nil,
         fsack_path = {},
         dir = {
@@ -513,6 +578,7 @@ local function sctp_new_assoc(pinfo, sport, dport)
             [1] = flow_dir_new(stream, 1, "sctp", true, "NR-04", "NR-03"),
         },
     }
+    a.dir[0].hs, a.dir[1].hs = a.hs, a.hs
     local src, dst = endpoint_str(pinfo.net_src, sport), endpoint_str(pinfo.net_dst, dport)
     a.dir[0].sender, a.dir[1].receiver = src, src
     a.dir[1].sender, a.dir[0].receiver = dst, dst
@@ -656,12 +722,12 @@ local function sctp_sack(s, off, ctype, clen, pinfo, a, from, fr)
     if blocks_intersect(r, nr) then
         raise(fr, "NR-02", false, "a TSN lies in both an R and an NR gap block")
     end
-    local res = rtxq_on_ack(fr, d, cum64 + 1, r, nr, nr_sack)
+    local res = rtxq_on_ack(fr, d, cum64 + 1, r, nr, nr_sack and REVOKE_ALL or REVOKE_NONE)
     if res.stale then
         raise(fr, "NR-07", false, string.format("cumulative TSN ack %d is below %d", cum, (d.sb.cum - 1) % TWO32))
     end
-    if res.beyond_sent then
-        raise(fr, "NR-09", not (handshake and a.data_start_seen[1 - from]),
+    if res.beyond_sent then -- a note when the direction's initial TSN (INIT / INIT-ACK) was not captured
+        raise(fr, "NR-09", not (d.index == 0 and a.init_seen or d.index == 1 and a.init_ack_seen),
             string.format("ack covers TSNs never sent (highest sent %d)", (d.sb.snd_max - 1) % TWO32))
     end
 end
@@ -705,7 +771,8 @@ local function sctp_fsack(s, base, off, ctype, clen, pinfo, tree, a, from, fr)
             return
         end
         -- capture at the sender: arrival time in ms minus the timestamp, mod 2^32
-        local now_ms = math.floor(pinfo.abs_ts * 1000 + 0.5e-6)
+        local t = f_time_epoch().value
+        local now_ms = (t.secs % TWO32) * 1000 + math.floor(t.nsecs / 1000000)
         fr.rtt_ms = (now_ms - ts) % TWO32
         if not a.first_fsack_ack_src then a.first_fsack_ack_src = tostring(pinfo.net_src) end
         return
@@ -731,6 +798,24 @@ local function sctp_fsack(s, base, off, ctype, clen, pinfo, tree, a, from, fr)
             addr, a.first_fsack_ack_src))
     end
     a.fsack_path[1 - from] = addr
+    a.complete_ns[from] = frame_ns()
+end
+
+-- FS-05 on the first DATA of each whole update interval after the sender's last FSACK-COMPLETE
+-- (decisions 20), judged against the sender's previous DATA.
+local FSACK_MAX_UPDATE_INTERVAL_NS = 1e9
+local function check_fsack_update_interval(a, from, fr)
+    local now = frame_ns()
+    local since, last = a.complete_ns[from], a.last_data_ns[from]
+    if since and last then
+        local overdue = math.floor((now - since) / FSACK_MAX_UPDATE_INTERVAL_NS)
+        local before = math.max(0, math.floor((last - since) / FSACK_MAX_UPDATE_INTERVAL_NS))
+        if overdue >= 1 and overdue > before then
+            raise(fr, "FS-05", false, string.format(
+                "DATA %.3f s after the last FSACK-COMPLETE; the path must be confirmed every 1 s", (now - since) / 1e9))
+        end
+    end
+    a.last_data_ns[from] = now
 end
 
 -- One SCTP packet: s = its captured bytes (common header first), base = the TvbRange they came
@@ -749,6 +834,7 @@ local function sctp_dissect(s, base, reported, pinfo, tree, fr)
         fr.stream = a.stream
         sctp_add_addr(a, from, pinfo.net_src)
     end
+    local data_checked = false
     local off = 12
     while off + 4 <= reported do
         if off + 4 > captured then
@@ -763,6 +849,9 @@ local function sctp_dissect(s, base, reported, pinfo, tree, fr)
         if off + clen > captured then
             raise(fr, "GEN-01", false, string.format("chunk type %d at offset %d truncated by the capture", ctype, off))
             return
+        end
+        if a and (ctype == CHUNK_INIT or ctype == CHUNK_INIT_ACK or ctype == CHUNK_COOKIE_ECHO) then
+            handshake_step(a.hs, ctype == CHUNK_INIT and 0 or ctype == CHUNK_INIT_ACK and 1 or 2)
         end
         if (ctype == CHUNK_INIT or ctype == CHUNK_INIT_ACK) and clen >= 20 then
             local ep = ctype == CHUNK_INIT and 0 or 1
@@ -784,8 +873,9 @@ local function sctp_dissect(s, base, reported, pinfo, tree, fr)
                 raise(fr, "GEN-01", false, string.format("DATA chunk too short (%d bytes)", clen))
             else
                 local d = a.dir[from]
-                if a.init_ack_seen and d.sb.snd_max == 0 then a.data_start_seen[from] = true end
                 local tsn = sb_unwrap(d.sb, u32(s, off + 4))
+                if not data_checked then check_fsack_update_interval(a, from, fr) end
+                data_checked = true
                 rtxq_on_data(fr, d, tsn, tsn + 1, clen - 16)
             end
         elseif (ctype == CHUNK_SACK or ctype == CHUNK_NR_SACK) and a then
@@ -930,7 +1020,12 @@ local function parse_segment(s, base, tree)
         else
             if off + 2 > seg.hlen then break end
             local len = u8(s, off + 1)
-            if len < 2 or off + len > seg.hlen then break end -- Wireshark's TCP dissector reports it
+            if len < 2 or off + len > seg.hlen then
+                -- Wireshark's TCP dissector reports the bad option; ours is also TN-05
+                seg.nr_overruns = (kind == OPT_EXP_FD or kind == OPT_EXP_FE) and off + 4 <= seg.hlen
+                    and u16(s, off + 2) == state.prefs.tcp_exid
+                break
+            end
             if kind == OPT_SACK_PERM then
                 seg.sack_permitted = true
             elseif kind == OPT_SACK then
@@ -984,7 +1079,7 @@ local function tcp_find_conn(pinfo, seg, create)
         local i = reversed and 1 or 0
         c = {
             addr = {}, port = {}, addr_obj = {}, syn_seen = {}, nr_permitted = {}, nr_flags = {}, dir = {},
-            is_mptcp = false, mp_capable_syn = {}, mp_version = 0, key_known = {}, mptcp = nil,
+            hs = handshake_new(), is_mptcp = false, mp_capable_syn = {}, mp_version = 0, key_known = {}, mptcp = nil,
             mptcp_side = {}, isn_known = {}, isn = {}, map_known = {}, map_dsn = {}, map_seq = {},
         }
         c.addr[i], c.addr[1 - i] = src, dst
@@ -1000,6 +1095,7 @@ local function init_tcp_dirs(c)
     c.stream = new_stream_index()
     for i = 0, 1 do
         c.dir[i] = flow_dir_new(c.stream, i, "tcp", false, "TN-04", "TN-03")
+        c.dir[i].hs = c.hs
         c.dir[i].sender = endpoint_str(c.addr_obj[i], c.port[i])
         c.dir[i].receiver = endpoint_str(c.addr_obj[1 - i], c.port[1 - i])
     end
@@ -1010,6 +1106,9 @@ local function analyse_tcp(seg, payload_len, c, from, fr)
     if payload_len > 0 then
         local seq = sb_unwrap(mine.sb, seg.seq)
         rtxq_on_data(fr, mine, seq, seq + payload_len, payload_len)
+    end
+    if seg.nr_overruns then
+        raise(fr, "TN-05", false, "NR-SACK option length runs past the end of the TCP options")
     end
     local o = seg.nr
     local nr_blocks_option = o and not o.permitted
@@ -1056,8 +1155,7 @@ local function analyse_tcp(seg, payload_len, c, from, fr)
             nr[#nr + 1] = {sb_unwrap(peer.sb, o.left[i]), sb_unwrap(peer.sb, o.right[i])}
         end
     end
-    local nr_ack = nr_blocks_option or (never_renege and seg.has_sack)
-    rtxq_on_ack(fr, peer, sb_unwrap(peer.sb, seg.ack), sack, nr, nr_ack)
+    rtxq_on_ack(fr, peer, sb_unwrap(peer.sb, seg.ack), sack, nr, REVOKE_IN_SPAN)
 end
 
 ------------------------------------------------------------------------------------------------
@@ -1076,6 +1174,7 @@ local function new_mptcp_conn(sub)
                token_known = {}, token = {}, dir = {}}
     for i = 0, 1 do
         m.dir[i] = flow_dir_new(stream, i, "mptcp", false, "MN-04", "MN-03")
+        m.dir[i].hs = sub.hs -- the initial subflow's
         m.dir[i].sender = endpoint_str(sub.addr_obj[i], sub.port[i])
         m.dir[i].receiver = endpoint_str(sub.addr_obj[1 - i], sub.port[1 - i])
     end
@@ -1256,7 +1355,7 @@ local function analyse_dss(d, seg, payload_len, sub, from, fr)
             nr[#nr + 1] = {cum + u64_number(d.start[i]), cum + u64_number(d.stop[i])}
         end
     end
-    rtxq_on_ack(fr, peer, cum, {}, nr, d.has_nr)
+    rtxq_on_ack(fr, peer, cum, {}, nr, REVOKE_IN_SPAN)
 end
 
 local function mptcp_segment(s, base, tree, seg, payload_len, sub, from, fr)
@@ -1308,6 +1407,11 @@ local function tcp_dissect(s, base, pinfo, tree, payload_len, fr)
     if not c then return end
     if fr then
         local syn = has_flag(seg.flags, TCP_FLAG_SYN)
+        if syn then
+            handshake_step(c.hs, has_flag(seg.flags, TCP_FLAG_ACK) and 1 or 0)
+        elseif has_flag(seg.flags, TCP_FLAG_ACK) and from == 0 then
+            handshake_step(c.hs, 2)
+        end
         if syn then
             local ep = has_flag(seg.flags, TCP_FLAG_ACK) and 1 or 0
             c.syn_seen[ep] = true

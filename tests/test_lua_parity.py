@@ -13,8 +13,6 @@ The difference is printed on failure.
 from __future__ import annotations
 
 import difflib
-import json
-import os
 import struct
 from pathlib import Path
 
@@ -22,25 +20,13 @@ import pytest
 
 from support import pcaps as P
 from support import tshark
+from test_dissector_samples import GOLDEN, PCAPS, SAMPLES, golden_sndbuf, ident
 
 from nrsack.generator import layers as L
 
 REPO = tshark.REPO
 LUA_PLUGIN = tshark.Plugin.lua(REPO / "lua" / "nrsack.lua")
-SAMPLES = Path(os.environ.get("NRSACK_SAMPLE_PCAPS", REPO / "sample-pcaps"))
-GOLDEN = Path(__file__).resolve().parent / "golden"
-SAMPLE_PCAPS = sorted(p for p in SAMPLES.rglob("*.pcap*") if not p.name.endswith(".json"))
-
-
-def sample_ident(pcap: Path) -> str:
-    return str(pcap.relative_to(SAMPLES))
-
-
-def sample_sndbuf(pcap: Path) -> int:
-    """Golden runs pin nrsack.sndbuf to the first flow's B of the expected file (0 without one)."""
-    spec = pcap.with_name(pcap.name.rsplit(".", 1)[0] + ".expected.json")
-    flows = json.loads(spec.read_text())["flows"] if spec.exists() else []
-    return int(flows[0].get("sndbuf_bytes") or 0) if flows else 0
+SAMPLE_PCAPS = PCAPS
 
 
 def assert_same(expected: str, got: str, what: str, expected_name="C plugin", got_name="Lua plugin"):
@@ -153,6 +139,19 @@ def sctp_udp_ipv6_capture():
     return pk
 
 
+def overrunning_nr_option(t, src, dst, sport, dport, seq, ack):
+    """An ACK whose NR-SACK option (our ExID) claims 32 bytes where the header has 8 left."""
+    from scapy.layers.inet import IP, TCP
+    from scapy.layers.l2 import Ether
+    from scapy.packet import Raw
+
+    option = struct.pack("!BBH", 253, 32, P.TCP_EXID) + b"\0" * 4
+    pkt = Ether() / IP(src=src, dst=dst) / TCP(sport=sport, dport=dport, seq=seq & 0xFFFFFFFF, ack=ack & 0xFFFFFFFF,
+                                                flags="A", window=65535, dataofs=7) / Raw(option)
+    pkt.time = t
+    return pkt
+
+
 def tcp_rules_capture():
     """A negotiated TCP NR-SACK connection near the sequence wrap that breaks TN-02..TN-05."""
     isn = 0xFFFFF000
@@ -170,12 +169,14 @@ def tcp_rules_capture():
         + ([P.nr_blocks_option(nr, kind=kind)] if nr else []))
     pk += [
         ack(0.40, s, nr=[(s + 1000, s + 3000)]),
-        ack(0.41, s, sack=[(s + 3000, s + 4000)], nr=[(s + 2000, s + 3000), (s + 3500, s + 4500)]),  # TN-02, TN-03
+        ack(0.41, s, sack=[(s + 1000, s + 2000)], nr=[(s + 2000, s + 3000)]),  # TN-03: NR-acked, now renegable
+        ack(0.415, s, sack=[(s + 3000, s + 4000)], nr=[(s + 2000, s + 3000), (s + 3500, s + 4500)]),  # TN-02
         P.tcp_packet(0.42, A, B, 40000, 80, s + 2000, 7001, "PA", payload=1000),                     # TN-04
         ack(0.43, s, nr=[(s + 3000, s + 2000)], kind=254),                                            # TN-05
         ack(0.44, s + 1000, nr=[(s + 500, s + 2000)]),                                               # TN-05
         P.tcp_packet(0.45, B, A, 80, 40000, 7001, s + 1000, "A",
                      options=[(253, struct.pack("!H", P.TCP_EXID) + b"\0" * 6)]),                    # TN-05 length
+        overrunning_nr_option(0.455, B, A, 80, 40000, 7001, s + 1000),                              # TN-05 overrun
         ack(0.46, s + 8000),
         # another experiment on kind 253 stays the built-in dissector's
         P.tcp_packet(0.47, B, A, 80, 40000, 7001, s + 8000, "A", options=[(253, b"\xf9\x89\x01\x02")]),
@@ -252,7 +253,8 @@ def mptcp_capture(version: int, wide: bool):
                           [dss(ack=1, dsn=idsn + i * 1000, ssn=1 + (i // 2) * 1000, length=1000)], 1000))
     pk += [
         tcp(B, A, 80, 50000, 901, 1101, "A", [dss(ack=idsn + 1000, blocks=[(1000, 3000)])]),
-        tcp(B, A2, 80, 50001, 701, 1301, "A", [dss(ack=idsn + 1000, blocks=[(2000, 3000), (4000, 5000)])]),  # MN-03
+        # MN-03 (narrow): DSNs +3000..+3499 lie inside the span of the NR blocks but are left out
+        tcp(B, A2, 80, 50001, 701, 1301, "A", [dss(ack=idsn + 1000, blocks=[(1500, 2000), (2500, 3000)])]),
         tcp(A2, B, 50001, 80, 1301, 701, "PA",
             [dss(ack=1, dsn=idsn + 3000, ssn=1001, length=1000)], 1000),                                      # MN-04
         tcp(B, A, 80, 50000, 901, 2101, "A", [dss(ack=idsn + 1000, blocks=[(3000, 2000), (1000, 1500)])]),   # MN-05
@@ -292,14 +294,14 @@ def test_sample_captures_present():
     assert SAMPLE_PCAPS, f"no captures in {SAMPLES}"
 
 
-@pytest.mark.parametrize("pcap", SAMPLE_PCAPS, ids=sample_ident)
+@pytest.mark.parametrize("pcap", SAMPLE_PCAPS, ids=ident)
 def test_sample_capture_matches_c_plugin(pcap, nrsack_c_plugin):
-    golden = GOLDEN / (sample_ident(pcap).replace("/", "__") + ".golden")
-    lua = tshark.golden_output(pcap, LUA_PLUGIN, sndbuf=sample_sndbuf(pcap))
+    golden = GOLDEN / (ident(pcap).replace("/", "__") + ".golden")
+    lua = tshark.golden_output(pcap, LUA_PLUGIN, sndbuf=golden_sndbuf(pcap))
     if golden.exists():
         assert_same(golden.read_text(), lua, f"{pcap.name} vs {golden.name}", expected_name=str(golden.name))
     else:  # the C plugin has no checked-in golden file for it yet: compare with its live output
-        c = tshark.golden_output(pcap, nrsack_c_plugin, sndbuf=sample_sndbuf(pcap))
+        c = tshark.golden_output(pcap, nrsack_c_plugin, sndbuf=golden_sndbuf(pcap))
         assert_same(c, lua, f"{pcap.name} vs the C build")
 
 
