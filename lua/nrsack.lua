@@ -13,11 +13,40 @@
 -- tree items. The analysis runs once per frame (first pass) and its result is cached by frame
 -- number, so later passes and filtered views show exactly the same fields and findings.
 
-local bitlib = bit32 or bit
-local band = bitlib.band
-
 local TWO32 = 4294967296
 local TWO31 = 2147483648
+
+-- Bit operations: bit32 (Lua 5.2), Wireshark's `bit` (LuaBitOp), or, where a build has neither, plain
+-- arithmetic over the 32 bits (slow, but only flags and the once-per-connection token hash use it).
+local function arithmetic_bitlib()
+    local function combine(a, b, keep)
+        a, b = a % TWO32, b % TWO32
+        local r, p = 0, 1
+        for _ = 1, 32 do
+            local x, y = a % 2, b % 2
+            if keep(x, y) then r = r + p end
+            a, b, p = (a - x) / 2, (b - y) / 2, p * 2
+        end
+        return r
+    end
+    local function fold(keep)
+        return function(a, b, ...)
+            local r = combine(a, b, keep)
+            for i = 1, select("#", ...) do r = combine(r, (select(i, ...)), keep) end
+            return r
+        end
+    end
+    return {
+        band = fold(function(x, y) return x == 1 and y == 1 end),
+        bor = fold(function(x, y) return x == 1 or y == 1 end),
+        bxor = fold(function(x, y) return x ~= y end),
+        bnot = function(a) return TWO32 - 1 - a % TWO32 end,
+        lshift = function(a, n) return (a * 2 ^ n) % TWO32 end,
+        rshift = function(a, n) return math.floor((a % TWO32) / 2 ^ n) end,
+    }
+end
+local bitlib = bit32 or bit or arithmetic_bitlib()
+local band = bitlib.band
 -- Unwrapped numbers start at 2^32 + the first value, so values slightly below it stay positive.
 local UNWRAP_ORIGIN = TWO32
 
