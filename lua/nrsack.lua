@@ -56,6 +56,13 @@ local function has_flag(value, flag) return band(value, flag) ~= 0 end
 -- Protocol, fields, preferences, expert info
 ------------------------------------------------------------------------------------------------
 
+-- The C plugin registers the same protocol and fields: when it is loaded, it does the job, and this
+-- script steps aside instead of failing on the duplicate protocol.
+if pcall(Field.new, "nrsack.stream") then
+    io.stderr:write("nrsack.lua: the nrsack C plugin is loaded; the Lua plugin stays inactive\n")
+    return
+end
+
 local nrsack = Proto("nrsack", "NR-SACK analysis")
 
 local hf = {
@@ -578,7 +585,7 @@ end
 
 local CHUNK_DATA, CHUNK_INIT, CHUNK_INIT_ACK, CHUNK_SACK, CHUNK_COOKIE_ECHO, CHUNK_NR_SACK = 0x00, 0x01, 0x02, 0x03, 0x0A, 0x10
 local PARAM_IPV4, PARAM_IPV6, PARAM_SUPPORTED_EXT = 5, 6, 0x8008
-local MAX_ADDRS, MAX_FSACK_TS, MAX_BLOCKS = 8, 32, 256
+local MAX_FSACK_TS, MAX_BLOCKS = 32, 256
 
 local function sctp_learn_tag(a, ep, tag)
     if a.tag_known[ep] then return end
@@ -587,20 +594,13 @@ local function sctp_learn_tag(a, ep, tag)
     state.sctp_by_endpoint[a.port[ep] * TWO32 + tag] = a
 end
 
-local function sctp_add_addr(a, ep, addr)
-    local key = tostring(addr)
-    local list = a.addrs[ep]
-    for i = 1, #list do if list[i] == key then return end end
-    if #list < MAX_ADDRS then list[#list + 1] = key end
-end
-
 local function sctp_new_assoc(pinfo, sport, dport)
     local stream = new_stream_index()
     local a = {
         stream = stream, port = {[0] = sport, [1] = dport}, tag = {}, tag_known = {},
         init_seen = false, init_ack_seen = false, ext_nr = {}, ext_fsack = {}, hs = handshake_new(),
         complete_ns = {}, last_data_ns = {}, -- FS-05: endpoint i's last FSACK-COMPLETE and DATA
-        addrs = {[0] = {}, [1] = {}}, fsack_ts = {}, n_fsack_ts = 0, first_fsack_ack_src = nil,
+        fsack_ts = {}, n_fsack_ts = 0, first_fsack_ack_src = nil,
         fsack_path = {},
         dir = {
             [0] = flow_dir_new(stream, 0, "sctp", true, "NR-04", "NR-03"),
@@ -666,10 +666,6 @@ local function sctp_init_params(s, base, off, stop, tree, a, ep, fr)
                 a.ext_nr[ep] = nr
                 a.ext_fsack[ep] = fs
             end
-        elseif a and ptype == PARAM_IPV4 and plen == 8 then
-            sctp_add_addr(a, ep, Address.ip(string.format("%d.%d.%d.%d", sbyte(s, off + 5, off + 8))))
-        elseif a and ptype == PARAM_IPV6 and plen == 20 then
-            sctp_add_addr(a, ep, base(off + 4, 16):ipv6())
         end
         off = off + plen + (4 - plen % 4) % 4
     end
@@ -740,9 +736,9 @@ local function sctp_sack(s, off, ctype, clen, pinfo, a, from, fr)
     elseif a.ext_nr[0] and a.ext_nr[1] then
         raise(fr, "NR-06", false, "SACK sent although NR-SACK was negotiated")
     end
-    local src = tostring(pinfo.net_src)
-    if a.fsack_path[from] and src ~= a.fsack_path[from] then
-        raise(fr, "FS-04", false, string.format("%s sent from %s, FSACK path is %s", name, src, a.fsack_path[from]))
+    local path = a.fsack_path[from]
+    if path and tostring(pinfo.net_src) ~= path then
+        raise(fr, "FS-04", false, string.format("%s sent from %s, FSACK path is %s", name, tostring(pinfo.net_src), path))
     end
 
     local cum64 = sb_unwrap(d.sb, cum)
@@ -834,9 +830,15 @@ end
 -- (decisions 20), judged against the sender's previous DATA.
 local FSACK_MAX_UPDATE_INTERVAL_NS = 1e9
 local function check_fsack_update_interval(a, from, fr)
+    local since = a.complete_ns[from]
+    if not since then
+        -- no FSACK-COMPLETE yet: any later one makes this DATA "before it" (a whole interval of 0)
+        a.last_data_ns[from] = -math.huge
+        return
+    end
     local now = frame_ns()
-    local since, last = a.complete_ns[from], a.last_data_ns[from]
-    if since and last then
+    local last = a.last_data_ns[from]
+    if last then
         local overdue = math.floor((now - since) / FSACK_MAX_UPDATE_INTERVAL_NS)
         local before = math.max(0, math.floor((last - since) / FSACK_MAX_UPDATE_INTERVAL_NS))
         if overdue >= 1 and overdue > before then
@@ -861,7 +863,6 @@ local function sctp_dissect(s, base, reported, pinfo, tree, fr)
         local is_init = captured >= 20 and u8(s, 12) == CHUNK_INIT
         a, from = sctp_find_assoc(pinfo, sport, dport, vtag, is_init, is_init and u32(s, 16) or 0)
         fr.stream = a.stream
-        sctp_add_addr(a, from, pinfo.net_src)
     end
     local data_checked = false
     local off = 12
@@ -1485,17 +1486,20 @@ local function emit_result(fr, tree)
     for i = 1, #fr.upd do
         local u = fr.upd[i]
         local d, fig = u.dir, u.fig
-        tree:add(hf.direction, d.sender .. " -> " .. d.receiver):set_generated()
-        tree:add(hf.rtxq_bytes, queue_u32(u.rtxq)):set_generated()
-        tree:add(hf.rtxq_sack_bytes, queue_u32(fig.rtxq_sack)):set_generated()
-        tree:add(hf.rtxq_nr_bytes, queue_u32(fig.rtxq_nr)):set_generated()
-        tree:add(hf.rtxq_nr_acked_bytes, queue_u32(fig.nr_acked)):set_generated()
-        tree:add(hf.rtxq_sacked_bytes, queue_u32(fig.sacked)):set_generated()
-        tree:add(hf.rtxq_whatif_bytes, queue_u32(fig.rtxq_whatif)):set_generated()
-        if u.is_ack then tree:add(hf.freed_bytes, queue_u32(u.freed_bytes)):set_generated() end
-        if show_blocked then tree:add(hf.blocked, u.blocked):set_generated() end
-        tree:add(hf.gap_open, u.gap_open):set_generated()
-        for k = 1, #u.revoked do tree:add(hf.revoked, u.revoked[k]):set_generated() end
+        -- one generated item per update holds its figures: marking each one costs a call per field
+        local direction = d.sender .. " -> " .. d.receiver
+        local t = tree:add(hf.direction, direction)
+        t:set_generated()
+        t:add(hf.rtxq_bytes, queue_u32(u.rtxq))
+        t:add(hf.rtxq_sack_bytes, queue_u32(fig.rtxq_sack))
+        t:add(hf.rtxq_nr_bytes, queue_u32(fig.rtxq_nr))
+        t:add(hf.rtxq_nr_acked_bytes, queue_u32(fig.nr_acked))
+        t:add(hf.rtxq_sacked_bytes, queue_u32(fig.sacked))
+        t:add(hf.rtxq_whatif_bytes, queue_u32(fig.rtxq_whatif))
+        if u.is_ack then t:add(hf.freed_bytes, queue_u32(u.freed_bytes)) end
+        if show_blocked then t:add(hf.blocked, u.blocked) end
+        t:add(hf.gap_open, u.gap_open)
+        for k = 1, #u.revoked do t:add(hf.revoked, u.revoked[k]) end
     end
     for i = 1, #fr.findings do
         local f = fr.findings[i]

@@ -63,3 +63,12 @@ def test_same_output_without_bit_libraries(name, vector_pcaps):
     plain = tshark.golden_output(vector_pcaps[name], LUA_PLUGIN, sndbuf=3000)
     assert fallback == plain
     assert tshark.parse_golden(plain).expert, "the capture raised nothing: a vacuous comparison"
+
+
+def test_steps_aside_when_the_c_plugin_is_loaded(nrsack_c_plugin):
+    pcap = REPO / "sample-pcaps" / "tcp-nrsack-fig2.pcap"
+    args = ["-T", "fields", "-e", "nrsack.stream", "-e", "nrsack.rtxq.bytes"]
+    c_only = tshark.run_tshark(args, nrsack_c_plugin, pcap=pcap)
+    both = tshark.run_tshark(["-X", f"lua_script:{SCRIPT}", *args], nrsack_c_plugin, pcap=pcap)
+    assert "Lua Error" not in both.stderr and "the Lua plugin stays inactive" in both.stderr
+    assert both.stdout == c_only.stdout and "1000" in both.stdout
