@@ -214,17 +214,20 @@ class MPTCPCapable(_TCPOption):
     ]
 
 
+def _mp_join_head(with_address_id):
+    """Kind, length and subtype of MP_JOIN; SYN and SYN-ACK add the backup flag and address ID."""
+    head = [ByteField("kind", C.TCP_OPT_MPTCP), ByteField("length", None),
+            BitField("subtype", C.MPTCP_MP_JOIN, 4)]
+    if not with_address_id:
+        return head + [BitField("reserved", 0, 12)]
+    return head + [BitField("reserved", 0, 3), BitField("backup", 0, 1), ByteField("address_id", 0)]
+
+
 class MPTCPJoinSyn(_TCPOption):
     """MP_JOIN on the SYN of an extra subflow."""
 
     name = "MPTCP MP_JOIN (SYN) option"
-    fields_desc = [
-        ByteField("kind", C.TCP_OPT_MPTCP),
-        ByteField("length", None),
-        BitField("subtype", C.MPTCP_MP_JOIN, 4),
-        BitField("reserved", 0, 3),
-        BitField("backup", 0, 1),
-        ByteField("address_id", 0),
+    fields_desc = _mp_join_head(with_address_id=True) + [
         XIntField("receiver_token", 0),
         XIntField("sender_nonce", 0),
     ]
@@ -234,13 +237,7 @@ class MPTCPJoinSynAck(_TCPOption):
     """MP_JOIN on the SYN-ACK of an extra subflow (truncated HMAC)."""
 
     name = "MPTCP MP_JOIN (SYN-ACK) option"
-    fields_desc = [
-        ByteField("kind", C.TCP_OPT_MPTCP),
-        ByteField("length", None),
-        BitField("subtype", C.MPTCP_MP_JOIN, 4),
-        BitField("reserved", 0, 3),
-        BitField("backup", 0, 1),
-        ByteField("address_id", 0),
+    fields_desc = _mp_join_head(with_address_id=True) + [
         LongField("sender_hmac", 0),
         XIntField("sender_nonce", 0),
     ]
@@ -250,11 +247,7 @@ class MPTCPJoinAck(_TCPOption):
     """MP_JOIN on the third ACK of an extra subflow (160-bit HMAC)."""
 
     name = "MPTCP MP_JOIN (ACK) option"
-    fields_desc = [
-        ByteField("kind", C.TCP_OPT_MPTCP),
-        ByteField("length", None),
-        BitField("subtype", C.MPTCP_MP_JOIN, 4),
-        BitField("reserved", 0, 12),
+    fields_desc = _mp_join_head(with_address_id=False) + [
         FieldListField("sender_hmac", [0] * 5, XIntField("word", 0), count_from=lambda pkt: 5),
     ]
 
