@@ -7,7 +7,8 @@
 --
 -- Written for Lua 5.2 (Wireshark 4.0) and unchanged on 5.3 / 5.4: no `//`, no native bit operators
 -- (bit32 or Wireshark's `bit` library), sequence numbers unwrapped into doubles (exact below 2^53),
--- MPTCP 64-bit data sequence numbers read as UInt64 and made relative to a per-flow anchor.
+-- MPTCP 64-bit data sequence numbers kept as (high, low) word pairs, made relative to a per-flow
+-- anchor for the scoreboard, and shown through UInt64.
 --
 -- Data flows one way: bytes -> events (data, ack) -> per-direction scoreboard -> frame result ->
 -- tree items. The analysis runs once per frame (first pass) and its result is cached by frame
@@ -175,9 +176,10 @@ local function u32(s, off)
     local a, b, c, d = sbyte(s, off + 1, off + 4)
     return ((a * 256 + b) * 256 + c) * 256 + d
 end
--- 64-bit big-endian value as UInt64 (doubles would lose the low bits of a DSN).
+-- 64-bit big-endian value as a {high, low} word pair (doubles would lose the low bits of a DSN; UInt64
+-- objects cost a call per operation on every data segment).
 local function u64(s, off)
-    return UInt64.new(u32(s, off + 4), u32(s, off))
+    return {u32(s, off), u32(s, off + 4)}
 end
 
 ------------------------------------------------------------------------------------------------
@@ -198,7 +200,8 @@ local function iset_add(s, lo, hi)
     if j == i then
         table.insert(s, i, {lo, hi})
     else
-        s[i] = {lo, hi}
+        -- intervals belong to one set only: widen in place rather than allocate
+        s[i][1], s[i][2] = lo, hi
         for _ = i + 1, j - 1 do table.remove(s, i + 1) end
     end
 end
@@ -207,7 +210,7 @@ local function iset_trim_below(s, x)
     local drop = 0
     while drop < #s and s[drop + 1][2] <= x do drop = drop + 1 end
     for _ = 1, drop do table.remove(s, 1) end
-    if s[1] and s[1][1] < x then s[1] = {x, s[1][2]} end
+    if s[1] and s[1][1] < x then s[1][1] = x end
 end
 
 local function iset_overlaps(s, lo, hi)
@@ -462,9 +465,14 @@ local state -- per-capture state, reset in init
 local function flow_dir_new(stream, index, protocol, tsn_units, rule_rtx_after_ack, rule_revoked)
     return {
         sb = sb_new(tsn_units), stream = stream, index = index, protocol = protocol,
-        sender = "", receiver = "", max_payload = 0, nr_mode = false, gap_open = false,
+        sender = "", receiver = "", label = "", max_payload = 0, nr_mode = false, gap_open = false,
         rule_rtx_after_ack = rule_rtx_after_ack, rule_revoked = rule_revoked,
     }
+end
+
+-- Names a direction by its data sender (decisions 13); the label is the nrsack.direction value.
+local function set_endpoints(d, sender, receiver)
+    d.sender, d.receiver, d.label = sender, receiver, sender .. " -> " .. receiver
 end
 
 -- A frame may touch both directions (SCTP bundling DATA with a SACK): one update per direction.
@@ -609,8 +617,8 @@ local function sctp_new_assoc(pinfo, sport, dport)
     }
     a.dir[0].hs, a.dir[1].hs = a.hs, a.hs
     local src, dst = endpoint_str(pinfo.net_src, sport), endpoint_str(pinfo.net_dst, dport)
-    a.dir[0].sender, a.dir[1].receiver = src, src
-    a.dir[1].sender, a.dir[0].receiver = dst, dst
+    set_endpoints(a.dir[0], src, dst)
+    set_endpoints(a.dir[1], dst, src)
     return a
 end
 
@@ -1126,8 +1134,7 @@ local function init_tcp_dirs(c)
     for i = 0, 1 do
         c.dir[i] = flow_dir_new(c.stream, i, "tcp", false, "TN-04", "TN-03")
         c.dir[i].hs = c.hs
-        c.dir[i].sender = endpoint_str(c.addr_obj[i], c.port[i])
-        c.dir[i].receiver = endpoint_str(c.addr_obj[1 - i], c.port[1 - i])
+        set_endpoints(c.dir[i], endpoint_str(c.addr_obj[i], c.port[i]), endpoint_str(c.addr_obj[1 - i], c.port[1 - i]))
     end
 end
 
@@ -1195,8 +1202,19 @@ end
 local SUB_MP_CAPABLE, SUB_MP_JOIN, SUB_DSS = 0x0, 0x1, 0x2
 local DSS_A, DSS_a, DSS_M, DSS_m, DSS_N, DSS_n = 0x01, 0x02, 0x04, 0x08, 0x20, 0x40
 local MAX_NR_BLOCKS = 32
-local UINT64_ZERO = UInt64.new(0, 0)
-local function to_u64(x) if type(x) == "number" then return UInt64.new(x, 0) end return x end
+-- Data-level numbers: plain numbers (4 octets) or {high, low} pairs (8 octets).
+local function to_u64(x)
+    if type(x) == "number" then return UInt64.new(x, 0) end
+    return UInt64.new(x[2], x[1])
+end
+local function dl_less(a, b)
+    if type(a) == "number" then return a < b end
+    return a[1] < b[1] or (a[1] == b[1] and a[2] < b[2])
+end
+local function dl_number(x)
+    if type(x) == "number" then return x end
+    return x[1] * TWO32 + x[2]
+end
 
 local function new_mptcp_conn(sub)
     local stream = new_stream_index()
@@ -1205,8 +1223,7 @@ local function new_mptcp_conn(sub)
     for i = 0, 1 do
         m.dir[i] = flow_dir_new(stream, i, "mptcp", false, "MN-04", "MN-03")
         m.dir[i].hs = sub.hs -- the initial subflow's
-        m.dir[i].sender = endpoint_str(sub.addr_obj[i], sub.port[i])
-        m.dir[i].receiver = endpoint_str(sub.addr_obj[1 - i], sub.port[1 - i])
+        set_endpoints(m.dir[i], endpoint_str(sub.addr_obj[i], sub.port[i]), endpoint_str(sub.addr_obj[1 - i], sub.port[1 - i]))
     end
     sub.mptcp = m
     sub.mptcp_side[0], sub.mptcp_side[1] = 0, 1
@@ -1259,7 +1276,7 @@ local function handle_mp_join(s, off, len, seg, sub, from)
     sub.mptcp_side[1 - from] = receiver_side
 end
 
--- A 4- or 8-octet number: a plain number when narrow, UInt64 when wide.
+-- A 4- or 8-octet number: a plain number when narrow, a {high, low} pair when wide.
 local function read_dl(s, off, wide) if wide then return u64(s, off) end return u32(s, off) end
 
 -- The DSS option of one segment, with its NR blocks (offsets from the DATA ACK); nil if too short.
@@ -1328,20 +1345,18 @@ local function add_dss_fields(tree, base, d)
     end
 end
 
-local function u64_less(a, b) return to_u64(a) < to_u64(b) end
-local function u64_number(x) if type(x) == "number" then return x end return x:tonumber() end
 
 -- Data-level number -> scoreboard number: 32-bit values unwrap, 64-bit values are made relative to
 -- the direction's first one (doubles hold 53 bits) while keeping their low 32 bits.
 local function unwrap_dl(dir, v, wide)
     if not wide then return sb_unwrap(dir.sb, v) end
-    if not dir.wide_anchor then
+    local anchor = dir.wide_anchor
+    if not anchor then
+        anchor = v
         dir.wide_anchor = v
-        dir.wide_base = UNWRAP_ORIGIN * 256 + u64_number(v:band(UInt64.new(0xFFFFFFFF, 0)))
+        dir.wide_base = UNWRAP_ORIGIN * 256 + v[2]
     end
-    local rel
-    if v >= dir.wide_anchor then rel = (v - dir.wide_anchor):tonumber()
-    else rel = -(dir.wide_anchor - v):tonumber() end
+    local rel = (v[1] - anchor[1]) * TWO32 + (v[2] - anchor[2])
     return sb_unwrap_wide(dir.sb, dir.wide_base + rel)
 end
 
@@ -1368,10 +1383,10 @@ local function analyse_dss(d, seg, payload_len, sub, from, fr)
             raise(fr, "MN-02", false, string.format("NR block count %d disagrees with the option length", d.k))
         end
         for i = 1, #d.start do
-            if not u64_less(d.start[i], d.stop[i]) then
+            if not dl_less(d.start[i], d.stop[i]) then
                 raise(fr, "MN-05", false, string.format("NR block %d: Start %s >= End %s", i,
-                    tostring(d.start[i]), tostring(d.stop[i])))
-            elseif i > 1 and u64_less(d.start[i], d.stop[i - 1]) then
+                    tostring(to_u64(d.start[i])), tostring(to_u64(d.stop[i]))))
+            elseif i > 1 and dl_less(d.start[i], d.stop[i - 1]) then
                 raise(fr, "MN-05", false, string.format("NR block %d overlaps or is below the previous one", i))
             end
         end
@@ -1381,8 +1396,8 @@ local function analyse_dss(d, seg, payload_len, sub, from, fr)
     local cum = unwrap_dl(peer, d.data_ack, d.ack_wide)
     local nr = {}
     for i = 1, #d.start do
-        if u64_less(d.start[i], d.stop[i]) then
-            nr[#nr + 1] = {cum + u64_number(d.start[i]), cum + u64_number(d.stop[i])}
+        if dl_less(d.start[i], d.stop[i]) then
+            nr[#nr + 1] = {cum + dl_number(d.start[i]), cum + dl_number(d.stop[i])}
         end
     end
     rtxq_on_ack(fr, peer, cum, {}, nr, REVOKE_IN_SPAN)
@@ -1487,8 +1502,7 @@ local function emit_result(fr, tree)
         local u = fr.upd[i]
         local d, fig = u.dir, u.fig
         -- one generated item per update holds its figures: marking each one costs a call per field
-        local direction = d.sender .. " -> " .. d.receiver
-        local t = tree:add(hf.direction, direction)
+        local t = tree:add(hf.direction, d.label)
         t:set_generated()
         t:add(hf.rtxq_bytes, queue_u32(u.rtxq))
         t:add(hf.rtxq_sack_bytes, queue_u32(fig.rtxq_sack))
@@ -1523,14 +1537,15 @@ local f_udp_length = Field.new("udp.length")
 -- End (offset in the data source) of the innermost IP / UDP layer that encloses a layer starting at
 -- `start`: the SCTP item's own length depends on whether a tree is built, the frame may carry a
 -- trailer, so the enclosing length fields say where SCTP ends.
-local function enclosing_end(start, source)
+local function enclosing_end(start, source, in_frame)
     local best_start, best_end = -1, nil
     local function consider(field, header_at, fixed)
         local all = {field()}
         for i = 1, #all do
             local x = all[i]
             local s = x.offset - header_at
-            if s < start and s > best_start and x.source == source then
+            -- a layer in the frame's own bytes is enclosed by layers there (reassembly makes new sources)
+            if s < start and s > best_start and (in_frame or x.source == source) then
                 best_start, best_end = s, s + fixed + x.value
             end
         end
@@ -1594,17 +1609,17 @@ function nrsack.dissector(tvb, pinfo, tree)
         state.results[pinfo.number] = fr
         cached = fr
     end
-    local subtree = tree:add(nrsack, tvb(), "NR-SACK analysis")
-    local source, start = layer.source, layer.offset
-    local avail = source:len()
-    local ok, err = true, nil
+    local subtree = tree:add(nrsack)
+    local ok, err
     if is_sctp then
-        local stop = enclosing_end(start, source) or source:reported_len()
-        local captured = math.max(0, math.min(stop, avail) - start)
+        local source, start = layer.source, layer.offset
+        local stop = enclosing_end(start, source, source == tvb) or source:reported_len()
+        local captured = math.max(0, math.min(stop, source:len()) - start)
         local base = captured > 0 and source:range(start, captured) or nil
         ok, err = pcall(sctp_dissect, base and base:raw() or "", base, stop - start, pinfo, subtree, fr)
-    elseif start < avail then
-        local base = source:range(start, math.min(60, avail - start))
+    else
+        -- the TCP item starts with the header (it covers just the header when a tree is built)
+        local base = layer.range
         local len_fi = f_tcp_len()
         ok, err = pcall(tcp_dissect, base:raw(), base, pinfo, subtree, len_fi and len_fi.value or 0, fr)
     end

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""tshark with the Lua plugin vs the C plugin on the same large captures, same run; ratio printed.
+
+    python3 bench/bench_lua.py                    # >= 100k packets per protocol (sctp, tcp, mptcp)
+    python3 bench/bench_lua.py --packets 20000 --protocols tcp --repeat 1    # a quick look
+    python3 bench/bench_lua.py --fuzz 200         # also: the Lua plugin over the sample corpus
+                                                  # corrupted with 200 editcap seeds (no Lua error)
+
+The captures come from the simulator (`nrsack generate simulate --ack nrsack`, 1 % loss, so the
+scoreboard has gaps to track), cached in --work. Every run reads the whole capture with
+`-T fields` of nrsack.rtxq.bytes, nrsack.blocked, nrsack.stream and -z expert (the fields make tshark
+build the tree, so both plugins really analyse every packet); the baseline is tshark without any
+plugin printing frame.number. Runs alternate baseline / C / Lua, each --repeat times; the median wall
+time is reported. Goal (issue 4): Lua within 3x of C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+from support import fuzz, tshark  # noqa: E402
+
+BYTES_PER_PACKET = {"sctp": 650, "tcp": 650, "mptcp": 650}  # simulated payload bytes per captured frame
+
+
+def capture(protocol: str, packets: int, work: Path) -> tuple[Path, int]:
+    """A simulated NR-SACK transfer with at least `packets` frames (generated once, then reused)."""
+    target = work / f"{protocol}-{packets}.pcap"
+    if not target.exists():
+        size = packets * BYTES_PER_PACKET[protocol]
+        while True:
+            out = work / f"sim-{protocol}"
+            shutil.rmtree(out, ignore_errors=True)
+            subprocess.run(["nrsack", "generate", "simulate", "--protocol", protocol, "--ack", "nrsack",
+                            "--bytes", str(size), "--loss", "0.01", "--sndbuf", "65536", "--out", str(out)],
+                           check=True, capture_output=True)
+            if fuzz.packet_count(out / "sender.pcap") >= packets:
+                break
+            size = int(size * 1.3)
+        shutil.move(out / "sender.pcap", target)
+        shutil.rmtree(out, ignore_errors=True)
+    target.chmod(0o644)
+    return target, fuzz.packet_count(target)
+
+
+def timed(args: list[str], plugin: tshark.Plugin) -> float:
+    start = time.perf_counter()
+    proc = tshark.run_tshark(args, plugin, check=False, timeout=3600)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0 or "Lua Error" in proc.stdout + proc.stderr:
+        raise RuntimeError(f"tshark failed: {proc.stderr[-2000:]}")
+    return elapsed
+
+
+def bench(protocols, packets: int, repeat: int, work: Path, c_plugin: tshark.Plugin) -> list[dict]:
+    lua = tshark.Plugin.lua(REPO / "lua" / "nrsack.lua")
+    rows = []
+    for protocol in protocols:
+        pcap, n = capture(protocol, packets, work)
+        # the capture is read in place (no copy inside the timing): world-readable under a 0755 folder
+        read = ["-r", str(pcap), "-o", "nrsack.sndbuf:65536"]
+        plugin_args = read + ["-T", "fields", "-e", "frame.number", "-e", "nrsack.stream", "-e", "nrsack.rtxq.bytes",
+                              "-e", "nrsack.blocked", "-z", "expert"]
+        base_args = ["-r", str(pcap), "-T", "fields", "-e", "frame.number", "-z", "expert"]
+        times = {"none": [], "c": [], "lua": []}
+        for _ in range(repeat):
+            times["none"].append(timed(base_args, tshark.Plugin.none()))
+            times["c"].append(timed(plugin_args, c_plugin))
+            times["lua"].append(timed(plugin_args, lua))
+        med = {k: statistics.median(v) for k, v in times.items()}
+        rows.append({
+            "protocol": protocol, "packets": n, "repeat": repeat,
+            "tshark_s": round(med["none"], 2), "c_s": round(med["c"], 2), "lua_s": round(med["lua"], 2),
+            "lua_over_c": round(med["lua"] / med["c"], 2),
+            "c_over_tshark": round(med["c"] / med["none"], 2), "lua_over_tshark": round(med["lua"] / med["none"], 2),
+            "lua_us_per_packet": round((med["lua"] - med["none"]) / n * 1e6, 1),
+        })
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def fuzz_run(seeds: int, work: Path) -> int:
+    """The Lua plugin over the sample corpus corrupted with `seeds` seeds; returns the problem count."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from test_lua_robustness import fuzz_lua
+
+    corpus, n = fuzz.corpus(work / "fuzz", copies=3)
+    start = time.perf_counter()
+    runs, problems = fuzz_lua(corpus, range(1, seeds + 1), work / "fuzz")
+    print(json.dumps({"fuzz_seeds": seeds, "fuzz_runs": runs, "packets_per_run": n, "packets": n * runs,
+                      "problems": len(problems), "seconds": round(time.perf_counter() - start, 1)}))
+    for p in problems[:20]:
+        print(p)
+    return len(problems)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--packets", type=int, default=100_000)
+    ap.add_argument("--protocols", default="sctp,tcp,mptcp")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "nrsack-bench-lua")
+    ap.add_argument("--fuzz", type=int, default=0, metavar="SEEDS")
+    a = ap.parse_args()
+    a.work.mkdir(parents=True, exist_ok=True)
+    a.work.chmod(0o755)
+    so = tshark.build_c_plugin()
+    c_plugin = tshark.Plugin.c(tshark.c_plugin_folder(so, a.work / "c-plugin"))
+    rows = bench(a.protocols.split(","), a.packets, a.repeat, a.work, c_plugin)
+    worst = max(r["lua_over_c"] for r in rows)
+    print(f"Lua / C wall time: worst {worst}x over {', '.join(r['protocol'] for r in rows)} "
+          f"(goal: within 3x) -> {'met' if worst <= 3 else 'NOT met'}")
+    problems = fuzz_run(a.fuzz, a.work) if a.fuzz else 0
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
