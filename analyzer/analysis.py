@@ -88,7 +88,7 @@ def measure(cap: E.Capture, stream: F.Stream, entry_id: str, base: dict, nr_sack
     estimated = sndbuf is None
     capacity = int(rtxq.max()) if estimated and len(rtxq) else int(sndbuf or 0)
     blocked = (capacity - rtxq) < max_payload
-    gap_open = (flags & 2) != 0
+    gap_open = sacked > 0 if stream.gap_from_sacked else (flags & 2) != 0
     snd_lo = int(stream.lo[data_idx].min()) if len(data_idx) else 0
     data_end = int(stream.hi[data_idx].max()) if len(data_idx) else 0
     cum = np.maximum.accumulate(np.where(is_data, np.iinfo(np.int64).min, stream.hi)) if len(rows) else np.empty(0, np.int64)

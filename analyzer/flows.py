@@ -75,6 +75,7 @@ class Stream:
     unit_bhi: np.ndarray = None
     unit_of: np.ndarray = None   # SCTP: sorted unwrapped TSNs of first transmissions
     nr_seen: bool = False
+    gap_from_sacked: bool = False  # MPTCP data level: gap_open is sacked > 0 (decision 12)
     serial: np.ndarray = None    # per row: the unwrapped 64-bit TSN / seq / DSN (data) or cum ack
 
 
@@ -323,7 +324,8 @@ def tcp_stream(cap, rows_all, side_all, conn, sender, never_renege):
 
 
 def mptcp_stream(cap, rows_all, side_all, sender):
-    """MPTCP data level: DSS mappings of the sender's subflows, DATA ACKs and NR blocks of the peer."""
+    """MPTCP data level: DSS mappings of the sender's subflows, DATA ACKs of the peer with its NR blocks
+    and, as renegable blocks, the DSNs its subflow acks cover (decision 12: `sacked` at the data level)."""
     ev = cap.ev
     fl = ev["flags"][rows_all]
     s = side_all
@@ -334,16 +336,77 @@ def mptcp_stream(cap, rows_all, side_all, sender):
     raw = np.where(is_data, ev["dsn"][rows], ev["data_ack"][rows]) & np.uint64(0xFFFFFFFF)
     u = unwrap32(raw)
     hi = np.where(is_data, u + ev["dss_len"][rows], u)
-    index, owner, bstart, bcount = _by_owner(ev, cap.blocks, rows, [E.BK_MPTCP_NR])
+    index, owner, _, _ = _by_owner(ev, cap.blocks, rows, [E.BK_MPTCP_NR])
+    acking = ~is_data[owner]  # a data segment's NR blocks ack the other way
+    index, owner = index[acking], owner[acking]
     blk = cap.blocks[index]
     base = u[owner]
-    blo = base + blk["lo"].astype(np.int64)
-    bhi = base + blk["hi"].astype(np.int64)
-    bcount = np.where(is_data, 0, bcount).astype(np.int32)
-    stream = _stream(rows, is_data, u, hi, (bstart, bcount, blo, bhi, np.ones(len(blk), np.int8)))
+    nr_lo = base + blk["lo"].astype(np.int64)
+    nr_hi = base + blk["hi"].astype(np.int64)
+    sub_owner, sub_lo, sub_hi = _subflow_acked_dsns(cap, rows_all, side_all, sender, rows, u, is_data)
+    owners = np.concatenate((owner, sub_owner))
+    order = np.argsort(owners, kind="stable")  # per ack: its NR blocks, then its subflow-acked DSNs
+    bcount = np.bincount(owners, minlength=len(rows)).astype(np.int32)
+    bstart = np.concatenate(([0], np.cumsum(bcount)[:-1])).astype(np.int64)
+    blo = np.concatenate((nr_lo, sub_lo))[order]
+    bhi = np.concatenate((nr_hi, sub_hi))[order]
+    bnr = np.concatenate((np.ones(len(owner), np.int8), np.zeros(len(sub_owner), np.int8)))[order]
+    stream = _stream(rows, is_data, u, hi, (bstart, bcount, blo, bhi, bnr))
     stream.nr_seen = bool(len(blk))
     stream.serial = u
+    stream.gap_from_sacked = True
     return stream
+
+
+def _subflow_acked_dsns(cap, rows_all, side_all, sender, rows, dsn, is_data):
+    """The DSN ranges each data-level ack's own subflow ack covers: the subflow bytes its cum ack newly
+    covers (since that subflow's previous DATA ACK segment) and its SACK blocks, mapped byte for byte
+    through the sender's DSS mappings on that subflow. -> (index into rows, DSN lo, DSN hi)."""
+    ev = cap.ev
+    out = ([], [], [])
+    conn_of = ev["conn"][rows]
+    for conn in np.unique(ev["conn"][rows_all]).tolist():
+        sub = tcp_stream(cap, rows_all, side_all, conn, sender, False)
+        mapped = (sub.kind == 0) & ((ev["flags"][sub.rows] & E.DSS_MAP) != 0) & (ev["dss_len"][sub.rows] > 0)
+        if not mapped.any():
+            continue
+        map_rows = sub.rows[mapped]
+        seq64 = sub.serial[mapped]
+        on_conn = rows_all[ev["conn"][rows_all] == conn]
+        syn = on_conn[(side_all[ev["conn"][rows_all] == conn] == sender)
+                      & ((ev["tcp_flags"][on_conn] & E.TCP_SYN) != 0)]
+        if len(syn):  # the mapping's subflow sequence number is relative to the ISN (RFC 8684 3.3)
+            isn = int(ev["seq"][syn[0]])
+            map_lo = near(seq64, (isn + ev["aux"][map_rows].astype(np.int64)) & 0xFFFFFFFF)
+        else:
+            map_lo = seq64
+        map_dsn = dsn[np.searchsorted(rows, map_rows)]
+        map_lo, first = np.unique(map_lo, return_index=True)  # a retransmission repeats its mapping
+        map_dsn = map_dsn[first]
+        map_hi = map_lo + ev["dss_len"][map_rows[first]].astype(np.int64)
+        # the subflow acks that ride on data-level acks
+        acks = (sub.kind == 1) & np.isin(sub.rows, rows[~is_data & (conn_of == conn)])
+        ack_rows, cum = sub.rows[acks], sub.hi[acks]
+        prev = np.concatenate(([map_lo[0]], np.maximum.accumulate(cum)[:-1]))
+        ranges = [(ack_rows, np.maximum(prev, map_lo[0]), cum)]
+        start, count = sub.bstart[acks], sub.bcount[acks]
+        pick = np.concatenate([np.arange(a, a + c) for a, c in zip(start.tolist(), count.tolist())] or [np.empty(0, np.int64)]).astype(np.int64)
+        ranges.append((np.repeat(ack_rows, count), sub.blo[pick], sub.bhi[pick]))
+        for owner_rows, lo, hi in ranges:
+            keep = hi > lo
+            owner_rows, lo, hi = owner_rows[keep], lo[keep], hi[keep]
+            i = np.searchsorted(map_hi, lo, "right")
+            j = np.searchsorted(map_lo, hi, "left")
+            n = np.maximum(j - i, 0)
+            k = np.repeat(i, n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+            a = np.maximum(np.repeat(lo, n), map_lo[k])
+            b = np.minimum(np.repeat(hi, n), map_hi[k])
+            out[0].append(np.searchsorted(rows, np.repeat(owner_rows, n)))
+            out[1].append(map_dsn[k] + (a - map_lo[k]))
+            out[2].append(map_dsn[k] + (b - map_lo[k]))
+    if not out[0]:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64)
+    return tuple(np.concatenate(part).astype(np.int64) for part in out)
 
 
 def sctp_stream(cap, rows_all, side_all, sender, path_conn=None):

@@ -65,6 +65,10 @@ def test_analyzer_reproduces_truth(tmp_path, protocol, losses, isn, ack):
     if len(losses) > 1 and isinstance(losses[0], tuple):
         cums = [f[3][0] for f in truth.trace.sender if f[1] == ACK]
         assert any(b < a for a, b in zip(cums, cums[1:])), "the paths must reorder acks"
+    if protocol == "mptcp":
+        # decision 12: the DSNs subflow acks cover are sacked at the data level, beyond any NR block
+        assert (expected.sacked_bytes > expected.nr_acked_bytes).any()
+        assert expected.gap_open.to_numpy().astype(bool).any()
     assert len(got) == len(expected)
     np.testing.assert_array_equal(got.frame.to_numpy(), expected.frame.to_numpy())
     for col in ("rtxq_sack_bytes", "rtxq_nr_bytes", "rtxq_whatif_bytes", "sacked_bytes",

@@ -184,6 +184,8 @@ class Simulation:
         self.dcum_bytes = 0
         self.dsacked = IntervalSet()
         self.dnr = IntervalSet()
+        # MPTCP: subflow indices whose subflow ack the data level has taken in, per subflow
+        self.dsub = [IntervalSet() for _ in range(P)] if self.mptcp else None
         self.sacked_bytes = 0
         self.nr_bytes = 0
         self.gap_open = False
@@ -526,17 +528,14 @@ class Simulation:
             self.dcum = cum
         data_blocks = blocks if (not self.mptcp or self.nr) else ()
         for s, e in data_blocks:
-            if s < self.dcum:
-                s = self.dcum
-            for a, b in self.dsacked.add(s, e):
-                self.sacked_bytes += self.range_bytes(a, b)
-            if self.nr:
-                for a, b in self.dnr.add(s, e):
-                    self.nr_bytes += self.range_bytes(a, b)
+            self._data_sacked(s, e, self.nr)
+        if self.mptcp:
+            self._subflow_acked(p, scum, sblocks)
+            # decision 12: at the data level a gap is data known received above the DATA ACK
+            self.gap_open = self.sacked_bytes > 0
         if not stale:
-            # decision 12: a subflow's own SACK blocks are gap information for that subflow only;
-            # the data level (whose send buffer blocks) has gaps only through data-level NR blocks
-            self.gap_open = bool(blocks)
+            if not self.mptcp:
+                self.gap_open = bool(blocks)
             self.peer_rwnd = rwnd
         self._truth(now, frame_index, True)
         if self.dcum >= self.n:
@@ -547,6 +546,27 @@ class Simulation:
         elif not stale:
             self._transport_ack(now, self.spaces[0], cum, blocks)
         self._try_send(now)
+
+    def _data_sacked(self, s, e, nr):
+        """Units [s, e) known received at the data level (non-renegable too when nr); sticky."""
+        if s < self.dcum:
+            s = self.dcum
+        for a, b in self.dsacked.add(s, e):
+            self.sacked_bytes += self.range_bytes(a, b)
+        if nr:
+            for a, b in self.dnr.add(s, e):
+                self.nr_bytes += self.range_bytes(a, b)
+
+    def _subflow_acked(self, p, scum, sblocks):
+        """Decision 12: the units a subflow ack covers (its cum ack, its SACK blocks) are sacked at the
+        data level, renegable, each through the subflow index it was mapped to."""
+        units, dcum = self.spaces[p].units, self.dcum
+        for s, e in ((0, scum), *sblocks):
+            for a, b in self.dsub[p].add(s, e):
+                for i in range(a, b):
+                    u = units[i]
+                    if u >= dcum:
+                        self._data_sacked(u, u + 1, False)
 
     def _transport_ack(self, now, sp, cum, blocks):
         if cum < sp.cum:
