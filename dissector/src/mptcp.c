@@ -46,6 +46,7 @@ static mptcp_conn_t *new_mptcp_conn(tcp_conn_t *sub)
     m->stream = nrsack_new_stream_index();
     for (int i = 0; i < 2; i++) {
         flow_dir_init(&m->dir[i], m->stream, i, "mptcp", FALSE, MN04, MN03);
+        m->dir[i].gap_from_sacked = TRUE;
         m->dir[i].vantage = &sub->hs.vantage; /* the initial subflow's */
         flow_dir_set_endpoints(&m->dir[i], &sub->addr[i], sub->port[i], &sub->addr[1 - i], sub->port[1 - i]);
     }
@@ -202,6 +203,117 @@ static void add_dss_fields(tvbuff_t *tvb, proto_tree *tree, const dss_t *d)
     }
 }
 
+/* One direction of a subflow: its mapped segments (subflow bytes -> DSNs, sorted by subflow sequence
+ * number, first transmissions) and the highest subflow ack the data level has taken in (decisions 12). */
+typedef struct {
+    guint64 lo, hi, dsn;
+} sub_map_t;
+
+typedef struct sub_maps {
+    sub_map_t *v;
+    guint first, n, cap;      /* live entries v[first .. n) */
+    gboolean ref_known, cum_known;
+    guint64 ref, cum;
+} sub_maps_t;
+
+static guint64 sub_unwrap(sub_maps_t *m, guint32 v)
+{
+    if (!m->ref_known) {
+        m->ref_known = TRUE;
+        m->ref = ((guint64)1 << 32) + v;
+        return m->ref;
+    }
+    guint64 x = m->ref + (gint64)(gint32)(v - (guint32)m->ref);
+    if (x > m->ref)
+        m->ref = x;
+    return x;
+}
+
+static sub_maps_t *sub_maps(tcp_conn_t *sub, int dir)
+{
+    if (!sub->sent_maps[dir])
+        sub->sent_maps[dir] = wmem_new0(wmem_file_scope(), sub_maps_t);
+    return sub->sent_maps[dir];
+}
+
+/* index of the first live entry with hi > x */
+static guint sub_maps_find(const sub_maps_t *m, guint64 x)
+{
+    guint a = m->first, b = m->n;
+    while (a < b) {
+        guint mid = a + (b - a) / 2;
+        if (m->v[mid].hi <= x)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    return a;
+}
+
+static void sub_maps_add(sub_maps_t *m, guint64 lo, guint64 hi, guint64 dsn)
+{
+    guint at = m->n;
+    if (m->n > m->first && m->v[m->n - 1].lo >= lo) {
+        at = sub_maps_find(m, lo);
+        if (at < m->n && m->v[at].lo <= lo)
+            return; /* a retransmission: its bytes are mapped already */
+    }
+    if (m->first && m->first * 2 >= m->n) { /* drop the entries trimmed away */
+        memmove(m->v, m->v + m->first, (m->n - m->first) * sizeof(sub_map_t));
+        at -= m->first;
+        m->n -= m->first;
+        m->first = 0;
+    }
+    if (m->n == m->cap) {
+        m->cap = m->cap ? 2 * m->cap : 64;
+        m->v = (sub_map_t *)wmem_realloc(wmem_file_scope(), m->v, m->cap * sizeof(sub_map_t));
+    }
+    memmove(m->v + at + 1, m->v + at, (m->n - at) * sizeof(sub_map_t));
+    m->v[at] = (sub_map_t){lo, hi, dsn};
+    m->n++;
+}
+
+/* Appends the DSN ranges of subflow bytes [lo, hi), merging adjacent ones. */
+static void sub_maps_to_dsn(const sub_maps_t *m, guint64 lo, guint64 hi, wmem_array_t *out)
+{
+    for (guint i = sub_maps_find(m, lo); i < m->n && m->v[i].lo < hi; i++) {
+        const sub_map_t *e = &m->v[i];
+        ival_t piece = {e->dsn + (MAX(lo, e->lo) - e->lo), e->dsn + (MIN(hi, e->hi) - e->lo)};
+        guint n = wmem_array_get_count(out);
+        ival_t *last = n ? (ival_t *)wmem_array_index(out, n - 1) : NULL;
+        if (last && last->hi == piece.lo)
+            last->hi = piece.hi;
+        else
+            wmem_array_append_one(out, piece);
+    }
+}
+
+/* The DSNs a subflow ack covers (decisions 12): what its cum ack covers beyond the subflow's previous
+ * data-level ack, and its SACK (and TCP NR-SACK) blocks, through the mapped segments of direction dir. */
+static wmem_array_t *subflow_acked_dsns(const tcp_seg_t *s, tcp_conn_t *sub, int dir)
+{
+    wmem_array_t *out = wmem_array_new(wmem_packet_scope(), sizeof(ival_t));
+    sub_maps_t *m = sub->sent_maps[dir];
+    if (!m || !(s->flags & TCP_FLAG_ACK))
+        return out;
+    guint64 ack = sub_unwrap(m, s->ack);
+    guint64 from = m->cum_known ? m->cum : m->n > m->first ? m->v[m->first].lo : ack;
+    if (ack > from)
+        sub_maps_to_dsn(m, from, ack, out);
+    if (!m->cum_known || ack > m->cum) {
+        m->cum_known = TRUE;
+        m->cum = ack;
+    }
+    for (guint i = 0; i < s->n_sack; i++)
+        sub_maps_to_dsn(m, sub_unwrap(m, s->sack_left[i]), sub_unwrap(m, s->sack_right[i]), out);
+    if (s->has_nr && !s->nr.permitted)
+        for (guint i = 0; i < s->nr.n_blocks; i++)
+            sub_maps_to_dsn(m, sub_unwrap(m, s->nr.left[i]), sub_unwrap(m, s->nr.right[i]), out);
+    /* bytes below the subflow's cum ack are never looked up again */
+    m->first = sub_maps_find(m, m->cum);
+    return out;
+}
+
 static guint64 unwrap_dl(flow_dir_t *dir, guint64 v, gboolean wide)
 {
     return wide ? sb_unwrap64(&dir->sb, v) : sb_unwrap(&dir->sb, (guint32)v);
@@ -221,6 +333,9 @@ static void analyse_dss(const dss_t *d, const tcp_seg_t *s, guint32 payload_len,
     if (payload_len && sub->map_known[from]) {
         guint64 dsn = sub->map_dsn[from] + (gint32)(s->seq - sub->map_seq[from]);
         rtxq_on_data(fr, mine, dsn, dsn + payload_len, payload_len);
+        sub_maps_t *sm = sub_maps(sub, from);
+        guint64 lo = sub_unwrap(sm, s->seq);
+        sub_maps_add(sm, lo, lo + payload_len, dsn);
     }
     if (d->has_nr) {
         if (!m->capable)
@@ -239,7 +354,10 @@ static void analyse_dss(const dss_t *d, const tcp_seg_t *s, guint32 payload_len,
         }
         peer->nr_mode = TRUE;
     }
-    if (!d->has_ack || !peer->sb.snd_max)
+    if (!d->has_ack)
+        return;
+    wmem_array_t *received = subflow_acked_dsns(s, sub, 1 - from);
+    if (!peer->sb.snd_max)
         return;
     guint64 cum = unwrap_dl(peer, d->data_ack, d->ack_wide);
     ival_t nr[MAX_NR_BLOCKS];
@@ -249,6 +367,7 @@ static void analyse_dss(const dss_t *d, const tcp_seg_t *s, guint32 payload_len,
             nr[n++] = (ival_t){cum + d->start[i], cum + d->end[i]};
     sb_ack_result_t res;
     rtxq_on_ack(fr, peer, cum, NULL, 0, nr, n, REVOKE_IN_SPAN, &res);
+    rtxq_on_received(fr, peer, (const ival_t *)wmem_array_get_raw(received), wmem_array_get_count(received));
 }
 
 void mptcp_segment(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const tcp_seg_t *s, guint32 payload_len,

@@ -41,6 +41,7 @@ typedef struct flow_dir {
     guint32 max_payload;      /* S */
     gboolean nr_mode;         /* NR-SACK negotiated or seen: rtxq is rtxq_nr */
     gboolean gap_open;
+    gboolean gap_from_sacked; /* MPTCP data level: gap_open is sacked > 0 (decisions 12) */
     rule_t rule_rtx_after_ack, rule_revoked;
     const gint8 *vantage;     /* the owner's capture vantage (VANTAGE_*, or the endpoint index) */
 } flow_dir_t;
@@ -113,6 +114,8 @@ gint64 nrsack_time_ns(const packet_info *pinfo);
 /* Applies one ack; returns the scoreboard's verdict for the protocol's own rules. */
 void rtxq_on_ack(frame_result_t *fr, flow_dir_t *d, guint64 cum, const ival_t *r, guint n_r,
                  const ival_t *nr, guint n_nr, sb_revoke_t revoke, sb_ack_result_t *res);
+/* Units the receiver is known to hold beyond the ack's own blocks (MPTCP: DSNs its subflow ack covers). */
+void rtxq_on_received(frame_result_t *fr, flow_dir_t *d, const ival_t *r, guint n_r);
 
 /* sctp.c, tcp.c, mptcp.c: decode (every pass) and analyse (once, when fr != NULL) */
 void sctp_init_state(void);

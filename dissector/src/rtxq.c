@@ -41,6 +41,8 @@ static rtxq_update_t *update_for(frame_result_t *fr, flow_dir_t *d)
 static void refresh_figures(rtxq_update_t *u, flow_dir_t *d)
 {
     sb_figures(&d->sb, &u->fig);
+    if (d->gap_from_sacked)
+        d->gap_open = u->fig.sacked > 0;
     u->rtxq = d->nr_mode ? u->fig.rtxq_nr : u->fig.rtxq_sack;
     u->blocked = nrsack_prefs.sndbuf > 0 && d->max_payload > 0 &&
                  (gint64)nrsack_prefs.sndbuf - (gint64)u->rtxq < (gint64)d->max_payload;
@@ -102,7 +104,7 @@ void rtxq_on_ack(frame_result_t *fr, flow_dir_t *d, guint64 cum, const ival_t *r
                  const ival_t *nr, guint n_nr, sb_revoke_t revoke, sb_ack_result_t *res)
 {
     sb_ack(&d->sb, cum, r, n_r, nr, n_nr, revoke, res);
-    if (!res->stale)
+    if (!res->stale && !d->gap_from_sacked)
         d->gap_open = res->gap_open;
     rtxq_update_t *u = update_for(fr, d);
     if (!u)
@@ -124,4 +126,14 @@ void rtxq_on_ack(frame_result_t *fr, flow_dir_t *d, guint64 cum, const ival_t *r
         rules_raise(fr, d->rule_revoked, FALSE, "%u %s range(s) NR-acked earlier are neither cum-acked nor NR-acked by this ack, first at %u",
                     res->n_revoked, d->sb.tsn_units ? "TSN" : "byte", (guint32)res->revoked[0].lo);
     refresh_figures(u, d);
+}
+
+void rtxq_on_received(frame_result_t *fr, flow_dir_t *d, const ival_t *r, guint n_r)
+{
+    if (!n_r)
+        return;
+    sb_received(&d->sb, r, n_r);
+    rtxq_update_t *u = update_for(fr, d);
+    if (u)
+        refresh_figures(u, d);
 }

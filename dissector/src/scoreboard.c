@@ -303,6 +303,13 @@ void sb_ack(scoreboard_t *sb, guint64 cum, const ival_t *r, guint n_r, const iva
         sizes_compact(&sb->sizes, sb->cum);
 }
 
+void sb_received(scoreboard_t *sb, const ival_t *r, guint n_r)
+{
+    for (guint i = 0; i < n_r; i++)
+        if (!sb->cum_known || r[i].hi > sb->cum)
+            add_clipped_to_sent(sb, &sb->sacked, sb->cum_known ? MAX(r[i].lo, sb->cum) : r[i].lo, r[i].hi);
+}
+
 void sb_figures(const scoreboard_t *sb, sb_figures_t *f)
 {
     f->rtxq_sack = iset_bytes(sb, &sb->sent);

@@ -78,6 +78,9 @@ typedef enum {
 /* r and nr may be unsorted or overlapping (malformed input). */
 void sb_ack(scoreboard_t *sb, guint64 cum, const ival_t *r, guint n_r, const ival_t *nr, guint n_nr,
             sb_revoke_t revoke, sb_ack_result_t *res);
+/* Units known received above the cum ack without being reported as a block (MPTCP: DSNs a subflow ack
+ * covers, docs/decisions.md 12): sacked, clipped to the data sent; no revocation, no NR. */
+void sb_received(scoreboard_t *sb, const ival_t *r, guint n_r);
 void sb_figures(const scoreboard_t *sb, sb_figures_t *f);
 guint64 sb_bytes(const scoreboard_t *sb, guint64 lo, guint64 hi);
 

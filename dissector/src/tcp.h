@@ -62,6 +62,7 @@ typedef struct tcp_conn {
     gboolean map_known[2];     /* last DSS mapping per direction */
     guint64 map_dsn[2];
     guint32 map_seq[2];        /* absolute subflow sequence number where map_dsn starts */
+    struct sub_maps *sent_maps[2]; /* per direction: subflow bytes sent -> DSNs, for the peer's acks */
 } tcp_conn_t;
 
 gboolean nr_option_parse(tvbuff_t *tvb, int off, int len, nr_option_t *o);
