@@ -389,8 +389,8 @@ def _subflow_acked_dsns(cap, rows_all, side_all, sender, rows, dsn, is_data):
         ack_rows, cum = sub.rows[acks], sub.hi[acks]
         prev = np.concatenate(([map_lo[0]], np.maximum.accumulate(cum)[:-1]))
         ranges = [(ack_rows, np.maximum(prev, map_lo[0]), cum)]
-        start, count = sub.bstart[acks], sub.bcount[acks]
-        pick = np.concatenate([np.arange(a, a + c) for a, c in zip(start.tolist(), count.tolist())] or [np.empty(0, np.int64)]).astype(np.int64)
+        count = sub.bcount[acks]
+        pick = _expand(sub.bstart[acks], count)
         ranges.append((np.repeat(ack_rows, count), sub.blo[pick], sub.bhi[pick]))
         for owner_rows, lo, hi in ranges:
             keep = hi > lo
@@ -398,7 +398,7 @@ def _subflow_acked_dsns(cap, rows_all, side_all, sender, rows, dsn, is_data):
             i = np.searchsorted(map_hi, lo, "right")
             j = np.searchsorted(map_lo, hi, "left")
             n = np.maximum(j - i, 0)
-            k = np.repeat(i, n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+            k = _expand(i, n)  # the mappings each range overlaps
             a = np.maximum(np.repeat(lo, n), map_lo[k])
             b = np.minimum(np.repeat(hi, n), map_hi[k])
             out[0].append(np.searchsorted(rows, np.repeat(owner_rows, n)))
@@ -407,6 +407,13 @@ def _subflow_acked_dsns(cap, rows_all, side_all, sender, rows, dsn, is_data):
     if not out[0]:
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64)
     return tuple(np.concatenate(part).astype(np.int64) for part in out)
+
+
+def _expand(starts, counts) -> np.ndarray:
+    """starts[i] .. starts[i] + counts[i] - 1 for every i, concatenated."""
+    counts = np.asarray(counts, np.int64)
+    offsets = np.cumsum(counts) - counts
+    return (np.repeat(np.asarray(starts, np.int64) - offsets, counts) + np.arange(int(counts.sum()))).astype(np.int64)
 
 
 def sctp_stream(cap, rows_all, side_all, sender, path_conn=None):

@@ -428,6 +428,16 @@ local function sb_ack(sb, cum, r, nr, revoke)
     return res
 end
 
+-- Units known received above the cum ack without being reported as a block (MPTCP: DSNs a subflow ack
+-- covers, decisions 12): sacked, clipped to the data sent; no revocation, no NR.
+local function sb_received(sb, r)
+    for i = 1, #r do
+        if not sb.cum_known or r[i][2] > sb.cum then
+            add_clipped_to_sent(sb, sb.sacked, sb.cum_known and math.max(r[i][1], sb.cum) or r[i][1], r[i][2])
+        end
+    end
+end
+
 local function sb_figures(sb)
     local f = {}
     f.rtxq_sack = iset_bytes(sb, sb.sent)
@@ -488,6 +498,7 @@ end
 
 local function refresh_figures(u, d)
     local fig = sb_figures(d.sb)
+    if d.gap_from_sacked then d.gap_open = fig.sacked > 0 end -- MPTCP data level (decisions 12)
     u.fig = fig
     u.rtxq = d.nr_mode and fig.rtxq_nr or fig.rtxq_sack
     local sndbuf = state.prefs.sndbuf
@@ -523,7 +534,7 @@ end
 
 local function rtxq_on_ack(fr, d, cum, r, nr, revoke)
     local res = sb_ack(d.sb, cum, r, nr, revoke)
-    if not res.stale then d.gap_open = res.gap_open end
+    if not res.stale and not d.gap_from_sacked then d.gap_open = res.gap_open end
     local u = update_for(fr, d)
     if not u then return res end
     u.is_ack = true
@@ -544,6 +555,14 @@ local function rtxq_on_ack(fr, d, cum, r, nr, revoke)
     end
     refresh_figures(u, d)
     return res
+end
+
+-- Units the receiver is known to hold beyond the ack's own blocks (MPTCP: DSNs its subflow ack covers).
+local function rtxq_on_received(fr, d, r)
+    if #r == 0 then return end
+    sb_received(d.sb, r)
+    local u = update_for(fr, d)
+    if u then refresh_figures(u, d) end
 end
 
 -- Capture time of the frame in ns since the first frame the plugin saw: exact (frame.time_epoch is an
@@ -1118,7 +1137,7 @@ local function tcp_find_conn(pinfo, seg, create)
         c = {
             addr = {}, port = {}, addr_obj = {}, syn_seen = {}, nr_permitted = {}, nr_flags = {}, dir = {},
             hs = handshake_new(), is_mptcp = false, mp_capable_syn = {}, mp_version = 0, key_known = {}, mptcp = nil,
-            mptcp_side = {}, isn_known = {}, isn = {}, map_known = {}, map_dsn = {}, map_seq = {},
+            mptcp_side = {}, isn_known = {}, isn = {}, map_known = {}, map_dsn = {}, map_seq = {}, sent_maps = {},
         }
         c.addr[i], c.addr[1 - i] = src, dst
         c.addr_obj[i], c.addr_obj[1 - i] = pinfo.net_src, pinfo.net_dst
@@ -1222,6 +1241,7 @@ local function new_mptcp_conn(sub)
                token_known = {}, token = {}, dir = {}}
     for i = 0, 1 do
         m.dir[i] = flow_dir_new(stream, i, "mptcp", false, "MN-04", "MN-03")
+        m.dir[i].gap_from_sacked = true
         m.dir[i].hs = sub.hs -- the initial subflow's
         set_endpoints(m.dir[i], endpoint_str(sub.addr_obj[i], sub.port[i]), endpoint_str(sub.addr_obj[1 - i], sub.port[1 - i]))
     end
@@ -1360,6 +1380,78 @@ local function unwrap_dl(dir, v, wide)
     return sb_unwrap_wide(dir.sb, dir.wide_base + rel)
 end
 
+-- One direction of a subflow (decisions 12): its mapped segments {lo, hi, dsn} (subflow bytes -> DSNs,
+-- sorted by subflow sequence number, first transmissions; live from index `first`) and the highest
+-- subflow ack the data level has taken in.
+local function sub_maps(sub, dir)
+    local m = sub.sent_maps[dir]
+    if not m then
+        m = {v = {}, first = 1, sb = sb_new(false), cum = nil}
+        sub.sent_maps[dir] = m
+    end
+    return m
+end
+
+-- index of the first live entry with hi > x
+local function sub_maps_find(m, x)
+    local a, b = m.first, #m.v + 1
+    while a < b do
+        local mid = math.floor((a + b) / 2)
+        if m.v[mid][2] <= x then a = mid + 1 else b = mid end
+    end
+    return a
+end
+
+local function sub_maps_add(m, lo, hi, dsn)
+    local v = m.v
+    local at = #v + 1
+    if #v >= m.first and v[#v][1] >= lo then
+        at = sub_maps_find(m, lo)
+        if at <= #v and v[at][1] <= lo then return end -- a retransmission: its bytes are mapped already
+    end
+    if m.first > 1 and (m.first - 1) * 2 >= #v then -- drop the entries trimmed away
+        local live = {}
+        for i = m.first, #v do live[#live + 1] = v[i] end
+        at = at - (m.first - 1)
+        m.v, m.first, v = live, 1, live
+    end
+    table.insert(v, at, {lo, hi, dsn})
+end
+
+-- Appends the DSN ranges of subflow bytes [lo, hi) to out, merging adjacent ones.
+local function sub_maps_to_dsn(m, lo, hi, out)
+    local v = m.v
+    local i = sub_maps_find(m, lo)
+    while i <= #v and v[i][1] < hi do
+        local e = v[i]
+        local a, b = e[3] + (math.max(lo, e[1]) - e[1]), e[3] + (math.min(hi, e[2]) - e[1])
+        local last = out[#out]
+        if last and last[2] == a then last[2] = b else out[#out + 1] = {a, b} end
+        i = i + 1
+    end
+end
+
+-- The DSNs a subflow ack covers: what its cum ack covers beyond the subflow's previous data-level ack,
+-- and its SACK (and TCP NR-SACK) blocks, through the mapped segments of direction dir.
+local function subflow_acked_dsns(seg, sub, dir)
+    local out = {}
+    local m = sub.sent_maps[dir]
+    if not m or not has_flag(seg.flags, TCP_FLAG_ACK) then return out end
+    local ack = sb_unwrap(m.sb, seg.ack)
+    local from = m.cum or (m.v[m.first] and m.v[m.first][1]) or ack
+    if ack > from then sub_maps_to_dsn(m, from, ack, out) end
+    if not m.cum or ack > m.cum then m.cum = ack end
+    for i = 1, #seg.sack_left do
+        sub_maps_to_dsn(m, sb_unwrap(m.sb, seg.sack_left[i]), sb_unwrap(m.sb, seg.sack_right[i]), out)
+    end
+    local o = seg.nr
+    if o and not o.permitted then
+        for i = 1, #o.left do sub_maps_to_dsn(m, sb_unwrap(m.sb, o.left[i]), sb_unwrap(m.sb, o.right[i]), out) end
+    end
+    m.first = sub_maps_find(m, m.cum) -- bytes below the subflow's cum ack are never looked up again
+    return out
+end
+
 local function analyse_dss(d, seg, payload_len, sub, from, fr)
     local m = sub.mptcp
     local side = sub.mptcp_side[from]
@@ -1372,6 +1464,9 @@ local function analyse_dss(d, seg, payload_len, sub, from, fr)
     if payload_len > 0 and sub.map_known[from] then
         local dsn = sub.map_dsn[from] + int32(seg.seq - sub.map_seq[from])
         rtxq_on_data(fr, mine, dsn, dsn + payload_len, payload_len)
+        local sm = sub_maps(sub, from)
+        local lo = sb_unwrap(sm.sb, seg.seq)
+        sub_maps_add(sm, lo, lo + payload_len, dsn)
     end
     if d.has_nr then
         if not m.capable then
@@ -1392,7 +1487,9 @@ local function analyse_dss(d, seg, payload_len, sub, from, fr)
         end
         peer.nr_mode = true
     end
-    if not d.has_ack or peer.sb.snd_max == 0 then return end
+    if not d.has_ack then return end
+    local received = subflow_acked_dsns(seg, sub, 1 - from)
+    if peer.sb.snd_max == 0 then return end
     local cum = unwrap_dl(peer, d.data_ack, d.ack_wide)
     local nr = {}
     for i = 1, #d.start do
@@ -1401,6 +1498,7 @@ local function analyse_dss(d, seg, payload_len, sub, from, fr)
         end
     end
     rtxq_on_ack(fr, peer, cum, {}, nr, REVOKE_IN_SPAN)
+    rtxq_on_received(fr, peer, received)
 end
 
 local function mptcp_segment(s, base, tree, seg, payload_len, sub, from, fr)
