@@ -3,8 +3,8 @@
 Independent of the C plugin's output: the RtxQ fields after each scoreboard change (decisions.md 5)
 equal the expected file's figures (with -o nrsack.sndbuf:<flows[].sndbuf_bytes>) on exactly the
 expected frames, and the findings are exactly the expected rule IDs (and severities) on the expected
-frames. The checks are the C plugin's own (tests/test_dissector_samples.py), run here on the Lua
-plugin's golden output, so that both plugins are held to one reading of the expected files.
+frames. The checks are the C plugin's own (tests/support/samples.py), run here on the Lua plugin's
+golden output, so that both plugins are held to one reading of the expected files.
 """
 
 import functools
@@ -12,9 +12,8 @@ import functools
 import pytest
 
 from support import tshark
-from test_dissector_samples import PCAPS, expected_of, flow_cases, golden_sndbuf, ident
-from test_dissector_samples import test_findings_equal_expected as check_findings
-from test_dissector_samples import test_rtxq_after_each_change_equals_expected_file as check_rtxq
+from support.samples import (PCAPS, check_findings_equal_expected, check_rtxq_equals_expected, expected_of,
+                             flow_cases, golden_sndbuf, ident)
 from test_lua_parity import LUA_PLUGIN
 
 
@@ -30,9 +29,9 @@ def test_expected_files_present():
 
 @pytest.mark.parametrize("pcap,index", list(flow_cases()))
 def test_lua_rtxq_after_each_change_equals_expected_file(pcap, index):
-    check_rtxq(lua_golden, pcap, index)
+    check_rtxq_equals_expected(lua_golden, pcap, index)
 
 
 @pytest.mark.parametrize("pcap", [p for p in PCAPS if expected_of(p) is not None], ids=ident)
 def test_lua_findings_equal_expected(pcap):
-    check_findings(lua_golden, pcap)
+    check_findings_equal_expected(lua_golden, pcap)

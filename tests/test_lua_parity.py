@@ -20,13 +20,12 @@ import pytest
 
 from support import pcaps as P
 from support import tshark
-from test_dissector_samples import GOLDEN, PCAPS, SAMPLES, golden_sndbuf, ident
+from support.samples import PCAPS, SAMPLES, golden_path, golden_sndbuf, ident
 
 from nrsack.generator import layers as L
 
 REPO = tshark.REPO
 LUA_PLUGIN = tshark.Plugin.lua(REPO / "lua" / "nrsack.lua")
-SAMPLE_PCAPS = PCAPS
 
 
 def assert_same(expected: str, got: str, what: str, expected_name="C plugin", got_name="Lua plugin"):
@@ -291,12 +290,12 @@ def vector_pcaps(tmp_path_factory):
 # ---------------------------------------------------------------------------------------------
 
 def test_sample_captures_present():
-    assert SAMPLE_PCAPS, f"no captures in {SAMPLES}"
+    assert PCAPS, f"no captures in {SAMPLES}"
 
 
-@pytest.mark.parametrize("pcap", SAMPLE_PCAPS, ids=ident)
+@pytest.mark.parametrize("pcap", PCAPS, ids=ident)
 def test_sample_capture_matches_c_plugin(pcap, nrsack_c_plugin):
-    golden = GOLDEN / (ident(pcap).replace("/", "__") + ".golden")
+    golden = golden_path(pcap)
     lua = tshark.golden_output(pcap, LUA_PLUGIN, sndbuf=golden_sndbuf(pcap))
     if golden.exists():
         assert_same(golden.read_text(), lua, f"{pcap.name} vs {golden.name}", expected_name=str(golden.name))

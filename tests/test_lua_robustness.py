@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from support import fuzz, tshark
-from test_lua_parity import LUA_PLUGIN, SAMPLES, VECTORS, vector_pcaps  # noqa: F401 (fixture)
+from support.samples import SAMPLES
+from test_lua_parity import LUA_PLUGIN, VECTORS, vector_pcaps  # noqa: F401 (fixture)
 
 # The papers' timelines (not the many one-rule vectors below them) for the footprint test: CI time.
 TIMELINE_PCAPS = sorted(SAMPLES.glob("*.pcap"))
