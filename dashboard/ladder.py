@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from nrsack.analyzer import events as E
+from nrsack.analyzer.flows import near
 
 MAX_ROWS = 120
 TCP_FLAG_NAMES = ((0x02, "SYN"), (0x01, "FIN"), (0x04, "RST"))
@@ -68,9 +69,7 @@ def _covers(protocol, ack_serial, blocks, start, end) -> bool:
     elif protocol == "tcp":
         part = blocks[blocks["kind"].isin(["sack", "tcp_nr"])]
         # wire edges (32 bit) placed next to the unwrapped ack
-        base = ack_serial & 0xFFFFFFFF
-        lo = ack_serial + ((part["lo"].to_numpy(np.int64) - base + (1 << 31)) % (1 << 32) - (1 << 31))
-        hi = ack_serial + ((part["hi"].to_numpy(np.int64) - base + (1 << 31)) % (1 << 32) - (1 << 31))
+        lo, hi = near(ack_serial, part["lo"].to_numpy(np.int64)), near(ack_serial, part["hi"].to_numpy(np.int64))
     else:
         part = blocks[blocks["kind"] == "mptcp_nr"]  # offsets from the DATA ACK
         lo, hi = ack_serial + part["lo"].to_numpy(np.int64), ack_serial + part["hi"].to_numpy(np.int64)
