@@ -2,7 +2,6 @@
 hand from the figures) say, and which the real tshark 4.0 reads without a malformed mark."""
 
 import json
-import subprocess
 from decimal import Decimal
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from nrsack.generator.layers import (
     SCTPChunkNRSACK,
 )
 from nrsack.generator.timelines import write_all
+from support.tshark import Plugin, run_tshark
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample-pcaps"
 EXPECTED = sorted(SAMPLES.rglob("*.expected.json"))
@@ -93,10 +93,7 @@ def test_decoded_packets_match_the_expected_file(expected_path):
 
 
 def _tshark(pcap, *args):
-    result = subprocess.run(["tshark", "-n", "-r", str(pcap), *args],
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    return result.stdout
+    return run_tshark(["-n", *args], Plugin.none(), pcap=pcap, timeout=120).stdout
 
 
 CLEAN = [p for p in SAMPLES.rglob("*.pcap") if "broken" not in p.parts]

@@ -3,12 +3,12 @@ real tshark 4.0 sees them: good checksums, Wireshark's own fields carrying the v
 files (written by hand) say, and each broken vector's defect visible in Wireshark's own fields."""
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from nrsack.generator import notation_sctp, timelines_broken, timelines_cmt, timelines_fsack
+from support.tshark import Plugin, run_tshark
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample-pcaps"
 TIMELINES = [factory() for module in (timelines_fsack, timelines_cmt, timelines_broken)
@@ -24,16 +24,14 @@ def expected(name):
 
 def tshark(pcap, *fields, display_filter=None):
     """One dict per frame (or per frame matching the filter): field -> list of values."""
-    args = ["tshark", "-n", "-r", str(pcap), "-o", "sctp.checksum:CRC-32C", "-T", "fields",
+    args = ["-n", "-o", "sctp.checksum:CRC-32C", "-T", "fields",
             "-E", "occurrence=a", "-E", "aggregator=|", "-e", "frame.number"]
     if display_filter:
         args += ["-Y", display_filter]
     for field in fields:
         args += ["-e", field]
-    result = subprocess.run(args, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
     rows = []
-    for line in result.stdout.splitlines():
+    for line in run_tshark(args, Plugin.none(), pcap=pcap, timeout=120).stdout.splitlines():
         frame, *values = line.split("\t")
         rows.append(dict({"frame": int(frame)}, **{f: v.split("|") if v else [] for f, v in zip(fields, values)}))
     return rows

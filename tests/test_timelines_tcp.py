@@ -2,7 +2,6 @@
 their expected files, written by hand from the papers' figures, say; the option layers round-trip."""
 
 import json
-import subprocess
 from decimal import Decimal
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from nrsack.generator.layers import (
     TCPOptNRSackPermitted,
     tcp_option_layers,
 )
+from support.tshark import Plugin, run_tshark
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample-pcaps"
 # The expected files of every TCP and MPTCP timeline the generator writes (broken vectors included).
@@ -122,10 +122,8 @@ def test_mptcp_nr_block_of_the_papers_example():
 
 
 def _tshark(pcap, *args):
-    result = subprocess.run(["tshark", "-n", "-r", str(pcap), *args],
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    return [line.split("\t") for line in result.stdout.splitlines()]
+    stdout = run_tshark(["-n", *args], Plugin.none(), pcap=pcap, timeout=120).stdout
+    return [line.split("\t") for line in stdout.splitlines()]
 
 
 def test_every_tcp_timeline_has_its_pcap_and_expected_file():
