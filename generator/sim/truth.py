@@ -24,11 +24,16 @@ def to_time_s(us):
     return EPOCH_S + np.asarray(us, dtype=np.int64) / 1e6
 
 
-def flow_id(config):
-    """Decision 13: the direction is named by its data sender, `src -> dst` (address:port)."""
+def endpoints(config):
+    """(sender, receiver) of the data as address:port, on the first path."""
     ports = SCTP_PORTS if config.protocol in ("sctp", "cmt") else TCP_PORTS
     src, dst = addresses(0)
-    return f"{src}:{ports[0]} -> {dst}:{ports[1]}"
+    return f"{src}:{ports[0]}", f"{dst}:{ports[1]}"
+
+
+def flow_id(config):
+    """Decision 13: the direction is named by its data sender, `src -> dst` (address:port)."""
+    return " -> ".join(endpoints(config))
 
 
 class Truth:
@@ -124,14 +129,13 @@ class Truth:
         cfg, tr = self.config, self.trace
         q = self.q_s
         acked = tr.counters.get("acked_bytes", 0)
-        ports = SCTP_PORTS if cfg.protocol in ("sctp", "cmt") else TCP_PORTS
-        src, dst = addresses(0)
+        src, dst = endpoints(cfg)
         kinds = tr.frame_kinds()
         return {
             "id": self.flow,
             "protocol": "sctp" if cfg.protocol in ("sctp", "cmt") else cfg.protocol,
-            "src": f"{src}:{ports[0]}",
-            "dst": f"{dst}:{ports[1]}",
+            "src": src,
+            "dst": dst,
             "nr_sack": cfg.ack == "nrsack",
             "data_bytes": cfg.total_bytes,
             "q_s": q,
