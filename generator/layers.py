@@ -17,8 +17,6 @@ from scapy.fields import (
     FieldLenField,
     FieldListField,
     IntField,
-    IP6Field,
-    IPField,
     LongField,
     PacketListField,
     ShortField,

@@ -6,8 +6,6 @@ Each example is a small lossy transfer (some TSNs lost once, retransmitted after
 written as a real pcap with Scapy and read back through the analyzer.
 """
 
-import struct
-
 from hypothesis import HealthCheck, given, settings, strategies as st
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
