@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from support import tshark
-from test_lua_parity import LUA_PLUGIN, REPO, vector_pcaps  # noqa: F401 (fixture)
+from test_lua_parity import LUA_PLUGIN, vector_pcaps  # noqa: F401 (fixture)
 
-SCRIPT = REPO / "lua" / "nrsack.lua"
+REPO = tshark.REPO
+SCRIPT = LUA_PLUGIN.path
 
 BIT_CHECK = r"""
 local src = assert(io.open(arg[1])):read("*a")
