@@ -11,15 +11,11 @@ import xml.etree.ElementTree as ET
 
 import click
 
+from nrsack.analyzer.cli import fail
 from nrsack.analyzer.rules import REGISTRY, SEVERITIES
 
 FORMATS = ["text", "json", "junit", "sarif"]
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-
-
-def fail(message):
-    click.echo(f"nrsack: error: {message}", err=True)
-    sys.exit(2)
 
 
 def run(captures, rule_ids, severity):
