@@ -96,7 +96,7 @@ def main():
             for _ in range(a.repeat):
                 base.append(timed(args, without, pcap))
                 plug.append(timed(args, with_plugin, pcap))
-            (bw, bc), (pw, pc) = min(base, key=lambda t: t[1]), min(plug, key=lambda t: t[1])
+            bc, pc = min(t[1] for t in base), min(t[1] for t in plug)
             print(f"{mode:8} {bc:12.2f} {pc:10.2f} {pc / bc:7.3f}   {min(t[0] for t in base):12.2f} "
                   f"{min(t[0] for t in plug):10.2f} {min(t[0] for t in plug) / min(t[0] for t in base):7.3f} "
                   f"{n / pc:15.0f}", flush=True)
