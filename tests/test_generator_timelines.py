@@ -11,6 +11,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.sctp import SCTP, SCTPChunkData, SCTPChunkInit, SCTPChunkInitAck, SCTPChunkSACK
 from scapy.utils import rdpcap
 
+from nrsack.analyzer.events import format_endpoint
 from nrsack.generator.layers import (
     SCTPChunkFsackAck,
     SCTPChunkFsackComplete,
@@ -58,8 +59,7 @@ def sctp_values(sctp):
 def endpoints(packet):
     network = packet[IP] if IP in packet else packet[IPv6]
     transport = packet[SCTP] if SCTP in packet else packet[TCP]
-    fmt = "[%s]:%d" if IPv6 in packet else "%s:%d"
-    return fmt % (network.src, transport.sport), fmt % (network.dst, transport.dport)
+    return format_endpoint(network.src, transport.sport), format_endpoint(network.dst, transport.dport)
 
 
 def test_generate_timelines_reproduces_sample_pcaps_byte_for_byte(tmp_path):
