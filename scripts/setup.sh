@@ -18,7 +18,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   # Capturing stays a root-only matter: don't make dumpcap setuid.
   echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
   apt-get update -q
-  apt-get install -y -q --no-install-recommends "${missing[@]}"
+  apt-get install -y -q "${missing[@]}"
 fi
 
 python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e ".[test,bench]"
