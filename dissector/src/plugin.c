@@ -34,6 +34,7 @@ nrsack_prefs_t nrsack_prefs = {
 static int proto_sctp = -1, proto_tcp = -1, hf_tcp_len = -1;
 /* the enclosing layers' length fields bound the SCTP packet (its own item stops at the data payload) */
 static int proto_ip = -1, hf_ip_len = -1, proto_ipv6 = -1, hf_ipv6_plen = -1, proto_udp = -1, hf_udp_length = -1;
+static int proto_icmp = -1, proto_icmpv6 = -1;
 static dissector_handle_t nrsack_handle;
 static guint32 next_stream;
 static guint sctp_udp_port_registered;
@@ -123,6 +124,18 @@ static void bound_by_enclosing(proto_tree *tree, int proto, int hf_len, gint hea
     }
 }
 
+/* Whether an ICMP or ICMPv6 layer carries the frame's headers; compares protocol IDs, as
+ * proto_is_frame_protocol() would compare their names, without a string compare per layer. */
+static gboolean inside_icmp(const packet_info *pinfo)
+{
+    for (wmem_list_frame_t *l = wmem_list_head(pinfo->layers); l; l = wmem_list_frame_next(l)) {
+        int id = GPOINTER_TO_INT(wmem_list_frame_data(l));
+        if (id == proto_icmp || id == proto_icmpv6)
+            return TRUE;
+    }
+    return FALSE;
+}
+
 /* First pass: finds the SCTP or TCP layer among the items the postdissector asked for. */
 static gboolean locate_layer(packet_info *pinfo, proto_tree *tree, frame_result_t *fr)
 {
@@ -167,8 +180,7 @@ static int dissect_nrsack(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, v
     if (analyse) {
         frame_result_t found = {.ts = pinfo->abs_ts};
         /* headers quoted inside ICMP errors are not segments of the flow */
-        if (proto_is_frame_protocol(pinfo->layers, "icmp") || proto_is_frame_protocol(pinfo->layers, "icmpv6") ||
-            !locate_layer(pinfo, tree, &found)) {
+        if (inside_icmp(pinfo) || !locate_layer(pinfo, tree, &found)) {
             p_add_proto_data(wmem_file_scope(), pinfo, proto_nrsack, 0, &no_layer);
             return 0;
         }
@@ -283,6 +295,8 @@ static void proto_reg_handoff_nrsack(void)
     hf_ipv6_plen = proto_registrar_get_id_byname("ipv6.plen");
     proto_udp = proto_get_id_by_filter_name("udp");
     hf_udp_length = proto_registrar_get_id_byname("udp.length");
+    proto_icmp = proto_get_id_by_filter_name("icmp");
+    proto_icmpv6 = proto_get_id_by_filter_name("icmpv6");
     int wanted_ids[] = {proto_sctp, proto_tcp, hf_tcp_len, proto_ip, hf_ip_len, proto_ipv6, hf_ipv6_plen, proto_udp, hf_udp_length};
     GArray *wanted = g_array_new(FALSE, FALSE, sizeof(int));
     g_array_append_vals(wanted, wanted_ids, G_N_ELEMENTS(wanted_ids));
