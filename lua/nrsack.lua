@@ -183,8 +183,11 @@ local function u64(s, off)
 end
 
 ------------------------------------------------------------------------------------------------
--- Interval sets: sorted, disjoint, non-adjacent {lo, hi} pairs, [lo, hi).
+-- Interval sets: sorted, disjoint, non-adjacent {lo, hi} pairs, [lo, hi). A set made by iset_new()
+-- also keeps `units`, how many units its intervals cover, so byte counts need no walk over it.
 ------------------------------------------------------------------------------------------------
+
+local function iset_new() return {units = 0} end
 
 local function iset_add(s, lo, hi)
     if lo >= hi then return end
@@ -192,11 +195,15 @@ local function iset_add(s, lo, hi)
     local i = 1
     while i <= n and s[i][2] < lo do i = i + 1 end
     local j = i
+    local covered = 0 -- units of the intervals merged into [lo, hi)
     while j <= n and s[j][1] <= hi do
-        if s[j][1] < lo then lo = s[j][1] end
-        if s[j][2] > hi then hi = s[j][2] end
+        local v = s[j]
+        covered = covered + (v[2] - v[1])
+        if v[1] < lo then lo = v[1] end
+        if v[2] > hi then hi = v[2] end
         j = j + 1
     end
+    if s.units then s.units = s.units + (hi - lo) - covered end
     if j == i then
         table.insert(s, i, {lo, hi})
     else
@@ -207,10 +214,17 @@ local function iset_add(s, lo, hi)
 end
 
 local function iset_trim_below(s, x)
-    local drop = 0
-    while drop < #s and s[drop + 1][2] <= x do drop = drop + 1 end
+    local drop, removed = 0, 0
+    while drop < #s and s[drop + 1][2] <= x do
+        drop = drop + 1
+        removed = removed + (s[drop][2] - s[drop][1])
+    end
     for _ = 1, drop do table.remove(s, 1) end
-    if s[1] and s[1][1] < x then s[1][1] = x end
+    if s[1] and s[1][1] < x then
+        removed = removed + (x - s[1][1])
+        s[1][1] = x
+    end
+    if s.units then s.units = s.units - removed end
 end
 
 local function iset_overlaps(s, lo, hi)
@@ -275,19 +289,20 @@ end
 local function sb_new(tsn_units)
     return {
         tsn_units = tsn_units, anchored = false, ref = 0, cum_known = false, cum = 0, snd_max = 0,
-        sent = {}, sacked = {}, nracked = {}, sizes = {base = 0, n = 0, off = {}},
+        sent = iset_new(), sacked = iset_new(), nracked = iset_new(), sizes = {base = 0, n = 0, off = {}},
     }
 end
 
-local function sb_bytes(sb, lo, hi)
-    if lo >= hi then return 0 end
-    if not sb.tsn_units then return hi - lo end
-    return sizes_prefix(sb.sizes, hi) - sizes_prefix(sb.sizes, lo)
-end
-
+-- Payload bytes of one of the scoreboard's sets (made by iset_new); it runs several times on every
+-- packet: a byte set knows its count, a TSN set sums its TSNs' sizes.
 local function iset_bytes(sb, s)
+    if not sb.tsn_units then return s.units end
     local total = 0
-    for i = 1, #s do total = total + sb_bytes(sb, s[i][1], s[i][2]) end
+    local z = sb.sizes
+    for i = 1, #s do
+        local v = s[i]
+        total = total + (sizes_prefix(z, v[2]) - sizes_prefix(z, v[1]))
+    end
     return total
 end
 
@@ -1393,11 +1408,13 @@ local function sub_maps(sub, dir)
 end
 
 -- index of the first live entry with hi > x
+local floor = math.floor
 local function sub_maps_find(m, x)
-    local a, b = m.first, #m.v + 1
+    local v = m.v
+    local a, b = m.first, #v + 1
     while a < b do
-        local mid = math.floor((a + b) / 2)
-        if m.v[mid][2] <= x then a = mid + 1 else b = mid end
+        local mid = floor((a + b) / 2)
+        if v[mid][2] <= x then a = mid + 1 else b = mid end
     end
     return a
 end
@@ -1419,15 +1436,23 @@ local function sub_maps_add(m, lo, hi, dsn)
 end
 
 -- Appends the DSN ranges of subflow bytes [lo, hi) to out, merging adjacent ones.
+-- (It walks every segment an ack's SACK blocks cover: inlined max / min, no global look-ups.)
 local function sub_maps_to_dsn(m, lo, hi, out)
     local v = m.v
-    local i = sub_maps_find(m, lo)
-    while i <= #v and v[i][1] < hi do
+    local n = #v
+    local last = out[#out]
+    for i = sub_maps_find(m, lo), n do
         local e = v[i]
-        local a, b = e[3] + (math.max(lo, e[1]) - e[1]), e[3] + (math.min(hi, e[2]) - e[1])
-        local last = out[#out]
-        if last and last[2] == a then last[2] = b else out[#out + 1] = {a, b} end
-        i = i + 1
+        local e_lo, e_hi, dsn = e[1], e[2], e[3]
+        if e_lo >= hi then break end
+        local a = dsn + ((lo > e_lo and lo or e_lo) - e_lo)
+        local b = dsn + ((hi < e_hi and hi or e_hi) - e_lo)
+        if last and last[2] == a then
+            last[2] = b
+        else
+            last = {a, b}
+            out[#out + 1] = last
+        end
     end
 end
 
@@ -1635,23 +1660,25 @@ local f_udp_length = Field.new("udp.length")
 -- End (offset in the data source) of the innermost IP / UDP layer that encloses a layer starting at
 -- `start`: the SCTP item's own length depends on whether a tree is built, the frame may carry a
 -- trailer, so the enclosing length fields say where SCTP ends.
-local function enclosing_end(start, source, in_frame)
-    local best_start, best_end = -1, nil
-    local function consider(field, header_at, fixed)
-        local all = {field()}
-        for i = 1, #all do
-            local x = all[i]
-            local s = x.offset - header_at
-            -- a layer in the frame's own bytes is enclosed by layers there (reassembly makes new sources)
-            if s < start and s > best_start and (in_frame or x.source == source) then
-                best_start, best_end = s, s + fixed + x.value
-            end
+-- The innermost of the best so far and the length fields `...` (one field's values); a plain function
+-- over varargs, not a closure over a table, as it runs three times on every SCTP packet.
+local function consider_lengths(start, source, in_frame, header_at, fixed, best_start, best_end, ...)
+    for i = 1, select("#", ...) do
+        local x = select(i, ...)
+        local s = x.offset - header_at
+        -- a layer in the frame's own bytes is enclosed by layers there (reassembly makes new sources)
+        if s < start and s > best_start and (in_frame or x.source == source) then
+            best_start, best_end = s, s + fixed + x.value
         end
     end
-    consider(f_ip_len, 2, 0)
-    consider(f_ipv6_plen, 4, 40)
-    consider(f_udp_length, 4, 0)
-    return best_end
+    return best_start, best_end
+end
+
+local function enclosing_end(start, source, in_frame)
+    local best_start, best_end = consider_lengths(start, source, in_frame, 2, 0, -1, nil, f_ip_len())
+    best_start, best_end = consider_lengths(start, source, in_frame, 4, 40, best_start, best_end, f_ipv6_plen())
+    local _, stop = consider_lengths(start, source, in_frame, 4, 0, best_start, best_end, f_udp_length())
+    return stop
 end
 
 local function read_prefs()
