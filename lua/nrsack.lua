@@ -53,6 +53,10 @@ local UNWRAP_ORIGIN = TWO32
 
 local function has_flag(value, flag) return band(value, flag) ~= 0 end
 
+-- The empty list every packet without SACK blocks, MPTCP options or revocations shares (fewer tables
+-- per packet for the collector); writing to it is a bug.
+local NO_ITEMS = setmetatable({}, {__newindex = function() error("NO_ITEMS is shared and read-only") end})
+
 ------------------------------------------------------------------------------------------------
 -- Protocol, fields, preferences, expert info
 ------------------------------------------------------------------------------------------------
@@ -377,6 +381,7 @@ local REVOKE_NONE, REVOKE_ALL, REVOKE_IN_SPAN = 0, 1, 2
 
 -- NR-acked units inside what the ack claims to describe that its NR blocks leave out.
 local function find_revoked(sb, r, nr, revoke)
+    if #sb.nracked == 0 then return NO_ITEMS end
     local reported, claimed = {}, {}
     for i = 1, #nr do iset_add(reported, nr[i][1], nr[i][2]) end
     if revoke == REVOKE_ALL then
@@ -410,7 +415,7 @@ end
 
 -- One ack: cum (first unit not acked), R and NR blocks as unwrapped [lo, hi) lists.
 local function sb_ack(sb, cum, r, nr, revoke)
-    local res = {stale = false, beyond_sent = false, freed_bytes = 0, gap_open = false, revoked = {}}
+    local res = {stale = false, beyond_sent = false, freed_bytes = 0, gap_open = false, revoked = NO_ITEMS}
     res.stale = sb.cum_known and cum < sb.cum
     if not res.stale then
         sb.cum = cum
@@ -1080,7 +1085,8 @@ local function parse_segment(s, base, tree)
     local seg = {
         sport = u16(s, 0), dport = u16(s, 2), seq = u32(s, 4), ack = u32(s, 8),
         hlen = math.floor(u8(s, 12) / 16) * 4, flags = u8(s, 13),
-        sack_permitted = false, has_sack = false, sack_left = {}, sack_right = {}, nr = nil, mptcp = {},
+        sack_permitted = false, has_sack = false, sack_left = NO_ITEMS, sack_right = NO_ITEMS, nr = nil,
+        mptcp = NO_ITEMS,
     }
     if seg.hlen < 20 or seg.hlen > #s then return nil end
     local off = 20
@@ -1102,6 +1108,7 @@ local function parse_segment(s, base, tree)
                 seg.sack_permitted = true
             elseif kind == OPT_SACK then
                 seg.has_sack = true
+                if seg.sack_left == NO_ITEMS then seg.sack_left, seg.sack_right = {}, {} end
                 for i = 0, math.floor((len - 2) / 8) - 1 do
                     if #seg.sack_left >= TCP_MAX_BLOCKS then break end
                     seg.sack_left[#seg.sack_left + 1] = u32(s, off + 2 + 8 * i)
@@ -1114,6 +1121,7 @@ local function parse_segment(s, base, tree)
                     if not seg.nr then seg.nr = o end
                 end
             elseif kind == OPT_MPTCP and #seg.mptcp < TCP_MAX_MPTCP_OPTS then
+                if seg.mptcp == NO_ITEMS then seg.mptcp = {} end
                 seg.mptcp[#seg.mptcp + 1] = {off = off, len = len}
             end
             off = off + len
