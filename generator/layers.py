@@ -152,16 +152,17 @@ class _TCPOption(Packet):
         return b"", s
 
 
+def _experimental_head():
+    """Kind, length and ExID: the head of both NR-SACK options (RFC 6994)."""
+    return [ByteField("kind", C.TCP_OPT_EXP_DEFAULT), ByteField("length", None),
+            XShortField("exid", C.TCP_NRSACK_EXID)]
+
+
 class TCPOptNRSackPermitted(_TCPOption):
     """NR-SACK-Permitted: flags 0x01 never renege, 0x02 MPTCP data-level NR-SACK."""
 
     name = "TCP NR-SACK-Permitted option"
-    fields_desc = [
-        ByteField("kind", C.TCP_OPT_EXP_DEFAULT),
-        ByteField("length", None),
-        XShortField("exid", C.TCP_NRSACK_EXID),
-        XByteField("flags", 0),
-    ]
+    fields_desc = _experimental_head() + [XByteField("flags", 0)]
 
 
 class NRSackBlock(Packet):
@@ -178,10 +179,7 @@ class TCPOptNRSack(_TCPOption):
     """NR-SACK block option: 1..4 blocks of absolute edges."""
 
     name = "TCP NR-SACK option"
-    fields_desc = [
-        ByteField("kind", C.TCP_OPT_EXP_DEFAULT),
-        ByteField("length", None),
-        XShortField("exid", C.TCP_NRSACK_EXID),
+    fields_desc = _experimental_head() + [
         PacketListField("blocks", [], NRSackBlock, length_from=lambda pkt: pkt.length - 4),
     ]
 
