@@ -119,8 +119,10 @@ def test_nr_sacks_carry_both_r_and_nr_blocks(capture):
     cap = E.read_capture(capture["pcap"])
     ev, blocks = cap.ev, cap.blocks
     assert (ev["flags"] & E.SCTP_UDP).all()
+    # The lossy path may drop an INIT or INIT-ACK, so either can appear again (retransmitted).
     inits = ev[(ev["chunk"] == 1) | (ev["chunk"] == 2)]
-    assert len(inits) == 2 and (inits["flags"] & E.EXT_NRSACK).all(), "NR-SACK not negotiated"
+    assert set(inits["chunk"].tolist()) == {1, 2}, "INIT or INIT-ACK missing"
+    assert (inits["flags"] & E.EXT_NRSACK).all(), "NR-SACK not negotiated"
     data = ev[ev["chunk"] == 0]
     assert len(data) > MESSAGES, "no retransmission: the path was not lossy"
     assert (data["flags"] & E.UNORDERED).any() and (~data["flags"] & E.UNORDERED).any()
