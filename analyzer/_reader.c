@@ -7,11 +7,9 @@
  * Lengths come from the IP/SCTP headers, never from the captured length, so snaplen-truncated
  * captures keep their figures; what cannot be decoded becomes a GEN-01 finding (frame, reason).
  *
- * Scoreboard: the per-direction interval-set state machine of metrics.md / decisions.md, run over
- * event vectors already unwrapped to 64-bit positions.
+ * The scoreboard (Board) lives in _scoreboard.c and is part of the same module.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_scoreboard.h"
 #include <pcap/pcap.h>
 #include <stdint.h>
 #include <string.h>
@@ -615,6 +613,18 @@ static PyObject *Reader_take(Reader *self, PyObject *unused) {
     return r;
 }
 
+/* take_chunk() -> the same, for the records since the previous take_chunk(): the buffers are handed
+ * over and the next records start new ones, so block and event indices are chunk-relative. */
+static PyObject *Reader_take_chunk(Reader *self, PyObject *unused) {
+    PyObject *r = Reader_take(self, NULL);
+    if (!r) return NULL;
+    Py_CLEAR(self->ev.ba); Py_CLEAR(self->bk.ba);
+    self->ev.p = self->bk.p = NULL;
+    self->ev.n = self->ev.cap = self->bk.n = self->bk.cap = 0;
+    self->n_events = self->n_blocks = 0;
+    return r;
+}
+
 static PyObject *Reader_position(Reader *self, PyObject *unused) {
     if (!self->pcap) return PyLong_FromLong(0);
     FILE *f = pcap_file(self->pcap);
@@ -643,6 +653,7 @@ static PyObject *Reader_linktype(Reader *self, PyObject *unused) { return PyLong
 static PyMethodDef Reader_methods[] = {
     {"read", (PyCFunction)Reader_read, METH_VARARGS, "read(max_frames) -> frames read"},
     {"take", (PyCFunction)Reader_take, METH_NOARGS, "(events bytearray, bytes used, blocks bytearray, bytes used)"},
+    {"take_chunk", (PyCFunction)Reader_take_chunk, METH_NOARGS, "take() of the records since the last take_chunk()"},
     {"position", (PyCFunction)Reader_position, METH_NOARGS, "byte offset in the file"},
     {"conns", (PyCFunction)Reader_conns, METH_NOARGS, "connection table"},
     {"findings", (PyCFunction)Reader_findings, METH_NOARGS, "GEN-01 findings: [(frame, reason)]"},
@@ -664,157 +675,7 @@ static PyTypeObject ReaderType = {
     .tp_doc = "Reader(path): a pcap/pcapng file parsed into event records",
 };
 
-/* ---- scoreboard: sorted disjoint interval set of [lo, hi) ---- */
-typedef struct { int64_t *lo, *hi; size_t n, cap; } iset_t;
-
-static int iset_reserve(iset_t *s, size_t n) {
-    if (n <= s->cap) return 0;
-    size_t cap = s->cap ? s->cap * 2 : 16;
-    while (cap < n) cap *= 2;
-    int64_t *a = realloc(s->lo, cap * 8), *b;
-    if (!a) return -1;
-    s->lo = a;
-    b = realloc(s->hi, cap * 8);
-    if (!b) return -1;
-    s->hi = b; s->cap = cap;
-    return 0;
-}
-
-/* Inserts [lo, hi); returns the bytes newly covered, -1 on memory error. */
-static int64_t iset_add(iset_t *s, int64_t lo, int64_t hi) {
-    if (hi <= lo) return 0;
-    size_t i = 0;
-    while (i < s->n && s->hi[i] < lo) i++;           /* first interval touching or after lo */
-    size_t j = i;
-    int64_t covered = 0, nlo = lo, nhi = hi;
-    while (j < s->n && s->lo[j] <= hi) {             /* intervals merging with [lo, hi) */
-        int64_t a = s->lo[j] > lo ? s->lo[j] : lo, b = s->hi[j] < hi ? s->hi[j] : hi;
-        if (b > a) covered += b - a;
-        if (s->lo[j] < nlo) nlo = s->lo[j];
-        if (s->hi[j] > nhi) nhi = s->hi[j];
-        j++;
-    }
-    if (j == i) {
-        if (iset_reserve(s, s->n + 1) < 0) return -1;
-        memmove(s->lo + i + 1, s->lo + i, (s->n - i) * 8);
-        memmove(s->hi + i + 1, s->hi + i, (s->n - i) * 8);
-        s->n++;
-    } else if (j > i + 1) {
-        memmove(s->lo + i + 1, s->lo + j, (s->n - j) * 8);
-        memmove(s->hi + i + 1, s->hi + j, (s->n - j) * 8);
-        s->n -= j - i - 1;
-    }
-    s->lo[i] = nlo; s->hi[i] = nhi;
-    return (hi - lo) - covered;
-}
-
-/* Drops everything below cut; returns the bytes removed. */
-static int64_t iset_trim(iset_t *s, int64_t cut) {
-    int64_t removed = 0; size_t k = 0;
-    while (k < s->n && s->hi[k] <= cut) { removed += s->hi[k] - s->lo[k]; k++; }
-    if (k) {
-        memmove(s->lo, s->lo + k, (s->n - k) * 8); memmove(s->hi, s->hi + k, (s->n - k) * 8);
-        s->n -= k;
-    }
-    if (s->n && s->lo[0] < cut) { removed += cut - s->lo[0]; s->lo[0] = cut; }
-    return removed;
-}
-
-typedef struct { Py_buffer b; int ok; } buf_t;
-
-static int get_buf(PyObject *o, buf_t *b, const char *fmt, size_t itemsize, Py_ssize_t n, int writable) {
-    if (PyObject_GetBuffer(o, &b->b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0) return -1;
-    b->ok = 1;
-    if ((size_t)b->b.itemsize != itemsize || (n >= 0 && b->b.len / (Py_ssize_t)itemsize != n)) {
-        PyErr_Format(PyExc_ValueError, "scoreboard: array of itemsize %zd / length %zd, expected %zu / %zd",
-                     b->b.itemsize, b->b.len / b->b.itemsize, itemsize, n);
-        return -1;
-    }
-    (void)fmt;
-    return 0;
-}
-
-/* scoreboard(kind i1, lo i8, hi i8, bstart i8, bcount i4, blo i8, bhi i8, bnr i1,
- *            out_sack i8, out_sacked i8, out_nr i8, out_freed i8, out_flags i1)
- * kind: 0 data [lo, hi); 1 ack with cum = hi and blocks bstart..bstart+bcount.
- * out_flags bits: 1 scoreboard changed, 2 gap_open, 4 retransmission, 8 stale ack. */
-static PyObject *scoreboard(PyObject *self, PyObject *args) {
-    PyObject *o[13];
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
-                          &o[9], &o[10], &o[11], &o[12]))
-        return NULL;
-    buf_t b[13]; memset(b, 0, sizeof b);
-    static const size_t sizes[13] = {1, 8, 8, 8, 4, 8, 8, 1, 8, 8, 8, 8, 1};
-    PyObject *result = NULL;
-    iset_t sent = {0}, sacked = {0}, nr = {0};
-    Py_ssize_t n = -1, nb = -1;
-    for (int i = 0; i < 13; i++) {
-        Py_ssize_t want = (i >= 5 && i <= 7) ? nb : n;
-        if (get_buf(o[i], &b[i], NULL, sizes[i], want, i >= 8) < 0) goto out;
-        if (i == 0) n = b[0].b.len;
-        if (i == 5) nb = b[5].b.len / 8;
-        if (i == 4) { /* blocks arrays come next; their length is their own */ }
-    }
-    {
-        const int8_t *kind = b[0].b.buf; const int64_t *lo = b[1].b.buf, *hi = b[2].b.buf, *bs = b[3].b.buf;
-        const int32_t *bc = b[4].b.buf; const int64_t *blo = b[5].b.buf, *bhi = b[6].b.buf; const int8_t *bnr = b[7].b.buf;
-        int64_t *o_sack = b[8].b.buf, *o_sacked = b[9].b.buf, *o_nr = b[10].b.buf, *o_freed = b[11].b.buf;
-        int8_t *o_fl = b[12].b.buf;
-        int have_data = 0, have_cum = 0, gap = 0;
-        int64_t cum = 0, m_sent = 0, m_sacked = 0, m_nr = 0;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            int8_t fl = 0; int64_t freed = 0;
-            if (kind[i] == 0) {
-                if (!have_data) { have_data = 1; if (!have_cum) cum = lo[i]; }
-                /* sent is a set, not a range: MPTCP sends DSNs out of order over its subflows */
-                int64_t a = lo[i] > cum ? lo[i] : cum;
-                int64_t d = iset_add(&sent, a, hi[i]);
-                if (d < 0) { PyErr_NoMemory(); goto out; }
-                m_sent += d;
-                fl |= d > 0 ? 1 : 4;
-            } else {
-                if (have_data) fl |= 1; /* an ack before any data of the direction (the SYN-ACK) changes nothing */
-                int64_t c = hi[i];
-                if (!have_cum || c >= cum) {
-                    if (!have_cum || c > cum) {
-                        cum = c; have_cum = 1;
-                        m_sent -= iset_trim(&sent, cum);
-                        m_sacked -= iset_trim(&sacked, cum); m_nr -= iset_trim(&nr, cum);
-                    }
-                    gap = 0;
-                    for (int32_t j = 0; j < bc[i]; j++) if (bhi[bs[i] + j] > c) { gap = 1; break; }
-                } else fl |= 8;
-                /* blocks count only over data sent and not cum-acked (above: NR-09, never sent) */
-                for (int32_t j = 0; j < bc[i]; j++) {
-                    int64_t a = blo[bs[i] + j], z = bhi[bs[i] + j];
-                    for (size_t k = 0; k < sent.n; k++) {
-                        int64_t x = sent.lo[k] > a ? sent.lo[k] : a, y = sent.hi[k] < z ? sent.hi[k] : z;
-                        if (y <= x) continue;
-                        int64_t d = iset_add(&sacked, x, y);
-                        if (d < 0) { PyErr_NoMemory(); goto out; }
-                        m_sacked += d;
-                        if (bnr[bs[i] + j]) {
-                            d = iset_add(&nr, x, y);
-                            if (d < 0) { PyErr_NoMemory(); goto out; }
-                            m_nr += d; freed += d;
-                        }
-                    }
-                }
-            }
-            if (gap) fl |= 2;
-            o_sack[i] = m_sent;
-            o_sacked[i] = m_sacked; o_nr[i] = m_nr; o_freed[i] = freed; o_fl[i] = fl;
-        }
-    }
-    result = Py_None; Py_INCREF(result);
-out:
-    for (int i = 0; i < 13; i++) if (b[i].ok) PyBuffer_Release(&b[i].b);
-    free(sent.lo); free(sent.hi); free(sacked.lo); free(sacked.hi); free(nr.lo); free(nr.hi);
-    return result;
-}
-
 static PyMethodDef module_methods[] = {
-    {"scoreboard", scoreboard, METH_VARARGS, "run the per-direction scoreboard over event vectors"},
     {NULL}
 };
 
@@ -828,6 +689,7 @@ PyMODINIT_FUNC PyInit__reader(void) {
     Py_INCREF(&ReaderType);
     PyModule_AddObject(m, "Reader", (PyObject *)&ReaderType);
     PyModule_AddObject(m, "ReaderError", ReaderError);
+    if (add_board_type(m) < 0) return NULL;
     PyModule_AddIntConstant(m, "EVENT_SIZE", sizeof(event_t));
     PyModule_AddIntConstant(m, "BLOCK_SIZE", sizeof(block_t));
     return m;

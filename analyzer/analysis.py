@@ -1,7 +1,11 @@
-"""Flows and scoreboard -> results: RtxQ step functions, blocking intervals, p, q, b, throughput.
+"""Flows and scoreboard -> results, in two passes that each hold one chunk of rows at a time.
 
-The definitions are ../shared/spec/metrics.md with the readings of docs/decisions.md (1-12); the
-per-event work runs in the compiled scoreboard, everything here is vectorised over its output.
+Pass 1 (Sender.feed, per chunk of the capture): a sender direction's level (flows.py) builds the
+scoreboard input, the compiled Board runs it, the per-row figures go to a row store and the Sender
+keeps running tallies. Pass 2 (Sender.finish, once the capture is read): the send buffer (given, or
+estimated as the largest RtxQ), the largest payload and the end of the transfer are known; the rows
+come back in batches to mark the blocked ones, sum p, b and q, and give the RtxQ and blocking
+tables. The definitions are ../shared/spec/metrics.md with the readings of docs/decisions.md.
 """
 
 from dataclasses import dataclass, field
@@ -21,6 +25,8 @@ SUMMARY_KEYS = [
 # processing time, against a round trip for the other); "short" means under 1/2.5 of the other gap.
 # A real Linux pair on veth shows 58 us against 18 us.
 VANTAGE_RATIO = 2.5
+
+BOARD_OUTPUTS = ("sack", "sacked", "nr", "freed", "acked", "units_sack", "units_sacked", "units_nr")
 
 
 @dataclass
@@ -42,26 +48,10 @@ class Entry:
         return blocking_frame([self])
 
 
-def run_scoreboard(stream: F.Stream, lo=None, hi=None, blo=None, bhi=None):
-    """-> rtxq_sack, sacked, nr_acked, freed (int64 arrays per row) and flags (int8)."""
-    n = len(stream.rows)
-    lo = stream.lo if lo is None else lo
-    hi = stream.hi if hi is None else hi
-    blo = stream.blo if blo is None else blo
-    bhi = stream.bhi if bhi is None else bhi
-    outs = [np.zeros(n, np.int64) for _ in range(4)]
-    flags = np.zeros(n, np.int8)
-    c = np.ascontiguousarray
-    _reader.scoreboard(c(stream.kind, np.int8), c(lo, np.int64), c(hi, np.int64), c(stream.bstart, np.int64),
-                       c(stream.bcount, np.int32), c(blo, np.int64), c(bhi, np.int64), c(stream.bnr, np.int8),
-                       *outs, flags)
-    return (*outs, flags)
-
-
-def vantage(ev, flow: F.Flow, sender: int) -> str:
-    if len(flow.handshake) < 3:
+def vantage(flow: F.Flow, sender: int) -> str:
+    if len(flow.handshake_ns) < 3:
         return "unknown"
-    t0, t1, t2 = (int(ev["time_ns"][i]) for i in flow.handshake)
+    t0, t1, t2 = flow.handshake_ns
     reply, confirm = t1 - t0, t2 - t1
     if reply > VANTAGE_RATIO * confirm:
         near = 0  # the opener's reply came back late and it confirmed at once: we sit by the opener
@@ -72,124 +62,272 @@ def vantage(ev, flow: F.Flow, sender: int) -> str:
     return "sender" if near == sender else "receiver"
 
 
-def measure(cap: E.Capture, stream: F.Stream, entry_id: str, base: dict, nr_sack: bool, sndbuf, end_ns: int) -> Entry:
-    ev = cap.ev
-    rows = stream.rows
-    times = ev["time_ns"][rows]
-    frames = ev["frame"][rows]
-    sack, sacked, nr_acked, freed, flags = run_scoreboard(stream)
-    rtxq_nr = sack - nr_acked
-    whatif = sack - sacked
-    rtxq = rtxq_nr if nr_sack else sack
-    is_data = stream.kind == 0
-    data_idx = np.flatnonzero(is_data)
-    sizes = (stream.hi - stream.lo)[data_idx]
-    max_payload = int(sizes.max()) if len(sizes) else 0
-    estimated = sndbuf is None
-    capacity = int(rtxq.max()) if estimated and len(rtxq) else int(sndbuf or 0)
-    blocked = (capacity - rtxq) < max_payload
-    gap_open = sacked > 0 if stream.gap_from_sacked else (flags & 2) != 0
-    snd_lo = int(stream.lo[data_idx].min()) if len(data_idx) else 0
-    data_end = int(stream.hi[data_idx].max()) if len(data_idx) else 0
-    cum = np.maximum.accumulate(np.where(is_data, np.iinfo(np.int64).min, stream.hi)) if len(rows) else np.empty(0, np.int64)
-    done = np.flatnonzero(~is_data & (cum >= data_end)) if len(data_idx) else np.empty(0, np.int64)
-    done = done[done > data_idx[-1]] if len(data_idx) else done
-    complete = bool(len(done))
-    if len(data_idx):
-        i0 = int(data_idx[0])
-        i1 = int(done[0]) if complete else len(rows) - 1
-        t_start = int(times[i0])
-        t_end = int(times[i1]) if complete else max(int(end_ns), int(times[i1]))
-        window = slice(i0, i1 + 1)
-        t = times[window]
-        dt = np.diff(np.concatenate((t, [t_end])))  # integer ns: p, b and q are exact sums
-        bw, gw = blocked[window], gap_open[window]
-        p_ns = int(dt[bw & gw].sum())
-        b_ns = int(dt[bw].sum())
-        q_ns = t_end - t_start
-        acked = min(int(cum[i1]), data_end) - snd_lo if (~is_data[: i1 + 1]).any() else 0
-        intervals = _intervals(entry_id, t, t_end, bw, gw, rtxq[window], frames[window])
-    else:
-        p_ns = b_ns = q_ns = 0
-        acked = 0
-        intervals = _intervals(entry_id, np.empty(0, np.int64), 0, np.empty(0, bool), np.empty(0, bool),
-                               np.empty(0, np.int64), np.empty(0, np.uint32))
-    changed = (flags & 1) != 0
+class MemoryStore:
+    """Pass-1 rows kept in memory: pass 2 gets each sender's rows as one batch."""
+
+    def __init__(self):
+        self._parts = {}
+
+    def append(self, key, columns: dict):
+        self._parts.setdefault(key, []).append(columns)
+
+    def fork(self, key, twin):
+        self._parts[twin] = list(self._parts.get(key, []))
+
+    def batches(self, key):
+        parts = self._parts.pop(key, [])
+        if len(parts) == 1:
+            yield parts[0]
+        elif parts:
+            yield {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
+
+
+class Sender:
+    """Pass 1 of one entry (sender direction, path or subflow): its level, its Board, its tallies."""
+
+    def __init__(self, key, level, store, keep_serials=False):
+        self.key, self.level, self.store = key, level, store
+        self.board = _reader.Board(units=level.units)
+        self.rows = 0                  # rows fed so far
+        self.first_data = None         # row index of the first data row
+        self.first_frame = self.t_start = None
+        self.done = None               # row index of the ack ending the transfer (after the last data)
+        self.max_payload = 0
+        self.max_rtxq = {"sack": 0, "nr": 0, "whatif": 0}
+        self.retransmissions = 0
+        self.serials = [] if keep_serials else None
+
+    def feed(self, cap, rows_all, side_all):
+        part = self.level.build(cap, rows_all, side_all)
+        n = len(part.rows)
+        if not n:
+            return
+        out = {name: np.empty(n, np.int64) for name in BOARD_OUTPUTS}
+        flags = np.empty(n, np.int8)
+        self.board.feed(part.kind, part.lo, part.hi, part.size, part.bstart, part.bcount, part.blo, part.bhi,
+                        part.bnr, *out.values(), flags)
+        ev = cap.ev
+        is_data = part.kind == 0
+        times, frames = ev["time_ns"][part.rows], ev["frame"][part.rows]
+        data_idx = np.flatnonzero(is_data)
+        tail = 0
+        if len(data_idx):
+            if self.first_data is None:
+                self.first_data = self.rows + int(data_idx[0])
+                self.first_frame, self.t_start = int(frames[data_idx[0]]), int(times[data_idx[0]])
+            self.max_payload = max(self.max_payload, int(part.size[data_idx].max()))
+            self.done = None
+            tail = int(data_idx[-1]) + 1
+        if self.first_data is not None and self.done is None:
+            # the first ack after the last data that cum-acks all of it ends the transfer
+            ending = np.flatnonzero(~is_data[tail:] & (out["acked"][tail:] >= self.board.data_bytes))
+            if len(ending):
+                self.done = self.rows + tail + int(ending[0])
+        for name, values in (("sack", out["sack"]), ("nr", out["sack"] - out["nr"]), ("whatif", out["sack"] - out["sacked"])):
+            self.max_rtxq[name] = max(self.max_rtxq[name], int(values.max()))
+        self.retransmissions += int(np.count_nonzero(flags & 4))
+        self.rows += n
+        self.store.append(self.key, dict(out, time_ns=times, frame=frames, flags=flags, is_data=is_data))
+        if self.serials is not None:
+            self.serials.append((cap.offset + part.rows, part.serial, is_data))
+
+    def fork(self, key, level, keep_data):
+        """A Sender for `level` in this one's state (keep_data) or in the state of its acks only."""
+        twin = Sender(key, level, self.store, self.serials is not None)
+        twin.board = self.board.fork(keep_data)
+        if keep_data:
+            twin.serials = None if self.serials is None else list(self.serials)
+            for name in ("rows", "first_data", "first_frame", "t_start", "done", "max_payload", "retransmissions"):
+                setattr(twin, name, getattr(self, name))
+            twin.max_rtxq = dict(self.max_rtxq)
+            self.store.fork(self.key, key)
+        return twin
+
+    @property
+    def has_data(self):
+        return self.first_data is not None
+
+    def finish(self, entry_id, base, nr_sack, sndbuf, end_ns, rtxq_sink=None, blocking_sink=None) -> Entry:
+        """Pass 2. The RtxQ and blocking rows go to the sinks (callables taking a column dict) when
+        given, else into the Entry."""
+        estimated = sndbuf is None
+        capacity = self.max_rtxq["nr" if nr_sack else "sack"] if estimated else int(sndbuf)
+        complete = self.done is not None
+        last = self.done if complete else self.rows - 1
+        window = _Window(self.first_data, last, self.level.gap_from_sacked)
+        kept_rtxq, kept_blocking = [], []
+        rtxq_sink = rtxq_sink or kept_rtxq.append
+        blocking_sink = blocking_sink or kept_blocking.append
+        start = 0
+        for rows in self.store.batches(self.key):
+            rtxq = rows["sack"] - rows["nr"] if nr_sack else rows["sack"]
+            blocked = (capacity - rtxq) < self.max_payload
+            gap_open = rows["sacked"] > 0 if self.level.gap_from_sacked else (rows["flags"] & 2) != 0
+            window.add(start, rows, blocked, gap_open, rtxq, blocking_sink)
+            rtxq_sink(_rtxq_columns(rows, rtxq, blocked, gap_open, self.level.units))
+            start += len(rtxq)
+        t_end = window.close(end_ns, complete, blocking_sink)
+        q_ns = t_end - self.t_start
+        summary = dict(base)
+        summary.update({
+            "id": entry_id,
+            "nr_sack": bool(nr_sack),
+            "data_bytes": self.board.data_bytes,
+            "q_s": q_ns / 1e9, "p_s": window.p_ns / 1e9, "b_s": window.b_ns / 1e9,
+            "p_over_q": window.p_ns / q_ns if q_ns > 0 else 0.0,
+            "b_over_q": window.b_ns / q_ns if q_ns > 0 else 0.0,
+            "sndbuf_bytes": capacity,
+            "sndbuf_estimated": estimated,
+            "max_rtxq_sack_bytes": self.max_rtxq["sack"],
+            "max_rtxq_nr_bytes": self.max_rtxq["nr"],
+            "max_rtxq_whatif_bytes": self.max_rtxq["whatif"],
+            "throughput_bps": window.acked * 8e9 / q_ns if q_ns > 0 else 0.0,
+            "blocking_intervals": window.intervals,
+            "complete": complete,
+            "max_payload_bytes": self.max_payload,
+            "acked_bytes": window.acked,
+            "retransmissions": self.retransmissions,
+            "first_frame": self.first_frame,
+            "q_ns": q_ns, "p_ns": window.p_ns, "b_ns": window.b_ns,
+        })
+        serials = None
+        if self.serials:
+            serials = tuple(np.concatenate(part) for part in zip(*self.serials))
+        no_intervals = {k: np.empty(0, t) for k, t in BLOCKING_COLUMNS.items()}
+        return Entry(summary, _join_columns(kept_rtxq), _join_columns(kept_blocking, no_intervals), serials)
+
+
+def _rtxq_columns(rows, rtxq, blocked, gap_open, units) -> dict:
+    """The RtxQ table's columns of the rows that changed the scoreboard."""
+    changed = (rows["flags"] & 1) != 0
     every = bool(changed.all())
 
     def pick(values):
-        # almost every event changes the scoreboard: keep the arrays instead of copying them
+        # almost every row changes the scoreboard: keep the arrays instead of copying them
         return values if every else values[changed]
 
+    sack = rows["sack"]
     table = {
-        "time_ns": pick(times),
+        "time_ns": pick(rows["time_ns"]),
         "rtxq_sack_bytes": pick(sack),
-        "rtxq_nr_bytes": pick(rtxq_nr),
-        "rtxq_whatif_bytes": pick(whatif),
-        "sacked_bytes": pick(sacked),
-        "nr_acked_bytes": pick(nr_acked),
+        "rtxq_nr_bytes": pick(sack - rows["nr"]),
+        "rtxq_whatif_bytes": pick(sack - rows["sacked"]),
+        "sacked_bytes": pick(rows["sacked"]),
+        "nr_acked_bytes": pick(rows["nr"]),
         "blocked": pick(blocked),
         "gap_open": pick(gap_open),
-        "frame": pick(frames).astype(np.int64),
-        "is_data": pick(is_data),
+        "frame": pick(rows["frame"]).astype(np.int64),
+        "is_data": pick(rows["is_data"]),
         "rtxq_bytes": pick(rtxq),
-        "freed_bytes": pick(freed),
+        "freed_bytes": pick(rows["freed"]),
     }
-    if stream.units_lo is not None:
+    if units:
         # SCTP: the same figures counted in TSNs
-        u_sack, u_sacked, u_nr, _, _ = run_scoreboard(stream, stream.units_lo, stream.units_hi, stream.unit_blo, stream.unit_bhi)
-        table["rtxq_sack_tsns"] = pick(u_sack)
-        table["rtxq_nr_tsns"] = pick(u_sack - u_nr)
-        table["rtxq_whatif_tsns"] = pick(u_sack - u_sacked)
-    summary = dict(base)
-    summary.update({
-        "id": entry_id,
-        "nr_sack": bool(nr_sack),
-        "data_bytes": data_end - snd_lo,
-        "q_s": q_ns / 1e9, "p_s": p_ns / 1e9, "b_s": b_ns / 1e9,
-        "p_over_q": p_ns / q_ns if q_ns > 0 else 0.0,
-        "b_over_q": b_ns / q_ns if q_ns > 0 else 0.0,
-        "sndbuf_bytes": capacity,
-        "sndbuf_estimated": estimated,
-        "max_rtxq_sack_bytes": int(sack.max()) if len(sack) else 0,
-        "max_rtxq_nr_bytes": int(rtxq_nr.max()) if len(sack) else 0,
-        "max_rtxq_whatif_bytes": int(whatif.max()) if len(sack) else 0,
-        "throughput_bps": acked * 8e9 / q_ns if q_ns > 0 else 0.0,
-        "blocking_intervals": len(intervals["start_ns"]),
-        "complete": complete,
-        "max_payload_bytes": max_payload,
-        "acked_bytes": acked,
-        "retransmissions": int(((flags & 4) != 0).sum()),
-        "first_frame": int(frames[data_idx[0]]) if len(data_idx) else None,
-        "q_ns": q_ns, "p_ns": p_ns, "b_ns": b_ns,
-    })
-    # of the scoreboard input only the unwrapped serial numbers stay (events' `serial` column)
-    return Entry(summary, table, intervals, (stream.rows, stream.serial, stream.kind == 0))
+        table["rtxq_sack_tsns"] = pick(rows["units_sack"])
+        table["rtxq_nr_tsns"] = pick(rows["units_sack"] - rows["units_nr"])
+        table["rtxq_whatif_tsns"] = pick(rows["units_sack"] - rows["units_sacked"])
+    return table
 
 
-def _intervals(entry_id, t, t_end, blocked, gap_open, rtxq, frames) -> dict:
-    """Runs of blocked events: start at the event after which blocked holds, end at the one after
-    which it no longer does (decision 10), or at the end of q."""
-    edges = np.diff(np.concatenate(([0], blocked.astype(np.int8), [0])))
-    starts = np.flatnonzero(edges == 1)
-    stops = np.flatnonzero(edges == -1)  # index of the first unblocked event (may be len(t))
-    end_t = np.append(t, t_end)[stops].astype(np.int64)
-    gap_cum = np.concatenate(([0], np.cumsum(gap_open)))
-    end_frames = np.append(frames.astype(np.int64), -1)[stops]
-    return {
-        "start_ns": t[starts].astype(np.int64),
-        "end_ns": end_t,
-        "rtxq_bytes_at_start": rtxq[starts].astype(np.int64),
-        "gap_open": (gap_cum[stops] - gap_cum[starts]) > 0,
-        "start_frame": frames[starts].astype(np.int64),
-        "end_frame": end_frames,  # -1: still blocked at the end of q
-    }
+RTXQ_COLUMNS = {"time_ns": np.int64, "rtxq_sack_bytes": np.int64, "rtxq_nr_bytes": np.int64,
+                "rtxq_whatif_bytes": np.int64, "sacked_bytes": np.int64, "nr_acked_bytes": np.int64, "blocked": bool,
+                "gap_open": bool, "frame": np.int64, "is_data": bool, "rtxq_bytes": np.int64, "freed_bytes": np.int64}
+BLOCKING_COLUMNS = {"start_ns": np.int64, "end_ns": np.int64, "rtxq_bytes_at_start": np.int64, "gap_open": bool,
+                    "start_frame": np.int64, "end_frame": np.int64}
+
+
+def _join_columns(parts, empty=None) -> dict:
+    if not parts:
+        return dict(empty or {})
+    if len(parts) == 1:
+        return parts[0]
+    return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
+
+
+class _Window:
+    """p, b and the blocking intervals over the rows from the first data to the end of the transfer,
+    fed batch by batch (a row's time counts until the next row, the last row's until the end of q)."""
+
+    def __init__(self, first, last, gap_from_sacked):
+        self.first, self.last = first, last
+        self.p_ns = self.b_ns = 0
+        self.acked = 0
+        self.intervals = 0
+        self.pending = None   # the last row seen: (time, blocked, gap_open, frame)
+        self.run = None       # the open blocked run: [start time, start frame, rtxq at start, gap seen]
+
+    def add(self, start, rows, blocked, gap_open, rtxq, sink):
+        if self.first is None:
+            return
+        lo, hi = max(self.first - start, 0), min(self.last - start + 1, len(blocked))
+        if lo >= hi:
+            return
+        if self.last - start < len(blocked):
+            self.acked = int(rows["acked"][self.last - start])
+        t = rows["time_ns"][lo:hi]
+        b, g = blocked[lo:hi], gap_open[lo:hi]
+        frames = rows["frame"][lo:hi].astype(np.int64)
+        r = rtxq[lo:hi]
+        times = t if self.pending is None else np.concatenate(([self.pending[0]], t))
+        was_b = b if self.pending is None else np.concatenate(([self.pending[1]], b))
+        was_g = g if self.pending is None else np.concatenate(([self.pending[2]], g))
+        dt = np.diff(times)  # integer ns: p, b and q are exact sums
+        self.b_ns += int(dt[was_b[:-1]].sum())
+        self.p_ns += int(dt[(was_b & was_g)[:-1]].sum())
+        self.pending = (int(t[-1]), bool(b[-1]), bool(g[-1]))
+        self._runs(t, b, g, frames, r, sink)
+
+    def _runs(self, t, b, g, frames, r, sink):
+        """Runs of blocked rows: start at the row after which blocked holds, end at the one after which
+        it no longer does (decision 10), or at the end of q."""
+        before = self.run is not None
+        edges = np.diff(np.concatenate(([1 if before else 0], b.astype(np.int8), [0])))
+        starts = np.flatnonzero(edges == 1)
+        stops = np.flatnonzero(edges == -1)  # the first unblocked row (len(t): still blocked)
+        gap_cum = np.concatenate(([0], np.cumsum(g)))
+        out = {k: [] for k in BLOCKING_COLUMNS}
+        if before:  # the run open from the previous batch ends at the first stop
+            stop, stops = stops[0], stops[1:]
+            self.run[3] |= bool(gap_cum[stop] > 0)
+            if stop < len(t):
+                self._close(out, self.run, int(t[stop]), int(frames[stop]))
+                self.run = None
+        for begin, stop in zip(starts, stops):
+            run = [int(t[begin]), int(frames[begin]), int(r[begin]), bool(gap_cum[stop] - gap_cum[begin] > 0)]
+            if stop < len(t):
+                self._close(out, run, int(t[stop]), int(frames[stop]))
+            else:
+                self.run = run
+        if out["start_ns"]:
+            sink({k: np.array(v, BLOCKING_COLUMNS[k]) for k, v in out.items()})
+
+    def _close(self, out, run, end_ns, end_frame):
+        for key, value in zip(("start_ns", "start_frame", "rtxq_bytes_at_start", "gap_open", "end_ns", "end_frame"),
+                              (*run, end_ns, end_frame)):
+            out[key].append(value)
+        self.intervals += 1
+
+    def close(self, end_ns, complete, sink) -> int:
+        """-> the end of q; the last row's time and a run still open count until then."""
+        if self.pending is None:
+            return 0
+        t_end = self.pending[0] if complete else max(int(end_ns), self.pending[0])
+        if self.pending[1]:
+            self.b_ns += t_end - self.pending[0]
+            if self.pending[2]:
+                self.p_ns += t_end - self.pending[0]
+        if self.run is not None:
+            out = {k: [] for k in BLOCKING_COLUMNS}
+            self._close(out, self.run, t_end, -1)  # -1: still blocked at the end of q
+            sink({k: np.array(v, BLOCKING_COLUMNS[k]) for k, v in out.items()})
+            self.run = None
+        return t_end
 
 
 def rtxq_frame(entries) -> pd.DataFrame:
     """metrics.md's rtxq.csv columns, then frame, event, rtxq_bytes, freed_bytes (acks only), time_ns
     and, for SCTP, the figures in TSNs (NA elsewhere)."""
-    cols = _stack(entries, "rtxq")
+    cols = _stack(entries, "rtxq", RTXQ_COLUMNS)
     is_data = cols["is_data"]
     frame = pd.DataFrame({
         "flow": cols["flow"],
@@ -208,7 +346,7 @@ def rtxq_frame(entries) -> pd.DataFrame:
 
 
 def blocking_frame(entries) -> pd.DataFrame:
-    cols = _stack(entries, "blocking")
+    cols = _stack(entries, "blocking", BLOCKING_COLUMNS)
     end_frame = cols["end_frame"]
     return pd.DataFrame({
         "flow": cols["flow"],
@@ -224,9 +362,11 @@ def blocking_frame(entries) -> pd.DataFrame:
     }, copy=False)
 
 
-def _stack(entries, attribute) -> dict:
+def _stack(entries, attribute, dtypes) -> dict:
     """Concatenates the entries' column dicts; `flow` becomes a categorical of the entry ids; a column
-    some entries lack becomes a nullable integer column, NA there."""
+    some entries lack becomes a nullable integer column, NA there; no entries: empty `dtypes` columns."""
+    if not entries:
+        return {"flow": pd.Categorical([]), **{name: np.empty(0, dtype) for name, dtype in dtypes.items()}}
     parts = [getattr(e, f"{attribute}_columns") for e in entries]
     lengths = [len(next(iter(p.values()))) if p else 0 for p in parts]
     ids = [e.summary["id"] for e in entries]
@@ -249,50 +389,6 @@ def _stack(entries, attribute) -> dict:
             mask = np.concatenate([np.zeros(n, bool) if a is not None else np.ones(n, bool) for a, n in zip(present, lengths)])
             out[name] = pd.arrays.IntegerArray(values.astype(np.int64), mask)
     return out
-
-
-def analyse_flow(cap, flow: F.Flow, rows_all, side_of, sndbuf, end_ns) -> list:
-    """Entries of every sender direction of one flow that sent data (rows_all: its events, in order)."""
-    ev = cap.ev
-    sides = side_of[rows_all]
-    entries = []
-    for sender in (0, 1):
-        base = {"protocol": flow.protocol, "src": flow.endpoints[sender], "dst": flow.endpoints[1 - sender],
-                "flow": flow.id, "side": sender, "level": "association" if flow.protocol == "sctp" else "connection",
-                "vantage": vantage(ev, flow, sender)}
-        entry_id = f"{flow.id}{'ab'[sender]}"
-        if flow.protocol == "sctp":
-            stream = F.sctp_stream(cap, rows_all, sides, sender)
-        elif flow.protocol == "tcp":
-            stream = F.tcp_stream(cap, rows_all, sides, flow.conns[0], sender, flow.never_renege[1 - sender])
-        else:
-            stream = F.mptcp_stream(cap, rows_all, sides, sender)
-        if not (stream.kind == 0).any():
-            continue
-        nr_sack = flow.negotiated_nr or stream.nr_seen or flow.never_renege[1 - sender]
-        entry = measure(cap, stream, entry_id, base, nr_sack, sndbuf, end_ns)
-        sub_conns = flow.conns if flow.protocol == "mptcp" or len(flow.conns) > 1 else []
-        for k, conn in enumerate(sub_conns):
-            c = cap.conns[conn]
-            path_side = sender ^ _conn_flip(ev, rows_all, sides, conn)
-            path_base = dict(base, src=c.endpoint(path_side), dst=c.endpoint(1 - path_side),
-                             level="path" if flow.protocol == "sctp" else "subflow", parent=entry_id)
-            if flow.protocol == "sctp":
-                sub = F.sctp_stream(cap, rows_all, sides, sender, path_conn=conn)
-                sub_nr = nr_sack
-            else:
-                sub = F.tcp_stream(cap, rows_all, sides, conn, sender, flow.never_renege[1 - sender])
-                sub_nr = sub.nr_seen or flow.never_renege[1 - sender]
-            if (sub.kind == 0).any():
-                entry.paths.append(measure(cap, sub, f"{entry_id}.{k}", path_base, sub_nr, sndbuf, end_ns))
-        entries.append(entry)
-    return entries
-
-
-def _conn_flip(ev, rows_all, sides, conn) -> int:
-    """0 when the conn's endpoint A is the flow's side 0."""
-    hit = np.flatnonzero(ev["conn"][rows_all] == conn)
-    return int(ev["dir"][rows_all[hit[0]]]) ^ int(sides[hit[0]]) if len(hit) else 0
 
 
 def gain(throughput_a, throughput_b):

@@ -95,7 +95,7 @@ def check_capture(cap: E.Capture, rule_ids=None):
     flows, flow_of, side_of = F.assemble(cap)
     if not flows:
         raise E.CaptureError(f"{cap.path}: no SCTP or TCP flows in {cap.frames} frames")
-    inputs, orphans = I.flow_inputs(cap, flows, flow_of, side_of, lambda flow, s: A.vantage(cap.ev, flow, s))
+    inputs, orphans = I.flow_inputs(cap, flows, flow_of, side_of, lambda flow, s: A.vantage(flow, s))
     found = []
     for fi in inputs:
         found.extend(run_flow(fi, dispatch))

@@ -65,6 +65,9 @@ class Conn:
 
 @dataclass
 class Capture:
+    """Events of a whole capture, or of one chunk of it (`offset`: the capture-wide index of ev[0];
+    block indices are chunk-relative; `conns` holds every conn seen so far)."""
+
     path: str
     linktype: int
     frames: int
@@ -73,6 +76,7 @@ class Capture:
     conns: list
     findings: list = field(default_factory=list)  # [(frame, reason)] GEN-01
     rule_findings: list = field(default_factory=list)  # [(frame, rule, reason)] NR-05 / TN-05 / MN-02 seen by the reader
+    offset: int = 0
 
 
 def address_text(raw16: bytes) -> str:
@@ -89,7 +93,14 @@ def block_address(lo: int, hi: int) -> str:
 
 
 def read_capture(path, progress=None) -> Capture:
-    """Reads the whole file in chunks of CHUNK_FRAMES frames; `progress(bytes_read)` after each."""
+    """The whole capture at once (the checker and the in-memory API need every event)."""
+    return next(read_chunks(path, None, progress))
+
+
+def read_chunks(path, frames=CHUNK_FRAMES, progress=None):
+    """Yields the capture as Capture chunks of `frames` frames each (None: one chunk with everything);
+    `progress(bytes_read)` after every CHUNK_FRAMES frames read. Findings accumulate: the last chunk
+    carries all of them."""
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise CaptureError(f"{path}: no such file")
@@ -97,21 +108,51 @@ def read_capture(path, progress=None) -> Capture:
         reader = _reader.Reader(path)
     except _reader.ReaderError as error:
         raise CaptureError(f"{path}: not a readable capture: {error}") from None
-    while True:
-        try:
-            got = reader.read(CHUNK_FRAMES)
-        except _reader.ReaderError as error:
-            raise CaptureError(f"{path}: damaged or truncated capture, {error}") from None
-        if progress is not None:
-            progress(reader.position())
-        if got < CHUNK_FRAMES:
-            break
-    # the reader's own buffers, viewed in place (no copy); block indices are capture-wide
-    ev_buffer, ev_used, block_buffer, block_used = reader.take()
-    conns = [Conn(cid, proto, bool(udp), address_text(a), pa, address_text(b), pb)
-             for cid, proto, udp, v6, a, pa, b, pb in reader.conns()]
-    ev = np.frombuffer(ev_buffer, EVENT_DTYPE, count=ev_used // EVENT_DTYPE.itemsize)
-    blocks = np.frombuffer(block_buffer, BLOCK_DTYPE, count=block_used // BLOCK_DTYPE.itemsize)
-    return Capture(path, reader.linktype(), reader.frames(), ev, blocks, conns,
-                   [(int(frame), reason) for frame, reason in reader.findings()],
-                   [(int(frame), rule, reason) for frame, rule, reason in reader.rule_findings()])
+    conns = []
+    offset = 0
+    done = False
+    while not done:
+        wanted = frames or CHUNK_FRAMES
+        while True:
+            step = min(wanted, CHUNK_FRAMES)
+            try:
+                got = reader.read(step)
+            except _reader.ReaderError as error:
+                raise CaptureError(f"{path}: damaged or truncated capture, {error}") from None
+            if progress is not None:
+                progress(reader.position())
+            if got < step:
+                done = True
+                break
+            if frames:
+                wanted -= got
+                if wanted == 0:
+                    break
+        # the reader's own buffers, handed over and viewed in place (no copy)
+        ev_buffer, ev_used, block_buffer, block_used = reader.take_chunk()
+        conns.extend(Conn(cid, proto, bool(udp), address_text(a), pa, address_text(b), pb)
+                     for cid, proto, udp, v6, a, pa, b, pb in reader.conns()[len(conns):])
+        ev = np.frombuffer(ev_buffer, EVENT_DTYPE, count=ev_used // EVENT_DTYPE.itemsize)
+        blocks = np.frombuffer(block_buffer, BLOCK_DTYPE, count=block_used // BLOCK_DTYPE.itemsize)
+        yield Capture(path, reader.linktype(), reader.frames(), ev, blocks, conns,
+                      [(int(frame), reason) for frame, reason in reader.findings()],
+                      [(int(frame), rule, reason) for frame, rule, reason in reader.rule_findings()], offset)
+        offset += len(ev)
+
+
+def join_chunks(chunks) -> Capture:
+    """One Capture of consecutive chunks (block and event indices made capture-wide)."""
+    if len(chunks) == 1:
+        return chunks[0]
+    last = chunks[-1]
+    ev = np.concatenate([c.ev for c in chunks])
+    blocks = np.concatenate([c.blocks for c in chunks])
+    block_offset = 0
+    start = 0
+    for c in chunks:
+        n = len(c.ev)
+        ev["blk_start"][start:start + n] += block_offset
+        blocks["event"][block_offset:block_offset + len(c.blocks)] += c.offset
+        start += n
+        block_offset += len(c.blocks)
+    return Capture(last.path, last.linktype, last.frames, ev, blocks, last.conns, last.findings, last.rule_findings)

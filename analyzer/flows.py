@@ -1,14 +1,16 @@
-"""Events -> flows and sender directions.
+"""Events -> flows and sender directions, chunk by chunk.
 
 A flow is an SCTP association (every address pair that carries its verification tags), a TCP
-connection, or an MPTCP connection (its subflows joined by keys and tokens). Each event gets the
-flow it belongs to and the `side` (0 = the endpoint that opened it, 1 = the other) that sent it.
+connection, or an MPTCP connection (its subflows joined by keys and tokens). FlowTable.assign gives
+each event of a chunk the flow it belongs to and the `side` (0 = the endpoint that opened it, 1 =
+the other) that sent it. A conn joins a flow when it is first seen; what later chunks add (the rest
+of a handshake, keys, tags) refines the flow (docs/decisions.md 28).
 
-A sender direction is turned into the scoreboard's input (`Stream`): data events [lo, hi) and ack
-events (cum, blocks) as 64-bit positions in bytes, after unwrapping the 32-bit serial numbers of its
-sequence space once, here. SCTP TSNs are mapped to byte positions through the payload size of each
-TSN's first transmission, so one scoreboard serves all three protocols; the same TSNs mapped with
-size 1 give the figures in TSNs.
+A sender direction is turned into the scoreboard's input chunk by chunk by a level: TcpLevel (a TCP
+connection or MPTCP subflow), SctpLevel (an association direction or one of its paths), MptcpLevel
+(the data level). Each unwraps the 32-bit serial numbers of its sequence space once, here, carrying
+the last value from chunk to chunk, and keeps only tables bounded by the window. TCP and MPTCP
+positions are bytes; SCTP positions are TSNs, weighed by the scoreboard with their payload sizes.
 """
 
 from dataclasses import dataclass, field
@@ -21,14 +23,15 @@ from nrsack.analyzer import events as E
 TWO32 = 1 << 32
 
 
-def unwrap32(values) -> np.ndarray:
-    """Serial numbers mod 2^32 in observation order -> int64 (first value + 2^32 + signed steps)."""
+def unwrap32(values, prev=None) -> np.ndarray:
+    """Serial numbers mod 2^32 in observation order -> int64: each one the signed step from the one
+    before; the first next to `prev` (the last value of the previous chunk), else at v0 + 2^32."""
     v = np.asarray(values, dtype=np.uint64) & 0xFFFFFFFF
     if len(v) == 0:
         return np.empty(0, np.int64)
     steps = (np.diff(v.astype(np.int64)) & 0xFFFFFFFF).astype(np.uint32).view(np.int32).astype(np.int64)
     out = np.empty(len(v), np.int64)
-    out[0] = int(v[0]) + TWO32
+    out[0] = int(v[0]) + TWO32 if prev is None else int(near(prev, int(v[0])))
     np.cumsum(steps, out=out[1:])
     out[1:] += out[0]
     return out
@@ -49,34 +52,349 @@ class Flow:
     endpoints: list               # [side0 "addr:port", side1 "addr:port"] (primary addresses)
     addresses: list = field(default_factory=lambda: [[], []])  # SCTP: every address per side
     handshake: list = field(default_factory=list)  # event indices of the opening exchange
+    handshake_ns: list = field(default_factory=list)  # and their times
     negotiated_nr: bool = False   # NR-SACK negotiated in the handshake (both sides)
     never_renege: list = field(default_factory=lambda: [False, False])  # per side (TCP flag 0x01)
     keys: list = field(default_factory=lambda: [None, None])  # MPTCP keys per side
     tokens: list = field(default_factory=lambda: [None, None])
     tags: list = field(default_factory=lambda: [None, None])  # SCTP verification tags per side
+    # the first event of each handshake kind (SCTP chunk type / TCP "syn", "synack", "ack"): (index, time, flags)
+    firsts: dict = field(default_factory=dict, repr=False)
 
+
+def mptcp_tokens(key: int) -> set:
+    """The token of a key: the high 32 bits of its SHA-256 (RFC 8684) or SHA-1 (RFC 6824, version 0)."""
+    raw = key.to_bytes(8, "big")
+    return {int.from_bytes(hashlib.new(name, raw).digest()[:4], "big") for name in ("sha256", "sha1")}
+
+
+class _UnionFind(dict):
+    def root(self, x):
+        while self.setdefault(x, x) != x:
+            self[x] = self[self[x]]
+            x = self[x]
+        return x
+
+    def join(self, a, b):
+        ra, rb = self.root(a), self.root(b)
+        if ra != rb:
+            self[rb] = ra
+
+
+class FlowTable:
+    """Flows as the chunks of a capture reveal them (ids in order of first appearance)."""
+
+    def __init__(self):
+        self.flows = []
+        self._conn_flow = np.empty(0, np.int32)  # conn id -> flow id (-1: not seen yet)
+        self._conn_flip = np.empty(0, np.int8)   # conn id -> 1 when its endpoint B is the flow's side 0
+        self._key_side = {}      # SCTP endpoint key (port << 32 | tag) -> (flow, side)
+        self._token_flow = {}    # MPTCP token -> (flow, side owning the key)
+        self._pending = []       # flows whose handshake may still be completed by later chunks
+        self._untagged = []      # SCTP flows that have not shown the tag of one side yet
+
+    def flip(self, conn) -> int:
+        return int(self._conn_flip[conn])
+
+    def assign(self, cap: E.Capture):
+        """-> (flow id per event (int32), side per event (int8)) of one chunk."""
+        ev = cap.ev
+        grow = len(cap.conns) - len(self._conn_flow)
+        if grow > 0:
+            self._conn_flow = np.concatenate((self._conn_flow, np.full(grow, -1, np.int32)))
+            self._conn_flip = np.concatenate((self._conn_flip, np.zeros(grow, np.int8)))
+        present = np.bincount(ev["conn"], minlength=len(cap.conns)) > 0 if len(ev) else np.zeros(len(cap.conns), bool)
+        new = present & (self._conn_flow < 0)
+        if new.any():
+            created = self._new_sctp(cap, new)
+            joins = self._new_tcp(cap, new, created)
+            created.sort(key=lambda f: f.conns[0])
+            for flow in created:
+                flow.id = len(self.flows)
+                self.flows.append(flow)
+                self._conn_flow[flow.conns] = flow.id
+            self._pending.extend(f for f in created if f.firsts is not None)
+            self._untagged.extend(f for f in created if f.protocol == "sctp" and None in f.tags)
+            self._refine(cap)
+            for conn, flip, token in joins:
+                self._join(cap, conn, flip, token)
+        elif self._pending:
+            self._refine(cap)
+        if self._untagged:
+            self._learn_tags(cap)
+        return self._conn_flow[ev["conn"]], (ev["dir"].astype(np.int8) ^ self._conn_flip[ev["conn"]]).astype(np.int8)
+
+    # -- SCTP: associations are the conns linked by shared endpoint keys (port, verification tag)
+
+    def _new_sctp(self, cap, new):
+        ev = cap.ev
+        rows = np.flatnonzero(new[ev["conn"]] & (ev["proto"] == E.PROTO_SCTP))
+        if not len(rows):
+            return []
+        nodes, keys = _sctp_endpoint_keys(cap, rows)
+        ends = _UnionFind()   # endpoints: (conn, endpoint) nodes and the keys they carry
+        for node, key in zip(nodes.tolist(), keys.tolist()):
+            ends.join(-1 - node, key)
+        conns = np.unique(ev["conn"][rows]).tolist()
+        assoc = _UnionFind()  # associations: the two endpoints of every conn
+        for c in conns:
+            assoc.join(ends.root(-1 - 2 * c), ends.root(-2 - 2 * c))
+        keys_of = {}
+        for node, key in zip(nodes.tolist(), keys.tolist()):
+            keys_of.setdefault(ends.root(-1 - node), []).append(key)
+        groups = {}
+        for c in conns:
+            groups.setdefault(assoc.root(ends.root(-1 - 2 * c)), []).append(c)
+        created = []
+        for members in groups.values():
+            known = [self._key_side[k] for c in members for e in (0, 1) for k in keys_of.get(ends.root(-1 - 2 * c - e), [])
+                     if k in self._key_side]
+            if known:
+                flow = min(known, key=lambda fs: fs[0].id)[0]
+                side_of_end = {}
+                for c in members:
+                    for e in (0, 1):
+                        end = ends.root(-1 - 2 * c - e)
+                        hits = [s for k in keys_of.get(end, []) if k in self._key_side and self._key_side[k][0] is flow
+                                for s in (self._key_side[k][1],)]
+                        if hits:
+                            side_of_end[end] = hits[0]
+                is_side0 = lambda end: side_of_end.get(end) == 0
+                is_side1 = lambda end: side_of_end.get(end) == 1
+                primary_conn = None
+            else:
+                member_rows = rows[np.isin(ev["conn"][rows], members)]
+                inits = member_rows[ev["chunk"][member_rows] == 1]
+                first = int(inits[0]) if len(inits) else int(member_rows[0])
+                first_conn, first_dir = int(ev["conn"][first]), int(ev["dir"][first])
+                opener, peer = ends.root(-1 - 2 * first_conn - first_dir), ends.root(-2 - 2 * first_conn + first_dir)
+                flow = Flow(-1, "sctp", [], ["", ""])
+                primary_conn = first_conn
+                flow.tags = [_tag(keys_of.get(opener)), _tag(keys_of.get(peer))]
+                created.append(flow)
+                is_side0 = lambda end: end == opener
+                is_side1 = lambda end: end == peer
+            for c in members:
+                ea, eb = ends.root(-1 - 2 * c), ends.root(-2 - 2 * c)
+                # a path seen in one direction only knows one of its endpoints' tags
+                flip = 0 if is_side0(ea) or is_side1(eb) else 1
+                self._conn_flip[c] = flip
+                flow.conns.append(c)
+                if flow.id >= 0:
+                    self._conn_flow[c] = flow.id
+                for end, side in ((ea, flip), (eb, 1 - flip)):
+                    for k in keys_of.get(end, []):
+                        self._key_side.setdefault(k, (flow, side))
+                    if flow.tags[side] is None:
+                        flow.tags[side] = _tag(keys_of.get(end))
+            if primary_conn is not None:
+                flip = int(self._conn_flip[primary_conn])
+                primary = cap.conns[primary_conn]
+                flow.endpoints = [primary.endpoint(flip), primary.endpoint(1 - flip)]
+        return created
+
+    def _learn_tags(self, cap):
+        """An endpoint's tag first seen after its conn joined a flow (the INIT-ACK in a later chunk)."""
+        ev = cap.ev
+        watched = np.zeros(len(self._conn_flow), bool)
+        for flow in self._untagged:
+            watched[flow.conns] = True
+        rows = np.flatnonzero(watched[ev["conn"]] & (ev["proto"] == E.PROTO_SCTP))
+        if len(rows):
+            nodes, keys = _sctp_endpoint_keys(cap, rows)
+            for node, key in zip(nodes.tolist(), keys.tolist()):
+                conn = node >> 1
+                flow = self.flows[self._conn_flow[conn]]
+                side = (node & 1) ^ int(self._conn_flip[conn])
+                self._key_side.setdefault(key, (flow, side))
+                if flow.tags[side] is None:
+                    flow.tags[side] = _tag([key])
+        self._untagged = [f for f in self._untagged if None in f.tags]
+
+    # -- TCP and MPTCP: a connection per conn, MP_JOIN subflows joined to theirs by token
+
+    def _new_tcp(self, cap, new, created):
+        """Adds the new TCP connections to `created`; -> the MP_JOIN subflows to join once keys are known."""
+        ev = cap.ev
+        rows = np.flatnonzero(new[ev["conn"]] & (ev["proto"] == E.PROTO_TCP))
+        joins = []
+        if not len(rows):
+            return joins
+        conn = ev["conn"][rows]
+        order = np.argsort(conn, kind="stable")
+        bounds = np.flatnonzero(np.diff(conn[order])) + 1
+        for group in np.split(order, bounds):
+            c_rows = rows[group]
+            c = int(ev["conn"][c_rows[0]])
+            tf = ev["tcp_flags"][c_rows]
+            syn = c_rows[((tf & E.TCP_SYN) != 0) & ((tf & 0x10) == 0)]
+            flip = int(ev["dir"][syn[0]]) if len(syn) else 0
+            self._conn_flip[c] = flip
+            if len(syn) and ev["flags"][syn[0]] & E.MP_JOIN:
+                joins.append((c, flip, int(ev["aux"][syn[0]])))
+                continue
+            mptcp = bool(len(syn) and ev["flags"][syn[0]] & E.MP_CAPABLE)
+            flow = Flow(-1, "mptcp" if mptcp else "tcp", [c], [cap.conns[c].endpoint(flip), cap.conns[c].endpoint(1 - flip)])
+            if not len(syn):
+                flow.firsts = None  # no opening seen: nothing to wait for
+            created.append(flow)
+        return joins
+
+    def _join(self, cap, conn, flip, token):
+        if token in self._token_flow:
+            flow, owner = self._token_flow[token]
+            # the join SYN goes to the key's owner: its sender is the other side of the connection
+            self._conn_flip[conn] = flip ^ (1 - owner)
+            flow.conns.append(conn)
+        else:  # a subflow whose connection was not captured: a TCP flow of its own
+            flow = Flow(len(self.flows), "tcp", [conn], [cap.conns[conn].endpoint(flip), cap.conns[conn].endpoint(1 - flip)])
+            self.flows.append(flow)
+        self._conn_flow[conn] = flow.id
+
+    # -- handshakes, negotiation, keys: from the first events of each kind, whichever chunk holds them
+
+    def _refine(self, cap):
+        ev = cap.ev
+        pending = [f for f in self._pending if f.firsts is not None]
+        if not pending:
+            self._pending = []
+            return
+        watched = np.zeros(len(self._conn_flow), bool)
+        for flow in pending:
+            watched[flow.conns if flow.protocol == "sctp" else flow.conns[:1]] = True
+        rows = np.flatnonzero(watched[ev["conn"]])
+        sctp = rows[(ev["proto"][rows] == E.PROTO_SCTP) & np.isin(ev["chunk"][rows], (1, 2, 10))]
+        for r in sctp.tolist():
+            flow = self.flows[self._conn_flow[ev["conn"][r]]]
+            kind = int(ev["chunk"][r])
+            if kind not in flow.firsts:
+                flow.firsts[kind] = (cap.offset + r, int(ev["time_ns"][r]), int(ev["flags"][r]))
+                if kind in (1, 2):
+                    flow.addresses[kind - 1] = _addresses(cap, r)
+        tcp = rows[ev["proto"][rows] == E.PROTO_TCP]
+        if len(tcp):
+            conn = ev["conn"][tcp]
+            order = np.argsort(conn, kind="stable")
+            bounds = np.flatnonzero(np.diff(conn[order])) + 1
+            for group in np.split(order, bounds):
+                c_rows = tcp[group]
+                self._refine_tcp(cap, self.flows[self._conn_flow[ev["conn"][c_rows[0]]]], c_rows)
+        for flow in pending:
+            self._settle(flow)
+        self._pending = [f for f in pending if f.firsts is not None]
+
+    def _refine_tcp(self, cap, flow, rows):
+        ev = cap.ev
+        firsts = flow.firsts
+        flip = self.flip(flow.conns[0])
+        tf = ev["tcp_flags"][rows]
+        for kind, mask in (("syn", ((tf & E.TCP_SYN) != 0) & ((tf & 0x10) == 0)), ("synack", (tf & 0x12) == 0x12)):
+            hits = rows[mask]
+            if kind not in firsts and len(hits):
+                r = int(hits[0])
+                firsts[kind] = (cap.offset + r, int(ev["time_ns"][r]), int(ev["flags"][r]))
+        if "synack" in firsts and "ack" not in firsts:
+            acks = rows[(ev["dir"][rows] == flip) & ((tf & 0x10) != 0) & (ev["time_ns"][rows] >= firsts["synack"][1])]
+            if len(acks):
+                r = int(acks[0])
+                firsts["ack"] = (cap.offset + r, int(ev["time_ns"][r]), int(ev["flags"][r]))
+        if flow.protocol == "mptcp":
+            # MP_CAPABLE v1 sends no key on the SYN: the opener's key rides on its third ACK
+            capable = rows[((ev["flags"][rows] & E.MP_CAPABLE) != 0) & (ev["key"][rows] != 0)]
+            for side in (0, 1):
+                keyed = capable[(ev["dir"][capable] ^ flip) == side]
+                if flow.keys[side] is None and len(keyed):
+                    flow.keys[side] = int(ev["key"][keyed[0]])
+                    tokens = mptcp_tokens(flow.keys[side])
+                    flow.tokens[side] = min(tokens)
+                    self._token_flow.update({t: (flow, side) for t in tokens})
+
+    def _settle(self, flow):
+        """Derives what the handshake says once its parts are known; stops watching a complete one."""
+        f = flow.firsts
+        if flow.protocol == "sctp":
+            kinds = (1, 2, 10)
+            if 1 in f and 2 in f:
+                flow.negotiated_nr = bool(f[1][2] & E.EXT_NRSACK and f[2][2] & E.EXT_NRSACK)
+        else:
+            kinds = ("syn", "synack", "ack")
+            if "syn" in f and "synack" in f:
+                nr_bit = E.MPTCP_NR_CAP if flow.protocol == "mptcp" else E.NR_PERM
+                flow.negotiated_nr = bool(f["syn"][2] & nr_bit and f["synack"][2] & nr_bit)
+                flow.never_renege = [bool(f["syn"][2] & E.NEVER_RENEGE), bool(f["synack"][2] & E.NEVER_RENEGE)]
+        if all(k in f for k in kinds):
+            flow.handshake = [f[k][0] for k in kinds]
+            flow.handshake_ns = [f[k][1] for k in kinds]
+            if flow.protocol != "mptcp" or None not in flow.keys:
+                flow.firsts = None
+
+
+def _tag(keys):
+    return int(min(keys)) & 0xFFFFFFFF if keys else None
+
+
+def _sctp_endpoint_keys(cap, rows):
+    """Unique (endpoint node, key) pairs of SCTP events: node = 2 * conn + endpoint (0: the conn's
+    A address), key = port << 32 | verification tag naming that endpoint (tag 0 says nothing)."""
+    ev = cap.ev
+    chunk, conn, d, tag = ev["chunk"][rows], ev["conn"][rows], ev["dir"][rows], ev["tag"][rows]
+    is_init = (chunk == 1) | (chunk == 2)
+    # INIT / INIT-ACK carry the sender's own initiate tag, every other chunk the receiver's
+    endpoint = np.where(is_init, d, 1 - d).astype(np.int64)
+    ports = np.array([[c.port_a, c.port_b] for c in cap.conns], np.int64)
+    node = conn.astype(np.int64) * 2 + endpoint
+    key = (ports[conn, endpoint] << 32) | tag.astype(np.int64)
+    if len(cap.conns) < 1 << 15:
+        # one 64-bit key per row sorts far faster than unique rows of a 2-D array
+        packed = np.unique((node.astype(np.uint64) << np.uint64(48)) | key.astype(np.uint64))
+        node, key = (packed >> np.uint64(48)).astype(np.int64), (packed & np.uint64((1 << 48) - 1)).astype(np.int64)
+    else:
+        pairs = np.unique(np.stack([node, key], 1), axis=0)
+        node, key = pairs[:, 0], pairs[:, 1]
+    keep = (key & 0xFFFFFFFF) != 0
+    return node[keep], key[keep]
+
+
+def _addresses(cap, row):
+    ev, blocks = cap.ev, cap.blocks
+    start, count = int(ev["blk_start"][row]), int(ev["blk_count"][row])
+    b = blocks[start:start + count]
+    return [E.block_address(lo, hi) for lo, hi in zip(b["lo"][b["kind"] == E.BK_ADDR].tolist(),
+                                                       b["hi"][b["kind"] == E.BK_ADDR].tolist())]
+
+
+def assemble(cap: E.Capture):
+    """-> (flows, flow per event (int32, -1 none), side per event (int8)) of a whole capture."""
+    table = FlowTable()
+    flow_of, side_of = table.assign(cap)
+    return table.flows, flow_of, side_of
+
+
+# ---- sender directions -> scoreboard input, chunk by chunk ----
 
 @dataclass
-class Stream:
-    """The scoreboard's input for one sender direction (or one path / subflow of it)."""
+class Part:
+    """The scoreboard's input from one chunk for one level: rows (chunk event indices, in order),
+    kind 0 data [lo, hi) of `size` payload bytes / 1 ack (cum = hi, blocks bstart .. + bcount)."""
 
-    rows: np.ndarray     # event indices, capture order
-    kind: np.ndarray     # int8: 0 data, 1 ack
-    lo: np.ndarray       # int64 data start (bytes); unused for acks
-    hi: np.ndarray       # int64 data end / cum ack position
-    bstart: np.ndarray   # int64 into the block arrays
+    rows: np.ndarray
+    kind: np.ndarray     # int8
+    lo: np.ndarray       # int64
+    hi: np.ndarray
+    size: np.ndarray
+    bstart: np.ndarray   # int64 into blo / bhi / bnr
     bcount: np.ndarray   # int32
-    blo: np.ndarray      # int64
-    bhi: np.ndarray      # int64
+    blo: np.ndarray
+    bhi: np.ndarray
     bnr: np.ndarray      # int8: non-renegable
-    units_lo: np.ndarray = None  # SCTP only: the same in TSNs (for unit notation / counts)
-    units_hi: np.ndarray = None
-    unit_blo: np.ndarray = None
-    unit_bhi: np.ndarray = None
-    unit_of: np.ndarray = None   # SCTP: sorted unwrapped TSNs of first transmissions
-    nr_seen: bool = False
-    gap_from_sacked: bool = False  # MPTCP data level: gap_open is sacked > 0 (decision 12)
-    serial: np.ndarray = None    # per row: the unwrapped 64-bit TSN / seq / DSN (data) or cum ack
+    serial: np.ndarray   # per row: the unwrapped 64-bit TSN / seq / DSN (data) or cum ack
+
+
+def _part(rows, is_data, lo, hi, size, blocks, serial):
+    bstart, bcount, blo, bhi, bnr = blocks
+    return Part(rows, np.where(is_data, 0, 1).astype(np.int8), lo.astype(np.int64), hi.astype(np.int64),
+                size.astype(np.int64), bstart.astype(np.int64), bcount.astype(np.int32), blo.astype(np.int64),
+                bhi.astype(np.int64), bnr.astype(np.int8), serial)
 
 
 def _by_owner(ev, blocks, rows, kinds):
@@ -94,321 +412,6 @@ def _by_owner(ev, blocks, rows, kinds):
     return index, owner, bstart, bcount
 
 
-def assemble(cap: E.Capture):
-    """-> (flows, flow per event (int32, -1 none), side per event (int8))."""
-    ev = cap.ev
-    n = len(ev)
-    flow_of = np.full(n, -1, np.int32)
-    side_of = np.zeros(n, np.int8)
-    flows = []
-    conn_flow, conn_flip = {}, {}
-    _assemble_sctp(cap, flows, conn_flow, conn_flip)
-    _assemble_tcp(cap, flows, conn_flow, conn_flip)
-    if conn_flow:
-        lookup_flow = np.full(len(cap.conns), -1, np.int32)
-        lookup_flip = np.zeros(len(cap.conns), np.int8)
-        for c, f in conn_flow.items():
-            lookup_flow[c] = f
-            lookup_flip[c] = conn_flip[c]
-        flow_of = lookup_flow[ev["conn"]]
-        side_of = (ev["dir"].astype(np.int8) ^ lookup_flip[ev["conn"]]).astype(np.int8)
-    return flows, flow_of, side_of
-
-
-def _first(mask):
-    hits = np.flatnonzero(mask)
-    return int(hits[0]) if len(hits) else None
-
-
-def _assemble_sctp(cap, flows, conn_flow, conn_flip):
-    ev = cap.ev
-    sctp = np.flatnonzero(ev["proto"] == E.PROTO_SCTP)
-    if not len(sctp):
-        return
-    chunk, conn, d, tag = ev["chunk"][sctp], ev["conn"][sctp], ev["dir"][sctp], ev["tag"][sctp]
-    is_init = (chunk == 1) | (chunk == 2)
-    # the tag that names an endpoint: INIT / INIT-ACK carry the sender's own initiate tag, every
-    # other chunk the receiver's; endpoint 0/1 of a conn are its a/b addresses
-    endpoint = np.where(is_init, d, 1 - d).astype(np.int64)
-    # an endpoint is its (port, tag): tags alone may repeat across associations
-    ports = np.array([[c.port_a, c.port_b] for c in cap.conns], np.int64)
-    port = ports[conn, endpoint]
-    pairs = np.stack([conn.astype(np.int64) * 2 + endpoint, (port << 32) | tag.astype(np.int64)], 1)
-    if len(cap.conns) < 1 << 15:
-        # one 64-bit key per row sorts far faster than unique rows of a 2-D array
-        packed = np.unique((pairs[:, 0].astype(np.uint64) << np.uint64(48)) | pairs[:, 1].astype(np.uint64))
-        keyed = np.stack([(packed >> np.uint64(48)).astype(np.int64), (packed & np.uint64((1 << 48) - 1)).astype(np.int64)], 1)
-    else:
-        keyed = np.unique(pairs, axis=0)
-    keyed = keyed[(keyed[:, 1] & 0xFFFFFFFF) != 0]  # INIT's verification tag 0 and ABORT-T say nothing
-    parent = {}
-
-    def root(x):
-        while parent.setdefault(x, x) != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    tags_of = {}
-    for key, t in keyed.tolist():
-        tags_of.setdefault(key, []).append(t)
-    for c in np.unique(conn).tolist():
-        ta, tb = tags_of.get(2 * c, []), tags_of.get(2 * c + 1, [])
-        for t in ta[1:]:
-            parent[root(t)] = root(ta[0])
-        for t in tb[1:]:
-            parent[root(t)] = root(tb[0])
-    # endpoints are tag groups; an association joins the two endpoints of each conn
-    assoc_parent = {}
-
-    def aroot(x):
-        while assoc_parent.setdefault(x, x) != x:
-            x = assoc_parent[x]
-        return x
-
-    conn_ends = {}
-    for c in np.unique(conn).tolist():
-        ta, tb = tags_of.get(2 * c, []), tags_of.get(2 * c + 1, [])
-        ea = root(ta[0]) if ta else ("conn", c, 0)
-        eb = root(tb[0]) if tb else ("conn", c, 1)
-        conn_ends[c] = (ea, eb)
-        ra, rb = aroot(ea), aroot(eb)
-        if ra != rb:
-            assoc_parent[rb] = ra
-    groups = {}
-    for c in sorted(conn_ends):
-        groups.setdefault(aroot(conn_ends[c][0]), []).append(c)
-    for members in groups.values():
-        rows = sctp[np.isin(conn, members)]
-        inits = rows[ev["chunk"][rows] == 1]
-        init_acks = rows[ev["chunk"][rows] == 2]
-        # side 0: the endpoint that sent the INIT, else the sender of the first packet
-        first = int(inits[0]) if len(inits) else int(rows[0])
-        first_conn = int(ev["conn"][first])
-        opener = conn_ends[first_conn][int(ev["dir"][first])]
-        peer = conn_ends[first_conn][1 - int(ev["dir"][first])]
-        flow = Flow(len(flows), "sctp", members, ["", ""])
-        for c in members:
-            ea, eb = conn_ends[c]
-            conn_flow[c] = flow.id
-            # a path seen in one direction only knows one of its endpoints' tags
-            conn_flip[c] = 0 if ea == opener or eb == peer else 1
-        for side, end in ((0, opener), (1, peer)):
-            # an endpoint group is keyed (port << 32 | tag); a placeholder when no tag was seen
-            flow.tags[side] = int(end) & 0xFFFFFFFF if isinstance(end, (int, np.integer)) else None
-        primary = cap.conns[first_conn]
-        flip = conn_flip[first_conn]
-        flow.endpoints = [primary.endpoint(flip), primary.endpoint(1 - flip)]
-        for side, chunk_rows in ((0, inits), (1, init_acks)):
-            if len(chunk_rows):
-                r = int(chunk_rows[0])
-                flow.addresses[side] = _addresses(cap, r)
-        if len(inits) and len(init_acks):
-            flow.negotiated_nr = bool(ev["flags"][inits[0]] & E.EXT_NRSACK and ev["flags"][init_acks[0]] & E.EXT_NRSACK)
-        flow.handshake = _sctp_handshake(ev, rows)
-        flows.append(flow)
-
-
-def _addresses(cap, row):
-    ev, blocks = cap.ev, cap.blocks
-    start, count = int(ev["blk_start"][row]), int(ev["blk_count"][row])
-    b = blocks[start:start + count]
-    return [E.block_address(lo, hi) for lo, hi in zip(b["lo"][b["kind"] == E.BK_ADDR].tolist(),
-                                                       b["hi"][b["kind"] == E.BK_ADDR].tolist())]
-
-
-def _sctp_handshake(ev, rows):
-    """INIT, INIT-ACK, COOKIE-ECHO event indices when all three were captured."""
-    picks = []
-    for chunk in (1, 2, 10):
-        hit = rows[ev["chunk"][rows] == chunk]
-        if not len(hit):
-            return []
-        picks.append(int(hit[0]))
-    return picks
-
-
-def mptcp_tokens(key: int) -> set:
-    """The token of a key: the high 32 bits of its SHA-256 (RFC 8684) or SHA-1 (RFC 6824, version 0)."""
-    raw = key.to_bytes(8, "big")
-    return {int.from_bytes(hashlib.new(name, raw).digest()[:4], "big") for name in ("sha256", "sha1")}
-
-
-def _assemble_tcp(cap, flows, conn_flow, conn_flip):
-    ev = cap.ev
-    tcp = np.flatnonzero(ev["proto"] == E.PROTO_TCP)
-    if not len(tcp):
-        return
-    conn = ev["conn"][tcp]
-    order = np.argsort(conn, kind="stable")
-    bounds = np.flatnonzero(np.diff(conn[order])) + 1
-    by_conn = {int(conn[order[g[0]]]): tcp[order[g]] for g in np.split(np.arange(len(order)), bounds) if len(g)}
-    token_flow = {}  # MPTCP token -> (flow, side owning the key)
-    joins = []
-    for c, rows in by_conn.items():
-        fl, tf = ev["flags"][rows], ev["tcp_flags"][rows]
-        syn = rows[(tf & E.TCP_SYN) & ~(tf & 0x10) != 0]
-        synack = rows[((tf & E.TCP_SYN) != 0) & ((tf & 0x10) != 0)]
-        flip = int(ev["dir"][syn[0]]) if len(syn) else 0
-        if len(syn) and ev["flags"][syn[0]] & E.MP_JOIN:
-            joins.append((c, rows, flip, int(ev["aux"][syn[0]])))
-            continue
-        mptcp = bool(len(syn) and ev["flags"][syn[0]] & E.MP_CAPABLE)
-        flow = Flow(len(flows), "mptcp" if mptcp else "tcp", [c], [cap.conns[c].endpoint(flip), cap.conns[c].endpoint(1 - flip)])
-        conn_flow[c], conn_flip[c] = flow.id, flip
-        if len(syn) and len(synack):
-            f0, f1 = int(ev["flags"][syn[0]]), int(ev["flags"][synack[0]])
-            nr_bit = E.MPTCP_NR_CAP if mptcp else E.NR_PERM
-            flow.negotiated_nr = bool(f0 & nr_bit and f1 & nr_bit)
-            flow.never_renege = [bool(f0 & E.NEVER_RENEGE), bool(f1 & E.NEVER_RENEGE)]
-            acks = rows[(ev["dir"][rows] == flip) & ((tf & 0x10) != 0) & (ev["time_ns"][rows] >= ev["time_ns"][synack[0]])]
-            if len(acks):
-                flow.handshake = [int(syn[0]), int(synack[0]), int(acks[0])]
-        if mptcp:
-            # MP_CAPABLE v1 sends no key on the SYN: the opener's key rides on its third ACK
-            capable = rows[(fl & E.MP_CAPABLE) != 0]
-            for side in (0, 1):
-                keyed = capable[(ev["dir"][capable] ^ flip == side) & (ev["key"][capable] != 0)]
-                if len(keyed):
-                    flow.keys[side] = int(ev["key"][keyed[0]])
-                    tokens = mptcp_tokens(flow.keys[side])
-                    flow.tokens[side] = min(tokens)
-                    token_flow.update({t: (flow.id, side) for t in tokens})
-        flows.append(flow)
-    for c, rows, flip, token in joins:
-        if token in token_flow:
-            fid, owner = token_flow[token]
-            # the join SYN goes to the key's owner: its sender is the other side of the connection
-            conn_flow[c], conn_flip[c] = fid, flip ^ (1 - owner)
-            flows[fid].conns.append(c)
-        else:  # a subflow whose connection was not captured: a TCP flow of its own
-            flow = Flow(len(flows), "tcp", [c], [cap.conns[c].endpoint(flip), cap.conns[c].endpoint(1 - flip)])
-            conn_flow[c], conn_flip[c] = flow.id, flip
-            flows.append(flow)
-
-
-# ---- sender directions -> scoreboard input ----
-
-def _stream(rows, is_data, lo, hi, owner_count_blocks):
-    bstart, bcount, blo, bhi, bnr = owner_count_blocks
-    return Stream(rows, np.where(is_data, 0, 1).astype(np.int8), lo.astype(np.int64), hi.astype(np.int64),
-                  bstart, bcount, blo.astype(np.int64), bhi.astype(np.int64), bnr.astype(np.int8))
-
-
-def tcp_stream(cap, rows_all, side_all, conn, sender, never_renege):
-    """TCP level of one conn in direction `sender`: seq space of the sender, its data and the peer's acks."""
-    ev = cap.ev
-    on_conn = ev["conn"][rows_all] == conn
-    sel = rows_all[on_conn]
-    s = side_all[on_conn]
-    fl = ev["flags"][sel]
-    tf = ev["tcp_flags"][sel]
-    data = (s == sender) & (ev["len"][sel] > 0) & ((tf & E.TCP_RST) == 0)
-    ack = (s != sender) & ((fl & E.ACK) != 0)
-    rows = sel[data | ack]
-    is_data = data[data | ack]
-    raw = np.where(is_data, ev["seq"][rows], ev["ack"][rows])
-    u = unwrap32(raw)
-    lo = u
-    hi = np.where(is_data, u + ev["len"][rows], u)
-    index, owner, bstart, bcount = _by_owner(ev, cap.blocks, rows, [E.BK_TCP_SACK, E.BK_TCP_NR])
-    blk = cap.blocks[index]
-    base = u[owner]
-    blo, bhi = near(base, blk["lo"] & 0xFFFFFFFF), near(base, blk["hi"] & 0xFFFFFFFF)
-    bnr = (blk["kind"] == E.BK_TCP_NR) | bool(never_renege)
-    bcount = np.where(is_data, 0, bcount).astype(np.int32)  # a data segment's own SACK blocks ack the other way
-    stream = _stream(rows, is_data, lo, hi, (bstart, bcount, blo, bhi, bnr))
-    stream.nr_seen = bool((blk["kind"] == E.BK_TCP_NR).any())
-    stream.serial = u
-    return stream
-
-
-def mptcp_stream(cap, rows_all, side_all, sender):
-    """MPTCP data level: DSS mappings of the sender's subflows, DATA ACKs of the peer with its NR blocks
-    and, as renegable blocks, the DSNs its subflow acks cover (decision 12: `sacked` at the data level)."""
-    ev = cap.ev
-    fl = ev["flags"][rows_all]
-    s = side_all
-    data = (s == sender) & ((fl & E.DSS_MAP) != 0) & (ev["dss_len"][rows_all] > 0)
-    ack = (s != sender) & ((fl & E.DATA_ACK) != 0)
-    rows = rows_all[data | ack]
-    is_data = data[data | ack]
-    raw = np.where(is_data, ev["dsn"][rows], ev["data_ack"][rows]) & np.uint64(0xFFFFFFFF)
-    u = unwrap32(raw)
-    hi = np.where(is_data, u + ev["dss_len"][rows], u)
-    index, owner, _, _ = _by_owner(ev, cap.blocks, rows, [E.BK_MPTCP_NR])
-    acking = ~is_data[owner]  # a data segment's NR blocks ack the other way
-    index, owner = index[acking], owner[acking]
-    blk = cap.blocks[index]
-    base = u[owner]
-    nr_lo = base + blk["lo"].astype(np.int64)
-    nr_hi = base + blk["hi"].astype(np.int64)
-    sub_owner, sub_lo, sub_hi = _subflow_acked_dsns(cap, rows_all, side_all, sender, rows, u, is_data)
-    owners = np.concatenate((owner, sub_owner))
-    order = np.argsort(owners, kind="stable")  # per ack: its NR blocks, then its subflow-acked DSNs
-    bcount = np.bincount(owners, minlength=len(rows)).astype(np.int32)
-    bstart = np.concatenate(([0], np.cumsum(bcount)[:-1])).astype(np.int64)
-    blo = np.concatenate((nr_lo, sub_lo))[order]
-    bhi = np.concatenate((nr_hi, sub_hi))[order]
-    bnr = np.concatenate((np.ones(len(owner), np.int8), np.zeros(len(sub_owner), np.int8)))[order]
-    stream = _stream(rows, is_data, u, hi, (bstart, bcount, blo, bhi, bnr))
-    stream.nr_seen = bool(len(blk))
-    stream.serial = u
-    stream.gap_from_sacked = True
-    return stream
-
-
-def _subflow_acked_dsns(cap, rows_all, side_all, sender, rows, dsn, is_data):
-    """The DSN ranges each data-level ack's own subflow ack covers: the subflow bytes its cum ack newly
-    covers (since that subflow's previous DATA ACK segment) and its SACK blocks, mapped byte for byte
-    through the sender's DSS mappings on that subflow. -> (index into rows, DSN lo, DSN hi)."""
-    ev = cap.ev
-    out = ([], [], [])
-    conn_of = ev["conn"][rows]
-    for conn in np.unique(ev["conn"][rows_all]).tolist():
-        sub = tcp_stream(cap, rows_all, side_all, conn, sender, False)
-        mapped = (sub.kind == 0) & ((ev["flags"][sub.rows] & E.DSS_MAP) != 0) & (ev["dss_len"][sub.rows] > 0)
-        if not mapped.any():
-            continue
-        map_rows = sub.rows[mapped]
-        seq64 = sub.serial[mapped]
-        on_conn = rows_all[ev["conn"][rows_all] == conn]
-        syn = on_conn[(side_all[ev["conn"][rows_all] == conn] == sender)
-                      & ((ev["tcp_flags"][on_conn] & E.TCP_SYN) != 0)]
-        if len(syn):  # the mapping's subflow sequence number is relative to the ISN (RFC 8684 3.3)
-            isn = int(ev["seq"][syn[0]])
-            map_lo = near(seq64, (isn + ev["aux"][map_rows].astype(np.int64)) & 0xFFFFFFFF)
-        else:
-            map_lo = seq64
-        map_dsn = dsn[np.searchsorted(rows, map_rows)]
-        map_lo, first = np.unique(map_lo, return_index=True)  # a retransmission repeats its mapping
-        map_dsn = map_dsn[first]
-        map_hi = map_lo + ev["dss_len"][map_rows[first]].astype(np.int64)
-        # the subflow acks that ride on data-level acks
-        acks = (sub.kind == 1) & np.isin(sub.rows, rows[~is_data & (conn_of == conn)])
-        ack_rows, cum = sub.rows[acks], sub.hi[acks]
-        prev = np.concatenate(([map_lo[0]], np.maximum.accumulate(cum)[:-1]))
-        ranges = [(ack_rows, np.maximum(prev, map_lo[0]), cum)]
-        count = sub.bcount[acks]
-        pick = _expand(sub.bstart[acks], count)
-        ranges.append((np.repeat(ack_rows, count), sub.blo[pick], sub.bhi[pick]))
-        for owner_rows, lo, hi in ranges:
-            keep = hi > lo
-            owner_rows, lo, hi = owner_rows[keep], lo[keep], hi[keep]
-            i = np.searchsorted(map_hi, lo, "right")
-            j = np.searchsorted(map_lo, hi, "left")
-            n = np.maximum(j - i, 0)
-            k = _expand(i, n)  # the mappings each range overlaps
-            a = np.maximum(np.repeat(lo, n), map_lo[k])
-            b = np.minimum(np.repeat(hi, n), map_hi[k])
-            out[0].append(np.searchsorted(rows, np.repeat(owner_rows, n)))
-            out[1].append(map_dsn[k] + (a - map_lo[k]))
-            out[2].append(map_dsn[k] + (b - map_lo[k]))
-    if not out[0]:
-        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64)
-    return tuple(np.concatenate(part).astype(np.int64) for part in out)
-
-
 def _expand(starts, counts) -> np.ndarray:
     """starts[i] .. starts[i] + counts[i] - 1 for every i, concatenated."""
     counts = np.asarray(counts, np.int64)
@@ -416,48 +419,236 @@ def _expand(starts, counts) -> np.ndarray:
     return (np.repeat(np.asarray(starts, np.int64) - offsets, counts) + np.arange(int(counts.sum()))).astype(np.int64)
 
 
-def sctp_stream(cap, rows_all, side_all, sender, path_conn=None):
-    """One SCTP association direction (or the part of it first sent on one path): TSNs -> bytes."""
-    ev = cap.ev
-    ch = ev["chunk"][rows_all]
-    s = side_all
-    data = (s == sender) & (ch == 0)
-    ack = (s != sender) & ((ch == 3) | (ch == 16))
-    rows = rows_all[data | ack]
-    is_data = data[data | ack]
-    u = unwrap32(np.where(is_data, ev["seq"][rows], ev["ack"][rows]))
-    # the unit table: each TSN's first transmission (its size, its path)
-    data_pos = np.flatnonzero(is_data)
-    tsn, first = np.unique(u[data_pos], return_index=True)
-    first_rows = rows[data_pos[first]]
-    size = ev["len"][first_rows].astype(np.int64)
-    keep_data = is_data
-    if path_conn is not None:
-        on_path = ev["conn"][first_rows] == path_conn
-        tsn, size = tsn[on_path], size[on_path]
-        # data of this path's TSNs sent on this path; the other paths' TSNs are not in its queue
-        keep_data = is_data & (ev["conn"][rows] == path_conn) & np.isin(u, tsn)
-    keep = keep_data | ~is_data
-    rows, is_data, u = rows[keep], is_data[keep], u[keep]
-    index, owner, bstart, bcount = _by_owner(ev, cap.blocks, rows, [E.BK_R, E.BK_NR])
-    blk = cap.blocks[index]
-    cum = u[owner]
-    first_tsn = cum + blk["lo"].astype(np.int64)  # a block covers cum+Start .. cum+End inclusive
-    last_tsn = cum + blk["hi"].astype(np.int64)
-    bnr = (blk["kind"] == E.BK_NR).astype(np.int8)
-    bcount = np.where(is_data, 0, bcount).astype(np.int32)
+class TcpLevel:
+    """TCP level of one conn in direction `sender`: the sender's seq space, its data and the peer's acks."""
 
-    def positions(weights):
-        # position of TSN t = weight of the first-transmitted TSNs below t; a DATA chunk spans its
-        # own weight, a cum ack c ends at the position after c
-        acc = np.concatenate(([0], np.cumsum(weights)))
-        return (acc[np.searchsorted(tsn, u, "left")], acc[np.searchsorted(tsn, u, "right")],
-                acc[np.searchsorted(tsn, first_tsn, "left")], acc[np.searchsorted(tsn, last_tsn, "right")])
+    units = False
+    gap_from_sacked = False
 
-    lo, hi, blo, bhi = positions(size)
-    stream = _stream(rows, is_data, lo, hi, (bstart, bcount, blo, bhi, bnr))
-    stream.units_lo, stream.units_hi, stream.unit_blo, stream.unit_bhi = positions(np.ones(len(tsn), np.int64))
-    stream.unit_of = tsn
-    stream.serial = u
-    stream.nr_seen = bool((ch[(s != sender)] == 16).any())
-    return stream
+    def __init__(self, conn, sender, flow=None):
+        # the peer's never-renege flag comes with the handshake, which may end in a later chunk
+        self.conn, self.sender, self.flow = conn, sender, flow
+        self.last = None
+        self.nr_seen = False
+
+    def build(self, cap, rows_all, side_all) -> Part:
+        ev = cap.ev
+        on_conn = ev["conn"][rows_all] == self.conn
+        sel = rows_all[on_conn]
+        s = side_all[on_conn]
+        tf = ev["tcp_flags"][sel]
+        data = (s == self.sender) & (ev["len"][sel] > 0) & ((tf & E.TCP_RST) == 0)
+        ack = (s != self.sender) & ((ev["flags"][sel] & E.ACK) != 0)
+        rows = sel[data | ack]
+        is_data = data[data | ack]
+        u = unwrap32(np.where(is_data, ev["seq"][rows], ev["ack"][rows]), self.last)
+        if len(u):
+            self.last = int(u[-1])
+        length = np.where(is_data, ev["len"][rows], 0)
+        index, owner, bstart, bcount = _by_owner(ev, cap.blocks, rows, [E.BK_TCP_SACK, E.BK_TCP_NR])
+        blk = cap.blocks[index]
+        base = u[owner]
+        blo, bhi = near(base, blk["lo"] & 0xFFFFFFFF), near(base, blk["hi"] & 0xFFFFFFFF)
+        never_renege = self.flow is not None and self.flow.never_renege[1 - self.sender]
+        bnr = (blk["kind"] == E.BK_TCP_NR) | never_renege
+        bcount = np.where(is_data, 0, bcount)  # a data segment's own SACK blocks ack the other way
+        self.nr_seen |= bool((blk["kind"] == E.BK_TCP_NR).any())
+        return _part(rows, is_data, u, u + length, length, (bstart, bcount, blo, bhi, bnr), u)
+
+
+class SctpLevel:
+    """One SCTP association direction. Positions are TSNs: data t covers [t, t + 1), a cum ack c ends
+    at c + 1, a gap block covers cum + Start .. cum + End. For its paths (SctpPathLevel) it also
+    tells, per data row, the path of the TSN's first transmission, from a table kept from the cum
+    ack up."""
+
+    units = True
+    gap_from_sacked = False
+
+    def __init__(self, sender):
+        self.sender = sender
+        self.last = None
+        self.nr_seen = False
+        self.cum_tsn = np.iinfo(np.int64).min
+        self.first_tsn = np.empty(0, np.int64)  # sorted
+        self.first_conn = np.empty(0, np.int32)
+        self.part = self.path_of = None        # the last chunk's Part and per row the path it counts for
+
+    def build(self, cap, rows_all, side_all) -> Part:
+        ev = cap.ev
+        ch = ev["chunk"][rows_all]
+        s = side_all
+        data = (s == self.sender) & (ch == 0)
+        ack = (s != self.sender) & ((ch == 3) | (ch == 16))
+        self.nr_seen |= bool((ch[s != self.sender] == 16).any())
+        rows = rows_all[data | ack]
+        is_data = data[data | ack]
+        u = unwrap32(np.where(is_data, ev["seq"][rows], ev["ack"][rows]), self.last)
+        if len(u):
+            self.last = int(u[-1])
+        self.path_of = self._paths(ev["conn"][rows], u, is_data)
+        index, owner, bstart, bcount = _by_owner(ev, cap.blocks, rows, [E.BK_R, E.BK_NR])
+        blk = cap.blocks[index]
+        cum = u[owner]
+        blo = cum + blk["lo"].astype(np.int64)
+        bhi = cum + blk["hi"].astype(np.int64) + 1
+        bnr = blk["kind"] == E.BK_NR
+        bcount = np.where(is_data, 0, bcount)
+        size = np.where(is_data, ev["len"][rows], 0)
+        self.part = _part(rows, is_data, u, u + 1, size, (bstart, bcount, blo, bhi, bnr), u)
+        return self.part
+
+    def _paths(self, conn, u, is_data):
+        """Per row: the path a data chunk counts for (-1 for acks): its TSN's first transmission's, or
+        its own when the TSN was cum-acked before (decision 28: the first path is forgotten by then)."""
+        # TSNs cum-acked by the end of the previous chunk are done with
+        cut = np.searchsorted(self.first_tsn, self.cum_tsn, "right")
+        self.first_tsn, self.first_conn = self.first_tsn[cut:], self.first_conn[cut:]
+        reached = np.maximum.accumulate(np.concatenate(([self.cum_tsn], np.where(is_data, np.iinfo(np.int64).min, u))))
+        self.cum_tsn = int(reached[-1])
+        fresh = is_data & (u > reached[:-1])
+        fresh_pos = np.flatnonzero(fresh)
+        tsn, first = np.unique(u[fresh_pos], return_index=True)
+        i = np.minimum(np.searchsorted(self.first_tsn, tsn), max(len(self.first_tsn) - 1, 0))
+        known = self.first_tsn[i] == tsn if len(self.first_tsn) else np.zeros(len(tsn), bool)
+        all_tsn = np.concatenate((self.first_tsn, tsn[~known]))
+        order = np.argsort(all_tsn, kind="stable")
+        self.first_tsn = all_tsn[order]
+        self.first_conn = np.concatenate((self.first_conn, conn[fresh_pos[first]][~known].astype(np.int32)))[order]
+        path = np.where(is_data, conn, -1).astype(np.int32)
+        path[fresh_pos] = self.first_conn[np.searchsorted(self.first_tsn, u[fresh_pos])]
+        return path
+
+
+class SctpPathLevel:
+    """The part of an association direction that one path carries: data chunks that count for it
+    (SctpLevel.path_of) sent on it, and every ack (gap blocks count only over data this path sent)."""
+
+    units = True
+    gap_from_sacked = False
+
+    def __init__(self, association: SctpLevel, conn):
+        self.association, self.conn = association, conn
+
+    @property
+    def nr_seen(self):
+        return self.association.nr_seen
+
+    def build(self, cap, rows_all, side_all) -> Part:
+        part, path = self.association.part, self.association.path_of
+        keep = (part.kind == 1) | ((path == self.conn) & (cap.ev["conn"][part.rows] == self.conn))
+        return Part(part.rows[keep], part.kind[keep], part.lo[keep], part.hi[keep], part.size[keep], part.bstart[keep],
+                    part.bcount[keep], part.blo, part.bhi, part.bnr, part.serial[keep])
+
+
+class MptcpLevel:
+    """MPTCP data level of direction `sender`: DSS mappings of the sender's subflows, DATA ACKs of the
+    peer with its NR blocks and, as renegable blocks, the DSNs its subflow acks cover (decision 12:
+    `sacked` at the data level)."""
+
+    units = False
+    gap_from_sacked = True
+
+    def __init__(self, sender):
+        self.sender = sender
+        self.last = None
+        self.nr_seen = False
+        self.subflows = {}  # conn -> _SubflowMap
+
+    def build(self, cap, rows_all, side_all) -> Part:
+        ev = cap.ev
+        fl = ev["flags"][rows_all]
+        s = side_all
+        data = (s == self.sender) & ((fl & E.DSS_MAP) != 0) & (ev["dss_len"][rows_all] > 0)
+        ack = (s != self.sender) & ((fl & E.DATA_ACK) != 0)
+        rows = rows_all[data | ack]
+        is_data = data[data | ack]
+        u = unwrap32(np.where(is_data, ev["dsn"][rows], ev["data_ack"][rows]) & np.uint64(0xFFFFFFFF), self.last)
+        if len(u):
+            self.last = int(u[-1])
+        length = np.where(is_data, ev["dss_len"][rows], 0).astype(np.int64)
+        index, owner, _, _ = _by_owner(ev, cap.blocks, rows, [E.BK_MPTCP_NR])
+        acking = ~is_data[owner]  # a data segment's NR blocks ack the other way
+        index, owner = index[acking], owner[acking]
+        blk = cap.blocks[index]
+        base = u[owner]
+        self.nr_seen |= bool(len(blk))
+        parts = [(owner, base + blk["lo"].astype(np.int64), base + blk["hi"].astype(np.int64))]
+        for conn in np.unique(ev["conn"][rows_all]).tolist():
+            sub = self.subflows.setdefault(conn, _SubflowMap(conn, self.sender))
+            parts.append(sub.acked_dsns(cap, rows_all, side_all, rows, u, is_data))
+        owners = np.concatenate([p[0] for p in parts])
+        order = np.argsort(owners, kind="stable")  # per ack: its NR blocks, then its subflow-acked DSNs
+        bcount = np.bincount(owners, minlength=len(rows))
+        bstart = np.concatenate(([0], np.cumsum(bcount)[:-1]))
+        blo = np.concatenate([p[1] for p in parts])[order]
+        bhi = np.concatenate([p[2] for p in parts])[order]
+        bnr = np.concatenate([np.ones(len(owner), np.int8)] + [np.zeros(len(p[0]), np.int8) for p in parts[1:]])[order]
+        return _part(rows, is_data, u, u + length, length, (bstart, bcount, blo, bhi, bnr), u)
+
+
+class _SubflowMap:
+    """One subflow's DSS mappings (subflow seq -> DSN) from its lowest unacked byte up, and the DSN
+    ranges its acks cover: the bytes each cum ack newly covers (since that subflow's previous DATA
+    ACK segment) and its SACK blocks, mapped byte for byte."""
+
+    def __init__(self, conn, sender):
+        self.tcp = TcpLevel(conn, sender)
+        self.isn = None
+        self.floor = None      # the lowest mapped byte ever seen
+        self.acked_to = None   # the highest cum ack seen on a DATA ACK segment
+        self.map_lo = self.map_hi = self.map_dsn = np.empty(0, np.int64)
+
+    def acked_dsns(self, cap, rows_all, side_all, rows, dsn, is_data):
+        """-> (index into rows, DSN lo, DSN hi) of this chunk's acks."""
+        ev = cap.ev
+        conn, sender = self.tcp.conn, self.tcp.sender
+        sub = self.tcp.build(cap, rows_all, side_all)
+        if self.isn is None:
+            mine = rows_all[(ev["conn"][rows_all] == conn) & (side_all == sender)
+                            & ((ev["tcp_flags"][rows_all] & E.TCP_SYN) != 0)]
+            if len(mine):  # the mapping's subflow sequence number is relative to the ISN (RFC 8684 3.3)
+                self.isn = int(ev["seq"][mine[0]])
+        mapped = (sub.kind == 0) & ((ev["flags"][sub.rows] & E.DSS_MAP) != 0) & (ev["dss_len"][sub.rows] > 0)
+        map_rows = sub.rows[mapped]
+        seq64 = sub.serial[mapped]
+        map_lo = near(seq64, (self.isn + ev["aux"][map_rows].astype(np.int64)) & 0xFFFFFFFF) if self.isn is not None else seq64
+        map_dsn = dsn[np.searchsorted(rows, map_rows)]
+        all_lo = np.concatenate((self.map_lo, map_lo))
+        all_lo, first = np.unique(all_lo, return_index=True)  # a retransmission repeats its mapping
+        self.map_dsn = np.concatenate((self.map_dsn, map_dsn))[first]
+        self.map_hi = np.concatenate((self.map_hi, map_lo + ev["dss_len"][map_rows].astype(np.int64)))[first]
+        self.map_lo = all_lo
+        empty = (np.empty(0, np.int64),) * 3
+        if not len(self.map_lo):
+            return empty
+        if self.floor is None or self.map_lo[0] < self.floor:
+            self.floor = int(self.map_lo[0])
+        # the subflow acks that ride on data-level acks
+        acks = (sub.kind == 1) & np.isin(sub.rows, rows[~is_data & (ev["conn"][rows] == conn)])
+        ack_rows, cum = sub.rows[acks], sub.hi[acks]
+        start = self.floor if self.acked_to is None else self.acked_to
+        reached = np.maximum.accumulate(np.concatenate(([start], cum)))
+        ranges = [(ack_rows, np.maximum(reached[:-1], self.floor), cum)]
+        if len(cum):
+            self.acked_to = int(reached[-1])
+        count = sub.bcount[acks]
+        pick = _expand(sub.bstart[acks], count)
+        ranges.append((np.repeat(ack_rows, count), sub.blo[pick], sub.bhi[pick]))
+        out = ([], [], [])
+        for owner_rows, lo, hi in ranges:
+            keep = hi > lo
+            owner_rows, lo, hi = owner_rows[keep], lo[keep], hi[keep]
+            i = np.searchsorted(self.map_hi, lo, "right")
+            j = np.searchsorted(self.map_lo, hi, "left")
+            n = np.maximum(j - i, 0)
+            k = _expand(i, n)  # the mappings each range overlaps
+            a = np.maximum(np.repeat(lo, n), self.map_lo[k])
+            b = np.minimum(np.repeat(hi, n), self.map_hi[k])
+            out[0].append(np.searchsorted(rows, np.repeat(owner_rows, n)))
+            out[1].append(self.map_dsn[k] + (a - self.map_lo[k]))
+            out[2].append(self.map_dsn[k] + (b - self.map_lo[k]))
+        if self.acked_to is not None:  # mappings wholly below the cum ack map nothing any more
+            cut = np.searchsorted(self.map_hi, self.acked_to, "right")
+            self.map_lo, self.map_hi, self.map_dsn = self.map_lo[cut:], self.map_hi[cut:], self.map_dsn[cut:]
+        return tuple(np.concatenate(part).astype(np.int64) for part in out)

@@ -1,4 +1,9 @@
-"""The analyzer's Python API: `analyze(path, sndbuf=None) -> Analysis`."""
+"""The analyzer's Python API: `analyze(path, sndbuf=None) -> Analysis`, and the pipeline under it.
+
+Pipeline: chunks of events -> FlowTable (flows.py) -> one Sender per sender direction, path and
+subflow (analysis.py, pass 1) -> Entries (pass 2). `analyze` keeps every event for the DataFrames
+of Analysis; streaming (stream.py) keeps one chunk at a time.
+"""
 
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -175,25 +180,125 @@ class Analysis:
                             columns=["rule", "severity", "frame", "message"])
 
 
-def analyze(path, sndbuf=None, progress=None) -> Analysis:
+class Pipeline:
+    """Feeds chunks of a capture to the flow table and to every entry's Sender; -> entries."""
+
+    def __init__(self, store, keep_serials=False):
+        self.table = F.FlowTable()
+        self.store = store
+        self.keep_serials = keep_serials
+        self.senders = {}  # flow id -> {"main": [side 0, side 1], conn: [side 0, side 1] (paths, subflows)}
+        self.end_ns = 0
+        self.last = None   # the last chunk read (its findings are the capture's)
+
+    def feed(self, cap: E.Capture):
+        flow_of, side_of = self.table.assign(cap)
+        self.last = cap
+        if not len(cap.ev):
+            return flow_of, side_of
+        self.end_ns = max(self.end_ns, int(cap.ev["time_ns"].max()))
+        # every flow's events in capture order, from one stable sort instead of a scan per flow
+        order = np.argsort(flow_of, kind="stable")
+        bounds = np.searchsorted(flow_of[order], np.arange(len(self.table.flows) + 1))
+        for fid in np.flatnonzero(np.diff(bounds)).tolist():
+            rows = order[bounds[fid]:bounds[fid + 1]]
+            sides = side_of[rows]
+            for sender in self._senders(self.table.flows[fid]):
+                sender.feed(cap, rows, sides)
+        return flow_of, side_of
+
+    def _senders(self, flow):
+        mine = self.senders.setdefault(flow.id, {})
+        if "main" not in mine:
+            mine["main"] = [A.Sender((flow.id, side), self._level(flow, side), self.store, self.keep_serials)
+                            for side in (0, 1)]
+        if flow.protocol == "mptcp":
+            for conn in flow.conns:
+                if conn not in mine:
+                    mine[conn] = [A.Sender((flow.id, side, conn), F.TcpLevel(conn, side), self.store, self.keep_serials)
+                                  for side in (0, 1)]
+        elif flow.protocol == "sctp" and len(flow.conns) > 1:
+            for conn in flow.conns:
+                if conn not in mine:
+                    # until its second path showed up, an association's first path was all of it; a
+                    # later path starts from the association's acks so far
+                    mine[conn] = [main.fork((flow.id, side, conn), F.SctpPathLevel(main.level, conn),
+                                            keep_data=conn == flow.conns[0]) for side, main in enumerate(mine["main"])]
+        return [s for pair in mine.values() for s in pair]
+
+    @staticmethod
+    def _level(flow, side):
+        if flow.protocol == "sctp":
+            return F.SctpLevel(side)
+        if flow.protocol == "tcp":
+            return F.TcpLevel(flow.conns[0], side, flow)
+        return F.MptcpLevel(side)
+
+    def plan(self):
+        """-> [(flow, side, main Sender, [(path index, conn, Sender)])] of every direction that sent data."""
+        out = []
+        for flow in self.table.flows:
+            mine = self.senders.get(flow.id)
+            if mine is None:
+                continue
+            for side in (0, 1):
+                main = mine["main"][side]
+                if not main.has_data:
+                    continue
+                paths = []
+                if flow.protocol == "mptcp" or len(flow.conns) > 1:
+                    paths = [(k, conn, mine[conn][side]) for k, conn in enumerate(flow.conns) if mine[conn][side].has_data]
+                out.append((flow, side, main, paths))
+        return out
+
+    def entries(self, sndbuf, sinks=None):
+        """Pass 2 of every Sender with data, in flow / side / path order; sinks(entry_id) -> (rtxq, blocking)."""
+        entries = []
+        for flow, side, main, paths in self.plan():
+            base = {"protocol": flow.protocol, "src": flow.endpoints[side], "dst": flow.endpoints[1 - side],
+                    "flow": flow.id, "side": side, "level": "association" if flow.protocol == "sctp" else "connection",
+                    "vantage": A.vantage(flow, side)}
+            entry_id = f"{flow.id}{'ab'[side]}"
+            never_renege = flow.never_renege[1 - side]
+            nr_sack = flow.negotiated_nr or main.level.nr_seen or never_renege
+            entry = main.finish(entry_id, base, nr_sack, sndbuf, self.end_ns, *(sinks(entry_id) if sinks else ()))
+            for k, conn, sender in paths:
+                c = self.table_conn(conn)
+                path_side = side ^ self.table.flip(conn)
+                path_base = dict(base, src=c.endpoint(path_side), dst=c.endpoint(1 - path_side),
+                                 level="path" if flow.protocol == "sctp" else "subflow", parent=entry_id)
+                path_nr = nr_sack if flow.protocol == "sctp" else sender.level.nr_seen or never_renege
+                path_id = f"{entry_id}.{k}"
+                entry.paths.append(sender.finish(path_id, path_base, path_nr, sndbuf, self.end_ns,
+                                                 *(sinks(path_id) if sinks else ())))
+            entries.append(entry)
+        return entries
+
+    def table_conn(self, conn):
+        return self.last.conns[conn]
+
+
+def analyze(path, sndbuf=None, progress=None, chunk_frames=None) -> Analysis:
     """Reads a pcap / pcapng and computes the figures of metrics.md for every sender direction.
 
     sndbuf: the send buffer B in payload bytes; None estimates it as the largest RtxQ seen.
     progress: optional callable(bytes_read) called after each chunk of frames.
+    chunk_frames: frames per chunk fed through the pipeline (None: the whole capture at once); the
+    results do not depend on it.
     Raises CaptureError (one line) for unusable input.
     """
-    cap = E.read_capture(path, progress)
-    flows, flow_of, side_of = F.assemble(cap)
+    pipeline = Pipeline(A.MemoryStore(), keep_serials=True)
+    chunks, flow_parts, side_parts = [], [], []
+    for cap in E.read_chunks(path, chunk_frames, progress):
+        flow_of, side_of = pipeline.feed(cap)
+        chunks.append(cap)
+        flow_parts.append(flow_of)
+        side_parts.append(side_of)
+    cap = E.join_chunks(chunks)
+    flows = pipeline.table.flows
     if not flows:
         raise E.CaptureError(f"{path}: no SCTP or TCP flows in {cap.frames} frames")
-    end_ns = int(cap.ev["time_ns"].max()) if len(cap.ev) else 0
-    entries = []
-    # every flow's events in capture order, from one stable sort instead of a scan per flow
-    order = np.argsort(flow_of, kind="stable")
-    starts = np.searchsorted(flow_of[order], np.arange(len(flows) + 1))
-    for flow in flows:
-        rows = order[starts[flow.id]:starts[flow.id + 1]]
-        entries.extend(A.analyse_flow(cap, flow, rows, side_of, sndbuf, end_ns))
+    entries = pipeline.entries(sndbuf)
     serials = {}
     for entry in entries:
         for part in (entry, *entry.paths):
@@ -203,4 +308,6 @@ def analyze(path, sndbuf=None, progress=None) -> Analysis:
                 continue
             if part.serials is not None:
                 serials[part.summary["id"]] = part.serials
+    flow_of = flow_parts[0] if len(flow_parts) == 1 else np.concatenate(flow_parts)
+    side_of = side_parts[0] if len(side_parts) == 1 else np.concatenate(side_parts)
     return Analysis(cap, flows, flow_of, side_of, entries, sndbuf, serials)
