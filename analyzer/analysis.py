@@ -324,9 +324,27 @@ class _Window:
         return t_end
 
 
-def rtxq_frame(entries) -> pd.DataFrame:
+def summary_frame(entries) -> pd.DataFrame:
+    """One row per entry, in the order given."""
+    rows = [e.summary for e in entries]
+    frame = pd.DataFrame(rows, columns=SUMMARY_KEYS + ["flow", "side", "level", "parent", "max_payload_bytes",
+                                                       "acked_bytes", "retransmissions", "first_frame"])
+    for col in ("protocol", "vantage", "level"):
+        frame[col] = frame[col].astype("category")
+    for col in ("flow", "side", "data_bytes", "sndbuf_bytes", "max_rtxq_sack_bytes", "max_rtxq_nr_bytes",
+                "max_rtxq_whatif_bytes", "blocking_intervals", "max_payload_bytes", "acked_bytes",
+                "retransmissions", "first_frame"):
+        frame[col] = frame[col].astype("Int64")
+    return frame
+
+
+TSN_COLUMNS = ("rtxq_sack_tsns", "rtxq_nr_tsns", "rtxq_whatif_tsns")
+
+
+def rtxq_frame(entries, nullable_tsns=False) -> pd.DataFrame:
     """metrics.md's rtxq.csv columns, then frame, event, rtxq_bytes, freed_bytes (acks only), time_ns
-    and, for SCTP, the figures in TSNs (NA elsewhere)."""
+    and, for SCTP, the figures in TSNs (NA elsewhere; nullable_tsns: always there, as nullable
+    integers, as when entries of several protocols are stacked)."""
     cols = _stack(entries, "rtxq", RTXQ_COLUMNS)
     is_data = cols["is_data"]
     frame = pd.DataFrame({
@@ -339,9 +357,12 @@ def rtxq_frame(entries) -> pd.DataFrame:
         "freed_bytes": pd.arrays.IntegerArray(cols["freed_bytes"], is_data.astype(bool)),
         "time_ns": cols["time_ns"],
     }, copy=False)  # the columns are fresh arrays: no need to copy them into 2-D blocks
-    for name in ("rtxq_sack_tsns", "rtxq_nr_tsns", "rtxq_whatif_tsns"):
+    for name in TSN_COLUMNS:
         if name in cols:
-            frame[name] = cols[name]
+            values = cols[name]
+            frame[name] = pd.array(values, "Int64") if nullable_tsns and isinstance(values, np.ndarray) else values
+        elif nullable_tsns:
+            frame[name] = pd.arrays.IntegerArray(np.zeros(len(frame), np.int64), np.ones(len(frame), bool))
     return frame
 
 

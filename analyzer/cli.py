@@ -44,6 +44,19 @@ def run_analysis(path, sndbuf):
         fail(str(error))
 
 
+def run_streaming(path, sndbuf, flow_filter, out_dir, fmt):
+    """-> (the summary as the views take it, the files written)."""
+    from nrsack.analyzer import CaptureError, stream, views
+
+    keep = None if flow_filter is None else (lambda entry_id: views.id_matches(entry_id, flow_filter))
+    try:
+        with _progress(path) as progress:
+            result = stream.analyze_to_files(path, out_dir, fmt, sndbuf, keep, progress=progress)
+    except CaptureError as error:
+        fail(str(error))
+    return result, result.files
+
+
 sndbuf_option = click.option("--sndbuf", type=click.IntRange(min=1), default=None, metavar="BYTES",
                              help="Send buffer B in payload bytes (default: estimated as the largest RtxQ).")
 flow_option = click.option("--flow", "flow_filter", default=None, metavar="ID",
@@ -58,11 +71,17 @@ flow_option = click.option("--flow", "flow_filter", default=None, metavar="ID",
               show_default=True)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Folder for summary/rtxq/blocking files (csv and parquet: default the current folder).")
-def analyze(capture, sndbuf, flow_filter, fmt, out_dir):
+@click.option("--stream", is_flag=True,
+              help="Hold one chunk of the capture at a time (memory bounded by flows and window, not by the "
+                   "capture's length) and write the tables to --out as they are made.")
+def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream):
     """RtxQ evolution, send-buffer blocking and p/q of every sender direction in CAPTURE."""
     from nrsack.analyzer import views
 
-    analysis = run_analysis(capture, sndbuf)
+    if stream:
+        analysis, written = run_streaming(capture, sndbuf, flow_filter, out_dir or ".", "parquet" if fmt == "parquet" else "csv")
+    else:
+        analysis = run_analysis(capture, sndbuf)
     ids = views.selected_ids(analysis, flow_filter)
     if ids is not None and not ids:
         fail(f"no flow {flow_filter!r} in {capture}")
@@ -76,7 +95,10 @@ def analyze(capture, sndbuf, flow_filter, fmt, out_dir):
         console.print(views.rich_table(analysis, ids))
         for frame, reason in analysis.capture.findings:
             console.print(f"GEN-01 frame {frame}: {reason}", markup=False)
-    if fmt in ("csv", "parquet") or out_dir:
+    if stream:
+        for path in written:
+            click.echo(f"wrote {path}", err=fmt == "json")
+    elif fmt in ("csv", "parquet") or out_dir:
         for path in views.write_tables(analysis, out_dir or ".", "parquet" if fmt == "parquet" else "csv", ids):
             click.echo(f"wrote {path}", err=fmt == "json")
 

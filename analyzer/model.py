@@ -39,16 +39,7 @@ class Analysis:
     @cached_property
     def summary(self) -> pd.DataFrame:
         """One row per sender direction, then its paths / subflows (`level`, `parent`)."""
-        rows = [e.summary for e in self.all_entries()]
-        frame = pd.DataFrame(rows, columns=A.SUMMARY_KEYS + ["flow", "side", "level", "parent", "max_payload_bytes",
-                                                             "acked_bytes", "retransmissions", "first_frame"])
-        for col in ("protocol", "vantage", "level"):
-            frame[col] = frame[col].astype("category")
-        for col in ("flow", "side", "data_bytes", "sndbuf_bytes", "max_rtxq_sack_bytes", "max_rtxq_nr_bytes",
-                    "max_rtxq_whatif_bytes", "blocking_intervals", "max_payload_bytes", "acked_bytes",
-                    "retransmissions", "first_frame"):
-            frame[col] = frame[col].astype("Int64")
-        return frame
+        return A.summary_frame(self.all_entries())
 
     @cached_property
     def rtxq(self) -> pd.DataFrame:
@@ -235,7 +226,7 @@ class Pipeline:
         return F.MptcpLevel(side)
 
     def plan(self):
-        """-> [(flow, side, main Sender, [(path index, conn, Sender)])] of every direction that sent data."""
+        """-> [(flow, side, entry id, main Sender, [(path id, conn, Sender)])] of every direction that sent data."""
         out = []
         for flow in self.table.flows:
             mine = self.senders.get(flow.id)
@@ -245,30 +236,30 @@ class Pipeline:
                 main = mine["main"][side]
                 if not main.has_data:
                     continue
+                entry_id = f"{flow.id}{'ab'[side]}"
                 paths = []
                 if flow.protocol == "mptcp" or len(flow.conns) > 1:
-                    paths = [(k, conn, mine[conn][side]) for k, conn in enumerate(flow.conns) if mine[conn][side].has_data]
-                out.append((flow, side, main, paths))
+                    paths = [(f"{entry_id}.{k}", conn, mine[conn][side]) for k, conn in enumerate(flow.conns)
+                             if mine[conn][side].has_data]
+                out.append((flow, side, entry_id, main, paths))
         return out
 
     def entries(self, sndbuf, sinks=None):
         """Pass 2 of every Sender with data, in flow / side / path order; sinks(entry_id) -> (rtxq, blocking)."""
         entries = []
-        for flow, side, main, paths in self.plan():
+        for flow, side, entry_id, main, paths in self.plan():
             base = {"protocol": flow.protocol, "src": flow.endpoints[side], "dst": flow.endpoints[1 - side],
                     "flow": flow.id, "side": side, "level": "association" if flow.protocol == "sctp" else "connection",
                     "vantage": A.vantage(flow, side)}
-            entry_id = f"{flow.id}{'ab'[side]}"
             never_renege = flow.never_renege[1 - side]
             nr_sack = flow.negotiated_nr or main.level.nr_seen or never_renege
             entry = main.finish(entry_id, base, nr_sack, sndbuf, self.end_ns, *(sinks(entry_id) if sinks else ()))
-            for k, conn, sender in paths:
+            for path_id, conn, sender in paths:
                 c = self.table_conn(conn)
                 path_side = side ^ self.table.flip(conn)
                 path_base = dict(base, src=c.endpoint(path_side), dst=c.endpoint(1 - path_side),
                                  level="path" if flow.protocol == "sctp" else "subflow", parent=entry_id)
                 path_nr = nr_sack if flow.protocol == "sctp" else sender.level.nr_seen or never_renege
-                path_id = f"{entry_id}.{k}"
                 entry.paths.append(sender.finish(path_id, path_base, path_nr, sndbuf, self.end_ns,
                                                  *(sinks(path_id) if sinks else ())))
             entries.append(entry)

@@ -49,13 +49,16 @@ def summary_dict(analysis, entry_ids=None) -> dict:
 
 
 def selected_ids(analysis, flow_filter):
-    """Entry ids matching --flow: an entry id ("0a", "0a.1") or a flow number ("0")."""
+    """Entry ids matching --flow (None: no filter)."""
     if flow_filter is None:
         return None
-    ids = {e.summary["id"] for e in analysis.all_entries()}
-    chosen = {i for i in ids if i == flow_filter or i.rstrip("ab").split(".")[0] == flow_filter
-              or i.startswith(flow_filter + ".")}
-    return chosen
+    return {e.summary["id"] for e in analysis.all_entries() if id_matches(e.summary["id"], flow_filter)}
+
+
+def id_matches(entry_id, flow_filter) -> bool:
+    """--flow names an entry id ("0a", "0a.1") or a flow number ("0")."""
+    return (entry_id == flow_filter or entry_id.rstrip("ab").split(".")[0] == flow_filter
+            or entry_id.startswith(flow_filter + "."))
 
 
 def _select(frame, ids):

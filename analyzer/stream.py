@@ -1,0 +1,156 @@
+"""Streaming analysis: a capture of any length to summary, rtxq and blocking files, holding one
+chunk of the capture at a time.
+
+Pass 1 (model.Pipeline) reads the capture in chunks; every entry's per-row figures spill to one
+temporary file (DiskStore). Pass 2 reads them back entry by entry, in batches of at most a chunk,
+and appends the RtxQ and blocking tables to the output files. Memory: a chunk, the flows' state
+and the window of each direction's scoreboard, and an index of the spilled pieces; the files hold
+exactly what `analyze(...)` and views.write_tables would write.
+"""
+
+from dataclasses import dataclass
+from functools import cached_property
+import os
+from pathlib import Path
+import tempfile
+
+import numpy as np
+import pandas as pd
+
+from nrsack.analyzer import analysis as A, events as E
+from nrsack.analyzer.model import Pipeline
+
+ROW_DTYPE = np.dtype([(name, "<i8") for name in A.BOARD_OUTPUTS]
+                     + [("time_ns", "<i8"), ("frame", "<u4"), ("flags", "i1"), ("is_data", "?")])
+
+
+class DiskStore:
+    """Pass-1 rows in one temporary file: per entry, the (offset, count) of each chunk's piece."""
+
+    def __init__(self, folder=None):
+        self.file = tempfile.TemporaryFile(dir=folder, prefix="nrsack-rows-")
+        self.pieces = {}
+        self.end = 0
+
+    def append(self, key, columns: dict):
+        record = np.empty(len(columns["time_ns"]), ROW_DTYPE)
+        for name in ROW_DTYPE.names:
+            record[name] = columns[name]
+        self.file.seek(self.end)
+        self.file.write(record.tobytes())
+        self.pieces.setdefault(key, []).append((self.end, len(record)))
+        self.end += record.nbytes
+
+    def fork(self, key, twin):
+        self.pieces[twin] = list(self.pieces.get(key, []))
+
+    def batches(self, key):
+        for offset, count in self.pieces.pop(key, []):
+            self.file.seek(offset)
+            record = np.frombuffer(self.file.read(count * ROW_DTYPE.itemsize), ROW_DTYPE)
+            yield {name: record[name] for name in ROW_DTYPE.names}
+
+    def close(self):
+        self.file.close()
+
+
+class TableWriter:
+    """One table written batch by batch: CSV (header once) or Parquet (one row group per batch)."""
+
+    def __init__(self, path, fmt):
+        self.path, self.fmt = Path(path), fmt
+        self.writer = None
+        self.rows = 0
+
+    def write(self, frame):
+        if self.fmt == "csv":
+            frame.to_csv(self.path, index=False, mode="w" if self.writer is None else "a", header=self.writer is None)
+            self.writer = True
+        else:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            if self.writer is None:
+                self.writer = pq.ParquetWriter(self.path, table.schema)
+            self.writer.write_table(table.cast(self.writer.schema))
+        self.rows += len(frame)
+
+    def close(self, empty_frame):
+        if self.writer is None:  # nothing written: the empty table, with its columns
+            (empty_frame.to_csv if self.fmt == "csv" else empty_frame.to_parquet)(self.path, index=False)
+        elif self.fmt == "parquet":
+            self.writer.close()
+
+
+@dataclass
+class StreamedAnalysis:
+    """What a streaming run keeps: every entry's summary (not its tables) and the capture's header
+    (path, frames, findings) as the last chunk carries it; the views of a summary accept it."""
+
+    capture: E.Capture
+    entries: list
+    files: list
+
+    def all_entries(self):
+        for entry in self.entries:
+            yield entry
+            yield from entry.paths
+
+    @cached_property
+    def summary(self):
+        return A.summary_frame(self.all_entries())
+
+
+def analyze_to_files(path, out_dir, fmt="csv", sndbuf=None, keep=None, chunk_frames=E.CHUNK_FRAMES,
+                     progress=None) -> StreamedAnalysis:
+    """Streams the capture at `path` into summary / rtxq / blocking files (`fmt`: csv or parquet) in
+    `out_dir`, for every entry or those whose id `keep(entry_id)` accepts (the returned summary has
+    them all). Raises CaptureError for unusable input."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    store = DiskStore(out)
+    try:
+        pipeline = Pipeline(store)
+        last = None
+        for cap in E.read_chunks(path, chunk_frames, progress):
+            pipeline.feed(cap)
+            # of a chunk only its header stays: the next chunk's events replace these
+            last = E.Capture(cap.path, cap.linktype, cap.frames, cap.ev[:0], cap.blocks[:0], cap.conns,
+                             cap.findings, cap.rule_findings, cap.offset + len(cap.ev))
+        if not pipeline.table.flows:
+            raise E.CaptureError(f"{path}: no SCTP or TCP flows in {last.frames} frames")
+        plan = [(entry_id, main) for _, _, entry_id, main, paths in pipeline.plan()
+                for entry_id, main in ((entry_id, main), *((i, s) for i, _, s in paths))]
+        ids = [entry_id for entry_id, _ in plan]
+        nullable = len({s.level.units for _, s in plan}) > 1  # SCTP and TCP together: TSN columns NA for TCP
+        writers = {name: TableWriter(out / f"{name}.{fmt}", fmt) for name in ("rtxq", "blocking")}
+
+        def sinks(entry_id):
+            if keep is not None and not keep(entry_id):
+                return (lambda columns: None,) * 2
+            return (lambda columns: writers["rtxq"].write(_frame(ids, entry_id, "rtxq", columns, nullable)),
+                    lambda columns: writers["blocking"].write(_frame(ids, entry_id, "blocking", columns)))
+
+        result = StreamedAnalysis(last, pipeline.entries(sndbuf, sinks), [])
+        summary = result.summary
+        if keep is not None:
+            summary = summary[summary["id"].map(keep).astype(bool)]
+        written = out / f"summary.{fmt}"
+        (summary.to_csv if fmt == "csv" else summary.to_parquet)(written, index=False)
+        result.files.append(written)
+        for name, writer in writers.items():
+            writer.close(_frame(ids, None, name, None, nullable))
+            result.files.append(writer.path)
+        return result
+    finally:
+        store.close()
+
+
+def _frame(ids, entry_id, table, columns, nullable=False):
+    """One batch of an entry's table as a DataFrame (entry_id None: the empty table); `flow` has
+    every entry id as its categories, as the in-memory table has."""
+    entries = [] if entry_id is None else [A.Entry({"id": entry_id}, columns, columns)]
+    frame = A.rtxq_frame(entries, nullable_tsns=nullable) if table == "rtxq" else A.blocking_frame(entries)
+    frame["flow"] = pd.Categorical(frame["flow"].astype(object), categories=ids)
+    return frame

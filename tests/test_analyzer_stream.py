@@ -1,0 +1,121 @@
+"""Chunked and streaming analysis give exactly the results of the whole capture at once.
+
+The pipeline carries its state (flows, unwrapping, scoreboards, first-path tables) from chunk to
+chunk, so cutting a capture anywhere, down to one frame per chunk, must change no figure, no row
+and no event; `nrsack analyze --stream` must write the files the in-memory analysis writes.
+"""
+
+import subprocess
+
+import pandas as pd
+import pytest
+
+from nrsack.analyzer import CaptureError, analyze, stream, views
+from nrsack.generator.sim.model import PathConfig, SimConfig, simulate
+from nrsack.generator.sim.wire import write_pcap
+from support.samples import PCAPS
+
+TABLES = ("summary", "rtxq", "blocking", "events", "flows")
+
+# (protocol, ack, losses per path, first TSN / sequence number): loss recovery on every path,
+# and sequence spaces that wrap in the middle of the transfer
+SIMULATED = [
+    ("sctp", "nrsack", (0.04,), 2**32 - 300),
+    ("cmt", "nrsack", (0.02, 0.05), None),
+    ("cmt", "sack", (0.03, 0.01), 2**32 - 100),
+    ("tcp", "nrsack", (0.04,), 2**32 - 90_000),
+    ("mptcp", "nrsack", (0.01, 0.05), None),
+    ("mptcp", "sack", (0.03,), 2**32 - 50_000),
+]
+
+
+def _analyses_or_none(path, **kw):
+    try:
+        return analyze(path, **kw)
+    except CaptureError:
+        return None
+
+
+def _same(whole, part):
+    assert (whole is None) == (part is None)
+    if whole is None:
+        return
+    for name in TABLES:
+        pd.testing.assert_frame_equal(getattr(whole, name), getattr(part, name), obj=name)
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("sim")
+    out = {}
+    for protocol, ack, losses, isn in SIMULATED:
+        cfg = SimConfig(protocol=protocol, ack=ack, sndbuf=12000, total_bytes=400_000, seed=3, isn=isn,
+                        paths=tuple(PathConfig(bandwidth_bps=20e6, delay_s=0.01, loss=x) for x in losses))
+        trace = simulate(cfg, receiver_trace=True)
+        for side, frames in (("sender", trace.sender), ("receiver", trace.receiver)):
+            path = folder / f"{protocol}-{ack}-{len(losses)}-{side}.pcap"
+            write_pcap(trace, frames, path)
+            out[path.stem] = str(path)
+    # SCTP and TCP in one capture: the TSN columns are NA for TCP rows
+    mixed = folder / "mixed.pcapng"
+    subprocess.run(["mergecap", "-w", str(mixed), out["sctp-nrsack-1-sender"], out["tcp-nrsack-1-sender"]], check=True)
+    out["mixed"] = str(mixed)
+    return out
+
+
+@pytest.mark.parametrize("pcap", PCAPS, ids=lambda p: p.name)
+def test_samples_do_not_depend_on_the_chunk_size(pcap):
+    whole = _analyses_or_none(pcap)
+    for frames in (1, 5):
+        _same(whole, _analyses_or_none(pcap, chunk_frames=frames))
+
+
+@pytest.mark.parametrize("name", [f"{p}-{a}-{len(l)}-{s}" for p, a, l, _ in SIMULATED for s in ("sender", "receiver")]
+                         + ["mixed"])
+def test_simulated_transfers_do_not_depend_on_the_chunk_size(simulated, name):
+    whole = analyze(simulated[name])
+    assert len(whole.rtxq) > 300 and whole.rtxq["gap_open"].any(), "the transfer must include loss recovery"
+    for frames in (1, 37, 1000):
+        _same(whole, analyze(simulated[name], chunk_frames=frames))
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+@pytest.mark.parametrize("name", ["cmt-nrsack-2-receiver", "mptcp-nrsack-2-sender", "mixed"])
+def test_streamed_files_are_the_in_memory_files(simulated, tmp_path, name, fmt):
+    whole = analyze(simulated[name], sndbuf=9000)
+    written = views.write_tables(whole, tmp_path / "memory", fmt)
+    result = stream.analyze_to_files(simulated[name], tmp_path / "stream", fmt, sndbuf=9000, chunk_frames=101)
+    assert [p.name for p in result.files] == [p.name for p in written]
+    for path in written:
+        streamed = tmp_path / "stream" / path.name
+        if fmt == "csv":
+            assert streamed.read_bytes() == path.read_bytes(), path.name
+        else:
+            pd.testing.assert_frame_equal(pd.read_parquet(streamed), pd.read_parquet(path), obj=path.name)
+    assert views.summary_dict(result) == views.summary_dict(whole)
+    assert not list((tmp_path / "stream").glob("nrsack-rows-*")), "the spill file is removed"
+
+
+def test_stream_cli_keeps_the_flow_filter(simulated, tmp_path):
+    capture = simulated["cmt-nrsack-2-sender"]
+    for mode, folder in (([], "memory"), (["--stream"], "stream")):
+        subprocess.run(["nrsack", "analyze", capture, "--flow", "0a.1", "--out", str(tmp_path / folder), *mode],
+                       check=True, capture_output=True)
+    for name in ("summary.csv", "rtxq.csv", "blocking.csv"):
+        assert (tmp_path / "stream" / name).read_bytes() == (tmp_path / "memory" / name).read_bytes()
+    summary = pd.read_csv(tmp_path / "stream" / "summary.csv")
+    assert summary["id"].tolist() == ["0a.1"]
+
+
+@pytest.mark.parametrize("content", [b"", b"not a capture at all", None])
+def test_stream_cli_bad_input_is_one_line(tmp_path, content):
+    capture = tmp_path / "bad.pcap"
+    if content is None:  # a capture cut in the middle of a record
+        good = next(p for p in PCAPS if p.name == "sctp-nrsack-fig4.pcap").read_bytes()
+        content = good[: len(good) - 7]
+    capture.write_bytes(content)
+    proc = subprocess.run(["nrsack", "analyze", str(capture), "--stream", "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("nrsack: error: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
