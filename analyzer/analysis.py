@@ -97,18 +97,17 @@ class Sender:
         self.retransmissions = 0
         self.serials = [] if keep_serials else None
 
-    def feed(self, cap, rows_all, side_all):
-        part = self.level.build(cap, rows_all, side_all)
-        n = len(part.rows)
+    def feed(self, events: F.FlowEvents):
+        part = self.level.build(events)
+        n = len(part.pos)
         if not n:
             return
         out = {name: np.empty(n, np.int64) for name in BOARD_OUTPUTS}
         flags = np.empty(n, np.int8)
         self.board.feed(part.kind, part.lo, part.hi, part.size, part.bstart, part.bcount, part.blo, part.bhi,
                         part.bnr, *out.values(), flags)
-        ev = cap.ev
         is_data = part.kind == 0
-        times, frames = ev["time_ns"][part.rows], ev["frame"][part.rows]
+        times, frames = events["time_ns"][part.pos], events["frame"][part.pos]
         data_idx = np.flatnonzero(is_data)
         tail = 0
         if len(data_idx):
@@ -129,7 +128,7 @@ class Sender:
         self.rows += n
         self.store.append(self.key, dict(out, time_ns=times, frame=frames, flags=flags, is_data=is_data))
         if self.serials is not None:
-            self.serials.append((cap.offset + part.rows, part.serial, is_data))
+            self.serials.append((events.cap.offset + events.rows[part.pos], part.serial, is_data))
 
     def fork(self, key, level, keep_data):
         """A Sender for `level` in this one's state (keep_data) or in the state of its acks only."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import hashlib
 
 import numpy as np
+import pandas as pd
 
 from nrsack.analyzer import events as E
 
@@ -135,7 +136,15 @@ class FlowTable:
         ends = _UnionFind()   # endpoints: (conn, endpoint) nodes and the keys they carry
         for node, key in zip(nodes.tolist(), keys.tolist()):
             ends.join(-1 - node, key)
-        conns = np.unique(ev["conn"][rows]).tolist()
+        conn_of_row = ev["conn"][rows]
+        conns = np.flatnonzero(np.bincount(conn_of_row)).tolist()
+        # per conn its first event and its first INIT (writing in reverse leaves the first one)
+        first_row = np.empty(len(cap.conns), np.int64)
+        first_row[conn_of_row[::-1]] = rows[::-1]
+        inits = rows[ev["chunk"][rows] == 1]
+        first_init = {}
+        for c, r in zip(ev["conn"][inits].tolist(), inits.tolist()):
+            first_init.setdefault(c, r)
         assoc = _UnionFind()  # associations: the two endpoints of every conn
         for c in conns:
             assoc.join(ends.root(-1 - 2 * c), ends.root(-2 - 2 * c))
@@ -163,9 +172,8 @@ class FlowTable:
                 is_side1 = lambda end: side_of_end.get(end) == 1
                 primary_conn = None
             else:
-                member_rows = rows[np.isin(ev["conn"][rows], members)]
-                inits = member_rows[ev["chunk"][member_rows] == 1]
-                first = int(inits[0]) if len(inits) else int(member_rows[0])
+                member_inits = [first_init[c] for c in members if c in first_init]
+                first = min(member_inits) if member_inits else int(first_row[members].min())
                 first_conn, first_dir = int(ev["conn"][first]), int(ev["dir"][first])
                 opener, peer = ends.root(-1 - 2 * first_conn - first_dir), ends.root(-2 - 2 * first_conn + first_dir)
                 flow = Flow(-1, "sctp", [], ["", ""])
@@ -220,22 +228,21 @@ class FlowTable:
         joins = []
         if not len(rows):
             return joins
-        conn = ev["conn"][rows]
-        order = np.argsort(conn, kind="stable")
-        bounds = np.flatnonzero(np.diff(conn[order])) + 1
-        for group in np.split(order, bounds):
-            c_rows = rows[group]
-            c = int(ev["conn"][c_rows[0]])
-            tf = ev["tcp_flags"][c_rows]
-            syn = c_rows[((tf & E.TCP_SYN) != 0) & ((tf & 0x10) == 0)]
-            flip = int(ev["dir"][syn[0]]) if len(syn) else 0
+        tf = ev["tcp_flags"][rows]
+        syns = rows[((tf & E.TCP_SYN) != 0) & ((tf & 0x10) == 0)]
+        first_syn = {}
+        for c, r in zip(ev["conn"][syns].tolist(), syns.tolist()):
+            first_syn.setdefault(c, r)
+        for c in np.flatnonzero(np.bincount(ev["conn"][rows])).tolist():
+            syn = first_syn.get(c)
+            flip = int(ev["dir"][syn]) if syn is not None else 0
             self._conn_flip[c] = flip
-            if len(syn) and ev["flags"][syn[0]] & E.MP_JOIN:
-                joins.append((c, flip, int(ev["aux"][syn[0]])))
+            if syn is not None and ev["flags"][syn] & E.MP_JOIN:
+                joins.append((c, flip, int(ev["aux"][syn])))
                 continue
-            mptcp = bool(len(syn) and ev["flags"][syn[0]] & E.MP_CAPABLE)
+            mptcp = bool(syn is not None and ev["flags"][syn] & E.MP_CAPABLE)
             flow = Flow(-1, "mptcp" if mptcp else "tcp", [c], [cap.conns[c].endpoint(flip), cap.conns[c].endpoint(1 - flip)])
-            if not len(syn):
+            if syn is None:
                 flow.firsts = None  # no opening seen: nothing to wait for
             created.append(flow)
         return joins
@@ -345,8 +352,8 @@ def _sctp_endpoint_keys(cap, rows):
     node = conn.astype(np.int64) * 2 + endpoint
     key = (ports[conn, endpoint] << 32) | tag.astype(np.int64)
     if len(cap.conns) < 1 << 15:
-        # one 64-bit key per row sorts far faster than unique rows of a 2-D array
-        packed = np.unique((node.astype(np.uint64) << np.uint64(48)) | key.astype(np.uint64))
+        # one 64-bit key per row, made unique by hashing (few distinct values, many rows)
+        packed = np.sort(pd.unique((node.astype(np.uint64) << np.uint64(48)) | key.astype(np.uint64)))
         node, key = (packed >> np.uint64(48)).astype(np.int64), (packed & np.uint64((1 << 48) - 1)).astype(np.int64)
     else:
         pairs = np.unique(np.stack([node, key], 1), axis=0)
@@ -372,12 +379,28 @@ def assemble(cap: E.Capture):
 
 # ---- sender directions -> scoreboard input, chunk by chunk ----
 
+class FlowEvents:
+    """One flow's events in one chunk: `rows` (chunk indices, in order), `side`, and each field
+    gathered once and shared by all the flow's levels (`events["seq"]`)."""
+
+    def __init__(self, cap: E.Capture, rows, side):
+        self.cap, self.rows, self.side = cap, rows, side
+        self.blocks = cap.blocks
+        self._fields = {}
+
+    def __getitem__(self, name):
+        values = self._fields.get(name)
+        if values is None:
+            values = self._fields[name] = self.cap.ev[name][self.rows]
+        return values
+
+
 @dataclass
 class Part:
-    """The scoreboard's input from one chunk for one level: rows (chunk event indices, in order),
+    """The scoreboard's input from one chunk for one level: pos (positions in FlowEvents, in order),
     kind 0 data [lo, hi) of `size` payload bytes / 1 ack (cum = hi, blocks bstart .. + bcount)."""
 
-    rows: np.ndarray
+    pos: np.ndarray
     kind: np.ndarray     # int8
     lo: np.ndarray       # int64
     hi: np.ndarray
@@ -390,24 +413,24 @@ class Part:
     serial: np.ndarray   # per row: the unwrapped 64-bit TSN / seq / DSN (data) or cum ack
 
 
-def _part(rows, is_data, lo, hi, size, blocks, serial):
+def _part(pos, is_data, lo, hi, size, blocks, serial):
     bstart, bcount, blo, bhi, bnr = blocks
-    return Part(rows, np.where(is_data, 0, 1).astype(np.int8), lo.astype(np.int64), hi.astype(np.int64),
+    return Part(pos, np.where(is_data, 0, 1).astype(np.int8), lo.astype(np.int64), hi.astype(np.int64),
                 size.astype(np.int64), bstart.astype(np.int64), bcount.astype(np.int32), blo.astype(np.int64),
                 bhi.astype(np.int64), bnr.astype(np.int8), serial)
 
 
-def _by_owner(ev, blocks, rows, kinds):
-    """Blocks of the given kinds belonging to `rows` (in row order) and per-row local start/count."""
-    counts = ev["blk_count"][rows].astype(np.int64)
-    starts = ev["blk_start"][rows]
+def _by_owner(events, pos, kinds):
+    """Blocks of the given kinds belonging to the events at `pos` (in order) and per-row local start/count."""
+    counts = events["blk_count"][pos].astype(np.int64)
+    starts = events["blk_start"][pos]
     total = int(counts.sum())
-    owner = np.repeat(np.arange(len(rows)), counts)
+    owner = np.repeat(np.arange(len(pos)), counts)
     first = np.repeat(starts - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
     index = first + np.arange(total)
-    keep = np.isin(blocks["kind"][index], kinds)
+    keep = np.isin(events.blocks["kind"][index], kinds)
     index, owner = index[keep], owner[keep]
-    bcount = np.bincount(owner, minlength=len(rows)).astype(np.int32)
+    bcount = np.bincount(owner, minlength=len(pos)).astype(np.int32)
     bstart = np.concatenate(([0], np.cumsum(bcount)[:-1])).astype(np.int64)
     return index, owner, bstart, bcount
 
@@ -431,29 +454,27 @@ class TcpLevel:
         self.last = None
         self.nr_seen = False
 
-    def build(self, cap, rows_all, side_all) -> Part:
-        ev = cap.ev
-        on_conn = ev["conn"][rows_all] == self.conn
-        sel = rows_all[on_conn]
-        s = side_all[on_conn]
-        tf = ev["tcp_flags"][sel]
-        data = (s == self.sender) & (ev["len"][sel] > 0) & ((tf & E.TCP_RST) == 0)
-        ack = (s != self.sender) & ((ev["flags"][sel] & E.ACK) != 0)
-        rows = sel[data | ack]
-        is_data = data[data | ack]
-        u = unwrap32(np.where(is_data, ev["seq"][rows], ev["ack"][rows]), self.last)
+    def build(self, events: FlowEvents) -> Part:
+        tf = events["tcp_flags"]
+        mine = events.side == self.sender
+        on_conn = events["conn"] == self.conn
+        data = on_conn & mine & (events["len"] > 0) & ((tf & E.TCP_RST) == 0)
+        ack = on_conn & ~mine & ((events["flags"] & E.ACK) != 0)
+        pos = np.flatnonzero(data | ack)
+        is_data = data[pos]
+        u = unwrap32(np.where(is_data, events["seq"][pos], events["ack"][pos]), self.last)
         if len(u):
             self.last = int(u[-1])
-        length = np.where(is_data, ev["len"][rows], 0)
-        index, owner, bstart, bcount = _by_owner(ev, cap.blocks, rows, [E.BK_TCP_SACK, E.BK_TCP_NR])
-        blk = cap.blocks[index]
+        length = np.where(is_data, events["len"][pos], 0)
+        index, owner, bstart, bcount = _by_owner(events, pos, [E.BK_TCP_SACK, E.BK_TCP_NR])
+        blk = events.blocks[index]
         base = u[owner]
         blo, bhi = near(base, blk["lo"] & 0xFFFFFFFF), near(base, blk["hi"] & 0xFFFFFFFF)
         never_renege = self.flow is not None and self.flow.never_renege[1 - self.sender]
         bnr = (blk["kind"] == E.BK_TCP_NR) | never_renege
         bcount = np.where(is_data, 0, bcount)  # a data segment's own SACK blocks ack the other way
         self.nr_seen |= bool((blk["kind"] == E.BK_TCP_NR).any())
-        return _part(rows, is_data, u, u + length, length, (bstart, bcount, blo, bhi, bnr), u)
+        return _part(pos, is_data, u, u + length, length, (bstart, bcount, blo, bhi, bnr), u)
 
 
 class SctpLevel:
@@ -474,28 +495,27 @@ class SctpLevel:
         self.first_conn = np.empty(0, np.int32)
         self.part = self.path_of = None        # the last chunk's Part and per row the path it counts for
 
-    def build(self, cap, rows_all, side_all) -> Part:
-        ev = cap.ev
-        ch = ev["chunk"][rows_all]
-        s = side_all
-        data = (s == self.sender) & (ch == 0)
-        ack = (s != self.sender) & ((ch == 3) | (ch == 16))
-        self.nr_seen |= bool((ch[s != self.sender] == 16).any())
-        rows = rows_all[data | ack]
-        is_data = data[data | ack]
-        u = unwrap32(np.where(is_data, ev["seq"][rows], ev["ack"][rows]), self.last)
+    def build(self, events: FlowEvents) -> Part:
+        ch = events["chunk"]
+        mine = events.side == self.sender
+        data = mine & (ch == 0)
+        acks = ~mine & ((ch == 3) | (ch == 16))
+        self.nr_seen |= bool((~mine & (ch == 16)).any())
+        pos = np.flatnonzero(data | acks)
+        is_data = data[pos]
+        u = unwrap32(np.where(is_data, events["seq"][pos], events["ack"][pos]), self.last)
         if len(u):
             self.last = int(u[-1])
-        self.path_of = self._paths(ev["conn"][rows], u, is_data)
-        index, owner, bstart, bcount = _by_owner(ev, cap.blocks, rows, [E.BK_R, E.BK_NR])
-        blk = cap.blocks[index]
+        self.path_of = self._paths(events["conn"][pos], u, is_data)
+        index, owner, bstart, bcount = _by_owner(events, pos, [E.BK_R, E.BK_NR])
+        blk = events.blocks[index]
         cum = u[owner]
         blo = cum + blk["lo"].astype(np.int64)
         bhi = cum + blk["hi"].astype(np.int64) + 1
         bnr = blk["kind"] == E.BK_NR
         bcount = np.where(is_data, 0, bcount)
-        size = np.where(is_data, ev["len"][rows], 0)
-        self.part = _part(rows, is_data, u, u + 1, size, (bstart, bcount, blo, bhi, bnr), u)
+        size = np.where(is_data, events["len"][pos], 0)
+        self.part = _part(pos, is_data, u, u + 1, size, (bstart, bcount, blo, bhi, bnr), u)
         return self.part
 
     def _paths(self, conn, u, is_data):
@@ -534,10 +554,10 @@ class SctpPathLevel:
     def nr_seen(self):
         return self.association.nr_seen
 
-    def build(self, cap, rows_all, side_all) -> Part:
+    def build(self, events: FlowEvents) -> Part:
         part, path = self.association.part, self.association.path_of
-        keep = (part.kind == 1) | ((path == self.conn) & (cap.ev["conn"][part.rows] == self.conn))
-        return Part(part.rows[keep], part.kind[keep], part.lo[keep], part.hi[keep], part.size[keep], part.bstart[keep],
+        keep = (part.kind == 1) | ((path == self.conn) & (events["conn"][part.pos] == self.conn))
+        return Part(part.pos[keep], part.kind[keep], part.lo[keep], part.hi[keep], part.size[keep], part.bstart[keep],
                     part.bcount[keep], part.blo, part.bhi, part.bnr, part.serial[keep])
 
 
@@ -555,36 +575,35 @@ class MptcpLevel:
         self.nr_seen = False
         self.subflows = {}  # conn -> _SubflowMap
 
-    def build(self, cap, rows_all, side_all) -> Part:
-        ev = cap.ev
-        fl = ev["flags"][rows_all]
-        s = side_all
-        data = (s == self.sender) & ((fl & E.DSS_MAP) != 0) & (ev["dss_len"][rows_all] > 0)
-        ack = (s != self.sender) & ((fl & E.DATA_ACK) != 0)
-        rows = rows_all[data | ack]
-        is_data = data[data | ack]
-        u = unwrap32(np.where(is_data, ev["dsn"][rows], ev["data_ack"][rows]) & np.uint64(0xFFFFFFFF), self.last)
+    def build(self, events: FlowEvents) -> Part:
+        fl = events["flags"]
+        mine = events.side == self.sender
+        data = mine & ((fl & E.DSS_MAP) != 0) & (events["dss_len"] > 0)
+        ack = ~mine & ((fl & E.DATA_ACK) != 0)
+        pos = np.flatnonzero(data | ack)
+        is_data = data[pos]
+        u = unwrap32(np.where(is_data, events["dsn"][pos], events["data_ack"][pos]) & np.uint64(0xFFFFFFFF), self.last)
         if len(u):
             self.last = int(u[-1])
-        length = np.where(is_data, ev["dss_len"][rows], 0).astype(np.int64)
-        index, owner, _, _ = _by_owner(ev, cap.blocks, rows, [E.BK_MPTCP_NR])
+        length = np.where(is_data, events["dss_len"][pos], 0).astype(np.int64)
+        index, owner, _, _ = _by_owner(events, pos, [E.BK_MPTCP_NR])
         acking = ~is_data[owner]  # a data segment's NR blocks ack the other way
         index, owner = index[acking], owner[acking]
-        blk = cap.blocks[index]
+        blk = events.blocks[index]
         base = u[owner]
         self.nr_seen |= bool(len(blk))
         parts = [(owner, base + blk["lo"].astype(np.int64), base + blk["hi"].astype(np.int64))]
-        for conn in np.unique(ev["conn"][rows_all]).tolist():
+        for conn in np.unique(events["conn"]).tolist():
             sub = self.subflows.setdefault(conn, _SubflowMap(conn, self.sender))
-            parts.append(sub.acked_dsns(cap, rows_all, side_all, rows, u, is_data))
+            parts.append(sub.acked_dsns(events, pos, u, is_data))
         owners = np.concatenate([p[0] for p in parts])
         order = np.argsort(owners, kind="stable")  # per ack: its NR blocks, then its subflow-acked DSNs
-        bcount = np.bincount(owners, minlength=len(rows))
+        bcount = np.bincount(owners, minlength=len(pos))
         bstart = np.concatenate(([0], np.cumsum(bcount)[:-1]))
         blo = np.concatenate([p[1] for p in parts])[order]
         bhi = np.concatenate([p[2] for p in parts])[order]
         bnr = np.concatenate([np.ones(len(owner), np.int8)] + [np.zeros(len(p[0]), np.int8) for p in parts[1:]])[order]
-        return _part(rows, is_data, u, u + length, length, (bstart, bcount, blo, bhi, bnr), u)
+        return _part(pos, is_data, u, u + length, length, (bstart, bcount, blo, bhi, bnr), u)
 
 
 class _SubflowMap:
@@ -599,25 +618,23 @@ class _SubflowMap:
         self.acked_to = None   # the highest cum ack seen on a DATA ACK segment
         self.map_lo = self.map_hi = self.map_dsn = np.empty(0, np.int64)
 
-    def acked_dsns(self, cap, rows_all, side_all, rows, dsn, is_data):
-        """-> (index into rows, DSN lo, DSN hi) of this chunk's acks."""
-        ev = cap.ev
+    def acked_dsns(self, events, pos, dsn, is_data):
+        """-> (index into pos, DSN lo, DSN hi) of this chunk's data-level acks (pos, dsn, is_data)."""
         conn, sender = self.tcp.conn, self.tcp.sender
-        sub = self.tcp.build(cap, rows_all, side_all)
+        sub = self.tcp.build(events)
         if self.isn is None:
-            mine = rows_all[(ev["conn"][rows_all] == conn) & (side_all == sender)
-                            & ((ev["tcp_flags"][rows_all] & E.TCP_SYN) != 0)]
-            if len(mine):  # the mapping's subflow sequence number is relative to the ISN (RFC 8684 3.3)
-                self.isn = int(ev["seq"][mine[0]])
-        mapped = (sub.kind == 0) & ((ev["flags"][sub.rows] & E.DSS_MAP) != 0) & (ev["dss_len"][sub.rows] > 0)
-        map_rows = sub.rows[mapped]
+            syn = np.flatnonzero((events["conn"] == conn) & (events.side == sender) & ((events["tcp_flags"] & E.TCP_SYN) != 0))
+            if len(syn):  # the mapping's subflow sequence number is relative to the ISN (RFC 8684 3.3)
+                self.isn = int(events["seq"][syn[0]])
+        mapped = (sub.kind == 0) & ((events["flags"][sub.pos] & E.DSS_MAP) != 0) & (events["dss_len"][sub.pos] > 0)
+        map_pos = sub.pos[mapped]
         seq64 = sub.serial[mapped]
-        map_lo = near(seq64, (self.isn + ev["aux"][map_rows].astype(np.int64)) & 0xFFFFFFFF) if self.isn is not None else seq64
-        map_dsn = dsn[np.searchsorted(rows, map_rows)]
+        map_lo = near(seq64, (self.isn + events["aux"][map_pos].astype(np.int64)) & 0xFFFFFFFF) if self.isn is not None else seq64
+        map_dsn = dsn[np.searchsorted(pos, map_pos)]
         all_lo = np.concatenate((self.map_lo, map_lo))
         all_lo, first = np.unique(all_lo, return_index=True)  # a retransmission repeats its mapping
         self.map_dsn = np.concatenate((self.map_dsn, map_dsn))[first]
-        self.map_hi = np.concatenate((self.map_hi, map_lo + ev["dss_len"][map_rows].astype(np.int64)))[first]
+        self.map_hi = np.concatenate((self.map_hi, map_lo + events["dss_len"][map_pos].astype(np.int64)))[first]
         self.map_lo = all_lo
         empty = (np.empty(0, np.int64),) * 3
         if not len(self.map_lo):
@@ -625,8 +642,8 @@ class _SubflowMap:
         if self.floor is None or self.map_lo[0] < self.floor:
             self.floor = int(self.map_lo[0])
         # the subflow acks that ride on data-level acks
-        acks = (sub.kind == 1) & np.isin(sub.rows, rows[~is_data & (ev["conn"][rows] == conn)])
-        ack_rows, cum = sub.rows[acks], sub.hi[acks]
+        acks = (sub.kind == 1) & np.isin(sub.pos, pos[~is_data & (events["conn"][pos] == conn)])
+        ack_rows, cum = sub.pos[acks], sub.hi[acks]
         start = self.floor if self.acked_to is None else self.acked_to
         reached = np.maximum.accumulate(np.concatenate(([start], cum)))
         ranges = [(ack_rows, np.maximum(reached[:-1], self.floor), cum)]
@@ -645,7 +662,7 @@ class _SubflowMap:
             k = _expand(i, n)  # the mappings each range overlaps
             a = np.maximum(np.repeat(lo, n), self.map_lo[k])
             b = np.minimum(np.repeat(hi, n), self.map_hi[k])
-            out[0].append(np.searchsorted(rows, np.repeat(owner_rows, n)))
+            out[0].append(np.searchsorted(pos, np.repeat(owner_rows, n)))
             out[1].append(self.map_dsn[k] + (a - self.map_lo[k]))
             out[2].append(self.map_dsn[k] + (b - self.map_lo[k]))
         if self.acked_to is not None:  # mappings wholly below the cum ack map nothing any more

@@ -193,9 +193,9 @@ class Pipeline:
         bounds = np.searchsorted(flow_of[order], np.arange(len(self.table.flows) + 1))
         for fid in np.flatnonzero(np.diff(bounds)).tolist():
             rows = order[bounds[fid]:bounds[fid + 1]]
-            sides = side_of[rows]
+            events = F.FlowEvents(cap, rows, side_of[rows])
             for sender in self._senders(self.table.flows[fid]):
-                sender.feed(cap, rows, sides)
+                sender.feed(events)
         return flow_of, side_of
 
     def _senders(self, flow):
