@@ -1,15 +1,18 @@
 """Benchmark of the analyzer against two baselines measured in the same run.
 
-    python3 bench/bench_analyzer.py [--packets 1000000] [--flows 16] [--keep DIR]
+    python3 bench/bench_analyzer.py [--packets 1000000] [--flows 16] [--keep DIR] [--stream-packets 10000000]
 
 Writes a capture of interleaved lossy TCP (SACK) and SCTP (NR-SACK) transfers, snaplen 70 as
 `tcpdump -s 70` would (headers whole, payload lengths from the IP headers), then times, each in a
 fresh process (wall time and peak RSS):
   - analyzer: `nrsack.analyzer.analyze(path)` end to end, summary + RtxQ + blocking tables built;
+  - stream:   `nrsack analyze --stream` as an API call: the same tables written to Parquet files,
+              one chunk of the capture in memory at a time;
   - tshark:   `tshark -T fields` of the fields the analysis needs, read into pandas (fields only:
               no scoreboard, so the ratio favours tshark);
   - dpkt:     a Python loop over the capture with dpkt decoding the same fields into pandas.
-Also runs the analyzer on a capture half as long, so the memory growth per packet is visible.
+Both analyzer modes also run on a capture half as long, so the memory growth per packet is visible;
+--stream-packets also streams a capture of that many packets (e.g. 10M) and reports its peak memory.
 Needs: tshark, `pip install dpkt` (bench only).
 """
 
@@ -155,6 +158,16 @@ def child_analyzer(path):
             "events": len(analysis.capture.ev)}
 
 
+def child_stream(path):
+    import tempfile
+
+    from nrsack.analyzer import stream
+
+    with tempfile.TemporaryDirectory(prefix="nrsack-bench-out-") as out:
+        result = stream.analyze_to_files(path, out, "parquet")
+        return {"entries": len(result.summary), "events": result.capture.offset}
+
+
 def child_tshark(path):
     import pandas as pd
 
@@ -205,7 +218,7 @@ def child_dpkt(path):
     return {"rows": len(pd.DataFrame(cols))}
 
 
-CHILDREN = {"analyzer": child_analyzer, "tshark": child_tshark, "dpkt": child_dpkt}
+CHILDREN = {"analyzer": child_analyzer, "stream": child_stream, "tshark": child_tshark, "dpkt": child_dpkt}
 
 
 def measure(name, path):
@@ -224,6 +237,8 @@ def main():
     parser.add_argument("--flows", type=int, default=16)
     parser.add_argument("--keep", default=None, help="folder to keep the capture in")
     parser.add_argument("--skip", default="", help="comma list of baselines to skip (tshark, dpkt)")
+    parser.add_argument("--stream-packets", type=int, default=0, metavar="N",
+                        help="also stream a capture of N packets (e.g. 10000000) and report its peak memory")
     parser.add_argument("--child", nargs=2, metavar=("NAME", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -244,8 +259,8 @@ def main():
     n_half = build_capture(half, args.packets // 2, args.flows)
     print(f"capture: {n} packets, {args.flows} flows (TCP SACK and SCTP NR-SACK, 1% loss), "
           f"{os.path.getsize(big) / 1e6:.0f} MB, written in {time.perf_counter() - t0:.1f} s")
-    results = {"analyzer": measure("analyzer", big)}
-    half_result = measure("analyzer", half)
+    results = {name: measure(name, big) for name in ("analyzer", "stream")}
+    halves = {name: measure(name, half) for name in ("analyzer", "stream")}
     skip = set(filter(None, args.skip.split(",")))
     if "tshark" not in skip and shutil.which("tshark"):
         results["tshark"] = measure("tshark", big)
@@ -255,16 +270,24 @@ def main():
     for name, r in results.items():
         print(f"{name:<10} {r['wall_s']:8.2f} {r['cpu_s']:8.2f} {n / r['cpu_s']:16,.0f} {r['peak_rss_mb']:12.0f}  "
               f"{r.get('rows', r.get('events'))}")
-    for name in ("tshark", "dpkt"):
-        if name in results:
-            print(f"analyzer speed-up over {name}: {results[name]['cpu_s'] / results['analyzer']['cpu_s']:.1f}x CPU time, "
-                  f"{results[name]['wall_s'] / results['analyzer']['wall_s']:.1f}x wall time")
-    grow = (results["analyzer"]["peak_rss_mb"] - half_result["peak_rss_mb"]) / (n - n_half) * 1e6
-    print(f"analyzer peak RSS: {half_result['peak_rss_mb']:.0f} MB at {n_half} packets, "
-          f"{results['analyzer']['peak_rss_mb']:.0f} MB at {n}: {grow:.0f} bytes per packet "
-          f"(10M packets: ~{results['analyzer']['peak_rss_mb'] + grow * (10_000_000 - n) / 1e6:.0f} MB)")
+    for mine in ("analyzer", "stream"):
+        for name in ("tshark", "dpkt"):
+            if name in results:
+                print(f"{mine} speed-up over {name}: {results[name]['cpu_s'] / results[mine]['cpu_s']:.1f}x CPU time, "
+                      f"{results[name]['wall_s'] / results[mine]['wall_s']:.1f}x wall time")
+    for mine in ("analyzer", "stream"):
+        grow = (results[mine]["peak_rss_mb"] - halves[mine]["peak_rss_mb"]) / (n - n_half) * 1e6
+        print(f"{mine} peak RSS: {halves[mine]['peak_rss_mb']:.0f} MB at {n_half} packets, "
+              f"{results[mine]['peak_rss_mb']:.0f} MB at {n}: {grow:.0f} bytes per packet "
+              f"(10M packets: ~{results[mine]['peak_rss_mb'] + grow * (10_000_000 - n) / 1e6:.0f} MB by extrapolation)")
     print(f"analyzer output: {results['analyzer']['entries']} entries, {results['analyzer']['rtxq_rows']} RtxQ rows, "
           f"{results['analyzer']['blocking_rows']} blocking intervals")
+    if args.stream_packets:
+        huge = os.path.join(folder, f"bench-{args.stream_packets}.pcap")
+        n_huge = build_capture(huge, args.stream_packets, args.flows)
+        r = measure("stream", huge)
+        print(f"stream on {n_huge} packets ({os.path.getsize(huge) / 1e6:.0f} MB): {r['cpu_s']:.1f} s CPU, "
+              f"{n_huge / r['cpu_s']:,.0f} packets/s, peak RSS {r['peak_rss_mb']:.0f} MB")
     if not args.keep:
         shutil.rmtree(folder)
 
