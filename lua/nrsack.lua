@@ -458,16 +458,6 @@ local function sb_received(sb, r)
     end
 end
 
-local function sb_figures(sb)
-    local f = {}
-    f.rtxq_sack = iset_bytes(sb, sb.sent)
-    f.nr_acked = iset_bytes(sb, sb.nracked)
-    f.sacked = iset_bytes(sb, sb.sacked)
-    f.rtxq_nr = f.rtxq_sack - f.nr_acked
-    f.rtxq_whatif = f.rtxq_sack - f.sacked
-    return f
-end
-
 ------------------------------------------------------------------------------------------------
 -- Frame results and findings
 ------------------------------------------------------------------------------------------------
@@ -479,11 +469,22 @@ local MAX_UPDATES = 2
 local function raise(fr, id, note, message)
     if not fr then return end
     local is_note = note and rule_note_expert[id] ~= nil
+    if fr.findings == NO_ITEMS then fr.findings = {} end
     fr.findings[#fr.findings + 1] = {id = id, note = is_note, message = id .. ": " .. message}
 end
 
+-- The frame being analysed: one scratch result, reset per frame and then stored compactly
+-- (store_result), since a table per frame kept for the whole capture makes every GC cycle walk it.
+local function new_update()
+    return {dir = nil, is_ack = false, freed_bytes = 0, revoked = NO_ITEMS, rtxq_sack = 0, nr_acked = 0,
+            sacked = 0, nr_figure = false, blocked = false, gap_open = false}
+end
+local scratch_result = {stream = nil, rtt_ms = nil, findings = NO_ITEMS, n_upd = 0, upd = {new_update(), new_update()}}
+
 local function new_frame_result()
-    return {stream = nil, upd = {}, rtt_ms = nil, findings = {}}
+    local fr = scratch_result
+    fr.stream, fr.rtt_ms, fr.findings, fr.n_upd = nil, nil, NO_ITEMS, 0
+    return fr
 end
 
 ------------------------------------------------------------------------------------------------
@@ -507,22 +508,27 @@ end
 
 -- A frame may touch both directions (SCTP bundling DATA with a SACK): one update per direction.
 local function update_for(fr, d)
-    for i = 1, #fr.upd do
-        if fr.upd[i].dir == d then return fr.upd[i] end
+    local upd, n = fr.upd, fr.n_upd
+    for i = 1, n do
+        if upd[i].dir == d then return upd[i] end
     end
-    if #fr.upd == MAX_UPDATES then return nil end
-    local u = {dir = d, is_ack = false, has_data = false, new_data_bytes = 0, freed_bytes = 0, revoked = {}}
-    fr.upd[#fr.upd + 1] = u
+    if n == MAX_UPDATES then return nil end
+    n = n + 1
+    fr.n_upd = n
+    local u = upd[n]
+    u.dir, u.is_ack, u.freed_bytes, u.revoked = d, false, 0, NO_ITEMS
     return u
 end
 
+-- The direction's figures after this event (the last event of the frame wins).
 local function refresh_figures(u, d)
-    local fig = sb_figures(d.sb)
-    if d.gap_from_sacked then d.gap_open = fig.sacked > 0 end -- MPTCP data level (decisions 12)
-    u.fig = fig
-    u.rtxq = d.nr_mode and fig.rtxq_nr or fig.rtxq_sack
+    local sb = d.sb
+    local rtxq_sack, nr_acked, sacked = iset_bytes(sb, sb.sent), iset_bytes(sb, sb.nracked), iset_bytes(sb, sb.sacked)
+    if d.gap_from_sacked then d.gap_open = sacked > 0 end -- MPTCP data level (decisions 12)
+    u.rtxq_sack, u.nr_acked, u.sacked, u.nr_figure = rtxq_sack, nr_acked, sacked, d.nr_mode
+    local rtxq = d.nr_mode and rtxq_sack - nr_acked or rtxq_sack
     local sndbuf = state.prefs.sndbuf
-    u.blocked = sndbuf > 0 and d.max_payload > 0 and sndbuf - u.rtxq < d.max_payload
+    u.blocked = sndbuf > 0 and d.max_payload > 0 and sndbuf - rtxq < d.max_payload
     u.gap_open = d.gap_open
 end
 
@@ -547,8 +553,6 @@ local function rtxq_on_data(fr, d, lo, hi, payload_bytes)
     if new_bytes == 0 then return end -- decisions 4: retransmissions do not change the RtxQ
     local u = update_for(fr, d)
     if not u then return end
-    u.has_data = true
-    u.new_data_bytes = u.new_data_bytes + new_bytes
     refresh_figures(u, d)
 end
 
@@ -564,6 +568,7 @@ local function rtxq_on_ack(fr, d, cum, r, nr, revoke)
         local x = res.revoked[i][1]
         repeat
             if #u.revoked >= MAX_REVOKED then break end -- a corrupt ack may revoke 2^31 TSNs
+            if u.revoked == NO_ITEMS then u.revoked = {} end
             u.revoked[#u.revoked + 1] = x % TWO32
             x = x + 1
         until not (d.sb.tsn_units and x < res.revoked[i][2])
@@ -1625,30 +1630,65 @@ local function queue_u32(v)
     return v
 end
 
-local function emit_result(fr, tree)
-    if fr.stream then tree:add(hf.stream, fr.stream):set_generated() end
-    if fr.rtt_ms then tree:add(hf.fsack_rtt_ms, fr.rtt_ms):set_generated() end
+-- Stored results: state.rec is one flat array (numbers, shared direction tables, rare lists), and
+-- state.rec_at[frame number] is where the frame's record starts:
+--   stream|false, rtt_ms|false, findings|false, n_upd, then n_upd times:
+--   direction, rtxq_sack, nr_acked, sacked, freed_bytes, flags (UPD_*), revoked|false
+local UPD_IS_ACK, UPD_NR_FIGURE, UPD_BLOCKED, UPD_GAP_OPEN = 1, 2, 4, 8
+local UPD_SLOTS = 7
+
+local function store_result(fr)
+    local rec, i = state.rec, state.rec_n + 1
+    rec[i], rec[i + 1] = fr.stream or false, fr.rtt_ms or false
+    rec[i + 2], rec[i + 3] = fr.findings ~= NO_ITEMS and fr.findings, fr.n_upd
+    local k = i + 4
+    for n = 1, fr.n_upd do
+        local u = fr.upd[n]
+        rec[k], rec[k + 1], rec[k + 2], rec[k + 3], rec[k + 4] = u.dir, u.rtxq_sack, u.nr_acked, u.sacked, u.freed_bytes
+        rec[k + 5] = (u.is_ack and UPD_IS_ACK or 0) + (u.nr_figure and UPD_NR_FIGURE or 0)
+            + (u.blocked and UPD_BLOCKED or 0) + (u.gap_open and UPD_GAP_OPEN or 0)
+        rec[k + 6] = u.revoked ~= NO_ITEMS and u.revoked
+        k = k + UPD_SLOTS
+    end
+    state.rec_n = k - 1
+    return i
+end
+
+local function has_bit(flags, b) return flags % (b + b) >= b end
+
+local function emit_result(i, tree)
+    local rec = state.rec
+    local stream, rtt_ms, findings, n_upd = rec[i], rec[i + 1], rec[i + 2], rec[i + 3]
+    if stream then tree:add(hf.stream, stream):set_generated() end
+    if rtt_ms then tree:add(hf.fsack_rtt_ms, rtt_ms):set_generated() end
     local show_blocked = state.prefs.sndbuf > 0
-    for i = 1, #fr.upd do
-        local u = fr.upd[i]
-        local d, fig = u.dir, u.fig
+    local k = i + 4
+    for _ = 1, n_upd do
+        local d, rtxq_sack, nr_acked, sacked = rec[k], rec[k + 1], rec[k + 2], rec[k + 3]
+        local freed_bytes, flags, revoked = rec[k + 4], rec[k + 5], rec[k + 6]
+        local rtxq_nr = rtxq_sack - nr_acked
         -- one generated item per update holds its figures: marking each one costs a call per field
         local t = tree:add(hf.direction, d.label)
         t:set_generated()
-        t:add(hf.rtxq_bytes, queue_u32(u.rtxq))
-        t:add(hf.rtxq_sack_bytes, queue_u32(fig.rtxq_sack))
-        t:add(hf.rtxq_nr_bytes, queue_u32(fig.rtxq_nr))
-        t:add(hf.rtxq_nr_acked_bytes, queue_u32(fig.nr_acked))
-        t:add(hf.rtxq_sacked_bytes, queue_u32(fig.sacked))
-        t:add(hf.rtxq_whatif_bytes, queue_u32(fig.rtxq_whatif))
-        if u.is_ack then t:add(hf.freed_bytes, queue_u32(u.freed_bytes)) end
-        if show_blocked then t:add(hf.blocked, u.blocked) end
-        t:add(hf.gap_open, u.gap_open)
-        for k = 1, #u.revoked do t:add(hf.revoked, u.revoked[k]) end
+        t:add(hf.rtxq_bytes, queue_u32(has_bit(flags, UPD_NR_FIGURE) and rtxq_nr or rtxq_sack))
+        t:add(hf.rtxq_sack_bytes, queue_u32(rtxq_sack))
+        t:add(hf.rtxq_nr_bytes, queue_u32(rtxq_nr))
+        t:add(hf.rtxq_nr_acked_bytes, queue_u32(nr_acked))
+        t:add(hf.rtxq_sacked_bytes, queue_u32(sacked))
+        t:add(hf.rtxq_whatif_bytes, queue_u32(rtxq_sack - sacked))
+        if has_bit(flags, UPD_IS_ACK) then t:add(hf.freed_bytes, queue_u32(freed_bytes)) end
+        if show_blocked then t:add(hf.blocked, has_bit(flags, UPD_BLOCKED)) end
+        t:add(hf.gap_open, has_bit(flags, UPD_GAP_OPEN))
+        if revoked then
+            for r = 1, #revoked do t:add(hf.revoked, revoked[r]) end
+        end
+        k = k + UPD_SLOTS
     end
-    for i = 1, #fr.findings do
-        local f = fr.findings[i]
-        tree:add_proto_expert_info(f.note and rule_note_expert[f.id] or rule_expert[f.id], f.message)
+    if findings then
+        for f = 1, #findings do
+            local x = findings[f]
+            tree:add_proto_expert_info(x.note and rule_note_expert[x.id] or rule_expert[x.id], x.message)
+        end
     end
 end
 
@@ -1701,7 +1741,8 @@ function nrsack.init()
     state = {
         prefs = read_prefs(),
         next_stream = 0,
-        results = {},          -- frame number -> frame result (the analysis of the first pass)
+        rec = {}, rec_n = 0,   -- the stored frame results (store_result)
+        rec_at = {},           -- frame number -> where its result starts in rec
         sctp_by_endpoint = {}, -- port * 2^32 + tag -> association (the endpoint owning the tag)
         sctp_pending = {},     -- src port * 65536 + dst port -> association whose dst tag is unknown
         tcp_conns = {},        -- conn_key() -> TCP connection (an MPTCP subflow included)
@@ -1736,12 +1777,9 @@ function nrsack.dissector(tvb, pinfo, tree)
     -- Analyse a frame the first time this plugin sees its layers (tshark -2 builds no tree in its first
     -- pass unless a filter or tap needs one), then only show the cached result.
     local fr
-    local cached = state.results[pinfo.number]
-    if not cached then
-        fr = new_frame_result()
-        state.results[pinfo.number] = fr
-        cached = fr
-    end
+    local number = pinfo.number
+    local at = state.rec_at[number]
+    if not at then fr = new_frame_result() end
     local subtree = tree:add(nrsack)
     local ok, err
     if is_sctp then
@@ -1760,7 +1798,11 @@ function nrsack.dissector(tvb, pinfo, tree)
         -- a bug here must not hide the packet: report it where users look
         raise(fr, "GEN-01", false, "analysis stopped: " .. tostring(err))
     end
-    if cached then emit_result(cached, subtree) end
+    if fr then
+        at = store_result(fr)
+        state.rec_at[number] = at
+    end
+    emit_result(at, subtree)
 end
 
 register_postdissector(nrsack)
