@@ -51,7 +51,8 @@ local band = bitlib.band
 -- Unwrapped numbers start at 2^32 + the first value, so values slightly below it stay positive.
 local UNWRAP_ORIGIN = TWO32
 
-local function has_flag(value, flag) return band(value, flag) ~= 0 end
+-- Whether single-bit `flag` is set in the non-negative integer `value` (arithmetic: no library call).
+local function has_flag(value, flag) return value % (flag + flag) >= flag end
 
 -- The empty list every packet without SACK blocks, MPTCP options or revocations shares (fewer tables
 -- per packet for the collector); writing to it is a bug.
@@ -1084,50 +1085,54 @@ local function add_nr_option_fields(tree, base, o)
 end
 
 -- The TCP header's options; every NR-SACK option with our ExID is decoded into the tree, the first
--- one is analysed. Returns nil when the header itself is unusable.
+-- one is analysed. Returns nil when the header itself is unusable. The segment is one scratch table
+-- reused for every packet (nothing keeps it): counts say how much of its lists is this packet's.
+local scratch_seg = {sack_left = {}, sack_right = {}, mptcp_off = {}, mptcp_len = {}}
 local function parse_segment(s, base, tree)
     if #s < 20 then return nil end
-    local seg = {
-        sport = u16(s, 0), dport = u16(s, 2), seq = u32(s, 4), ack = u32(s, 8),
-        hlen = math.floor(u8(s, 12) / 16) * 4, flags = u8(s, 13),
-        sack_permitted = false, has_sack = false, sack_left = NO_ITEMS, sack_right = NO_ITEMS, nr = nil,
-        mptcp = NO_ITEMS,
-    }
-    if seg.hlen < 20 or seg.hlen > #s then return nil end
+    local sp1, sp2, dp1, dp2, q1, q2, q3, q4, a1, a2, a3, a4, data_off, flags = sbyte(s, 1, 14)
+    local hlen = (data_off - data_off % 16) / 4
+    if hlen < 20 or hlen > #s then return nil end
+    local seg = scratch_seg
+    seg.sport, seg.dport = sp1 * 256 + sp2, dp1 * 256 + dp2
+    seg.seq = ((q1 * 256 + q2) * 256 + q3) * 256 + q4
+    seg.ack = ((a1 * 256 + a2) * 256 + a3) * 256 + a4
+    seg.hlen, seg.flags = hlen, flags
+    seg.syn_flag, seg.ack_flag = has_flag(flags, TCP_FLAG_SYN), has_flag(flags, TCP_FLAG_ACK)
+    seg.n_sack, seg.n_mptcp, seg.nr, seg.nr_overruns = 0, 0, nil, false
     local off = 20
-    while off < seg.hlen do
-        local kind = u8(s, off)
+    while off < hlen do
+        local kind = sbyte(s, off + 1)
         if kind == OPT_EOL then break end
         if kind == OPT_NOP then
             off = off + 1
         else
-            if off + 2 > seg.hlen then break end
-            local len = u8(s, off + 1)
-            if len < 2 or off + len > seg.hlen then
+            if off + 2 > hlen then break end
+            local len = sbyte(s, off + 2)
+            if len < 2 or off + len > hlen then
                 -- Wireshark's TCP dissector reports the bad option; ours is also TN-05
-                seg.nr_overruns = (kind == OPT_EXP_FD or kind == OPT_EXP_FE) and off + 4 <= seg.hlen
+                seg.nr_overruns = (kind == OPT_EXP_FD or kind == OPT_EXP_FE) and off + 4 <= hlen
                     and u16(s, off + 2) == state.prefs.tcp_exid
                 break
             end
-            if kind == OPT_SACK_PERM then
-                seg.sack_permitted = true
-            elseif kind == OPT_SACK then
-                seg.has_sack = true
-                if seg.sack_left == NO_ITEMS then seg.sack_left, seg.sack_right = {}, {} end
+            if kind == OPT_SACK then
+                local n = seg.n_sack
                 for i = 0, math.floor((len - 2) / 8) - 1 do
-                    if #seg.sack_left >= TCP_MAX_BLOCKS then break end
-                    seg.sack_left[#seg.sack_left + 1] = u32(s, off + 2 + 8 * i)
-                    seg.sack_right[#seg.sack_right + 1] = u32(s, off + 6 + 8 * i)
+                    if n >= TCP_MAX_BLOCKS then break end
+                    n = n + 1
+                    seg.sack_left[n] = u32(s, off + 2 + 8 * i)
+                    seg.sack_right[n] = u32(s, off + 6 + 8 * i)
                 end
+                seg.n_sack = n
             elseif kind == OPT_EXP_FD or kind == OPT_EXP_FE then
                 local o = nr_option_parse(s, off, len)
                 if o then
                     if tree then add_nr_option_fields(tree, base, o) end
                     if not seg.nr then seg.nr = o end
                 end
-            elseif kind == OPT_MPTCP and #seg.mptcp < TCP_MAX_MPTCP_OPTS then
-                if seg.mptcp == NO_ITEMS then seg.mptcp = {} end
-                seg.mptcp[#seg.mptcp + 1] = {off = off, len = len}
+            elseif kind == OPT_MPTCP and seg.n_mptcp < TCP_MAX_MPTCP_OPTS then
+                local n = seg.n_mptcp + 1
+                seg.n_mptcp, seg.mptcp_off[n], seg.mptcp_len[n] = n, off, len
             end
             off = off + len
         end
@@ -1141,38 +1146,50 @@ local function int32(x)
     return x
 end
 
--- Connections are keyed by both endpoints, lower one first, so both directions find the same entry.
-local function conn_key(src, sport, dst, dport)
-    local a, b = src .. "|" .. sport, dst .. "|" .. dport
-    if a > b then a, b = b, a end
-    return a .. "|" .. b
+-- Connections are listed by their port pair (lower port first), so both directions find the same
+-- list; addresses are compared as Address objects (no strings built per packet).
+-- Returns the index of c in the list and which end sent the segment, or nil.
+local function conn_match(list, sport, dport, src, dst)
+    for k = 1, #list do
+        local c = list[k]
+        local port, addr = c.port, c.addr_obj
+        if port[0] == sport and port[1] == dport and addr[0] == src and addr[1] == dst then return k, 0 end
+        if port[0] == dport and port[1] == sport and addr[0] == dst and addr[1] == src then return k, 1 end
+    end
+    return nil
 end
 
 local function tcp_find_conn(pinfo, seg, create)
-    local src, dst = tostring(pinfo.net_src), tostring(pinfo.net_dst)
-    local key = conn_key(src, seg.sport, dst, seg.dport)
-    local c = state.tcp_conns[key]
+    local sport, dport = seg.sport, seg.dport
+    local src, dst = pinfo.net_src, pinfo.net_dst
+    local key = sport < dport and sport * 65536 + dport or dport * 65536 + sport
+    local list = state.tcp_conns[key]
+    if not list then
+        if not create then return nil end
+        list = {}
+        state.tcp_conns[key] = list
+    end
+    local k, from = conn_match(list, sport, dport, src, dst)
+    local c = k and list[k]
     -- a new SYN (not a retransmission of the first) after the old connection starts a new one
-    if c and create and band(seg.flags, TCP_FLAG_SYN + TCP_FLAG_ACK) == TCP_FLAG_SYN and c.isn_known[0]
+    if c and create and seg.syn_flag and not seg.ack_flag and c.isn_known[0]
         and c.isn[0] ~= seg.seq and c.dir[0] and c.dir[0].sb.snd_max ~= 0 then
         c = nil
     end
     if not c then
         if not create then return nil end
-        local reversed = band(seg.flags, TCP_FLAG_SYN + TCP_FLAG_ACK) == TCP_FLAG_SYN + TCP_FLAG_ACK
         -- a SYN-ACK seen first: its receiver is the initiator
-        local i = reversed and 1 or 0
+        local i = (seg.syn_flag and seg.ack_flag) and 1 or 0
         c = {
-            addr = {}, port = {}, addr_obj = {}, syn_seen = {}, nr_permitted = {}, nr_flags = {}, dir = {},
+            port = {}, addr_obj = {}, syn_seen = {}, nr_permitted = {}, nr_flags = {}, dir = {},
             hs = handshake_new(), is_mptcp = false, mp_capable_syn = {}, mp_version = 0, key_known = {}, mptcp = nil,
             mptcp_side = {}, isn_known = {}, isn = {}, map_known = {}, map_dsn = {}, map_seq = {}, sent_maps = {},
         }
-        c.addr[i], c.addr[1 - i] = src, dst
-        c.addr_obj[i], c.addr_obj[1 - i] = pinfo.net_src, pinfo.net_dst
-        c.port[i], c.port[1 - i] = seg.sport, seg.dport
-        state.tcp_conns[key] = c
+        c.addr_obj[i], c.addr_obj[1 - i] = src, dst
+        c.port[i], c.port[1 - i] = sport, dport
+        list[k or #list + 1] = c
+        from = (sport == c.port[0] and src == c.addr_obj[0]) and 0 or 1
     end
-    local from = (c.port[0] == seg.sport and c.addr[0] == src) and 0 or 1
     return c, from
 end
 
@@ -1207,14 +1224,14 @@ local function analyse_tcp(seg, payload_len, c, from, fr)
         for i = 1, #o.left do
             if int32(o.right[i] - o.left[i]) <= 0 then
                 raise(fr, "TN-05", false, string.format("NR-SACK block %d: left %d >= right %d", i, o.left[i], o.right[i]))
-            elseif has_flag(seg.flags, TCP_FLAG_ACK) and int32(o.left[i] - seg.ack) <= 0 then
+            elseif seg.ack_flag and int32(o.left[i] - seg.ack) <= 0 then
                 raise(fr, "TN-05", false, string.format("NR-SACK block %d (%d-%d) at or below the ack %d",
                     i, o.left[i], o.right[i], seg.ack))
             end
         end
         local overlap = false
         for i = 1, #o.left do
-            for j = 1, #seg.sack_left do
+            for j = 1, seg.n_sack do
                 if not overlap and int32(o.left[i] - seg.sack_right[j]) < 0 and int32(seg.sack_left[j] - o.right[i]) < 0 then
                     raise(fr, "TN-02", false, string.format("SACK block %d-%d and NR-SACK block %d-%d overlap",
                         seg.sack_left[j], seg.sack_right[j], o.left[i], o.right[i]))
@@ -1224,13 +1241,13 @@ local function analyse_tcp(seg, payload_len, c, from, fr)
         end
         peer.nr_mode = true
     end
-    if not has_flag(seg.flags, TCP_FLAG_ACK) or peer.sb.snd_max == 0 then
+    if not seg.ack_flag or peer.sb.snd_max == 0 then
         return -- nothing of the peer's data to acknowledge
     end
     -- never-renege receiver (decisions 9): its SACK blocks are non-renegable
     local never_renege = c.nr_permitted[from] and has_flag(c.nr_flags[from] or 0, 0x01)
     local sack, nr = {}, {}
-    for i = 1, #seg.sack_left do
+    for i = 1, seg.n_sack do
         local b = {sb_unwrap(peer.sb, seg.sack_left[i]), sb_unwrap(peer.sb, seg.sack_right[i])}
         if never_renege then nr[#nr + 1] = b else sack[#sack + 1] = b end
     end
@@ -1292,7 +1309,7 @@ end
 
 local function handle_mp_capable(s, off, len, seg, sub, from)
     local flags = u8(s, off + 3)
-    local syn, ack = has_flag(seg.flags, TCP_FLAG_SYN), has_flag(seg.flags, TCP_FLAG_ACK)
+    local syn, ack = seg.syn_flag, seg.ack_flag
     if syn and not ack then
         sub.mp_version = u8(s, off + 2) % 16
         if not sub.mptcp then new_mptcp_conn(sub) end
@@ -1311,7 +1328,7 @@ local function handle_mp_capable(s, off, len, seg, sub, from)
 end
 
 local function handle_mp_join(s, off, len, seg, sub, from)
-    if not has_flag(seg.flags, TCP_FLAG_SYN) or has_flag(seg.flags, TCP_FLAG_ACK) or len < 12 or sub.mptcp then
+    if not seg.syn_flag or seg.ack_flag or len < 12 or sub.mptcp then
         return
     end
     local token = u32(s, off + 4)
@@ -1474,12 +1491,12 @@ end
 local function subflow_acked_dsns(seg, sub, dir)
     local out = {}
     local m = sub.sent_maps[dir]
-    if not m or not has_flag(seg.flags, TCP_FLAG_ACK) then return out end
+    if not m or not seg.ack_flag then return out end
     local ack = sb_unwrap(m.sb, seg.ack)
     local from = m.cum or (m.v[m.first] and m.v[m.first][1]) or ack
     if ack > from then sub_maps_to_dsn(m, from, ack, out) end
     if not m.cum or ack > m.cum then m.cum = ack end
-    for i = 1, #seg.sack_left do
+    for i = 1, seg.n_sack do
         sub_maps_to_dsn(m, sb_unwrap(m.sb, seg.sack_left[i]), sb_unwrap(m.sb, seg.sack_right[i]), out)
     end
     local o = seg.nr
@@ -1541,8 +1558,8 @@ end
 
 local function mptcp_segment(s, base, tree, seg, payload_len, sub, from, fr)
     local had_dss = false
-    for i = 1, #seg.mptcp do
-        local off, len = seg.mptcp[i].off, seg.mptcp[i].len
+    for i = 1, seg.n_mptcp do
+        local off, len = seg.mptcp_off[i], seg.mptcp_len[i]
         if len >= 3 then
             local subtype = math.floor(u8(s, off + 2) / 16)
             if fr and subtype == SUB_MP_CAPABLE and len >= 4 then
@@ -1566,8 +1583,7 @@ local function mptcp_segment(s, base, tree, seg, payload_len, sub, from, fr)
     end
     if not fr then return end
     local m = sub.mptcp or new_mptcp_conn(sub)
-    if band(seg.flags, TCP_FLAG_SYN + TCP_FLAG_ACK) == TCP_FLAG_SYN + TCP_FLAG_ACK
-        and sub.mp_capable_syn[0] and sub.mp_capable_syn[1] then
+    if seg.syn_flag and seg.ack_flag and sub.mp_capable_syn[0] and sub.mp_capable_syn[1] then
         -- the initial subflow's handshake decides the data-level capability
         m.handshake_seen = true
         m.capable = has_flag(sub.nr_flags[0] or 0, 0x02) and has_flag(sub.nr_flags[1] or 0, 0x02)
@@ -1587,14 +1603,14 @@ local function tcp_dissect(s, base, pinfo, tree, payload_len, fr)
     local c, from = tcp_find_conn(pinfo, seg, fr ~= nil)
     if not c then return end
     if fr then
-        local syn = has_flag(seg.flags, TCP_FLAG_SYN)
+        local syn = seg.syn_flag
         if syn then
-            handshake_step(c.hs, has_flag(seg.flags, TCP_FLAG_ACK) and 1 or 0)
-        elseif has_flag(seg.flags, TCP_FLAG_ACK) and from == 0 then
+            handshake_step(c.hs, seg.ack_flag and 1 or 0)
+        elseif seg.ack_flag and from == 0 then
             handshake_step(c.hs, 2)
         end
         if syn then
-            local ep = has_flag(seg.flags, TCP_FLAG_ACK) and 1 or 0
+            local ep = seg.ack_flag and 1 or 0
             c.syn_seen[ep] = true
             c.nr_permitted[from] = seg.nr ~= nil and seg.nr.permitted
             c.nr_flags[from] = c.nr_permitted[from] and seg.nr.flags or 0
@@ -1602,7 +1618,7 @@ local function tcp_dissect(s, base, pinfo, tree, payload_len, fr)
             c.isn[from] = seg.seq
         end
         if not c.is_mptcp and not c.dir[0] then
-            if #seg.mptcp > 0 then c.is_mptcp = true else init_tcp_dirs(c) end
+            if seg.n_mptcp > 0 then c.is_mptcp = true else init_tcp_dirs(c) end
         end
         if syn and c.dir[0] and not c.is_mptcp then
             -- both ends permitted NR-SACK: the RtxQ is that of an NR-SACK sender
@@ -1745,7 +1761,7 @@ function nrsack.init()
         rec_at = {},           -- frame number -> where its result starts in rec
         sctp_by_endpoint = {}, -- port * 2^32 + tag -> association (the endpoint owning the tag)
         sctp_pending = {},     -- src port * 65536 + dst port -> association whose dst tag is unknown
-        tcp_conns = {},        -- conn_key() -> TCP connection (an MPTCP subflow included)
+        tcp_conns = {},        -- port pair -> its TCP connections (MPTCP subflows included), tcp_find_conn
         mptcp_by_token = {},   -- RFC 8684 token -> MPTCP connection
     }
 end
