@@ -32,8 +32,8 @@ nrsack_prefs_t nrsack_prefs = {
 };
 
 static int proto_sctp = -1, proto_tcp = -1, hf_tcp_len = -1;
-/* the enclosing layers' length fields bound the SCTP packet (its own item stops at the data payload) */
-static int proto_ip = -1, hf_ip_len = -1, proto_ipv6 = -1, hf_ipv6_plen = -1, proto_udp = -1, hf_udp_length = -1;
+/* the enclosing layers' headers bound the SCTP packet (its own item stops at the data payload) */
+static int proto_ip = -1, proto_ipv6 = -1, proto_udp = -1;
 static int proto_icmp = -1, proto_icmpv6 = -1;
 static dissector_handle_t nrsack_handle;
 static guint32 next_stream;
@@ -108,20 +108,43 @@ static tvbuff_t *layer_tvb(packet_info *pinfo, guint idx, gint start, gint lengt
     return tvb_new_subset_length(ds, start, length);
 }
 
-/* Lowers *end to where an enclosing layer (IPv4, IPv6, UDP) before `inner` says its packet ends. */
-static void bound_by_enclosing(proto_tree *tree, int proto, int hf_len, gint header, const field_info *inner, gint *end)
+/* Lowers *end to where `outer`, an IPv4, IPv6 or UDP header before `inner` in the same bytes, says its
+ * packet ends. Read from the header's own length field: asking Wireshark for ip.len would make it build
+ * the whole IP tree of every frame. A length of 0 (IPv4 with TSO, IPv6 or UDP jumbograms) bounds nothing. */
+static void bound_by_header(const field_info *outer, const field_info *inner, gint *end)
 {
-    GPtrArray *items = proto_get_finfo_ptr_array(tree, proto), *lens = proto_get_finfo_ptr_array(tree, hf_len);
-    if (!items || !lens || items->len != lens->len)
+    tvbuff_t *ds = outer->ds_tvb;
+    gint at = outer->start, e;
+    if (ds != inner->ds_tvb || at >= inner->start || (guint)at + 8 > tvb_captured_length(ds))
         return;
-    for (guint i = 0; i < items->len; i++) {
-        const field_info *outer = (const field_info *)g_ptr_array_index(items, i);
-        if (outer->ds_tvb != inner->ds_tvb || outer->start >= inner->start)
+    int id = outer->hfinfo->id, version = tvb_get_guint8(ds, at) >> 4;
+    if (id == proto_ip && version == 4)
+        e = at + tvb_get_ntohs(ds, at + 2);
+    else if (id == proto_ipv6 && version == 6)
+        e = at + 40 + tvb_get_ntohs(ds, at + 4);
+    else if (id == proto_udp)
+        e = at + tvb_get_ntohs(ds, at + 4);
+    else
+        return;
+    if (e > inner->start && e < *end)
+        *end = e;
+}
+
+/* Applies bound_by_header to the protocol items under `node` (depth levels deep); whether `inner` is one of them. */
+static gboolean bound_by_enclosing(proto_node *node, const field_info *inner, gint *end, int depth)
+{
+    gboolean found = FALSE;
+    for (proto_node *n = node->first_child; n; n = n->next) {
+        const field_info *fi = PNODE_FINFO(n);
+        if (!fi)
             continue;
-        gint e = outer->start + header + (gint)fvalue_get_uinteger(&((field_info *)g_ptr_array_index(lens, i))->value);
-        if (e > inner->start && e < *end)
-            *end = e;
+        found |= fi == inner;
+        if (fi->hfinfo->type == FT_PROTOCOL)
+            bound_by_header(fi, inner, end);
+        if (depth > 1)
+            found |= bound_by_enclosing(n, inner, end, depth - 1);
     }
+    return found;
 }
 
 /* Whether an ICMP or ICMPv6 layer carries the frame's headers; compares protocol IDs, as
@@ -158,9 +181,12 @@ static gboolean locate_layer(packet_info *pinfo, proto_tree *tree, frame_result_
     fr->layer_length = fi->length; /* TCP: the header; the payload length comes from tcp.len */
     if (has_sctp) {
         gint end = (gint)tvb_captured_length(fi->ds_tvb);
-        bound_by_enclosing(tree, proto_ip, hf_ip_len, 0, fi, &end);
-        bound_by_enclosing(tree, proto_ipv6, hf_ipv6_plen, 40, fi, &end);
-        bound_by_enclosing(tree, proto_udp, hf_udp_length, 0, fi, &end);
+        /* dissectors put their protocol items at the top level; where SCTP's is deeper (a dissector
+         * that nests the layers it calls), walk the whole tree */
+        if (!bound_by_enclosing(tree, fi, &end, 1)) {
+            end = (gint)tvb_captured_length(fi->ds_tvb);
+            bound_by_enclosing(tree, fi, &end, G_MAXINT);
+        }
         fr->layer_length = end - fi->start;
     }
     if (has_tcp && !has_sctp) {
@@ -290,14 +316,12 @@ static void proto_reg_handoff_nrsack(void)
     proto_tcp = proto_get_id_by_filter_name("tcp");
     hf_tcp_len = proto_registrar_get_id_byname("tcp.len");
     proto_ip = proto_get_id_by_filter_name("ip");
-    hf_ip_len = proto_registrar_get_id_byname("ip.len");
     proto_ipv6 = proto_get_id_by_filter_name("ipv6");
-    hf_ipv6_plen = proto_registrar_get_id_byname("ipv6.plen");
     proto_udp = proto_get_id_by_filter_name("udp");
-    hf_udp_length = proto_registrar_get_id_byname("udp.length");
     proto_icmp = proto_get_id_by_filter_name("icmp");
     proto_icmpv6 = proto_get_id_by_filter_name("icmpv6");
-    int wanted_ids[] = {proto_sctp, proto_tcp, hf_tcp_len, proto_ip, hf_ip_len, proto_ipv6, hf_ipv6_plen, proto_udp, hf_udp_length};
+    /* only what locates the layer: each wanted field makes Wireshark build more of every frame's tree */
+    int wanted_ids[] = {proto_sctp, proto_tcp, hf_tcp_len};
     GArray *wanted = g_array_new(FALSE, FALSE, sizeof(int));
     g_array_append_vals(wanted, wanted_ids, G_N_ELEMENTS(wanted_ids));
     set_postdissector_wanted_hfids(nrsack_handle, wanted);
