@@ -130,44 +130,52 @@ static void bound_by_header(const field_info *outer, const field_info *inner, gi
         *end = e;
 }
 
-/* Applies bound_by_header to the protocol items under `node` (depth levels deep); whether `inner` is one of them. */
-static gboolean bound_by_enclosing(proto_node *node, const field_info *inner, gint *end, int depth)
+/* Applies bound_by_header to the protocol items under `node`, depth levels deep. */
+static void bound_by_enclosing(proto_node *node, const field_info *inner, gint *end, int depth)
 {
-    gboolean found = FALSE;
     for (proto_node *n = node->first_child; n; n = n->next) {
         const field_info *fi = PNODE_FINFO(n);
-        if (!fi)
-            continue;
-        found |= fi == inner;
-        if (fi->hfinfo->type == FT_PROTOCOL)
+        if (fi && fi->hfinfo->type == FT_PROTOCOL)
             bound_by_header(fi, inner, end);
         if (depth > 1)
-            found |= bound_by_enclosing(n, inner, end, depth - 1);
+            bound_by_enclosing(n, inner, end, depth - 1);
     }
-    return found;
 }
 
-/* Whether an ICMP or ICMPv6 layer carries the frame's headers; compares protocol IDs, as
- * proto_is_frame_protocol() would compare their names, without a string compare per layer. */
-static gboolean inside_icmp(const packet_info *pinfo)
+/* The first item of protocol `proto` under `node`, depth levels deep, in tree order. */
+static const field_info *first_item(proto_node *node, int proto, int depth)
 {
-    for (wmem_list_frame_t *l = wmem_list_head(pinfo->layers); l; l = wmem_list_frame_next(l)) {
-        int id = GPOINTER_TO_INT(wmem_list_frame_data(l));
-        if (id == proto_icmp || id == proto_icmpv6)
-            return TRUE;
+    for (proto_node *n = node->first_child; n; n = n->next) {
+        const field_info *fi = PNODE_FINFO(n);
+        if (fi && fi->hfinfo->id == proto)
+            return fi;
+        if (depth > 1 && (fi = first_item(n, proto, depth - 1)))
+            return fi;
     }
-    return FALSE;
+    return NULL;
 }
 
-/* First pass: finds the SCTP or TCP layer among the items the postdissector asked for. */
+/* First pass: finds the SCTP or TCP layer's item. One walk over the frame's layer list (protocol IDs,
+ * no string compares) says whether there is one; the items are then looked up among the tree's top-level
+ * items, where dissectors put them (the whole tree where a dissector nests the layers it calls), so that
+ * Wireshark need not collect them for us in every frame. */
 static gboolean locate_layer(packet_info *pinfo, proto_tree *tree, frame_result_t *fr)
 {
-    GPtrArray *sctp = tree ? proto_get_finfo_ptr_array(tree, proto_sctp) : NULL;
-    GPtrArray *tcp = tree ? proto_get_finfo_ptr_array(tree, proto_tcp) : NULL;
-    gboolean has_sctp = sctp && sctp->len, has_tcp = tcp && tcp->len;
-    if (!has_sctp && !has_tcp)
+    gboolean has_sctp = FALSE, has_tcp = FALSE;
+    for (wmem_list_frame_t *l = wmem_list_head(pinfo->layers); l; l = wmem_list_frame_next(l)) {
+        int id = GPOINTER_TO_INT(wmem_list_frame_data(l));
+        /* headers quoted inside ICMP errors are not segments of the flow */
+        if (id == proto_icmp || id == proto_icmpv6)
+            return FALSE;
+        has_sctp |= id == proto_sctp;
+        has_tcp |= id == proto_tcp;
+    }
+    if (!tree || (!has_sctp && !has_tcp))
         return FALSE;
-    const field_info *fi = (const field_info *)g_ptr_array_index(has_sctp ? sctp : tcp, 0);
+    int proto = has_sctp ? proto_sctp : proto_tcp, depth = 1;
+    const field_info *fi = first_item(tree, proto, depth);
+    if (!fi && !(fi = first_item(tree, proto, depth = G_MAXINT)))
+        return FALSE;
     guint idx = 0;
     GSList *l;
     for (l = pinfo->data_src; l; l = l->next, idx++)
@@ -181,12 +189,7 @@ static gboolean locate_layer(packet_info *pinfo, proto_tree *tree, frame_result_
     fr->layer_length = fi->length; /* TCP: the header; the payload length comes from tcp.len */
     if (has_sctp) {
         gint end = (gint)tvb_captured_length(fi->ds_tvb);
-        /* dissectors put their protocol items at the top level; where SCTP's is deeper (a dissector
-         * that nests the layers it calls), walk the whole tree */
-        if (!bound_by_enclosing(tree, fi, &end, 1)) {
-            end = (gint)tvb_captured_length(fi->ds_tvb);
-            bound_by_enclosing(tree, fi, &end, G_MAXINT);
-        }
+        bound_by_enclosing(tree, fi, &end, depth);
         fr->layer_length = end - fi->start;
     }
     if (has_tcp && !has_sctp) {
@@ -205,8 +208,7 @@ static int dissect_nrsack(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, v
     gboolean analyse = fr == NULL;
     if (analyse) {
         frame_result_t found = {.ts = pinfo->abs_ts};
-        /* headers quoted inside ICMP errors are not segments of the flow */
-        if (inside_icmp(pinfo) || !locate_layer(pinfo, tree, &found)) {
+        if (!locate_layer(pinfo, tree, &found)) {
             p_add_proto_data(wmem_file_scope(), pinfo, proto_nrsack, 0, &no_layer);
             return 0;
         }
@@ -320,8 +322,9 @@ static void proto_reg_handoff_nrsack(void)
     proto_udp = proto_get_id_by_filter_name("udp");
     proto_icmp = proto_get_id_by_filter_name("icmp");
     proto_icmpv6 = proto_get_id_by_filter_name("icmpv6");
-    /* only what locates the layer: each wanted field makes Wireshark build more of every frame's tree */
-    int wanted_ids[] = {proto_sctp, proto_tcp, hf_tcp_len};
+    /* tcp.len only: a wanted field makes tshark build a tree on every pass, and each costs Wireshark
+     * work in every frame that has it (locate_layer finds the SCTP and TCP items itself) */
+    int wanted_ids[] = {hf_tcp_len};
     GArray *wanted = g_array_new(FALSE, FALSE, sizeof(int));
     g_array_append_vals(wanted, wanted_ids, G_N_ELEMENTS(wanted_ids));
     set_postdissector_wanted_hfids(nrsack_handle, wanted);
