@@ -181,11 +181,6 @@ local function u32(s, off)
     local a, b, c, d = sbyte(s, off + 1, off + 4)
     return ((a * 256 + b) * 256 + c) * 256 + d
 end
--- 64-bit big-endian value as a {high, low} word pair (doubles would lose the low bits of a DSN; UInt64
--- objects cost a call per operation on every data segment).
-local function u64(s, off)
-    return {u32(s, off), u32(s, off + 4)}
-end
 
 ------------------------------------------------------------------------------------------------
 -- Interval sets: sorted, disjoint, non-adjacent {lo, hi} pairs, [lo, hi). A set made by iset_new()
@@ -415,8 +410,11 @@ local function find_revoked(sb, r, nr, revoke)
 end
 
 -- One ack: cum (first unit not acked), R and NR blocks as unwrapped [lo, hi) lists.
+-- The result of the latest ack: one table reused by every ack (its callers read it at once).
+local ack_result = {stale = false, beyond_sent = false, freed_bytes = 0, gap_open = false, revoked = NO_ITEMS}
 local function sb_ack(sb, cum, r, nr, revoke)
-    local res = {stale = false, beyond_sent = false, freed_bytes = 0, gap_open = false, revoked = NO_ITEMS}
+    local res = ack_result
+    res.beyond_sent, res.freed_bytes, res.gap_open, res.revoked = false, 0, false, NO_ITEMS
     res.stale = sb.cum_known and cum < sb.cum
     if not res.stale then
         sb.cum = cum
@@ -450,11 +448,13 @@ local function sb_ack(sb, cum, r, nr, revoke)
 end
 
 -- Units known received above the cum ack without being reported as a block (MPTCP: DSNs a subflow ack
--- covers, decisions 12): sacked, clipped to the data sent; no revocation, no NR.
+-- covers, decisions 12), as r.n flat numbers lo1, hi1, lo2, hi2, ...: sacked, clipped to the data
+-- sent; no revocation, no NR.
 local function sb_received(sb, r)
-    for i = 1, #r do
-        if not sb.cum_known or r[i][2] > sb.cum then
-            add_clipped_to_sent(sb, sb.sacked, sb.cum_known and math.max(r[i][1], sb.cum) or r[i][1], r[i][2])
+    for i = 1, r.n, 2 do
+        local lo, hi = r[i], r[i + 1]
+        if not sb.cum_known or hi > sb.cum then
+            add_clipped_to_sent(sb, sb.sacked, sb.cum_known and math.max(lo, sb.cum) or lo, hi)
         end
     end
 end
@@ -585,7 +585,7 @@ end
 
 -- Units the receiver is known to hold beyond the ack's own blocks (MPTCP: DSNs its subflow ack covers).
 local function rtxq_on_received(fr, d, r)
-    if #r == 0 then return end
+    if r.n == 0 then return end
     sb_received(d.sb, r)
     local u = update_for(fr, d)
     if u then refresh_figures(u, d) end
@@ -1246,12 +1246,16 @@ local function analyse_tcp(seg, payload_len, c, from, fr)
     end
     -- never-renege receiver (decisions 9): its SACK blocks are non-renegable
     local never_renege = c.nr_permitted[from] and has_flag(c.nr_flags[from] or 0, 0x01)
-    local sack, nr = {}, {}
-    for i = 1, seg.n_sack do
-        local b = {sb_unwrap(peer.sb, seg.sack_left[i]), sb_unwrap(peer.sb, seg.sack_right[i])}
-        if never_renege then nr[#nr + 1] = b else sack[#sack + 1] = b end
+    local sack, nr = NO_ITEMS, NO_ITEMS -- most acks carry no blocks
+    if seg.n_sack > 0 then
+        if never_renege then nr = {} else sack = {} end
+        local list = never_renege and nr or sack
+        for i = 1, seg.n_sack do
+            list[i] = {sb_unwrap(peer.sb, seg.sack_left[i]), sb_unwrap(peer.sb, seg.sack_right[i])}
+        end
     end
     if nr_blocks_option then
+        if nr == NO_ITEMS then nr = {} end
         for i = 1, #o.left do
             nr[#nr + 1] = {sb_unwrap(peer.sb, o.left[i]), sb_unwrap(peer.sb, o.right[i])}
         end
@@ -1266,19 +1270,11 @@ end
 local SUB_MP_CAPABLE, SUB_MP_JOIN, SUB_DSS = 0x0, 0x1, 0x2
 local DSS_A, DSS_a, DSS_M, DSS_m, DSS_N, DSS_n = 0x01, 0x02, 0x04, 0x08, 0x20, 0x40
 local MAX_NR_BLOCKS = 32
--- Data-level numbers: plain numbers (4 octets) or {high, low} pairs (8 octets).
-local function to_u64(x)
-    if type(x) == "number" then return UInt64.new(x, 0) end
-    return UInt64.new(x[2], x[1])
-end
-local function dl_less(a, b)
-    if type(a) == "number" then return a < b end
-    return a[1] < b[1] or (a[1] == b[1] and a[2] < b[2])
-end
-local function dl_number(x)
-    if type(x) == "number" then return x end
-    return x[1] * TWO32 + x[2]
-end
+-- Data-level numbers are (high, low) pairs of 32-bit words, high = 0 for 4-octet values: doubles
+-- would lose the low bits of a 64-bit DSN, and a table or UInt64 per number costs an allocation.
+local function to_u64(hi, lo) return UInt64.new(lo, hi) end
+local function dl_less(a_hi, a_lo, b_hi, b_lo) return a_hi < b_hi or (a_hi == b_hi and a_lo < b_lo) end
+local function dl_number(hi, lo) return hi * TWO32 + lo end
 
 local function new_mptcp_conn(sub)
     local stream = new_stream_index()
@@ -1341,35 +1337,45 @@ local function handle_mp_join(s, off, len, seg, sub, from)
     sub.mptcp_side[1 - from] = receiver_side
 end
 
--- A 4- or 8-octet number: a plain number when narrow, a {high, low} pair when wide.
-local function read_dl(s, off, wide) if wide then return u64(s, off) end return u32(s, off) end
+-- A 4- or 8-octet number as (high, low).
+local function read_dl(s, off, wide)
+    if wide then return u32(s, off), u32(s, off + 4) end
+    return 0, u32(s, off)
+end
 
 -- The DSS option of one segment, with its NR blocks (offsets from the DATA ACK); nil if too short.
+-- One scratch table reused for every option (nothing keeps it); n_blocks counts its block lists.
+local scratch_dss = {start_hi = {}, start_lo = {}, stop_hi = {}, stop_lo = {}, block_off = {}}
 local function parse_dss(s, off, len, m)
     if len < 4 then return nil end
-    local d = {flags = u8(s, off + 3), has_ack = false, has_map = false, has_nr = false, nr_count_bad = false,
-               k = 0, k_off = 0, start = {}, stop = {}, block_off = {}}
+    local d = scratch_dss
+    local flags = u8(s, off + 3)
+    d.flags, d.has_ack, d.has_map, d.has_nr, d.nr_count_bad = flags, false, false, false, false
+    d.k, d.k_off, d.n_blocks, d.ack_hi, d.ack_lo, d.ack_wide = 0, 0, 0, 0, 0, false
     local p, stop = off + 4, off + len
-    if has_flag(d.flags, DSS_A) then
-        d.ack_wide = has_flag(d.flags, DSS_a)
-        local w = d.ack_wide and 8 or 4
+    if has_flag(flags, DSS_A) then
+        local wide = has_flag(flags, DSS_a)
+        local w = wide and 8 or 4
         if p + w > stop then return nil end
-        d.data_ack = read_dl(s, p, d.ack_wide)
+        d.ack_wide = wide
+        d.ack_hi, d.ack_lo = read_dl(s, p, wide)
         d.has_ack = true
         p = p + w
     end
-    if has_flag(d.flags, DSS_M) then
-        d.dsn_wide = has_flag(d.flags, DSS_m)
-        local w = d.dsn_wide and 8 or 4
+    if has_flag(flags, DSS_M) then
+        local wide = has_flag(flags, DSS_m)
+        local w = wide and 8 or 4
         if p + w + 6 > stop then return nil end
-        d.dsn = read_dl(s, p, d.dsn_wide)
+        d.dsn_wide = wide
+        d.dsn_hi, d.dsn_lo = read_dl(s, p, wide)
         d.ssn = u32(s, p + w)
         d.has_map = true
         p = p + w + 6
     end
-    if not has_flag(d.flags, DSS_N) then return d end
+    if not has_flag(flags, DSS_N) then return d end
     d.has_nr = true
-    local bs = has_flag(d.flags, DSS_n) and 16 or 8
+    local wide_blocks = has_flag(flags, DSS_n)
+    local bs = wide_blocks and 16 or 8
     local rest = stop - p
     -- the checksum (if any) precedes the count byte; find which reading the length supports
     local fits_plain = rest >= 2 and rest == 2 + u8(s, p) * bs
@@ -1385,14 +1391,15 @@ local function parse_dss(s, off, len, m)
     d.k_off = p
     p = p + 2
     d.nr_count_bad = stop - p ~= d.k * bs
-    local i = 0
-    while i < d.k and p + bs <= stop and #d.start < MAX_NR_BLOCKS do
-        local n = #d.start + 1
+    local n = 0
+    while n < d.k and p + bs <= stop and n < MAX_NR_BLOCKS do
+        n = n + 1
         d.block_off[n] = p
-        d.start[n] = read_dl(s, p, bs == 16)
-        d.stop[n] = read_dl(s, p + (bs == 16 and 8 or 4), bs == 16)
-        i, p = i + 1, p + bs
+        d.start_hi[n], d.start_lo[n] = read_dl(s, p, wide_blocks)
+        d.stop_hi[n], d.stop_lo[n] = read_dl(s, p + bs / 2, wide_blocks)
+        p = p + bs
     end
+    d.n_blocks = n
     return d
 end
 
@@ -1400,34 +1407,33 @@ local function add_dss_fields(tree, base, d)
     if not d.has_nr or not tree then return end
     local bs = has_flag(d.flags, DSS_n) and 16 or 8
     local w = bs == 16 and 8 or 4
-    local st = tree:add(nrsack, base(d.k_off, 2 + #d.start * bs), "MPTCP DSS NR blocks")
+    local st = tree:add(nrsack, base(d.k_off, 2 + d.n_blocks * bs), "MPTCP DSS NR blocks")
     st:add(hf.mptcp_wide, base(d.k_off, 1), has_flag(d.flags, DSS_n))
     if d.k_off ~= 0 then st:add(hf.mptcp_block_count, base(d.k_off, 1), d.k) end
-    local ack = to_u64(d.data_ack or 0)
-    for i = 1, #d.start do
-        st:add(hf.mptcp_block_start, base(d.block_off[i], w), ack + to_u64(d.start[i]))
-        st:add(hf.mptcp_block_end, base(d.block_off[i] + w, w), ack + to_u64(d.stop[i]))
+    local ack = to_u64(d.ack_hi, d.ack_lo)
+    for i = 1, d.n_blocks do
+        st:add(hf.mptcp_block_start, base(d.block_off[i], w), ack + to_u64(d.start_hi[i], d.start_lo[i]))
+        st:add(hf.mptcp_block_end, base(d.block_off[i] + w, w), ack + to_u64(d.stop_hi[i], d.stop_lo[i]))
     end
 end
 
 
 -- Data-level number -> scoreboard number: 32-bit values unwrap, 64-bit values are made relative to
 -- the direction's first one (doubles hold 53 bits) while keeping their low 32 bits.
-local function unwrap_dl(dir, v, wide)
-    if not wide then return sb_unwrap(dir.sb, v) end
-    local anchor = dir.wide_anchor
-    if not anchor then
-        anchor = v
-        dir.wide_anchor = v
-        dir.wide_base = UNWRAP_ORIGIN * 256 + v[2]
+local function unwrap_dl(dir, hi, lo, wide)
+    if not wide then return sb_unwrap(dir.sb, lo) end
+    if not dir.wide_anchored then
+        dir.wide_anchored, dir.anchor_hi, dir.anchor_lo = true, hi, lo
+        dir.wide_base = UNWRAP_ORIGIN * 256 + lo
     end
-    local rel = (v[1] - anchor[1]) * TWO32 + (v[2] - anchor[2])
+    local rel = (hi - dir.anchor_hi) * TWO32 + (lo - dir.anchor_lo)
     return sb_unwrap_wide(dir.sb, dir.wide_base + rel)
 end
 
 -- One direction of a subflow (decisions 12): its mapped segments {lo, hi, dsn} (subflow bytes -> DSNs,
--- sorted by subflow sequence number, first transmissions; live from index `first`) and the highest
--- subflow ack the data level has taken in.
+-- sorted by subflow sequence number, first transmissions; live from index `first`; a segment that
+-- continues the last one in both numbering spaces widens it, so in-order data is one entry) and the
+-- highest subflow ack the data level has taken in.
 local function sub_maps(sub, dir)
     local m = sub.sent_maps[dir]
     if not m then
@@ -1462,34 +1468,42 @@ local function sub_maps_add(m, lo, hi, dsn)
         at = at - (m.first - 1)
         m.v, m.first, v = live, 1, live
     end
+    local last = v[at - 1]
+    if at == #v + 1 and at > m.first and last[2] == lo and last[3] + (lo - last[1]) == dsn then
+        last[2] = hi
+        return
+    end
     table.insert(v, at, {lo, hi, dsn})
 end
 
--- Appends the DSN ranges of subflow bytes [lo, hi) to out, merging adjacent ones.
--- (It walks every segment an ack's SACK blocks cover: inlined max / min, no global look-ups.)
+-- Appends the DSN ranges of subflow bytes [lo, hi) to out (out.n flat numbers lo1, hi1, ...),
+-- merging adjacent ones.
 local function sub_maps_to_dsn(m, lo, hi, out)
     local v = m.v
-    local n = #v
-    local last = out[#out]
-    for i = sub_maps_find(m, lo), n do
+    local n = out.n
+    for i = sub_maps_find(m, lo), #v do
         local e = v[i]
         local e_lo, e_hi, dsn = e[1], e[2], e[3]
         if e_lo >= hi then break end
         local a = dsn + ((lo > e_lo and lo or e_lo) - e_lo)
         local b = dsn + ((hi < e_hi and hi or e_hi) - e_lo)
-        if last and last[2] == a then
-            last[2] = b
+        if n > 0 and out[n] == a then
+            out[n] = b
         else
-            last = {a, b}
-            out[#out + 1] = last
+            out[n + 1], out[n + 2] = a, b
+            n = n + 2
         end
     end
+    out.n = n
 end
 
 -- The DSNs a subflow ack covers: what its cum ack covers beyond the subflow's previous data-level ack,
--- and its SACK (and TCP NR-SACK) blocks, through the mapped segments of direction dir.
+-- and its SACK (and TCP NR-SACK) blocks, through the mapped segments of direction dir. The result
+-- is one scratch list reused for every ack (read at once by rtxq_on_received).
+local acked_dsns = {n = 0}
 local function subflow_acked_dsns(seg, sub, dir)
-    local out = {}
+    local out = acked_dsns
+    out.n = 0
     local m = sub.sent_maps[dir]
     if not m or not seg.ack_flag then return out end
     local ack = sb_unwrap(m.sb, seg.ack)
@@ -1513,7 +1527,7 @@ local function analyse_dss(d, seg, payload_len, sub, from, fr)
     local mine, peer = m.dir[side], m.dir[1 - side]
     if d.has_map then
         sub.map_known[from] = true
-        sub.map_dsn[from] = unwrap_dl(mine, d.dsn, d.dsn_wide)
+        sub.map_dsn[from] = unwrap_dl(mine, d.dsn_hi, d.dsn_lo, d.dsn_wide)
         sub.map_seq[from] = sub.isn_known[from] and (sub.isn[from] + d.ssn) % TWO32 or seg.seq
     end
     if payload_len > 0 and sub.map_known[from] then
@@ -1523,6 +1537,7 @@ local function analyse_dss(d, seg, payload_len, sub, from, fr)
         local lo = sb_unwrap(sm.sb, seg.seq)
         sub_maps_add(sm, lo, lo + payload_len, dsn)
     end
+    local start_hi, start_lo, stop_hi, stop_lo = d.start_hi, d.start_lo, d.stop_hi, d.stop_lo
     if d.has_nr then
         if not m.capable then
             raise(fr, "MN-01", not m.handshake_seen,
@@ -1532,11 +1547,11 @@ local function analyse_dss(d, seg, payload_len, sub, from, fr)
         if d.nr_count_bad then
             raise(fr, "MN-02", false, string.format("NR block count %d disagrees with the option length", d.k))
         end
-        for i = 1, #d.start do
-            if not dl_less(d.start[i], d.stop[i]) then
+        for i = 1, d.n_blocks do
+            if not dl_less(start_hi[i], start_lo[i], stop_hi[i], stop_lo[i]) then
                 raise(fr, "MN-05", false, string.format("NR block %d: Start %s >= End %s", i,
-                    tostring(to_u64(d.start[i])), tostring(to_u64(d.stop[i]))))
-            elseif i > 1 and dl_less(d.start[i], d.stop[i - 1]) then
+                    tostring(to_u64(start_hi[i], start_lo[i])), tostring(to_u64(stop_hi[i], stop_lo[i]))))
+            elseif i > 1 and dl_less(start_hi[i], start_lo[i], stop_hi[i - 1], stop_lo[i - 1]) then
                 raise(fr, "MN-05", false, string.format("NR block %d overlaps or is below the previous one", i))
             end
         end
@@ -1545,14 +1560,15 @@ local function analyse_dss(d, seg, payload_len, sub, from, fr)
     if not d.has_ack then return end
     local received = subflow_acked_dsns(seg, sub, 1 - from)
     if peer.sb.snd_max == 0 then return end
-    local cum = unwrap_dl(peer, d.data_ack, d.ack_wide)
-    local nr = {}
-    for i = 1, #d.start do
-        if dl_less(d.start[i], d.stop[i]) then
-            nr[#nr + 1] = {cum + dl_number(d.start[i]), cum + dl_number(d.stop[i])}
+    local cum = unwrap_dl(peer, d.ack_hi, d.ack_lo, d.ack_wide)
+    local nr = NO_ITEMS
+    for i = 1, d.n_blocks do
+        if dl_less(start_hi[i], start_lo[i], stop_hi[i], stop_lo[i]) then
+            if nr == NO_ITEMS then nr = {} end
+            nr[#nr + 1] = {cum + dl_number(start_hi[i], start_lo[i]), cum + dl_number(stop_hi[i], stop_lo[i])}
         end
     end
-    rtxq_on_ack(fr, peer, cum, {}, nr, REVOKE_IN_SPAN)
+    rtxq_on_ack(fr, peer, cum, NO_ITEMS, nr, REVOKE_IN_SPAN)
     rtxq_on_received(fr, peer, received)
 end
 
