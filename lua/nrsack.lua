@@ -51,7 +51,8 @@ local band = bitlib.band
 -- Unwrapped numbers start at 2^32 + the first value, so values slightly below it stay positive.
 local UNWRAP_ORIGIN = TWO32
 
-local function has_flag(value, flag) return band(value, flag) ~= 0 end
+-- Whether single-bit `flag` is set in the non-negative integer `value` (arithmetic: no library call).
+local function has_flag(value, flag) return value % (flag + flag) >= flag end
 
 -- The empty list every packet without SACK blocks, MPTCP options or revocations shares (fewer tables
 -- per packet for the collector); writing to it is a bug.
@@ -179,11 +180,6 @@ end
 local function u32(s, off)
     local a, b, c, d = sbyte(s, off + 1, off + 4)
     return ((a * 256 + b) * 256 + c) * 256 + d
-end
--- 64-bit big-endian value as a {high, low} word pair (doubles would lose the low bits of a DSN; UInt64
--- objects cost a call per operation on every data segment).
-local function u64(s, off)
-    return {u32(s, off), u32(s, off + 4)}
 end
 
 ------------------------------------------------------------------------------------------------
@@ -414,8 +410,11 @@ local function find_revoked(sb, r, nr, revoke)
 end
 
 -- One ack: cum (first unit not acked), R and NR blocks as unwrapped [lo, hi) lists.
+-- The result of the latest ack: one table reused by every ack (its callers read it at once).
+local ack_result = {stale = false, beyond_sent = false, freed_bytes = 0, gap_open = false, revoked = NO_ITEMS}
 local function sb_ack(sb, cum, r, nr, revoke)
-    local res = {stale = false, beyond_sent = false, freed_bytes = 0, gap_open = false, revoked = NO_ITEMS}
+    local res = ack_result
+    res.beyond_sent, res.freed_bytes, res.gap_open, res.revoked = false, 0, false, NO_ITEMS
     res.stale = sb.cum_known and cum < sb.cum
     if not res.stale then
         sb.cum = cum
@@ -449,23 +448,15 @@ local function sb_ack(sb, cum, r, nr, revoke)
 end
 
 -- Units known received above the cum ack without being reported as a block (MPTCP: DSNs a subflow ack
--- covers, decisions 12): sacked, clipped to the data sent; no revocation, no NR.
+-- covers, decisions 12), as r.n flat numbers lo1, hi1, lo2, hi2, ...: sacked, clipped to the data
+-- sent; no revocation, no NR.
 local function sb_received(sb, r)
-    for i = 1, #r do
-        if not sb.cum_known or r[i][2] > sb.cum then
-            add_clipped_to_sent(sb, sb.sacked, sb.cum_known and math.max(r[i][1], sb.cum) or r[i][1], r[i][2])
+    for i = 1, r.n, 2 do
+        local lo, hi = r[i], r[i + 1]
+        if not sb.cum_known or hi > sb.cum then
+            add_clipped_to_sent(sb, sb.sacked, sb.cum_known and math.max(lo, sb.cum) or lo, hi)
         end
     end
-end
-
-local function sb_figures(sb)
-    local f = {}
-    f.rtxq_sack = iset_bytes(sb, sb.sent)
-    f.nr_acked = iset_bytes(sb, sb.nracked)
-    f.sacked = iset_bytes(sb, sb.sacked)
-    f.rtxq_nr = f.rtxq_sack - f.nr_acked
-    f.rtxq_whatif = f.rtxq_sack - f.sacked
-    return f
 end
 
 ------------------------------------------------------------------------------------------------
@@ -479,11 +470,22 @@ local MAX_UPDATES = 2
 local function raise(fr, id, note, message)
     if not fr then return end
     local is_note = note and rule_note_expert[id] ~= nil
+    if fr.findings == NO_ITEMS then fr.findings = {} end
     fr.findings[#fr.findings + 1] = {id = id, note = is_note, message = id .. ": " .. message}
 end
 
+-- The frame being analysed: one scratch result, reset per frame and then stored compactly
+-- (store_result), since a table per frame kept for the whole capture makes every GC cycle walk it.
+local function new_update()
+    return {dir = nil, is_ack = false, freed_bytes = 0, revoked = NO_ITEMS, rtxq_sack = 0, nr_acked = 0,
+            sacked = 0, nr_figure = false, blocked = false, gap_open = false}
+end
+local scratch_result = {stream = nil, rtt_ms = nil, findings = NO_ITEMS, n_upd = 0, upd = {new_update(), new_update()}}
+
 local function new_frame_result()
-    return {stream = nil, upd = {}, rtt_ms = nil, findings = {}}
+    local fr = scratch_result
+    fr.stream, fr.rtt_ms, fr.findings, fr.n_upd = nil, nil, NO_ITEMS, 0
+    return fr
 end
 
 ------------------------------------------------------------------------------------------------
@@ -507,22 +509,27 @@ end
 
 -- A frame may touch both directions (SCTP bundling DATA with a SACK): one update per direction.
 local function update_for(fr, d)
-    for i = 1, #fr.upd do
-        if fr.upd[i].dir == d then return fr.upd[i] end
+    local upd, n = fr.upd, fr.n_upd
+    for i = 1, n do
+        if upd[i].dir == d then return upd[i] end
     end
-    if #fr.upd == MAX_UPDATES then return nil end
-    local u = {dir = d, is_ack = false, has_data = false, new_data_bytes = 0, freed_bytes = 0, revoked = {}}
-    fr.upd[#fr.upd + 1] = u
+    if n == MAX_UPDATES then return nil end
+    n = n + 1
+    fr.n_upd = n
+    local u = upd[n]
+    u.dir, u.is_ack, u.freed_bytes, u.revoked = d, false, 0, NO_ITEMS
     return u
 end
 
+-- The direction's figures after this event (the last event of the frame wins).
 local function refresh_figures(u, d)
-    local fig = sb_figures(d.sb)
-    if d.gap_from_sacked then d.gap_open = fig.sacked > 0 end -- MPTCP data level (decisions 12)
-    u.fig = fig
-    u.rtxq = d.nr_mode and fig.rtxq_nr or fig.rtxq_sack
+    local sb = d.sb
+    local rtxq_sack, nr_acked, sacked = iset_bytes(sb, sb.sent), iset_bytes(sb, sb.nracked), iset_bytes(sb, sb.sacked)
+    if d.gap_from_sacked then d.gap_open = sacked > 0 end -- MPTCP data level (decisions 12)
+    u.rtxq_sack, u.nr_acked, u.sacked, u.nr_figure = rtxq_sack, nr_acked, sacked, d.nr_mode
+    local rtxq = d.nr_mode and rtxq_sack - nr_acked or rtxq_sack
     local sndbuf = state.prefs.sndbuf
-    u.blocked = sndbuf > 0 and d.max_payload > 0 and sndbuf - u.rtxq < d.max_payload
+    u.blocked = sndbuf > 0 and d.max_payload > 0 and sndbuf - rtxq < d.max_payload
     u.gap_open = d.gap_open
 end
 
@@ -547,8 +554,6 @@ local function rtxq_on_data(fr, d, lo, hi, payload_bytes)
     if new_bytes == 0 then return end -- decisions 4: retransmissions do not change the RtxQ
     local u = update_for(fr, d)
     if not u then return end
-    u.has_data = true
-    u.new_data_bytes = u.new_data_bytes + new_bytes
     refresh_figures(u, d)
 end
 
@@ -564,6 +569,7 @@ local function rtxq_on_ack(fr, d, cum, r, nr, revoke)
         local x = res.revoked[i][1]
         repeat
             if #u.revoked >= MAX_REVOKED then break end -- a corrupt ack may revoke 2^31 TSNs
+            if u.revoked == NO_ITEMS then u.revoked = {} end
             u.revoked[#u.revoked + 1] = x % TWO32
             x = x + 1
         until not (d.sb.tsn_units and x < res.revoked[i][2])
@@ -579,7 +585,7 @@ end
 
 -- Units the receiver is known to hold beyond the ack's own blocks (MPTCP: DSNs its subflow ack covers).
 local function rtxq_on_received(fr, d, r)
-    if #r == 0 then return end
+    if r.n == 0 then return end
     sb_received(d.sb, r)
     local u = update_for(fr, d)
     if u then refresh_figures(u, d) end
@@ -1079,50 +1085,54 @@ local function add_nr_option_fields(tree, base, o)
 end
 
 -- The TCP header's options; every NR-SACK option with our ExID is decoded into the tree, the first
--- one is analysed. Returns nil when the header itself is unusable.
+-- one is analysed. Returns nil when the header itself is unusable. The segment is one scratch table
+-- reused for every packet (nothing keeps it): counts say how much of its lists is this packet's.
+local scratch_seg = {sack_left = {}, sack_right = {}, mptcp_off = {}, mptcp_len = {}}
 local function parse_segment(s, base, tree)
     if #s < 20 then return nil end
-    local seg = {
-        sport = u16(s, 0), dport = u16(s, 2), seq = u32(s, 4), ack = u32(s, 8),
-        hlen = math.floor(u8(s, 12) / 16) * 4, flags = u8(s, 13),
-        sack_permitted = false, has_sack = false, sack_left = NO_ITEMS, sack_right = NO_ITEMS, nr = nil,
-        mptcp = NO_ITEMS,
-    }
-    if seg.hlen < 20 or seg.hlen > #s then return nil end
+    local sp1, sp2, dp1, dp2, q1, q2, q3, q4, a1, a2, a3, a4, data_off, flags = sbyte(s, 1, 14)
+    local hlen = (data_off - data_off % 16) / 4
+    if hlen < 20 or hlen > #s then return nil end
+    local seg = scratch_seg
+    seg.sport, seg.dport = sp1 * 256 + sp2, dp1 * 256 + dp2
+    seg.seq = ((q1 * 256 + q2) * 256 + q3) * 256 + q4
+    seg.ack = ((a1 * 256 + a2) * 256 + a3) * 256 + a4
+    seg.hlen, seg.flags = hlen, flags
+    seg.syn_flag, seg.ack_flag = has_flag(flags, TCP_FLAG_SYN), has_flag(flags, TCP_FLAG_ACK)
+    seg.n_sack, seg.n_mptcp, seg.nr, seg.nr_overruns = 0, 0, nil, false
     local off = 20
-    while off < seg.hlen do
-        local kind = u8(s, off)
+    while off < hlen do
+        local kind = sbyte(s, off + 1)
         if kind == OPT_EOL then break end
         if kind == OPT_NOP then
             off = off + 1
         else
-            if off + 2 > seg.hlen then break end
-            local len = u8(s, off + 1)
-            if len < 2 or off + len > seg.hlen then
+            if off + 2 > hlen then break end
+            local len = sbyte(s, off + 2)
+            if len < 2 or off + len > hlen then
                 -- Wireshark's TCP dissector reports the bad option; ours is also TN-05
-                seg.nr_overruns = (kind == OPT_EXP_FD or kind == OPT_EXP_FE) and off + 4 <= seg.hlen
+                seg.nr_overruns = (kind == OPT_EXP_FD or kind == OPT_EXP_FE) and off + 4 <= hlen
                     and u16(s, off + 2) == state.prefs.tcp_exid
                 break
             end
-            if kind == OPT_SACK_PERM then
-                seg.sack_permitted = true
-            elseif kind == OPT_SACK then
-                seg.has_sack = true
-                if seg.sack_left == NO_ITEMS then seg.sack_left, seg.sack_right = {}, {} end
+            if kind == OPT_SACK then
+                local n = seg.n_sack
                 for i = 0, math.floor((len - 2) / 8) - 1 do
-                    if #seg.sack_left >= TCP_MAX_BLOCKS then break end
-                    seg.sack_left[#seg.sack_left + 1] = u32(s, off + 2 + 8 * i)
-                    seg.sack_right[#seg.sack_right + 1] = u32(s, off + 6 + 8 * i)
+                    if n >= TCP_MAX_BLOCKS then break end
+                    n = n + 1
+                    seg.sack_left[n] = u32(s, off + 2 + 8 * i)
+                    seg.sack_right[n] = u32(s, off + 6 + 8 * i)
                 end
+                seg.n_sack = n
             elseif kind == OPT_EXP_FD or kind == OPT_EXP_FE then
                 local o = nr_option_parse(s, off, len)
                 if o then
                     if tree then add_nr_option_fields(tree, base, o) end
                     if not seg.nr then seg.nr = o end
                 end
-            elseif kind == OPT_MPTCP and #seg.mptcp < TCP_MAX_MPTCP_OPTS then
-                if seg.mptcp == NO_ITEMS then seg.mptcp = {} end
-                seg.mptcp[#seg.mptcp + 1] = {off = off, len = len}
+            elseif kind == OPT_MPTCP and seg.n_mptcp < TCP_MAX_MPTCP_OPTS then
+                local n = seg.n_mptcp + 1
+                seg.n_mptcp, seg.mptcp_off[n], seg.mptcp_len[n] = n, off, len
             end
             off = off + len
         end
@@ -1136,38 +1146,50 @@ local function int32(x)
     return x
 end
 
--- Connections are keyed by both endpoints, lower one first, so both directions find the same entry.
-local function conn_key(src, sport, dst, dport)
-    local a, b = src .. "|" .. sport, dst .. "|" .. dport
-    if a > b then a, b = b, a end
-    return a .. "|" .. b
+-- Connections are listed by their port pair (lower port first), so both directions find the same
+-- list; addresses are compared as Address objects (no strings built per packet).
+-- Returns the index of c in the list and which end sent the segment, or nil.
+local function conn_match(list, sport, dport, src, dst)
+    for k = 1, #list do
+        local c = list[k]
+        local port, addr = c.port, c.addr_obj
+        if port[0] == sport and port[1] == dport and addr[0] == src and addr[1] == dst then return k, 0 end
+        if port[0] == dport and port[1] == sport and addr[0] == dst and addr[1] == src then return k, 1 end
+    end
+    return nil
 end
 
 local function tcp_find_conn(pinfo, seg, create)
-    local src, dst = tostring(pinfo.net_src), tostring(pinfo.net_dst)
-    local key = conn_key(src, seg.sport, dst, seg.dport)
-    local c = state.tcp_conns[key]
+    local sport, dport = seg.sport, seg.dport
+    local src, dst = pinfo.net_src, pinfo.net_dst
+    local key = sport < dport and sport * 65536 + dport or dport * 65536 + sport
+    local list = state.tcp_conns[key]
+    if not list then
+        if not create then return nil end
+        list = {}
+        state.tcp_conns[key] = list
+    end
+    local k, from = conn_match(list, sport, dport, src, dst)
+    local c = k and list[k]
     -- a new SYN (not a retransmission of the first) after the old connection starts a new one
-    if c and create and band(seg.flags, TCP_FLAG_SYN + TCP_FLAG_ACK) == TCP_FLAG_SYN and c.isn_known[0]
+    if c and create and seg.syn_flag and not seg.ack_flag and c.isn_known[0]
         and c.isn[0] ~= seg.seq and c.dir[0] and c.dir[0].sb.snd_max ~= 0 then
         c = nil
     end
     if not c then
         if not create then return nil end
-        local reversed = band(seg.flags, TCP_FLAG_SYN + TCP_FLAG_ACK) == TCP_FLAG_SYN + TCP_FLAG_ACK
         -- a SYN-ACK seen first: its receiver is the initiator
-        local i = reversed and 1 or 0
+        local i = (seg.syn_flag and seg.ack_flag) and 1 or 0
         c = {
-            addr = {}, port = {}, addr_obj = {}, syn_seen = {}, nr_permitted = {}, nr_flags = {}, dir = {},
+            port = {}, addr_obj = {}, syn_seen = {}, nr_permitted = {}, nr_flags = {}, dir = {},
             hs = handshake_new(), is_mptcp = false, mp_capable_syn = {}, mp_version = 0, key_known = {}, mptcp = nil,
             mptcp_side = {}, isn_known = {}, isn = {}, map_known = {}, map_dsn = {}, map_seq = {}, sent_maps = {},
         }
-        c.addr[i], c.addr[1 - i] = src, dst
-        c.addr_obj[i], c.addr_obj[1 - i] = pinfo.net_src, pinfo.net_dst
-        c.port[i], c.port[1 - i] = seg.sport, seg.dport
-        state.tcp_conns[key] = c
+        c.addr_obj[i], c.addr_obj[1 - i] = src, dst
+        c.port[i], c.port[1 - i] = sport, dport
+        list[k or #list + 1] = c
+        from = (sport == c.port[0] and src == c.addr_obj[0]) and 0 or 1
     end
-    local from = (c.port[0] == seg.sport and c.addr[0] == src) and 0 or 1
     return c, from
 end
 
@@ -1202,14 +1224,14 @@ local function analyse_tcp(seg, payload_len, c, from, fr)
         for i = 1, #o.left do
             if int32(o.right[i] - o.left[i]) <= 0 then
                 raise(fr, "TN-05", false, string.format("NR-SACK block %d: left %d >= right %d", i, o.left[i], o.right[i]))
-            elseif has_flag(seg.flags, TCP_FLAG_ACK) and int32(o.left[i] - seg.ack) <= 0 then
+            elseif seg.ack_flag and int32(o.left[i] - seg.ack) <= 0 then
                 raise(fr, "TN-05", false, string.format("NR-SACK block %d (%d-%d) at or below the ack %d",
                     i, o.left[i], o.right[i], seg.ack))
             end
         end
         local overlap = false
         for i = 1, #o.left do
-            for j = 1, #seg.sack_left do
+            for j = 1, seg.n_sack do
                 if not overlap and int32(o.left[i] - seg.sack_right[j]) < 0 and int32(seg.sack_left[j] - o.right[i]) < 0 then
                     raise(fr, "TN-02", false, string.format("SACK block %d-%d and NR-SACK block %d-%d overlap",
                         seg.sack_left[j], seg.sack_right[j], o.left[i], o.right[i]))
@@ -1219,17 +1241,21 @@ local function analyse_tcp(seg, payload_len, c, from, fr)
         end
         peer.nr_mode = true
     end
-    if not has_flag(seg.flags, TCP_FLAG_ACK) or peer.sb.snd_max == 0 then
+    if not seg.ack_flag or peer.sb.snd_max == 0 then
         return -- nothing of the peer's data to acknowledge
     end
     -- never-renege receiver (decisions 9): its SACK blocks are non-renegable
     local never_renege = c.nr_permitted[from] and has_flag(c.nr_flags[from] or 0, 0x01)
-    local sack, nr = {}, {}
-    for i = 1, #seg.sack_left do
-        local b = {sb_unwrap(peer.sb, seg.sack_left[i]), sb_unwrap(peer.sb, seg.sack_right[i])}
-        if never_renege then nr[#nr + 1] = b else sack[#sack + 1] = b end
+    local sack, nr = NO_ITEMS, NO_ITEMS -- most acks carry no blocks
+    if seg.n_sack > 0 then
+        if never_renege then nr = {} else sack = {} end
+        local list = never_renege and nr or sack
+        for i = 1, seg.n_sack do
+            list[i] = {sb_unwrap(peer.sb, seg.sack_left[i]), sb_unwrap(peer.sb, seg.sack_right[i])}
+        end
     end
     if nr_blocks_option then
+        if nr == NO_ITEMS then nr = {} end
         for i = 1, #o.left do
             nr[#nr + 1] = {sb_unwrap(peer.sb, o.left[i]), sb_unwrap(peer.sb, o.right[i])}
         end
@@ -1244,19 +1270,11 @@ end
 local SUB_MP_CAPABLE, SUB_MP_JOIN, SUB_DSS = 0x0, 0x1, 0x2
 local DSS_A, DSS_a, DSS_M, DSS_m, DSS_N, DSS_n = 0x01, 0x02, 0x04, 0x08, 0x20, 0x40
 local MAX_NR_BLOCKS = 32
--- Data-level numbers: plain numbers (4 octets) or {high, low} pairs (8 octets).
-local function to_u64(x)
-    if type(x) == "number" then return UInt64.new(x, 0) end
-    return UInt64.new(x[2], x[1])
-end
-local function dl_less(a, b)
-    if type(a) == "number" then return a < b end
-    return a[1] < b[1] or (a[1] == b[1] and a[2] < b[2])
-end
-local function dl_number(x)
-    if type(x) == "number" then return x end
-    return x[1] * TWO32 + x[2]
-end
+-- Data-level numbers are (high, low) pairs of 32-bit words, high = 0 for 4-octet values: doubles
+-- would lose the low bits of a 64-bit DSN, and a table or UInt64 per number costs an allocation.
+local function to_u64(hi, lo) return UInt64.new(lo, hi) end
+local function dl_less(a_hi, a_lo, b_hi, b_lo) return a_hi < b_hi or (a_hi == b_hi and a_lo < b_lo) end
+local function dl_number(hi, lo) return hi * TWO32 + lo end
 
 local function new_mptcp_conn(sub)
     local stream = new_stream_index()
@@ -1287,7 +1305,7 @@ end
 
 local function handle_mp_capable(s, off, len, seg, sub, from)
     local flags = u8(s, off + 3)
-    local syn, ack = has_flag(seg.flags, TCP_FLAG_SYN), has_flag(seg.flags, TCP_FLAG_ACK)
+    local syn, ack = seg.syn_flag, seg.ack_flag
     if syn and not ack then
         sub.mp_version = u8(s, off + 2) % 16
         if not sub.mptcp then new_mptcp_conn(sub) end
@@ -1306,7 +1324,7 @@ local function handle_mp_capable(s, off, len, seg, sub, from)
 end
 
 local function handle_mp_join(s, off, len, seg, sub, from)
-    if not has_flag(seg.flags, TCP_FLAG_SYN) or has_flag(seg.flags, TCP_FLAG_ACK) or len < 12 or sub.mptcp then
+    if not seg.syn_flag or seg.ack_flag or len < 12 or sub.mptcp then
         return
     end
     local token = u32(s, off + 4)
@@ -1319,35 +1337,45 @@ local function handle_mp_join(s, off, len, seg, sub, from)
     sub.mptcp_side[1 - from] = receiver_side
 end
 
--- A 4- or 8-octet number: a plain number when narrow, a {high, low} pair when wide.
-local function read_dl(s, off, wide) if wide then return u64(s, off) end return u32(s, off) end
+-- A 4- or 8-octet number as (high, low).
+local function read_dl(s, off, wide)
+    if wide then return u32(s, off), u32(s, off + 4) end
+    return 0, u32(s, off)
+end
 
 -- The DSS option of one segment, with its NR blocks (offsets from the DATA ACK); nil if too short.
+-- One scratch table reused for every option (nothing keeps it); n_blocks counts its block lists.
+local scratch_dss = {start_hi = {}, start_lo = {}, stop_hi = {}, stop_lo = {}, block_off = {}}
 local function parse_dss(s, off, len, m)
     if len < 4 then return nil end
-    local d = {flags = u8(s, off + 3), has_ack = false, has_map = false, has_nr = false, nr_count_bad = false,
-               k = 0, k_off = 0, start = {}, stop = {}, block_off = {}}
+    local d = scratch_dss
+    local flags = u8(s, off + 3)
+    d.flags, d.has_ack, d.has_map, d.has_nr, d.nr_count_bad = flags, false, false, false, false
+    d.k, d.k_off, d.n_blocks, d.ack_hi, d.ack_lo, d.ack_wide = 0, 0, 0, 0, 0, false
     local p, stop = off + 4, off + len
-    if has_flag(d.flags, DSS_A) then
-        d.ack_wide = has_flag(d.flags, DSS_a)
-        local w = d.ack_wide and 8 or 4
+    if has_flag(flags, DSS_A) then
+        local wide = has_flag(flags, DSS_a)
+        local w = wide and 8 or 4
         if p + w > stop then return nil end
-        d.data_ack = read_dl(s, p, d.ack_wide)
+        d.ack_wide = wide
+        d.ack_hi, d.ack_lo = read_dl(s, p, wide)
         d.has_ack = true
         p = p + w
     end
-    if has_flag(d.flags, DSS_M) then
-        d.dsn_wide = has_flag(d.flags, DSS_m)
-        local w = d.dsn_wide and 8 or 4
+    if has_flag(flags, DSS_M) then
+        local wide = has_flag(flags, DSS_m)
+        local w = wide and 8 or 4
         if p + w + 6 > stop then return nil end
-        d.dsn = read_dl(s, p, d.dsn_wide)
+        d.dsn_wide = wide
+        d.dsn_hi, d.dsn_lo = read_dl(s, p, wide)
         d.ssn = u32(s, p + w)
         d.has_map = true
         p = p + w + 6
     end
-    if not has_flag(d.flags, DSS_N) then return d end
+    if not has_flag(flags, DSS_N) then return d end
     d.has_nr = true
-    local bs = has_flag(d.flags, DSS_n) and 16 or 8
+    local wide_blocks = has_flag(flags, DSS_n)
+    local bs = wide_blocks and 16 or 8
     local rest = stop - p
     -- the checksum (if any) precedes the count byte; find which reading the length supports
     local fits_plain = rest >= 2 and rest == 2 + u8(s, p) * bs
@@ -1363,14 +1391,15 @@ local function parse_dss(s, off, len, m)
     d.k_off = p
     p = p + 2
     d.nr_count_bad = stop - p ~= d.k * bs
-    local i = 0
-    while i < d.k and p + bs <= stop and #d.start < MAX_NR_BLOCKS do
-        local n = #d.start + 1
+    local n = 0
+    while n < d.k and p + bs <= stop and n < MAX_NR_BLOCKS do
+        n = n + 1
         d.block_off[n] = p
-        d.start[n] = read_dl(s, p, bs == 16)
-        d.stop[n] = read_dl(s, p + (bs == 16 and 8 or 4), bs == 16)
-        i, p = i + 1, p + bs
+        d.start_hi[n], d.start_lo[n] = read_dl(s, p, wide_blocks)
+        d.stop_hi[n], d.stop_lo[n] = read_dl(s, p + bs / 2, wide_blocks)
+        p = p + bs
     end
+    d.n_blocks = n
     return d
 end
 
@@ -1378,34 +1407,33 @@ local function add_dss_fields(tree, base, d)
     if not d.has_nr or not tree then return end
     local bs = has_flag(d.flags, DSS_n) and 16 or 8
     local w = bs == 16 and 8 or 4
-    local st = tree:add(nrsack, base(d.k_off, 2 + #d.start * bs), "MPTCP DSS NR blocks")
+    local st = tree:add(nrsack, base(d.k_off, 2 + d.n_blocks * bs), "MPTCP DSS NR blocks")
     st:add(hf.mptcp_wide, base(d.k_off, 1), has_flag(d.flags, DSS_n))
     if d.k_off ~= 0 then st:add(hf.mptcp_block_count, base(d.k_off, 1), d.k) end
-    local ack = to_u64(d.data_ack or 0)
-    for i = 1, #d.start do
-        st:add(hf.mptcp_block_start, base(d.block_off[i], w), ack + to_u64(d.start[i]))
-        st:add(hf.mptcp_block_end, base(d.block_off[i] + w, w), ack + to_u64(d.stop[i]))
+    local ack = to_u64(d.ack_hi, d.ack_lo)
+    for i = 1, d.n_blocks do
+        st:add(hf.mptcp_block_start, base(d.block_off[i], w), ack + to_u64(d.start_hi[i], d.start_lo[i]))
+        st:add(hf.mptcp_block_end, base(d.block_off[i] + w, w), ack + to_u64(d.stop_hi[i], d.stop_lo[i]))
     end
 end
 
 
 -- Data-level number -> scoreboard number: 32-bit values unwrap, 64-bit values are made relative to
 -- the direction's first one (doubles hold 53 bits) while keeping their low 32 bits.
-local function unwrap_dl(dir, v, wide)
-    if not wide then return sb_unwrap(dir.sb, v) end
-    local anchor = dir.wide_anchor
-    if not anchor then
-        anchor = v
-        dir.wide_anchor = v
-        dir.wide_base = UNWRAP_ORIGIN * 256 + v[2]
+local function unwrap_dl(dir, hi, lo, wide)
+    if not wide then return sb_unwrap(dir.sb, lo) end
+    if not dir.wide_anchored then
+        dir.wide_anchored, dir.anchor_hi, dir.anchor_lo = true, hi, lo
+        dir.wide_base = UNWRAP_ORIGIN * 256 + lo
     end
-    local rel = (v[1] - anchor[1]) * TWO32 + (v[2] - anchor[2])
+    local rel = (hi - dir.anchor_hi) * TWO32 + (lo - dir.anchor_lo)
     return sb_unwrap_wide(dir.sb, dir.wide_base + rel)
 end
 
 -- One direction of a subflow (decisions 12): its mapped segments {lo, hi, dsn} (subflow bytes -> DSNs,
--- sorted by subflow sequence number, first transmissions; live from index `first`) and the highest
--- subflow ack the data level has taken in.
+-- sorted by subflow sequence number, first transmissions; live from index `first`; a segment that
+-- continues the last one in both numbering spaces widens it, so in-order data is one entry) and the
+-- highest subflow ack the data level has taken in.
 local function sub_maps(sub, dir)
     local m = sub.sent_maps[dir]
     if not m then
@@ -1440,41 +1468,49 @@ local function sub_maps_add(m, lo, hi, dsn)
         at = at - (m.first - 1)
         m.v, m.first, v = live, 1, live
     end
+    local last = v[at - 1]
+    if at == #v + 1 and at > m.first and last[2] == lo and last[3] + (lo - last[1]) == dsn then
+        last[2] = hi
+        return
+    end
     table.insert(v, at, {lo, hi, dsn})
 end
 
--- Appends the DSN ranges of subflow bytes [lo, hi) to out, merging adjacent ones.
--- (It walks every segment an ack's SACK blocks cover: inlined max / min, no global look-ups.)
+-- Appends the DSN ranges of subflow bytes [lo, hi) to out (out.n flat numbers lo1, hi1, ...),
+-- merging adjacent ones.
 local function sub_maps_to_dsn(m, lo, hi, out)
     local v = m.v
-    local n = #v
-    local last = out[#out]
-    for i = sub_maps_find(m, lo), n do
+    local n = out.n
+    for i = sub_maps_find(m, lo), #v do
         local e = v[i]
         local e_lo, e_hi, dsn = e[1], e[2], e[3]
         if e_lo >= hi then break end
         local a = dsn + ((lo > e_lo and lo or e_lo) - e_lo)
         local b = dsn + ((hi < e_hi and hi or e_hi) - e_lo)
-        if last and last[2] == a then
-            last[2] = b
+        if n > 0 and out[n] == a then
+            out[n] = b
         else
-            last = {a, b}
-            out[#out + 1] = last
+            out[n + 1], out[n + 2] = a, b
+            n = n + 2
         end
     end
+    out.n = n
 end
 
 -- The DSNs a subflow ack covers: what its cum ack covers beyond the subflow's previous data-level ack,
--- and its SACK (and TCP NR-SACK) blocks, through the mapped segments of direction dir.
+-- and its SACK (and TCP NR-SACK) blocks, through the mapped segments of direction dir. The result
+-- is one scratch list reused for every ack (read at once by rtxq_on_received).
+local acked_dsns = {n = 0}
 local function subflow_acked_dsns(seg, sub, dir)
-    local out = {}
+    local out = acked_dsns
+    out.n = 0
     local m = sub.sent_maps[dir]
-    if not m or not has_flag(seg.flags, TCP_FLAG_ACK) then return out end
+    if not m or not seg.ack_flag then return out end
     local ack = sb_unwrap(m.sb, seg.ack)
     local from = m.cum or (m.v[m.first] and m.v[m.first][1]) or ack
     if ack > from then sub_maps_to_dsn(m, from, ack, out) end
     if not m.cum or ack > m.cum then m.cum = ack end
-    for i = 1, #seg.sack_left do
+    for i = 1, seg.n_sack do
         sub_maps_to_dsn(m, sb_unwrap(m.sb, seg.sack_left[i]), sb_unwrap(m.sb, seg.sack_right[i]), out)
     end
     local o = seg.nr
@@ -1491,7 +1527,7 @@ local function analyse_dss(d, seg, payload_len, sub, from, fr)
     local mine, peer = m.dir[side], m.dir[1 - side]
     if d.has_map then
         sub.map_known[from] = true
-        sub.map_dsn[from] = unwrap_dl(mine, d.dsn, d.dsn_wide)
+        sub.map_dsn[from] = unwrap_dl(mine, d.dsn_hi, d.dsn_lo, d.dsn_wide)
         sub.map_seq[from] = sub.isn_known[from] and (sub.isn[from] + d.ssn) % TWO32 or seg.seq
     end
     if payload_len > 0 and sub.map_known[from] then
@@ -1501,6 +1537,7 @@ local function analyse_dss(d, seg, payload_len, sub, from, fr)
         local lo = sb_unwrap(sm.sb, seg.seq)
         sub_maps_add(sm, lo, lo + payload_len, dsn)
     end
+    local start_hi, start_lo, stop_hi, stop_lo = d.start_hi, d.start_lo, d.stop_hi, d.stop_lo
     if d.has_nr then
         if not m.capable then
             raise(fr, "MN-01", not m.handshake_seen,
@@ -1510,11 +1547,11 @@ local function analyse_dss(d, seg, payload_len, sub, from, fr)
         if d.nr_count_bad then
             raise(fr, "MN-02", false, string.format("NR block count %d disagrees with the option length", d.k))
         end
-        for i = 1, #d.start do
-            if not dl_less(d.start[i], d.stop[i]) then
+        for i = 1, d.n_blocks do
+            if not dl_less(start_hi[i], start_lo[i], stop_hi[i], stop_lo[i]) then
                 raise(fr, "MN-05", false, string.format("NR block %d: Start %s >= End %s", i,
-                    tostring(to_u64(d.start[i])), tostring(to_u64(d.stop[i]))))
-            elseif i > 1 and dl_less(d.start[i], d.stop[i - 1]) then
+                    tostring(to_u64(start_hi[i], start_lo[i])), tostring(to_u64(stop_hi[i], stop_lo[i]))))
+            elseif i > 1 and dl_less(start_hi[i], start_lo[i], stop_hi[i - 1], stop_lo[i - 1]) then
                 raise(fr, "MN-05", false, string.format("NR block %d overlaps or is below the previous one", i))
             end
         end
@@ -1523,21 +1560,22 @@ local function analyse_dss(d, seg, payload_len, sub, from, fr)
     if not d.has_ack then return end
     local received = subflow_acked_dsns(seg, sub, 1 - from)
     if peer.sb.snd_max == 0 then return end
-    local cum = unwrap_dl(peer, d.data_ack, d.ack_wide)
-    local nr = {}
-    for i = 1, #d.start do
-        if dl_less(d.start[i], d.stop[i]) then
-            nr[#nr + 1] = {cum + dl_number(d.start[i]), cum + dl_number(d.stop[i])}
+    local cum = unwrap_dl(peer, d.ack_hi, d.ack_lo, d.ack_wide)
+    local nr = NO_ITEMS
+    for i = 1, d.n_blocks do
+        if dl_less(start_hi[i], start_lo[i], stop_hi[i], stop_lo[i]) then
+            if nr == NO_ITEMS then nr = {} end
+            nr[#nr + 1] = {cum + dl_number(start_hi[i], start_lo[i]), cum + dl_number(stop_hi[i], stop_lo[i])}
         end
     end
-    rtxq_on_ack(fr, peer, cum, {}, nr, REVOKE_IN_SPAN)
+    rtxq_on_ack(fr, peer, cum, NO_ITEMS, nr, REVOKE_IN_SPAN)
     rtxq_on_received(fr, peer, received)
 end
 
 local function mptcp_segment(s, base, tree, seg, payload_len, sub, from, fr)
     local had_dss = false
-    for i = 1, #seg.mptcp do
-        local off, len = seg.mptcp[i].off, seg.mptcp[i].len
+    for i = 1, seg.n_mptcp do
+        local off, len = seg.mptcp_off[i], seg.mptcp_len[i]
         if len >= 3 then
             local subtype = math.floor(u8(s, off + 2) / 16)
             if fr and subtype == SUB_MP_CAPABLE and len >= 4 then
@@ -1561,8 +1599,7 @@ local function mptcp_segment(s, base, tree, seg, payload_len, sub, from, fr)
     end
     if not fr then return end
     local m = sub.mptcp or new_mptcp_conn(sub)
-    if band(seg.flags, TCP_FLAG_SYN + TCP_FLAG_ACK) == TCP_FLAG_SYN + TCP_FLAG_ACK
-        and sub.mp_capable_syn[0] and sub.mp_capable_syn[1] then
+    if seg.syn_flag and seg.ack_flag and sub.mp_capable_syn[0] and sub.mp_capable_syn[1] then
         -- the initial subflow's handshake decides the data-level capability
         m.handshake_seen = true
         m.capable = has_flag(sub.nr_flags[0] or 0, 0x02) and has_flag(sub.nr_flags[1] or 0, 0x02)
@@ -1582,14 +1619,14 @@ local function tcp_dissect(s, base, pinfo, tree, payload_len, fr)
     local c, from = tcp_find_conn(pinfo, seg, fr ~= nil)
     if not c then return end
     if fr then
-        local syn = has_flag(seg.flags, TCP_FLAG_SYN)
+        local syn = seg.syn_flag
         if syn then
-            handshake_step(c.hs, has_flag(seg.flags, TCP_FLAG_ACK) and 1 or 0)
-        elseif has_flag(seg.flags, TCP_FLAG_ACK) and from == 0 then
+            handshake_step(c.hs, seg.ack_flag and 1 or 0)
+        elseif seg.ack_flag and from == 0 then
             handshake_step(c.hs, 2)
         end
         if syn then
-            local ep = has_flag(seg.flags, TCP_FLAG_ACK) and 1 or 0
+            local ep = seg.ack_flag and 1 or 0
             c.syn_seen[ep] = true
             c.nr_permitted[from] = seg.nr ~= nil and seg.nr.permitted
             c.nr_flags[from] = c.nr_permitted[from] and seg.nr.flags or 0
@@ -1597,7 +1634,7 @@ local function tcp_dissect(s, base, pinfo, tree, payload_len, fr)
             c.isn[from] = seg.seq
         end
         if not c.is_mptcp and not c.dir[0] then
-            if #seg.mptcp > 0 then c.is_mptcp = true else init_tcp_dirs(c) end
+            if seg.n_mptcp > 0 then c.is_mptcp = true else init_tcp_dirs(c) end
         end
         if syn and c.dir[0] and not c.is_mptcp then
             -- both ends permitted NR-SACK: the RtxQ is that of an NR-SACK sender
@@ -1625,30 +1662,65 @@ local function queue_u32(v)
     return v
 end
 
-local function emit_result(fr, tree)
-    if fr.stream then tree:add(hf.stream, fr.stream):set_generated() end
-    if fr.rtt_ms then tree:add(hf.fsack_rtt_ms, fr.rtt_ms):set_generated() end
+-- Stored results: state.rec is one flat array (numbers, shared direction tables, rare lists), and
+-- state.rec_at[frame number] is where the frame's record starts:
+--   stream|false, rtt_ms|false, findings|false, n_upd, then n_upd times:
+--   direction, rtxq_sack, nr_acked, sacked, freed_bytes, flags (UPD_*), revoked|false
+local UPD_IS_ACK, UPD_NR_FIGURE, UPD_BLOCKED, UPD_GAP_OPEN = 1, 2, 4, 8
+local UPD_SLOTS = 7
+
+local function store_result(fr)
+    local rec, i = state.rec, state.rec_n + 1
+    rec[i], rec[i + 1] = fr.stream or false, fr.rtt_ms or false
+    rec[i + 2], rec[i + 3] = fr.findings ~= NO_ITEMS and fr.findings, fr.n_upd
+    local k = i + 4
+    for n = 1, fr.n_upd do
+        local u = fr.upd[n]
+        rec[k], rec[k + 1], rec[k + 2], rec[k + 3], rec[k + 4] = u.dir, u.rtxq_sack, u.nr_acked, u.sacked, u.freed_bytes
+        rec[k + 5] = (u.is_ack and UPD_IS_ACK or 0) + (u.nr_figure and UPD_NR_FIGURE or 0)
+            + (u.blocked and UPD_BLOCKED or 0) + (u.gap_open and UPD_GAP_OPEN or 0)
+        rec[k + 6] = u.revoked ~= NO_ITEMS and u.revoked
+        k = k + UPD_SLOTS
+    end
+    state.rec_n = k - 1
+    return i
+end
+
+local function has_bit(flags, b) return flags % (b + b) >= b end
+
+local function emit_result(i, tree)
+    local rec = state.rec
+    local stream, rtt_ms, findings, n_upd = rec[i], rec[i + 1], rec[i + 2], rec[i + 3]
+    if stream then tree:add(hf.stream, stream):set_generated() end
+    if rtt_ms then tree:add(hf.fsack_rtt_ms, rtt_ms):set_generated() end
     local show_blocked = state.prefs.sndbuf > 0
-    for i = 1, #fr.upd do
-        local u = fr.upd[i]
-        local d, fig = u.dir, u.fig
+    local k = i + 4
+    for _ = 1, n_upd do
+        local d, rtxq_sack, nr_acked, sacked = rec[k], rec[k + 1], rec[k + 2], rec[k + 3]
+        local freed_bytes, flags, revoked = rec[k + 4], rec[k + 5], rec[k + 6]
+        local rtxq_nr = rtxq_sack - nr_acked
         -- one generated item per update holds its figures: marking each one costs a call per field
         local t = tree:add(hf.direction, d.label)
         t:set_generated()
-        t:add(hf.rtxq_bytes, queue_u32(u.rtxq))
-        t:add(hf.rtxq_sack_bytes, queue_u32(fig.rtxq_sack))
-        t:add(hf.rtxq_nr_bytes, queue_u32(fig.rtxq_nr))
-        t:add(hf.rtxq_nr_acked_bytes, queue_u32(fig.nr_acked))
-        t:add(hf.rtxq_sacked_bytes, queue_u32(fig.sacked))
-        t:add(hf.rtxq_whatif_bytes, queue_u32(fig.rtxq_whatif))
-        if u.is_ack then t:add(hf.freed_bytes, queue_u32(u.freed_bytes)) end
-        if show_blocked then t:add(hf.blocked, u.blocked) end
-        t:add(hf.gap_open, u.gap_open)
-        for k = 1, #u.revoked do t:add(hf.revoked, u.revoked[k]) end
+        t:add(hf.rtxq_bytes, queue_u32(has_bit(flags, UPD_NR_FIGURE) and rtxq_nr or rtxq_sack))
+        t:add(hf.rtxq_sack_bytes, queue_u32(rtxq_sack))
+        t:add(hf.rtxq_nr_bytes, queue_u32(rtxq_nr))
+        t:add(hf.rtxq_nr_acked_bytes, queue_u32(nr_acked))
+        t:add(hf.rtxq_sacked_bytes, queue_u32(sacked))
+        t:add(hf.rtxq_whatif_bytes, queue_u32(rtxq_sack - sacked))
+        if has_bit(flags, UPD_IS_ACK) then t:add(hf.freed_bytes, queue_u32(freed_bytes)) end
+        if show_blocked then t:add(hf.blocked, has_bit(flags, UPD_BLOCKED)) end
+        t:add(hf.gap_open, has_bit(flags, UPD_GAP_OPEN))
+        if revoked then
+            for r = 1, #revoked do t:add(hf.revoked, revoked[r]) end
+        end
+        k = k + UPD_SLOTS
     end
-    for i = 1, #fr.findings do
-        local f = fr.findings[i]
-        tree:add_proto_expert_info(f.note and rule_note_expert[f.id] or rule_expert[f.id], f.message)
+    if findings then
+        for f = 1, #findings do
+            local x = findings[f]
+            tree:add_proto_expert_info(x.note and rule_note_expert[x.id] or rule_expert[x.id], x.message)
+        end
     end
 end
 
@@ -1701,10 +1773,11 @@ function nrsack.init()
     state = {
         prefs = read_prefs(),
         next_stream = 0,
-        results = {},          -- frame number -> frame result (the analysis of the first pass)
+        rec = {}, rec_n = 0,   -- the stored frame results (store_result)
+        rec_at = {},           -- frame number -> where its result starts in rec
         sctp_by_endpoint = {}, -- port * 2^32 + tag -> association (the endpoint owning the tag)
         sctp_pending = {},     -- src port * 65536 + dst port -> association whose dst tag is unknown
-        tcp_conns = {},        -- conn_key() -> TCP connection (an MPTCP subflow included)
+        tcp_conns = {},        -- port pair -> its TCP connections (MPTCP subflows included), tcp_find_conn
         mptcp_by_token = {},   -- RFC 8684 token -> MPTCP connection
     }
 end
@@ -1736,12 +1809,9 @@ function nrsack.dissector(tvb, pinfo, tree)
     -- Analyse a frame the first time this plugin sees its layers (tshark -2 builds no tree in its first
     -- pass unless a filter or tap needs one), then only show the cached result.
     local fr
-    local cached = state.results[pinfo.number]
-    if not cached then
-        fr = new_frame_result()
-        state.results[pinfo.number] = fr
-        cached = fr
-    end
+    local number = pinfo.number
+    local at = state.rec_at[number]
+    if not at then fr = new_frame_result() end
     local subtree = tree:add(nrsack)
     local ok, err
     if is_sctp then
@@ -1760,7 +1830,11 @@ function nrsack.dissector(tvb, pinfo, tree)
         -- a bug here must not hide the packet: report it where users look
         raise(fr, "GEN-01", false, "analysis stopped: " .. tostring(err))
     end
-    if cached then emit_result(cached, subtree) end
+    if fr then
+        at = store_result(fr)
+        state.rec_at[number] = at
+    end
+    emit_result(at, subtree)
 end
 
 register_postdissector(nrsack)

@@ -32,8 +32,8 @@ nrsack_prefs_t nrsack_prefs = {
 };
 
 static int proto_sctp = -1, proto_tcp = -1, hf_tcp_len = -1;
-/* the enclosing layers' length fields bound the SCTP packet (its own item stops at the data payload) */
-static int proto_ip = -1, hf_ip_len = -1, proto_ipv6 = -1, hf_ipv6_plen = -1, proto_udp = -1, hf_udp_length = -1;
+/* the enclosing layers' headers bound the SCTP packet (its own item stops at the data payload) */
+static int proto_ip = -1, proto_ipv6 = -1, proto_udp = -1;
 static int proto_icmp = -1, proto_icmpv6 = -1;
 static dissector_handle_t nrsack_handle;
 static guint32 next_stream;
@@ -108,43 +108,74 @@ static tvbuff_t *layer_tvb(packet_info *pinfo, guint idx, gint start, gint lengt
     return tvb_new_subset_length(ds, start, length);
 }
 
-/* Lowers *end to where an enclosing layer (IPv4, IPv6, UDP) before `inner` says its packet ends. */
-static void bound_by_enclosing(proto_tree *tree, int proto, int hf_len, gint header, const field_info *inner, gint *end)
+/* Lowers *end to where `outer`, an IPv4, IPv6 or UDP header before `inner` in the same bytes, says its
+ * packet ends. Read from the header's own length field: asking Wireshark for ip.len would make it build
+ * the whole IP tree of every frame. A length of 0 (IPv4 with TSO, IPv6 or UDP jumbograms) bounds nothing. */
+static void bound_by_header(const field_info *outer, const field_info *inner, gint *end)
 {
-    GPtrArray *items = proto_get_finfo_ptr_array(tree, proto), *lens = proto_get_finfo_ptr_array(tree, hf_len);
-    if (!items || !lens || items->len != lens->len)
+    tvbuff_t *ds = outer->ds_tvb;
+    gint at = outer->start, e;
+    if (ds != inner->ds_tvb || at >= inner->start || (guint)at + 8 > tvb_captured_length(ds))
         return;
-    for (guint i = 0; i < items->len; i++) {
-        const field_info *outer = (const field_info *)g_ptr_array_index(items, i);
-        if (outer->ds_tvb != inner->ds_tvb || outer->start >= inner->start)
-            continue;
-        gint e = outer->start + header + (gint)fvalue_get_uinteger(&((field_info *)g_ptr_array_index(lens, i))->value);
-        if (e > inner->start && e < *end)
-            *end = e;
-    }
+    int id = outer->hfinfo->id, version = tvb_get_guint8(ds, at) >> 4;
+    if (id == proto_ip && version == 4)
+        e = at + tvb_get_ntohs(ds, at + 2);
+    else if (id == proto_ipv6 && version == 6)
+        e = at + 40 + tvb_get_ntohs(ds, at + 4);
+    else if (id == proto_udp)
+        e = at + tvb_get_ntohs(ds, at + 4);
+    else
+        return;
+    if (e > inner->start && e < *end)
+        *end = e;
 }
 
-/* Whether an ICMP or ICMPv6 layer carries the frame's headers; compares protocol IDs, as
- * proto_is_frame_protocol() would compare their names, without a string compare per layer. */
-static gboolean inside_icmp(const packet_info *pinfo)
+/* Applies bound_by_header to the protocol items under `node`, depth levels deep. */
+static void bound_by_enclosing(proto_node *node, const field_info *inner, gint *end, int depth)
 {
-    for (wmem_list_frame_t *l = wmem_list_head(pinfo->layers); l; l = wmem_list_frame_next(l)) {
-        int id = GPOINTER_TO_INT(wmem_list_frame_data(l));
-        if (id == proto_icmp || id == proto_icmpv6)
-            return TRUE;
+    for (proto_node *n = node->first_child; n; n = n->next) {
+        const field_info *fi = PNODE_FINFO(n);
+        if (fi && fi->hfinfo->type == FT_PROTOCOL)
+            bound_by_header(fi, inner, end);
+        if (depth > 1)
+            bound_by_enclosing(n, inner, end, depth - 1);
     }
-    return FALSE;
 }
 
-/* First pass: finds the SCTP or TCP layer among the items the postdissector asked for. */
+/* The first item of protocol `proto` under `node`, depth levels deep, in tree order. */
+static const field_info *first_item(proto_node *node, int proto, int depth)
+{
+    for (proto_node *n = node->first_child; n; n = n->next) {
+        const field_info *fi = PNODE_FINFO(n);
+        if (fi && fi->hfinfo->id == proto)
+            return fi;
+        if (depth > 1 && (fi = first_item(n, proto, depth - 1)))
+            return fi;
+    }
+    return NULL;
+}
+
+/* First pass: finds the SCTP or TCP layer's item. One walk over the frame's layer list (protocol IDs,
+ * no string compares) says whether there is one; the items are then looked up among the tree's top-level
+ * items, where dissectors put them (the whole tree where a dissector nests the layers it calls), so that
+ * Wireshark need not collect them for us in every frame. */
 static gboolean locate_layer(packet_info *pinfo, proto_tree *tree, frame_result_t *fr)
 {
-    GPtrArray *sctp = tree ? proto_get_finfo_ptr_array(tree, proto_sctp) : NULL;
-    GPtrArray *tcp = tree ? proto_get_finfo_ptr_array(tree, proto_tcp) : NULL;
-    gboolean has_sctp = sctp && sctp->len, has_tcp = tcp && tcp->len;
-    if (!has_sctp && !has_tcp)
+    gboolean has_sctp = FALSE, has_tcp = FALSE;
+    for (wmem_list_frame_t *l = wmem_list_head(pinfo->layers); l; l = wmem_list_frame_next(l)) {
+        int id = GPOINTER_TO_INT(wmem_list_frame_data(l));
+        /* headers quoted inside ICMP errors are not segments of the flow */
+        if (id == proto_icmp || id == proto_icmpv6)
+            return FALSE;
+        has_sctp |= id == proto_sctp;
+        has_tcp |= id == proto_tcp;
+    }
+    if (!tree || (!has_sctp && !has_tcp))
         return FALSE;
-    const field_info *fi = (const field_info *)g_ptr_array_index(has_sctp ? sctp : tcp, 0);
+    int proto = has_sctp ? proto_sctp : proto_tcp, depth = 1;
+    const field_info *fi = first_item(tree, proto, depth);
+    if (!fi && !(fi = first_item(tree, proto, depth = G_MAXINT)))
+        return FALSE;
     guint idx = 0;
     GSList *l;
     for (l = pinfo->data_src; l; l = l->next, idx++)
@@ -158,9 +189,7 @@ static gboolean locate_layer(packet_info *pinfo, proto_tree *tree, frame_result_
     fr->layer_length = fi->length; /* TCP: the header; the payload length comes from tcp.len */
     if (has_sctp) {
         gint end = (gint)tvb_captured_length(fi->ds_tvb);
-        bound_by_enclosing(tree, proto_ip, hf_ip_len, 0, fi, &end);
-        bound_by_enclosing(tree, proto_ipv6, hf_ipv6_plen, 40, fi, &end);
-        bound_by_enclosing(tree, proto_udp, hf_udp_length, 0, fi, &end);
+        bound_by_enclosing(tree, fi, &end, depth);
         fr->layer_length = end - fi->start;
     }
     if (has_tcp && !has_sctp) {
@@ -179,8 +208,7 @@ static int dissect_nrsack(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, v
     gboolean analyse = fr == NULL;
     if (analyse) {
         frame_result_t found = {.ts = pinfo->abs_ts};
-        /* headers quoted inside ICMP errors are not segments of the flow */
-        if (inside_icmp(pinfo) || !locate_layer(pinfo, tree, &found)) {
+        if (!locate_layer(pinfo, tree, &found)) {
             p_add_proto_data(wmem_file_scope(), pinfo, proto_nrsack, 0, &no_layer);
             return 0;
         }
@@ -290,14 +318,13 @@ static void proto_reg_handoff_nrsack(void)
     proto_tcp = proto_get_id_by_filter_name("tcp");
     hf_tcp_len = proto_registrar_get_id_byname("tcp.len");
     proto_ip = proto_get_id_by_filter_name("ip");
-    hf_ip_len = proto_registrar_get_id_byname("ip.len");
     proto_ipv6 = proto_get_id_by_filter_name("ipv6");
-    hf_ipv6_plen = proto_registrar_get_id_byname("ipv6.plen");
     proto_udp = proto_get_id_by_filter_name("udp");
-    hf_udp_length = proto_registrar_get_id_byname("udp.length");
     proto_icmp = proto_get_id_by_filter_name("icmp");
     proto_icmpv6 = proto_get_id_by_filter_name("icmpv6");
-    int wanted_ids[] = {proto_sctp, proto_tcp, hf_tcp_len, proto_ip, hf_ip_len, proto_ipv6, hf_ipv6_plen, proto_udp, hf_udp_length};
+    /* tcp.len only: a wanted field makes tshark build a tree on every pass, and each costs Wireshark
+     * work in every frame that has it (locate_layer finds the SCTP and TCP items itself) */
+    int wanted_ids[] = {hf_tcp_len};
     GArray *wanted = g_array_new(FALSE, FALSE, sizeof(int));
     g_array_append_vals(wanted, wanted_ids, G_N_ELEMENTS(wanted_ids));
     set_postdissector_wanted_hfids(nrsack_handle, wanted);
