@@ -112,9 +112,17 @@ typedef struct {
     char error[PCAP_ERRBUF_SIZE + 64];
 } Reader;
 
-static uint64_t hash_bytes(const uint8_t *p, size_t n, uint64_t h) {
-    for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 1099511628211ULL; }
-    return h;
+static uint64_t load64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+/* The same for both directions of a conn: the two endpoints' words are combined symmetrically
+ * (sum and xor), then mixed (splitmix64's finaliser). */
+static uint64_t conn_hash(uint8_t proto, const uint8_t *a, const uint8_t *b, uint16_t pa, uint16_t pb) {
+    uint64_t x = load64(a) ^ load64(a + 8) * 0x9E3779B97F4A7C15ULL ^ ((uint64_t)pa << 48);
+    uint64_t y = load64(b) ^ load64(b + 8) * 0x9E3779B97F4A7C15ULL ^ ((uint64_t)pb << 48);
+    uint64_t h = (x + y) ^ ((x ^ y) * 0xBF58476D1CE4E5B9ULL) ^ proto;
+    h ^= h >> 30; h *= 0xBF58476D1CE4E5B9ULL;
+    h ^= h >> 27; h *= 0x94D049BB133111EBULL;
+    return h ^ (h >> 31);
 }
 
 static int table_grow(Reader *r);
@@ -123,14 +131,7 @@ static int table_grow(Reader *r);
 static int32_t conn_lookup(Reader *r, uint8_t proto, int v6, int udp, const uint8_t *src, const uint8_t *dst,
                            uint16_t sp, uint16_t dp, uint8_t *dir) {
     if (r->n_conns * 2 >= r->table_cap && table_grow(r) < 0) return -1;
-    /* canonical order so both directions hash alike */
-    int swap = memcmp(src, dst, 16) > 0 || (memcmp(src, dst, 16) == 0 && sp > dp);
-    const uint8_t *lo = swap ? dst : src, *hi = swap ? src : dst;
-    uint16_t plo = swap ? dp : sp, phi = swap ? sp : dp;
-    uint64_t h = 1469598103934665603ULL;
-    h = hash_bytes(lo, 16, h); h = hash_bytes(hi, 16, h);
-    h ^= (uint64_t)plo << 24 ^ (uint64_t)phi << 8 ^ proto; h *= 1099511628211ULL;
-    size_t mask = r->table_cap - 1, i = h & mask;
+    size_t mask = r->table_cap - 1, i = conn_hash(proto, src, dst, sp, dp) & mask;
     for (;; i = (i + 1) & mask) {
         conn_t *c = &r->table[i];
         if (!c->used) {
@@ -161,13 +162,7 @@ static int table_grow(Reader *r) {
     r->table = t; r->table_cap = cap;
     for (size_t k = 0; k < r->n_conns; k++) {
         conn_t *c = &old[r->order[k]];
-        int swap = memcmp(c->a, c->b, 16) > 0 || (memcmp(c->a, c->b, 16) == 0 && c->pa > c->pb);
-        const uint8_t *lo = swap ? c->b : c->a, *hi = swap ? c->a : c->b;
-        uint16_t plo = swap ? c->pb : c->pa, phi = swap ? c->pa : c->pb;
-        uint64_t h = 1469598103934665603ULL;
-        h = hash_bytes(lo, 16, h); h = hash_bytes(hi, 16, h);
-        h ^= (uint64_t)plo << 24 ^ (uint64_t)phi << 8 ^ c->proto; h *= 1099511628211ULL;
-        size_t i = h & (cap - 1);
+        size_t i = conn_hash(c->proto, c->a, c->b, c->pa, c->pb) & (cap - 1);
         while (t[i].used) i = (i + 1) & (cap - 1);
         t[i] = *c;
         r->order[k] = (int32_t)i;

@@ -231,6 +231,7 @@ def _rtxq_columns(rows, rtxq, blocked, gap_open, units) -> dict:
 RTXQ_COLUMNS = {"time_ns": np.int64, "rtxq_sack_bytes": np.int64, "rtxq_nr_bytes": np.int64,
                 "rtxq_whatif_bytes": np.int64, "sacked_bytes": np.int64, "nr_acked_bytes": np.int64, "blocked": bool,
                 "gap_open": bool, "frame": np.int64, "is_data": bool, "rtxq_bytes": np.int64, "freed_bytes": np.int64}
+INTERVAL_ORDER = ("start_ns", "start_frame", "rtxq_bytes_at_start", "gap_open", "end_ns", "end_frame")
 BLOCKING_COLUMNS = {"start_ns": np.int64, "end_ns": np.int64, "rtxq_bytes_at_start": np.int64, "gap_open": bool,
                     "start_frame": np.int64, "end_frame": np.int64}
 
@@ -284,27 +285,27 @@ class _Window:
         starts = np.flatnonzero(edges == 1)
         stops = np.flatnonzero(edges == -1)  # the first unblocked row (len(t): still blocked)
         gap_cum = np.concatenate(([0], np.cumsum(g)))
-        out = {k: [] for k in BLOCKING_COLUMNS}
+        carried = None
         if before:  # the run open from the previous batch ends at the first stop
             stop, stops = stops[0], stops[1:]
             self.run[3] |= bool(gap_cum[stop] > 0)
             if stop < len(t):
-                self._close(out, self.run, int(t[stop]), int(frames[stop]))
+                carried = (*self.run, int(t[stop]), int(frames[stop]))
                 self.run = None
-        for begin, stop in zip(starts, stops):
-            run = [int(t[begin]), int(frames[begin]), int(r[begin]), bool(gap_cum[stop] - gap_cum[begin] > 0)]
-            if stop < len(t):
-                self._close(out, run, int(t[stop]), int(frames[stop]))
-            else:
-                self.run = run
-        if out["start_ns"]:
-            sink({k: np.array(v, BLOCKING_COLUMNS[k]) for k, v in out.items()})
+        if len(starts) and stops[-1] == len(t):  # the last run goes on into the next batch
+            self.run = [int(t[starts[-1]]), int(frames[starts[-1]]), int(r[starts[-1]]),
+                        bool(gap_cum[-1] - gap_cum[starts[-1]] > 0)]
+            starts, stops = starts[:-1], stops[:-1]
+        columns = {"start_ns": t[starts], "start_frame": frames[starts], "rtxq_bytes_at_start": r[starts],
+                   "gap_open": gap_cum[stops] - gap_cum[starts] > 0, "end_ns": t[stops], "end_frame": frames[stops]}
+        if carried is not None:
+            columns = {k: np.concatenate(([v], columns[k])) for k, v in zip(INTERVAL_ORDER, carried)}
+        self._emit(columns, sink)
 
-    def _close(self, out, run, end_ns, end_frame):
-        for key, value in zip(("start_ns", "start_frame", "rtxq_bytes_at_start", "gap_open", "end_ns", "end_frame"),
-                              (*run, end_ns, end_frame)):
-            out[key].append(value)
-        self.intervals += 1
+    def _emit(self, columns, sink):
+        if len(columns["start_ns"]):
+            sink({k: np.asarray(columns[k], t) for k, t in BLOCKING_COLUMNS.items()})
+            self.intervals += len(columns["start_ns"])
 
     def close(self, end_ns, complete, sink) -> int:
         """-> the end of q; the last row's time and a run still open count until then."""
@@ -315,10 +316,8 @@ class _Window:
             self.b_ns += t_end - self.pending[0]
             if self.pending[2]:
                 self.p_ns += t_end - self.pending[0]
-        if self.run is not None:
-            out = {k: [] for k in BLOCKING_COLUMNS}
-            self._close(out, self.run, t_end, -1)  # -1: still blocked at the end of q
-            sink({k: np.array(v, BLOCKING_COLUMNS[k]) for k, v in out.items()})
+        if self.run is not None:  # end frame -1: still blocked at the end of q
+            self._emit({k: [v] for k, v in zip(INTERVAL_ORDER, (*self.run, t_end, -1))}, sink)
             self.run = None
         return t_end
 
