@@ -5,6 +5,7 @@
     python3 bench/bench_lua.py --packets 20000 --protocols tcp --repeat 1    # a quick look
     python3 bench/bench_lua.py --fuzz 200         # also: the Lua plugin over the sample corpus
                                                   # corrupted with 200 editcap seeds (no Lua error)
+    python3 bench/bench_lua.py --c-plugin /tmp/build/nrsack.so   # against a given C build
 
 The captures come from the simulator (`nrsack generate simulate --ack nrsack`, 1 % loss, so the
 scoreboard has gaps to track), cached in --work. Every run reads the whole capture with
@@ -112,10 +113,13 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "nrsack-bench-lua")
     ap.add_argument("--fuzz", type=int, default=0, metavar="SEEDS")
+    ap.add_argument("--c-plugin", type=Path, metavar="NRSACK_SO",
+                    help="a built nrsack.so to compare against instead of building dissector/ (e.g. while "
+                         "dissector/ is being edited)")
     a = ap.parse_args()
     a.work.mkdir(parents=True, exist_ok=True)
     a.work.chmod(0o755)
-    so = tshark.build_c_plugin()
+    so = a.c_plugin or tshark.build_c_plugin()
     c_plugin = tshark.Plugin.c(tshark.c_plugin_folder(so, a.work / "c-plugin"))
     rows = bench(a.protocols.split(","), a.packets, a.repeat, a.work, c_plugin)
     worst = max(r["lua_over_c"] for r in rows)

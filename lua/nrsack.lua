@@ -902,10 +902,10 @@ local function check_fsack_update_interval(a, from, fr)
     a.last_data_ns[from] = now
 end
 
--- One SCTP packet: s = its captured bytes (common header first), base = the TvbRange they came
--- from, reported = its length on the wire.
-local function sctp_dissect(s, base, reported, pinfo, tree, fr)
-    local captured = #s
+-- One SCTP packet: s = its captured bytes (common header first; only the first chunk's header when
+-- that chunk is a lone DATA chunk, see sctp_bytes), base = the TvbRange they came from, captured and
+-- reported = its length in the capture and on the wire.
+local function sctp_dissect(s, base, captured, reported, pinfo, tree, fr)
     if captured < 12 then
         raise(fr, "GEN-01", false, "SCTP common header truncated")
         return
@@ -968,6 +968,23 @@ local function sctp_dissect(s, base, reported, pinfo, tree, fr)
         end
         off = off + clen + (4 - clen % 4) % 4
     end
+end
+
+-- The bytes sctp_dissect reads, as a Lua string. A packet whose only chunk is DATA needs just the
+-- common and DATA chunk headers: copying its payload too would allocate ~1.4 kB per data packet, and
+-- the collector runs by bytes allocated.
+local SCTP_DATA_HEADERS = 12 + 16
+local function sctp_bytes(base, captured, reported)
+    if captured == 0 then return "" end
+    if captured > SCTP_DATA_HEADERS and not is_fsack_type(CHUNK_DATA) then
+        local head = base:raw(0, SCTP_DATA_HEADERS)
+        local clen = u16(head, 14)
+        -- the chunk loop stops after this chunk: no room for another chunk header behind it
+        if u8(head, 12) == CHUNK_DATA and clen >= 16 and 12 + clen + (4 - clen % 4) % 4 + 4 > reported then
+            return head
+        end
+    end
+    return base:raw()
 end
 
 ------------------------------------------------------------------------------------------------
@@ -1819,7 +1836,8 @@ function nrsack.dissector(tvb, pinfo, tree)
         local stop = enclosing_end(start, source, source == tvb) or source:reported_len()
         local captured = math.max(0, math.min(stop, source:len()) - start)
         local base = captured > 0 and source:range(start, captured) or nil
-        ok, err = pcall(sctp_dissect, base and base:raw() or "", base, stop - start, pinfo, subtree, fr)
+        ok, err = pcall(sctp_dissect, sctp_bytes(base, captured, stop - start), base, captured, stop - start, pinfo,
+            subtree, fr)
     else
         -- the TCP item starts with the header (it covers just the header when a tree is built)
         local base = layer.range

@@ -1,6 +1,8 @@
 """The plugin leaves Wireshark's own decoding alone: TCP Fast Open (kind 34, and kind 254 with ExID
-0xF989), another experiment's kind-253 option, and plain SACK traffic print the same full packet
-details (-V) with and without the plugin, apart from the plugin's own top-level item."""
+0xF989), another experiment's kind-253 option, plain SACK traffic and SCTP (over IP, over UDP, with an
+Ethernet trailer, and a malformed chunk) print the same full packet details (-V) with and without the
+plugin, apart from the plugin's own top-level item. (The plugin sits where IP and UDP hand over to SCTP
+and TCP, so this also checks that the frame's protocol list and Wireshark's own items stay as they were.)"""
 
 import struct
 
@@ -42,6 +44,18 @@ def sack_capture():
     ]
 
 
+def sctp_capture():
+    from test_dissector_sctp import ack, handshake, nr, sent
+    over_udp = [pcaps.sctp_packet(p.time, p["IP"].src, p["IP"].dst, p["SCTP"].tag, [bytes(p["SCTP"].payload)],
+                                  sport=p["SCTP"].sport, dport=p["SCTP"].dport, udp_port=9899)
+                for p in sent(15, 15, t=0.5)]
+    trailer = [p.__class__(bytes(p) + b"\0" * 14) for p in sent(16, 16, t=0.6)]
+    trailer[0].time = 0.6
+    # a chunk whose length runs past the packet: Wireshark's SCTP dissector throws, the frame is malformed
+    bad = ack(0.7, pcaps.chunk(0x10, b"\0" * 12, length=400))
+    return handshake() + sent(11, 14) + [ack(0.3, nr(14))] + over_udp + trailer + [bad]
+
+
 def without_plugin_item(text: str) -> str:
     """Drops the plugin's top-level item (and its subtree) and the protocol list line that names it."""
     out, skipping = [], False
@@ -58,13 +72,13 @@ def without_plugin_item(text: str) -> str:
     return "\n".join(out)
 
 
-@pytest.mark.parametrize("capture", [tfo_capture, sack_capture], ids=["tcp-fast-open", "plain-sack"])
-def test_builtin_tcp_details_unchanged(nrsack_c_plugin, tmp_path, capture):
+@pytest.mark.parametrize("capture", [tfo_capture, sack_capture, sctp_capture], ids=["tcp-fast-open", "plain-sack", "sctp"])
+def test_builtin_details_unchanged(nrsack_c_plugin, tmp_path, capture):
     path = pcaps.write(tmp_path / "c.pcap", capture())
     plain = tshark.run_tshark(["-V"], tshark.Plugin.none(), pcap=path).stdout
     with_plugin = tshark.run_tshark(["-V"], nrsack_c_plugin, pcap=path).stdout
     assert "NR-SACK analysis" in with_plugin, "the plugin was not loaded"
-    assert "TCP Fast Open" in plain if capture is tfo_capture else "SACK" in plain
+    assert {tfo_capture: "TCP Fast Open", sack_capture: "SACK", sctp_capture: "Malformed Packet: SCTP"}[capture] in plain
     assert without_plugin_item(with_plugin) == without_plugin_item(plain)
 
 

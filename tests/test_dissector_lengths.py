@@ -6,7 +6,9 @@ cut short by its snap length still counts every byte sent.
 
 Scenario (values by hand): handshake, TSNs 11-13 of 1000 bytes from A, an NR-SACK with NR block 2-2
 (TSN 12 NR-acked), then one cum-acking 13: the queue holds 3000 bytes after frame 5, 1000 of them are
-NR-acked by frame 6, none are left after frame 7; no finding in any variant."""
+NR-acked by frame 6, none are left after frame 7; no finding in any variant. Where the IP length leaves
+less than the SCTP common header or the TCP header's data offset, the packet is malformed (GEN-01) even
+if the frame holds more bytes."""
 
 import struct
 import subprocess
@@ -116,3 +118,15 @@ def test_tcp_payload_length_survives_the_snap_length(nrsack_c_plugin, tmp_path):
     subprocess.run(["editcap", "-s", "80", full, str(cut)], check=True)
     g = tshark.parse_golden(tshark.golden_output(cut, nrsack_c_plugin))
     assert [g.row(f)["nrsack.rtxq.bytes"] for f in (4, 5, 6)] == [["1000"], ["2000"], ["1000"]]
+
+
+def test_headers_shorter_than_the_ip_length_allows_are_malformed(nrsack_c_plugin, tmp_path):
+    a, b = "10.0.0.1", "10.0.0.2"
+    sctp = bytearray(bytes(pcaps.sctp_packet(0.0, a, b, 0x1111, [pcaps.data_chunk(11)])))
+    tcp = bytearray(bytes(pcaps.tcp_packet(0.1, a, b, 40000, 80, 1000, 1, "A", [("MSS", 1460)], payload=100)))
+    sctp[16:18] = struct.pack("!H", 20 + 8)   # IP total length: 8 bytes of SCTP
+    tcp[16:18] = struct.pack("!H", 20 + 20)   # 20 bytes of TCP, whose data offset says 24
+    packets = [timed(bytes(sctp), pcaps.sctp_packet(0.0, a, b, 0, [])), timed(bytes(tcp), pcaps.tcp_packet(0.1, a, b, 1, 2, 0, 0, "A"))]
+    g = tshark.parse_golden(tshark.golden_output(pcaps.write(tmp_path / "t.pcap", packets), nrsack_c_plugin))
+    assert [(frame, rule) for frame, rule, _ in g.expert] == [(1, "GEN-01"), (2, "GEN-01")]
+    assert g.row(2)["nrsack.rtxq.bytes"] == []

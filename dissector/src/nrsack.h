@@ -89,14 +89,8 @@ struct frame_result {
     guint32 rtt_ms;
     finding_t *findings, *last_finding;
     nstime_t ts;
-    /* where the first pass found the transport layer, so later passes (which need not build the
-     * SCTP/TCP items we look for) re-read the same bytes */
-    guint8 layer;            /* LAYER_NONE, LAYER_SCTP, LAYER_TCP */
-    guint8 layer_source;     /* index in pinfo->data_src */
-    gint layer_start, layer_length;  /* the layer's item: no link-layer padding after it */
-    guint32 tcp_payload_len;
 };
-enum { LAYER_NONE, LAYER_SCTP, LAYER_TCP };
+enum { LAYER_SCTP, LAYER_TCP };
 
 /* plugin.c */
 guint32 nrsack_new_stream_index(void);
@@ -124,7 +118,8 @@ void sctp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, frame_res
 void tcp_init_state(void);
 void tcp_register_option_handoff(int proto);
 /* decode of MPTCP DSS NR blocks (every pass) and analysis of the segment (once) */
-void tcp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, guint32 payload_len, frame_result_t *fr);
+/* tvb: the TCP segment as Wireshark's TCP dissector had it (its reported length gives the payload's) */
+void tcp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, frame_result_t *fr);
 
 /* tap.c */
 void nrsack_tap_register(void);

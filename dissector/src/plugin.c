@@ -1,5 +1,6 @@
-/* nrsack plugin: registration (protocol, fields, preferences), the postdissector that re-reads the
- * SCTP and TCP layers, and the per-frame result cache that makes every pass show the same analysis. */
+/* nrsack plugin: registration (protocol, fields, preferences), the handles that follow Wireshark's SCTP
+ * and TCP dissectors with ours on the same bytes, and the per-frame result cache that makes every pass
+ * show the same analysis. */
 #include "nrsack.h"
 
 #include <epan/prefs.h>
@@ -7,6 +8,9 @@
 #include <epan/proto.h>
 #include <epan/to_str.h>
 #include <epan/wmem_scopes.h>
+#include <epan/exceptions.h>
+#include <epan/ipproto.h>
+#include <wiretap/wtap.h>
 
 #include "tcp.h"
 
@@ -31,13 +35,13 @@ nrsack_prefs_t nrsack_prefs = {
     .sctp_udp_port = 9899,
 };
 
-static int proto_sctp = -1, proto_tcp = -1, hf_tcp_len = -1;
-/* the enclosing layers' headers bound the SCTP packet (its own item stops at the data payload) */
-static int proto_ip = -1, proto_ipv6 = -1, proto_udp = -1;
-static int proto_icmp = -1, proto_icmpv6 = -1;
-static dissector_handle_t nrsack_handle;
+static int proto_sctp = -1, proto_tcp = -1, proto_icmp = -1, proto_icmpv6 = -1;
+static protocol_t *nrsack_protocol;
+static dissector_table_t builtin_table;                         /* LAYER_SCTP / LAYER_TCP -> Wireshark's own */
+static dissector_handle_t sctp_then_nrsack, tcp_then_nrsack;    /* ours, in their places */
 static guint32 next_stream;
 static guint sctp_udp_port_registered;
+static dissector_handle_t sctp_udp_port_previous;              /* what that port had before */
 
 guint32 nrsack_new_stream_index(void)
 {
@@ -98,159 +102,149 @@ static void add_results(proto_tree *tree, tvbuff_t *tvb, const frame_result_t *f
     }
 }
 
-/* The transport layer's bytes in the idx-th data source of the frame. */
-static tvbuff_t *layer_tvb(packet_info *pinfo, guint idx, gint start, gint length)
+/* The frame's first SCTP or TCP layer is analysed, not one quoted inside an ICMP error: whether the
+ * layer Wireshark appended at `position` of the frame's layer list is that one (protocol IDs, no string
+ * compares). Inner layers finish dissecting before outer ones, so each checks for itself. */
+static gboolean first_transport(const packet_info *pinfo, guint position)
 {
-    const struct data_source *src = (const struct data_source *)g_slist_nth_data(pinfo->data_src, idx);
-    tvbuff_t *ds = src ? get_data_source_tvb(src) : NULL;
-    if (!ds || start < 0 || length <= 0 || (guint)start + (guint)length > tvb_captured_length(ds))
-        return NULL;
-    return tvb_new_subset_length(ds, start, length);
-}
-
-/* Lowers *end to where `outer`, an IPv4, IPv6 or UDP header before `inner` in the same bytes, says its
- * packet ends. Read from the header's own length field: asking Wireshark for ip.len would make it build
- * the whole IP tree of every frame. A length of 0 (IPv4 with TSO, IPv6 or UDP jumbograms) bounds nothing. */
-static void bound_by_header(const field_info *outer, const field_info *inner, gint *end)
-{
-    tvbuff_t *ds = outer->ds_tvb;
-    gint at = outer->start, e;
-    if (ds != inner->ds_tvb || at >= inner->start || (guint)at + 8 > tvb_captured_length(ds))
-        return;
-    int id = outer->hfinfo->id, version = tvb_get_guint8(ds, at) >> 4;
-    if (id == proto_ip && version == 4)
-        e = at + tvb_get_ntohs(ds, at + 2);
-    else if (id == proto_ipv6 && version == 6)
-        e = at + 40 + tvb_get_ntohs(ds, at + 4);
-    else if (id == proto_udp)
-        e = at + tvb_get_ntohs(ds, at + 4);
-    else
-        return;
-    if (e > inner->start && e < *end)
-        *end = e;
-}
-
-/* Applies bound_by_header to the protocol items under `node`, depth levels deep. */
-static void bound_by_enclosing(proto_node *node, const field_info *inner, gint *end, int depth)
-{
-    for (proto_node *n = node->first_child; n; n = n->next) {
-        const field_info *fi = PNODE_FINFO(n);
-        if (fi && fi->hfinfo->type == FT_PROTOCOL)
-            bound_by_header(fi, inner, end);
-        if (depth > 1)
-            bound_by_enclosing(n, inner, end, depth - 1);
-    }
-}
-
-/* The first item of protocol `proto` under `node`, depth levels deep, in tree order. */
-static const field_info *first_item(proto_node *node, int proto, int depth)
-{
-    for (proto_node *n = node->first_child; n; n = n->next) {
-        const field_info *fi = PNODE_FINFO(n);
-        if (fi && fi->hfinfo->id == proto)
-            return fi;
-        if (depth > 1 && (fi = first_item(n, proto, depth - 1)))
-            return fi;
-    }
-    return NULL;
-}
-
-/* First pass: finds the SCTP or TCP layer's item. One walk over the frame's layer list (protocol IDs,
- * no string compares) says whether there is one; the items are then looked up among the tree's top-level
- * items, where dissectors put them (the whole tree where a dissector nests the layers it calls), so that
- * Wireshark need not collect them for us in every frame. */
-static gboolean locate_layer(packet_info *pinfo, proto_tree *tree, frame_result_t *fr)
-{
-    gboolean has_sctp = FALSE, has_tcp = FALSE;
-    for (wmem_list_frame_t *l = wmem_list_head(pinfo->layers); l; l = wmem_list_frame_next(l)) {
+    guint i = 0;
+    for (wmem_list_frame_t *l = wmem_list_head(pinfo->layers); l; l = wmem_list_frame_next(l), i++) {
         int id = GPOINTER_TO_INT(wmem_list_frame_data(l));
-        /* headers quoted inside ICMP errors are not segments of the flow */
-        if (id == proto_icmp || id == proto_icmpv6)
+        if (id == proto_icmp || id == proto_icmpv6 || (i < position && (id == proto_sctp || id == proto_tcp)))
             return FALSE;
-        has_sctp |= id == proto_sctp;
-        has_tcp |= id == proto_tcp;
-    }
-    if (!tree || (!has_sctp && !has_tcp))
-        return FALSE;
-    int proto = has_sctp ? proto_sctp : proto_tcp, depth = 1;
-    const field_info *fi = first_item(tree, proto, depth);
-    if (!fi && !(fi = first_item(tree, proto, depth = G_MAXINT)))
-        return FALSE;
-    guint idx = 0;
-    GSList *l;
-    for (l = pinfo->data_src; l; l = l->next, idx++)
-        if (get_data_source_tvb((const struct data_source *)l->data) == fi->ds_tvb)
-            break;
-    if (!l)
-        return FALSE;
-    fr->layer = has_sctp ? LAYER_SCTP : LAYER_TCP;
-    fr->layer_source = (guint8)idx;
-    fr->layer_start = fi->start;
-    fr->layer_length = fi->length; /* TCP: the header; the payload length comes from tcp.len */
-    if (has_sctp) {
-        gint end = (gint)tvb_captured_length(fi->ds_tvb);
-        bound_by_enclosing(tree, fi, &end, depth);
-        fr->layer_length = end - fi->start;
-    }
-    if (has_tcp && !has_sctp) {
-        GPtrArray *len = proto_get_finfo_ptr_array(tree, hf_tcp_len);
-        if (len && len->len)
-            fr->tcp_payload_len = fvalue_get_uinteger(&((field_info *)g_ptr_array_index(len, 0))->value);
     }
     return TRUE;
 }
 
-static int dissect_nrsack(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+/* Decodes and (first pass) analyses the SCTP or TCP layer in `tvb`, the bytes Wireshark handed to its
+ * own dissector: IP and UDP have set its reported length from their headers (TCP payload lengths,
+ * link-layer padding). Every later pass shows the first pass's results. */
+static void analyse_layer(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, guint8 layer, guint position)
 {
-    /* shared by every frame without an SCTP or TCP layer, so those cost no memory */
-    static frame_result_t no_layer = {.layer = LAYER_NONE};
+    if (!proto_is_protocol_enabled(nrsack_protocol) || !first_transport(pinfo, position))
+        return;
     frame_result_t *fr = (frame_result_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_nrsack, 0);
     gboolean analyse = fr == NULL;
     if (analyse) {
-        frame_result_t found = {.ts = pinfo->abs_ts};
-        if (!locate_layer(pinfo, tree, &found)) {
-            p_add_proto_data(wmem_file_scope(), pinfo, proto_nrsack, 0, &no_layer);
-            return 0;
-        }
-        fr = (frame_result_t *)wmem_memdup(wmem_file_scope(), &found, sizeof(found));
+        fr = wmem_new0(wmem_file_scope(), frame_result_t);
+        fr->ts = pinfo->abs_ts;
         p_add_proto_data(wmem_file_scope(), pinfo, proto_nrsack, 0, fr);
     }
-    if (fr->layer == LAYER_NONE)
-        return 0;
+    /* our items go at the top level after every layer, on the frame's bytes, as a postdissector's would */
+    while (tree && tree->parent)
+        tree = tree->parent;
+    tvbuff_t *frame_tvb = get_data_source_tvb((const struct data_source *)pinfo->data_src->data);
+    const char *saved_proto = pinfo->current_proto;
+    pinfo->current_proto = "NRSACK"; /* expert info names the protocol that raised it */
 
     /* items only where someone looks at them (a visible tree, a filter or field naming nrsack);
      * the analysis runs either way, and findings always get their expert info */
     gboolean items = tree && proto_field_is_referenced(tree, proto_nrsack);
-    proto_item *ti = items ? proto_tree_add_item(tree, proto_nrsack, tvb, 0, 0, ENC_NA) : NULL;
+    proto_item *ti = items ? proto_tree_add_item(tree, proto_nrsack, frame_tvb, 0, 0, ENC_NA) : NULL;
     proto_tree *nt = items ? proto_item_add_subtree(ti, ett_nrsack) : NULL;
-    tvbuff_t *ltvb = layer_tvb(pinfo, fr->layer_source, fr->layer_start, fr->layer_length);
-    if (ltvb) {
-        if (fr->layer == LAYER_SCTP)
-            sctp_dissect(ltvb, pinfo, nt, analyse ? fr : NULL);
-        else
-            tcp_dissect(ltvb, pinfo, nt, fr->tcp_payload_len, analyse ? fr : NULL);
+    if (layer == LAYER_SCTP) {
+        /* chunks are read within the captured bytes (a snap length cuts the packet short) */
+        guint captured = tvb_captured_length(tvb);
+        sctp_dissect(captured < tvb_reported_length(tvb) ? tvb_new_subset_length(tvb, 0, captured) : tvb, pinfo, nt,
+                     analyse ? fr : NULL);
+    } else {
+        tcp_dissect(tvb, pinfo, nt, analyse ? fr : NULL);
     }
     if (items)
-        add_results(nt, tvb, fr);
+        add_results(nt, frame_tvb, fr);
     if (fr->findings) {
         if (!ti)
-            ti = proto_tree_add_item(tree, proto_nrsack, tvb, 0, 0, ENC_NA);
+            ti = proto_tree_add_item(tree, proto_nrsack, frame_tvb, 0, 0, ENC_NA);
         rules_emit(fr, pinfo, ti);
     }
     nrsack_tap_queue(pinfo, fr);
-    return 0;
+    pinfo->current_proto = saved_proto;
+}
+
+/* A layer whose dissection threw (a malformed chunk or payload): it is still analysed, at the end of the
+ * frame, after Wireshark has marked the frame malformed, so the tree reads as a postdissector left it.
+ * Frame-end routines take no arguments; dissection is one frame at a time. */
+static struct {
+    tvbuff_t *tvb;
+    packet_info *pinfo;
+    proto_tree *tree;
+    guint8 layer;
+    guint position;
+} pending;
+
+static void analyse_pending(void)
+{
+    analyse_layer(pending.tvb, pending.pinfo, pending.tree, pending.layer, pending.position);
+}
+
+static void defer_analysis(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, guint8 layer, guint position)
+{
+    /* an inner layer's exception passes the outer layer too: the outer one (analysed) replaces it */
+    if (!g_slist_find(pinfo->frame_end_routines, (gpointer)analyse_pending))
+        pinfo->frame_end_routines = g_slist_append(pinfo->frame_end_routines, (gpointer)analyse_pending);
+    pending.tvb = tvb;
+    pending.pinfo = pinfo;
+    pending.tree = tree;
+    pending.layer = layer;
+    pending.position = position;
+}
+
+/* Wireshark's own SCTP or TCP dissector, then ours on the same bytes. This sits where IP, UDP and the
+ * SCTP link type hand over to SCTP and TCP, instead of a postdissector: enabling one makes Wireshark
+ * call every registered postdissector on every frame, and finding the layer again costs tree look-ups.
+ * Our handles carry SCTP's and TCP's protocol, so the frame's layer list gets the layer as before; the
+ * built-in dissector is then called through our own table, which adds no second entry. */
+static int dissect_transport(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data, guint8 layer)
+{
+    guint position = wmem_list_count(pinfo->layers) - 1;
+    volatile int len = 0;
+    TRY {
+        len = dissector_try_uint_new(builtin_table, layer, tvb, pinfo, tree, FALSE, data);
+    }
+    CATCH_ALL {
+        defer_analysis(tvb, pinfo, tree, layer, position);
+        RETHROW;
+    }
+    ENDTRY;
+    if (len > 0)
+        analyse_layer(tvb, pinfo, tree, layer, position);
+    return len;
+}
+
+static int dissect_sctp_then_nrsack(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    return dissect_transport(tvb, pinfo, tree, data, LAYER_SCTP);
+}
+
+static int dissect_tcp_then_nrsack(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    return dissect_transport(tvb, pinfo, tree, data, LAYER_TCP);
+}
+
+/* Puts `ours` where `table` hands `key` to `builtin`. */
+static void take_over(const char *table, guint32 key, dissector_handle_t builtin, dissector_handle_t ours)
+{
+    dissector_table_t t = find_dissector_table(table);
+    if (t && builtin && dissector_get_uint_handle(t, key) == builtin)
+        dissector_add_uint(table, key, ours);
 }
 
 static void apply_prefs(void)
 {
-    dissector_handle_t sctp_handle = find_dissector("sctp");
-    if (!sctp_handle)
+    guint port = nrsack_prefs.sctp_udp_port, old = sctp_udp_port_registered;
+    if (!sctp_then_nrsack || port == old)
         return;
-    if (sctp_udp_port_registered && sctp_udp_port_registered != nrsack_prefs.sctp_udp_port)
-        dissector_delete_uint("udp.port", sctp_udp_port_registered, sctp_handle);
-    if (nrsack_prefs.sctp_udp_port && sctp_udp_port_registered != nrsack_prefs.sctp_udp_port)
-        dissector_add_uint("udp.port", nrsack_prefs.sctp_udp_port, sctp_handle);
-    sctp_udp_port_registered = nrsack_prefs.sctp_udp_port;
+    if (old) {
+        if (sctp_udp_port_previous)
+            dissector_add_uint("udp.port", old, sctp_udp_port_previous);
+        else
+            dissector_delete_uint("udp.port", old, sctp_then_nrsack);
+    }
+    if (port) {
+        sctp_udp_port_previous = dissector_get_uint_handle(find_dissector_table("udp.port"), port);
+        dissector_add_uint("udp.port", port, sctp_then_nrsack);
+    }
+    sctp_udp_port_registered = port;
 }
 
 static void proto_register_nrsack(void)
@@ -306,8 +300,8 @@ static void proto_register_nrsack(void)
     prefs_register_uint_preference(m, "sctp_udp_port", "SCTP over UDP port", "UDP port of RFC 6951 encapsulation; 0 = none added",
                                    10, &nrsack_prefs.sctp_udp_port);
 
-    nrsack_handle = create_dissector_handle(dissect_nrsack, proto_nrsack);
-    register_postdissector(nrsack_handle);
+    builtin_table = register_dissector_table("nrsack.builtin", "SCTP and TCP dissectors NR-SACK analysis follows",
+                                             proto_nrsack, FT_UINT8, BASE_DEC);
     register_init_routine(init_state);
     nrsack_tap_register();
 }
@@ -316,18 +310,22 @@ static void proto_reg_handoff_nrsack(void)
 {
     proto_sctp = proto_get_id_by_filter_name("sctp");
     proto_tcp = proto_get_id_by_filter_name("tcp");
-    hf_tcp_len = proto_registrar_get_id_byname("tcp.len");
-    proto_ip = proto_get_id_by_filter_name("ip");
-    proto_ipv6 = proto_get_id_by_filter_name("ipv6");
-    proto_udp = proto_get_id_by_filter_name("udp");
     proto_icmp = proto_get_id_by_filter_name("icmp");
     proto_icmpv6 = proto_get_id_by_filter_name("icmpv6");
-    /* tcp.len only: a wanted field makes tshark build a tree on every pass, and each costs Wireshark
-     * work in every frame that has it (locate_layer finds the SCTP and TCP items itself) */
-    int wanted_ids[] = {hf_tcp_len};
-    GArray *wanted = g_array_new(FALSE, FALSE, sizeof(int));
-    g_array_append_vals(wanted, wanted_ids, G_N_ELEMENTS(wanted_ids));
-    set_postdissector_wanted_hfids(nrsack_handle, wanted);
+    nrsack_protocol = find_protocol_by_id(proto_nrsack);
+    dissector_handle_t sctp_handle = find_dissector("sctp"), tcp_handle = find_dissector("tcp");
+    if (!sctp_handle || !tcp_handle)
+        return;
+    dissector_add_uint("nrsack.builtin", LAYER_SCTP, sctp_handle);
+    dissector_add_uint("nrsack.builtin", LAYER_TCP, tcp_handle);
+    sctp_then_nrsack = create_dissector_handle_with_name_and_description(dissect_sctp_then_nrsack, proto_sctp,
+                                                                          "sctp_nrsack", "SCTP, NR-SACK analysed");
+    tcp_then_nrsack = create_dissector_handle_with_name_and_description(dissect_tcp_then_nrsack, proto_tcp,
+                                                                         "tcp_nrsack", "TCP, NR-SACK analysed");
+    take_over("ip.proto", IP_PROTO_SCTP, sctp_handle, sctp_then_nrsack);
+    take_over("ip.proto", IP_PROTO_TCP, tcp_handle, tcp_then_nrsack);
+    take_over("udp.port", 9899, sctp_handle, sctp_then_nrsack);            /* SCTP's own RFC 6951 port */
+    take_over("wtap_encap", WTAP_ENCAP_SCTP, sctp_handle, sctp_then_nrsack);
     tcp_register_option_handoff(proto_nrsack);
     apply_prefs();
 }

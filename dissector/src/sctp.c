@@ -1,6 +1,6 @@
 /* SCTP: NR-SACK / SACK / DATA events, Supported Extensions negotiation and FSACK chunks.
- * SCTP's chunk switch is closed to plugins, so the postdissector hands us the SCTP layer's bytes and
- * we re-read them here: decode fields on every pass, analysis once (fr != NULL). */
+ * SCTP's chunk switch is closed to plugins, so plugin.c hands us the bytes Wireshark's SCTP dissector
+ * had and we re-read them here: decode fields on every pass, analysis once (fr != NULL). */
 #include "nrsack.h"
 
 #include <epan/address.h>

@@ -279,13 +279,16 @@ static void analyse_tcp(const tcp_seg_t *s, packet_info *pinfo, guint32 payload_
     rtxq_on_ack(fr, peer, sb_unwrap(&peer->sb, s->ack), sack, n_sack, nr, n_nr, REVOKE_IN_SPAN, &res);
 }
 
-void tcp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, guint32 payload_len, frame_result_t *fr)
+void tcp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, frame_result_t *fr)
 {
     tcp_seg_t s;
     if (!parse_segment(tvb, &s)) {
         rules_raise(fr, GEN01, FALSE, "TCP header truncated or bad data offset");
         return;
     }
+    /* as Wireshark's tcp.len: what IP says follows the header (a snap length may cut the bytes short) */
+    guint reported = tvb_reported_length(tvb);
+    guint32 payload_len = reported > s.hlen ? reported - s.hlen : 0;
     int from = 0;
     tcp_conn_t *c = find_conn(pinfo, &s, fr != NULL, &from);
     if (!c)
