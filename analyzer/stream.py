@@ -152,5 +152,5 @@ def _frame(ids, entry_id, table, columns, nullable=False):
     every entry id as its categories, as the in-memory table has."""
     entries = [] if entry_id is None else [A.Entry({"id": entry_id}, columns, columns)]
     frame = A.rtxq_frame(entries, nullable_tsns=nullable) if table == "rtxq" else A.blocking_frame(entries)
-    frame["flow"] = pd.Categorical(frame["flow"].astype(object), categories=ids)
+    frame["flow"] = frame["flow"].cat.set_categories(ids)
     return frame
