@@ -55,28 +55,41 @@ class DiskStore:
 
 
 class TableWriter:
-    """One table written batch by batch: CSV (header once) or Parquet (one row group per batch)."""
+    """One table written in pieces: CSV (header once) or Parquet (a row group per ROWS_PER_WRITE rows,
+    however many batches of however many entries that takes: few large writes are the fast ones)."""
+
+    ROWS_PER_WRITE = E.CHUNK_FRAMES
 
     def __init__(self, path, fmt):
         self.path, self.fmt = Path(path), fmt
         self.writer = None
-        self.rows = 0
+        self.pending, self.pending_rows = [], 0
 
     def write(self, frame):
+        self.pending.append(frame)
+        self.pending_rows += len(frame)
+        if self.pending_rows >= self.ROWS_PER_WRITE:
+            self._flush()
+
+    def _flush(self):
+        if not self.pending:
+            return
+        frame = self.pending[0] if len(self.pending) == 1 else pd.concat(self.pending, ignore_index=True)
+        self.pending, self.pending_rows = [], 0
         if self.fmt == "csv":
             frame.to_csv(self.path, index=False, mode="w" if self.writer is None else "a", header=self.writer is None)
             self.writer = True
-        else:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
+            return
+        import pyarrow as pa
+        import pyarrow.parquet as pq
 
-            table = pa.Table.from_pandas(frame, preserve_index=False)
-            if self.writer is None:
-                self.writer = pq.ParquetWriter(self.path, table.schema)
-            self.writer.write_table(table.cast(self.writer.schema))
-        self.rows += len(frame)
+        table = pa.Table.from_pandas(frame, preserve_index=False, nthreads=1)
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.path, table.schema)
+        self.writer.write_table(table.cast(self.writer.schema))
 
     def close(self, empty_frame):
+        self._flush()
         if self.writer is None:  # nothing written: the empty table, with its columns
             (empty_frame.to_csv if self.fmt == "csv" else empty_frame.to_parquet)(self.path, index=False)
         elif self.fmt == "parquet":

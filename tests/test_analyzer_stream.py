@@ -81,7 +81,8 @@ def test_simulated_transfers_do_not_depend_on_the_chunk_size(simulated, name):
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
 @pytest.mark.parametrize("name", ["cmt-nrsack-2-receiver", "mptcp-nrsack-2-sender", "mixed"])
-def test_streamed_files_are_the_in_memory_files(simulated, tmp_path, name, fmt):
+def test_streamed_files_are_the_in_memory_files(simulated, tmp_path, monkeypatch, name, fmt):
+    monkeypatch.setattr(stream.TableWriter, "ROWS_PER_WRITE", 250)  # many writes, mixing entries
     whole = analyze(simulated[name], sndbuf=9000)
     written = views.write_tables(whole, tmp_path / "memory", fmt)
     result = stream.analyze_to_files(simulated[name], tmp_path / "stream", fmt, sndbuf=9000, chunk_frames=101)
