@@ -1461,12 +1461,12 @@ local function sub_maps(sub, dir)
 end
 
 -- index of the first live entry with hi > x
-local floor = math.floor
 local function sub_maps_find(m, x)
     local v = m.v
     local a, b = m.first, #v + 1
     while a < b do
-        local mid = floor((a + b) / 2)
+        local mid = a + b
+        mid = (mid - mid % 2) / 2 -- floor without a library call
         if v[mid][2] <= x then a = mid + 1 else b = mid end
     end
     return a
@@ -1682,9 +1682,9 @@ end
 -- Stored results: state.rec is one flat array (numbers, shared direction tables, rare lists), and
 -- state.rec_at[frame number] is where the frame's record starts:
 --   stream|false, rtt_ms|false, findings|false, n_upd, then n_upd times:
---   direction, rtxq_sack, nr_acked, sacked, freed_bytes, flags (UPD_*), revoked|false
-local UPD_IS_ACK, UPD_NR_FIGURE, UPD_BLOCKED, UPD_GAP_OPEN = 1, 2, 4, 8
-local UPD_SLOTS = 7
+--   direction, rtxq_sack, nr_acked, sacked, freed_bytes|false (not an ack), nr_figure, blocked, gap_open,
+--   revoked|false
+local UPD_SLOTS = 9
 
 local function store_result(fr)
     local rec, i = state.rec, state.rec_n + 1
@@ -1693,17 +1693,14 @@ local function store_result(fr)
     local k = i + 4
     for n = 1, fr.n_upd do
         local u = fr.upd[n]
-        rec[k], rec[k + 1], rec[k + 2], rec[k + 3], rec[k + 4] = u.dir, u.rtxq_sack, u.nr_acked, u.sacked, u.freed_bytes
-        rec[k + 5] = (u.is_ack and UPD_IS_ACK or 0) + (u.nr_figure and UPD_NR_FIGURE or 0)
-            + (u.blocked and UPD_BLOCKED or 0) + (u.gap_open and UPD_GAP_OPEN or 0)
-        rec[k + 6] = u.revoked ~= NO_ITEMS and u.revoked
+        rec[k], rec[k + 1], rec[k + 2], rec[k + 3] = u.dir, u.rtxq_sack, u.nr_acked, u.sacked
+        rec[k + 4], rec[k + 5], rec[k + 6], rec[k + 7] = u.is_ack and u.freed_bytes, u.nr_figure, u.blocked, u.gap_open
+        rec[k + 8] = u.revoked ~= NO_ITEMS and u.revoked
         k = k + UPD_SLOTS
     end
     state.rec_n = k - 1
     return i
 end
-
-local function has_bit(flags, b) return flags % (b + b) >= b end
 
 local function emit_result(i, tree)
     local rec = state.rec
@@ -1714,20 +1711,20 @@ local function emit_result(i, tree)
     local k = i + 4
     for _ = 1, n_upd do
         local d, rtxq_sack, nr_acked, sacked = rec[k], rec[k + 1], rec[k + 2], rec[k + 3]
-        local freed_bytes, flags, revoked = rec[k + 4], rec[k + 5], rec[k + 6]
+        local freed_bytes, nr_figure, blocked, gap_open, revoked = rec[k + 4], rec[k + 5], rec[k + 6], rec[k + 7], rec[k + 8]
         local rtxq_nr = rtxq_sack - nr_acked
         -- one generated item per update holds its figures: marking each one costs a call per field
         local t = tree:add(hf.direction, d.label)
         t:set_generated()
-        t:add(hf.rtxq_bytes, queue_u32(has_bit(flags, UPD_NR_FIGURE) and rtxq_nr or rtxq_sack))
+        t:add(hf.rtxq_bytes, queue_u32(nr_figure and rtxq_nr or rtxq_sack))
         t:add(hf.rtxq_sack_bytes, queue_u32(rtxq_sack))
         t:add(hf.rtxq_nr_bytes, queue_u32(rtxq_nr))
         t:add(hf.rtxq_nr_acked_bytes, queue_u32(nr_acked))
         t:add(hf.rtxq_sacked_bytes, queue_u32(sacked))
         t:add(hf.rtxq_whatif_bytes, queue_u32(rtxq_sack - sacked))
-        if has_bit(flags, UPD_IS_ACK) then t:add(hf.freed_bytes, queue_u32(freed_bytes)) end
-        if show_blocked then t:add(hf.blocked, has_bit(flags, UPD_BLOCKED)) end
-        t:add(hf.gap_open, has_bit(flags, UPD_GAP_OPEN))
+        if freed_bytes then t:add(hf.freed_bytes, queue_u32(freed_bytes)) end
+        if show_blocked then t:add(hf.blocked, blocked) end
+        t:add(hf.gap_open, gap_open)
         if revoked then
             for r = 1, #revoked do t:add(hf.revoked, revoked[r]) end
         end
