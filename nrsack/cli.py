@@ -5,8 +5,13 @@ Subcommands are imported only when invoked, so `nrsack generate` does not pay fo
 """
 
 import importlib
+import os
 
 import click
+
+# nrsack does no linear algebra, but numpy's OpenBLAS starts a thread per core at import and they
+# spin for a while (~5% of a short analysis' CPU); the command, unlike the library, owns its process
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 # name -> "module:attribute" of a click command or group. Only working commands are listed.
 SUBCOMMANDS = {
