@@ -193,7 +193,7 @@ class Sender:
         if self.serials:
             serials = tuple(np.concatenate(part) for part in zip(*self.serials))
         no_intervals = {k: np.empty(0, t) for k, t in BLOCKING_COLUMNS.items()}
-        return Entry(summary, _join_columns(kept_rtxq), _join_columns(kept_blocking, no_intervals), serials)
+        return Entry(summary, join_columns(kept_rtxq), join_columns(kept_blocking, no_intervals), serials)
 
 
 def _rtxq_columns(rows, rtxq, blocked, gap_open, units) -> dict:
@@ -236,7 +236,7 @@ BLOCKING_COLUMNS = {"start_ns": np.int64, "end_ns": np.int64, "rtxq_bytes_at_sta
                     "start_frame": np.int64, "end_frame": np.int64}
 
 
-def _join_columns(parts, empty=None) -> dict:
+def join_columns(parts, empty=None) -> dict:
     if not parts:
         return dict(empty or {})
     if len(parts) == 1:

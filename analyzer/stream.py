@@ -56,26 +56,37 @@ class DiskStore:
 
 class TableWriter:
     """One table written in pieces: CSV (header once) or Parquet (a row group per ROWS_PER_WRITE rows,
-    however many batches of however many entries that takes: few large writes are the fast ones)."""
+    however many batches of however many entries that takes: few large writes are the fast ones).
+    Batches are column dicts of one entry; each write makes one DataFrame of them, as the in-memory
+    table is made (analysis.rtxq_frame / blocking_frame), with every entry id as `flow` category."""
 
     ROWS_PER_WRITE = E.CHUNK_FRAMES
 
-    def __init__(self, path, fmt):
-        self.path, self.fmt = Path(path), fmt
+    def __init__(self, path, fmt, table, ids, nullable_tsns):
+        self.path, self.fmt, self.table, self.ids, self.nullable = Path(path), fmt, table, ids, nullable_tsns
         self.writer = None
-        self.pending, self.pending_rows = [], 0
+        self.pending, self.pending_rows = [], 0   # [(entry id, [column dicts])]
 
-    def write(self, frame):
-        self.pending.append(frame)
-        self.pending_rows += len(frame)
+    def write(self, entry_id, columns):
+        if self.pending and self.pending[-1][0] == entry_id:
+            self.pending[-1][1].append(columns)
+        else:
+            self.pending.append((entry_id, [columns]))
+        self.pending_rows += len(columns["start_ns" if self.table == "blocking" else "time_ns"])
         if self.pending_rows >= self.ROWS_PER_WRITE:
             self._flush()
+
+    def _frame(self):
+        entries = [A.Entry({"id": entry_id}, *(2 * (A.join_columns(parts),))) for entry_id, parts in self.pending]
+        self.pending, self.pending_rows = [], 0
+        frame = A.rtxq_frame(entries, self.nullable) if self.table == "rtxq" else A.blocking_frame(entries)
+        frame["flow"] = frame["flow"].cat.set_categories(self.ids)
+        return frame
 
     def _flush(self):
         if not self.pending:
             return
-        frame = self.pending[0] if len(self.pending) == 1 else pd.concat(self.pending, ignore_index=True)
-        self.pending, self.pending_rows = [], 0
+        frame = self._frame()
         if self.fmt == "csv":
             frame.to_csv(self.path, index=False, mode="w" if self.writer is None else "a", header=self.writer is None)
             self.writer = True
@@ -88,10 +99,11 @@ class TableWriter:
             self.writer = pq.ParquetWriter(self.path, table.schema)
         self.writer.write_table(table.cast(self.writer.schema))
 
-    def close(self, empty_frame):
+    def close(self):
         self._flush()
         if self.writer is None:  # nothing written: the empty table, with its columns
-            (empty_frame.to_csv if self.fmt == "csv" else empty_frame.to_parquet)(self.path, index=False)
+            empty = self._frame()
+            (empty.to_csv if self.fmt == "csv" else empty.to_parquet)(self.path, index=False)
         elif self.fmt == "parquet":
             self.writer.close()
 
@@ -137,13 +149,13 @@ def analyze_to_files(path, out_dir, fmt="csv", sndbuf=None, keep=None, chunk_fra
                 for entry_id, main in ((entry_id, main), *((i, s) for i, _, s in paths))]
         ids = [entry_id for entry_id, _ in plan]
         nullable = len({s.level.units for _, s in plan}) > 1  # SCTP and TCP together: TSN columns NA for TCP
-        writers = {name: TableWriter(out / f"{name}.{fmt}", fmt) for name in ("rtxq", "blocking")}
+        writers = {name: TableWriter(out / f"{name}.{fmt}", fmt, name, ids, nullable) for name in ("rtxq", "blocking")}
 
         def sinks(entry_id):
             if keep is not None and not keep(entry_id):
                 return (lambda columns: None,) * 2
-            return (lambda columns: writers["rtxq"].write(_frame(ids, entry_id, "rtxq", columns, nullable)),
-                    lambda columns: writers["blocking"].write(_frame(ids, entry_id, "blocking", columns)))
+            return (lambda columns: writers["rtxq"].write(entry_id, columns),
+                    lambda columns: writers["blocking"].write(entry_id, columns))
 
         result = StreamedAnalysis(last, pipeline.entries(sndbuf, sinks), [])
         summary = result.summary
@@ -152,18 +164,10 @@ def analyze_to_files(path, out_dir, fmt="csv", sndbuf=None, keep=None, chunk_fra
         written = out / f"summary.{fmt}"
         (summary.to_csv if fmt == "csv" else summary.to_parquet)(written, index=False)
         result.files.append(written)
-        for name, writer in writers.items():
-            writer.close(_frame(ids, None, name, None, nullable))
+        for writer in writers.values():
+            writer.close()
             result.files.append(writer.path)
         return result
     finally:
         store.close()
 
-
-def _frame(ids, entry_id, table, columns, nullable=False):
-    """One batch of an entry's table as a DataFrame (entry_id None: the empty table); `flow` has
-    every entry id as its categories, as the in-memory table has."""
-    entries = [] if entry_id is None else [A.Entry({"id": entry_id}, columns, columns)]
-    frame = A.rtxq_frame(entries, nullable_tsns=nullable) if table == "rtxq" else A.blocking_frame(entries)
-    frame["flow"] = frame["flow"].cat.set_categories(ids)
-    return frame
