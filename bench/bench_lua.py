@@ -12,13 +12,15 @@ scoreboard has gaps to track), cached in --work. Every run reads the whole captu
 `-T fields` of nrsack.rtxq.bytes, nrsack.blocked, nrsack.stream and -z expert (the fields make tshark
 build the tree, so both plugins really analyse every packet); the baseline is tshark without any
 plugin printing frame.number. Runs alternate baseline / C / Lua, each --repeat times; the median wall
-time is reported. Goal (issue 4): Lua within 3x of C.
+time and the median CPU time (user + system) are reported, with the Lua / C CPU ratio of each round.
+Goal (issue 4): Lua within 3x of C.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import shutil
 import statistics
 import subprocess
@@ -55,13 +57,20 @@ def capture(protocol: str, packets: int, work: Path) -> tuple[Path, int]:
     return target, fuzz.packet_count(target)
 
 
-def timed(args: list[str], plugin: tshark.Plugin) -> float:
-    start = time.perf_counter()
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(args: list[str], plugin: tshark.Plugin) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one tshark run. CPU time (user + system of the finished child) is
+    less disturbed by other jobs on a shared machine than wall time."""
+    start, start_cpu = time.perf_counter(), children_cpu()
     proc = tshark.run_tshark(args, plugin, check=False, timeout=3600)
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, children_cpu() - start_cpu
     if proc.returncode != 0 or "Lua Error" in proc.stdout + proc.stderr:
-        raise RuntimeError(f"tshark failed: {proc.stderr[-2000:]}")
-    return elapsed
+        raise RuntimeError(f"tshark failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
+    return elapsed, cpu
 
 
 def bench(protocols, packets: int, repeat: int, work: Path, c_plugin: tshark.Plugin) -> list[dict]:
@@ -79,13 +88,18 @@ def bench(protocols, packets: int, repeat: int, work: Path, c_plugin: tshark.Plu
             times["none"].append(timed(base_args, tshark.Plugin.none()))
             times["c"].append(timed(plugin_args, c_plugin))
             times["lua"].append(timed(plugin_args, lua))
-        med = {k: statistics.median(v) for k, v in times.items()}
+        med = {k: statistics.median(t[0] for t in v) for k, v in times.items()}
+        cpu = {k: statistics.median(t[1] for t in v) for k, v in times.items()}
+        # ratios of the runs in the same round, so their spread shows how steady the machine was
+        round_ratios = sorted(round(lu[1] / c[1], 2) for c, lu in zip(times["c"], times["lua"]))
         rows.append({
             "protocol": protocol, "packets": n, "repeat": repeat,
             "tshark_s": round(med["none"], 2), "c_s": round(med["c"], 2), "lua_s": round(med["lua"], 2),
             "lua_over_c": round(med["lua"] / med["c"], 2),
             "c_over_tshark": round(med["c"] / med["none"], 2), "lua_over_tshark": round(med["lua"] / med["none"], 2),
             "lua_us_per_packet": round((med["lua"] - med["none"]) / n * 1e6, 1),
+            "cpu_tshark_s": round(cpu["none"], 2), "cpu_c_s": round(cpu["c"], 2), "cpu_lua_s": round(cpu["lua"], 2),
+            "cpu_lua_over_c": round(cpu["lua"] / cpu["c"], 2), "cpu_lua_over_c_per_round": round_ratios,
         })
         print(json.dumps(rows[-1]), flush=True)
     return rows
@@ -122,9 +136,10 @@ def main() -> int:
     so = a.c_plugin or tshark.build_c_plugin()
     c_plugin = tshark.Plugin.c(tshark.c_plugin_folder(so, a.work / "c-plugin"))
     rows = bench(a.protocols.split(","), a.packets, a.repeat, a.work, c_plugin)
-    worst = max(r["lua_over_c"] for r in rows)
-    print(f"Lua / C wall time: worst {worst}x over {', '.join(r['protocol'] for r in rows)} "
-          f"(goal: within 3x) -> {'met' if worst <= 3 else 'NOT met'}")
+    for key, name in (("lua_over_c", "wall time"), ("cpu_lua_over_c", "CPU time")):
+        worst = max(r[key] for r in rows)
+        print(f"Lua / C {name}: worst {worst}x over {', '.join(r['protocol'] for r in rows)} "
+              f"(goal: within 3x) -> {'met' if worst <= 3 else 'NOT met'}")
     problems = fuzz_run(a.fuzz, a.work) if a.fuzz else 0
     return 1 if problems else 0
 
