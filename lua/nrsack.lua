@@ -726,6 +726,7 @@ end
 
 -- Reads and checks one block list (NR-05, NR-08); returns the blocks as unwrapped [lo, hi) pairs.
 local function sctp_read_blocks(s, off, n, cum_tsn, list, fr)
+    if n == 0 then return NO_ITEMS end -- most SACKs
     local out = {}
     local prev_end = 0
     for i = 0, n - 1 do
@@ -903,9 +904,9 @@ local function check_fsack_update_interval(a, from, fr)
 end
 
 -- One SCTP packet: s = its captured bytes (common header first; only the first chunk's header when
--- that chunk is a lone DATA chunk, see sctp_bytes), base = the TvbRange they came from, captured and
--- reported = its length in the capture and on the wire.
-local function sctp_dissect(s, base, captured, reported, pinfo, tree, fr)
+-- that chunk is a lone DATA chunk, see sctp_bytes), read from offset `start` of Tvb `source`;
+-- captured and reported = its length in the capture and on the wire.
+local function sctp_dissect(s, source, start, captured, reported, pinfo, tree, fr)
     if captured < 12 then
         raise(fr, "GEN-01", false, "SCTP common header truncated")
         return
@@ -947,7 +948,7 @@ local function sctp_dissect(s, base, captured, reported, pinfo, tree, fr)
                 end
                 if from ~= ep then a = nil end -- an INIT-ACK from the initiator: collision, leave the state alone
             end
-            sctp_init_params(s, base, off + 20, off + clen, tree, a, ep, fr)
+            sctp_init_params(s, source:range(start, captured), off + 20, off + clen, tree, a, ep, fr)
             if a and ctype == CHUNK_INIT_ACK and a.ext_nr[0] and a.ext_nr[1] then
                 a.dir[0].nr_mode, a.dir[1].nr_mode = true, true
             end
@@ -964,7 +965,7 @@ local function sctp_dissect(s, base, captured, reported, pinfo, tree, fr)
         elseif (ctype == CHUNK_SACK or ctype == CHUNK_NR_SACK) and a then
             sctp_sack(s, off, ctype, clen, pinfo, a, from, fr)
         elseif is_fsack_type(ctype) then
-            sctp_fsack(s, base, off, ctype, clen, pinfo, tree, a, from, fr)
+            sctp_fsack(s, source:range(start, captured), off, ctype, clen, pinfo, tree, a, from, fr)
         end
         off = off + clen + (4 - clen % 4) % 4
     end
@@ -974,17 +975,18 @@ end
 -- common and DATA chunk headers: copying its payload too would allocate ~1.4 kB per data packet, and
 -- the collector runs by bytes allocated.
 local SCTP_DATA_HEADERS = 12 + 16
-local function sctp_bytes(base, captured, reported)
+local SCTP_SMALL = 128 -- a packet this short is copied whole at once (SACKs, control chunks)
+local function sctp_bytes(source, start, captured, reported)
     if captured == 0 then return "" end
-    if captured > SCTP_DATA_HEADERS and not is_fsack_type(CHUNK_DATA) then
-        local head = base:raw(0, SCTP_DATA_HEADERS)
+    if captured > SCTP_SMALL and not is_fsack_type(CHUNK_DATA) then
+        local head = source:raw(start, SCTP_DATA_HEADERS)
         local clen = u16(head, 14)
         -- the chunk loop stops after this chunk: no room for another chunk header behind it
         if u8(head, 12) == CHUNK_DATA and clen >= 16 and 12 + clen + (4 - clen % 4) % 4 + 4 > reported then
             return head
         end
     end
-    return base:raw()
+    return source:raw(start, captured)
 end
 
 ------------------------------------------------------------------------------------------------
@@ -1832,9 +1834,8 @@ function nrsack.dissector(tvb, pinfo, tree)
         local source, start = layer.source, layer.offset
         local stop = enclosing_end(start, source, source == tvb) or source:reported_len()
         local captured = math.max(0, math.min(stop, source:len()) - start)
-        local base = captured > 0 and source:range(start, captured) or nil
-        ok, err = pcall(sctp_dissect, sctp_bytes(base, captured, stop - start), base, captured, stop - start, pinfo,
-            subtree, fr)
+        ok, err = pcall(sctp_dissect, sctp_bytes(source, start, captured, stop - start), source, start, captured,
+            stop - start, pinfo, subtree, fr)
     else
         -- the TCP item starts with the header (it covers just the header when a tree is built)
         local base = layer.range
