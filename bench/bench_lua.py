@@ -6,6 +6,7 @@
     python3 bench/bench_lua.py --fuzz 200         # also: the Lua plugin over the sample corpus
                                                   # corrupted with 200 editcap seeds (no Lua error)
     python3 bench/bench_lua.py --c-plugin /tmp/build/nrsack.so   # against a given C build
+    git show REV:lua/nrsack.lua > /tmp/old.lua && python3 bench/bench_lua.py --lua /tmp/old.lua   # an older script
 
 The captures come from the simulator (`nrsack generate simulate --ack nrsack`, 1 % loss, so the
 scoreboard has gaps to track), cached in --work. Every run reads the whole capture with
@@ -73,8 +74,7 @@ def timed(args: list[str], plugin: tshark.Plugin) -> tuple[float, float]:
     return elapsed, cpu
 
 
-def bench(protocols, packets: int, repeat: int, work: Path, c_plugin: tshark.Plugin) -> list[dict]:
-    lua = tshark.Plugin.lua(REPO / "lua" / "nrsack.lua")
+def bench(protocols, packets: int, repeat: int, work: Path, c_plugin: tshark.Plugin, lua: tshark.Plugin) -> list[dict]:
     rows = []
     for protocol in protocols:
         pcap, n = capture(protocol, packets, work)
@@ -127,6 +127,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "nrsack-bench-lua")
     ap.add_argument("--fuzz", type=int, default=0, metavar="SEEDS")
+    ap.add_argument("--lua", type=Path, default=REPO / "lua" / "nrsack.lua", metavar="SCRIPT",
+                    help="the Lua plugin to time (default: lua/nrsack.lua; e.g. an older version for a before/after)")
     ap.add_argument("--c-plugin", type=Path, metavar="NRSACK_SO",
                     help="a built nrsack.so to compare against instead of building dissector/ (e.g. while "
                          "dissector/ is being edited)")
@@ -135,7 +137,7 @@ def main() -> int:
     a.work.chmod(0o755)
     so = a.c_plugin or tshark.build_c_plugin()
     c_plugin = tshark.Plugin.c(tshark.c_plugin_folder(so, a.work / "c-plugin"))
-    rows = bench(a.protocols.split(","), a.packets, a.repeat, a.work, c_plugin)
+    rows = bench(a.protocols.split(","), a.packets, a.repeat, a.work, c_plugin, tshark.Plugin.lua(a.lua.resolve()))
     for key, name in (("lua_over_c", "wall time"), ("cpu_lua_over_c", "CPU time")):
         worst = max(r[key] for r in rows)
         print(f"Lua / C {name}: worst {worst}x over {', '.join(r['protocol'] for r in rows)} "
