@@ -4,7 +4,6 @@
 #include "nrsack.h"
 
 #include <epan/prefs.h>
-#include <epan/proto_data.h>
 #include <epan/proto.h>
 #include <epan/to_str.h>
 #include <epan/wmem_scopes.h>
@@ -57,12 +56,26 @@ char *nrsack_endpoint_str(const address *addr, guint16 port)
     return s;
 }
 
+/* The first pass's result of each frame, by frame number (a frame-number index costs less than
+ * Wireshark's per-frame proto data list: no list node, no walk). */
+static GPtrArray *frame_results;
+
 static void init_state(void)
 {
     next_stream = 0;
+    if (!frame_results)
+        frame_results = g_ptr_array_new();
+    g_ptr_array_set_size(frame_results, 0);
     sctp_init_state();
     tcp_init_state();
     mptcp_init_state();
+}
+
+/* The results live in the file's memory, which goes with the file. */
+static void cleanup_state(void)
+{
+    if (frame_results)
+        g_ptr_array_set_size(frame_results, 0);
 }
 
 static void add_results(proto_tree *tree, tvbuff_t *tvb, const frame_result_t *fr)
@@ -123,12 +136,14 @@ static void analyse_layer(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, g
 {
     if (!proto_is_protocol_enabled(nrsack_protocol) || !first_transport(pinfo, position))
         return;
-    frame_result_t *fr = (frame_result_t *)p_get_proto_data(wmem_file_scope(), pinfo, proto_nrsack, 0);
+    frame_result_t *fr = pinfo->num < frame_results->len ? (frame_result_t *)g_ptr_array_index(frame_results, pinfo->num) : NULL;
     gboolean analyse = fr == NULL;
     if (analyse) {
         fr = wmem_new0(wmem_file_scope(), frame_result_t);
         fr->ts = pinfo->abs_ts;
-        p_add_proto_data(wmem_file_scope(), pinfo, proto_nrsack, 0, fr);
+        if (pinfo->num >= frame_results->len)
+            g_ptr_array_set_size(frame_results, pinfo->num + 1);
+        g_ptr_array_index(frame_results, pinfo->num) = fr;
     }
     /* our items go at the top level after every layer, on the frame's bytes, as a postdissector's would */
     while (tree && tree->parent)
@@ -303,6 +318,7 @@ static void proto_register_nrsack(void)
     builtin_table = register_dissector_table("nrsack.builtin", "SCTP and TCP dissectors NR-SACK analysis follows",
                                              proto_nrsack, FT_UINT8, BASE_DEC);
     register_init_routine(init_state);
+    register_cleanup_routine(cleanup_state);
     nrsack_tap_register();
 }
 
