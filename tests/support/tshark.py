@@ -29,6 +29,7 @@ Golden file format (text, UTF-8, tab-separated):
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -144,10 +145,14 @@ def c_plugin_folder(so_path, folder=None) -> Path:
 def build_c_plugin(build_dir=None, sanitize: bool = False, jobs: int = 2) -> Path:
     """Configures and builds dissector/ with CMake (incremental), returns the path of nrsack.so."""
     build_dir = Path(build_dir or (BUILD_DIR_SANITIZE if sanitize else BUILD_DIR))
+    build_dir.mkdir(parents=True, exist_ok=True)
     configure = ["cmake", "-S", str(DISSECTOR_SRC), "-B", str(build_dir),
                  f"-DNRSACK_SANITIZE={'ON' if sanitize else 'OFF'}"]
-    subprocess.run(configure, check=True, capture_output=True, text=True)
-    proc = subprocess.run(["cmake", "--build", str(build_dir), "-j", str(jobs)], capture_output=True, text=True)
+    # pytest-xdist workers (and other test runs) share the build folder: one build at a time
+    with open(build_dir / ".build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        subprocess.run(configure, check=True, capture_output=True, text=True)
+        proc = subprocess.run(["cmake", "--build", str(build_dir), "-j", str(jobs)], capture_output=True, text=True)
     if proc.returncode:
         raise RuntimeError(f"building the nrsack plugin failed:\n{proc.stdout}\n{proc.stderr}")
     return build_dir / "nrsack.so"
