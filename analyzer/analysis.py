@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from nrsack.analyzer import _reader, events as E, flows as F
+from nrsack.analyzer import _reader, flows as F
 
 SUMMARY_KEYS = [
     "id", "protocol", "src", "dst", "nr_sack", "data_bytes", "q_s", "p_s", "b_s", "p_over_q", "b_over_q",

@@ -10,12 +10,10 @@ exactly what `analyze(...)` and views.write_tables would write.
 
 from dataclasses import dataclass
 from functools import cached_property
-import os
 from pathlib import Path
 import tempfile
 
 import numpy as np
-import pandas as pd
 
 from nrsack.analyzer import analysis as A, events as E
 from nrsack.analyzer.model import Pipeline
