@@ -180,11 +180,11 @@ class Pipeline:
         self.keep_serials = keep_serials
         self.senders = {}  # flow id -> {"main": [side 0, side 1], conn: [side 0, side 1] (paths, subflows)}
         self.end_ns = 0
-        self.last = None   # the last chunk read (its findings are the capture's)
+        self.conns = []    # every conn seen so far (the reader's list, growing chunk by chunk)
 
     def feed(self, cap: E.Capture):
         flow_of, side_of = self.table.assign(cap)
-        self.last = cap
+        self.conns = cap.conns
         if not len(cap.ev):
             return flow_of, side_of
         self.end_ns = max(self.end_ns, int(cap.ev["time_ns"].max()))
@@ -255,7 +255,7 @@ class Pipeline:
             nr_sack = flow.negotiated_nr or main.level.nr_seen or never_renege
             entry = main.finish(entry_id, base, nr_sack, sndbuf, self.end_ns, *(sinks(entry_id) if sinks else ()))
             for path_id, conn, sender in paths:
-                c = self.table_conn(conn)
+                c = self.conns[conn]
                 path_side = side ^ self.table.flip(conn)
                 path_base = dict(base, src=c.endpoint(path_side), dst=c.endpoint(1 - path_side),
                                  level="path" if flow.protocol == "sctp" else "subflow", parent=entry_id)
@@ -264,9 +264,6 @@ class Pipeline:
                                                  *(sinks(path_id) if sinks else ())))
             entries.append(entry)
         return entries
-
-    def table_conn(self, conn):
-        return self.last.conns[conn]
 
 
 def analyze(path, sndbuf=None, progress=None, chunk_frames=None) -> Analysis:
