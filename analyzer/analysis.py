@@ -76,10 +76,8 @@ class MemoryStore:
 
     def batches(self, key):
         parts = self._parts.pop(key, [])
-        if len(parts) == 1:
-            yield parts[0]
-        elif parts:
-            yield {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
+        if parts:
+            yield join_columns(parts)
 
 
 class Sender:
@@ -153,7 +151,7 @@ class Sender:
         capacity = self.max_rtxq["nr" if nr_sack else "sack"] if estimated else int(sndbuf)
         complete = self.done is not None
         last = self.done if complete else self.rows - 1
-        window = _Window(self.first_data, last, self.level.gap_from_sacked)
+        window = _Window(self.first_data, last)
         kept_rtxq, kept_blocking = [], []
         rtxq_sink = rtxq_sink or kept_rtxq.append
         blocking_sink = blocking_sink or kept_blocking.append
@@ -237,6 +235,7 @@ BLOCKING_COLUMNS = {"start_ns": np.int64, "end_ns": np.int64, "rtxq_bytes_at_sta
 
 
 def join_columns(parts, empty=None) -> dict:
+    """Column dicts of consecutive rows as one (`empty` when there are none)."""
     if not parts:
         return dict(empty or {})
     if len(parts) == 1:
@@ -248,12 +247,12 @@ class _Window:
     """p, b and the blocking intervals over the rows from the first data to the end of the transfer,
     fed batch by batch (a row's time counts until the next row, the last row's until the end of q)."""
 
-    def __init__(self, first, last, gap_from_sacked):
+    def __init__(self, first, last):
         self.first, self.last = first, last
         self.p_ns = self.b_ns = 0
         self.acked = 0
         self.intervals = 0
-        self.pending = None   # the last row seen: (time, blocked, gap_open, frame)
+        self.pending = None   # the last row seen: (time, blocked, gap_open)
         self.run = None       # the open blocked run: [start time, start frame, rtxq at start, gap seen]
 
     def add(self, start, rows, blocked, gap_open, rtxq, sink):
