@@ -15,7 +15,7 @@ import tempfile
 
 import numpy as np
 
-from nrsack.analyzer import analysis as A, events as E
+from nrsack.analyzer import analysis as A, events as E, views
 from nrsack.analyzer.model import Pipeline
 
 ROW_DTYPE = np.dtype([(name, "<i8") for name in A.BOARD_OUTPUTS]
@@ -100,8 +100,7 @@ class TableWriter:
     def close(self):
         self._flush()
         if self.writer is None:  # nothing written: the empty table, with its columns
-            empty = self._frame()
-            (empty.to_csv if self.fmt == "csv" else empty.to_parquet)(self.path, index=False)
+            views.write_table(self._frame(), self.path, self.fmt)
         elif self.fmt == "parquet":
             self.writer.close()
 
@@ -143,10 +142,12 @@ def analyze_to_files(path, out_dir, fmt="csv", sndbuf=None, keep=None, chunk_fra
                              cap.findings, cap.rule_findings, cap.offset + len(cap.ev))
         if not pipeline.table.flows:
             raise E.CaptureError(f"{path}: no SCTP or TCP flows in {last.frames} frames")
-        plan = [(entry_id, main) for _, _, entry_id, main, paths in pipeline.plan()
-                for entry_id, main in ((entry_id, main), *((i, s) for i, _, s in paths))]
-        ids = [entry_id for entry_id, _ in plan]
-        nullable = len({s.level.units for _, s in plan}) > 1  # SCTP and TCP together: TSN columns NA for TCP
+        ids, units = [], set()
+        for _, _, entry_id, main, paths in pipeline.plan():
+            for sender_id, sender in ((entry_id, main), *((path_id, s) for path_id, _, s in paths)):
+                ids.append(sender_id)
+                units.add(sender.level.units)
+        nullable = len(units) > 1  # SCTP and TCP together: the TSN columns are NA for TCP
         writers = {name: TableWriter(out / f"{name}.{fmt}", fmt, name, ids, nullable) for name in ("rtxq", "blocking")}
 
         def sinks(entry_id):
@@ -160,7 +161,7 @@ def analyze_to_files(path, out_dir, fmt="csv", sndbuf=None, keep=None, chunk_fra
         if keep is not None:
             summary = summary[summary["id"].map(keep).astype(bool)]
         written = out / f"summary.{fmt}"
-        (summary.to_csv if fmt == "csv" else summary.to_parquet)(written, index=False)
+        views.write_table(summary, written, fmt)
         result.files.append(written)
         for writer in writers.values():
             writer.close()

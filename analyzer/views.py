@@ -77,12 +77,17 @@ def write_tables(analysis, out_dir, fmt, ids=None):
     written = []
     for name, table in tables.items():
         path = out / f"{name}.{fmt}"
-        if fmt == "csv":
-            table.to_csv(path, index=False)
-        else:
-            table.to_parquet(path, index=False)
+        write_table(table, path, fmt)
         written.append(path)
     return written
+
+
+def write_table(frame, path, fmt):
+    """One table as a CSV or Parquet file (metrics.md, Files)."""
+    if fmt == "csv":
+        frame.to_csv(path, index=False)
+    else:
+        frame.to_parquet(path, index=False)
 
 
 def rich_table(analysis, ids=None):
