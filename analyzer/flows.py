@@ -141,10 +141,7 @@ class FlowTable:
         # per conn its first event and its first INIT (writing in reverse leaves the first one)
         first_row = np.empty(len(cap.conns), np.int64)
         first_row[conn_of_row[::-1]] = rows[::-1]
-        inits = rows[ev["chunk"][rows] == 1]
-        first_init = {}
-        for c, r in zip(ev["conn"][inits].tolist(), inits.tolist()):
-            first_init.setdefault(c, r)
+        first_init = _first_per_conn(ev, rows[ev["chunk"][rows] == 1])
         assoc = _UnionFind()  # associations: the two endpoints of every conn
         for c in conns:
             assoc.join(ends.root(-1 - 2 * c), ends.root(-2 - 2 * c))
@@ -164,8 +161,8 @@ class FlowTable:
                 for c in members:
                     for e in (0, 1):
                         end = ends.root(-1 - 2 * c - e)
-                        hits = [s for k in keys_of.get(end, []) if k in self._key_side and self._key_side[k][0] is flow
-                                for s in (self._key_side[k][1],)]
+                        hits = [self._key_side[k][1] for k in keys_of.get(end, [])
+                                if self._key_side.get(k, (None,))[0] is flow]
                         if hits:
                             side_of_end[end] = hits[0]
                 is_side0 = lambda end: side_of_end.get(end) == 0
@@ -196,9 +193,7 @@ class FlowTable:
                     if flow.tags[side] is None:
                         flow.tags[side] = _tag(keys_of.get(end))
             if primary_conn is not None:
-                flip = int(self._conn_flip[primary_conn])
-                primary = cap.conns[primary_conn]
-                flow.endpoints = [primary.endpoint(flip), primary.endpoint(1 - flip)]
+                flow.endpoints = _endpoints(cap.conns[primary_conn], int(self._conn_flip[primary_conn]))
         return created
 
     def _learn_tags(self, cap):
@@ -229,10 +224,7 @@ class FlowTable:
         if not len(rows):
             return joins
         tf = ev["tcp_flags"][rows]
-        syns = rows[((tf & E.TCP_SYN) != 0) & ((tf & 0x10) == 0)]
-        first_syn = {}
-        for c, r in zip(ev["conn"][syns].tolist(), syns.tolist()):
-            first_syn.setdefault(c, r)
+        first_syn = _first_per_conn(ev, rows[((tf & E.TCP_SYN) != 0) & ((tf & 0x10) == 0)])
         for c in np.flatnonzero(np.bincount(ev["conn"][rows])).tolist():
             syn = first_syn.get(c)
             flip = int(ev["dir"][syn]) if syn is not None else 0
@@ -241,7 +233,7 @@ class FlowTable:
                 joins.append((c, flip, int(ev["aux"][syn])))
                 continue
             mptcp = bool(syn is not None and ev["flags"][syn] & E.MP_CAPABLE)
-            flow = Flow(-1, "mptcp" if mptcp else "tcp", [c], [cap.conns[c].endpoint(flip), cap.conns[c].endpoint(1 - flip)])
+            flow = Flow(-1, "mptcp" if mptcp else "tcp", [c], _endpoints(cap.conns[c], flip))
             if syn is None:
                 flow.firsts = None  # no opening seen: nothing to wait for
             created.append(flow)
@@ -254,7 +246,7 @@ class FlowTable:
             self._conn_flip[conn] = flip ^ (1 - owner)
             flow.conns.append(conn)
         else:  # a subflow whose connection was not captured: a TCP flow of its own
-            flow = Flow(len(self.flows), "tcp", [conn], [cap.conns[conn].endpoint(flip), cap.conns[conn].endpoint(1 - flip)])
+            flow = Flow(len(self.flows), "tcp", [conn], _endpoints(cap.conns[conn], flip))
             self.flows.append(flow)
         self._conn_flow[conn] = flow.id
 
@@ -334,6 +326,19 @@ class FlowTable:
             flow.handshake_ns = [f[k][1] for k in kinds]
             if flow.protocol != "mptcp" or None not in flow.keys:
                 flow.firsts = None
+
+
+def _endpoints(conn: E.Conn, flip) -> list:
+    """[side 0, side 1] as "addr:port" of a conn whose endpoint B is side 0 when flip is 1."""
+    return [conn.endpoint(flip), conn.endpoint(1 - flip)]
+
+
+def _first_per_conn(ev, rows) -> dict:
+    """conn -> the first of `rows` (in order) on it."""
+    first = {}
+    for conn, row in zip(ev["conn"][rows].tolist(), rows.tolist()):
+        first.setdefault(conn, row)
+    return first
 
 
 def _tag(keys):
