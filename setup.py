@@ -6,8 +6,8 @@ setup(
     ext_modules=[
         Extension(
             "nrsack.analyzer._reader",
-            sources=["analyzer/_reader.c", "analyzer/_scoreboard.c"],
-            depends=["analyzer/_scoreboard.h"],
+            sources=["analyzer/_reader.c", "analyzer/_scoreboard.c", "analyzer/_levels.c"],
+            depends=["analyzer/_analyzer.h"],
             libraries=["pcap"],
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-missing-field-initializers"],
         )

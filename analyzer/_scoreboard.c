@@ -13,7 +13,7 @@
  * cum-acked since the first data (acked), the same three sizes in units, and flags:
  * 1 scoreboard changed, 2 gap_open, 4 retransmission, 8 stale ack.
  */
-#include "_scoreboard.h"
+#include "_analyzer.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -177,14 +177,12 @@ static void Board_dealloc(Board *self) {
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-typedef struct { Py_buffer b; int ok; } buf_t;
-
-static int get_buf(PyObject *o, buf_t *b, size_t itemsize, Py_ssize_t n, int writable) {
+int get_buf(PyObject *o, buf_t *b, size_t itemsize, Py_ssize_t n, int writable, const char *who) {
     if (PyObject_GetBuffer(o, &b->b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0) return -1;
     b->ok = 1;
     if ((size_t)b->b.itemsize != itemsize || (n >= 0 && b->b.len / (Py_ssize_t)itemsize != n)) {
-        PyErr_Format(PyExc_ValueError, "Board.feed: array of itemsize %zd / length %zd, expected %zu / %zd",
-                     b->b.itemsize, b->b.len / b->b.itemsize, itemsize, n);
+        PyErr_Format(PyExc_ValueError, "%s: array of itemsize %zd / length %zd, expected %zu / %zd",
+                     who, b->b.itemsize, b->b.len / b->b.itemsize, itemsize, n);
         return -1;
     }
     return 0;
@@ -265,7 +263,7 @@ static PyObject *Board_feed(Board *self, PyObject *args) {
     Py_ssize_t n = -1, nb = -1;
     for (int i = 0; i < N_ARRAYS; i++) {
         Py_ssize_t want = (i >= IN_BLO && i <= IN_BNR) ? nb : n;
-        if (get_buf(o[i], &b[i], sizes[i], want, i >= OUT_SACK) < 0) goto out;
+        if (get_buf(o[i], &b[i], sizes[i], want, i >= OUT_SACK, "Board.feed") < 0) goto out;
         if (i == IN_KIND) n = b[i].b.len;
         if (i == IN_BLO) nb = b[i].b.len / 8;
     }

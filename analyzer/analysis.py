@@ -105,7 +105,7 @@ class Sender:
         self.board.feed(part.kind, part.lo, part.hi, part.size, part.bstart, part.bcount, part.blo, part.bhi,
                         part.bnr, *out.values(), flags)
         is_data = part.kind == 0
-        times, frames = events["time_ns"][part.pos], events["frame"][part.pos]
+        times, frames = part.time_ns, part.frame
         data_idx = np.flatnonzero(is_data)
         tail = 0
         if len(data_idx):

@@ -19,7 +19,7 @@ import hashlib
 import numpy as np
 import pandas as pd
 
-from nrsack.analyzer import events as E
+from nrsack.analyzer import _reader, events as E
 
 TWO32 = 1 << 32
 
@@ -403,7 +403,8 @@ class FlowEvents:
 @dataclass
 class Part:
     """The scoreboard's input from one chunk for one level: pos (positions in FlowEvents, in order),
-    kind 0 data [lo, hi) of `size` payload bytes / 1 ack (cum = hi, blocks bstart .. + bcount)."""
+    kind 0 data [lo, hi) of `size` payload bytes / 1 ack (cum = hi, blocks bstart .. + bcount), and
+    per row the event's conn, time and frame."""
 
     pos: np.ndarray
     kind: np.ndarray     # int8
@@ -412,17 +413,40 @@ class Part:
     size: np.ndarray
     bstart: np.ndarray   # int64 into blo / bhi / bnr
     bcount: np.ndarray   # int32
+    conn: np.ndarray     # int32
+    time_ns: np.ndarray  # int64
+    frame: np.ndarray    # uint32
     blo: np.ndarray
     bhi: np.ndarray
     bnr: np.ndarray      # int8: non-renegable
     serial: np.ndarray   # per row: the unwrapped 64-bit TSN / seq / DSN (data) or cum ack
 
+    def rows(self, keep):
+        """The rows where `keep` holds, with all the blocks."""
+        return Part(*(getattr(self, name)[keep] for name in ROW_FIELDS), self.blo, self.bhi, self.bnr, self.serial[keep])
 
-def _part(pos, is_data, lo, hi, size, blocks, serial):
+
+ROW_FIELDS = ("pos", "kind", "lo", "hi", "size", "bstart", "bcount", "conn", "time_ns", "frame")
+_ROW_DTYPES = (np.int64, np.int8, np.int64, np.int64, np.int64, np.int64, np.int32, np.int32, np.int64, np.uint32)
+_BLOCK_DTYPES = (np.int64, np.int64, np.int8)
+LEVEL_TCP, LEVEL_SCTP = 0, 1  # _levels.c
+
+
+def _compiled_part(level, events: "FlowEvents", protocol, conn, never_renege) -> Part:
+    """_levels.c's one pass over the flow's rows; carries the level's `last` and `nr_seen`."""
+    rows, blocks, level.last, nr_seen = _reader.level_part(
+        events.cap.ev, events.blocks, events.rows, events.side, protocol, conn, level.sender, level.last, never_renege)
+    level.nr_seen |= nr_seen
+    row_arrays = [np.frombuffer(a, t) for a, t in zip(rows, _ROW_DTYPES)]
+    return Part(*row_arrays, *(np.frombuffer(a, t) for a, t in zip(blocks, _BLOCK_DTYPES)), row_arrays[2])
+
+
+def _part(events, pos, is_data, lo, hi, size, blocks, serial):
     bstart, bcount, blo, bhi, bnr = blocks
     return Part(pos, np.where(is_data, 0, 1).astype(np.int8), lo.astype(np.int64), hi.astype(np.int64),
-                size.astype(np.int64), bstart.astype(np.int64), bcount.astype(np.int32), blo.astype(np.int64),
-                bhi.astype(np.int64), bnr.astype(np.int8), serial)
+                size.astype(np.int64), bstart.astype(np.int64), bcount.astype(np.int32), events["conn"][pos],
+                events["time_ns"][pos], events["frame"][pos], blo.astype(np.int64), bhi.astype(np.int64),
+                bnr.astype(np.int8), serial)
 
 
 def _by_owner(events, pos, kinds):
@@ -460,26 +484,8 @@ class TcpLevel:
         self.nr_seen = False
 
     def build(self, events: FlowEvents) -> Part:
-        tf = events["tcp_flags"]
-        mine = events.side == self.sender
-        on_conn = events["conn"] == self.conn
-        data = on_conn & mine & (events["len"] > 0) & ((tf & E.TCP_RST) == 0)
-        ack = on_conn & ~mine & ((events["flags"] & E.ACK) != 0)
-        pos = np.flatnonzero(data | ack)
-        is_data = data[pos]
-        u = unwrap32(np.where(is_data, events["seq"][pos], events["ack"][pos]), self.last)
-        if len(u):
-            self.last = int(u[-1])
-        length = np.where(is_data, events["len"][pos], 0)
-        index, owner, bstart, bcount = _by_owner(events, pos, [E.BK_TCP_SACK, E.BK_TCP_NR])
-        blk = events.blocks[index]
-        base = u[owner]
-        blo, bhi = near(base, blk["lo"] & 0xFFFFFFFF), near(base, blk["hi"] & 0xFFFFFFFF)
         never_renege = self.flow is not None and self.flow.never_renege[1 - self.sender]
-        bnr = (blk["kind"] == E.BK_TCP_NR) | never_renege
-        bcount = np.where(is_data, 0, bcount)  # a data segment's own SACK blocks ack the other way
-        self.nr_seen |= bool((blk["kind"] == E.BK_TCP_NR).any())
-        return _part(pos, is_data, u, u + length, length, (bstart, bcount, blo, bhi, bnr), u)
+        return _compiled_part(self, events, LEVEL_TCP, self.conn, never_renege)
 
 
 class SctpLevel:
@@ -501,27 +507,9 @@ class SctpLevel:
         self.part = self.path_of = None        # the last chunk's Part and per row the path it counts for
 
     def build(self, events: FlowEvents) -> Part:
-        ch = events["chunk"]
-        mine = events.side == self.sender
-        data = mine & (ch == 0)
-        acks = ~mine & ((ch == 3) | (ch == 16))
-        self.nr_seen |= bool((~mine & (ch == 16)).any())
-        pos = np.flatnonzero(data | acks)
-        is_data = data[pos]
-        u = unwrap32(np.where(is_data, events["seq"][pos], events["ack"][pos]), self.last)
-        if len(u):
-            self.last = int(u[-1])
-        self.path_of = self._paths(events["conn"][pos], u, is_data)
-        index, owner, bstart, bcount = _by_owner(events, pos, [E.BK_R, E.BK_NR])
-        blk = events.blocks[index]
-        cum = u[owner]
-        blo = cum + blk["lo"].astype(np.int64)
-        bhi = cum + blk["hi"].astype(np.int64) + 1
-        bnr = blk["kind"] == E.BK_NR
-        bcount = np.where(is_data, 0, bcount)
-        size = np.where(is_data, events["len"][pos], 0)
-        self.part = _part(pos, is_data, u, u + 1, size, (bstart, bcount, blo, bhi, bnr), u)
-        return self.part
+        self.part = part = _compiled_part(self, events, LEVEL_SCTP, -1, False)
+        self.path_of = self._paths(part.conn, part.lo, part.kind == 0)
+        return part
 
     def _paths(self, conn, u, is_data):
         """Per row: the path a data chunk counts for (-1 for acks): its TSN's first transmission's, or
@@ -561,9 +549,7 @@ class SctpPathLevel:
 
     def build(self, events: FlowEvents) -> Part:
         part, path = self.association.part, self.association.path_of
-        keep = (part.kind == 1) | ((path == self.conn) & (events["conn"][part.pos] == self.conn))
-        return Part(part.pos[keep], part.kind[keep], part.lo[keep], part.hi[keep], part.size[keep], part.bstart[keep],
-                    part.bcount[keep], part.blo, part.bhi, part.bnr, part.serial[keep])
+        return part.rows((part.kind == 1) | ((path == self.conn) & (part.conn == self.conn)))
 
 
 class MptcpLevel:
@@ -608,7 +594,7 @@ class MptcpLevel:
         blo = np.concatenate([p[1] for p in parts])[order]
         bhi = np.concatenate([p[2] for p in parts])[order]
         bnr = np.concatenate([np.ones(len(owner), np.int8)] + [np.zeros(len(p[0]), np.int8) for p in parts[1:]])[order]
-        return _part(pos, is_data, u, u + length, length, (bstart, bcount, blo, bhi, bnr), u)
+        return _part(events, pos, is_data, u, u + length, length, (bstart, bcount, blo, bhi, bnr), u)
 
 
 class _SubflowMap:

@@ -1,0 +1,60 @@
+/* Declarations shared by the C files of nrsack.analyzer._reader: the event and block records the
+ * reader writes and the levels read, the buffer helper, and what each file adds to the module. */
+#ifndef NRSACK_ANALYZER_H
+#define NRSACK_ANALYZER_H
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+/* ---- event record (keep in step with events.py EVENT_DTYPE) ---- */
+typedef struct {
+    int64_t time_ns;
+    uint64_t dsn;       /* MPTCP DSS data sequence number (as on the wire, 4 or 8 octets) */
+    uint64_t data_ack;  /* MPTCP DATA ACK */
+    uint64_t key;       /* MPTCP MP_CAPABLE sender key */
+    int64_t blk_start;  /* index of the first row in the block table */
+    uint32_t frame;     /* 1-based */
+    int32_t conn;       /* address/port pair id, see conns() */
+    uint32_t seq;       /* TSN, TCP sequence number, INIT initial TSN */
+    uint32_t ack;       /* cumulative TSN ack, TCP ack */
+    uint32_t len;       /* payload bytes (DATA chunk payload, TCP payload) */
+    uint32_t wnd;       /* a_rwnd, TCP window (unscaled) */
+    uint32_t tag;       /* SCTP verification tag; initiate tag for INIT / INIT-ACK */
+    uint32_t aux;       /* FSACK timestamp, MP_JOIN token, subflow seq of a DSS mapping */
+    uint32_t flags;     /* EV_* bits */
+    uint16_t stream;
+    uint16_t ssn;
+    uint16_t blk_count;
+    uint16_t dss_len;   /* MPTCP data-level length of the mapping */
+    uint8_t dir;        /* 0: sent by the conn's endpoint A (first source seen), 1: by B */
+    uint8_t proto;      /* 132 SCTP, 6 TCP */
+    uint8_t chunk;      /* SCTP chunk type; 255 for TCP */
+    uint8_t tcp_flags;
+} event_t;
+
+typedef struct {
+    int64_t event;
+    uint64_t lo;
+    uint64_t hi;
+    uint8_t kind;
+    uint8_t pad[7];
+} block_t;
+
+enum {
+    EV_DATA = 1 << 0, EV_ACK = 1 << 1, EV_NRSACK = 1 << 2, EV_UNORDERED = 1 << 3,
+    EV_SACK_PERM = 1 << 4, EV_NR_PERM = 1 << 5, EV_NEVER_RENEGE = 1 << 6, EV_MPTCP_NR_CAP = 1 << 7,
+    EV_EXT_NRSACK = 1 << 8, EV_EXT_FSACK = 1 << 9, EV_DSS_MAP = 1 << 10, EV_DATA_ACK = 1 << 11,
+    EV_MP_CAPABLE = 1 << 12, EV_MP_JOIN = 1 << 13, EV_DATA_FIN = 1 << 14, EV_SCTP_UDP = 1 << 15,
+    EV_IPV6 = 1 << 16, EV_DSN64 = 1 << 17, EV_DACK64 = 1 << 18, EV_TCP_SACK = 1 << 19,
+};
+enum { BK_R = 1, BK_NR = 2, BK_DUP = 3, BK_TCP_SACK = 4, BK_TCP_NR = 5, BK_MPTCP_NR = 6, BK_ADDR = 7 };
+
+/* A contiguous buffer of `n` items of `itemsize` bytes (n < 0: any length); `who` names the caller
+ * in the error. Release with PyBuffer_Release when ok is set. */
+typedef struct { Py_buffer b; int ok; } buf_t;
+int get_buf(PyObject *o, buf_t *b, size_t itemsize, Py_ssize_t n, int writable, const char *who);
+
+int add_board_type(PyObject *module);                 /* _scoreboard.c */
+PyObject *level_part(PyObject *self, PyObject *args); /* _levels.c */
+
+#endif

@@ -1,0 +1,171 @@
+/* level_part(): the scoreboard input (flows.Part) of one TCP connection or SCTP association
+ * direction from one chunk's events, in one pass over the flow's rows. Doing this with numpy meant
+ * gathering every field per flow and a dozen passes over them, which cost more than reading the
+ * capture. The semantics are flows.TcpLevel's and flows.SctpLevel's docstrings; the numpy levels
+ * that remain (MPTCP data level, CMT paths) build on this output.
+ *
+ * Serial numbers are unwrapped in observation order: each one the signed 32-bit step from the one
+ * before, the first next to `last` (the last value of the previous chunk) or at v + 2^32. */
+#include "_analyzer.h"
+
+#include <string.h>
+
+enum { LEVEL_TCP = 0, LEVEL_SCTP = 1 };
+enum { TCP_FLAG_RST = 0x04 };
+enum { SCTP_DATA = 0, SCTP_SACK = 3, SCTP_NR_SACK = 16 };
+
+/* per selected row, in Part's order and dtypes */
+enum { P_POS, P_KIND, P_LO, P_HI, P_SIZE, P_BSTART, P_BCOUNT, P_CONN, P_TIME, P_FRAME, N_ROW_ARRAYS };
+static const size_t row_itemsize[N_ROW_ARRAYS] = {8, 1, 8, 8, 8, 8, 4, 4, 8, 4};
+/* per block of a selected ack */
+enum { B_LO, B_HI, B_NR, N_BLOCK_ARRAYS };
+static const size_t block_itemsize[N_BLOCK_ARRAYS] = {8, 8, 1};
+
+static int64_t near32(int64_t base, uint64_t value) {
+    return base + (int32_t)(uint32_t)((uint32_t)value - (uint32_t)base);
+}
+
+typedef struct {
+    int protocol, sender, never_renege;
+    int32_t conn;  /* TCP: the conn of the connection or subflow */
+} level_t;
+
+/* 0 skip, 1 data, 2 ack */
+static int row_role(const level_t *lv, const event_t *e, int8_t side) {
+    int mine = side == lv->sender;
+    if (lv->protocol == LEVEL_TCP) {
+        if (e->conn != lv->conn) return 0;
+        if (mine) return e->len > 0 && !(e->tcp_flags & TCP_FLAG_RST) ? 1 : 0;
+        return e->flags & EV_ACK ? 2 : 0;
+    }
+    if (mine) return e->chunk == SCTP_DATA ? 1 : 0;
+    return e->chunk == SCTP_SACK || e->chunk == SCTP_NR_SACK ? 2 : 0;
+}
+
+/* Blocks of the level's kinds: TCP SACK and NR-SACK edges; SCTP gap blocks, R and NR. */
+static int block_wanted(const level_t *lv, uint8_t kind) {
+    return lv->protocol == LEVEL_TCP ? kind == BK_TCP_SACK || kind == BK_TCP_NR : kind == BK_R || kind == BK_NR;
+}
+
+static PyObject *new_array(Py_ssize_t n, size_t itemsize, char **data) {
+    PyObject *a = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)itemsize);
+    if (a) *data = PyByteArray_AS_STRING(a);
+    return a;
+}
+
+/* level_part(events, blocks, rows, side, protocol, conn, sender, last, never_renege)
+ *   -> (row arrays (Part order), block arrays (lo, hi, nr), last, nr_seen) as bytearrays */
+PyObject *level_part(PyObject *self, PyObject *args) {
+    PyObject *o_ev, *o_bk, *o_rows, *o_side, *o_last;
+    level_t lv;
+    if (!PyArg_ParseTuple(args, "OOOOiiiOp", &o_ev, &o_bk, &o_rows, &o_side, &lv.protocol, &lv.conn, &lv.sender,
+                          &o_last, &lv.never_renege))
+        return NULL;
+    int have_last = o_last != Py_None;
+    int64_t last = 0;
+    if (have_last) {
+        last = PyLong_AsLongLong(o_last);
+        if (last == -1 && PyErr_Occurred()) return NULL;
+    }
+    buf_t ev = {0}, bk = {0}, rows = {0}, side = {0};
+    PyObject *row_out[N_ROW_ARRAYS] = {0}, *block_out[N_BLOCK_ARRAYS] = {0}, *result = NULL;
+    if (get_buf(o_ev, &ev, sizeof(event_t), -1, 0, "level_part") < 0 ||
+        get_buf(o_bk, &bk, sizeof(block_t), -1, 0, "level_part") < 0 ||
+        get_buf(o_rows, &rows, 8, -1, 0, "level_part") < 0 ||
+        get_buf(o_side, &side, 1, rows.b.len / 8, 0, "level_part") < 0)
+        goto out;
+    const event_t *e = ev.b.buf;
+    const block_t *blocks = bk.b.buf;
+    const int64_t *row = rows.b.buf;
+    const int8_t *sides = side.b.buf;
+    Py_ssize_t n_rows = rows.b.len / 8, n_events = ev.b.len / (Py_ssize_t)sizeof(event_t);
+    Py_ssize_t n_blocks = bk.b.len / (Py_ssize_t)sizeof(block_t);
+
+    /* pass 1: sizes, and whether the peer sends NR blocks */
+    Py_ssize_t n = 0, nb = 0;
+    int nr_seen = 0;
+    for (Py_ssize_t i = 0; i < n_rows; i++) {
+        if (row[i] < 0 || row[i] >= n_events) {
+            PyErr_SetString(PyExc_IndexError, "level_part: row out of range");
+            goto out;
+        }
+        const event_t *x = e + row[i];
+        if (lv.protocol == LEVEL_SCTP && sides[i] != lv.sender && x->chunk == SCTP_NR_SACK) nr_seen = 1;
+        int role = row_role(&lv, x, sides[i]);
+        if (!role) continue;
+        n++;
+        if (x->blk_start < 0 || x->blk_start + x->blk_count > n_blocks) {
+            PyErr_SetString(PyExc_IndexError, "level_part: block out of range");
+            goto out;
+        }
+        for (int k = 0; k < x->blk_count; k++) {
+            uint8_t kind = blocks[x->blk_start + k].kind;
+            if (!block_wanted(&lv, kind)) continue;
+            if (kind == BK_TCP_NR) nr_seen = 1;  /* as TcpLevel: any NR block of the level's rows */
+            if (role == 2) nb++;                 /* a data segment's own blocks ack the other way */
+        }
+    }
+    char *rp[N_ROW_ARRAYS], *bp[N_BLOCK_ARRAYS];
+    for (int a = 0; a < N_ROW_ARRAYS; a++)
+        if (!(row_out[a] = new_array(n, row_itemsize[a], &rp[a]))) goto out;
+    for (int a = 0; a < N_BLOCK_ARRAYS; a++)
+        if (!(block_out[a] = new_array(nb, block_itemsize[a], &bp[a]))) goto out;
+    int64_t *pos = (int64_t *)rp[P_POS], *lo = (int64_t *)rp[P_LO], *hi = (int64_t *)rp[P_HI];
+    int64_t *size = (int64_t *)rp[P_SIZE], *bstart = (int64_t *)rp[P_BSTART], *time_ns = (int64_t *)rp[P_TIME];
+    int8_t *kind_out = (int8_t *)rp[P_KIND];
+    int32_t *bcount = (int32_t *)rp[P_BCOUNT], *conn = (int32_t *)rp[P_CONN];
+    uint32_t *frame = (uint32_t *)rp[P_FRAME];
+    int64_t *blo = (int64_t *)bp[B_LO], *bhi = (int64_t *)bp[B_HI];
+    int8_t *bnr = (int8_t *)bp[B_NR];
+
+    /* pass 2: the rows */
+    Py_ssize_t j = 0, jb = 0;
+    for (Py_ssize_t i = 0; i < n_rows; i++) {
+        const event_t *x = e + row[i];
+        int role = row_role(&lv, x, sides[i]);
+        if (!role) continue;
+        uint32_t serial = role == 1 ? x->seq : x->ack;
+        int64_t u = have_last ? near32(last, serial) : (int64_t)serial + ((int64_t)1 << 32);
+        last = u; have_last = 1;
+        int64_t length = role == 1 ? x->len : 0;
+        pos[j] = i; kind_out[j] = role == 1 ? 0 : 1; lo[j] = u;
+        hi[j] = lv.protocol == LEVEL_TCP ? u + length : u + 1;
+        size[j] = length; bstart[j] = jb; bcount[j] = 0;
+        conn[j] = x->conn; time_ns[j] = x->time_ns; frame[j] = x->frame;
+        if (role == 2) {
+            for (int k = 0; k < x->blk_count; k++) {
+                const block_t *b = blocks + x->blk_start + k;
+                if (!block_wanted(&lv, b->kind)) continue;
+                if (lv.protocol == LEVEL_TCP) {
+                    blo[jb] = near32(u, b->lo); bhi[jb] = near32(u, b->hi);
+                    bnr[jb] = b->kind == BK_TCP_NR || lv.never_renege;
+                } else {  /* gap blocks are offsets from the cum TSN ack; End is inclusive */
+                    blo[jb] = u + (int64_t)b->lo; bhi[jb] = u + (int64_t)b->hi + 1;
+                    bnr[jb] = b->kind == BK_NR;
+                }
+                jb++; bcount[j]++;
+            }
+        }
+        j++;
+    }
+    PyObject *rows_tuple = PyTuple_New(N_ROW_ARRAYS), *blocks_tuple = PyTuple_New(N_BLOCK_ARRAYS);
+    if (rows_tuple && blocks_tuple) {
+        for (int a = 0; a < N_ROW_ARRAYS; a++) { PyTuple_SET_ITEM(rows_tuple, a, row_out[a]); row_out[a] = NULL; }
+        for (int a = 0; a < N_BLOCK_ARRAYS; a++) { PyTuple_SET_ITEM(blocks_tuple, a, block_out[a]); block_out[a] = NULL; }
+        PyObject *last_obj = have_last ? PyLong_FromLongLong(last) : (Py_INCREF(Py_None), Py_None);
+        if (last_obj) {  /* "N" consumes the tuples, also on failure */
+            result = Py_BuildValue("NNNO", rows_tuple, blocks_tuple, last_obj, nr_seen ? Py_True : Py_False);
+            rows_tuple = blocks_tuple = NULL;
+        }
+    }
+    Py_XDECREF(rows_tuple);
+    Py_XDECREF(blocks_tuple);
+out:
+    for (int a = 0; a < N_ROW_ARRAYS; a++) Py_XDECREF(row_out[a]);
+    for (int a = 0; a < N_BLOCK_ARRAYS; a++) Py_XDECREF(block_out[a]);
+    if (ev.ok) PyBuffer_Release(&ev.b);
+    if (bk.ok) PyBuffer_Release(&bk.b);
+    if (rows.ok) PyBuffer_Release(&rows.b);
+    if (side.ok) PyBuffer_Release(&side.b);
+    return result;
+}
