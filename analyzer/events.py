@@ -108,6 +108,7 @@ def read_chunks(path, frames=CHUNK_FRAMES, progress=None):
         reader = _reader.Reader(path)
     except _reader.ReaderError as error:
         raise CaptureError(f"{path}: not a readable capture: {error}") from None
+    _reader.keep_freed_memory()
     conns = []
     offset = 0
     done = False
