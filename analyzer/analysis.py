@@ -80,6 +80,10 @@ class MemoryStore:
             yield join_columns(parts)
 
 
+def IGNORE(columns):
+    """The sink of a table nobody reads (Sender.finish skips making its rows)."""
+
+
 class Sender:
     """Pass 1 of one entry (sender direction, path or subflow): its level, its Board, its tallies."""
 
@@ -146,7 +150,7 @@ class Sender:
 
     def finish(self, entry_id, base, nr_sack, sndbuf, end_ns, rtxq_sink=None, blocking_sink=None) -> Entry:
         """Pass 2. The RtxQ and blocking rows go to the sinks (callables taking a column dict) when
-        given, else into the Entry."""
+        given, else into the Entry; with the sink IGNORE they are not even made."""
         estimated = sndbuf is None
         capacity = self.max_rtxq["nr" if nr_sack else "sack"] if estimated else int(sndbuf)
         complete = self.done is not None
@@ -161,7 +165,8 @@ class Sender:
             blocked = (capacity - rtxq) < self.max_payload
             gap_open = rows["sacked"] > 0 if self.level.gap_from_sacked else (rows["flags"] & 2) != 0
             window.add(start, rows, blocked, gap_open, rtxq, blocking_sink)
-            rtxq_sink(_rtxq_columns(rows, rtxq, blocked, gap_open, self.level.units))
+            if rtxq_sink is not IGNORE:
+                rtxq_sink(_rtxq_columns(rows, rtxq, blocked, gap_open, self.level.units))
             start += len(rtxq)
         t_end = window.close(end_ns, complete, blocking_sink)
         q_ns = t_end - self.t_start

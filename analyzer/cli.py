@@ -73,13 +73,15 @@ flow_option = click.option("--flow", "flow_filter", default=None, metavar="ID",
               help="Folder for summary/rtxq/blocking files (csv and parquet: default the current folder).")
 @click.option("--stream", is_flag=True,
               help="Hold one chunk of the capture at a time (memory bounded by flows and window, not by the "
-                   "capture's length) and write the tables to --out as they are made.")
+                   "capture's length); tables, when asked for, are written as they are made.")
 def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream):
     """RtxQ evolution, send-buffer blocking and p/q of every sender direction in CAPTURE."""
     from nrsack.analyzer import views
 
+    tables = "parquet" if fmt == "parquet" else "csv"
+    files_wanted = fmt in ("csv", "parquet") or out_dir
     if stream:
-        analysis, written = run_streaming(capture, sndbuf, flow_filter, out_dir or ".", "parquet" if fmt == "parquet" else "csv")
+        analysis, written = run_streaming(capture, sndbuf, flow_filter, (out_dir or ".") if files_wanted else None, tables)
     else:
         analysis = run_analysis(capture, sndbuf)
     ids = views.selected_ids(analysis, flow_filter)
@@ -98,8 +100,8 @@ def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream):
     if stream:
         for path in written:
             click.echo(f"wrote {path}", err=fmt == "json")
-    elif fmt in ("csv", "parquet") or out_dir:
-        for path in views.write_tables(analysis, out_dir or ".", "parquet" if fmt == "parquet" else "csv", ids):
+    elif files_wanted:
+        for path in views.write_tables(analysis, out_dir or ".", tables, ids):
             click.echo(f"wrote {path}", err=fmt == "json")
 
 

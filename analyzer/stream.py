@@ -1,5 +1,5 @@
-"""Streaming analysis: a capture of any length to summary, rtxq and blocking files, holding one
-chunk of the capture at a time.
+"""Streaming analysis: a capture of any length to its summary (and summary, rtxq and blocking
+files), holding one chunk of the capture at a time.
 
 Pass 1 (model.Pipeline) reads the capture in chunks; every entry's per-row figures spill to one
 temporary file (DiskStore). Pass 2 reads them back entry by entry, in batches of at most a chunk,
@@ -124,13 +124,15 @@ class StreamedAnalysis:
         return A.summary_frame(self.all_entries())
 
 
-def analyze_to_files(path, out_dir, fmt="csv", sndbuf=None, keep=None, chunk_frames=E.CHUNK_FRAMES,
+def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chunk_frames=E.CHUNK_FRAMES,
                      progress=None) -> StreamedAnalysis:
     """Streams the capture at `path` into summary / rtxq / blocking files (`fmt`: csv or parquet) in
     `out_dir`, for every entry or those whose id `keep(entry_id)` accepts (the returned summary has
-    them all). Raises CaptureError for unusable input."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    them all). Without out_dir, no file: only the summary, and the tables are never made.
+    Raises CaptureError for unusable input."""
+    out = None if out_dir is None else Path(out_dir)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
     store = DiskStore(out)
     try:
         pipeline = Pipeline(store)
@@ -142,6 +144,8 @@ def analyze_to_files(path, out_dir, fmt="csv", sndbuf=None, keep=None, chunk_fra
                              cap.findings, cap.rule_findings, cap.offset + len(cap.ev))
         if not pipeline.table.flows:
             raise E.CaptureError(f"{path}: no SCTP or TCP flows in {last.frames} frames")
+        if out is None:
+            return StreamedAnalysis(last, pipeline.entries(sndbuf, lambda entry_id: (A.IGNORE, A.IGNORE)), [])
         ids, units = [], set()
         for _, _, entry_id, main, paths in pipeline.plan():
             for sender_id, sender in ((entry_id, main), *((path_id, s) for path_id, _, s in paths)):
@@ -152,7 +156,7 @@ def analyze_to_files(path, out_dir, fmt="csv", sndbuf=None, keep=None, chunk_fra
 
         def sinks(entry_id):
             if keep is not None and not keep(entry_id):
-                return (lambda columns: None,) * 2
+                return A.IGNORE, A.IGNORE
             return (lambda columns: writers["rtxq"].write(entry_id, columns),
                     lambda columns: writers["blocking"].write(entry_id, columns))
 

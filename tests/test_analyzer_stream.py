@@ -135,3 +135,21 @@ def test_streamed_files_of_samples(tmp_path, name):
                 assert streamed.read_bytes() == path.read_bytes(), path.name
             else:
                 pd.testing.assert_frame_equal(pd.read_parquet(streamed), pd.read_parquet(path), obj=path.name)
+
+
+@pytest.mark.parametrize("name", ["cmt-nrsack-2-sender", "mptcp-sack-1-receiver", "mixed"])
+def test_stream_summary_only(simulated, tmp_path, name):
+    """Without an output folder nothing is written and no table is made, and the summary (p, q, b,
+    B estimated from the whole transfer) is the in-memory one; the CLI streams so for json/table."""
+    capture = simulated[name]
+    result = stream.analyze_to_files(capture, sndbuf=None)
+    assert result.files == []
+    assert views.summary_dict(result) == views.summary_dict(analyze(capture))
+    memory = subprocess.run(["nrsack", "analyze", capture, "--format", "json"], cwd=tmp_path,
+                            check=True, capture_output=True, text=True)
+    streamed = subprocess.run(["nrsack", "analyze", capture, "--format", "json", "--stream", "--sndbuf", "9000"],
+                              cwd=tmp_path, check=True, capture_output=True, text=True)
+    assert list(tmp_path.iterdir()) == [], "json without --out writes no file"
+    fixed = subprocess.run(["nrsack", "analyze", capture, "--format", "json", "--sndbuf", "9000"], cwd=tmp_path,
+                           check=True, capture_output=True, text=True)
+    assert streamed.stdout == fixed.stdout and streamed.stdout != memory.stdout
