@@ -54,9 +54,6 @@ enum { BK_R = 1, BK_NR = 2, BK_DUP = 3, BK_TCP_SACK = 4, BK_TCP_NR = 5, BK_MPTCP
 typedef struct { Py_buffer b; int ok; } buf_t;
 int get_buf(PyObject *o, buf_t *b, size_t itemsize, Py_ssize_t n, int writable, const char *who);
 
-/* Large arrays are faulted in 2 MB at a time rather than 4 kB (as numpy does for its own): on a VM a
- * fault costs microseconds, and an in-memory 10M-packet run spent more time faulting than working. */
-void advise_huge_pages(void *p, size_t n);            /* _reader.c */
 int add_board_type(PyObject *module);                 /* _scoreboard.c */
 PyObject *level_part(PyObject *self, PyObject *args); /* _levels.c */
 

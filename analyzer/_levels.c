@@ -49,10 +49,7 @@ static int block_wanted(const level_t *lv, uint8_t kind) {
 
 static PyObject *new_array(Py_ssize_t n, size_t itemsize, char **data) {
     PyObject *a = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)itemsize);
-    if (a) {
-        *data = PyByteArray_AS_STRING(a);
-        advise_huge_pages(*data, (size_t)n * itemsize);
-    }
+    if (a) *data = PyByteArray_AS_STRING(a);
     return a;
 }
 

@@ -16,19 +16,12 @@
 #include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <sys/mman.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
 
 #define SCTP_UDP_PORT 9899
 #define NRSACK_EXID 0x4E52
-
-void advise_huge_pages(void *p, size_t n) {
-    const uintptr_t huge = 2 << 20;
-    uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1), hi = ((uintptr_t)p + n) & ~(huge - 1);
-    if (hi > lo) madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
-}
 
 /* ---- growable byte vector, kept in a bytearray so numpy can view it without a copy ---- */
 typedef struct { PyObject *ba; char *p; size_t n, cap; } vec_t;
@@ -44,7 +37,6 @@ static void *vec_push(vec_t *v, size_t sz) {
             return NULL;
         }
         v->p = PyByteArray_AS_STRING(v->ba); v->cap = cap;
-        advise_huge_pages(v->p, cap);
     }
     void *r = v->p + v->n;
     memset(r, 0, sz);
