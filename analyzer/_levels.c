@@ -30,20 +30,20 @@ typedef struct {
     int32_t conn;  /* TCP: the conn of the connection or subflow */
 } level_t;
 
-/* 0 skip, 1 data, 2 ack */
-static int row_role(const level_t *lv, const event_t *e, int8_t side) {
-    int mine = side == lv->sender;
+enum { ROLE_NONE, ROLE_DATA, ROLE_ACK };
+
+static inline int row_role(const level_t *lv, const event_t *e, int mine) {
     if (lv->protocol == LEVEL_TCP) {
-        if (e->conn != lv->conn) return 0;
-        if (mine) return e->len > 0 && !(e->tcp_flags & TCP_FLAG_RST) ? 1 : 0;
-        return e->flags & EV_ACK ? 2 : 0;
+        if (e->conn != lv->conn) return ROLE_NONE;
+        if (mine) return e->len > 0 && !(e->tcp_flags & TCP_FLAG_RST) ? ROLE_DATA : ROLE_NONE;
+        return e->flags & EV_ACK ? ROLE_ACK : ROLE_NONE;
     }
-    if (mine) return e->chunk == SCTP_DATA ? 1 : 0;
-    return e->chunk == SCTP_SACK || e->chunk == SCTP_NR_SACK ? 2 : 0;
+    if (mine) return e->chunk == SCTP_DATA ? ROLE_DATA : ROLE_NONE;
+    return e->chunk == SCTP_SACK || e->chunk == SCTP_NR_SACK ? ROLE_ACK : ROLE_NONE;
 }
 
 /* Blocks of the level's kinds: TCP SACK and NR-SACK edges; SCTP gap blocks, R and NR. */
-static int block_wanted(const level_t *lv, uint8_t kind) {
+static inline int block_wanted(const level_t *lv, uint8_t kind) {
     return lv->protocol == LEVEL_TCP ? kind == BK_TCP_SACK || kind == BK_TCP_NR : kind == BK_R || kind == BK_NR;
 }
 
@@ -81,35 +81,13 @@ PyObject *level_part(PyObject *self, PyObject *args) {
     Py_ssize_t n_rows = rows.b.len / 8, n_events = ev.b.len / (Py_ssize_t)sizeof(event_t);
     Py_ssize_t n_blocks = bk.b.len / (Py_ssize_t)sizeof(block_t);
 
-    /* pass 1: sizes, and whether the peer sends NR blocks */
-    Py_ssize_t n = 0, nb = 0;
-    int nr_seen = 0;
-    for (Py_ssize_t i = 0; i < n_rows; i++) {
-        if (row[i] < 0 || row[i] >= n_events) {
-            PyErr_SetString(PyExc_IndexError, "level_part: row out of range");
-            goto out;
-        }
-        const event_t *x = e + row[i];
-        if (lv.protocol == LEVEL_SCTP && sides[i] != lv.sender && x->chunk == SCTP_NR_SACK) nr_seen = 1;
-        int role = row_role(&lv, x, sides[i]);
-        if (!role) continue;
-        n++;
-        if (x->blk_start < 0 || x->blk_start + x->blk_count > n_blocks) {
-            PyErr_SetString(PyExc_IndexError, "level_part: block out of range");
-            goto out;
-        }
-        for (int k = 0; k < x->blk_count; k++) {
-            uint8_t kind = blocks[x->blk_start + k].kind;
-            if (!block_wanted(&lv, kind)) continue;
-            if (kind == BK_TCP_NR) nr_seen = 1;  /* as TcpLevel: any NR block of the level's rows */
-            if (role == 2) nb++;                 /* a data segment's own blocks ack the other way */
-        }
-    }
+    /* one pass (the rows are scattered over the chunk: a second pass would miss the cache again):
+     * room for every row and every block of the chunk, shrunk at the end */
     char *rp[N_ROW_ARRAYS], *bp[N_BLOCK_ARRAYS];
     for (int a = 0; a < N_ROW_ARRAYS; a++)
-        if (!(row_out[a] = new_array(n, row_itemsize[a], &rp[a]))) goto out;
+        if (!(row_out[a] = new_array(n_rows, row_itemsize[a], &rp[a]))) goto out;
     for (int a = 0; a < N_BLOCK_ARRAYS; a++)
-        if (!(block_out[a] = new_array(nb, block_itemsize[a], &bp[a]))) goto out;
+        if (!(block_out[a] = new_array(n_blocks, block_itemsize[a], &bp[a]))) goto out;
     int64_t *pos = (int64_t *)rp[P_POS], *lo = (int64_t *)rp[P_LO], *hi = (int64_t *)rp[P_HI];
     int64_t *size = (int64_t *)rp[P_SIZE], *bstart = (int64_t *)rp[P_BSTART], *time_ns = (int64_t *)rp[P_TIME];
     int8_t *kind_out = (int8_t *)rp[P_KIND];
@@ -117,37 +95,50 @@ PyObject *level_part(PyObject *self, PyObject *args) {
     uint32_t *frame = (uint32_t *)rp[P_FRAME];
     int64_t *blo = (int64_t *)bp[B_LO], *bhi = (int64_t *)bp[B_HI];
     int8_t *bnr = (int8_t *)bp[B_NR];
-
-    /* pass 2: the rows */
+    int nr_seen = 0;
     Py_ssize_t j = 0, jb = 0;
     for (Py_ssize_t i = 0; i < n_rows; i++) {
+        if (row[i] < 0 || row[i] >= n_events) {
+            PyErr_SetString(PyExc_IndexError, "level_part: row out of range");
+            goto out;
+        }
         const event_t *x = e + row[i];
-        int role = row_role(&lv, x, sides[i]);
+        int mine = sides[i] == lv.sender;
+        if (lv.protocol == LEVEL_SCTP && !mine && x->chunk == SCTP_NR_SACK) nr_seen = 1;
+        int role = row_role(&lv, x, mine);
         if (!role) continue;
-        uint32_t serial = role == 1 ? x->seq : x->ack;
+        if (x->blk_start < 0 || x->blk_start + x->blk_count > n_blocks) {
+            PyErr_SetString(PyExc_IndexError, "level_part: block out of range");
+            goto out;
+        }
+        uint32_t serial = role == ROLE_DATA ? x->seq : x->ack;
         int64_t u = have_last ? near32(last, serial) : (int64_t)serial + ((int64_t)1 << 32);
         last = u; have_last = 1;
-        int64_t length = role == 1 ? x->len : 0;
-        pos[j] = i; kind_out[j] = role == 1 ? 0 : 1; lo[j] = u;
+        int64_t length = role == ROLE_DATA ? x->len : 0;
+        pos[j] = i; kind_out[j] = role == ROLE_DATA ? 0 : 1; lo[j] = u;
         hi[j] = lv.protocol == LEVEL_TCP ? u + length : u + 1;
         size[j] = length; bstart[j] = jb; bcount[j] = 0;
         conn[j] = x->conn; time_ns[j] = x->time_ns; frame[j] = x->frame;
-        if (role == 2) {
-            for (int k = 0; k < x->blk_count; k++) {
-                const block_t *b = blocks + x->blk_start + k;
-                if (!block_wanted(&lv, b->kind)) continue;
-                if (lv.protocol == LEVEL_TCP) {
-                    blo[jb] = near32(u, b->lo); bhi[jb] = near32(u, b->hi);
-                    bnr[jb] = b->kind == BK_TCP_NR || lv.never_renege;
-                } else {  /* gap blocks are offsets from the cum TSN ack; End is inclusive */
-                    blo[jb] = u + (int64_t)b->lo; bhi[jb] = u + (int64_t)b->hi + 1;
-                    bnr[jb] = b->kind == BK_NR;
-                }
-                jb++; bcount[j]++;
+        for (int k = 0; k < x->blk_count; k++) {
+            const block_t *b = blocks + x->blk_start + k;
+            if (!block_wanted(&lv, b->kind)) continue;
+            if (b->kind == BK_TCP_NR) nr_seen = 1;  /* as TcpLevel: any NR block of the level's rows */
+            if (role == ROLE_DATA) continue;        /* a data segment's own blocks ack the other way */
+            if (lv.protocol == LEVEL_TCP) {
+                blo[jb] = near32(u, b->lo); bhi[jb] = near32(u, b->hi);
+                bnr[jb] = b->kind == BK_TCP_NR || lv.never_renege;
+            } else {  /* gap blocks are offsets from the cum TSN ack; End is inclusive */
+                blo[jb] = u + (int64_t)b->lo; bhi[jb] = u + (int64_t)b->hi + 1;
+                bnr[jb] = b->kind == BK_NR;
             }
+            jb++; bcount[j]++;
         }
         j++;
     }
+    for (int a = 0; a < N_ROW_ARRAYS; a++)
+        if (PyByteArray_Resize(row_out[a], j * (Py_ssize_t)row_itemsize[a]) < 0) goto out;
+    for (int a = 0; a < N_BLOCK_ARRAYS; a++)
+        if (PyByteArray_Resize(block_out[a], jb * (Py_ssize_t)block_itemsize[a]) < 0) goto out;
     PyObject *rows_tuple = PyTuple_New(N_ROW_ARRAYS), *blocks_tuple = PyTuple_New(N_BLOCK_ARRAYS);
     if (rows_tuple && blocks_tuple) {
         for (int a = 0; a < N_ROW_ARRAYS; a++) { PyTuple_SET_ITEM(rows_tuple, a, row_out[a]); row_out[a] = NULL; }
