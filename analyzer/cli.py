@@ -80,7 +80,9 @@ def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream):
 
     tables = "parquet" if fmt == "parquet" else "csv"
     files_wanted = fmt in ("csv", "parquet") or out_dir
-    if stream:
+    # the summary alone never needs the whole capture in memory: it is always streamed
+    streaming = stream or not files_wanted
+    if streaming:
         analysis, written = run_streaming(capture, sndbuf, flow_filter, (out_dir or ".") if files_wanted else None, tables)
     else:
         analysis = run_analysis(capture, sndbuf)
@@ -97,7 +99,7 @@ def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream):
         console.print(views.rich_table(analysis, ids))
         for frame, reason in analysis.capture.findings:
             console.print(f"GEN-01 frame {frame}: {reason}", markup=False)
-    if stream:
+    if streaming:
         for path in written:
             click.echo(f"wrote {path}", err=fmt == "json")
     elif files_wanted:
