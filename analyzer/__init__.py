@@ -10,8 +10,19 @@ capture -> events (events.py, compiled reader) -> flows and sender directions (f
 scoreboard and figures (analysis.py) -> Analysis (model.py, DataFrames) -> views (views.py, cli.py).
 """
 
-from nrsack.analyzer.model import Analysis, analyze
 from nrsack.analyzer.events import CaptureError
-from nrsack.analyzer.checker import check
 
 __all__ = ["Analysis", "CaptureError", "analyze", "check"]
+
+
+def __getattr__(name):
+    # imported on first use: they load pandas, which the summary alone (`nrsack analyze`) does without
+    if name in ("Analysis", "analyze"):
+        from nrsack.analyzer import model
+
+        return getattr(model, name)
+    if name == "check":
+        from nrsack.analyzer.checker import check
+
+        return check
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,10 +8,11 @@ come back in batches to mark the blocked ones, sum p, b and q, and give the RtxQ
 tables. The definitions are ../shared/spec/metrics.md with the readings of docs/decisions.md.
 """
 
+from __future__ import annotations  # pandas is imported only where tables are made
+
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 from nrsack.analyzer import _reader, flows as F
 
@@ -328,6 +329,8 @@ class _Window:
 
 def summary_frame(entries) -> pd.DataFrame:
     """One row per entry, in the order given."""
+    import pandas as pd
+
     rows = [e.summary for e in entries]
     frame = pd.DataFrame(rows, columns=SUMMARY_KEYS + ["flow", "side", "level", "parent", "max_payload_bytes",
                                                        "acked_bytes", "retransmissions", "first_frame"])
@@ -347,6 +350,8 @@ def rtxq_frame(entries, nullable_tsns=False) -> pd.DataFrame:
     """metrics.md's rtxq.csv columns, then frame, event, rtxq_bytes, freed_bytes (acks only), time_ns
     and, for SCTP, the figures in TSNs (NA elsewhere; nullable_tsns: always there, as nullable
     integers, as when entries of several protocols are stacked)."""
+    import pandas as pd
+
     cols = _stack(entries, "rtxq", RTXQ_COLUMNS)
     is_data = cols["is_data"]
     frame = pd.DataFrame({
@@ -369,6 +374,8 @@ def rtxq_frame(entries, nullable_tsns=False) -> pd.DataFrame:
 
 
 def blocking_frame(entries) -> pd.DataFrame:
+    import pandas as pd
+
     cols = _stack(entries, "blocking", BLOCKING_COLUMNS)
     end_frame = cols["end_frame"]
     return pd.DataFrame({
@@ -388,6 +395,8 @@ def blocking_frame(entries) -> pd.DataFrame:
 def _stack(entries, attribute, dtypes) -> dict:
     """Concatenates the entries' column dicts; `flow` becomes a categorical of the entry ids; a column
     some entries lack becomes a nullable integer column, NA there; no entries: empty `dtypes` columns."""
+    import pandas as pd
+
     if not entries:
         return {"flow": pd.Categorical([]), **{name: np.empty(0, dtype) for name, dtype in dtypes.items()}}
     parts = [getattr(e, f"{attribute}_columns") for e in entries]

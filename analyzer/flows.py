@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 import hashlib
 
 import numpy as np
-import pandas as pd
 
 from nrsack.analyzer import _reader, events as E
 
@@ -358,7 +357,7 @@ def _sctp_endpoint_keys(cap, rows):
     key = (ports[conn, endpoint] << 32) | tag.astype(np.int64)
     if len(cap.conns) < 1 << 15:
         # one 64-bit key per row, made unique by hashing (few distinct values, many rows)
-        packed = np.sort(pd.unique((node.astype(np.uint64) << np.uint64(48)) | key.astype(np.uint64)))
+        packed = np.unique((node.astype(np.uint64) << np.uint64(48)) | key.astype(np.uint64))
         node, key = (packed >> np.uint64(48)).astype(np.int64), (packed & np.uint64((1 << 48) - 1)).astype(np.int64)
     else:
         pairs = np.unique(np.stack([node, key], 1), axis=0)

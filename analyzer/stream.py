@@ -1,7 +1,7 @@
 """Streaming analysis: a capture of any length to its summary (and summary, rtxq and blocking
 files), holding one chunk of the capture at a time.
 
-Pass 1 (model.Pipeline) reads the capture in chunks; every entry's per-row figures spill to one
+Pass 1 (pipeline.Pipeline) reads the capture in chunks; every entry's per-row figures spill to one
 temporary file (DiskStore). Pass 2 reads them back entry by entry, in batches of at most a chunk,
 and appends the RtxQ and blocking tables to the output files. Memory: a chunk, the flows' state
 and the window of each direction's scoreboard, and an index of the spilled pieces; the files hold
@@ -16,7 +16,7 @@ import tempfile
 import numpy as np
 
 from nrsack.analyzer import analysis as A, events as E, views
-from nrsack.analyzer.model import Pipeline
+from nrsack.analyzer.pipeline import Pipeline
 
 ROW_DTYPE = np.dtype([(name, "<i8") for name in A.BOARD_OUTPUTS]
                      + [("time_ns", "<i8"), ("frame", "<u4"), ("flags", "i1"), ("is_data", "?")])

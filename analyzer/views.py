@@ -6,9 +6,9 @@ Views read results; they never re-derive figures (architecture.md).
 import json
 import math
 from pathlib import Path
+import sys
 
 import numpy as np
-import pandas as pd
 
 from nrsack.analyzer import analysis as A
 
@@ -21,7 +21,8 @@ def _ordered(summary):
 
 def _plain(value):
     """numpy / pandas scalars -> JSON values (NaN and NA -> null)."""
-    if value is None or value is pd.NA:
+    # pandas.NA can only come from a DataFrame, so only when pandas is loaded (the summary alone never loads it)
+    if value is None or value is getattr(sys.modules.get("pandas"), "NA", None):
         return None
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
