@@ -1,18 +1,24 @@
 """Benchmark of the analyzer against two baselines measured in the same run.
 
-    python3 bench/bench_analyzer.py [--packets 1000000] [--flows 16] [--keep DIR] [--stream-packets 10000000]
+    python3 bench/bench_analyzer.py [--packets 1000000] [--flows 16] [--keep DIR]
+                                    [--stream-packets 10000000 [--stream-tshark]]
 
 Writes a capture of interleaved lossy TCP (SACK) and SCTP (NR-SACK) transfers, snaplen 70 as
 `tcpdump -s 70` would (headers whole, payload lengths from the IP headers), then times, each in a
-fresh process (wall time and peak RSS):
-  - analyzer: `nrsack.analyzer.analyze(path)` end to end, summary + RtxQ + blocking tables built;
-  - stream:   `nrsack analyze --stream` as an API call: the same tables written to Parquet files,
+fresh process (CPU time and peak RSS):
+  - summary:  `nrsack analyze CAPTURE --format json` as users run it: every flow's p/q, B, q, b and
+              throughput, the capture streamed one chunk at a time;
+  - analyzer: `nrsack.analyzer.analyze(path)` in memory, summary + RtxQ + blocking DataFrames built;
+  - parquet:  `stream.analyze_to_files(path, out, "parquet")`, what `nrsack analyze --stream --format
+              parquet` runs: the summary, RtxQ and blocking tables written to Parquet files,
               one chunk of the capture in memory at a time;
   - tshark:   `tshark -T fields` of the fields the analysis needs, read into pandas (fields only:
               no scoreboard, so the ratio favours tshark);
   - dpkt:     a Python loop over the capture with dpkt decoding the same fields into pandas.
-Both analyzer modes also run on a capture half as long, so the memory growth per packet is visible;
---stream-packets also streams a capture of that many packets (e.g. 10M) and reports its peak memory.
+Each analyzer mode also runs on a capture half as long, so the memory growth per packet is visible.
+--stream-packets N streams a capture of N packets (e.g. 10M) with summary and parquet and reports
+their speed and peak memory; --stream-tshark also runs tshark on it (minutes), for the ratio at that
+size in the same run (without it, the ratio uses tshark's CPU time per packet at --packets).
 Needs: tshark, `pip install dpkt` (bench only).
 """
 
@@ -158,7 +164,12 @@ def child_analyzer(path):
             "events": len(analysis.capture.ev)}
 
 
-def child_stream(path):
+def child_summary(path):
+    out = subprocess.run(["nrsack", "analyze", path, "--format", "json"], capture_output=True, text=True, check=True)
+    return {"entries": len(json.loads(out.stdout)["flows"])}
+
+
+def child_parquet(path):
     import tempfile
 
     from nrsack.analyzer import stream
@@ -218,7 +229,9 @@ def child_dpkt(path):
     return {"rows": len(pd.DataFrame(cols))}
 
 
-CHILDREN = {"analyzer": child_analyzer, "stream": child_stream, "tshark": child_tshark, "dpkt": child_dpkt}
+CHILDREN = {"summary": child_summary, "analyzer": child_analyzer, "parquet": child_parquet, "tshark": child_tshark,
+            "dpkt": child_dpkt}
+MINE = ("summary", "analyzer", "parquet")
 
 
 def build(path, packets, flows):
@@ -246,7 +259,8 @@ def main():
     parser.add_argument("--keep", default=None, help="folder to keep the capture in")
     parser.add_argument("--skip", default="", help="comma list of baselines to skip (tshark, dpkt)")
     parser.add_argument("--stream-packets", type=int, default=0, metavar="N",
-                        help="also stream a capture of N packets (e.g. 10000000) and report its peak memory")
+                        help="also stream a capture of N packets (e.g. 10000000): speed and peak memory")
+    parser.add_argument("--stream-tshark", action="store_true", help="also run tshark on the --stream-packets capture")
     parser.add_argument("--child", nargs=2, metavar=("NAME", "PATH"), help=argparse.SUPPRESS)
     parser.add_argument("--build", nargs=2, metavar=("PACKETS", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -257,8 +271,8 @@ def main():
         name, path = args.child
         info = CHILDREN[name](path)
         usage = resource.getrusage(resource.RUSAGE_SELF)
-        info["peak_rss_mb"] = usage.ru_maxrss / 1024
-        children = resource.getrusage(resource.RUSAGE_CHILDREN)  # tshark runs as a child
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)  # tshark and the nrsack command run as children
+        info["peak_rss_mb"] = max(usage.ru_maxrss, children.ru_maxrss) / 1024
         info["cpu_s"] = usage.ru_utime + usage.ru_stime + children.ru_utime + children.ru_stime
         print(json.dumps(info))
         return
@@ -271,36 +285,47 @@ def main():
     n_half = build(half, args.packets // 2, args.flows)
     print(f"capture: {n} packets, {args.flows} flows (TCP SACK and SCTP NR-SACK, 1% loss), "
           f"{os.path.getsize(big) / 1e6:.0f} MB, written in {time.perf_counter() - t0:.1f} s")
-    results = {name: measure(name, big) for name in ("analyzer", "stream")}
-    halves = {name: measure(name, half) for name in ("analyzer", "stream")}
+    results = {name: measure(name, big) for name in MINE}
+    halves = {name: measure(name, half) for name in MINE}
     skip = set(filter(None, args.skip.split(",")))
     if "tshark" not in skip and shutil.which("tshark"):
         results["tshark"] = measure("tshark", big)
     if "dpkt" not in skip:
         results["dpkt"] = measure("dpkt", big)
-    print(f"{'contender':<10} {'wall s':>8} {'CPU s':>8} {'packets/s (CPU)':>16} {'peak RSS MB':>12}  rows")
+    print(f"{'contender':<10} {'wall s':>8} {'CPU s':>8} {'packets/s (CPU)':>16} {'peak RSS MB':>12}")
     for name, r in results.items():
-        print(f"{name:<10} {r['wall_s']:8.2f} {r['cpu_s']:8.2f} {n / r['cpu_s']:16,.0f} {r['peak_rss_mb']:12.0f}  "
-              f"{r.get('rows', r.get('events'))}")
-    for mine in ("analyzer", "stream"):
-        for name in ("tshark", "dpkt"):
-            if name in results:
-                print(f"{mine} speed-up over {name}: {results[name]['cpu_s'] / results[mine]['cpu_s']:.1f}x CPU time, "
-                      f"{results[name]['wall_s'] / results[mine]['wall_s']:.1f}x wall time")
-    for mine in ("analyzer", "stream"):
+        print(f"{name:<10} {r['wall_s']:8.2f} {r['cpu_s']:8.2f} {n / r['cpu_s']:16,.0f} {r['peak_rss_mb']:12.0f}")
+    for mine in MINE:
+        print(f"{mine} speed-up: " + ", ".join(
+            f"{results[name]['cpu_s'] / results[mine]['cpu_s']:.1f}x {name} (CPU; wall "
+            f"{results[name]['wall_s'] / results[mine]['wall_s']:.1f}x)" for name in ("tshark", "dpkt") if name in results))
+    for mine in MINE:
         grow = (results[mine]["peak_rss_mb"] - halves[mine]["peak_rss_mb"]) / (n - n_half) * 1e6
         print(f"{mine} peak RSS: {halves[mine]['peak_rss_mb']:.0f} MB at {n_half} packets, "
-              f"{results[mine]['peak_rss_mb']:.0f} MB at {n}: {grow:.0f} bytes per packet "
-              f"(10M packets: ~{results[mine]['peak_rss_mb'] + grow * (10_000_000 - n) / 1e6:.0f} MB by extrapolation)"
-              + ("; streaming grows only until the first chunk (262,144 frames) is full" if mine == "stream" else ""))
+              f"{results[mine]['peak_rss_mb']:.0f} MB at {n}: {grow:.0f} bytes per packet"
+              + (" (streamed: grows only until the first chunk of 262,144 frames is full)" if mine != "analyzer" else ""))
     print(f"analyzer output: {results['analyzer']['entries']} entries, {results['analyzer']['rtxq_rows']} RtxQ rows, "
           f"{results['analyzer']['blocking_rows']} blocking intervals")
     if args.stream_packets:
         huge = os.path.join(folder, f"bench-{args.stream_packets}.pcap")
         n_huge = build(huge, args.stream_packets, args.flows)
-        r = measure("stream", huge)
-        print(f"stream on {n_huge} packets ({os.path.getsize(huge) / 1e6:.0f} MB): {r['cpu_s']:.1f} s CPU, "
-              f"{n_huge / r['cpu_s']:,.0f} packets/s, peak RSS {r['peak_rss_mb']:.0f} MB")
+        print(f"capture: {n_huge} packets, {os.path.getsize(huge) / 1e6:.0f} MB")
+        big_runs = {name: measure(name, huge) for name in ("summary", "parquet")}
+        if args.stream_tshark:
+            big_runs["tshark"] = measure("tshark", huge)
+        for name, r in big_runs.items():
+            print(f"{name:<10} on {n_huge} packets: {r['cpu_s']:.1f} s CPU, {n_huge / r['cpu_s']:,.0f} packets/s, "
+                  f"peak RSS {r['peak_rss_mb']:.0f} MB")
+        if "tshark" in big_runs:
+            tshark_per_packet, where = big_runs["tshark"]["cpu_s"] / n_huge, f"tshark on the same {n_huge} packets"
+        elif "tshark" in results:
+            tshark_per_packet, where = results["tshark"]["cpu_s"] / n, f"tshark's CPU per packet at {n} packets"
+        else:
+            tshark_per_packet = None
+        if tshark_per_packet:
+            for name in ("summary", "parquet"):
+                print(f"{name} at {n_huge} packets: {tshark_per_packet * n_huge / big_runs[name]['cpu_s']:.1f}x "
+                      f"faster than {where}")
     if not args.keep:
         shutil.rmtree(folder)
 
