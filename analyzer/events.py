@@ -40,7 +40,10 @@ PROTO_SCTP, PROTO_TCP = 132, 6
 CHUNK_TCP = 255
 TCP_SYN, TCP_FIN, TCP_RST = 0x02, 0x01, 0x04
 
-CHUNK_FRAMES = 1 << 18
+# 65,536 frames (~6 MB of events) per chunk: small enough that each flow's rows are picked from it in
+# cache and that a short capture faults in little memory, large enough that the work per chunk in
+# Python stays small (10M packets: as fast as with 2^17 or 2^18, in half the memory)
+CHUNK_FRAMES = 1 << 16
 
 
 class CaptureError(Exception):

@@ -58,7 +58,7 @@ class TableWriter:
     Batches are column dicts of one entry; each write makes one DataFrame of them, as the in-memory
     table is made (analysis.rtxq_frame / blocking_frame), with every entry id as `flow` category."""
 
-    ROWS_PER_WRITE = E.CHUNK_FRAMES
+    ROWS_PER_WRITE = 1 << 18
 
     def __init__(self, path, fmt, table, ids, nullable_tsns):
         self.path, self.fmt, self.table, self.ids, self.nullable = Path(path), fmt, table, ids, nullable_tsns

@@ -32,8 +32,6 @@ import sys
 import tempfile
 import time
 
-import numpy as np
-
 SNAPLEN = 70  # every record: acks whole, data headers whole
 MSS = 1000
 EPOCH_NS = 1_700_000_000 * 10**9
@@ -69,6 +67,8 @@ def flow_packets(kind, n, rng):
 
 def build_capture(path, packets, flows, seed=1):
     """Fixed-size records assembled with numpy: Ethernet/IPv4 + TCP (SACK option) or SCTP (DATA / NR-SACK)."""
+    import numpy as np  # here only: every contender's process imports this file, and only its own work counts
+
     rng = np.random.default_rng(seed)
     per_flow = packets // flows
     records = np.zeros((per_flow * flows, 16 + SNAPLEN), np.uint8)
@@ -303,7 +303,7 @@ def main():
         grow = (results[mine]["peak_rss_mb"] - halves[mine]["peak_rss_mb"]) / (n - n_half) * 1e6
         print(f"{mine} peak RSS: {halves[mine]['peak_rss_mb']:.0f} MB at {n_half} packets, "
               f"{results[mine]['peak_rss_mb']:.0f} MB at {n}: {grow:.0f} bytes per packet"
-              + (" (streamed: grows only until the first chunk of 262,144 frames is full)" if mine != "analyzer" else ""))
+              + (" (streamed: grows only until the first chunks of 65,536 frames are full)" if mine != "analyzer" else ""))
     print(f"analyzer output: {results['analyzer']['entries']} entries, {results['analyzer']['rtxq_rows']} RtxQ rows, "
           f"{results['analyzer']['blocking_rows']} blocking intervals")
     if args.stream_packets:
