@@ -94,7 +94,8 @@ class TableWriter:
 
         table = pa.Table.from_pandas(frame, preserve_index=False, nthreads=1)
         if self.writer is None:
-            self.writer = pq.ParquetWriter(self.path, table.schema)
+            self.writer = pq.ParquetWriter(self.path, table.schema,
+                                           use_dictionary=views.dictionary_columns(table.column_names))
         self.writer.write_table(table.cast(self.writer.schema))
 
     def close(self):
