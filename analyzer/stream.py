@@ -35,7 +35,7 @@ class DiskStore:
         for name in ROW_DTYPE.names:
             record[name] = columns[name]
         self.file.seek(self.end)
-        self.file.write(record.tobytes())
+        self.file.write(record)  # its buffer, not a copy of it
         self.pieces.setdefault(key, []).append((self.end, len(record)))
         self.end += record.nbytes
 
