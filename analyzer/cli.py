@@ -147,7 +147,7 @@ def compare(run_a, run_b, sndbuf, fmt):
             except (OSError, ValueError) as error:
                 fail(f"{run}: not an analyzer JSON summary ({error})")
         else:
-            summaries.append(views.summary_dict(run_analysis(run, sndbuf)))
+            summaries.append(views.summary_dict(run_streaming(run, sndbuf, None, None, "csv")[0]))
     result = views.compare_dict(*summaries)
     if fmt == "json":
         click.echo(views.dump_json(result))
