@@ -8,8 +8,9 @@ of a handshake, keys, tags) refines the flow (docs/decisions.md 28).
 
 A sender direction is turned into the scoreboard's input chunk by chunk by a level: TcpLevel (a TCP
 connection or MPTCP subflow), SctpLevel (an association direction or one of its paths), MptcpLevel
-(the data level). Each unwraps the 32-bit serial numbers of its sequence space once, here, carrying
-the last value from chunk to chunk, and keeps only tables bounded by the window. TCP and MPTCP
+(the data level). Each unwraps the 32-bit serial numbers of its sequence space once, carrying the
+last value from chunk to chunk, and keeps only tables bounded by the window. TcpLevel and SctpLevel
+pick their rows in one compiled pass (_levels.c), the bulk of the work on most captures. TCP and MPTCP
 positions are bytes; SCTP positions are TSNs, weighed by the scoreboard with their payload sizes.
 """
 
