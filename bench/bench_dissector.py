@@ -1,6 +1,7 @@
 """Benchmark of the C plugin: tshark over a >= 1M-packet capture with and without nrsack.so, same run.
 
-    python3 bench/bench_dissector.py [--packets 1000000] [--repeat 3] [--keep DIR] [--compare-so OLD.so]
+    python3 bench/bench_dissector.py [--packets 1000000] [--repeat 3] [--keep DIR] [--compare-so OLD.so ...]
+                                     [--mode fields|filter]
 
 The capture is written by the generator's simulator (`nrsack generate simulate`): a lossy SCTP
 NR-SACK transfer and a lossy TCP NR-SACK transfer (100-byte payloads so that 1M packets stay small on
@@ -11,8 +12,9 @@ with it, alternating, `--repeat` times; the best wall time of each is kept and t
   - filter: `-q -Y "frame.number == 0"` (a display filter that prints nothing): every packet is
     dissected into a tree and filtered, no output; the plugin's analysis is the only extra work, so
     this is its worst case. (Plain `-q` is not measured: tshark then skips dissection altogether.)
-`--compare-so` also times another build of nrsack.so (say, of an earlier commit) in the same
-alternation, so a change's effect is measured under the same load as its baseline.
+`--compare-so` (repeatable) also times other builds of nrsack.so (say, of an earlier commit) in the same
+alternation, so a change's effect is measured under the same load as its baseline; `--mode` times one
+mode only.
 Goal (issue 3): at most +10% with the analysis on.
 """
 
@@ -75,13 +77,15 @@ def main():
     ap.add_argument("--packets", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--keep", type=Path, help="folder for the capture (reused when present)")
-    ap.add_argument("--compare-so", type=Path, help="another nrsack.so to time in the same runs")
+    ap.add_argument("--compare-so", type=Path, action="append", default=[],
+                    help="another nrsack.so to time in the same runs (repeatable)")
+    ap.add_argument("--mode", choices=sorted(MODES), action="append", help="time only this mode (repeatable)")
     a = ap.parse_args()
 
     work = a.keep or Path(tempfile.mkdtemp(prefix="nrsack-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     plugin_dir = tshark.c_plugin_folder(tshark.build_c_plugin())
-    other_dir = tshark.c_plugin_folder(a.compare_so) if a.compare_so else None
+    other_dirs = [tshark.c_plugin_folder(so) for so in a.compare_so]
     try:
         t0 = time.monotonic()
         pcap, n = make_capture(a.packets, work)
@@ -89,34 +93,36 @@ def main():
         if n < a.packets:
             print(f"warning: only {n} packets (< {a.packets})")
         with_plugin, without = tshark.Plugin.c(plugin_dir), tshark.Plugin.none()
-        other = tshark.Plugin.c(other_dir) if other_dir else None
+        others = [tshark.Plugin.c(d) for d in other_dirs]
         # the plugin must really analyse this capture, or the comparison says nothing
-        for plugin in filter(None, (with_plugin, other)):
+        for plugin in (with_plugin, *others):
             probe = tshark.run_tshark(["-c", "2000", "-T", "fields", "-e", "nrsack.rtxq.bytes"], plugin, pcap=pcap)
             assert any(line.strip() for line in probe.stdout.splitlines()), "no nrsack.rtxq.bytes: plugin not active"
         print(f"best of {a.repeat}, alternating; CPU = user + system time of tshark; spread = (max - min) / min")
         print(f"{'mode':8} {'CPU without':>12} {'CPU with':>10} {'ratio':>7}   {'wall without':>12} {'wall with':>10} "
               f"{'ratio':>7} {'packets/s with':>15}   {'CPU spread without / with':>26}")
         for mode, args in MODES.items():
-            base, plug, alt = [], [], []
+            if a.mode and mode not in a.mode:
+                continue
+            base, plug, alts = [], [], [[] for _ in others]
             for _ in range(a.repeat):
                 base.append(timed(args, without, pcap))
                 plug.append(timed(args, with_plugin, pcap))
-                if other:
+                for other, alt in zip(others, alts):
                     alt.append(timed(args, other, pcap))
             bc, pc = min(t[1] for t in base), min(t[1] for t in plug)
             spread = lambda runs: (max(t[1] for t in runs) - min(t[1] for t in runs)) / min(t[1] for t in runs)
             print(f"{mode:8} {bc:12.2f} {pc:10.2f} {pc / bc:7.3f}   {min(t[0] for t in base):12.2f} "
                   f"{min(t[0] for t in plug):10.2f} {min(t[0] for t in plug) / min(t[0] for t in base):7.3f} "
                   f"{n / pc:15.0f}   {spread(base):12.1%} / {spread(plug):.1%}", flush=True)
-            if other:
+            for so, alt in zip(a.compare_so, alts):
                 oc = min(t[1] for t in alt)
-                print(f"{'':8} {'':12} {oc:10.2f} {oc / bc:7.3f}   (--compare-so {a.compare_so}; spread {spread(alt):.1%})",
-                      flush=True)
+                print(f"{'':8} {'':12} {oc:10.2f} {oc / bc:7.3f}   (--compare-so {so}; spread {spread(alt):.1%}; "
+                      f"this build / it: {pc / oc:.3f})", flush=True)
     finally:
         shutil.rmtree(plugin_dir, ignore_errors=True)
-        if other_dir:
-            shutil.rmtree(other_dir, ignore_errors=True)
+        for d in other_dirs:
+            shutil.rmtree(d, ignore_errors=True)
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)
 
