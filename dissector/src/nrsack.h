@@ -57,7 +57,7 @@ typedef struct {
     gint8 vantage;
 } handshake_t;
 
-/* What one frame did to one sender direction's RtxQ. */
+/* What one frame did to one sender direction's RtxQ, while the frame is analysed. */
 #define NRSACK_MAX_REVOKED 16
 typedef struct {
     flow_dir_t *dir;
@@ -78,18 +78,43 @@ typedef struct finding {
     struct finding *next;
 } finding_t;
 
+/* The analysis of one frame (first pass), built on the stack and then kept as a frame_record_t. */
 #define NRSACK_MAX_UPDATES 2
 struct frame_result {
     gboolean has_stream;
     guint32 stream;
-    /* kept for every frame of a capture: the updates are allocated only where a frame has them */
     guint n_updates;
-    rtxq_update_t *upd[NRSACK_MAX_UPDATES];
+    rtxq_update_t upd[NRSACK_MAX_UPDATES];
     gboolean has_rtt;
     guint32 rtt_ms;
     finding_t *findings, *last_finding;
-    nstime_t ts;
 };
+
+/* An update as kept and shown: the figures as their 32-bit fields show them (clamped), so that a
+ * capture of millions of frames keeps tens of bytes a frame. */
+typedef struct {
+    flow_dir_t *dir;
+    guint32 rtxq, rtxq_sack, rtxq_nr, nr_acked, sacked, rtxq_whatif, freed_bytes, new_data_bytes;
+    guint8 is_ack, has_data, blocked, gap_open;
+    guint32 n_revoked;
+    guint32 *revoked;
+} shown_update_t;
+
+/* What every pass shows of a frame: its first pass's analysis. One per frame number, in chunks. */
+typedef struct {
+    gboolean analysed;
+    guint8 has_stream, has_rtt, n_updates;
+    guint32 stream, rtt_ms;
+    finding_t *findings;
+    shown_update_t first;
+    shown_update_t *second;   /* a frame that touched both directions (SCTP bundling DATA and a SACK) */
+} frame_record_t;
+
+static inline const shown_update_t *frame_record_update(const frame_record_t *rec, guint i)
+{
+    return i ? rec->second : &rec->first;
+}
+
 enum { LAYER_SCTP, LAYER_TCP };
 
 /* plugin.c */
@@ -123,6 +148,6 @@ void tcp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, frame_resu
 
 /* tap.c */
 void nrsack_tap_register(void);
-void nrsack_tap_queue(packet_info *pinfo, const frame_result_t *fr);
+void nrsack_tap_queue(packet_info *pinfo, const frame_record_t *rec);
 
 #endif

@@ -56,51 +56,107 @@ char *nrsack_endpoint_str(const address *addr, guint16 port)
     return s;
 }
 
-/* The first pass's result of each frame, by frame number (a frame-number index costs less than
- * Wireshark's per-frame proto data list: no list node, no walk). */
-static GPtrArray *frame_results;
+/* Each frame's record, by frame number, in chunks of RECORDS_PER_CHUNK (no per-frame allocation,
+ * no list walk, no copying as the capture grows). */
+#define RECORDS_PER_CHUNK 4096
+static GPtrArray *record_chunks;
 
 static void init_state(void)
 {
     next_stream = 0;
-    if (!frame_results)
-        frame_results = g_ptr_array_new();
-    g_ptr_array_set_size(frame_results, 0);
+    if (!record_chunks)
+        record_chunks = g_ptr_array_new();
+    g_ptr_array_set_size(record_chunks, 0);
     sctp_init_state();
     tcp_init_state();
     mptcp_init_state();
 }
 
-/* The results live in the file's memory, which goes with the file. */
+/* The records live in the file's memory, which goes with the file. */
 static void cleanup_state(void)
 {
-    if (frame_results)
-        g_ptr_array_set_size(frame_results, 0);
+    if (record_chunks)
+        g_ptr_array_set_size(record_chunks, 0);
 }
 
-static void add_results(proto_tree *tree, tvbuff_t *tvb, const frame_result_t *fr)
+static frame_record_t *frame_record(guint32 num)
+{
+    guint c = num / RECORDS_PER_CHUNK;
+    if (c >= record_chunks->len)
+        g_ptr_array_set_size(record_chunks, c + 1);
+    frame_record_t *chunk = (frame_record_t *)g_ptr_array_index(record_chunks, c);
+    if (!chunk) {
+        chunk = wmem_alloc0_array(wmem_file_scope(), frame_record_t, RECORDS_PER_CHUNK);
+        g_ptr_array_index(record_chunks, c) = chunk;
+    }
+    return &chunk[num % RECORDS_PER_CHUNK];
+}
+
+/* the figures are queue sizes; clamp rather than wrap if a corrupt capture makes them huge */
+static guint32 clamp32(guint64 v)
+{
+    return (guint32)MIN(v, G_MAXUINT32);
+}
+
+static void keep_update(shown_update_t *k, const rtxq_update_t *u)
+{
+    *k = (shown_update_t){
+        .dir = u->dir,
+        .rtxq = clamp32(u->rtxq),
+        .rtxq_sack = clamp32(u->fig.rtxq_sack),
+        .rtxq_nr = clamp32(u->fig.rtxq_nr),
+        .nr_acked = clamp32(u->fig.nr_acked),
+        .sacked = clamp32(u->fig.sacked),
+        .rtxq_whatif = clamp32(u->fig.rtxq_whatif),
+        .freed_bytes = clamp32(u->freed_bytes),
+        .new_data_bytes = clamp32(u->new_data_bytes),
+        .is_ack = u->is_ack,
+        .has_data = u->has_data,
+        .blocked = u->blocked,
+        .gap_open = u->gap_open,
+        .n_revoked = u->n_revoked,
+        .revoked = u->revoked,
+    };
+}
+
+static void keep_result(frame_record_t *rec, const frame_result_t *fr)
+{
+    rec->has_stream = fr->has_stream;
+    rec->stream = fr->stream;
+    rec->has_rtt = fr->has_rtt;
+    rec->rtt_ms = fr->rtt_ms;
+    rec->findings = fr->findings;
+    rec->n_updates = fr->n_updates;
+    if (fr->n_updates > 0)
+        keep_update(&rec->first, &fr->upd[0]);
+    if (fr->n_updates > 1) {
+        rec->second = wmem_new(wmem_file_scope(), shown_update_t);
+        keep_update(rec->second, &fr->upd[1]);
+    }
+}
+
+static void add_results(proto_tree *tree, tvbuff_t *tvb, const frame_record_t *rec)
 {
     proto_item *pi;
-    if (fr->has_stream) {
-        pi = proto_tree_add_uint(tree, nrsack_hf.stream, tvb, 0, 0, fr->stream);
+    if (rec->has_stream) {
+        pi = proto_tree_add_uint(tree, nrsack_hf.stream, tvb, 0, 0, rec->stream);
         proto_item_set_generated(pi);
     }
-    if (fr->has_rtt) {
-        pi = proto_tree_add_uint(tree, nrsack_hf.fsack_rtt_ms, tvb, 0, 0, fr->rtt_ms);
+    if (rec->has_rtt) {
+        pi = proto_tree_add_uint(tree, nrsack_hf.fsack_rtt_ms, tvb, 0, 0, rec->rtt_ms);
         proto_item_set_generated(pi);
     }
-    for (guint i = 0; i < fr->n_updates; i++) {
-        const rtxq_update_t *u = fr->upd[i];
-        /* the figures are queue sizes; clamp rather than wrap if a corrupt capture makes them huge */
-#define ADD_U32(hf, v) do { pi = proto_tree_add_uint(tree, hf, tvb, 0, 0, (guint32)MIN((v), G_MAXUINT32)); proto_item_set_generated(pi); } while (0)
+    for (guint i = 0; i < rec->n_updates; i++) {
+        const shown_update_t *u = frame_record_update(rec, i);
+#define ADD_U32(hf, v) do { pi = proto_tree_add_uint(tree, hf, tvb, 0, 0, (v)); proto_item_set_generated(pi); } while (0)
         pi = proto_tree_add_string(tree, nrsack_hf.direction, tvb, 0, 0, u->dir->name);
         proto_item_set_generated(pi);
         ADD_U32(nrsack_hf.rtxq_bytes, u->rtxq);
-        ADD_U32(nrsack_hf.rtxq_sack_bytes, u->fig.rtxq_sack);
-        ADD_U32(nrsack_hf.rtxq_nr_bytes, u->fig.rtxq_nr);
-        ADD_U32(nrsack_hf.rtxq_nr_acked_bytes, u->fig.nr_acked);
-        ADD_U32(nrsack_hf.rtxq_sacked_bytes, u->fig.sacked);
-        ADD_U32(nrsack_hf.rtxq_whatif_bytes, u->fig.rtxq_whatif);
+        ADD_U32(nrsack_hf.rtxq_sack_bytes, u->rtxq_sack);
+        ADD_U32(nrsack_hf.rtxq_nr_bytes, u->rtxq_nr);
+        ADD_U32(nrsack_hf.rtxq_nr_acked_bytes, u->nr_acked);
+        ADD_U32(nrsack_hf.rtxq_sacked_bytes, u->sacked);
+        ADD_U32(nrsack_hf.rtxq_whatif_bytes, u->rtxq_whatif);
         if (u->is_ack)
             ADD_U32(nrsack_hf.freed_bytes, u->freed_bytes);
         if (nrsack_prefs.sndbuf) {
@@ -129,6 +185,34 @@ static gboolean first_transport(const packet_info *pinfo, guint position)
     return TRUE;
 }
 
+static void decode_layer(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, guint8 layer, frame_result_t *fr)
+{
+    if (layer == LAYER_SCTP) {
+        /* chunks are read within the captured bytes (a snap length cuts the packet short) */
+        guint captured = tvb_captured_length(tvb);
+        sctp_dissect(captured < tvb_reported_length(tvb) ? tvb_new_subset_length(tvb, 0, captured) : tvb, pinfo, tree, fr);
+    } else {
+        tcp_dissect(tvb, pinfo, tree, fr);
+    }
+}
+
+/* The first pass: the analysis, kept in the frame's record, also what it found before an item of a
+ * malformed packet threw. */
+static void analyse_once(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, guint8 layer, frame_record_t *rec)
+{
+    /* static: it must survive a longjmp, and Wireshark dissects one frame at a time */
+    static frame_result_t result;
+    memset(&result, 0, sizeof(result));
+    rec->analysed = TRUE; /* never twice */
+    TRY {
+        decode_layer(tvb, pinfo, tree, layer, &result);
+    }
+    FINALLY {
+        keep_result(rec, &result);
+    }
+    ENDTRY;
+}
+
 /* Decodes and (first pass) analyses the SCTP or TCP layer in `tvb`, the bytes Wireshark handed to its
  * own dissector: IP and UDP have set its reported length from their headers (TCP payload lengths,
  * link-layer padding). Every later pass shows the first pass's results. */
@@ -136,15 +220,7 @@ static void analyse_layer(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, g
 {
     if (!proto_is_protocol_enabled(nrsack_protocol) || !first_transport(pinfo, position))
         return;
-    frame_result_t *fr = pinfo->num < frame_results->len ? (frame_result_t *)g_ptr_array_index(frame_results, pinfo->num) : NULL;
-    gboolean analyse = fr == NULL;
-    if (analyse) {
-        fr = wmem_new0(wmem_file_scope(), frame_result_t);
-        fr->ts = pinfo->abs_ts;
-        if (pinfo->num >= frame_results->len)
-            g_ptr_array_set_size(frame_results, pinfo->num + 1);
-        g_ptr_array_index(frame_results, pinfo->num) = fr;
-    }
+    frame_record_t *rec = frame_record(pinfo->num);
     /* our items go at the top level after every layer, on the frame's bytes, as a postdissector's would */
     while (tree && tree->parent)
         tree = tree->parent;
@@ -157,22 +233,18 @@ static void analyse_layer(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, g
     gboolean items = tree && proto_field_is_referenced(tree, proto_nrsack);
     proto_item *ti = items ? proto_tree_add_item(tree, proto_nrsack, frame_tvb, 0, 0, ENC_NA) : NULL;
     proto_tree *nt = items ? proto_item_add_subtree(ti, ett_nrsack) : NULL;
-    if (layer == LAYER_SCTP) {
-        /* chunks are read within the captured bytes (a snap length cuts the packet short) */
-        guint captured = tvb_captured_length(tvb);
-        sctp_dissect(captured < tvb_reported_length(tvb) ? tvb_new_subset_length(tvb, 0, captured) : tvb, pinfo, nt,
-                     analyse ? fr : NULL);
-    } else {
-        tcp_dissect(tvb, pinfo, nt, analyse ? fr : NULL);
-    }
+    if (rec->analysed)
+        decode_layer(tvb, pinfo, nt, layer, NULL);
+    else
+        analyse_once(tvb, pinfo, nt, layer, rec);
     if (items)
-        add_results(nt, frame_tvb, fr);
-    if (fr->findings) {
+        add_results(nt, frame_tvb, rec);
+    if (rec->findings) {
         if (!ti)
             ti = proto_tree_add_item(tree, proto_nrsack, frame_tvb, 0, 0, ENC_NA);
-        rules_emit(fr, pinfo, ti);
+        rules_emit(rec->findings, pinfo, ti);
     }
-    nrsack_tap_queue(pinfo, fr);
+    nrsack_tap_queue(pinfo, rec);
     pinfo->current_proto = saved_proto;
 }
 

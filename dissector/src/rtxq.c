@@ -28,12 +28,12 @@ void flow_dir_set_endpoints(flow_dir_t *d, const address *sender, guint16 sport,
 static rtxq_update_t *update_for(frame_result_t *fr, flow_dir_t *d)
 {
     for (guint i = 0; i < fr->n_updates; i++)
-        if (fr->upd[i]->dir == d)
-            return fr->upd[i];
+        if (fr->upd[i].dir == d)
+            return &fr->upd[i];
     if (fr->n_updates == NRSACK_MAX_UPDATES)
         return NULL;
-    rtxq_update_t *u = wmem_new0(wmem_file_scope(), rtxq_update_t);
-    fr->upd[fr->n_updates++] = u;
+    rtxq_update_t *u = &fr->upd[fr->n_updates++];
+    memset(u, 0, sizeof(*u));
     u->dir = d;
     return u;
 }

@@ -100,8 +100,8 @@ void rules_raise(frame_result_t *fr, rule_t rule, gboolean note, const char *fmt
     fr->last_finding = f;
 }
 
-void rules_emit(const frame_result_t *fr, packet_info *pinfo, proto_item *item)
+void rules_emit(const finding_t *findings, packet_info *pinfo, proto_item *item)
 {
-    for (const finding_t *f = fr->findings; f; f = f->next)
+    for (const finding_t *f = findings; f; f = f->next)
         expert_add_info_format(pinfo, item, f->note ? &ei_rule_note[f->rule] : &ei_rule[f->rule], "%s", f->message);
 }

@@ -14,12 +14,13 @@ typedef enum {
 } rule_t;
 
 typedef struct frame_result frame_result_t;
+typedef struct finding finding_t;
 
 void rules_register(int proto);
 const char *rule_name(rule_t rule); /* "NR-03" */
 /* Records a finding on this frame; `note` selects the note variant the rule allows
  * (handshake not captured). The message is prefixed with the rule ID. */
 void rules_raise(frame_result_t *fr, rule_t rule, gboolean note, const char *fmt, ...) G_GNUC_PRINTF(4, 5);
-void rules_emit(const frame_result_t *fr, packet_info *pinfo, proto_item *item);
+void rules_emit(const finding_t *findings, packet_info *pinfo, proto_item *item);
 
 #endif

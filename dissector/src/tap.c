@@ -58,13 +58,13 @@ static void integrate(dir_stats_t *s, double t)
 static tap_packet_status stat_packet(void *p, packet_info *pinfo, epan_dissect_t *edt, const void *data, tap_flags_t flags)
 {
     nrsack_stat_t *st = (nrsack_stat_t *)p;
-    const frame_result_t *fr = (const frame_result_t *)data;
-    double t = ts_seconds(&fr->ts);
+    const frame_record_t *rec = (const frame_record_t *)data;
+    double t = ts_seconds(&pinfo->abs_ts);
     st->last_frame_t = t;
-    for (const finding_t *f = fr->findings; f; f = f->next)
+    for (const finding_t *f = rec->findings; f; f = f->next)
         st->rule_count[f->rule]++;
-    for (guint i = 0; i < fr->n_updates; i++) {
-        const rtxq_update_t *u = fr->upd[i];
+    for (guint i = 0; i < rec->n_updates; i++) {
+        const shown_update_t *u = frame_record_update(rec, i);
         dir_stats_t *s = (dir_stats_t *)g_hash_table_lookup(st->dirs, u->dir);
         if (!s) {
             s = g_new0(dir_stats_t, 1);
@@ -81,15 +81,15 @@ static tap_packet_status stat_packet(void *p, packet_info *pinfo, epan_dissect_t
         if (!s->complete)
             integrate(s, t);
         s->data_bytes += u->new_data_bytes;
-        s->max_sack = MAX(s->max_sack, u->fig.rtxq_sack);
-        s->max_nr = MAX(s->max_nr, u->fig.rtxq_nr);
-        s->sum_sack += (double)u->fig.rtxq_sack;
-        s->sum_nr += (double)u->fig.rtxq_nr;
+        s->max_sack = MAX(s->max_sack, u->rtxq_sack);
+        s->max_nr = MAX(s->max_nr, u->rtxq_nr);
+        s->sum_sack += (double)u->rtxq_sack;
+        s->sum_nr += (double)u->rtxq_nr;
         s->n_samples++;
         s->last_blocked = u->blocked;
         s->last_gap = u->gap_open;
         /* q ends with the ack that cum-acks the last data seen; new data reopens it */
-        s->complete = u->is_ack && u->fig.rtxq_sack == 0;
+        s->complete = u->is_ack && u->rtxq_sack == 0;
         if (s->complete)
             s->q_end_t = t;
     }
@@ -157,7 +157,7 @@ void nrsack_tap_register(void)
     register_stat_tap_ui(&nrsack_stat_ui, NULL);
 }
 
-void nrsack_tap_queue(packet_info *pinfo, const frame_result_t *fr)
+void nrsack_tap_queue(packet_info *pinfo, const frame_record_t *rec)
 {
-    tap_queue_packet(nrsack_tap, pinfo, fr);
+    tap_queue_packet(nrsack_tap, pinfo, rec);
 }
