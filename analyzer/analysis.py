@@ -11,10 +11,14 @@ tables. The definitions are ../shared/spec/metrics.md with the readings of docs/
 from __future__ import annotations  # pandas is imported only where tables are made
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from nrsack.analyzer import _reader, flows as F
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SUMMARY_KEYS = [
     "id", "protocol", "src", "dst", "nr_sack", "data_bytes", "q_s", "p_s", "b_s", "p_over_q", "b_over_q",

@@ -147,7 +147,8 @@ def compare(run_a, run_b, sndbuf, fmt):
             except (OSError, ValueError) as error:
                 fail(f"{run}: not an analyzer JSON summary ({error})")
         else:
-            summaries.append(views.summary_dict(run_streaming(run, sndbuf, None, None, "csv")[0]))
+            summary_only, _ = run_streaming(run, sndbuf, None, out_dir=None, fmt="csv")  # fmt unused: no files
+            summaries.append(views.summary_dict(summary_only))
     result = views.compare_dict(*summaries)
     if fmt == "json":
         click.echo(views.dump_json(result))

@@ -8,7 +8,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from nrsack.analyzer import analysis as A, events as E, flows as F
+from nrsack.analyzer import analysis as A, events as E
 from nrsack.analyzer.pipeline import Pipeline
 
 CHUNK_NAMES = {0: "DATA", 1: "INIT", 2: "INIT-ACK", 3: "SACK", 4: "HEARTBEAT", 5: "HEARTBEAT-ACK", 6: "ABORT",
