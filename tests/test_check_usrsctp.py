@@ -94,7 +94,10 @@ def capture(tmp_path_factory):
         client = subprocess.run(["ip", "netns", "exec", a, str(peer), "client", "10.99.0.2", str(PORT), str(MESSAGES),
                                  str(SIZE), str(SNDBUF)], capture_output=True, text=True, timeout=25)
         assert client.returncode == 0, client.stdout + client.stderr
-        procs[1].wait(timeout=10)
+        # not the server's exit: when the lossy path drops the client's SHUTDOWN-COMPLETE (1 in
+        # DROP_ONE_IN), the server's stack retransmits its SHUTDOWN-ACK to a client that has gone, and
+        # usrsctp_finish() waits for that association to time out, far beyond any test timeout
+        wait_for(server_out, "received")
         time.sleep(0.2)  # the last SHUTDOWN-COMPLETE reaches the capture
         procs[0].send_signal(signal.SIGINT)
         procs[0].wait(timeout=10)
