@@ -1,5 +1,5 @@
 """nrsack.analyzer: from a capture of SCTP, CMT-SCTP, TCP or MPTCP traffic to the RtxQ evolution,
-send-buffer blocking intervals and the blocking ratio p/q (../shared/spec/metrics.md).
+send-buffer blocking intervals and the blocking ratio p/q (docs/metrics.md).
 
     >>> from nrsack.analyzer import analyze
     >>> a = analyze("sample-pcaps/sctp-nrsack-fig4.pcap", sndbuf=8000)

@@ -5,7 +5,7 @@ scoreboard input, the compiled Board runs it, the per-row figures go to a row st
 keeps running tallies. Pass 2 (Sender.finish, once the capture is read): the send buffer (given, or
 estimated as the largest RtxQ), the largest payload and the end of the transfer are known; the rows
 come back in batches to mark the blocked ones, sum p, b and q, and give the RtxQ and blocking
-tables. The definitions are ../shared/spec/metrics.md with the readings of docs/decisions.md.
+tables. The definitions are docs/metrics.md with the readings of docs/decisions.md.
 """
 
 from __future__ import annotations  # pandas is imported only where tables are made

@@ -1,4 +1,4 @@
-"""`nrsack check`'s engine: every rule of ../shared/spec/rules.md over every flow of a capture.
+"""`nrsack check`'s engine: every rule of docs/rules.md over every flow of a capture.
 
 capture -> events and flows (events.py, flows.py) -> the rules' input (rules/inputs.py) -> per flow, in
 frame order, state before / after each event (rules/state.py) -> each registered rule of the event's

@@ -1,6 +1,6 @@
 """Scapy layers for what Scapy 2.8 lacks: NR-SACK, FSACK, TCP NR-SACK options, MPTCP with NR blocks.
 
-Everything follows ../shared/spec/wire-formats.md. The SCTP chunks plug into Scapy's own SCTP
+Everything follows docs/wire-formats.md. The SCTP chunks plug into Scapy's own SCTP
 layer (its chunk dispatch looks classes up by name in scapy.layers.sctp, so they are registered
 there); TCP options are standalone option layers (kind, length, body) that `tcp_option()` turns
 into the (kind, value) tuples Scapy's TCP layer takes and `tcp_option_layers()` turns back.

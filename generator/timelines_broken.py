@@ -1,4 +1,4 @@
-"""Deliberately broken vectors, one or more per rule family of ../shared/spec/rules.md, for the
+"""Deliberately broken vectors, one or more per rule family of docs/rules.md, for the
 plugins' expert info and `nrsack check`. Each is tiny: a handshake and a few packets, with the
 timing and endpoints of the clean timelines. Written to sample-pcaps/broken/.
 """

@@ -1,4 +1,4 @@
-"""Conformance vectors of `nrsack check` (../shared/spec/rules.md): for every rule a capture that must
+"""Conformance vectors of `nrsack check` (docs/rules.md): for every rule a capture that must
 raise it on the stated frames, and a close-but-legal capture that must not (a reordered old ack is not
 a revocation, a D-SACK below the ack is not TN-05, ...). They land in sample-pcaps/conformance/; vectors
 whose bytes are malformed on purpose (bad counts and lengths) in sample-pcaps/conformance/broken/.
@@ -19,7 +19,7 @@ from nrsack.generator import notation_sctp, notation_tcp
 from nrsack.generator.timeline import Step, Timeline
 
 SUBDIR = "conformance"
-SOURCE = "nrsack conformance vector for ../shared/spec/rules.md"
+SOURCE = "nrsack conformance vector for docs/rules.md"
 
 # SCTP: a single-homed sender, a receiver with two addresses (for the FSACK vectors)
 SCTP_ENDPOINTS = {"S": "192.0.2.1:5000", "R": "198.51.100.1:5001", "R2": "198.51.100.2:5001"}

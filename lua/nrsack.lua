@@ -1,6 +1,6 @@
 -- nrsack.lua: the NR-SACK / FSACK Wireshark plugin in Lua, for any Wireshark from 4.0 on.
 --
--- Mirrors the C plugin (dissector/): protocol `nrsack`, the fields of ../shared/spec/fields.md, expert
+-- Mirrors the C plugin (dissector/): protocol `nrsack`, the fields of docs/fields.md, expert
 -- info nrsack.rule.<ID> for rules.md, the same preferences and the same per-flow analysis
 -- (docs/decisions.md). It is a postdissector that re-reads the SCTP and TCP layers' bytes, because
 -- neither SCTP's chunk switch nor (from Lua) TCP's option table can be extended safely.

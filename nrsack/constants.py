@@ -1,4 +1,4 @@
-"""Wire constants of ../shared/spec/wire-formats.md, in one place for all Python code.
+"""Wire constants of docs/wire-formats.md, in one place for all Python code.
 
 Experimental code points (FSACK chunk types, TCP ExID) are the spec's defaults; the Wireshark
 plugins expose the same values as preferences.

@@ -44,7 +44,7 @@ def table_rows(golden_text: str) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
-# Hand-built captures (raw bytes per ../shared/spec/wire-formats.md)
+# Hand-built captures (raw bytes per docs/wire-formats.md)
 # ---------------------------------------------------------------------------------------------
 
 A, B, A2, B2 = "10.0.0.1", "10.0.0.2", "10.0.1.1", "10.0.1.2"

@@ -1,4 +1,4 @@
-"""Conformance rules of ../shared/spec/rules.md, one small pure function per rule ID.
+"""Conformance rules of docs/rules.md, one small pure function per rule ID.
 
 A rule is called for every event of the kinds it names, in frame order per flow, with
 (event, state before, state after, context) and yields `Verdict`s; the checker (analyzer/check.py)

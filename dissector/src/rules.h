@@ -1,4 +1,4 @@
-/* Rules of ../shared/spec/rules.md, by ID; raised as expert info nrsack.rule.<ID without dash>. */
+/* Rules of docs/rules.md, by ID; raised as expert info nrsack.rule.<ID without dash>. */
 #ifndef NRSACK_RULES_H
 #define NRSACK_RULES_H
 

@@ -1,4 +1,4 @@
-"""The truth of a simulated transfer, in the terms of ../shared/spec/metrics.md.
+"""The truth of a simulated transfer, in the terms of docs/metrics.md.
 
 Times are the capture timestamps the pcap carries (microseconds, since EPOCH_S), so that an
 analyzer reading the sender-side pcap can be compared with these tables exactly.

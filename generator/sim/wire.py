@@ -1,6 +1,6 @@
 """Frames of a simulation trace -> packets -> pcap, fast.
 
-Packets follow ../shared/spec/wire-formats.md. Each kind of packet is built once with Scapy (the
+Packets follow docs/wire-formats.md. Each kind of packet is built once with Scapy (the
 lead's layers in generator/layers.py for NR-SACK, TCP NR-SACK and MPTCP options) as a template;
 per frame only the fields that change are patched in the bytes with struct, and the checksum is
 redone: SCTP's CRC32c with the `crc32c` package (SSE4.2), TCP's ones-complement sum from Python

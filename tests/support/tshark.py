@@ -46,7 +46,7 @@ WIRESHARK_RELEASE = "4.0"  # plugin folders are scanned as DIR/<release>/epan/
 
 NOBODY = 65534
 
-# Every field of ../shared/spec/fields.md, then the extras both plugins register, in golden-column order.
+# Every field of docs/fields.md, then the extras both plugins register, in golden-column order.
 NRSACK_FIELDS = [
     "nrsack.stream",
     "nrsack.direction",
