@@ -1,6 +1,13 @@
-"""Compiled part of nrsack: the analyzer's libpcap reader and scoreboard (metadata: pyproject.toml)."""
+"""The compiled parts of nrsack, built at install (metadata: pyproject.toml).
+
+One backend for every C part that ships in the Python package: setuptools extensions. The
+simulator's event loop is a plain shared library loaded with ctypes (no Python module init), so it
+builds as an extension too and lands beside fast.py with the ABI-tagged name.
+"""
 
 from setuptools import Extension, setup
+
+COMPILE_ARGS = ["-O2", "-std=c11", "-Wall", "-Wno-missing-field-initializers"]
 
 setup(
     ext_modules=[
@@ -9,7 +16,12 @@ setup(
             sources=["analyzer/_reader.c", "analyzer/_scoreboard.c", "analyzer/_levels.c"],
             depends=["analyzer/_analyzer.h"],
             libraries=["pcap"],
-            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wno-missing-field-initializers"],
-        )
+            extra_compile_args=COMPILE_ARGS,
+        ),
+        Extension(
+            "nrsack.generator.sim._fastsim",
+            sources=["generator/sim/_fastsim.c"],
+            extra_compile_args=COMPILE_ARGS,
+        ),
     ]
 )

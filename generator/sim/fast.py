@@ -1,18 +1,14 @@
 """The compiled event loop (_fastsim.c) and pcap writer for single-path SCTP and TCP runs.
 
-Built on first use with the system C compiler into a cache folder and loaded with ctypes; when no
-compiler is there, or the run needs what only model.py does, simulate() uses model.py. Both give
-the same trace (tests/test_simulator_fast.py).
+Built with the package at install (setup.py, as `_fastsim` beside this file: a plain shared library,
+no Python module init) and loaded with ctypes; for a run that needs what only model.py does,
+simulate() uses model.py. Both give the same trace (tests/test_simulator_fast.py).
 """
 
 import ctypes
-import hashlib
-import os
+import importlib.machinery
 import socket
 import struct
-import subprocess
-import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,7 +16,6 @@ import numpy as np
 
 from . import model as M
 
-SOURCE = Path(__file__).with_name("_fastsim.c")
 CTRL_NAMES = {"sctp": ["INIT", "INIT-ACK", "COOKIE-ECHO", "COOKIE-ACK"], "tcp": ["SYN", "SYN-ACK", "ACK"]}
 
 
@@ -55,31 +50,24 @@ class Out(ctypes.Structure):
 _lib = None
 
 
-def _cache_dir():
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "nrsack"
+def _installed_path():
+    """The shared library setup.py built beside this file (its name carries the ABI tag)."""
+    here = Path(__file__).parent
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        candidate = here / f"_fastsim{suffix}"
+        if candidate.exists():
+            return candidate
+    raise ImportError(f"nrsack's compiled simulator is not built in {here}: reinstall nrsack "
+                      "(pip install .) so setup.py builds it")
 
 
 def library():
-    """The compiled loop, built once per source version; None when it cannot be built."""
+    """The compiled loop, built at install. A missing build is an installation fault and says so,
+    rather than falling back silently to the slower Python model."""
     global _lib
     if _lib is not None:
-        return _lib or None
-    source = SOURCE.read_bytes()
-    tag = hashlib.sha256(source + sys.version.encode()).hexdigest()[:16]
-    target = _cache_dir() / f"_fastsim-{tag}.so"
-    try:
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-                built = Path(tmp) / target.name
-                subprocess.run([os.environ.get("CC", "cc"), "-O2", "-std=c11", "-shared", "-fPIC",
-                                "-o", str(built), str(SOURCE)], check=True, capture_output=True)
-                os.replace(built, target)  # atomic: parallel workers may build at once
-        lib = ctypes.CDLL(str(target))
-    except (OSError, subprocess.CalledProcessError):
-        _lib = False
-        return None
+        return _lib
+    lib = ctypes.CDLL(str(_installed_path()))
     lib.fastsim_run.restype = ctypes.c_int
     lib.fastsim_run.argtypes = [ctypes.POINTER(Params), ctypes.c_void_p, ctypes.c_void_p,
                                 ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
@@ -99,10 +87,8 @@ def eligible(config, receiver_trace):
 
 def run(sim):
     """Run `sim` (a model.Simulation, used for its set-up: draws, ISN, sizes) in C; return its
-    Trace, or None when the compiled loop is unavailable or gave up."""
+    Trace, or None when the compiled loop gave up."""
     lib = library()
-    if lib is None:
-        return None
     cfg = sim.cfg
     path = cfg.paths[0]
     enter_bad, leave_bad = sim.ge[0] if cfg.loss_model == "gilbert" else (0.0, 0.0)
@@ -228,9 +214,9 @@ def write_pcap(trace, frames, path, wire):
     """Write the sender or receiver frames of a compiled run with the compiled writer; False when
     it does not apply (then wire.py's loop writes). The bytes are wire.py's (tests check)."""
     columns = getattr(frames, "columns", None)
-    lib = library()
-    if columns is None or lib is None:
+    if columns is None:
         return False
+    lib = library()
     from . import wire as W
 
     n, S = wire.n, wire.S

@@ -813,7 +813,7 @@ def _recent_first(blocks, latest_block, limit):
 
 def simulate(config: SimConfig, receiver_trace=False, engine="auto") -> Trace:
     """Run one transfer. engine: "python" (this module), "c" (the compiled loop of fast.py,
-    single-path SCTP/TCP) or "auto" (C when it applies and builds)."""
+    single-path SCTP/TCP) or "auto" (C when it applies)."""
     if engine not in ("auto", "python", "c"):
         raise ValueError(f"engine must be auto, python or c, not {engine!r}")
     sim = Simulation(config, receiver_trace)
@@ -824,5 +824,5 @@ def simulate(config: SimConfig, receiver_trace=False, engine="auto") -> Trace:
         if trace is not None:
             return trace
         if engine == "c":
-            raise RuntimeError("the compiled event loop does not apply to this run or did not build")
+            raise RuntimeError("the compiled event loop does not apply to this run")
     return sim.run()
