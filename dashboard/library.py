@@ -7,6 +7,7 @@ Analyses are cached per (capture, send buffer), so switching flows or zooming ne
 
 import base64
 import binascii
+import importlib.resources
 import re
 import shutil
 import tempfile
@@ -21,7 +22,8 @@ from nrsack.analyzer import CaptureError, analyze
 
 CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap")
 DEFAULT_UPLOAD_LIMIT = 64 << 20
-SAMPLES_DIR = Path(__file__).resolve().parent.parent / "sample-pcaps"
+# sample-pcaps/, installed with the package as nrsack.samples (a wheel has no repository around it)
+SAMPLES_DIR = Path(importlib.resources.files("nrsack.samples"))
 CACHED_ANALYSES = 8
 
 PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"

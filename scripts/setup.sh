@@ -21,4 +21,4 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -q "${missing[@]}"
 fi
 
-python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e ".[test,bench]"
+python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -c constraints.txt -e ".[test,bench]"

@@ -1,0 +1,1 @@
+"""The bundled sample captures and their expected files, installed with nrsack as package data."""
