@@ -3,11 +3,17 @@ SAMPLE ?= sample-pcaps/sctp-nrsack-fig4.pcap
 SACK_SAMPLE ?= sample-pcaps/sctp-sack-fig2.pcap
 SNDBUF ?= 8000
 PYTEST_ARGS ?=
+# What needs more than Python and the compiled parts (see pyproject.toml's markers).
+FAST = not tshark and not root and not browser and not chroot and not slow
 
-.PHONY: setup demo test plugin
+.PHONY: setup build demo test test-fast plugin
 
 setup:
 	bash scripts/setup.sh
+
+# Rebuild the compiled parts after a C edit (an editable install does not); the tests refuse stale ones.
+build:
+	python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore --no-deps -e .
 
 plugin:
 	$(MAKE) -C dissector build
@@ -26,3 +32,7 @@ demo: setup plugin
 
 test: setup
 	python3 -m pytest -q $(PYTEST_ARGS)
+
+# The inner loop: no set-up, no tshark, root, browser or chroot; under a minute.
+test-fast:
+	python3 -m pytest -q -n 2 -m "$(FAST)" $(PYTEST_ARGS)

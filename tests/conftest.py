@@ -1,10 +1,30 @@
-"""Fixtures of the C Wireshark plugin's tests (dissector/): build it once per session."""
+"""Session-wide checks and fixtures: the compiled parts are current, and the C Wireshark plugin
+(dissector/) is built once per session."""
 
+import importlib.util
 import shutil
+from pathlib import Path
 
 import pytest
 
 from support import tshark
+from support.paths import REPO
+
+# Compiled at install by setup.py; an editable install does not rebuild them when their C changes.
+COMPILED = {"nrsack.analyzer._reader": ["analyzer/_reader.c", "analyzer/_scoreboard.c", "analyzer/_levels.c",
+                                        "analyzer/_analyzer.h"],
+            "nrsack.generator.sim._fastsim": ["generator/sim/_fastsim.c"]}
+
+
+def pytest_sessionstart(session):
+    for module, sources in COMPILED.items():
+        spec = importlib.util.find_spec(module)
+        if spec is None or spec.origin is None:
+            raise pytest.UsageError(f"{module} is not built: run `make build`")
+        built = Path(spec.origin).stat().st_mtime
+        newer = [s for s in sources if (REPO / s).exists() and (REPO / s).stat().st_mtime > built]
+        if newer and str(REPO) in spec.origin:
+            raise pytest.UsageError(f"{module} is older than {', '.join(newer)}: run `make build`")
 
 
 @pytest.fixture(scope="session")

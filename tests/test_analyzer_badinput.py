@@ -11,7 +11,7 @@ from scapy.layers.sctp import SCTP, SCTPChunkData
 
 from nrsack.analyzer import CaptureError, analyze
 from nrsack.cli import main
-from test_analyzer_reader import LINKS, ip_packets, write_pcap
+from support.frames import LINKS, ip_packets, write_pcap
 
 ETH = LINKS["ethernet"][1]
 

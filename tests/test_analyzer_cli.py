@@ -1,7 +1,6 @@
 """CMT per-path figures, the views (JSON keys, csv / parquet files, Plotly HTML) and `nrsack compare`."""
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -13,9 +12,9 @@ from scapy.layers.sctp import SCTP, SCTPChunkCookieAck, SCTPChunkCookieEcho, SCT
 from nrsack.analyzer import analyze
 from nrsack.cli import main
 from nrsack.generator.layers import SCTPChunkNRSACK, address_parameter, supported_extensions
-from test_analyzer_reader import write_pcap
+from support.frames import write_pcap
+from support.paths import SAMPLES
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample-pcaps"
 CONTRACT_KEYS = ["id", "protocol", "src", "dst", "nr_sack", "data_bytes", "q_s", "p_s", "b_s", "p_over_q", "b_over_q",
                  "sndbuf_bytes", "sndbuf_estimated", "max_rtxq_sack_bytes", "max_rtxq_nr_bytes", "max_rtxq_whatif_bytes",
                  "throughput_bps", "blocking_intervals", "vantage", "complete"]

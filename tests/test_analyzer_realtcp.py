@@ -23,6 +23,8 @@ import pytest
 
 from nrsack.analyzer import analyze
 
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
 TRANSFER_BYTES = 1_500_000
 SNDBUF = 16384          # the kernel doubles it; B in payload bytes is what the capture shows
 RATE = "10mbit"          # an ack every ~1.2 ms: long against the sender's ~0.15 ms retry period

@@ -6,15 +6,13 @@ scoreboard, each blocking interval and p, q, b, p/q, b/q must match (times to th
 
 import json
 import math
-import os
-from pathlib import Path
 
 import pytest
 
 from nrsack.analyzer import analyze
+from support.paths import SAMPLES
 
 # NRSACK_SAMPLE_PCAPS points the tests at freshly generated timelines (`nrsack generate timelines`)
-SAMPLES = Path(os.environ.get("NRSACK_SAMPLE_PCAPS", Path(__file__).resolve().parent.parent / "sample-pcaps"))
 EXPECTED = sorted(SAMPLES.glob("*.expected.json"))
 RTXQ_FIELDS = ["rtxq_sack_bytes", "rtxq_nr_bytes", "nr_acked_bytes", "sacked_bytes", "rtxq_whatif_bytes",
                "blocked", "gap_open"]

@@ -3,7 +3,6 @@ unusable input; and the Python API's DataFrame."""
 
 import json
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import junitparser
 import pytest
@@ -15,8 +14,8 @@ from nrsack.analyzer import CaptureError, check
 from nrsack.analyzer.checker import COLUMNS, applies
 from nrsack.analyzer.rules import REGISTRY
 from nrsack.cli import main
+from support.paths import CONFORMANCE as VECTORS
 
-VECTORS = Path(__file__).resolve().parent.parent / "sample-pcaps" / "conformance"
 REVOCATION = VECTORS / "nr03-revocation.pcap"           # NR-03 error on frames 9, 10
 OLD_ACK = VECTORS / "nr03-legal-reordered-old-ack.pcap"  # NR-07 note only
 RTX = VECTORS / "nr04-retransmission-after-nr-ack.pcap"  # NR-04 warning

@@ -2,14 +2,15 @@
 tests/support/tshark.py): for every sample capture, the (breaking frame, rule ID) pairs must be the same,
 for every rule both decide in one pass."""
 
-from pathlib import Path
 
 import pytest
 
 from nrsack.analyzer import check
 from support import tshark
+from support.paths import SAMPLES
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample-pcaps"
+pytestmark = pytest.mark.tshark
+
 # FS-02 needs what comes after the FSACK-INIT (the next one, or the end of the capture: docs/decisions.md
 # 20); a one-pass dissector cannot decide it, so the plugin does not raise it.
 NOT_ONE_PASS = {"FS-02"}

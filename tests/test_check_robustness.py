@@ -2,15 +2,14 @@
 short anywhere give findings (GEN-01 and friends) or a CaptureError, never another exception."""
 
 import random
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from nrsack.analyzer import CaptureError, check
 from nrsack.analyzer.rules import REGISTRY
+from support.paths import CONFORMANCE as VECTORS
 
-VECTORS = Path(__file__).resolve().parent.parent / "sample-pcaps" / "conformance"
 SOURCES = ["nr03-revocation.pcap", "fs04-sack-off-fsack-path.pcap", "tn03-revocation-inside-the-span.pcap",
            "mn05-malformed-nr-blocks.pcap", "gen01-legal-long-nr-sack.pcap"]
 PCAP_HEADER = 24

@@ -20,6 +20,8 @@ from nrsack.analyzer import check
 from nrsack.analyzer import events as E
 from nrsack.cli import main
 
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
 PEER_SOURCE = Path(__file__).resolve().parent / "peers" / "nrsack_peer.c"
 MESSAGES, SIZE, SNDBUF, PORT = 400, 1000, 16384, 5001
 DROP_ONE_IN = 20

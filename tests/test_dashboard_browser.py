@@ -8,9 +8,11 @@ import pytest
 from playwright.sync_api import expect, sync_playwright
 
 from nrsack.dashboard import app as APP, library as LIB
-from test_dashboard_findings import nr04_capture
+from support.frames import nr04_capture
+from support.paths import SAMPLES
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample-pcaps"
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]

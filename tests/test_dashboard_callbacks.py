@@ -13,8 +13,8 @@ import pytest
 
 from nrsack.analyzer import views
 from nrsack.dashboard import app as APP, library as LIB
+from support.paths import SAMPLES
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample-pcaps"
 EXPECTED = sorted(SAMPLES.glob("*.expected.json"))
 
 

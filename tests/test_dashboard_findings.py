@@ -1,22 +1,9 @@
 """Findings of the conformance checker in the dashboard: clicking one moves the RtxQ and ladder views."""
 
-from pathlib import Path
-
 import pytest
 
 from nrsack.dashboard import app as APP, library as LIB
-from nrsack.generator import timelines_sctp
-from nrsack.generator.timeline import Step, write_pcap
-
-
-def nr04_capture(folder: Path) -> Path:
-    """Figure 4 with TSN 15 sent again after N:10;2-6 NR-acked it (rule NR-04)."""
-    timeline = timelines_sctp.sctp_nrsack_fig4()
-    steps = list(timeline.steps)
-    at = next(i for i, s in enumerate(steps) if s.label == "N:10;2-6")
-    steps.insert(at + 1, Step(steps[at].t_ms + 0.1, timelines_sctp.SENDER, timelines_sctp.RECEIVER, "DATA 15 rtx"))
-    timeline.steps = steps
-    return write_pcap(timeline, folder / "nr04-rtx-of-freed-data.pcap")
+from support.frames import nr04_capture
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@ hand from the figures) say, and which the real tshark 4.0 reads without a malfor
 
 import json
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 from scapy.layers.inet import IP, TCP
@@ -20,8 +19,8 @@ from nrsack.generator.layers import (
 )
 from nrsack.generator.timelines import write_all
 from support.tshark import Plugin, run_tshark
+from support.paths import SAMPLES
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample-pcaps"
 EXPECTED = sorted(SAMPLES.rglob("*.expected.json"))
 # Keys of an expected packet that describe it rather than a decoded value.
 DESCRIPTIVE = {"frame", "t_ms", "src", "dst", "label", "chunk", "retransmission"}
@@ -99,6 +98,7 @@ def _tshark(pcap, *args):
 CLEAN = [p for p in SAMPLES.rglob("*.pcap") if "broken" not in p.parts]
 
 
+@pytest.mark.tshark
 @pytest.mark.parametrize("pcap", CLEAN, ids=lambda p: p.name)
 def test_tshark_reads_clean_samples_without_malformed_marks(pcap):
     marked = _tshark(pcap, "-Y", "_ws.malformed or _ws.expert.group == 0x07000000",
@@ -106,6 +106,7 @@ def test_tshark_reads_clean_samples_without_malformed_marks(pcap):
     assert marked.split() == []
 
 
+@pytest.mark.tshark
 @pytest.mark.parametrize("expected_path", [p for p in EXPECTED if p.name.startswith("sctp-nrsack")],
                          ids=lambda p: p.name)
 def test_tshark_shows_the_intended_nr_sack_fields(expected_path):

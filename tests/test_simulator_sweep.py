@@ -55,6 +55,7 @@ def test_region_of_gain(table):
     assert small.loss_from.tolist() == [0.01] and small.loss_to.tolist() == [0.01]
 
 
+@pytest.mark.slow
 def test_dask_local_cluster_gives_the_serial_results():
     points = sw.grid(sndbufs=(8000,), losses=(0.02,), seeds=2, delay_ms=10.0, nbytes=200_000,
                      bandwidths_mbps=(20.0,))

@@ -35,6 +35,7 @@ def _trace(protocol, ack, n_paths, isn=None, loss=0.03):
     return simulate(cfg, receiver_trace=True)
 
 
+@pytest.mark.tshark
 @pytest.mark.parametrize("ack", ["sack", "nrsack"])
 @pytest.mark.parametrize("protocol,n_paths", PROTOCOLS)
 def test_tshark_reads_without_malformed_marks(tmp_path, protocol, n_paths, ack):
@@ -47,6 +48,7 @@ def test_tshark_reads_without_malformed_marks(tmp_path, protocol, n_paths, ack):
         assert len(tshark("-r", str(pcap)).splitlines()) == count == len(frames)
 
 
+@pytest.mark.tshark
 @pytest.mark.parametrize("protocol,ack", [("sctp", "sack"), ("sctp", "nrsack"), ("tcp", "sack"),
                                           ("tcp", "nrsack")])
 def test_compiled_writer_output_reads_cleanly(tmp_path, protocol, ack):
@@ -63,6 +65,7 @@ def _acks(trace):
     return [f for f in trace.sender if f[1] == ACK]
 
 
+@pytest.mark.tshark
 @pytest.mark.parametrize("ack", ["sack", "nrsack"])
 def test_sctp_fields_decode_to_the_model_values(tmp_path, ack):
     isn = 2**32 - 40  # TSNs wrap around
@@ -86,6 +89,7 @@ def test_sctp_fields_decode_to_the_model_values(tmp_path, ack):
         assert got == want
 
 
+@pytest.mark.tshark
 def test_tcp_and_mptcp_fields_decode_to_the_model_values(tmp_path):
     trace = _trace("tcp", "sack", 1, isn=2**32 - 5000)
     pcap = tmp_path / "t.pcap"

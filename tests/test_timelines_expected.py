@@ -4,13 +4,12 @@ blocking intervals = the runs of blocked, the ratios with their parts. A slip of
 number shows up here before it misleads a plugin or the analyzer."""
 
 import json
-from pathlib import Path
 
 import pytest
 
 from nrsack.generator import timelines_broken, timelines_cmt, timelines_fsack, timelines_mptcp, timelines_tcp
+from support.paths import SAMPLES
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample-pcaps"
 EXPECTED = [SAMPLES / t.options.get("subdir", "") / (t.name + ".expected.json")
             for module in (timelines_tcp, timelines_mptcp, timelines_fsack, timelines_cmt, timelines_broken)
             for t in (factory() for factory in module.TIMELINES)]

@@ -3,14 +3,13 @@ real tshark 4.0 sees them: good checksums, Wireshark's own fields carrying the v
 files (written by hand) say, and each broken vector's defect visible in Wireshark's own fields."""
 
 import json
-from pathlib import Path
 
 import pytest
 
 from nrsack.generator import notation_sctp, timelines_broken, timelines_cmt, timelines_fsack
 from support.tshark import Plugin, run_tshark
+from support.paths import SAMPLES
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample-pcaps"
 TIMELINES = [factory() for module in (timelines_fsack, timelines_cmt, timelines_broken)
              for factory in module.TIMELINES]
 SCTP_PCAPS = [SAMPLES / t.options.get("subdir", "") / (t.name + ".pcap")
@@ -46,6 +45,7 @@ def test_every_sctp_timeline_of_these_modules_is_written():
     assert all(p.exists() and p.with_suffix("").with_suffix(".expected.json").exists() for p in SCTP_PCAPS)
 
 
+@pytest.mark.tshark
 @pytest.mark.parametrize("pcap", SCTP_PCAPS, ids=lambda p: p.name)
 def test_sctp_checksums_are_right(pcap):
     """CRC32c verified by Wireshark on every frame (status 1 = good), broken vectors included."""
@@ -53,6 +53,7 @@ def test_sctp_checksums_are_right(pcap):
     assert rows and all(r["sctp.checksum.status"] == ["1"] for r in rows), rows
 
 
+@pytest.mark.tshark
 @pytest.mark.parametrize("name", ["fsack-multihomed", "cmt-sack", "cmt-nrsack"])
 def test_both_endpoints_are_dual_homed_and_frames_use_the_intended_paths(name):
     spec, pcap = expected(name)
@@ -66,6 +67,7 @@ def test_both_endpoints_are_dual_homed_and_frames_use_the_intended_paths(name):
             assert ints(row["sctp.supported_chunk_type"]) == packet["supported_extensions"]
 
 
+@pytest.mark.tshark
 @pytest.mark.parametrize("name", ["cmt-sack", "cmt-nrsack"])
 def test_tshark_shows_the_intended_sack_and_nr_sack_blocks(name):
     spec, pcap = expected(name)
@@ -84,6 +86,7 @@ def test_tshark_shows_the_intended_sack_and_nr_sack_blocks(name):
     assert seen == want
 
 
+@pytest.mark.tshark
 def test_fsack_procedure_as_wireshark_sees_it():
     """FSACK-INIT on the primary path; FSACK-ACKs with its timestamp on both return paths, the first
     65 ms after it (the FSACK-RTT-threshold); FSACK-COMPLETE names that path; every SACK uses it."""
@@ -118,6 +121,7 @@ def _finding_frames(name):
     return [f["frames"][-1] for f in spec["findings"]], pcap
 
 
+@pytest.mark.tshark
 def test_nr01_nr_sack_although_init_ack_lists_no_0x10():
     frames, pcap = _finding_frames("nr01-nrsack-without-negotiation")
     rows = tshark(pcap, "sctp.supported_chunk_type", "sctp.chunk_type")
@@ -135,12 +139,14 @@ def _nr_sack_tsns(pcap):
     return {r["frame"]: (tsns(r, "sctp.nr_sack_gap_block"), tsns(r, "sctp.nr_sack_nr_gap_block")) for r in rows}
 
 
+@pytest.mark.tshark
 def test_nr02_a_tsn_in_an_r_and_an_nr_block():
     frames, pcap = _finding_frames("nr02-overlapping-r-nr")
     overlapping = [f for f, (r, nr) in _nr_sack_tsns(pcap).items() if r & nr]
     assert overlapping == frames
 
 
+@pytest.mark.tshark
 def test_nr03_an_nr_acked_tsn_is_later_only_r_acked():
     spec, pcap = expected("nr03-revocation")
     (earlier, later), = [f["frames"] for f in spec["findings"]]
@@ -149,6 +155,7 @@ def test_nr03_an_nr_acked_tsn_is_later_only_r_acked():
     assert revoked == {13} and revoked <= blocks[later][0]
 
 
+@pytest.mark.tshark
 def test_nr05_start_after_end_and_a_count_the_length_cannot_hold():
     frames, pcap = _finding_frames("nr05-malformed-blocks")
     rows = {r["frame"]: r for r in tshark(pcap, "sctp.chunk_length", "sctp.nr_sack_number_of_gap_blocks",
@@ -162,6 +169,7 @@ def test_nr05_start_after_end_and_a_count_the_length_cannot_hold():
     assert 20 + 4 * (n_r[0] + n_nr[0]) != ints(row["sctp.chunk_length"])[0] == 24
 
 
+@pytest.mark.tshark
 def test_gen01_truncated_chunk_is_malformed_and_the_next_nr_sack_is_not():
     frames, pcap = _finding_frames("gen01-truncated-chunk")
     malformed = [r["frame"] for r in tshark(pcap, display_filter="_ws.malformed")]
@@ -170,6 +178,7 @@ def test_gen01_truncated_chunk_is_malformed_and_the_next_nr_sack_is_not():
     assert ints(after[0]["sctp.nr_sack_cumulative_tsn_ack"]) == [13]
 
 
+@pytest.mark.tshark
 def test_fs01_fsack_ack_timestamp_no_fsack_init_carried():
     frames, pcap = _finding_frames("fs01-unknown-timestamp")
     rows = tshark(pcap, "sctp.chunk_type", "sctp.chunk_value")

@@ -3,7 +3,6 @@ their expected files, written by hand from the papers' figures, say; the option 
 
 import json
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 from scapy.layers.inet import IP, TCP
@@ -20,8 +19,8 @@ from nrsack.generator.layers import (
     tcp_option_layers,
 )
 from support.tshark import Plugin, run_tshark
+from support.paths import SAMPLES
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample-pcaps"
 # The expected files of every TCP and MPTCP timeline the generator writes (broken vectors included).
 TCP_EXPECTED = [SAMPLES / t.options.get("subdir", "") / (t.name + ".expected.json")
                 for module in (timelines_tcp, timelines_mptcp, timelines_broken)
@@ -143,6 +142,7 @@ def test_dss_nr_blocks_without_data_ack_have_no_dsn_range():
         dss.nr_dsn_ranges()
 
 
+@pytest.mark.tshark
 @pytest.mark.parametrize("expected_path", CLEAN, ids=lambda p: p.name)
 def test_tshark_reads_without_malformed_or_error_marks(expected_path):
     expected = json.loads(expected_path.read_text())
@@ -152,6 +152,7 @@ def test_tshark_reads_without_malformed_or_error_marks(expected_path):
     assert marked == []
 
 
+@pytest.mark.tshark
 @pytest.mark.parametrize("expected_path", [p for p in CLEAN if p.name.startswith("tcp-")],
                          ids=lambda p: p.name)
 def test_tshark_shows_the_intended_tcp_sack_and_nr_sack_options(expected_path):
@@ -180,6 +181,7 @@ def test_tshark_shows_the_intended_tcp_sack_and_nr_sack_options(expected_path):
             assert exid == ""
 
 
+@pytest.mark.tshark
 @pytest.mark.parametrize("expected_path", [p for p in CLEAN if p.name.startswith("mptcp-")],
                          ids=lambda p: p.name)
 def test_tshark_shows_the_intended_mptcp_fields(expected_path):
@@ -232,6 +234,7 @@ def _edges(data):
             for i in range(0, len(body), 8)]
 
 
+@pytest.mark.tshark
 def test_tn01_nr_block_option_although_the_syn_ack_lacks_nr_sack_permitted():
     expected, rows = _broken("tn01-nr-option-without-permitted")
     (finding,) = expected["findings"]
@@ -239,6 +242,7 @@ def test_tn01_nr_block_option_although_the_syn_ack_lacks_nr_sack_permitted():
     assert [i + 1 for i, r in enumerate(rows[3:], 3) if r["exid"]] == finding["frames"][-1:]
 
 
+@pytest.mark.tshark
 def test_tn03_nr_acked_bytes_are_later_only_in_a_sack_block():
     expected, rows = _broken("tn03-revocation")
     ((earlier, later),) = [f["frames"] for f in expected["findings"]]
@@ -247,6 +251,7 @@ def test_tn03_nr_acked_bytes_are_later_only_in_a_sack_block():
     assert rows[later - 1]["exid"] == "" and sack[0] <= nr_block[0] < nr_block[1] <= sack[1]
 
 
+@pytest.mark.tshark
 def test_tn05_empty_block_block_below_the_ack_and_wrong_option_length():
     expected, rows = _broken("tn05-malformed-option")
     empty, below, wrong_length = (f["frames"][-1] for f in expected["findings"])
@@ -255,6 +260,7 @@ def test_tn05_empty_block_block_below_the_ack_and_wrong_option_length():
     assert "option length = 13 bytes" in rows[wrong_length - 1]["expert"]
 
 
+@pytest.mark.tshark
 def test_mn02_dss_flag_n_without_data_ack_and_a_count_the_length_cannot_hold():
     expected, rows = _broken("mn02-dss-n-without-data-ack")
     no_ack, bad_count = (f["frames"][-1] for f in expected["findings"])

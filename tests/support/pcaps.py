@@ -1,5 +1,5 @@
 """Small hand-built captures for the plugin tests, from raw chunk and option bytes per
-docs/wire-formats.md (used until, and beside, the lead's sample-pcaps/).
+docs/wire-formats.md: the shapes the sample captures do not hold (bad counts, odd lengths, edge values).
 
 Each builder returns Scapy packets with explicit capture times; `write` stores them as a pcap.
 """

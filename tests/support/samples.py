@@ -9,15 +9,14 @@ golden_sndbuf(pcap).
 """
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from support import tshark
+from support.paths import REPO, SAMPLES
 
-SAMPLES = Path(os.environ.get("NRSACK_SAMPLE_PCAPS", tshark.REPO / "sample-pcaps"))
-GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+GOLDEN = REPO / "tests" / "golden"
 PCAPS = sorted(p for p in SAMPLES.rglob("*.pcap*") if not p.name.endswith(".json"))
 
 # expected-file key -> nrsack field
