@@ -15,7 +15,7 @@ with it, alternating, `--repeat` times; the best wall time of each is kept and t
 `--compare-so` (repeatable) also times other builds of nrsack.so (say, of an earlier commit) in the same
 alternation, so a change's effect is measured under the same load as its baseline; `--mode` times one
 mode only.
-Goal (issue 3): at most +10% with the analysis on.
+Goal: at most +10% with the analysis on.
 """
 
 import argparse

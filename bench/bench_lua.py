@@ -14,7 +14,7 @@ scoreboard has gaps to track), cached in --work. Every run reads the whole captu
 build the tree, so both plugins really analyse every packet); the baseline is tshark without any
 plugin printing frame.number. Runs alternate baseline / C / Lua, each --repeat times; the median wall
 time and the median CPU time (user + system) are reported, with the Lua / C CPU ratio of each round.
-Goal (issue 4): Lua within 3x of C.
+Goal: Lua within 3x of C.
 """
 
 from __future__ import annotations

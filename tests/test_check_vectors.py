@@ -5,7 +5,6 @@ Each vector's findings (rule, frames, severity) are declared by hand in the time
 in its NAME.expected.json; the checker must report exactly those, no more, no fewer."""
 
 import json
-from pathlib import Path
 
 import pytest
 from scapy.layers.inet import IP, TCP
@@ -15,8 +14,8 @@ from scapy.utils import wrpcap
 from nrsack.analyzer import check
 from nrsack.analyzer.rules import REGISTRY
 from nrsack.generator import timelines_conformance as T
+from support.paths import SAMPLES
 
-SAMPLES = Path(__file__).resolve().parent.parent / "sample-pcaps"
 VECTORS = {t.name: t for t in (factory() for factory in T.TIMELINES)}
 
 
@@ -87,10 +86,15 @@ def broken_vector_findings(path):
 
 
 BROKEN = sample_expected("broken")
-if BROKEN:  # sample-pcaps/broken/ is another engineer's; no test (rather than a skip) until it lands
-    @pytest.mark.parametrize("path", BROKEN, ids=lambda p: p.name)
-    def test_broken_vectors_raise_exactly_their_findings(path):
-        broken_vector_findings(path)
+
+
+def test_the_broken_vectors_are_there():
+    assert len(BROKEN) >= 5, "sample-pcaps/broken/ lost its vectors"
+
+
+@pytest.mark.parametrize("path", BROKEN, ids=lambda p: p.name)
+def test_broken_vectors_raise_exactly_their_findings(path):
+    broken_vector_findings(path)
 
 
 def test_wrong_nr_option_length_is_tn05_not_gen01(tmp_path):
