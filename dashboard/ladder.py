@@ -1,7 +1,7 @@
 """The ladder view's rows: the packets of a time window in the papers' notation.
 
 Labels come from the analyzer's events and blocks tables, in the notation of the sample timelines
-(generator/notation_*.py): SCTP `DATA 11`, `DATA 11 rtx`, `S:10;2-3`, `N:10;2-4`, `N:10;R:2-3;NR:5-6`,
+(generator/timelines/notation_*.py): SCTP `DATA 11`, `DATA 11 rtx`, `S:10;2-3`, `N:10;2-4`, `N:10;R:2-3;NR:5-6`,
 `INIT ext=0x10`, `FSACK-INIT ts=...` (chunks of one packet joined with " + "); TCP `SYN nrsack=0x01`,
 `DATA 3`, `ACK 1 SACK 3-4 NR 5-5` (PDUs numbered from 1); MPTCP `S:7001 DSN:14001`,
 `A:7001 DA:14001 SACK:8401-9801 NR:5600-7000` (bytes relative to the ISN and IDSN). Retransmissions and lost data come from the
@@ -156,7 +156,7 @@ def tcp_numbering(analysis, summary, flow_rows) -> TcpNumbering:
 def tcp_label(event, blocks, n: TcpNumbering) -> str:
     """TCP: PDUs numbered from 1 (DATA k, ACK k SACK a-b NR a-b); MPTCP: bytes relative to the
     subflow ISN and the IDSN (S:seq DSN:dsn, A:ack DA:data_ack SACK:l-r NR:start-end), as
-    generator/notation_tcp.py writes them."""
+    generator/timelines/notation_tcp.py writes them."""
     flags = int(event["tcp_flags"]) if _given(event["tcp_flags"]) else 0
     side = int(event["side"])
     own = n.isn.get((event["path"], side), 0)

@@ -65,9 +65,9 @@ def test_later_segments_of_one_mapping_are_not_data_level_retransmissions(tmp_pa
 
 def test_revocation_across_the_tsn_wrap(tmp_path):
     """TSNs 4294967294, 4294967295, 0, 1: NR-acking 4294967295-0 and then only 4294967295 revokes TSN 0."""
-    from nrsack.generator import notation_sctp
-    from nrsack.generator.timeline import Step, Timeline, write_pcap
-    from nrsack.generator.timelines_conformance import SCTP_OPTIONS, sctp_handshake
+    from nrsack.generator.timelines import notation_sctp
+    from nrsack.generator.timelines.timeline import Step, Timeline, write_pcap
+    from nrsack.generator.timelines.conformance import SCTP_OPTIONS, sctp_handshake
 
     s, r = "192.0.2.1:5000", "198.51.100.1:5001"
     options = dict(SCTP_OPTIONS, initial_tsn={5000: 4294967294, 5001: 1})

@@ -1,4 +1,4 @@
-"""`nrsack check` on its conformance vectors (sample-pcaps/conformance/, generator/timelines_conformance.py),
+"""`nrsack check` on its conformance vectors (sample-pcaps/conformance/, generator/timelines/conformance.py),
 on every clean sample capture and on the broken vectors of sample-pcaps/broken/.
 
 Each vector's findings (rule, frames, severity) are declared by hand in the timeline module and stated
@@ -13,7 +13,7 @@ from scapy.utils import wrpcap
 
 from nrsack.analyzer import check
 from nrsack.analyzer.rules import REGISTRY
-from nrsack.generator import timelines_conformance as T
+from nrsack.generator.timelines import conformance as T
 from support.paths import SAMPLES
 
 VECTORS = {t.name: t for t in (factory() for factory in T.TIMELINES)}

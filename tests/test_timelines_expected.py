@@ -7,7 +7,9 @@ import json
 
 import pytest
 
-from nrsack.generator import timelines_broken, timelines_cmt, timelines_fsack, timelines_mptcp, timelines_tcp
+from nrsack.generator.timelines import (broken as timelines_broken, cmt as timelines_cmt,
+                                        fsack as timelines_fsack, mptcp as timelines_mptcp,
+                                        tcp as timelines_tcp)
 from support.paths import SAMPLES
 
 EXPECTED = [SAMPLES / t.options.get("subdir", "") / (t.name + ".expected.json")

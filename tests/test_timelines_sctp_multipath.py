@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from nrsack.generator import notation_sctp, timelines_broken, timelines_cmt, timelines_fsack
+from nrsack.generator.timelines import (notation_sctp, broken as timelines_broken, cmt as timelines_cmt,
+                                        fsack as timelines_fsack)
 from support.tshark import Plugin, run_tshark
 from support.paths import SAMPLES
 

@@ -8,7 +8,8 @@ import pytest
 from scapy.layers.inet import IP, TCP
 from scapy.utils import rdpcap
 
-from nrsack.generator import notation_tcp, timelines_broken, timelines_mptcp, timelines_tcp
+from nrsack.generator.timelines import (notation_tcp, broken as timelines_broken, mptcp as timelines_mptcp,
+                                        tcp as timelines_tcp)
 from nrsack.generator.layers import (
     MPTCPCapable,
     MPTCPDSS,

@@ -12,8 +12,8 @@ from scapy.layers.sctp import (SCTP, SCTPChunkCookieAck, SCTPChunkCookieEcho, SC
                                SCTPChunkInitAck, SCTPChunkParamStateCookie)
 from scapy.utils import RawPcapWriter
 
-from nrsack.generator import timelines_sctp
-from nrsack.generator.timeline import Step, write_pcap as write_timeline
+from nrsack.generator.timelines import sctp as timelines_sctp
+from nrsack.generator.timelines.timeline import Step, write_pcap as write_timeline
 
 from nrsack.generator.layers import (MPTCPDSS, MPTCPNRBlock, SCTPChunkFsackAck, SCTPChunkFsackComplete,
                                      SCTPChunkFsackInit, SCTPChunkNRSACK, TCPOptNRSack, TCPOptNRSackPermitted,

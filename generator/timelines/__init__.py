@@ -1,14 +1,17 @@
-"""Every timeline of sample-pcaps/, by name, and the function that writes them all."""
+"""The papers' timelines, replayed exactly: every timeline of sample-pcaps/ and the function that
+writes them all.
+
+timeline.py turns a Timeline (steps in the papers' notation) into frames and a pcap; notation_sctp.py
+and notation_tcp.py read the notation; one module per family of figures (sctp, tcp, mptcp, fsack,
+cmt), the deliberately broken vectors (broken) and the conformance vectors (conformance)."""
 
 from pathlib import Path
 
-from nrsack.generator import (timelines_broken, timelines_cmt, timelines_conformance, timelines_fsack, timelines_mptcp,
-                              timelines_sctp, timelines_tcp)
-from nrsack.generator.timeline import write_pcap
+from . import broken, cmt, conformance, fsack, mptcp, sctp, tcp
+from .timeline import write_pcap
 
 # Each module lists its timeline factories in TIMELINES; the pcap is named after the timeline.
-MODULES = [timelines_sctp, timelines_tcp, timelines_mptcp, timelines_fsack, timelines_cmt, timelines_broken,
-           timelines_conformance]
+MODULES = [sctp, tcp, mptcp, fsack, cmt, broken, conformance]
 
 
 def all_timelines():

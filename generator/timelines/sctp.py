@@ -5,8 +5,8 @@ Timing (docs/decisions.md): captured at the sender, one-way delay 50 ms, back-to
 apart, the receiver acks every arrival at once, the sender reacts 0.1 ms after an ack.
 """
 
-from nrsack.generator import notation_sctp
-from nrsack.generator.timeline import Step, Timeline
+from . import notation_sctp
+from .timeline import Step, Timeline
 
 SENDER = "192.0.2.1:5000"
 RECEIVER = "198.51.100.1:5001"

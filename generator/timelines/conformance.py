@@ -3,7 +3,7 @@ raise it on the stated frames, and a close-but-legal capture that must not (a re
 a revocation, a D-SACK below the ack is not TN-05, ...). They land in sample-pcaps/conformance/; vectors
 whose bytes are malformed on purpose (bad counts and lengths) in sample-pcaps/conformance/broken/.
 Pcaps: `nrsack generate timelines --out sample-pcaps`; expected files: `python -m
-nrsack.generator.timelines_conformance sample-pcaps`.
+nrsack.generator.timelines.conformance sample-pcaps`.
 
 A vector is a list of rows `(who, label[, mark])` in the papers' notation (notation_sctp, notation_tcp),
 sent 1 ms apart after the handshake, or `(t_ms, who, label[, mark])` at a given time. `who` names the
@@ -15,8 +15,8 @@ otherwise (docs/decisions.md, Timelines).
 
 from functools import partial
 
-from nrsack.generator import notation_sctp, notation_tcp
-from nrsack.generator.timeline import Step, Timeline
+from . import notation_sctp, notation_tcp
+from .timeline import Step, Timeline
 
 SUBDIR = "conformance"
 SOURCE = "nrsack conformance vector for docs/rules.md"
@@ -297,7 +297,7 @@ def write_expected(out_dir):
     return paths
 
 
-if __name__ == "__main__":  # python -m nrsack.generator.timelines_conformance sample-pcaps
+if __name__ == "__main__":  # python -m nrsack.generator.timelines.conformance sample-pcaps
     import sys
 
     for written in write_expected(sys.argv[1] if len(sys.argv) > 1 else "sample-pcaps"):

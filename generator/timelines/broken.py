@@ -3,9 +3,8 @@ plugins' expert info and `nrsack check`. Each is tiny: a handshake and a few pac
 timing and endpoints of the clean timelines. Written to sample-pcaps/broken/.
 """
 
-from nrsack.generator import notation_sctp, notation_tcp, timelines_fsack, timelines_mptcp, timelines_tcp
-from nrsack.generator import timelines_sctp as sctp
-from nrsack.generator.timeline import Step, Timeline
+from . import fsack, mptcp, notation_sctp, notation_tcp, sctp, tcp
+from .timeline import Step, Timeline
 
 BROKEN = {"subdir": "broken"}
 
@@ -65,12 +64,12 @@ def gen01_truncated_chunk():
 # --- FSACK -----------------------------------------------------------------------------------
 
 def fs01_unknown_timestamp():
-    ts = timelines_fsack.sender_clock_ms(200.0)
-    rows = timelines_fsack.handshake() + timelines_fsack.fsack_path_setup() + [
+    ts = fsack.sender_clock_ms(200.0)
+    rows = fsack.handshake() + fsack.fsack_path_setup() + [
         # A third FSACK-ACK whose timestamp no FSACK-INIT carried.
-        (291.0, timelines_fsack.RECEIVER_1, timelines_fsack.SENDER_1, "FSACK-ACK ts=%d" % (ts + 500)),
+        (291.0, fsack.RECEIVER_1, fsack.SENDER_1, "FSACK-ACK ts=%d" % (ts + 500)),
     ]
-    return timelines_fsack.timeline("fs01-unknown-timestamp", "FS-01: FSACK-ACK with an unknown timestamp",
+    return fsack.timeline("fs01-unknown-timestamp", "FS-01: FSACK-ACK with an unknown timestamp",
                                     rows, **BROKEN)
 
 
@@ -83,12 +82,12 @@ def _permitted(flags):
 def _tcp(name, source, syn, syn_ack, acks):
     """Handshake with the given NR-SACK-Permitted flags (None: absent), PDUs 1-4 1 ms apart from
     t = 200 (PDU 2 lost), then the receiver's acks as (t, label)."""
-    a, b = timelines_tcp.SENDER, timelines_tcp.RECEIVER
+    a, b = tcp.SENDER, tcp.RECEIVER
     rows = [(0.0, a, b, "SYN" + _permitted(syn)), (100.0, b, a, "SYN-ACK" + _permitted(syn_ack)),
             (100.1, a, b, "ACK")]
     rows += [(200.0 + i, a, b, "DATA %d" % k) for i, k in enumerate(range(1, 5))]
     rows += [(t, b, a, label) for t, label in acks]
-    return _timeline(name, source, notation_tcp, timelines_tcp.OPTIONS, rows)
+    return _timeline(name, source, notation_tcp, tcp.OPTIONS, rows)
 
 
 def tn01_nr_option_without_permitted():
@@ -111,7 +110,7 @@ def tn05_malformed_option():
 # --- MPTCP -----------------------------------------------------------------------------------
 
 def mn02_dss_n_without_data_ack():
-    server, client = timelines_mptcp.SERVER, timelines_mptcp.CLIENT_1
+    server, client = mptcp.SERVER, mptcp.CLIENT_1
     rows = [(0.0, client, server, "SYN MPC nrsack=0x02"), (0.1, server, client, "SYN-ACK MPC nrsack=0x02"),
             (100.1, client, server, "ACK MPC")]
     rows += [(200.0 + i, server, client, "S:%d DSN:%d" % (1 + 1400 * i, 1 + 1400 * i)) for i in range(4)]
@@ -120,7 +119,7 @@ def mn02_dss_n_without_data_ack():
              (302.0, client, server, "A:1401 DA:1401 SACK:2801-4201 NR:1400-2800 noack"),
              (303.0, client, server, "A:1401 DA:1401 SACK:2801-5601 NR:1400-4200 nrcount=2")]
     return _timeline("mn02-dss-n-without-data-ack", "MN-02: DSS flag N without DATA ACK; NR count vs length",
-                     notation_tcp, timelines_mptcp.OPTIONS, rows)
+                     notation_tcp, mptcp.OPTIONS, rows)
 
 
 TIMELINES = [

@@ -6,8 +6,8 @@ apart, the receiver acks every arrival at once, the sender reacts 0.1 ms after a
 buffers limit the sender (the figure names no cwnd); fast retransmit on the third duplicate ack.
 """
 
-from nrsack.generator import notation_tcp
-from nrsack.generator.timeline import Step, Timeline
+from . import notation_tcp
+from .timeline import Step, Timeline
 
 SENDER = "192.0.2.1:40000"
 RECEIVER = "198.51.100.1:5001"

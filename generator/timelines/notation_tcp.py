@@ -51,7 +51,7 @@ from nrsack.generator.layers import (
     TCPOptNRSackPermitted,
     tcp_option,
 )
-from nrsack.generator.timeline import split_endpoint
+from .timeline import split_endpoint
 
 NOP = ("NOP", None)
 

@@ -8,8 +8,8 @@ with a one-way delay of 45 ms in both directions (the paper's value), the lower 
 1 ms apart, the receiver answers at once, the sender reacts 0.1 ms after an arrival.
 """
 
-from nrsack.generator import notation_sctp
-from nrsack.generator.timeline import DEFAULT_EPOCH_S, Step, Timeline
+from . import notation_sctp
+from .timeline import DEFAULT_EPOCH_S, Step, Timeline
 
 SENDER_1, SENDER_2 = "192.0.2.1:5000", "192.0.2.2:5000"
 RECEIVER_1, RECEIVER_2 = "198.51.100.1:5001", "198.51.100.2:5001"

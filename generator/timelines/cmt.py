@@ -10,8 +10,8 @@ receiver acks every arrival at once to the address the DATA came from. Both path
 delay of 50 ms; captured at the sender; the sender reacts 0.1 ms after an ack.
 """
 
-from nrsack.generator import notation_sctp
-from nrsack.generator.timeline import Step, Timeline
+from . import notation_sctp
+from .timeline import Step, Timeline
 
 PATH_1 = ("192.0.2.1:5000", "198.51.100.1:5001")
 PATH_2 = ("192.0.2.2:5000", "198.51.100.2:5001")

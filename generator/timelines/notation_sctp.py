@@ -32,7 +32,7 @@ from nrsack.generator.layers import (
     address_parameter,
     supported_extensions,
 )
-from nrsack.generator.timeline import split_endpoint
+from .timeline import split_endpoint
 
 COOKIE = b"nrsack-cookie-0123456789abcdef"
 

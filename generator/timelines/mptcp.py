@@ -9,8 +9,8 @@ bottlenecks), the receiver acks every arrival at once, the sender reacts 0.1 ms 
 Labels keep the figure's relative numbers (S, A, DSN, DA); the wire adds the ISNs and IDSNs.
 """
 
-from nrsack.generator import notation_tcp
-from nrsack.generator.timeline import Step, Timeline
+from . import notation_tcp
+from .timeline import Step, Timeline
 
 SERVER = "198.51.100.10:5001"
 CLIENT_1 = "192.0.2.1:40001"  # wired: subflow 1
