@@ -12,10 +12,11 @@ def generate():
 @click.option("--out", "out_dir", default="sample-pcaps", show_default=True,
               type=click.Path(file_okay=False), help="Folder to write the pcaps into.")
 def timelines(out_dir):
-    """Write the papers' timelines (and the broken vectors) as pcaps, byte for byte reproducibly."""
-    from nrsack.generator.timelines import write_all
+    """Write the papers' timelines (and the broken and conformance vectors) as pcaps, byte for byte
+    reproducibly, with the conformance vectors' expected files (made from the vectors themselves)."""
+    from nrsack.generator.timelines import conformance, write_all
 
-    for path in write_all(out_dir):
+    for path in write_all(out_dir) + conformance.write_expected(out_dir):
         click.echo(str(path))
 
 

@@ -2,8 +2,8 @@
 raise it on the stated frames, and a close-but-legal capture that must not (a reordered old ack is not
 a revocation, a D-SACK below the ack is not TN-05, ...). They land in sample-pcaps/conformance/; vectors
 whose bytes are malformed on purpose (bad counts and lengths) in sample-pcaps/conformance/broken/.
-Pcaps: `nrsack generate timelines --out sample-pcaps`; expected files: `python -m
-nrsack.generator.timelines.conformance sample-pcaps`.
+`nrsack generate timelines --out sample-pcaps` writes the pcaps and, from these vectors, their expected
+files.
 
 A vector is a list of rows `(who, label[, mark])` in the papers' notation (notation_sctp, notation_tcp),
 sent 1 ms apart after the handshake, or `(t_ms, who, label[, mark])` at a given time. `who` names the
@@ -295,10 +295,3 @@ def write_expected(out_dir):
         path.write_text(json.dumps(expected_file(timeline), indent=1) + "\n")
         paths.append(path)
     return paths
-
-
-if __name__ == "__main__":  # python -m nrsack.generator.timelines.conformance sample-pcaps
-    import sys
-
-    for written in write_expected(sys.argv[1] if len(sys.argv) > 1 else "sample-pcaps"):
-        print(written)
