@@ -227,10 +227,14 @@ static int push(Sim *s, i64 t, i64 kind, i64 a, i64 b) {
     Ev e = {t, ++s->seq, kind, a, b};
     return heap_push(&s->ev, e);
 }
+static int blocked(const Params *P, i64 rtxq) {  /* model.py's _blocked */
+    if (!P->chunk_header) return P->sndbuf - rtxq < P->S;
+    return P->sndbuf - (rtxq + P->S - 1) / P->S * P->window_unit < P->window_unit;
+}
 static void truth(Sim *s, i64 frame, i64 now, int is_ack) {
     i64 rs = s->sent_bytes - s->dcum_bytes, rn = rs - s->nr_bytes, r = s->P->nr ? rn : rs;
     i64 row[9] = {frame, now, is_ack, rs, rn, s->sacked_bytes, s->nr_bytes,
-                  s->P->sndbuf - r < s->P->S, s->gap_open};
+                  blocked(s->P, r), s->gap_open};
     for (int i = 0; i < 9; i++) TRY(vpush(&s->o->truth, row[i]));
 }
 static void cwnd_changed(Sim *s, i64 now) {

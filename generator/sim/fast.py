@@ -71,7 +71,8 @@ def library():
     lib = ctypes.CDLL(str(_installed_path()))
     lib.fastsim_run.restype = ctypes.c_int
     lib.fastsim_run.argtypes = [ctypes.POINTER(Params), ctypes.c_void_p, ctypes.c_void_p,
-                                ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
+                                ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                 ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int,
                                 ctypes.POINTER(Out)]
     lib.fastsim_free.argtypes = [ctypes.POINTER(Out)]
@@ -130,7 +131,8 @@ def run(sim):
     out = Out()
     try:
         err = lib.fastsim_run(ctypes.byref(params), first_draw.ctypes.data, draws.ctypes.data,
-                              len(draws), ack_draws.ctypes.data, len(ack_draws), drop.ctypes.data, ctrl_t.ctypes.data,
+                              len(draws), ack_draws.ctypes.data, len(ack_draws),
+                              drop.ctypes.data, ctrl_t.ctypes.data,
                               ctrl_name.ctypes.data, ctrl_side.ctypes.data, len(ctrl_t), ready_t,
                               int(sim.record_receiver), ctypes.byref(out))
         if err:

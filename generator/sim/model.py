@@ -80,6 +80,9 @@ class SimConfig:
             if not self.duration_s > 0:
                 raise ValueError(f"duration must be positive, got {self.duration_s}")
             object.__setattr__(self, "max_time_s", float(self.duration_s))
+            # data always waiting: more than the paths can carry in that time
+            capacity = sum(p.bandwidth_bps for p in self.paths) * self.duration_s / 8
+            object.__setattr__(self, "total_bytes", int(capacity) + self.payload)
         if self.protocol not in PROTOCOLS:
             raise ValueError(f"protocol must be one of {PROTOCOLS}, not {self.protocol!r}")
         if self.ack not in ACKS:
@@ -319,7 +322,14 @@ class Simulation:
         rtxq_nr = rtxq_sack - self.nr_bytes
         rtxq = rtxq_nr if self.nr else rtxq_sack
         self.trace.rtxq.append((frame_index, now, is_ack, rtxq_sack, rtxq_nr, self.sacked_bytes,
-                                self.nr_bytes, self.cfg.sndbuf - rtxq < self.S, self.gap_open))
+                                self.nr_bytes, self._blocked(rtxq), self.gap_open))
+
+    def _blocked(self, rtxq):
+        """metrics.md's B - rtxq < S; a profile whose window counts DATA chunks (decision 29):
+        the next full chunk does not fit beside the chunks in the RtxQ."""
+        if not self.prof.chunk_header_bytes:
+            return self.cfg.sndbuf - rtxq < self.S
+        return self.cfg.sndbuf - -(-rtxq // self.S) * self.window_unit < self.window_unit
 
     def _cwnd_changed(self, now, p):
         self.trace.cwnd.append((now, p, self.cwnd[p], self.ssthresh[p]))
@@ -495,7 +505,7 @@ class Simulation:
             rtxq_sack = self.sent_bytes - self.dcum_bytes
             rtxq_nr = rtxq_sack - self.nr_bytes
             tr.rtxq.append((len(sender) - 1, now, False, rtxq_sack, rtxq_nr, self.sacked_bytes,
-                            self.nr_bytes, self.cfg.sndbuf - (rtxq_nr if self.nr else rtxq_sack) < self.S,
+                            self.nr_bytes, self._blocked(rtxq_nr if self.nr else rtxq_sack),
                             self.gap_open))
         self.n_data_packets += 1
         self.flight[p] += sz

@@ -12,11 +12,12 @@ GAIN_THRESHOLD_PCT = 5.0  # metrics.md: x = 5 % by default, as in the papers
 
 def point(protocol="sctp", ack="sack", sndbuf=32768, loss=0.01, bandwidth_mbps=100.0,
           delay_ms=45.0, nbytes=1_000_000, seed=1, paths=1, payload=1000, loss_model="bernoulli",
-          burst=2.0):
+          burst=2.0, profile="rfc", ack_loss=0.0, duration_s=None):
     """One simulation as a plain dict (picklable for Dask workers)."""
     return dict(protocol=protocol, ack=ack, sndbuf=sndbuf, loss=loss, bandwidth_mbps=bandwidth_mbps,
                 delay_ms=delay_ms, bytes=nbytes, seed=seed, paths=paths, payload=payload,
-                loss_model=loss_model, burst=burst)
+                loss_model=loss_model, burst=burst, profile=profile, ack_loss=ack_loss,
+                duration_s=duration_s)
 
 
 def config_of(pt):
@@ -26,10 +27,11 @@ def config_of(pt):
     else:
         losses = [0.0008] * (pt["paths"] - 1) + [pt["loss"]]
     paths = tuple(PathConfig(bandwidth_bps=pt["bandwidth_mbps"] * 1e6, delay_s=pt["delay_ms"] / 1e3,
-                             loss=x) for x in losses)
+                             loss=x, ack_loss=pt.get("ack_loss", 0.0)) for x in losses)
     return SimConfig(protocol=pt["protocol"], ack=pt["ack"], sndbuf=pt["sndbuf"],
                      total_bytes=pt["bytes"], paths=paths, seed=pt["seed"], payload=pt["payload"],
-                     loss_model=pt["loss_model"], burst=pt["burst"])
+                     loss_model=pt["loss_model"], burst=pt["burst"],
+                     profile=pt.get("profile", "rfc"), duration_s=pt.get("duration_s"))
 
 
 def run_point(pt):
@@ -62,7 +64,7 @@ def run(points, scheduler=None, workers=None, serial=False):
     return pd.DataFrame(results)
 
 
-KEYS = ["protocol", "sndbuf", "bandwidth_mbps", "delay_ms", "loss"]
+KEYS = ["profile", "protocol", "sndbuf", "bandwidth_mbps", "delay_ms", "loss"]
 
 
 def gain_table(runs):
@@ -96,7 +98,8 @@ def regions_of_gain(table, x=GAIN_THRESHOLD_PCT):
     """Per send buffer (and bandwidth, delay): the loss-rate intervals [a, b] over which the mean
     gain is at least x %, as runs of consecutive grid points."""
     rows = []
-    for key, part in table.groupby(["protocol", "sndbuf", "bandwidth_mbps", "delay_ms"]):
+    group = ["profile", "protocol", "sndbuf", "bandwidth_mbps", "delay_ms"]
+    for key, part in table.groupby(group):
         part = part.sort_values("loss")
         run = []
         for loss, gain in zip(part.loss, part.gain_pct):
@@ -108,7 +111,6 @@ def regions_of_gain(table, x=GAIN_THRESHOLD_PCT):
             run = []
         if run:
             rows.append((*key, run[0], run[-1]))
-        if not any(r[:4] == key for r in rows):
+        if not any(r[:len(group)] == key for r in rows):
             rows.append((*key, np.nan, np.nan))
-    return pd.DataFrame(rows, columns=["protocol", "sndbuf", "bandwidth_mbps", "delay_ms",
-                                       "loss_from", "loss_to"])
+    return pd.DataFrame(rows, columns=group + ["loss_from", "loss_to"])
