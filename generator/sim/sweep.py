@@ -48,20 +48,36 @@ def grid(protocol="sctp", sndbufs=(8192, 32768, 65536), losses=(0.0, 0.01), seed
             for s in range(1, seeds + 1) for ack in ("sack", "nrsack")]
 
 
-def run(points, scheduler=None, workers=None, serial=False):
-    """Run every point: serially, on a local Dask cluster, or on the cluster at `scheduler`."""
+def run(points, scheduler=None, workers=None, serial=False, progress=None):
+    """Run every point: serially, on a local Dask cluster, or on the cluster at `scheduler`.
+    progress: called once per finished point (for a progress bar)."""
     if serial:
-        return pd.DataFrame([run_point(p) for p in points])
+        results = []
+        for p in points:
+            results.append(run_point(p))
+            if progress:
+                progress()
+        return pd.DataFrame(results)
     from dask.distributed import Client, LocalCluster
 
     if scheduler:
         with Client(scheduler) as client:
-            results = client.gather(client.map(run_point, points, pure=False))
+            results = _gather(client, points, progress)
     else:
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                           dashboard_address=None) as cluster, Client(cluster) as client:
-            results = client.gather(client.map(run_point, points, pure=False))
+            results = _gather(client, points, progress)
     return pd.DataFrame(results)
+
+
+def _gather(client, points, progress):
+    from dask.distributed import as_completed
+
+    futures = client.map(run_point, points, pure=False)
+    if progress:
+        for _ in as_completed(futures):
+            progress()
+    return client.gather(futures)  # in the points' order, whatever order they finished in
 
 
 KEYS = ["profile", "protocol", "sndbuf", "bandwidth_mbps", "delay_ms", "loss"]
