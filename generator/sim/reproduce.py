@@ -104,7 +104,7 @@ def no_gain_without_loss(table):
     if lossless.empty:
         return "not run", "not run"
     worst = float(lossless.gain_pct.abs().max())
-    return f"|gain| <= {worst:.2f} %", "holds" if worst < 0.5 else f"differs by {worst:.1f} pp"
+    return f"largest gain {worst:.2f} %", "holds" if worst < 0.5 else f"differs by {worst:.1f} pp"
 
 
 def region_statement(sndbuf, starts_by=None, ends_within=None, inside=None, ends_at_least=None,
