@@ -182,6 +182,10 @@ class Simulation:
         self.grow_margin = 1 if prof.grow_when_flight_reached_cwnd else cfg.payload
         self.window_unit = chunk_bytes(cfg.payload, prof.chunk_header_bytes)
         self.burst = None  # packets still allowed at this moment under Max.Burst (None: no limit)
+        # CMT's delayed-ack algorithm (DAC): SACKs delayed even while gaps remain, each carrying the
+        # number of packets it acks, which the sender may count as that many miss indications
+        self.dac = self.cmt and prof.cmt_delayed_ack
+        self.ack_packets = {}  # id(ack) -> packets it acks, while the ack is on its way (DAC)
         P = self.P = len(cfg.paths)
         self.delay = [int(round(p.delay_s * NS)) for p in cfg.paths]
         self.ns_per_byte = [8 * NS / p.bandwidth_bps for p in cfg.paths]
@@ -602,10 +606,11 @@ class Simulation:
         if self.dcum >= self.n:
             tr.done_ns = now
         # transport level: congestion control and loss recovery
+        packets = self.ack_packets.pop(id(ack), 1) if self.dac else 1
         if self.mptcp:
             self._transport_ack(now, self.spaces[p], scum, sblocks)
         elif not stale:
-            self._transport_ack(now, self.spaces[0], cum, blocks)
+            self._transport_ack(now, self.spaces[0], cum, blocks, packets)
         self._try_send(now)
         self.burst = None
 
@@ -630,7 +635,7 @@ class Simulation:
                     if u >= dcum:
                         self._data_sacked(u, u + 1, False)
 
-    def _transport_ack(self, now, sp, cum, blocks):
+    def _transport_ack(self, now, sp, cum, blocks, packets=1):
         if cum < sp.cum:
             return  # stale at this level (RFC 9260 6.2.1 drops it)
         flags, upath, txt, flight = self.flags, self.upath, self.txt, self.flight
@@ -641,6 +646,7 @@ class Simulation:
         earliest = [self._earliest_outstanding(q) for q in range(P)]
         newly_bytes = [0] * P
         newly_max = [-1] * P  # highest space index newly acked, per path
+        newly_min = [-1] * P  # lowest, for CMT's DAC
         rtt_unit = [None] * P
         cum_advanced = cum > sp.cum
         holes = sp.holes
@@ -657,6 +663,8 @@ class Simulation:
                         flight[q] -= sz
                     newly_bytes[q] += sz
                     newly_max[q] = i
+                    if newly_min[q] < 0:
+                        newly_min[q] = i
                     if txt[u] >= 0:
                         rtt_unit[q] = u
                 flags[u] = (f | ACKED) & ~(INFL | LOST)
@@ -682,6 +690,8 @@ class Simulation:
                     newly_bytes[q] += sz
                     if i > newly_max[q]:
                         newly_max[q] = i
+                    if newly_min[q] < 0 or i < newly_min[q]:
+                        newly_min[q] = i
                     if txt[u] >= 0:
                         rtt_unit[q] = u
                     holes.discard(u)
@@ -701,10 +711,14 @@ class Simulation:
             sidx = self.sidx
             in_fr = [self.sctp_like and cum_advanced and rec is not None and rec[0] == "fast"
                      for rec in self.in_recovery]  # as the ack arrived
+            # DAC (sctp-cmt.cc ~3071-3095): an ack of one path's data that all lies above the hole
+            # counts as many misses as the packets it acks
+            dac_paths = sum(1 for b in newly_bytes if b) if self.dac else 0
             for u in sorted(holes):
                 q = upath[u]
                 if sidx[u] < marker[q] or in_fr[q]:
-                    m = self.miss.get(u, 0) + 1
+                    step = packets if dac_paths == 1 and newly_min[q] > sidx[u] else 1
+                    m = self.miss.get(u, 0) + step
                     if m >= 3:
                         self.miss.pop(u, None)
                         self._fast_retransmit(now, sp, u, q)
@@ -820,8 +834,9 @@ class Simulation:
                 sset.add(i, i + 1)
         gaps_after = bool(rset) or (self.mptcp and bool(self.sset[p]))
         # RFC 9260 6.7 / RFC 5681 4.2: at once on out-of-order data; the packet that fills the
-        # last gap at once too, unless the profile acks it by the delayed-ack rule (ns-2)
-        if dup or gaps_after or (gaps_before and not self.prof.gap_filler_delayed):
+        # last gap at once too, unless the profile acks it by the delayed-ack rule (ns-2); CMT's
+        # DAC delays every ack but a duplicate's
+        if dup or (not self.dac and (gaps_after or (gaps_before and not self.prof.gap_filler_delayed))):
             self._send_ack(now, p, u)
             return
         self._delayed_ack(now, p, u, space)
@@ -839,6 +854,7 @@ class Simulation:
 
     def _send_ack(self, now, p, latest=None):
         space = p if self.mptcp else 0
+        packets = max(self.ack_pending[space], 1)
         self.ack_pending[space] = 0
         self.delack_armed[space] = False
         proto = self.cfg.protocol
@@ -867,6 +883,8 @@ class Simulation:
             self.trace.receiver.append((now, ACK, p, ack, None))
         if self.ack_loss[p] > 0.0 and self._uniform(p, acks=True) < self.ack_loss[p]:
             return  # lost on the way back (the receiver's capture still saw it leave)
+        if self.dac:
+            self.ack_packets[id(ack)] = packets
         self._push(now + self.delay[p], EV_ACK_ARRIVAL, p, ack)
 
 

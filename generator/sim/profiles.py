@@ -25,6 +25,9 @@ class Profile:
     grow_when_flight_reached_cwnd: bool = False
     # the highest-newly-acked marker of the miss indications is kept from one ack to the next
     persistent_htna: bool = False
+    # CMT only (Python engine): the receiver delays SACKs even while gaps remain and reports how
+    # many packets each acks; the sender counts misses by that number (CMT's DAC algorithm)
+    cmt_delayed_ack: bool = False
     initial_cwnd_packets: int = 4
     rto_initial_s: float = 1.0
     rto_min_s: float = 1.0
@@ -35,7 +38,8 @@ PROFILES = {
     "rfc": Profile(name="rfc"),
     "ns2": Profile(name="ns2", gap_filler_delayed=True, max_burst=4, chunk_header_bytes=16,
                    send_while_below_cwnd=True, grow_when_flight_reached_cwnd=True,
-                   persistent_htna=True, initial_cwnd_packets=2, rto_initial_s=3.0),
+                   persistent_htna=True, cmt_delayed_ack=True, initial_cwnd_packets=2,
+                   rto_initial_s=3.0),
 }
 
 

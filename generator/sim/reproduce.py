@@ -43,12 +43,15 @@ class Figure:
     grid: object  # (profile, seeds, quick, nbytes) -> sweep points
     statements: tuple
     right_axis: tuple = ()  # curves drawn on a secondary gain axis, as the paper does (Fig. 7's 8K)
+    bytes_scale: int = 1  # longer transfers, for loss rates so low that 10 MB would see no loss
 
 
-def _points(profile, seeds, nbytes, losses, sndbufs=(32768,), bandwidths=(100.0,), delays=(45.0,)):
+def _points(profile, seeds, nbytes, losses, sndbufs=(32768,), bandwidths=(100.0,), delays=(45.0,),
+            protocol="sctp", paths=1):
+    """The sweep points of one profile: SACK and NR-SACK runs over the grid, paired by seed."""
     return [pt for d in delays for pt in sw.grid(
-        protocol="sctp", sndbufs=sndbufs, losses=losses, seeds=seeds, bandwidths_mbps=bandwidths,
-        delay_ms=d, nbytes=nbytes, payload=PAYLOAD, profile=profile)]
+        protocol=protocol, sndbufs=sndbufs, losses=losses, seeds=seeds, bandwidths_mbps=bandwidths,
+        delay_ms=d, nbytes=nbytes, payload=PAYLOAD, profile=profile, paths=paths)]
 
 
 def _curve(table, **where):
@@ -292,6 +295,99 @@ FIGURES = {
 }
 
 
+FIG12_LOSSES = (0.0, 0.00003, 0.00006, 0.0001, 0.0002, 0.0003, 0.0005, 0.00095, 0.002, 0.005)
+FIG12_QUICK = (0.00003, 0.0003, 0.002)
+
+
+def smaller_buffer_matches_larger(small, large):
+    """Fig. 13: NR-SACKs with the smaller buffer at least match SACKs with the larger one."""
+    def judge(table):
+        nr = _curve(table, sndbuf=small).set_index("loss")
+        sack = _curve(table, sndbuf=large).set_index("loss")
+        both = nr.join(sack, lsuffix="_nr", rsuffix="_sack", how="inner")
+        both = both[both.index > 0]
+        behind = both[both.T_nr_mbps_nr + both.T_nr_std_nr < both.T_sack_mbps_sack - both.T_sack_std_sack]
+        ahead = int((both.T_nr_mbps_nr >= both.T_sack_mbps_sack).sum())
+        value = f"NR {small // 1024}K >= SACK {large // 1024}K at {ahead} of {len(both)} loss rates"
+        if behind.empty:
+            return value, "holds"
+        return value, "differs at " + ", ".join(_pct(x) for x in behind.index)
+    return judge
+
+
+FIGURES_SCTP_1G = {
+    "12": Figure(
+        key="12", title="SCTP gain, 1 Gbit/s, 5 ms, send buffers 64K / 128K / 256K", curve="sndbuf",
+        grid=lambda prof, seeds, quick, nbytes: _points(
+            prof, seeds, nbytes, FIG12_QUICK if quick else FIG12_LOSSES,
+            sndbufs=(65536, 131072, 262144), bandwidths=(1000.0,), delays=(5.0,)),
+        statements=(
+            Statement("128K region of gain (Fig. 12)", "[0.004 %, 0.095 %]",
+                      region_statement(131072, starts_by=0.00008, ends_at_least=0.0005)),
+            Statement("128K gain at 0.03 % loss (Fig. 12)", "~14 %", gain_at(0.0003, 14.0, sndbuf=131072)),
+            Statement("256K region of gain (Fig. 12)", "[0.003 %, 0.012 %]",
+                      region_statement(262144, starts_by=0.00006, ends_at_least=0.0001)),
+            Statement("256K peak gain (Fig. 12)", "~7 %", peak_statement(262144, paper=7.0)),
+            Statement("peak grows as the send buffer shrinks (Fig. 12)", "64K > 128K > 256K",
+                      grows_as_buffer_shrinks),
+            Statement("NR-SACKs never worse than SACKs on average (Fig. 12)", "holds", never_worse),
+        ), bytes_scale=10),
+    "13": Figure(
+        key="13", title="SCTP, 1 Gbit/s, 5 ms: NR-SACK 230K vs SACK 256K", curve="sndbuf",
+        grid=lambda prof, seeds, quick, nbytes: _points(
+            prof, seeds, nbytes, FIG12_QUICK if quick else FIG12_LOSSES,
+            sndbufs=(235520, 262144), bandwidths=(1000.0,), delays=(5.0,)),
+        statements=(
+            Statement("NR-SACK with 230K matches or beats SACK with 256K (Fig. 13)",
+                      "every loss rate", smaller_buffer_matches_larger(235520, 262144)),
+        ), bytes_scale=10),
+}
+FIGURES.update(FIGURES_SCTP_1G)
+
+FIG14_LOSSES = (0.0008, 0.015, 0.035, 0.085)  # path 2; path 1 loses 0.08 % (the paper's set-up)
+
+
+def gain_grows_with_path2_loss(table):
+    """Fig. 14: for every send buffer and delay, the gain rises with path 2's loss rate (a drop
+    within the seeds' spread is not counted against it)."""
+    falls = []
+    for (b, d), part in table.groupby(["sndbuf", "delay_ms"]):
+        part = part.sort_values("loss")
+        g, s = part.gain_pct.tolist(), part.gain_pct_std.tolist()
+        if any(g[i + 1] < g[i] - max(s[i], s[i + 1], 1.0) for i in range(len(g) - 1)):
+            falls.append(f"{b // 1024}K/{d:g} ms")
+    value = f"{table.groupby(['sndbuf', 'delay_ms']).ngroups - len(falls)} of " \
+            f"{table.groupby(['sndbuf', 'delay_ms']).ngroups} curves rise"
+    return value, "holds" if not falls else "differs: " + ", ".join(falls)
+
+
+def smaller_buffer_more_gain(table):
+    wide = table.pivot_table(index=["delay_ms", "loss"], columns="sndbuf", values="gain_pct")
+    small, large = wide.columns.min(), wide.columns.max()
+    ahead = int((wide[small] >= wide[large]).sum())
+    value = f"{small // 1024}K ahead at {ahead} of {len(wide)} points"
+    return value, "holds" if ahead == len(wide) else f"differs at {len(wide) - ahead} points"
+
+
+FIGURES["14"] = Figure(
+    key="14", title="CMT gain, 2 paths of 100 Mbit/s, path 1 loss 0.08 %", curve=("sndbuf", "delay_ms"),
+    grid=lambda prof, seeds, quick, nbytes: [
+        pt for b in (131072, 262144) for pt in _points(
+            prof, seeds, nbytes, (0.0008, 0.035) if quick else FIG14_LOSSES, sndbufs=(b,),
+            delays=(5.0, 45.0) if quick else (5.0, 45.0, 450.0), protocol="cmt", paths=2)],
+    statements=(
+        Statement("gain grows with path 2's loss, every buffer and delay (Fig. 14)", "holds",
+                  gain_grows_with_path2_loss),
+        Statement("gain greater for the smaller send buffer (Fig. 14)", "128K > 256K",
+                  smaller_buffer_more_gain),
+        Statement("128K peak gain at 5 ms (Fig. 14)", "~120 %",
+                  peak_statement(131072, paper=120.0, delay_ms=5.0)),
+        Statement("5 ms, both paths 0.08 %: SACK takes 20 % longer (Fig. 14)", "~20 %",
+                  gain_at(0.0008, 20.0, sndbuf=131072, delay_ms=5.0)),
+        Statement("NR-SACKs never worse than SACKs on average (Fig. 14)", "holds", never_worse),
+    ))
+
+
 def judge(figure, table):
     """The side-by-side rows: one per statement, with each profile's value and verdict."""
     rows = []
@@ -313,19 +409,25 @@ def plot(figure, table, html_path, png_path):
 
     fig = go.Figure()
     dashes = {"ns2": "solid", "rfc": "dash"}
+    columns = list(figure.curve) if isinstance(figure.curve, tuple) else [figure.curve]
+    units = {"sndbuf": lambda v: f"{int(v) // 1024}K", "delay_ms": lambda v: f"{v:g} ms",
+             "bandwidth_mbps": lambda v: f"{v:g} Mbit/s"}
+    positive = table.loss[table.loss > 0]
+    zero_at = float(positive.min()) / 5 if len(positive) else 1e-4  # 0 % on a log axis
     for prof in table.profile.unique():
-        for value in sorted(table[figure.curve].unique()):
-            part = _curve(table, profile=prof, **{figure.curve: value})
-            label = {"sndbuf": f"{value // 1024}K", "delay_ms": f"{value:g} ms",
-                     "bandwidth_mbps": f"{value:g} Mbit/s"}[figure.curve]
+        for values in sorted(table[columns].drop_duplicates().itertuples(index=False)):
+            where = dict(zip(columns, values))
+            part = _curve(table, profile=prof, **where)
+            label = ", ".join(units[c](v) for c, v in where.items())
+            value = values[0]
             fig.add_trace(go.Scatter(
-                x=[max(v, 1e-4) * 100 for v in part.loss], y=part.gain_pct, mode="lines+markers",
+                x=[max(v, zero_at) * 100 for v in part.loss], y=part.gain_pct, mode="lines+markers",
                 name=f"{label} ({prof})" + (" - right axis" if value in figure.right_axis else ""),
                 line=dict(dash=dashes.get(prof, "dot")), yaxis="y2" if value in figure.right_axis else "y",
                 error_y=dict(type="data", array=part.gain_pct_std, visible=True)))
     fig.add_hline(y=sw.GAIN_THRESHOLD_PCT, line_dash="dot", annotation_text="5 % (region of gain)")
     fig.update_layout(title=f"Fig. {figure.key}: {figure.title} (simulated)", width=1000, height=600,
-                      xaxis=dict(title="loss rate (%), 0 drawn at 0.01", type="log"),
+                      xaxis=dict(title=f"loss rate (%), 0 drawn at {zero_at * 100:g}", type="log"),
                       yaxis_title="throughput gain (%)", template="plotly_white",
                       legend=dict(x=1.08))
     if figure.right_axis:
@@ -366,7 +468,7 @@ def markdown(frame):
 @click.option("--serial", is_flag=True, help="no Dask: run in this process")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
 def reproduce(figure, profiles, seeds, nbytes, quick, scheduler, workers, serial, out_dir):
-    """Rerun a figure of the SCTP paper (7, 10, 11) in the simulator; write its sweep tables,
+    """Rerun a figure of the SCTP paper (7, 10-14) in the simulator; write its sweep tables,
     a Plotly HTML and a PNG, and print the paper's statements beside the reproduced values."""
     from rich.progress import Progress
 
@@ -380,6 +482,7 @@ def reproduce(figure, profiles, seeds, nbytes, quick, scheduler, workers, serial
     fig = FIGURES[figure]
     if quick:
         seeds, nbytes = min(seeds, 4), min(nbytes, 2_000_000)
+    nbytes *= fig.bytes_scale
     points = [pt for prof in names for pt in fig.grid(prof, seeds, quick, nbytes)]
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
