@@ -306,7 +306,9 @@ def smaller_buffer_matches_larger(small, large):
         sack = _curve(table, sndbuf=large).set_index("loss")
         both = nr.join(sack, lsuffix="_nr", rsuffix="_sack", how="inner")
         both = both[both.index > 0]
-        behind = both[both.T_nr_mbps_nr + both.T_nr_std_nr < both.T_sack_mbps_sack - both.T_sack_std_sack]
+        # "comparable" read as within 2 % of the mean (the seeds' throughputs spread by loss pattern
+        # far more than the paper's claim is about)
+        behind = both[both.T_nr_mbps_nr < 0.98 * both.T_sack_mbps_sack]
         ahead = int((both.T_nr_mbps_nr >= both.T_sack_mbps_sack).sum())
         value = f"NR {small // 1024}K >= SACK {large // 1024}K at {ahead} of {len(both)} loss rates"
         if behind.empty:
@@ -494,7 +496,7 @@ def reproduce(figure, profiles, seeds, nbytes, quick, scheduler, workers, serial
     table = sw.gain_table(runs)
     stem = out_dir / f"fig{figure}"
     runs.to_csv(f"{stem}_runs.csv", index=False)
-    table.to_csv(f"{stem}_gain.csv", index=False, float_format="%.4f")
+    table.to_csv(f"{stem}_gain.csv", index=False, float_format="%.6g")  # losses down to 0.003 %
     sw.regions_of_gain(table).to_csv(f"{stem}_regions.csv", index=False)
     side = judge(fig, table)
     side.to_csv(f"{stem}_statements.csv", index=False)
