@@ -44,6 +44,7 @@ class Figure:
     statements: tuple
     right_axis: tuple = ()  # curves drawn on a secondary gain axis, as the paper does (Fig. 7's 8K)
     bytes_scale: int = 1  # longer transfers, for loss rates so low that 10 MB would see no loss
+    x: str = "loss"  # the plot's x axis: loss rate, or send buffer (the TCP paper's figure 4)
 
 
 def _points(profile, seeds, nbytes, losses, sndbufs=(32768,), bandwidths=(100.0,), delays=(45.0,),
@@ -390,6 +391,48 @@ FIGURES["14"] = Figure(
     ))
 
 
+TCP4_BUFFERS = tuple(k * 1024 for k in (22, 44, 90, 181, 362, 905))
+
+
+def buffer_region(loss, delay, paper_kb):
+    """TCP paper, Fig. 4: the send buffers (of the grid) whose gain is >= 5 %, against the grid
+    buffers inside the paper's region [a, b] KB (None: no region)."""
+    def judge(table):
+        part = _curve(table, loss=loss, delay_ms=delay).sort_values("sndbuf")
+        if part.empty:
+            return "not run", "not run"
+        got = [int(b) // 1024 for b in part[part.gain_pct >= sw.GAIN_THRESHOLD_PCT].sndbuf]
+        want = [] if paper_kb is None else [
+            int(b) // 1024 for b in part.sndbuf if paper_kb[0] <= b / 1024 <= paper_kb[1]]
+        value = f"gain >= 5 % at {', '.join(f'{k}KB' for k in got) or 'no buffer'} " \
+                f"(peak {part.gain_pct.max():.1f} %)"
+        return value, "holds" if got == want else \
+            f"differs: paper's grid points {', '.join(f'{k}KB' for k in want) or 'none'}"
+    return judge
+
+
+FIGURES["tcp4"] = Figure(
+    key="tcp4", title="TCP gain vs send buffer (TCP paper, Fig. 4; 100 Mbit/s assumed)",
+    curve=("loss", "delay_ms"), x="sndbuf",
+    grid=lambda prof, seeds, quick, nbytes: [
+        pt for d in ((50.0, 500.0) if quick else (10.0, 50.0, 500.0))
+        for pt in sw.grid(protocol="tcp", sndbufs=TCP4_BUFFERS[::2] if quick else TCP4_BUFFERS,
+                          losses=(0.0, 0.01) if quick else (0.0, 0.01, 0.05), seeds=seeds,
+                          delay_ms=d, nbytes=nbytes, payload=1448, profile=prof)],
+    statements=(
+        Statement("no gain without loss (TCP Fig. 4)", "0 %", no_gain_without_loss),
+        Statement("NR-SACKs never worse (TCP Fig. 4)", "holds", never_worse),
+        Statement("1 % loss, 500 ms: region of gain (TCP Fig. 4)", "[212KB, 905KB]",
+                  buffer_region(0.01, 500.0, (212, 905))),
+        Statement("5 % loss, 500 ms: region of gain (TCP Fig. 4)", "[10KB, 155KB]",
+                  buffer_region(0.05, 500.0, (10, 155))),
+        Statement("1 % loss, 50 ms: region of gain (TCP Fig. 4)", "[65KB, 160KB]",
+                  buffer_region(0.01, 50.0, (65, 160))),
+        Statement("1 % loss, 10 ms: no region of gain (TCP Fig. 4)", "none",
+                  buffer_region(0.01, 10.0, None)),
+    ))
+
+
 def judge(figure, table):
     """The side-by-side rows: one per statement, with each profile's value and verdict."""
     rows = []
@@ -404,32 +447,36 @@ def judge(figure, table):
 
 
 def plot(figure, table, html_path, png_path):
-    """Plotly HTML in the paper's layout (gain vs loss rate, one curve per setting; profiles as
-    line styles) and a PNG of it drawn by headless Chromium (kaleido is not installable offline).
-    Returns whether the PNG was written."""
+    """Plotly HTML in the paper's layout (gain vs loss rate or send buffer, one curve per setting;
+    profiles as line styles) and a PNG of it drawn by headless Chromium (docs/reproduction.md says
+    why not kaleido). Returns whether the PNG was written."""
     import plotly.graph_objects as go
 
     fig = go.Figure()
     dashes = {"ns2": "solid", "rfc": "dash"}
     columns = list(figure.curve) if isinstance(figure.curve, tuple) else [figure.curve]
     units = {"sndbuf": lambda v: f"{int(v) // 1024}K", "delay_ms": lambda v: f"{v:g} ms",
+             "loss": lambda v: f"{v * 100:g} % loss",
              "bandwidth_mbps": lambda v: f"{v:g} Mbit/s"}
     positive = table.loss[table.loss > 0]
     zero_at = float(positive.min()) / 5 if len(positive) else 1e-4  # 0 % on a log axis
     for prof in table.profile.unique():
         for values in sorted(table[columns].drop_duplicates().itertuples(index=False)):
             where = dict(zip(columns, values))
-            part = _curve(table, profile=prof, **where)
+            part = _curve(table, profile=prof, **where).sort_values(figure.x)
             label = ", ".join(units[c](v) for c, v in where.items())
             value = values[0]
             fig.add_trace(go.Scatter(
-                x=[max(v, zero_at) * 100 for v in part.loss], y=part.gain_pct, mode="lines+markers",
+                x=([max(v, zero_at) * 100 for v in part.loss] if figure.x == "loss"
+                   else part.sndbuf / 1024), y=part.gain_pct, mode="lines+markers",
                 name=f"{label} ({prof})" + (" - right axis" if value in figure.right_axis else ""),
                 line=dict(dash=dashes.get(prof, "dot")), yaxis="y2" if value in figure.right_axis else "y",
                 error_y=dict(type="data", array=part.gain_pct_std, visible=True)))
     fig.add_hline(y=sw.GAIN_THRESHOLD_PCT, line_dash="dot", annotation_text="5 % (region of gain)")
+    x_title = (f"loss rate (%), 0 drawn at {zero_at * 100:g}" if figure.x == "loss"
+               else "send buffer (KB)")
     fig.update_layout(title=f"Fig. {figure.key}: {figure.title} (simulated)", width=1000, height=600,
-                      xaxis=dict(title=f"loss rate (%), 0 drawn at {zero_at * 100:g}", type="log"),
+                      xaxis=dict(title=x_title, type="log"),
                       yaxis_title="throughput gain (%)", template="plotly_white",
                       legend=dict(x=1.08))
     if figure.right_axis:
@@ -458,7 +505,7 @@ def markdown(frame):
 
 
 @click.command()
-@click.argument("figure", type=click.Choice(sorted(FIGURES, key=int)))
+@click.argument("figure", type=click.Choice(list(FIGURES)))
 @click.option("--profile", "profiles", default="ns2,rfc", show_default=True,
               help="profiles to run, comma-separated (ns2: the paper's simulator; rfc: a real stack)")
 @click.option("--seeds", type=click.IntRange(min=1), default=20, show_default=True)
@@ -470,8 +517,9 @@ def markdown(frame):
 @click.option("--serial", is_flag=True, help="no Dask: run in this process")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
 def reproduce(figure, profiles, seeds, nbytes, quick, scheduler, workers, serial, out_dir):
-    """Rerun a figure of the SCTP paper (7, 10-14) in the simulator; write its sweep tables,
-    a Plotly HTML and a PNG, and print the paper's statements beside the reproduced values."""
+    """Rerun a figure of the SCTP paper (7, 10-14) or the TCP paper (tcp4) in the simulator;
+    write its sweep tables, a Plotly HTML and a PNG, and print the paper's statements beside the
+    reproduced values."""
     from rich.progress import Progress
 
     names = [p.strip() for p in profiles.split(",") if p.strip()]
