@@ -84,6 +84,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--packets", type=int, default=1_000_000, help="data packets of the transfer")
     ap.add_argument("--protocol", default="sctp", choices=["sctp", "tcp"])
+    ap.add_argument("--profile", default="rfc", choices=["rfc", "ns2"],
+                    help="simulator profile (docs/simulator.md): both run on the compiled loop")
     ap.add_argument("--python-share", type=int, default=10,
                     help="the Python reference runs 1/this of the transfer")
     ap.add_argument("--baseline", type=int, default=20_000, help="packets for the Scapy baseline")
@@ -93,7 +95,7 @@ def main():
 
     def config(packets):
         return SimConfig(protocol=args.protocol, ack="nrsack", sndbuf=256_000,
-                         total_bytes=packets * 1000, seed=1,
+                         total_bytes=packets * 1000, seed=1, profile=args.profile,
                          paths=(PathConfig(bandwidth_bps=1e9, delay_s=0.005, loss=0.001),))
 
     with tempfile.TemporaryDirectory(dir=args.out) as tmp:
@@ -105,7 +107,7 @@ def main():
         _, frames_py, model_py, write_py, _ = run(config(small), out, "python")
         n_base, scapy = scapy_baseline(trace, args.baseline, out / "scapy.pcap")
     end = tuple(a + b + c for a, b, c in zip(model, write, truth))
-    print(f"{args.protocol}, NR-SACK, 1 Gbit/s, 5 ms, 0.1 % loss, 256 kB send buffer: "
+    print(f"{args.protocol} ({args.profile} profile), NR-SACK, 1 Gbit/s, 5 ms, 0.1 % loss, 256 kB send buffer: "
           f"{trace.counters['data_packets']:,} data packets, {frames:,} frames, pcap {size / 1e6:,.0f} MB")
     print(line("compiled model", frames, model))
     print(line("compiled pcap writer", frames, write))

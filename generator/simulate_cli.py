@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from .sim.profiles import PROFILES
+
 
 def _floats(text, name):
     try:
@@ -19,6 +21,19 @@ def _floats(text, name):
 
 def _ints(text, name):
     return [int(x) for x in _floats(text, name)]
+
+
+def _profile_options(f):
+    """--profile, --ack-loss and --duration: the same on `simulate` and `sweep`."""
+    f = click.option("--duration", type=click.FloatRange(min=0, min_open=True), default=None,
+                     help="fixed-duration run, seconds: data always waiting, the run stops then "
+                          "(overrides --bytes)")(f)
+    f = click.option("--ack-loss", "ack_loss", default="0", show_default=True,
+                     help="loss rate of the ack (reverse) direction, RATE[,RATE2...]")(f)
+    return click.option("--profile", type=click.Choice(sorted(PROFILES)), default="rfc",
+                        show_default=True,
+                        help="whose rules: rfc (RFC 9260 / FreeBSD-like) or ns2 (ns-2.35's SCTP "
+                             "module, the SCTP paper's simulator); docs/simulator.md")(f)
 
 
 def _per_path(values, n, name):
@@ -55,16 +70,19 @@ def _per_path(values, n, name):
               help="first TSN / sequence number (default: drawn from the seed)")
 @click.option("--receiver-pcap/--no-receiver-pcap", default=False, show_default=True)
 @click.option("--truth-format", type=click.Choice(["csv", "parquet"]), default="csv", show_default=True)
+@_profile_options
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
 def simulate(protocol, ack, sndbuf, loss, loss_model, burst, delay, bandwidth, queue, paths, nbytes,
-             payload, rcvbuf, seed, isn, receiver_pcap, truth_format, out_dir):
+             payload, rcvbuf, seed, isn, receiver_pcap, truth_format, profile, ack_loss, duration,
+             out_dir):
     """Simulate one transfer; write sender.pcap (receiver.pcap) and the truth files."""
     from .sim.model import PathConfig, SimConfig, simulate as run_model
     from .sim.truth import Truth
     from .sim.wire import write_pcap
 
     lists = {"loss": _floats(loss, "--loss"), "delay": _floats(delay, "--delay"),
-             "bandwidth": _floats(bandwidth, "--bandwidth"), "queue": _ints(queue, "--queue")}
+             "bandwidth": _floats(bandwidth, "--bandwidth"), "queue": _ints(queue, "--queue"),
+             "ack-loss": _floats(ack_loss, "--ack-loss")}
     n = paths or max(len(v) for v in lists.values())
     if paths is None and protocol in ("cmt", "mptcp") and n == 1:
         n = 2
@@ -73,9 +91,11 @@ def simulate(protocol, ack, sndbuf, loss, loss_model, burst, delay, bandwidth, q
         cfg = SimConfig(
             protocol=protocol, ack=ack, sndbuf=sndbuf, total_bytes=nbytes, payload=payload,
             rcvbuf=rcvbuf, seed=seed, isn=isn, loss_model=loss_model, burst=burst,
-            paths=tuple(PathConfig(bandwidth_bps=b * 1e6, delay_s=d / 1e3, loss=x, queue_packets=q)
-                        for x, d, b, q in zip(lists["loss"], lists["delay"], lists["bandwidth"],
-                                              lists["queue"])))
+            profile=profile, duration_s=duration,
+            paths=tuple(PathConfig(bandwidth_bps=b * 1e6, delay_s=d / 1e3, loss=x, queue_packets=q,
+                                   ack_loss=a)
+                        for x, d, b, q, a in zip(lists["loss"], lists["delay"], lists["bandwidth"],
+                                                 lists["queue"], lists["ack-loss"])))
     except ValueError as e:
         raise click.UsageError(str(e))
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -93,7 +113,7 @@ def simulate(protocol, ack, sndbuf, loss, loss_model, burst, delay, bandwidth, q
     click.echo(json.dumps({k: s[k] for k in ("throughput_bps", "q_s", "p_s", "b_s", "p_over_q",
                                              "max_rtxq_sack_bytes", "max_rtxq_nr_bytes",
                                              "complete")}))
-    if not s["complete"]:
+    if not s["complete"] and duration is None:
         click.echo("warning: the transfer did not complete within the time limit", err=True)
 
 
@@ -114,9 +134,10 @@ def simulate(protocol, ack, sndbuf, loss, loss_model, burst, delay, bandwidth, q
 @click.option("--scheduler", default=None, help="address of a Dask scheduler (default: local cluster)")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="local cluster workers")
 @click.option("--serial", is_flag=True, help="no Dask: run in this process")
+@_profile_options
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
 def sweep(protocol, sndbufs, losses, bandwidths, delay, paths, nbytes, seeds, payload, threshold,
-          scheduler, workers, serial, out_dir):
+          scheduler, workers, serial, profile, ack_loss, duration, out_dir):
     """Run a grid loss x send buffer (x bandwidth) for SACK and NR-SACK; write runs.csv,
     gain.csv (throughput, gain, truth p/q per point) and regions.csv (regions of gain)."""
     from .sim import sweep as sw
@@ -125,7 +146,8 @@ def sweep(protocol, sndbufs, losses, bandwidths, delay, paths, nbytes, seeds, pa
     points = sw.grid(protocol=protocol, sndbufs=_ints(sndbufs, "--sndbuf"),
                      losses=_floats(losses, "--loss"), seeds=seeds,
                      bandwidths_mbps=_floats(bandwidths, "--bandwidth"), delay_ms=delay,
-                     nbytes=nbytes, paths=n_paths, payload=payload)
+                     nbytes=nbytes, paths=n_paths, payload=payload, profile=profile,
+                     ack_loss=_floats(ack_loss, "--ack-loss")[0], duration_s=duration)
     for pt in points:  # bad parameters: a usage error here, not a traceback from a worker
         try:
             sw.config_of(pt)

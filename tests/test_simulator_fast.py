@@ -19,15 +19,32 @@ def test_the_compiled_loop_is_installed_beside_its_loader():
     assert fast.library().fastsim_run is not None
 
 
+@pytest.mark.parametrize("profile", ["rfc", "ns2"])
 @pytest.mark.parametrize("protocol,ack,loss_model", itertools.product(
     ("sctp", "tcp"), ("sack", "nrsack"), ("bernoulli", "gilbert")))
 @pytest.mark.parametrize("loss,sndbuf,queue", [(0.0, 8000, 100), (0.02, 8000, 100),
                                                (0.05, 64000, 10), (0.2, 16000, 100)])
-def test_compiled_loop_equals_the_python_model(protocol, ack, loss_model, loss, sndbuf, queue):
+def test_compiled_loop_equals_the_python_model(protocol, ack, loss_model, loss, sndbuf, queue,
+                                               profile):
     cfg = SimConfig(protocol=protocol, ack=ack, sndbuf=sndbuf, total_bytes=200_001, seed=3,
-                    loss_model=loss_model, drop_units=(5,), isn=2**32 - 60,
+                    loss_model=loss_model, drop_units=(5,), isn=2**32 - 60, profile=profile,
                     paths=(PathConfig(bandwidth_bps=30e6, delay_s=0.01, loss=loss,
                                       queue_packets=queue),))
+    assert_engines_agree(cfg)
+
+
+@pytest.mark.parametrize("profile", ["rfc", "ns2"])
+@pytest.mark.parametrize("ack", ["sack", "nrsack"])
+def test_engines_agree_with_ack_loss_and_a_fixed_duration(profile, ack):
+    cfg = SimConfig(protocol="sctp", ack=ack, sndbuf=32768, total_bytes=3_000_000, seed=5,
+                    payload=1452, profile=profile, duration_s=2.5,
+                    paths=(PathConfig(bandwidth_bps=30e6, delay_s=0.02, loss=0.01, ack_loss=0.05),))
+    reference = assert_engines_agree(cfg)
+    assert reference.done_ns is None  # the duration, not the transfer, ended the run
+    assert reference.last_frame_ns() <= 2.5e9
+
+
+def assert_engines_agree(cfg):
     reference = simulate(cfg, engine="python")
     compiled = simulate(cfg, engine="c")
     for name in FIELDS:
@@ -36,6 +53,7 @@ def test_compiled_loop_equals_the_python_model(protocol, ack, loss_model, loss, 
                                   np.asarray(reference.rtxq, dtype=np.int64))
     assert reference.counters["retransmissions"] > 0
     assert Truth(compiled).summary() == Truth(reference).summary()
+    return reference
 
 
 @pytest.mark.parametrize("protocol,ack", itertools.product(("sctp", "tcp"), ("sack", "nrsack")))

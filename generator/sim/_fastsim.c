@@ -4,7 +4,7 @@
  * then push sequence), the same integer arithmetic and the same random draws (passed in), so
  * that its trace is identical to the Python model's; tests/test_simulator_fast.py checks that.
  * model.py stays the reference and handles everything else (CMT, MPTCP).
- * Built on first use by fast.py with the system C compiler and loaded with ctypes.
+ * Built at install by setup.py and loaded with ctypes by fast.py.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,7 +13,7 @@
 typedef int64_t i64;
 
 enum { DATA = 0, RTX = 1, ACK = 2, CTRL = 3 };
-enum { INFL = 1, SACKED = 2, LOST = 4, RTXD = 8, ACKED = 16, HOLE = 32 };
+enum { INFL = 1, SACKED = 2, LOST = 4, RTXD = 8, ACKED = 16, HOLE = 32, FRTX = 64 };
 enum { EV_DATA_ARRIVAL = 0, EV_ACK_ARRIVAL, EV_DELACK, EV_RTO, EV_READY, EV_CTRL };
 #define SCTP_MAX_BLOCKS ((1500 - 20 - 12 - 20) / 4)
 #define TCP_MAX_BLOCKS 4
@@ -21,8 +21,11 @@ enum { EV_DATA_ARRIVAL = 0, EV_ACK_ARRIVAL, EV_DELACK, EV_RTO, EV_READY, EV_CTRL
 
 typedef struct {
     i64 n, S, last_size, sndbuf, rcvbuf, sctp, nr, ack_every, delack_ns, rto_initial, rto_min,
-        rto_max, init_cwnd, limit_ns, delay, qcap, overhead, gilbert;
-    double ns_per_byte, loss, enter_bad, leave_bad;
+        rto_max, init_cwnd, limit_ns, delay, qcap, overhead, gilbert,
+        /* the profile (profiles.py), as model.py turns it into numbers */
+        gap_filler_delayed, max_burst, chunk_header, window_unit, by_size, grow_margin,
+        persistent_htna;
+    double ns_per_byte, loss, enter_bad, leave_bad, ack_loss;
 } Params;
 
 /* growable arrays */
@@ -174,9 +177,10 @@ static void uheap_pop(UHeap *h) {
 
 typedef struct {
     const Params *P;
-    const double *first_draw, *draws;
+    const double *first_draw, *draws, *ack_draws;
     const uint8_t *drop;
-    i64 n_draws, draw_pos;
+    i64 n_draws, draw_pos, n_ack_draws, ack_draw_pos;
+    i64 burst, htna;  /* Max.Burst allowance (-1: no limit); persistent HTNA marker */
     Out *o;
     Heap ev; i64 seq;
     uint8_t *flags; i64 *txt; int32_t *miss;
@@ -223,10 +227,14 @@ static int push(Sim *s, i64 t, i64 kind, i64 a, i64 b) {
     Ev e = {t, ++s->seq, kind, a, b};
     return heap_push(&s->ev, e);
 }
+static int blocked(const Params *P, i64 rtxq) {  /* model.py's _blocked */
+    if (!P->chunk_header) return P->sndbuf - rtxq < P->S;
+    return P->sndbuf - (rtxq + P->S - 1) / P->S * P->window_unit < P->window_unit;
+}
 static void truth(Sim *s, i64 frame, i64 now, int is_ack) {
     i64 rs = s->sent_bytes - s->dcum_bytes, rn = rs - s->nr_bytes, r = s->P->nr ? rn : rs;
     i64 row[9] = {frame, now, is_ack, rs, rn, s->sacked_bytes, s->nr_bytes,
-                  s->P->sndbuf - r < s->P->S, s->gap_open};
+                  blocked(s->P, r), s->gap_open};
     for (int i = 0; i < 9; i++) TRY(vpush(&s->o->truth, row[i]));
 }
 static void cwnd_changed(Sim *s, i64 now) {
@@ -248,6 +256,15 @@ static void rframe(Sim *s, i64 t, i64 kind, i64 a, i64 b) {
 static double uniform(Sim *s) {
     if (s->draw_pos >= s->n_draws) { s->o->error = 2; return 1.0; }  /* Python falls back */
     return s->draws[s->draw_pos++];
+}
+static i64 chunk_bytes(i64 size, i64 header) {
+    return header == 0 ? size : (size + header + 3) / 4 * 4;
+}
+static int burst_spent(Sim *s) {
+    if (s->burst < 0) return 0;
+    if (s->burst == 0) return 1;
+    s->burst--;
+    return 0;
 }
 static int lost(Sim *s, i64 u, int rtx) {
     const Params *P = s->P;
@@ -300,8 +317,9 @@ static void try_send(Sim *s, i64 now) {
     for (;;) {
         while (s->pending.n && !(s->flags[s->pending.v[0]] & LOST)) uheap_pop(&s->pending);
         if (s->pending.n) {
-            i64 u = s->pending.v[0], sz = size_of(s, u);
-            if (!(s->ready && (s->flight + sz <= s->cwnd || s->fr_allow))) return;
+            i64 u = s->pending.v[0], sz = size_of(s, u), need = P->by_size ? sz : 1;
+            if (!(s->ready && (s->flight + need <= s->cwnd || s->fr_allow))) return;
+            if (burst_spent(s)) return;
             uheap_pop(&s->pending);
             send_unit(s, now, u, 1);
             if (s->o->error) return;
@@ -309,10 +327,12 @@ static void try_send(Sim *s, i64 now) {
         }
         i64 u = s->next_new;
         if (u >= P->n) return;
-        i64 sz = size_of(s, u), in_queue = s->sent_bytes - s->dcum_bytes;
-        if (P->sndbuf - (P->nr ? in_queue - s->nr_bytes : in_queue) < sz) return;
+        i64 sz = size_of(s, u), in_queue = s->sent_bytes - s->dcum_bytes, need = P->by_size ? sz : 1;
+        i64 rtxq = P->nr ? in_queue - s->nr_bytes : in_queue;
+        if (P->sndbuf - rtxq / P->S * P->window_unit < chunk_bytes(sz, P->chunk_header)) return;
         if (in_queue + sz > s->peer_rwnd) return;
-        if (!(s->ready && (s->flight + sz <= s->cwnd || s->fr_allow))) return;
+        if (!(s->ready && (s->flight + need <= s->cwnd || s->fr_allow))) return;
+        if (burst_spent(s)) return;
         s->next_new = u + 1;
         send_unit(s, now, u, 0);
         if (s->o->error) return;
@@ -331,6 +351,7 @@ static void fast_retransmit(Sim *s, i64 now, i64 u) {
     const Params *P = s->P;
     i64 sz = size_of(s, u);
     mark_lost(s, u);
+    s->flags[u] |= FRTX;
     s->o->counters[2]++;
     if (!s->rec_on) {
         if (P->sctp) s->ssthresh = s->cwnd / 2 > 4 * P->S ? s->cwnd / 2 : 4 * P->S;
@@ -368,11 +389,12 @@ static void transport_ack(Sim *s, i64 now, i64 cum, const i64 *bs, const i64 *be
     if (cum < s->sp_cum) return;
     i64 flight_before = s->flight, earliest = earliest_outstanding(s);
     i64 newly_bytes = 0, newly_max = -1, rtt_unit = -1;
-    int cum_advanced = cum > s->sp_cum;
+    int cum_advanced = cum > s->sp_cum, fast_rtx_acked = 0;
     uint8_t *flags = s->flags;
     if (cum_advanced) {
         for (i64 u = s->sp_cum; u < cum; u++) {
             uint8_t f = flags[u];
+            if (f & FRTX) fast_rtx_acked = 1;
             if (!(f & SACKED)) {
                 i64 sz = size_of(s, u);
                 if (f & INFL) s->flight -= sz;
@@ -388,6 +410,7 @@ static void transport_ack(Sim *s, i64 now, i64 cum, const i64 *bs, const i64 *be
         while (k < s->sp_sacked.n && s->sp_sacked.e[k] <= cum) k++;
         iset_pop_front(&s->sp_sacked, k);
         if (s->sp_sacked.n && s->sp_sacked.s[0] < cum) s->sp_sacked.s[0] = cum;
+        if (fast_rtx_acked && P->max_burst) s->burst = P->max_burst;
     }
     i64 old_high = s->sp_high;
     for (i64 b = 0; b < nb; b++) {
@@ -416,6 +439,8 @@ static void transport_ack(Sim *s, i64 now, i64 cum, const i64 *bs, const i64 *be
             TRY(vpush(&s->holes, u));
         }
     }
+    i64 marker = newly_max;
+    if (P->persistent_htna) { if (newly_max > s->htna) s->htna = newly_max; marker = s->htna; }
     if (s->n_holes) {  /* the hole list is ascending by construction: compact it while walking */
         i64 w = 0, count = s->holes.n;
         int in_fr = P->sctp && cum_advanced && s->rec_on && s->rec_kind == 0;  /* as it arrived */
@@ -423,7 +448,7 @@ static void transport_ack(Sim *s, i64 now, i64 cum, const i64 *bs, const i64 *be
             i64 u = s->holes.v[r];
             if (!(flags[u] & HOLE)) continue;
             /* in SCTP fast recovery an ack that advances the cum ack counts for every hole */
-            if (u < newly_max || in_fr) {
+            if (u < marker || in_fr) {
                 i64 m = s->miss[u] + 1;
                 if (m >= 3) { s->miss[u] = 0; fast_retransmit(s, now, u); if (s->o->error) return; }
                 else s->miss[u] = (int32_t)m;
@@ -442,7 +467,7 @@ static void transport_ack(Sim *s, i64 now, i64 cum, const i64 *bs, const i64 *be
         else s->has_deadline = 0;
     }
     if (s->rec_on || !cum_advanced) return;
-    if (flight_before + P->S <= s->cwnd) return;
+    if (flight_before + P->grow_margin <= s->cwnd) return;
     if (s->cwnd <= s->ssthresh) {
         s->cwnd += newly_bytes < P->S ? newly_bytes : P->S;
         cwnd_changed(s, now);
@@ -496,6 +521,7 @@ static void on_ack(Sim *s, i64 now, i64 ack) {
     if (!stale) transport_ack(s, now, cum, bs, be, nb);
     if (o->error) return;
     try_send(s, now);
+    s->burst = -1;
 }
 static void send_ack(Sim *s, i64 now, int has_latest, i64 latest) {
     const Params *P = s->P;
@@ -524,6 +550,10 @@ static void send_ack(Sim *s, i64 now, int has_latest, i64 latest) {
     TRY(vpush(&o->a_cum, s->rcum)); TRY(vpush(&o->a_rwnd, rwnd));
     TRY(vpush(&o->a_boff, boff)); TRY(vpush(&o->a_bcnt, nb));
     if (s->record_receiver) rframe(s, now, ACK, o->a_cum.n - 1, 0);
+    if (P->ack_loss > 0.0) {
+        if (s->ack_draw_pos >= s->n_ack_draws) { o->error = 2; return; }  /* Python falls back */
+        if (s->ack_draws[s->ack_draw_pos++] < P->ack_loss) return;  /* lost on the way back */
+    }
     TRY(push(s, now + P->delay, EV_ACK_ARRIVAL, 0, o->a_cum.n - 1));
 }
 static void delayed_ack(Sim *s, i64 now, i64 u) {
@@ -554,7 +584,8 @@ static void on_data(Sim *s, i64 now, i64 u) {
         if (iset_add(r, u, u + 1, s->tmp_s, s->tmp_e) < 0) { s->o->error = 1; return; }
         s->ooo_bytes += size_of(s, u);
     }
-    if (dup || gaps_before || r->n > 0) { send_ack(s, now, 1, u); return; }
+    /* the packet that fills the last gap: at once, or by the delayed-ack rule (ns-2 profile) */
+    if (dup || r->n > 0 || (gaps_before && !s->P->gap_filler_delayed)) { send_ack(s, now, 1, u); return; }
     delayed_ack(s, now, u);
 }
 static void on_rto(Sim *s, i64 now) {
@@ -579,13 +610,14 @@ static void on_rto(Sim *s, i64 now) {
 /* ctrl_*: the handshake frames in model.py's push order (time, name index, side: 0 the sender's
  * trace, 1 the receiver's); ready_t: when the path may carry data */
 int fastsim_run(const Params *P, const double *first_draw, const double *draws, i64 n_draws,
-                const uint8_t *drop, const i64 *ctrl_t, const i64 *ctrl_name,
+                const double *ack_draws, i64 n_ack_draws, const uint8_t *drop, const i64 *ctrl_t, const i64 *ctrl_name,
                 const i64 *ctrl_side, i64 n_ctrl, i64 ready_t, int record_receiver, Out *o) {
     Sim sim, *s = &sim;
     memset(s, 0, sizeof(*s));
     memset(o, 0, sizeof(*o));
     o->first_data_ns = -1; o->done_ns = -1;
     s->P = P; s->first_draw = first_draw; s->draws = draws; s->n_draws = n_draws; s->drop = drop;
+    s->ack_draws = ack_draws; s->n_ack_draws = n_ack_draws; s->burst = -1; s->htna = -1;
     s->o = o;
     s->record_receiver = record_receiver;
     s->flags = calloc((size_t)P->n, 1);

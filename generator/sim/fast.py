@@ -23,8 +23,9 @@ class Params(ctypes.Structure):
     _fields_ = [(name, ctypes.c_int64) for name in (
         "n", "S", "last_size", "sndbuf", "rcvbuf", "sctp", "nr", "ack_every", "delack_ns",
         "rto_initial", "rto_min", "rto_max", "init_cwnd", "limit_ns", "delay", "qcap", "overhead",
-        "gilbert")] + [(name, ctypes.c_double) for name in ("ns_per_byte", "loss", "enter_bad",
-                                                             "leave_bad")]
+        "gilbert", "gap_filler_delayed", "max_burst", "chunk_header", "window_unit", "by_size",
+        "grow_margin", "persistent_htna")] + [(name, ctypes.c_double) for name in (
+            "ns_per_byte", "loss", "enter_bad", "leave_bad", "ack_loss")]
 
 
 class Vec(ctypes.Structure):
@@ -70,7 +71,8 @@ def library():
     lib = ctypes.CDLL(str(_installed_path()))
     lib.fastsim_run.restype = ctypes.c_int
     lib.fastsim_run.argtypes = [ctypes.POINTER(Params), ctypes.c_void_p, ctypes.c_void_p,
-                                ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
+                                ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                 ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int,
                                 ctypes.POINTER(Out)]
     lib.fastsim_free.argtypes = [ctypes.POINTER(Out)]
@@ -99,10 +101,16 @@ def run(sim):
         rto_min=int(cfg.rto_min_s * M.NS), rto_max=int(cfg.rto_max_s * M.NS),
         init_cwnd=cfg.initial_cwnd_packets, limit_ns=int(cfg.max_time_s * M.NS), delay=sim.delay[0],
         qcap=path.queue_packets, overhead=sim.overhead, gilbert=int(cfg.loss_model == "gilbert"),
-        ns_per_byte=sim.ns_per_byte[0], loss=path.loss, enter_bad=enter_bad, leave_bad=leave_bad)
+        ns_per_byte=sim.ns_per_byte[0], loss=path.loss, enter_bad=enter_bad, leave_bad=leave_bad,
+        gap_filler_delayed=int(sim.prof.gap_filler_delayed), max_burst=sim.prof.max_burst,
+        chunk_header=sim.prof.chunk_header_bytes, window_unit=sim.window_unit,
+        by_size=int(sim.by_size), grow_margin=sim.grow_margin,
+        persistent_htna=int(sim.prof.persistent_htna), ack_loss=path.ack_loss)
     first_draw = np.asarray(sim.first_draw, dtype=np.float64)
     # the same stream model.py draws 65536 at a time: enough for every transmission twice over
     draws = sim.rng_paths[0].random(2 * sim.n + 65536)
+    # the ack stream likewise: a run sends fewer acks than data arrivals plus delayed-ack timers
+    ack_draws = sim.rng_acks[0].random(2 * sim.n + 65536) if path.ack_loss > 0 else np.zeros(1)
     drop = np.zeros(sim.n, dtype=np.uint8)
     drop[[u for u in cfg.drop_units if 0 <= u < sim.n]] = 1
     d0 = sim.delay[0]
@@ -123,7 +131,8 @@ def run(sim):
     out = Out()
     try:
         err = lib.fastsim_run(ctypes.byref(params), first_draw.ctypes.data, draws.ctypes.data,
-                              len(draws), drop.ctypes.data, ctrl_t.ctypes.data,
+                              len(draws), ack_draws.ctypes.data, len(ack_draws),
+                              drop.ctypes.data, ctrl_t.ctypes.data,
                               ctrl_name.ctypes.data, ctrl_side.ctypes.data, len(ctrl_t), ready_t,
                               int(sim.record_receiver), ctypes.byref(out))
         if err:

@@ -15,14 +15,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .intervals import IntervalSet
+from .profiles import chunk_bytes, profile
 
 PROTOCOLS = ("sctp", "cmt", "tcp", "mptcp")
 ACKS = ("sack", "nrsack")
 
 # frame kinds (first element after the time in a frame tuple)
 DATA, RTX, ACK, CTRL = 0, 1, 2, 3
-# unit flags
-INFL, SACKED, LOST, RTXD, ACKED = 1, 2, 4, 8, 16
+# unit flags (FRTX: fast-retransmitted, for the profiles' Max.Burst)
+INFL, SACKED, LOST, RTXD, ACKED, FRTX = 1, 2, 4, 8, 16, 32
 # event kinds
 EV_DATA_ARRIVAL, EV_ACK_ARRIVAL, EV_DELACK, EV_RTO, EV_READY, EV_CTRL = range(6)
 
@@ -42,6 +43,7 @@ class PathConfig:
     delay_s: float = 0.045  # one way
     loss: float = 0.0  # forward (data) direction
     queue_packets: int = 100  # drop-tail queue at the bottleneck, packets in service included
+    ack_loss: float = 0.0  # reverse (ack) direction
 
 
 @dataclass(frozen=True)
@@ -58,15 +60,29 @@ class SimConfig:
     burst: float = 2.0  # mean loss burst length (packets) of the Gilbert-Elliott model
     delack_s: float = 0.2
     ack_every: int = 2
-    rto_initial_s: float = 1.0
-    rto_min_s: float = 1.0
-    rto_max_s: float = 60.0
-    initial_cwnd_packets: int = 4
+    profile: str = "rfc"  # profiles.py: whose rules (rfc: RFC 9260 / FreeBSD-like; ns2: ns-2.35)
+    # None: the profile's value
+    rto_initial_s: float | None = None
+    rto_min_s: float | None = None
+    rto_max_s: float | None = None
+    initial_cwnd_packets: int | None = None
     max_time_s: float = 3600.0
+    duration_s: float | None = None  # a fixed-duration run: stop at this time, done or not
     isn: int | None = None  # first TSN / sequence number; None: drawn from the seed
     drop_units: tuple = ()  # units whose first transmission is lost (scripted loss, for tests)
 
     def __post_init__(self):
+        prof = profile(self.profile)
+        for name in ("rto_initial_s", "rto_min_s", "rto_max_s", "initial_cwnd_packets"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, getattr(prof, name))
+        if self.duration_s is not None:
+            if not self.duration_s > 0:
+                raise ValueError(f"duration must be positive, got {self.duration_s}")
+            object.__setattr__(self, "max_time_s", float(self.duration_s))
+            # data always waiting: more than the paths can carry in that time
+            capacity = sum(p.bandwidth_bps for p in self.paths) * self.duration_s / 8
+            object.__setattr__(self, "total_bytes", int(capacity) + self.payload)
         if self.protocol not in PROTOCOLS:
             raise ValueError(f"protocol must be one of {PROTOCOLS}, not {self.protocol!r}")
         if self.ack not in ACKS:
@@ -87,6 +103,8 @@ class SimConfig:
         for p in self.paths:
             if not 0.0 <= p.loss < 1.0:
                 raise ValueError(f"loss rate must be in [0, 1), got {p.loss}")
+            if not 0.0 <= p.ack_loss < 1.0:
+                raise ValueError(f"ack loss rate must be in [0, 1), got {p.ack_loss}")
             if p.bandwidth_bps <= 0 or p.delay_s < 0 or p.queue_packets < 1:
                 raise ValueError(f"bad path parameters: {p}")
 
@@ -157,6 +175,17 @@ class Simulation:
         self.cmt = cfg.protocol == "cmt"
         self.sctp_like = cfg.protocol in ("sctp", "cmt")
         self.nr = cfg.ack == "nrsack"
+        prof = self.prof = profile(cfg.profile)
+        # the profile's rules as numbers the hot paths use: a unit may go out while
+        # flight + cwnd_need(size) <= cwnd; cwnd grows when flight before the ack + grow_margin > cwnd
+        self.by_size = not prof.send_while_below_cwnd
+        self.grow_margin = 1 if prof.grow_when_flight_reached_cwnd else cfg.payload
+        self.window_unit = chunk_bytes(cfg.payload, prof.chunk_header_bytes)
+        self.burst = None  # packets still allowed at this moment under Max.Burst (None: no limit)
+        # CMT's delayed-ack algorithm (DAC): SACKs delayed even while gaps remain, each carrying the
+        # number of packets it acks, which the sender may count as that many miss indications
+        self.dac = self.cmt and prof.cmt_delayed_ack
+        self.ack_packets = {}  # id(ack) -> packets it acks, while the ack is on its way (DAC)
         P = self.P = len(cfg.paths)
         self.delay = [int(round(p.delay_s * NS)) for p in cfg.paths]
         self.ns_per_byte = [8 * NS / p.bandwidth_bps for p in cfg.paths]
@@ -202,6 +231,7 @@ class Simulation:
         self.rto = [int(cfg.rto_initial_s * NS)] * P
         self.rto_deadline = [None] * P
         self.rto_event = [False] * P
+        self.htna = [-1] * P  # persistent highest-newly-acked marker (profile persistent_htna)
         self.outq = [deque() for _ in range(P)]  # units in the order they left on each path
         self.ready = [False] * P
         self.rr = 0
@@ -234,6 +264,12 @@ class Simulation:
         self.loss = [p.loss for p in cfg.paths]
         self.rand = [[] for _ in cfg.paths]
         self.rand_pos = [0] * self.P
+        # the ack direction draws from its own stream per path, so that ack loss leaves the data's
+        # draws (and so the common random numbers of SACK and NR-SACK runs) as they were
+        self.ack_loss = [p.ack_loss for p in cfg.paths]
+        self.rng_acks = [np.random.default_rng([cfg.seed, k, 1]) for k in range(self.P)]
+        self.ack_rand = [[] for _ in cfg.paths]
+        self.ack_rand_pos = [0] * self.P
         self.ge_bad = [False] * self.P
         if cfg.loss_model == "gilbert":
             self.ge = []
@@ -244,13 +280,15 @@ class Simulation:
                 enter_bad = p.loss * leave_bad / (1.0 - p.loss) if p.loss > 0 else 0.0
                 self.ge.append((enter_bad, leave_bad))
 
-    def _uniform(self, path):
-        pos = self.rand_pos[path]
-        buf = self.rand[path]
+    def _uniform(self, path, acks=False):
+        bufs, positions = (self.ack_rand, self.ack_rand_pos) if acks else (self.rand, self.rand_pos)
+        pos = positions[path]
+        buf = bufs[path]
         if pos >= len(buf):
-            buf = self.rand[path] = self.rng_paths[path].random(65536).tolist()
+            rng = self.rng_acks[path] if acks else self.rng_paths[path]
+            buf = bufs[path] = rng.random(65536).tolist()
             pos = 0
-        self.rand_pos[path] = pos + 1
+        positions[path] = pos + 1
         return buf[pos]
 
     def _lost(self, path, u, rtx):
@@ -288,7 +326,14 @@ class Simulation:
         rtxq_nr = rtxq_sack - self.nr_bytes
         rtxq = rtxq_nr if self.nr else rtxq_sack
         self.trace.rtxq.append((frame_index, now, is_ack, rtxq_sack, rtxq_nr, self.sacked_bytes,
-                                self.nr_bytes, self.cfg.sndbuf - rtxq < self.S, self.gap_open))
+                                self.nr_bytes, self._blocked(rtxq), self.gap_open))
+
+    def _blocked(self, rtxq):
+        """metrics.md's B - rtxq < S; a profile whose window counts DATA chunks (decision 29):
+        the next full chunk does not fit beside the chunks in the RtxQ."""
+        if not self.prof.chunk_header_bytes:
+            return self.cfg.sndbuf - rtxq < self.S
+        return self.cfg.sndbuf - -(-rtxq // self.S) * self.window_unit < self.window_unit
 
     def _cwnd_changed(self, now, p):
         self.trace.cwnd.append((now, p, self.cwnd[p], self.ssthresh[p]))
@@ -366,25 +411,30 @@ class Simulation:
         P, S, n = self.P, self.S, self.n
         sndbuf = self.cfg.sndbuf
         send = self._send
+        by_size = self.by_size
+        header = self.prof.chunk_header_bytes
         while True:
             while pending and flags[pending[0]] & LOST == 0:
                 heapq.heappop(pending)  # acked meanwhile, or already resent
             if pending:
                 u = pending[0]
                 sz = S if u != n - 1 else self.last_size
+                need = sz if by_size else 1
                 if self.mptcp or P == 1:
                     p = self.upath[u]
-                    if not (ready[p] and (flight[p] + sz <= cwnd[p] or fr_allow[p])):
+                    if not (ready[p] and (flight[p] + need <= cwnd[p] or fr_allow[p])):
                         return
                 else:  # CMT's RTX_SSTHRESH: the path with the largest ssthresh that has room
                     best = None
                     for q in range(P):
-                        if (ready[q] and (flight[q] + sz <= cwnd[q] or fr_allow[q])
+                        if (ready[q] and (flight[q] + need <= cwnd[q] or fr_allow[q])
                                 and (best is None or self.ssthresh[q] > self.ssthresh[best])):
                             best = q
                     if best is None:
                         return
                     p = best
+                if self._burst_spent():
+                    return
                 heapq.heappop(pending)
                 send(now, u, p, True)
                 continue
@@ -392,27 +442,42 @@ class Simulation:
             if u >= n:
                 return
             sz = S if u != n - 1 else self.last_size
+            need = sz if by_size else 1
             in_queue = self.sent_bytes - self.dcum_bytes
-            if sndbuf - (in_queue - self.nr_bytes if self.nr else in_queue) < sz:
+            # every unit sent so far is a full one, so rtxq // S counts them: the window in units
+            # of window_unit (S itself, or the DATA chunk of the ns2 profile)
+            rtxq = in_queue - self.nr_bytes if self.nr else in_queue
+            if sndbuf - rtxq // S * self.window_unit < chunk_bytes(sz, header):
                 return  # send buffer blocking: the application cannot write the next message
             if in_queue + sz > self.peer_rwnd:
                 return
             if P == 1:
-                if not (ready[0] and (flight[0] + sz <= cwnd[0] or fr_allow[0])):
+                if not (ready[0] and (flight[0] + need <= cwnd[0] or fr_allow[0])):
                     return
                 p = 0
             else:
                 p = None
                 for k in range(P):
                     q = (self.rr + k) % P
-                    if ready[q] and (flight[q] + sz <= cwnd[q] or fr_allow[q]):
+                    if ready[q] and (flight[q] + need <= cwnd[q] or fr_allow[q]):
                         p = q
                         break
                 if p is None:
                     return
                 self.rr = (p + 1) % P
+            if self._burst_spent():
+                return
             self.next_new = u + 1
             send(now, u, p, False)
+
+    def _burst_spent(self):
+        """Max.Burst: True when no more packets may go out at this moment; else count one."""
+        if self.burst is None:
+            return False
+        if self.burst == 0:
+            return True
+        self.burst -= 1
+        return False
 
     def _send(self, now, u, p, rtx):
         sz = self.S if u != self.n - 1 else self.last_size
@@ -444,7 +509,7 @@ class Simulation:
             rtxq_sack = self.sent_bytes - self.dcum_bytes
             rtxq_nr = rtxq_sack - self.nr_bytes
             tr.rtxq.append((len(sender) - 1, now, False, rtxq_sack, rtxq_nr, self.sacked_bytes,
-                            self.nr_bytes, self.cfg.sndbuf - (rtxq_nr if self.nr else rtxq_sack) < self.S,
+                            self.nr_bytes, self._blocked(rtxq_nr if self.nr else rtxq_sack),
                             self.gap_open))
         self.n_data_packets += 1
         self.flight[p] += sz
@@ -541,11 +606,13 @@ class Simulation:
         if self.dcum >= self.n:
             tr.done_ns = now
         # transport level: congestion control and loss recovery
+        packets = self.ack_packets.pop(id(ack), 1) if self.dac else 1
         if self.mptcp:
             self._transport_ack(now, self.spaces[p], scum, sblocks)
         elif not stale:
-            self._transport_ack(now, self.spaces[0], cum, blocks)
+            self._transport_ack(now, self.spaces[0], cum, blocks, packets)
         self._try_send(now)
+        self.burst = None
 
     def _data_sacked(self, s, e, nr):
         """Units [s, e) known received at the data level (non-renegable too when nr); sticky."""
@@ -568,7 +635,7 @@ class Simulation:
                     if u >= dcum:
                         self._data_sacked(u, u + 1, False)
 
-    def _transport_ack(self, now, sp, cum, blocks):
+    def _transport_ack(self, now, sp, cum, blocks, packets=1):
         if cum < sp.cum:
             return  # stale at this level (RFC 9260 6.2.1 drops it)
         flags, upath, txt, flight = self.flags, self.upath, self.txt, self.flight
@@ -579,13 +646,16 @@ class Simulation:
         earliest = [self._earliest_outstanding(q) for q in range(P)]
         newly_bytes = [0] * P
         newly_max = [-1] * P  # highest space index newly acked, per path
+        newly_min = [-1] * P  # lowest, for CMT's DAC
         rtt_unit = [None] * P
         cum_advanced = cum > sp.cum
         holes = sp.holes
+        fast_rtx_acked = False
         if cum_advanced:
             for i in range(sp.cum, cum):
                 u = units[i] if units is not None else i
                 f = flags[u]
+                fast_rtx_acked = fast_rtx_acked or bool(f & FRTX)
                 if not f & SACKED:
                     q = upath[u]
                     sz = S if u != last else last_size
@@ -593,6 +663,8 @@ class Simulation:
                         flight[q] -= sz
                     newly_bytes[q] += sz
                     newly_max[q] = i
+                    if newly_min[q] < 0:
+                        newly_min[q] = i
                     if txt[u] >= 0:
                         rtt_unit[q] = u
                 flags[u] = (f | ACKED) & ~(INFL | LOST)
@@ -600,6 +672,8 @@ class Simulation:
                     holes.discard(u)
             sp.cum = cum
             sp.sacked.pop_prefix(cum)
+            if fast_rtx_acked and self.prof.max_burst:
+                self.burst = self.prof.max_burst
         old_high = sp.high
         for s, e in blocks:
             if e <= sp.cum:
@@ -616,6 +690,8 @@ class Simulation:
                     newly_bytes[q] += sz
                     if i > newly_max[q]:
                         newly_max[q] = i
+                    if newly_min[q] < 0 or i < newly_min[q]:
+                        newly_min[q] = i
                     if txt[u] >= 0:
                         rtt_unit[q] = u
                     holes.discard(u)
@@ -628,14 +704,21 @@ class Simulation:
                 holes.add(u)
         # miss indications: data sent on the same path below the highest newly acked index; in SCTP
         # fast recovery an ack that advances the cum ack counts for every hole (RFC 9260 7.2.4)
+        marker = newly_max
+        if self.prof.persistent_htna:
+            marker = self.htna = [max(a, b) for a, b in zip(self.htna, newly_max)]
         if holes:
             sidx = self.sidx
             in_fr = [self.sctp_like and cum_advanced and rec is not None and rec[0] == "fast"
                      for rec in self.in_recovery]  # as the ack arrived
+            # DAC (sctp-cmt.cc ~3071-3095): an ack of one path's data that all lies above the hole
+            # counts as many misses as the packets it acks
+            dac_paths = sum(1 for b in newly_bytes if b) if self.dac else 0
             for u in sorted(holes):
                 q = upath[u]
-                if sidx[u] < newly_max[q] or in_fr[q]:
-                    m = self.miss.get(u, 0) + 1
+                if sidx[u] < marker[q] or in_fr[q]:
+                    step = packets if dac_paths == 1 and newly_min[q] > sidx[u] else 1
+                    m = self.miss.get(u, 0) + step
                     if m >= 3:
                         self.miss.pop(u, None)
                         self._fast_retransmit(now, sp, u, q)
@@ -662,7 +745,7 @@ class Simulation:
             # only when cwnd was fully used (RFC 9260 7.2.1); never during loss recovery
             if self.in_recovery[q] is not None or not (cum_advanced or self.cmt):
                 continue
-            if flight_before[q] + S <= self.cwnd[q]:
+            if flight_before[q] + self.grow_margin <= self.cwnd[q]:
                 continue
             if self.cwnd[q] <= self.ssthresh[q]:
                 self.cwnd[q] += min(newly_bytes[q], S)
@@ -682,7 +765,7 @@ class Simulation:
 
     def _fast_retransmit(self, now, sp, u, q):
         sz = self.size(u)
-        self.flags[u] = (self.flags[u] & ~INFL) | LOST
+        self.flags[u] = (self.flags[u] & ~INFL) | LOST | FRTX
         self.flight[q] -= sz
         sp.holes.discard(u)
         heapq.heappush(self.pending, u)
@@ -750,8 +833,11 @@ class Simulation:
             else:
                 sset.add(i, i + 1)
         gaps_after = bool(rset) or (self.mptcp and bool(self.sset[p]))
-        if dup or gaps_before or gaps_after:
-            self._send_ack(now, p, u)  # RFC 9260 6.7 / RFC 5681 4.2: at once on out-of-order data
+        # RFC 9260 6.7 / RFC 5681 4.2: at once on out-of-order data; the packet that fills the
+        # last gap at once too, unless the profile acks it by the delayed-ack rule (ns-2); CMT's
+        # DAC delays every ack but a duplicate's
+        if dup or (not self.dac and (gaps_after or (gaps_before and not self.prof.gap_filler_delayed))):
+            self._send_ack(now, p, u)
             return
         self._delayed_ack(now, p, u, space)
 
@@ -768,6 +854,7 @@ class Simulation:
 
     def _send_ack(self, now, p, latest=None):
         space = p if self.mptcp else 0
+        packets = max(self.ack_pending[space], 1)
         self.ack_pending[space] = 0
         self.delack_armed[space] = False
         proto = self.cfg.protocol
@@ -794,6 +881,10 @@ class Simulation:
         ack = (self.rcum, blocks, rwnd, scum, sblocks)
         if self.record_receiver:
             self.trace.receiver.append((now, ACK, p, ack, None))
+        if self.ack_loss[p] > 0.0 and self._uniform(p, acks=True) < self.ack_loss[p]:
+            return  # lost on the way back (the receiver's capture still saw it leave)
+        if self.dac:
+            self.ack_packets[id(ack)] = packets
         self._push(now + self.delay[p], EV_ACK_ARRIVAL, p, ack)
 
 

@@ -12,11 +12,12 @@ GAIN_THRESHOLD_PCT = 5.0  # metrics.md: x = 5 % by default, as in the papers
 
 def point(protocol="sctp", ack="sack", sndbuf=32768, loss=0.01, bandwidth_mbps=100.0,
           delay_ms=45.0, nbytes=1_000_000, seed=1, paths=1, payload=1000, loss_model="bernoulli",
-          burst=2.0):
+          burst=2.0, profile="rfc", ack_loss=0.0, duration_s=None):
     """One simulation as a plain dict (picklable for Dask workers)."""
     return dict(protocol=protocol, ack=ack, sndbuf=sndbuf, loss=loss, bandwidth_mbps=bandwidth_mbps,
                 delay_ms=delay_ms, bytes=nbytes, seed=seed, paths=paths, payload=payload,
-                loss_model=loss_model, burst=burst)
+                loss_model=loss_model, burst=burst, profile=profile, ack_loss=ack_loss,
+                duration_s=duration_s)
 
 
 def config_of(pt):
@@ -26,10 +27,11 @@ def config_of(pt):
     else:
         losses = [0.0008] * (pt["paths"] - 1) + [pt["loss"]]
     paths = tuple(PathConfig(bandwidth_bps=pt["bandwidth_mbps"] * 1e6, delay_s=pt["delay_ms"] / 1e3,
-                             loss=x) for x in losses)
+                             loss=x, ack_loss=pt.get("ack_loss", 0.0)) for x in losses)
     return SimConfig(protocol=pt["protocol"], ack=pt["ack"], sndbuf=pt["sndbuf"],
                      total_bytes=pt["bytes"], paths=paths, seed=pt["seed"], payload=pt["payload"],
-                     loss_model=pt["loss_model"], burst=pt["burst"])
+                     loss_model=pt["loss_model"], burst=pt["burst"],
+                     profile=pt.get("profile", "rfc"), duration_s=pt.get("duration_s"))
 
 
 def run_point(pt):
@@ -46,23 +48,39 @@ def grid(protocol="sctp", sndbufs=(8192, 32768, 65536), losses=(0.0, 0.01), seed
             for s in range(1, seeds + 1) for ack in ("sack", "nrsack")]
 
 
-def run(points, scheduler=None, workers=None, serial=False):
-    """Run every point: serially, on a local Dask cluster, or on the cluster at `scheduler`."""
+def run(points, scheduler=None, workers=None, serial=False, progress=None):
+    """Run every point: serially, on a local Dask cluster, or on the cluster at `scheduler`.
+    progress: called once per finished point (for a progress bar)."""
     if serial:
-        return pd.DataFrame([run_point(p) for p in points])
+        results = []
+        for p in points:
+            results.append(run_point(p))
+            if progress:
+                progress()
+        return pd.DataFrame(results)
     from dask.distributed import Client, LocalCluster
 
     if scheduler:
         with Client(scheduler) as client:
-            results = client.gather(client.map(run_point, points, pure=False))
+            results = _gather(client, points, progress)
     else:
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                           dashboard_address=None) as cluster, Client(cluster) as client:
-            results = client.gather(client.map(run_point, points, pure=False))
+            results = _gather(client, points, progress)
     return pd.DataFrame(results)
 
 
-KEYS = ["protocol", "sndbuf", "bandwidth_mbps", "delay_ms", "loss"]
+def _gather(client, points, progress):
+    from dask.distributed import as_completed
+
+    futures = client.map(run_point, points, pure=False)
+    if progress:
+        for _ in as_completed(futures):
+            progress()
+    return client.gather(futures)  # in the points' order, whatever order they finished in
+
+
+KEYS = ["profile", "protocol", "sndbuf", "bandwidth_mbps", "delay_ms", "loss"]
 
 
 def gain_table(runs):
@@ -96,7 +114,8 @@ def regions_of_gain(table, x=GAIN_THRESHOLD_PCT):
     """Per send buffer (and bandwidth, delay): the loss-rate intervals [a, b] over which the mean
     gain is at least x %, as runs of consecutive grid points."""
     rows = []
-    for key, part in table.groupby(["protocol", "sndbuf", "bandwidth_mbps", "delay_ms"]):
+    group = ["profile", "protocol", "sndbuf", "bandwidth_mbps", "delay_ms"]
+    for key, part in table.groupby(group):
         part = part.sort_values("loss")
         run = []
         for loss, gain in zip(part.loss, part.gain_pct):
@@ -108,7 +127,6 @@ def regions_of_gain(table, x=GAIN_THRESHOLD_PCT):
             run = []
         if run:
             rows.append((*key, run[0], run[-1]))
-        if not any(r[:4] == key for r in rows):
+        if not any(r[:len(group)] == key for r in rows):
             rows.append((*key, np.nan, np.nan))
-    return pd.DataFrame(rows, columns=["protocol", "sndbuf", "bandwidth_mbps", "delay_ms",
-                                       "loss_from", "loss_to"])
+    return pd.DataFrame(rows, columns=group + ["loss_from", "loss_to"])

@@ -175,6 +175,7 @@ def parameters(cfg):
         "protocol": cfg.protocol, "ack": cfg.ack, "sndbuf": cfg.sndbuf, "bytes": cfg.total_bytes,
         "payload": cfg.payload, "seed": cfg.seed, "rcvbuf": cfg.rcvbuf,
         "loss_model": cfg.loss_model, "burst": cfg.burst, "isn": cfg.isn,
+        "profile": cfg.profile, "duration_s": cfg.duration_s,
         "paths": [{"bandwidth_bps": p.bandwidth_bps, "delay_s": p.delay_s, "loss": p.loss,
-                   "queue_packets": p.queue_packets} for p in cfg.paths],
+                   "queue_packets": p.queue_packets, "ack_loss": p.ack_loss} for p in cfg.paths],
     }

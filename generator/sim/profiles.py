@@ -1,0 +1,55 @@
+"""Simulator profiles: the switches that tell one SCTP implementation's rules from another's.
+
+A profile is data, read by both engines (model.py and _fastsim.c through fast.py); it is never a
+fork of the model. `rfc` is the model as it was (RFC 9260 / FreeBSD-like), `ns2` the rules of
+ns-2.35's SCTP module 3.8 that the SCTP paper's figures ran on (docs/ns2-sctp-model.md gives the
+file and line of every rule). The rules a profile switches are listed in docs/simulator.md.
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    # receiver: the packet that fills the last gap is acked by the delayed-ack rule (ns-2) rather
+    # than at once (RFC 9260 6.7 allows both; FreeBSD and TCP ack it at once)
+    gap_filler_delayed: bool = False
+    # packets sent at once after an ack that cum-acks a fast-retransmitted unit (0: no limit)
+    max_burst: int = 0
+    # send window counted in DATA-chunk bytes: payload + this header, padded to 4 (0: payload only)
+    chunk_header_bytes: int = 0
+    # send while flight < cwnd (cwnd overshot by up to one packet) instead of flight + size <= cwnd
+    send_while_below_cwnd: bool = False
+    # grow cwnd when flight before the ack was >= cwnd, instead of flight + S > cwnd
+    grow_when_flight_reached_cwnd: bool = False
+    # the highest-newly-acked marker of the miss indications is kept from one ack to the next
+    persistent_htna: bool = False
+    # CMT only (Python engine): the receiver delays SACKs even while gaps remain and reports how
+    # many packets each acks; the sender counts misses by that number (CMT's DAC algorithm)
+    cmt_delayed_ack: bool = False
+    initial_cwnd_packets: int = 4
+    rto_initial_s: float = 1.0
+    rto_min_s: float = 1.0
+    rto_max_s: float = 60.0
+
+
+PROFILES = {
+    "rfc": Profile(name="rfc"),
+    "ns2": Profile(name="ns2", gap_filler_delayed=True, max_burst=4, chunk_header_bytes=16,
+                   send_while_below_cwnd=True, grow_when_flight_reached_cwnd=True,
+                   persistent_htna=True, cmt_delayed_ack=True, initial_cwnd_packets=2,
+                   rto_initial_s=3.0),
+}
+
+
+def profile(name):
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ValueError(f"profile must be one of {tuple(PROFILES)}, not {name!r}") from None
+
+
+def chunk_bytes(size, header):
+    """Bytes a unit of `size` payload bytes takes in the send window (SCTP pads chunks to 4)."""
+    return size if header == 0 else -(-(size + header) // 4) * 4

@@ -1,0 +1,84 @@
+"""`nrsack reproduce`: the quick size of figure 7 end to end (real sweep on a local Dask cluster,
+real Chromium for the PNG), and the statements' verdicts on tables built to make them fail."""
+
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from nrsack.generator.sim import reproduce as R
+
+
+def run_cli(*args, timeout=300):
+    return subprocess.run([sys.executable, "-c", "from nrsack.cli import main; main()", "reproduce",
+                           *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_quick_figure_7_writes_tables_plots_and_the_side_by_side_table(tmp_path):
+    r = run_cli("7", "--quick", "--workers", "2", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    for name in ("fig7_runs.csv", "fig7_gain.csv", "fig7_regions.csv", "fig7_statements.csv",
+                 "fig7.html"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    png = (tmp_path / "fig7.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000  # a drawn plot, not a blank page
+    gain = pd.read_csv(tmp_path / "fig7_gain.csv")
+    assert set(gain.profile) == {"ns2", "rfc"} and (gain.seeds == 4).all()
+    side = pd.read_csv(tmp_path / "fig7_statements.csv")
+    assert len(side) == len(R.FIGURES["7"].statements)
+    assert {"paper", "ns2", "ns2_verdict", "rfc", "rfc_verdict"} <= set(side.columns)
+    assert side.set_index("statement").loc["no gain without loss (Fig. 7)", "ns2_verdict"] == "holds"
+    # the printed table is the statements' table
+    assert "| 7 | 32K region of gain (Fig. 7) | [0.09 %, 2 %] (accepted:" in r.stdout
+    # the gap-filler rule is what moves the 32K curve: ns2 gains more than rfc at 0.5 % loss
+    at = gain[(gain.sndbuf == 32768) & (gain.loss == 0.005)].set_index("profile").gain_pct
+    assert at["ns2"] > at["rfc"] + 3
+
+
+def test_reproduce_rejects_bad_arguments(tmp_path):
+    for args in (["7", "--profile", "ns3"], ["8"], ["7", "--scheduler", "tcp://x:1", "--serial"]):
+        r = run_cli(*args, "--out", str(tmp_path), timeout=60)
+        assert r.returncode == 2 and "Traceback" not in r.stderr, args
+
+
+def table(rows):
+    base = dict(profile="ns2", protocol="sctp", sndbuf=32768, bandwidth_mbps=100.0, delay_ms=45.0,
+                seeds=10, gain_pct_std=1.0)
+    return pd.DataFrame([dict(base, **r) for r in rows])
+
+
+def test_region_and_peak_verdicts():
+    inside = table([dict(loss=x, gain_pct=g) for x, g in
+                    [(0.0, 0.0), (0.001, 6.0), (0.005, 12.0), (0.02, 5.5), (0.05, 1.0)]])
+    value, verdict = R.region_statement(32768, starts_by=0.002, ends_within=(0.01, 0.03))(inside)
+    assert (value, verdict) == ("[0.1 %, 2 %]", "holds")
+    late = table([dict(loss=x, gain_pct=g) for x, g in [(0.001, 1.0), (0.01, 6.0), (0.1, 7.0)]])
+    value, verdict = R.region_statement(32768, starts_by=0.002, ends_within=(0.01, 0.03))(late)
+    assert value == "[1 %, 10 %]" and verdict == "differs: starts 5.0x later, ends at 10 %"
+    assert R.peak_statement(32768, at_least=10.0)(inside)[1] == "holds"
+    assert R.peak_statement(32768, at_least=10.0)(late)[1] == "differs by -3.0 pp"
+    assert R.peak_statement(32768, paper=18.0)(late)[1] == "differs by -11.0 pp"
+
+
+def test_never_worse_flags_sack_ahead_beyond_the_spread():
+    ok = table([dict(loss=0.01, gain_pct=-0.5)])
+    bad = table([dict(loss=0.01, gain_pct=-3.0)])
+    assert R.never_worse(ok)[1] == "holds"
+    assert R.never_worse(bad)[1].startswith("differs")
+
+
+def test_shorter_delay_statement_names_the_loss_rates_where_it_fails():
+    rows = [dict(delay_ms=d, loss=x, gain_pct=g) for d, x, g in [
+        (5.0, 0.001, 20.0), (5.0, 0.01, 4.0), (45.0, 0.001, 6.0), (45.0, 0.01, 8.0)]]
+    value, verdict = R.shorter_delay_more_gain(table(rows))
+    assert value == "5 ms ahead at 1 of 2 loss rates" and verdict == "differs at 1 %"
+
+
+@pytest.mark.parametrize("figure", sorted(R.FIGURES))
+def test_every_figure_has_a_quick_grid_under_both_profiles(figure):
+    fig = R.FIGURES[figure]
+    for prof in ("ns2", "rfc"):
+        points = fig.grid(prof, 2, True, 100_000)
+        assert points and {p["profile"] for p in points} == {prof}
+        assert len(points) <= 200  # quick stays quick
