@@ -2,6 +2,9 @@
 at least SACK's, there is no gain without loss, the gain grows as the send buffer shrinks, and
 with BDP >= send buffer the bandwidth does not change the gain."""
 
+import subprocess
+import sys
+
 import pandas as pd
 import pytest
 
@@ -64,6 +67,25 @@ def test_dask_local_cluster_gives_the_serial_results():
     serial = sw.run(points, serial=True)
     parallel = sw.run(points, workers=2)
     pd.testing.assert_frame_equal(serial, parallel)
+
+
+def test_without_dask_a_local_process_pool_gives_the_serial_results(tmp_path):
+    # the sweep extra not installed: `import dask` fails (None in sys.modules makes it fail)
+    script = """
+import sys
+sys.modules["dask"] = sys.modules["dask.distributed"] = None
+import pandas as pd
+from nrsack.generator.sim import sweep as sw
+points = sw.grid(sndbufs=(8000,), losses=(0.02,), seeds=2, delay_ms=10.0, nbytes=100_000, bandwidths_mbps=(20.0,))
+pd.testing.assert_frame_equal(sw.run(points, serial=True), sw.run(points, workers=2))
+try:
+    sw.run(points, scheduler="tcp://127.0.0.1:1")
+except RuntimeError as error:
+    print(error)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "nrsack[sweep]" in done.stdout
 
 
 @pytest.mark.parametrize("protocol", ["cmt", "mptcp"])

@@ -58,7 +58,12 @@ def run(points, scheduler=None, workers=None, serial=False, progress=None):
             if progress:
                 progress()
         return pd.DataFrame(results)
-    from dask.distributed import Client, LocalCluster
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        if scheduler:
+            raise RuntimeError("a Dask scheduler needs the sweep extra: pip install 'nrsack[sweep]'") from None
+        return pd.DataFrame(_in_process_pool(points, workers, progress))
 
     if scheduler:
         with Client(scheduler) as client:
@@ -68,6 +73,18 @@ def run(points, scheduler=None, workers=None, serial=False, progress=None):
                           dashboard_address=None) as cluster, Client(cluster) as client:
             results = _gather(client, points, progress)
     return pd.DataFrame(results)
+
+
+def _in_process_pool(points, workers, progress):
+    """Without Dask (the sweep extra not installed): the same runs on this machine's cores."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(run_point, p) for p in points]
+        if progress:
+            for _ in as_completed(futures):
+                progress()
+        return [f.result() for f in futures]  # in the points' order
 
 
 def _gather(client, points, progress):
