@@ -17,6 +17,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <errno.h>
+#include <unistd.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -51,6 +52,7 @@ typedef struct {
     uint16_t pa, pb;
     uint8_t proto, v6, used, udp;
     int32_t id;
+    uint32_t repaired, repaired_frame;  /* packets whose payload length came from the frame, the first */
 } conn_t;
 
 static uint32_t rd16(const uint8_t *p) { return (uint32_t)p[0] << 8 | p[1]; }
@@ -71,6 +73,12 @@ typedef struct {
     PyObject *rule_findings; /* list of (frame, rule ID, reason): malformations a specific rule of rules.md names */
     int done;
     char error[PCAP_ERRBUF_SIZE + 64];
+    char truncated[PCAP_ERRBUF_SIZE + 64]; /* why reading stopped before the end of the file ("" if it did not) */
+    /* the capture clock as the analysis sees it: never backwards, steps beyond a bound removed */
+    int have_clock;
+    uint64_t clock_raw, clock_ns;
+    uint32_t held_back, held_back_frame; uint64_t held_back_max;
+    int beyond_2262_noted;
 } Reader;
 
 static uint64_t load64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
@@ -160,7 +168,15 @@ typedef struct {
     int64_t time_ns;
     uint8_t src[16], dst[16];
     int v6;
+    int repaired;  /* the IP length was 0 or beyond the frame: the payload length came from the frame */
 } pkt_t;
+
+/* Counts a packet whose payload length came from the frame against its conn (one note per conn). */
+static void note_repair(Reader *r, const pkt_t *k, int32_t conn) {
+    if (!k->repaired || conn < 0) return;
+    conn_t *c = &r->table[r->order[conn]];
+    if (!c->repaired++) c->repaired_frame = r->frame;
+}
 
 static event_t *new_event(Reader *r, const pkt_t *k) {
     event_t *e = vec_push(&r->ev, sizeof(event_t));
@@ -218,6 +234,7 @@ static int parse_sctp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, siz
     uint8_t dir;
     int32_t conn = conn_lookup(r, 132, k->v6, udp, k->src, k->dst, sp, dp, &dir);
     if (conn < 0) { PyErr_NoMemory(); return -1; }
+    note_repair(r, k, conn);
     size_t off = 12;
     while (off + 4 <= n) {
         if (off + 4 > cap) return 0; /* snaplen cut the rest: lengths unknown, nothing to count */
@@ -310,6 +327,7 @@ static int parse_tcp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, size
     uint8_t dir;
     int32_t conn = conn_lookup(r, 6, k->v6, 0, k->src, k->dst, rd16(p), rd16(p + 2), &dir);
     if (conn < 0) { PyErr_NoMemory(); return -1; }
+    note_repair(r, k, conn);
     event_t *e = new_event(r, k);
     if (!e) { PyErr_NoMemory(); return -1; }
     e->conn = conn; e->dir = dir; e->proto = 6; e->chunk = 255;
@@ -365,8 +383,18 @@ static int parse_tcp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, size
                 if (olen < 4) { if (finding(r, "MPTCP DSS option length %zu", olen) < 0) return -1; break; }
                 uint8_t f = o[3];
                 size_t pos = 4;
+                /* RFC 8684 3.3: the flags fix the length: DATA ACK (A, 4 or 8 octets by a), mapping (M:
+                 * DSN 4 or 8 by m, subflow seq 4, data-level length 2), then the checksum (2, when
+                 * negotiated: either length is legal). Without N (the NR extension: its count and
+                 * blocks follow) the length must be one of those exactly; a and m without A and M
+                 * change nothing (as the RFC's receivers read them). */
                 size_t need = 4 + ((f & 1) ? ((f & 2) ? 8 : 4) : 0) + ((f & 4) ? ((f & 8) ? 8 : 4) + 6 : 0);
-                if (need > olen) { if (finding(r, "MPTCP DSS option length %zu shorter than its flags 0x%02X need", olen, f) < 0) return -1; break; }
+                int exact = (f & 0x20) || olen == need || ((f & 4) && olen == need + 2);
+                if (need > olen || !exact) {
+                    if (finding(r, "MPTCP DSS option length %zu does not fit its flags 0x%02X (RFC 8684 3.3)", olen, f) < 0)
+                        return -1;
+                    break;
+                }
                 if (f & 1) {
                     e->flags |= EV_DATA_ACK;
                     if (f & 2) { e->data_ack = rd64(o + pos); pos += 8; e->flags |= EV_DACK64; }
@@ -429,7 +457,9 @@ static int parse_ip(Reader *r, pkt_t *k, const uint8_t *p, size_t cap, size_t wi
     if (ver == 4) {
         if (cap < 20) return finding(r, "IPv4 header truncated");
         size_t ihl = (size_t)(p[0] & 15) * 4, tot = rd16(p + 2);
-        if (tot == 0) tot = wire; /* segmentation offload on the capturing host */
+        /* 0: segmentation offload on the capturing host; beyond the frame: a length nobody sent
+         * (65,535 in a short frame). Either way the frame is what was on the wire. */
+        if (tot == 0 || tot > wire) { tot = wire; k->repaired = 1; }
         if (ihl < 20 || tot < ihl) return finding(r, "IPv4 header length %zu / total length %zu invalid", ihl, tot);
         if (cap < ihl) return finding(r, "IPv4 options truncated");
         if ((rd16(p + 6) & 0x3fff) != 0) return 0; /* fragments: not reassembled */
@@ -441,7 +471,7 @@ static int parse_ip(Reader *r, pkt_t *k, const uint8_t *p, size_t cap, size_t wi
     if (ver == 6) {
         if (cap < 40) return finding(r, "IPv6 header truncated");
         size_t plen = rd16(p + 4);
-        if (plen == 0) plen = wire > 40 ? wire - 40 : 0; /* jumbogram / offload */
+        if (plen == 0 || plen + 40 > wire) { plen = wire > 40 ? wire - 40 : 0; k->repaired = 1; } /* jumbogram / offload, as IPv4 */
         int nh = p[6];
         size_t off = 40, end = 40 + plen;
         k->v6 = 1; memcpy(k->src, p + 8, 16); memcpy(k->dst, p + 24, 16);
@@ -466,10 +496,53 @@ static int parse_ethertype(Reader *r, pkt_t *k, uint32_t et, const uint8_t *p, s
     return 0;
 }
 
+/* The capture clock, made safe for the analysis: nanoseconds as an unsigned 64-bit count (pcap
+ * seconds are unsigned 32-bit: libpcap hands those past 2^31 over sign-extended), then never
+ * backwards and without steps beyond CLOCK_STEP_NS, each such step a GEN-02 finding (decisions.md
+ * 29). The result stays below 2^63, so the signed 64-bit columns downstream hold it exactly. */
+#define CLOCK_STEP_NS (86400ULL * 1000000000ULL)   /* forward: longer than any transport timer */
+#define CLOCK_BACK_NS (1000000000ULL)              /* backward beyond this: a step, not reordering */
+static int capture_clock(Reader *r, int64_t sec, long frac_ns, int64_t *out) {
+    uint64_t s = sec < 0 ? (uint64_t)sec + (1ULL << 32) : (uint64_t)sec, f = frac_ns < 0 ? 0 : (uint64_t)frac_ns;
+    uint64_t raw = s > (UINT64_MAX - f) / 1000000000ULL ? UINT64_MAX : s * 1000000000ULL + f;
+    if (!r->have_clock) {
+        r->have_clock = 1; r->clock_raw = raw; r->clock_ns = raw;
+    } else if (raw >= r->clock_raw) {
+        uint64_t step = raw - r->clock_raw;
+        if (step > CLOCK_STEP_NS) {
+            if (rule_finding(r, "GEN-02", "capture clock stepped forward %.3f s: the gap counts as no time",
+                             (double)step / 1e9) < 0) return -1;
+            step = 0;
+        }
+        r->clock_raw = raw; r->clock_ns += step;
+    } else if (r->clock_raw - raw > CLOCK_BACK_NS) {
+        if (rule_finding(r, "GEN-02", "capture clock stepped back %.3f s: time goes on from the frame before",
+                         (double)(r->clock_raw - raw) / 1e9) < 0) return -1;
+        r->clock_raw = raw;  /* the new clock; the analysis time stays where it was */
+    } else {  /* a frame a little older than the one before (several capture queues): held, counted */
+        if (!r->held_back++) r->held_back_frame = r->frame;
+        if (r->clock_raw - raw > r->held_back_max) r->held_back_max = r->clock_raw - raw;
+    }
+    if (r->clock_ns > (uint64_t)INT64_MAX) {
+        if (!r->beyond_2262_noted++ &&
+            rule_finding(r, "GEN-02", "capture clock beyond the year 2262 (2^63 ns): held there") < 0) return -1;
+        r->clock_ns = (uint64_t)INT64_MAX;
+    }
+    *out = (int64_t)r->clock_ns;
+    return 0;
+}
+
+/* A frame's original length as the analysis may believe it: never below what was captured, never
+ * above the largest snapshot libpcap allows (no NIC sends more in one frame, offload included). */
+#define MAX_FRAME_LEN 262144u
+
 static int parse_frame(Reader *r, const struct pcap_pkthdr *h, const uint8_t *p) {
     pkt_t k;
-    k.time_ns = (int64_t)h->ts.tv_sec * 1000000000LL + h->ts.tv_usec; /* nanosecond precision requested */
+    k.repaired = 0;
+    if (capture_clock(r, (int64_t)h->ts.tv_sec, (long)h->ts.tv_usec, &k.time_ns) < 0) return -1; /* ns precision requested */
     size_t cap = h->caplen, wire = h->len;
+    if (wire < cap) wire = cap;
+    if (wire > MAX_FRAME_LEN) wire = cap > MAX_FRAME_LEN ? cap : MAX_FRAME_LEN;
     switch (r->linktype) {
     case DLT_EN10MB:
         if (cap < 14) return 0;
@@ -513,7 +586,8 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kw) {
     const char *path;
     if (!PyArg_ParseTuple(args, "s", &path)) return -1;
     char errbuf[PCAP_ERRBUF_SIZE] = "";
-    FILE *file = fopen(path, "rb");
+    /* "-": standard input (a pipe from tcpdump -w -); FIFOs and devices open like files */
+    FILE *file = strcmp(path, "-") ? fopen(path, "rb") : fdopen(dup(0), "rb");
     if (!file) { PyErr_Format(ReaderError, "%s: %s", path, strerror(errno)); return -1; }
     /* libpcap reads record by record through stdio: a large buffer saves a read() per 4 kB */
     setvbuf(file, NULL, _IOFBF, 1 << 20);
@@ -551,8 +625,12 @@ static PyObject *Reader_read(Reader *self, PyObject *args) {
         int rc = pcap_next_ex(self->pcap, &h, &data);
         if (rc == PCAP_ERROR_BREAK) { self->done = 1; break; }
         if (rc == PCAP_ERROR) {
-            PyErr_Format(ReaderError, "after frame %u: %s", self->frame, pcap_geterr(self->pcap));
-            return NULL;
+            /* a file cut short in its last record (still being written, or a full disk): what came
+             * before is whole and is analysed; the caller warns (exit 2 only when nothing was read) */
+            snprintf(self->truncated, sizeof self->truncated, "after frame %u: %s", self->frame, pcap_geterr(self->pcap));
+            if (self->frame == 0) { PyErr_SetString(ReaderError, self->truncated); return NULL; }
+            self->done = 1;
+            break;
         }
         if (rc != 1) continue;
         self->frame++;
@@ -612,6 +690,40 @@ static PyObject *Reader_conns(Reader *self, PyObject *unused) {
 static PyObject *Reader_findings(Reader *self, PyObject *unused) { Py_INCREF(self->findings); return self->findings; }
 static PyObject *Reader_rule_findings(Reader *self, PyObject *unused) { Py_INCREF(self->rule_findings); return self->rule_findings; }
 static PyObject *Reader_frames(Reader *self, PyObject *unused) { return PyLong_FromUnsignedLong(self->frame); }
+static PyObject *Reader_truncated(Reader *self, PyObject *unused) {
+    if (!self->truncated[0]) Py_RETURN_NONE;
+    return PyUnicode_FromString(self->truncated);
+}
+
+/* notes() -> [(frame, rule, reason)] counted over the whole capture so far, one per conn or per
+ * kind, built afresh on every call: payload lengths taken from the frame, frames held at the time
+ * of the one before. */
+static PyObject *Reader_notes(Reader *self, PyObject *unused) {
+    PyObject *l = PyList_New(0);
+    if (!l) return NULL;
+    for (size_t i = 0; i < self->n_conns; i++) {
+        conn_t *c = &self->table[self->order[i]];
+        if (!c->repaired) continue;
+        PyObject *t = Py_BuildValue("(Iss)", c->repaired_frame, "GEN-01.note", "");
+        if (!t) { Py_DECREF(l); return NULL; }
+        PyObject *msg = PyUnicode_FromFormat(
+            "IP length 0 or beyond the frame in %u packet%s of this conn (segmentation offload or a bad header): "
+            "payload taken from the frame", c->repaired, c->repaired == 1 ? "" : "s");
+        if (!msg) { Py_DECREF(t); Py_DECREF(l); return NULL; }
+        PyTuple_SetItem(t, 2, msg);
+        if (PyList_Append(l, t) < 0) { Py_DECREF(t); Py_DECREF(l); return NULL; }
+        Py_DECREF(t);
+    }
+    if (self->held_back) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "%u frame%s older than the frame before (up to %.6f s): held at its time",
+                 self->held_back, self->held_back == 1 ? "" : "s", (double)self->held_back_max / 1e9);
+        PyObject *t = Py_BuildValue("(Iss)", self->held_back_frame, "GEN-02.note", msg);
+        if (!t || PyList_Append(l, t) < 0) { Py_XDECREF(t); Py_DECREF(l); return NULL; }
+        Py_DECREF(t);
+    }
+    return l;
+}
 static PyObject *Reader_linktype(Reader *self, PyObject *unused) { return PyLong_FromLong(self->linktype); }
 
 static PyMethodDef Reader_methods[] = {
@@ -623,6 +735,8 @@ static PyMethodDef Reader_methods[] = {
     {"findings", (PyCFunction)Reader_findings, METH_NOARGS, "GEN-01 findings: [(frame, reason)]"},
     {"rule_findings", (PyCFunction)Reader_rule_findings, METH_NOARGS, "NR-05 / TN-05 / MN-02 findings: [(frame, rule, reason)]"},
     {"frames", (PyCFunction)Reader_frames, METH_NOARGS, "frames read so far"},
+    {"truncated", (PyCFunction)Reader_truncated, METH_NOARGS, "why reading stopped before the end of the file, or None"},
+    {"notes", (PyCFunction)Reader_notes, METH_NOARGS, "counted notes [(frame, rule, reason)]: length repairs, held clock"},
     {"linktype", (PyCFunction)Reader_linktype, METH_NOARGS, "DLT of the capture"},
     {NULL}
 };

@@ -20,6 +20,13 @@ def fail(message):
     sys.exit(2)
 
 
+def warn_truncated(capture):
+    """One line on stderr when the capture ended inside a record: the figures cover what came before."""
+    if capture.truncated:
+        click.echo(f"nrsack: warning: {capture.path}: capture cut short, analysed up to frame {capture.frames} "
+                   f"({capture.truncated})", err=True)
+
+
 @contextmanager
 def _progress(path):
     size = os.path.getsize(path) if os.path.isfile(path) else 0
@@ -99,6 +106,11 @@ def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream):
         console.print(views.rich_table(analysis, ids))
         for frame, reason in analysis.capture.findings:
             console.print(f"GEN-01 frame {frame}: {reason}", markup=False)
+        for finding in views.summary_dict(analysis, ids)["findings"]:
+            if finding["rule"] != "GEN-01" or finding["severity"] == "note":
+                console.print(f"{finding['rule']} {finding['severity']} frame {finding['frames'][0]}: "
+                              f"{finding['message'].split(' ', 1)[1]}", markup=False)
+    warn_truncated(analysis.capture)
     if streaming:
         for path in written:
             click.echo(f"wrote {path}", err=fmt == "json")

@@ -45,8 +45,17 @@ def summary_dict(analysis, entry_ids=None) -> dict:
         flows.append(item)
     findings = [{"rule": "GEN-01", "severity": "error", "frames": [frame], "message": f"GEN-01 {reason}"}
                 for frame, reason in analysis.capture.findings]
+    findings += [general_finding(*found) for found in analysis.capture.rule_findings if found[1].startswith("GEN-")]
+    findings.sort(key=lambda f: f["frames"][0])
     return {"capture": analysis.capture.path, "frames": analysis.capture.frames, "flows": flows,
             "findings": findings}
+
+
+def general_finding(frame, rule_id, reason):
+    """A reader's GEN-01 / GEN-02 finding (".note": the note variant) as the JSON summary lists it."""
+    base, _, note = rule_id.partition(".")
+    severity = "note" if note else "error" if base == "GEN-01" else "warning"
+    return {"rule": base, "severity": severity, "frames": [frame], "message": f"{base} {reason}"}
 
 
 def selected_ids(analysis, flow_filter):
