@@ -769,7 +769,8 @@ static PyMethodDef module_methods[] = {
     {"keep_freed_memory", keep_freed_memory, METH_NOARGS, "keep freed memory for reuse (glibc malloc options)"},
     {"level_part", level_part, METH_VARARGS,
      "level_part(events, blocks, rows, side, protocol (0 TCP, 1 SCTP), conn, sender, last, never_renege) -> "
-     "(row arrays, block arrays, last, nr_seen): one sender direction's scoreboard input (see _levels.c)"},
+     "(row arrays, block arrays, last, nr_seen, (far rows left out, first frame)): one sender direction's "
+     "scoreboard input (see _levels.c)"},
     {NULL}
 };
 

@@ -11,6 +11,7 @@ import sys
 import numpy as np
 
 from nrsack.analyzer import analysis as A
+from nrsack.analyzer.rules.inputs import far_reason
 
 
 def _ordered(summary):
@@ -46,6 +47,11 @@ def summary_dict(analysis, entry_ids=None) -> dict:
     findings = [{"rule": "GEN-01", "severity": "error", "frames": [frame], "message": f"GEN-01 {reason}"}
                 for frame, reason in analysis.capture.findings]
     findings += [general_finding(*found) for found in analysis.capture.rule_findings if found[1].startswith("GEN-")]
+    for entry in analysis.all_entries():
+        far = entry.summary.get("far_serials_ignored")
+        if far and (entry_ids is None or entry.summary["id"] in entry_ids):
+            findings.append(general_finding(entry.summary["far_serials_first_frame"], "GEN-01.note",
+                                            f"entry {entry.summary['id']}: {far_reason(far)}"))
     findings.sort(key=lambda f: f["frames"][0])
     return {"capture": analysis.capture.path, "frames": analysis.capture.frames, "flows": flows,
             "findings": findings}

@@ -82,6 +82,10 @@ class Dashboard:
             capture = self.library.upload(contents, filename)
         except LIB.UploadRefused as refusal:
             return dash.no_update, dash.no_update, str(refusal), "message error"
+        read = self.library.analysis(capture.id).capture
+        if read.truncated:  # as `nrsack analyze`: what came before the cut is whole and analysed
+            return (self.library.options(), capture.id, f"{capture.name}: uploaded; cut short, analysed up to frame "
+                    f"{read.frames} (its last whole record)", "message warning")
         return self.library.options(), capture.id, f"{capture.name}: uploaded and analysed", "message ok"
 
     def load_capture(self, capture_id, sndbuf_text):
