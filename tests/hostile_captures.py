@@ -167,6 +167,8 @@ def mptcp_transfer(segments=8, size=1000, rng=None):
 def ip_frames(transfer, link=LINK_ETHERNET, total=None):
     """[(t, frame bytes)] of a transfer; total(i, payload) -> the IP total length to write (None: true)."""
     frames = []
+    # a capture is in time order (the transfers list an ack right after the segment it answers)
+    transfer = sorted(transfer, key=lambda packet: packet[0])
     for i, (t, direction, payload, proto) in enumerate(transfer):
         src, dst = (A, B) if direction == 0 else (B, A)
         packet = ipv4(src, dst, proto, payload, None if total is None else total(i, payload))
@@ -290,7 +292,7 @@ def build_all():
     frames = ip_frames(tcp_transfer())
     raw = ip_frames(tcp_transfer(), LINK_RAW)
     mixed = [frames[i] if i % 2 == 0 else raw[i] for i in range(len(frames))]
-    # TWO-LINKTYPES
+    put("tcp-pcapng-two-linktypes", pcapng_bytes(mixed, interfaces=((LINK_ETHERNET,), (LINK_RAW,)), which=lambda i: i % 2))
     half = len(frames) // 2
     put("tcp-pcapng-two-sections", pcapng_bytes(frames[:half]) + pcapng_bytes(frames[half:]))
     # nothing to analyse
