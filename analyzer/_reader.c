@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <errno.h>
 #include <unistd.h>
+#include <fcntl.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -731,21 +732,24 @@ static Py_ssize_t ng_read(Reader *r, Py_ssize_t max_frames) {
     return got;
 }
 
-/* A FILE that first gives back the bytes already peeked at, then the rest of `inner`: libpcap reads
- * classic pcap from the start of a pipe whose first bytes told pcap from pcapng. */
-typedef struct { FILE *inner; uint8_t peeked[4]; size_t n, pos; } peek_t;
+/* A FILE that first gives back the bytes already peeked at, then reads on from `fd`: libpcap reads
+ * classic pcap from the start of a pipe whose first bytes told pcap from pcapng. One read() per
+ * call, whatever it returns: a live pipe (tcpdump -w -) is read as packets arrive, not per buffer. */
+typedef struct { int fd; uint8_t peeked[4]; size_t n, pos; } peek_t;
 
 static ssize_t peek_read(void *cookie, char *buf, size_t size) {
     peek_t *c = cookie;
     size_t out = 0;
     while (c->pos < c->n && out < size) buf[out++] = (char)c->peeked[c->pos++];
-    if (out < size) out += fread(buf + out, 1, size - out, c->inner);
-    return (ssize_t)out;
+    if (out) return (ssize_t)out;
+    ssize_t got;
+    do got = read(c->fd, buf, size); while (got < 0 && errno == EINTR);
+    return got;
 }
 
 static int peek_close(void *cookie) {
     peek_t *c = cookie;
-    int rc = fclose(c->inner);
+    int rc = close(c->fd);
     free(c);
     return rc;
 }
@@ -757,23 +761,32 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kw) {
     if (!PyArg_ParseTuple(args, "s", &path)) return -1;
     char errbuf[PCAP_ERRBUF_SIZE] = "";
     /* "-": standard input (a pipe from tcpdump -w -); FIFOs and devices open like files */
-    FILE *file = strcmp(path, "-") ? fopen(path, "rb") : fdopen(dup(0), "rb");
-    if (!file) { PyErr_Format(ReaderError, "%s: %s", path, strerror(errno)); return -1; }
-    /* libpcap reads record by record through stdio: a large buffer saves a read() per 4 kB */
-    setvbuf(file, NULL, _IOFBF, 1 << 20);
+    int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : dup(0);
+    if (fd < 0) { PyErr_Format(ReaderError, "%s: %s", path, strerror(errno)); return -1; }
     /* the first four bytes tell pcapng (read here) from pcap (libpcap); a file is rewound, a pipe is
      * read on through a FILE that gives the four bytes back first */
     uint8_t first[4] = {0};
-    size_t n_first = fread(first, 1, 4, file);
-    if (fseek(file, 0, SEEK_SET) != 0) {
-        peek_t *peek = calloc(1, sizeof *peek);
-        if (!peek) { fclose(file); PyErr_NoMemory(); return -1; }
-        peek->inner = file; peek->n = n_first; memcpy(peek->peeked, first, 4);
-        cookie_io_functions_t io = {.read = peek_read, .close = peek_close};
-        FILE *joined = fopencookie(peek, "rb", io);
-        if (!joined) { fclose(file); free(peek); PyErr_NoMemory(); return -1; }
-        file = joined;
+    size_t n_first = 0;
+    while (n_first < 4) {
+        ssize_t got = read(fd, first + n_first, 4 - n_first);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        n_first += (size_t)got;
     }
+    FILE *file;
+    if (lseek(fd, 0, SEEK_SET) == 0) {
+        file = fdopen(fd, "rb");
+        /* libpcap reads record by record through stdio: a large buffer saves a read() per 4 kB */
+        if (file) setvbuf(file, NULL, _IOFBF, 1 << 20);
+    } else {
+        peek_t *peek = calloc(1, sizeof *peek);
+        if (!peek) { close(fd); PyErr_NoMemory(); return -1; }
+        peek->fd = fd; peek->n = n_first; memcpy(peek->peeked, first, 4);
+        cookie_io_functions_t io = {.read = peek_read, .close = peek_close};
+        file = fopencookie(peek, "rb", io);
+        if (!file) free(peek);
+    }
+    if (!file) { close(fd); PyErr_NoMemory(); return -1; }
     self->findings = PyList_New(0);
     self->rule_findings = PyList_New(0);
     if (!self->findings || !self->rule_findings) { fclose(file); return -1; }
