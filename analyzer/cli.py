@@ -64,6 +64,34 @@ def run_streaming(path, sndbuf, flow_filter, out_dir, fmt):
     return result, result.files
 
 
+def run_follow(path, sndbuf, flow_filter):
+    """--follow: on a terminal the table redraws in place (rich Live); piped, each refresh is printed
+    after the one before, the final one last."""
+    from rich.console import Console
+    from rich.live import Live
+
+    from nrsack.analyzer import CaptureError, follow as F, views
+
+    console = Console() if sys.stdout.isatty() else Console(width=200)
+
+    def table(analysis, final):
+        ids = views.selected_ids(analysis, flow_filter)
+        title = "final" if final else f"following, {analysis.capture.frames} frames so far"
+        shown = views.rich_table(analysis, ids)
+        shown.caption = title
+        return shown
+
+    try:
+        if console.is_terminal:
+            with Live(console=console, auto_refresh=False) as live:
+                result = F.follow(path, sndbuf, lambda a, final: live.update(table(a, final), refresh=True))
+        else:
+            result = F.follow(path, sndbuf, lambda a, final: (console.print(table(a, final)), sys.stdout.flush()))
+    except CaptureError as error:
+        fail(str(error))
+    warn_truncated(result.capture)
+
+
 sndbuf_option = click.option("--sndbuf", type=click.IntRange(min=1), default=None, metavar="BYTES",
                              help="Send buffer B in payload bytes (default: estimated as the largest RtxQ).")
 flow_option = click.option("--flow", "flow_filter", default=None, metavar="ID",
@@ -81,9 +109,15 @@ flow_option = click.option("--flow", "flow_filter", default=None, metavar="ID",
 @click.option("--stream", is_flag=True,
               help="Hold one chunk of the capture at a time (memory bounded by flows and window, not by the "
                    "capture's length); tables, when asked for, are written as they are made.")
-def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream):
-    """RtxQ evolution, send-buffer blocking and p/q of every sender direction in CAPTURE."""
+@click.option("--follow", is_flag=True,
+              help="A live table of every sender direction while CAPTURE is read (e.g. '-' from tcpdump -w -), "
+                   "like top; the final one at its end.")
+def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream, follow):
+    """RtxQ evolution, send-buffer blocking and p/q of every sender direction in CAPTURE ('-': standard input)."""
     from nrsack.analyzer import views
+
+    if follow:
+        return run_follow(capture, sndbuf, flow_filter)
 
     tables = "parquet" if fmt == "parquet" else "csv"
     files_wanted = fmt in ("csv", "parquet") or out_dir

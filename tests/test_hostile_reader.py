@@ -5,10 +5,8 @@ input, a FIFO and a live `tcpdump -w -` stream into `nrsack analyze -`."""
 
 import json
 import os
-import socket
 import subprocess
 import threading
-import time
 
 import pytest
 from click.testing import CliRunner
@@ -16,6 +14,7 @@ from click.testing import CliRunner
 from nrsack.analyzer import check
 from nrsack.cli import main
 from hostile_captures import build_all
+from hostile_live import tcpdump_into
 
 CAPTURES = {name: data for name, data, _ in build_all()}
 
@@ -138,42 +137,12 @@ def test_a_pipe_cut_short_is_analysed_with_a_warning(tmp_path):
     assert piped.returncode == 0 and b"cut short" in piped.stderr and b"Traceback" not in piped.stderr
 
 
-def test_live_tcpdump_into_analyze_from_standard_input(tmp_path):
+def test_live_tcpdump_into_analyze_from_standard_input():
     """tcpdump -i lo -w - | nrsack analyze -: a real TCP transfer over loopback while it runs."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(1)
-    port = server.getsockname()[1]
-    # --immediate-mode: each packet leaves the kernel's buffer at once, not when a block fills
-    tcpdump = subprocess.Popen(["tcpdump", "-i", "lo", "-U", "--immediate-mode", "-s", "128", "-w", "-",
-                                f"tcp port {port}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    analyze = subprocess.Popen(["nrsack", "analyze", "--format", "json", "-"], stdin=tcpdump.stdout,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    tcpdump.stdout.close()
-    try:
-        assert b"listening on" in tcpdump.stderr.readline()  # tcpdump is attached to the interface
-        time.sleep(1.0)  # and its capture buffer is live (the line comes a little before)
-        received = []
-
-        def serve():
-            conn, _ = server.accept()
-            while chunk := conn.recv(65536):
-                received.append(len(chunk))
-            conn.close()
-
-        reader = threading.Thread(target=serve)
-        reader.start()
-        client = socket.create_connection(("127.0.0.1", port))
-        client.sendall(b"n" * 2_000_000)
-        client.close()
-        reader.join(timeout=30)
-        time.sleep(0.5)
-    finally:
-        tcpdump.terminate()
-        tcpdump.wait(timeout=10)
-        server.close()
+    analyze, received, _ = tcpdump_into(["nrsack", "analyze", "--format", "json", "-"],
+                                        lambda client: client.sendall(b"n" * 2_000_000))
     out, err = analyze.communicate(timeout=60)
     assert analyze.returncode == 0, err
     flows = json.loads(out)["flows"]
     sent = [f for f in flows if f["data_bytes"] >= 2_000_000]
-    assert sum(received) == 2_000_000 and len(sent) == 1 and sent[0]["complete"], flows
+    assert received == 2_000_000 and len(sent) == 1 and sent[0]["complete"], flows
