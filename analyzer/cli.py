@@ -1,7 +1,9 @@
 """`nrsack analyze`, `nrsack plot`, `nrsack compare`: the analyzer's commands.
 
-Unusable input (not a capture, truncated, unknown link type, no flows) ends with one line on
-stderr and exit code 2; malformed packets inside a usable capture are GEN-01 findings instead.
+Unusable input (not a capture, cut short before its first whole record, unknown link type, no
+flows) ends with one line on stderr and exit code 2; malformed packets inside a usable capture are
+GEN-01 findings instead, and a capture cut short later is analysed up to its last whole record with
+one warning line on stderr (exit 0). CAPTURE may be '-' (standard input) or a FIFO.
 """
 
 import json
