@@ -507,7 +507,7 @@ static int parse_ethertype(Reader *r, pkt_t *k, uint32_t et, const uint8_t *p, s
 /* The capture clock, made safe for the analysis: nanoseconds as an unsigned 64-bit count (pcap
  * seconds are unsigned 32-bit: libpcap hands those past 2^31 over sign-extended), then never
  * backwards and without steps beyond CLOCK_STEP_NS, each such step a GEN-02 finding (decisions.md
- * 29). The result stays below 2^63, so the signed 64-bit columns downstream hold it exactly. */
+ * 30). The result stays below 2^63, so the signed 64-bit columns downstream hold it exactly. */
 #define CLOCK_STEP_NS (86400ULL * 1000000000ULL)   /* forward: longer than any transport timer */
 #define CLOCK_BACK_NS (1000000000ULL)              /* backward beyond this: a step, not reordering */
 static uint64_t ns_of(uint64_t sec, uint64_t frac_ns) {  /* saturating: UINT64_MAX is "beyond" */

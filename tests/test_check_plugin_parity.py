@@ -13,7 +13,7 @@ SAMPLES = Path(__file__).resolve().parent.parent / "sample-pcaps"
 # FS-02 needs what comes after the FSACK-INIT (the next one, or the end of the capture: docs/decisions.md
 # 20); a one-pass dissector cannot decide it, so the plugin does not raise it.
 NOT_ONE_PASS = {"FS-02"}
-# about the capture file, not the traffic (docs/decisions.md 29, 32): the clock's steps (GEN-02) and the
+# about the capture file, not the traffic (docs/decisions.md 30, 33): the clock's steps (GEN-02) and the
 # reader's repair notes (GEN-01 at severity note) are the analyzer's alone; Wireshark shows times as they are
 ANALYZER_ONLY = {"GEN-02"}
 

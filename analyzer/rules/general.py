@@ -16,6 +16,6 @@ def malformed_packet(e, before, after, ctx):
 @rule("GEN-02", "warning", kinds=[I.MALFORMED], levels=[""])
 def capture_clock_stepped(e, before, after, ctx):
     """GEN-02: "The capture clock stepped (backwards, or forwards by more than a day, or past 2^63 ns):
-    the interval around the step counts as no time." (analyzer-only: decisions.md 29)"""
+    the interval around the step counts as no time." (analyzer-only: decisions.md 30)"""
     if e.rule in ("GEN-02", "GEN-02.note"):
         yield Verdict((e.frame,), e.reason, note=e.rule.endswith(".note"))
