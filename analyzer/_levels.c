@@ -5,7 +5,10 @@
  * that remain (MPTCP data level, CMT paths) build on this output.
  *
  * Serial numbers are unwrapped in observation order: each one the signed 32-bit step from the one
- * before, the first next to `last` (the last value of the previous chunk) or at v + 2^32. */
+ * before, the first next to `last` (the last value of the previous chunk) or at v + 2^32. One that
+ * lands more than FAR_SERIAL from the one before is not adopted: the row is left out (counted, its
+ * first frame kept) unless the next such row agrees with it within FAR_SERIAL, which makes it a
+ * real jump (a capture that missed a gigabyte) and the second row the new reference. */
 #include "_analyzer.h"
 
 #include <string.h>
@@ -24,6 +27,11 @@ static const size_t block_itemsize[N_BLOCK_ARRAYS] = {8, 8, 1};
 static int64_t near32(int64_t base, uint64_t value) {
     return base + (int32_t)(uint32_t)((uint32_t)value - (uint32_t)base);
 }
+
+/* 2^30: the largest TCP window (scale 14); no ack or segment of a flow lands further from the last */
+#define FAR_SERIAL ((int64_t)1 << 30)
+
+static int64_t distance(int64_t a, int64_t b) { return a > b ? a - b : b - a; }
 
 typedef struct {
     int protocol, sender, never_renege;
@@ -54,7 +62,8 @@ static PyObject *new_array(Py_ssize_t n, size_t itemsize, char **data) {
 }
 
 /* level_part(events, blocks, rows, side, protocol, conn, sender, last, never_renege)
- *   -> (row arrays (Part order), block arrays (lo, hi, nr), last, nr_seen) as bytearrays */
+ *   -> (row arrays (Part order), block arrays (lo, hi, nr), last, nr_seen, (rows left out as far, first
+ *   such frame)) */
 PyObject *level_part(PyObject *self, PyObject *args) {
     PyObject *o_ev, *o_bk, *o_rows, *o_side, *o_last;
     level_t lv;
@@ -97,6 +106,8 @@ PyObject *level_part(PyObject *self, PyObject *args) {
     int8_t *bnr = (int8_t *)bp[B_NR];
     int nr_seen = 0;
     Py_ssize_t j = 0, jb = 0;
+    Py_ssize_t far = 0; uint32_t far_frame = 0;
+    int have_candidate = 0; int64_t candidate = 0;  /* the last far row, in case the flow really jumped */
     for (Py_ssize_t i = 0; i < n_rows; i++) {
         if (row[i] < 0 || row[i] >= n_events) {
             PyErr_SetString(PyExc_IndexError, "level_part: row out of range");
@@ -114,6 +125,16 @@ PyObject *level_part(PyObject *self, PyObject *args) {
         }
         uint32_t serial = role == ROLE_DATA ? x->seq : x->ack;
         int64_t u = have_last ? near32(last, serial) : (int64_t)serial + ((int64_t)1 << 32);
+        if (have_last && distance(u, last) > FAR_SERIAL) {
+            int agrees = have_candidate && distance(near32(candidate, serial), candidate) <= FAR_SERIAL;
+            if (!agrees) {
+                if (!far++) far_frame = x->frame;
+                have_candidate = 1; candidate = u;
+                continue;
+            }
+            u = near32(candidate, serial);
+        }
+        have_candidate = 0;
         last = u; have_last = 1;
         int64_t length = role == ROLE_DATA ? x->len : 0;
         pos[j] = i; kind_out[j] = role == ROLE_DATA ? 0 : 1; lo[j] = u;
@@ -146,7 +167,8 @@ PyObject *level_part(PyObject *self, PyObject *args) {
         for (int a = 0; a < N_BLOCK_ARRAYS; a++) { PyTuple_SET_ITEM(blocks_tuple, a, block_out[a]); block_out[a] = NULL; }
         PyObject *last_obj = have_last ? PyLong_FromLongLong(last) : (Py_INCREF(Py_None), Py_None);
         if (last_obj) {  /* "N" consumes the tuples, also on failure */
-            result = Py_BuildValue("NNNO", rows_tuple, blocks_tuple, last_obj, nr_seen ? Py_True : Py_False);
+            result = Py_BuildValue("NNNO(nI)", rows_tuple, blocks_tuple, last_obj, nr_seen ? Py_True : Py_False,
+                                   far, far_frame);
             rows_tuple = blocks_tuple = NULL;
         }
     }

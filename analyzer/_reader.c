@@ -9,7 +9,7 @@
  *
  * The scoreboard (Board) lives in _scoreboard.c and is part of the same module.
  */
-#include "_analyzer.h"
+#include "_analyzer.h"  /* Python.h defines _GNU_SOURCE: fopencookie */
 #include <pcap/pcap.h>
 #include <stdint.h>
 #include <string.h>
@@ -17,6 +17,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <errno.h>
+#include <unistd.h>
+#include <fcntl.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -51,6 +53,7 @@ typedef struct {
     uint16_t pa, pb;
     uint8_t proto, v6, used, udp;
     int32_t id;
+    uint32_t repaired, repaired_frame;  /* packets whose payload length came from the frame, the first */
 } conn_t;
 
 static uint32_t rd16(const uint8_t *p) { return (uint32_t)p[0] << 8 | p[1]; }
@@ -71,6 +74,19 @@ typedef struct {
     PyObject *rule_findings; /* list of (frame, rule ID, reason): malformations a specific rule of rules.md names */
     int done;
     char error[PCAP_ERRBUF_SIZE + 64];
+    char truncated[PCAP_ERRBUF_SIZE + 64]; /* why reading stopped before the end of the file ("" if it did not) */
+    /* the capture clock as the analysis sees it: never backwards, steps beyond a bound removed */
+    int have_clock;
+    uint64_t clock_raw, clock_ns;
+    uint32_t held_back, held_back_frame; uint64_t held_back_max;
+    int beyond_2262_noted;
+    /* pcapng, read block by block here (libpcap refuses interfaces of different link types and
+     * second sections): the file, the section's byte order, its interfaces */
+    FILE *ng;
+    int ng_swap;
+    struct ng_iface { int linktype, supported, noted; uint64_t units, offset_s; int64_t offset_sign; uint32_t snaplen; } *ifaces;
+    size_t n_ifaces, ifaces_cap;
+    uint8_t *block; size_t block_cap;
 } Reader;
 
 static uint64_t load64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
@@ -160,7 +176,15 @@ typedef struct {
     int64_t time_ns;
     uint8_t src[16], dst[16];
     int v6;
+    int repaired;  /* the IP length was 0 or beyond the frame: the payload length came from the frame */
 } pkt_t;
+
+/* Counts a packet whose payload length came from the frame against its conn (one note per conn). */
+static void note_repair(Reader *r, const pkt_t *k, int32_t conn) {
+    if (!k->repaired || conn < 0) return;
+    conn_t *c = &r->table[r->order[conn]];
+    if (!c->repaired++) c->repaired_frame = r->frame;
+}
 
 static event_t *new_event(Reader *r, const pkt_t *k) {
     event_t *e = vec_push(&r->ev, sizeof(event_t));
@@ -218,6 +242,7 @@ static int parse_sctp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, siz
     uint8_t dir;
     int32_t conn = conn_lookup(r, 132, k->v6, udp, k->src, k->dst, sp, dp, &dir);
     if (conn < 0) { PyErr_NoMemory(); return -1; }
+    note_repair(r, k, conn);
     size_t off = 12;
     while (off + 4 <= n) {
         if (off + 4 > cap) return 0; /* snaplen cut the rest: lengths unknown, nothing to count */
@@ -310,6 +335,7 @@ static int parse_tcp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, size
     uint8_t dir;
     int32_t conn = conn_lookup(r, 6, k->v6, 0, k->src, k->dst, rd16(p), rd16(p + 2), &dir);
     if (conn < 0) { PyErr_NoMemory(); return -1; }
+    note_repair(r, k, conn);
     event_t *e = new_event(r, k);
     if (!e) { PyErr_NoMemory(); return -1; }
     e->conn = conn; e->dir = dir; e->proto = 6; e->chunk = 255;
@@ -365,8 +391,18 @@ static int parse_tcp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, size
                 if (olen < 4) { if (finding(r, "MPTCP DSS option length %zu", olen) < 0) return -1; break; }
                 uint8_t f = o[3];
                 size_t pos = 4;
+                /* RFC 8684 3.3: the flags fix the length: DATA ACK (A, 4 or 8 octets by a), mapping (M:
+                 * DSN 4 or 8 by m, subflow seq 4, data-level length 2), then the checksum (2, when
+                 * negotiated: either length is legal). Without N (the NR extension: its count and
+                 * blocks follow) the length must be one of those exactly; a and m without A and M
+                 * change nothing (as the RFC's receivers read them). */
                 size_t need = 4 + ((f & 1) ? ((f & 2) ? 8 : 4) : 0) + ((f & 4) ? ((f & 8) ? 8 : 4) + 6 : 0);
-                if (need > olen) { if (finding(r, "MPTCP DSS option length %zu shorter than its flags 0x%02X need", olen, f) < 0) return -1; break; }
+                int exact = (f & 0x20) || olen == need || ((f & 4) && olen == need + 2);
+                if (need > olen || !exact) {
+                    if (finding(r, "MPTCP DSS option length %zu does not fit its flags 0x%02X (RFC 8684 3.3)", olen, f) < 0)
+                        return -1;
+                    break;
+                }
                 if (f & 1) {
                     e->flags |= EV_DATA_ACK;
                     if (f & 2) { e->data_ack = rd64(o + pos); pos += 8; e->flags |= EV_DACK64; }
@@ -429,7 +465,9 @@ static int parse_ip(Reader *r, pkt_t *k, const uint8_t *p, size_t cap, size_t wi
     if (ver == 4) {
         if (cap < 20) return finding(r, "IPv4 header truncated");
         size_t ihl = (size_t)(p[0] & 15) * 4, tot = rd16(p + 2);
-        if (tot == 0) tot = wire; /* segmentation offload on the capturing host */
+        /* 0: segmentation offload on the capturing host; beyond the frame: a length nobody sent
+         * (65,535 in a short frame). Either way the frame is what was on the wire. */
+        if (tot == 0 || tot > wire) { tot = wire; k->repaired = 1; }
         if (ihl < 20 || tot < ihl) return finding(r, "IPv4 header length %zu / total length %zu invalid", ihl, tot);
         if (cap < ihl) return finding(r, "IPv4 options truncated");
         if ((rd16(p + 6) & 0x3fff) != 0) return 0; /* fragments: not reassembled */
@@ -441,7 +479,7 @@ static int parse_ip(Reader *r, pkt_t *k, const uint8_t *p, size_t cap, size_t wi
     if (ver == 6) {
         if (cap < 40) return finding(r, "IPv6 header truncated");
         size_t plen = rd16(p + 4);
-        if (plen == 0) plen = wire > 40 ? wire - 40 : 0; /* jumbogram / offload */
+        if (plen == 0 || plen + 40 > wire) { plen = wire > 40 ? wire - 40 : 0; k->repaired = 1; } /* jumbogram / offload, as IPv4 */
         int nh = p[6];
         size_t off = 40, end = 40 + plen;
         k->v6 = 1; memcpy(k->src, p + 8, 16); memcpy(k->dst, p + 24, 16);
@@ -466,11 +504,56 @@ static int parse_ethertype(Reader *r, pkt_t *k, uint32_t et, const uint8_t *p, s
     return 0;
 }
 
-static int parse_frame(Reader *r, const struct pcap_pkthdr *h, const uint8_t *p) {
+/* The capture clock, made safe for the analysis: nanoseconds as an unsigned 64-bit count (pcap
+ * seconds are unsigned 32-bit: libpcap hands those past 2^31 over sign-extended), then never
+ * backwards and without steps beyond CLOCK_STEP_NS, each such step a GEN-02 finding (decisions.md
+ * 30). The result stays below 2^63, so the signed 64-bit columns downstream hold it exactly. */
+#define CLOCK_STEP_NS (86400ULL * 1000000000ULL)   /* forward: longer than any transport timer */
+#define CLOCK_BACK_NS (1000000000ULL)              /* backward beyond this: a step, not reordering */
+static uint64_t ns_of(uint64_t sec, uint64_t frac_ns) {  /* saturating: UINT64_MAX is "beyond" */
+    return sec > (UINT64_MAX - frac_ns) / 1000000000ULL ? UINT64_MAX : sec * 1000000000ULL + frac_ns;
+}
+
+static int capture_clock(Reader *r, uint64_t raw, int64_t *out) {
+    if (!r->have_clock) {
+        r->have_clock = 1; r->clock_raw = raw; r->clock_ns = raw;
+    } else if (raw >= r->clock_raw) {
+        uint64_t step = raw - r->clock_raw;
+        if (step > CLOCK_STEP_NS) {
+            if (rule_finding(r, "GEN-02", "capture clock stepped forward %.3f s: the gap counts as no time",
+                             (double)step / 1e9) < 0) return -1;
+            step = 0;
+        }
+        r->clock_raw = raw; r->clock_ns += step;
+    } else if (r->clock_raw - raw > CLOCK_BACK_NS) {
+        if (rule_finding(r, "GEN-02", "capture clock stepped back %.3f s: time goes on from the frame before",
+                         (double)(r->clock_raw - raw) / 1e9) < 0) return -1;
+        r->clock_raw = raw;  /* the new clock; the analysis time stays where it was */
+    } else {  /* a frame a little older than the one before (several capture queues): held, counted */
+        if (!r->held_back++) r->held_back_frame = r->frame;
+        if (r->clock_raw - raw > r->held_back_max) r->held_back_max = r->clock_raw - raw;
+    }
+    if (r->clock_ns > (uint64_t)INT64_MAX) {
+        if (!r->beyond_2262_noted++ &&
+            rule_finding(r, "GEN-02", "capture clock beyond the year 2262 (2^63 ns): held there") < 0) return -1;
+        r->clock_ns = (uint64_t)INT64_MAX;
+    }
+    *out = (int64_t)r->clock_ns;
+    return 0;
+}
+
+/* A frame's original length as the analysis may believe it: never below what was captured, never
+ * above the largest snapshot libpcap allows (no NIC sends more in one frame, offload included). */
+#define MAX_FRAME_LEN 262144u
+
+/* One frame: its time in ns since the epoch (unsigned), captured and original lengths, link type. */
+static int parse_frame(Reader *r, uint64_t raw_ns, size_t cap, size_t wire, int linktype, const uint8_t *p) {
     pkt_t k;
-    k.time_ns = (int64_t)h->ts.tv_sec * 1000000000LL + h->ts.tv_usec; /* nanosecond precision requested */
-    size_t cap = h->caplen, wire = h->len;
-    switch (r->linktype) {
+    k.repaired = 0;
+    if (capture_clock(r, raw_ns, &k.time_ns) < 0) return -1;
+    if (wire < cap) wire = cap;
+    if (wire > MAX_FRAME_LEN) wire = cap > MAX_FRAME_LEN ? cap : MAX_FRAME_LEN;
+    switch (linktype) {
     case DLT_EN10MB:
         if (cap < 14) return 0;
         return parse_ethertype(r, &k, rd16(p + 12), p + 14, cap - 14, wire - 14);
@@ -506,17 +589,215 @@ static int supported_linktype(int lt) {
     return lt == 12 || lt == 14 || lt == 101; /* DLT_RAW differs between platforms */
 }
 
-/* ---- Reader type ---- */
+
 static PyObject *ReaderError;
+
+/* ---- pcapng, block by block (pcapng spec: SHB, IDB, EPB, SPB, OPB; other blocks skipped) ---- */
+#define NG_SHB 0x0A0D0D0Au
+#define NG_MAX_BLOCK (64u << 20)
+
+static uint32_t ng32(const Reader *r, const uint8_t *p) {
+    uint32_t v; memcpy(&v, p, 4);
+    return r->ng_swap ? __builtin_bswap32(v) : v;
+}
+static uint16_t ng16(const Reader *r, const uint8_t *p) {
+    uint16_t v; memcpy(&v, p, 2);
+    return r->ng_swap ? __builtin_bswap16(v) : v;
+}
+
+/* Units per second of if_tsresol (0 when no 64-bit count can hold them: the interface is refused). */
+static uint64_t ng_units(uint8_t tsresol) {
+    unsigned n = tsresol & 0x7f;
+    if (tsresol & 0x80) return n < 64 ? 1ULL << n : 0;
+    uint64_t u = 1;
+    for (unsigned i = 0; i < n; i++) { if (u > UINT64_MAX / 10) return 0; u *= 10; }
+    return u;
+}
+
+static int ng_interface(Reader *r, const uint8_t *b, size_t len) {
+    if (len < 8) return finding(r, "pcapng interface block too short");
+    if (r->n_ifaces == r->ifaces_cap) {
+        size_t cap = r->ifaces_cap ? r->ifaces_cap * 2 : 4;
+        struct ng_iface *t = realloc(r->ifaces, cap * sizeof *t);
+        if (!t) { PyErr_NoMemory(); return -1; }
+        r->ifaces = t; r->ifaces_cap = cap;
+    }
+    struct ng_iface *f = &r->ifaces[r->n_ifaces++];
+    memset(f, 0, sizeof *f);
+    f->linktype = ng16(r, b); f->snaplen = ng32(r, b + 4); f->units = 1000000; f->offset_sign = 1;
+    if (f->linktype == 101) f->linktype = DLT_RAW;  /* LINKTYPE_RAW in files, as libpcap maps it */
+    f->supported = supported_linktype(f->linktype);
+    for (size_t off = 8; off + 4 <= len;) {
+        uint16_t code = ng16(r, b + off), olen = ng16(r, b + off + 2);
+        if (code == 0 || off + 4 + olen > len) break;
+        if (code == 9 && olen >= 1) f->units = ng_units(b[off + 4]);
+        if (code == 14 && olen >= 8) {
+            uint64_t v; memcpy(&v, b + off + 4, 8);
+            if (r->ng_swap) v = __builtin_bswap64(v);
+            int64_t sv = (int64_t)v;
+            f->offset_sign = sv < 0 ? -1 : 1; f->offset_s = sv < 0 ? 0 - v : v;
+        }
+        off += 4 + ((olen + 3u) & ~3u);
+    }
+    if (!f->units) { f->supported = 0; return finding(r, "pcapng interface %zu: timestamp resolution beyond 64 bits", r->n_ifaces - 1); }
+    return 0;
+}
+
+/* ticks of an interface -> ns since the epoch, saturating (no overflow whatever the resolution) */
+static uint64_t ng_time(const struct ng_iface *f, uint64_t ticks) {
+    uint64_t sec = ticks / f->units, frac = ticks % f->units;
+    uint64_t ns = (uint64_t)((unsigned __int128)frac * 1000000000u / f->units);
+    if (f->offset_sign > 0) sec = sec > UINT64_MAX - f->offset_s ? UINT64_MAX : sec + f->offset_s;
+    else sec = sec > f->offset_s ? sec - f->offset_s : 0;
+    return ns_of(sec, ns);
+}
+
+/* Reads one block into r->block; 1 read, 0 clean end of file, -2 cut short or damaged (r->truncated says why). */
+static int ng_next(Reader *r, uint32_t *type, size_t *len) {
+    uint8_t head[8];
+    size_t got = fread(head, 1, 8, r->ng);
+    if (got == 0) return 0;
+    if (got < 8) { snprintf(r->truncated, sizeof r->truncated, "after frame %u: pcapng block header cut short", r->frame); return -2; }
+    uint32_t t; memcpy(&t, head, 4);
+    if (t == NG_SHB) {  /* a new section: its byte-order magic decides how to read it and the rest */
+        uint8_t magic[4];
+        if (fread(magic, 1, 4, r->ng) < 4) { snprintf(r->truncated, sizeof r->truncated, "after frame %u: section header cut short", r->frame); return -2; }
+        uint32_t m; memcpy(&m, magic, 4);
+        if (m == 0x1A2B3C4Du) r->ng_swap = 0;
+        else if (m == 0x4D3C2B1Au) r->ng_swap = 1;
+        else { snprintf(r->truncated, sizeof r->truncated, "after frame %u: section header with a bad byte-order magic", r->frame); return -2; }
+        r->n_ifaces = 0;  /* interfaces are per section */
+    }
+    *type = ng32(r, head);
+    uint32_t total = ng32(r, head + 4);
+    if (total < 12 + (t == NG_SHB ? 4u : 0u) || total % 4 || total > NG_MAX_BLOCK) {
+        snprintf(r->truncated, sizeof r->truncated, "after frame %u: pcapng block length %u invalid", r->frame, total);
+        return -2;
+    }
+    size_t body = total - 12, have = 0;
+    if (body + 8 > r->block_cap) {
+        uint8_t *nb = realloc(r->block, body + 8);
+        if (!nb) { PyErr_NoMemory(); return -1; }
+        r->block = nb; r->block_cap = body + 8;
+    }
+    if (t == NG_SHB) body -= 4;  /* its byte-order magic is read already */
+    if (fread(r->block + have, 1, body + 4, r->ng) < body + 4) {
+        snprintf(r->truncated, sizeof r->truncated, "after frame %u: pcapng block cut short (truncated file)", r->frame);
+        return -2;
+    }
+    *len = body;
+    return 1;
+}
+
+/* Reads frames from a pcapng file until `max_frames` were read or it ends; -> frames read, -1 on error. */
+static Py_ssize_t ng_read(Reader *r, Py_ssize_t max_frames) {
+    Py_ssize_t got = 0;
+    while (got < max_frames) {
+        uint32_t type; size_t len;
+        int rc = ng_next(r, &type, &len);
+        if (rc == -1) return -1;
+        if (rc == 0 || rc == -2) {
+            r->done = 1;
+            if (rc == -2 && r->frame == 0) { PyErr_SetString(ReaderError, r->truncated); return -1; }
+            break;
+        }
+        const uint8_t *b = r->block;
+        uint32_t iface = 0, caplen = 0, orig = 0; uint64_t ticks = 0; const uint8_t *data = NULL; int timed = 1;
+        if (type == 1) { if (ng_interface(r, b, len) < 0) return -1; continue; }
+        if (type == 6 && len >= 20) {  /* Enhanced Packet Block */
+            iface = ng32(r, b); ticks = (uint64_t)ng32(r, b + 4) << 32 | ng32(r, b + 8);
+            caplen = ng32(r, b + 12); orig = ng32(r, b + 16); data = b + 20;
+            if (caplen > len - 20) caplen = 0, data = NULL;
+        } else if (type == 3 && len >= 4) {  /* Simple Packet Block: interface 0, no time */
+            orig = ng32(r, b); caplen = orig < len - 4 ? orig : (uint32_t)(len - 4); data = b + 4; timed = 0;
+            if (r->n_ifaces && r->ifaces[0].snaplen && caplen > r->ifaces[0].snaplen) caplen = r->ifaces[0].snaplen;
+        } else if (type == 2 && len >= 20) {  /* obsolete Packet Block */
+            iface = ng16(r, b); ticks = (uint64_t)ng32(r, b + 4) << 32 | ng32(r, b + 8);
+            caplen = ng32(r, b + 12); orig = ng32(r, b + 16); data = b + 20;
+            if (caplen > len - 20) caplen = 0, data = NULL;
+        } else continue;  /* name resolution, statistics, custom blocks ... */
+        r->frame++;
+        got++;
+        if (!data) { if (finding(r, "pcapng packet block: captured length beyond the block") < 0) return -1; continue; }
+        if (iface >= r->n_ifaces) { if (finding(r, "pcapng packet on interface %u, which no block described", iface) < 0) return -1; continue; }
+        struct ng_iface *f = &r->ifaces[iface];
+        if (!f->supported) {
+            if (!f->noted++ && finding(r, "pcapng interface %u: link type %d not analysed, its frames are skipped",
+                                       iface, f->linktype) < 0) return -1;
+            continue;
+        }
+        uint64_t raw = timed ? ng_time(f, ticks) : (r->have_clock ? r->clock_raw : 0);
+        if (parse_frame(r, raw, caplen, orig, f->linktype, data) < 0) return -1;
+    }
+    return got;
+}
+
+/* A FILE that first gives back the bytes already peeked at, then reads on from `fd`: libpcap reads
+ * classic pcap from the start of a pipe whose first bytes told pcap from pcapng. One read() per
+ * call, whatever it returns: a live pipe (tcpdump -w -) is read as packets arrive, not per buffer. */
+typedef struct { int fd; uint8_t peeked[4]; size_t n, pos; } peek_t;
+
+static ssize_t peek_read(void *cookie, char *buf, size_t size) {
+    peek_t *c = cookie;
+    size_t out = 0;
+    while (c->pos < c->n && out < size) buf[out++] = (char)c->peeked[c->pos++];
+    if (out) return (ssize_t)out;
+    ssize_t got;
+    do got = read(c->fd, buf, size); while (got < 0 && errno == EINTR);
+    return got;
+}
+
+static int peek_close(void *cookie) {
+    peek_t *c = cookie;
+    int rc = close(c->fd);
+    free(c);
+    return rc;
+}
+
+/* ---- Reader type ---- */
 
 static int Reader_init(Reader *self, PyObject *args, PyObject *kw) {
     const char *path;
     if (!PyArg_ParseTuple(args, "s", &path)) return -1;
     char errbuf[PCAP_ERRBUF_SIZE] = "";
-    FILE *file = fopen(path, "rb");
-    if (!file) { PyErr_Format(ReaderError, "%s: %s", path, strerror(errno)); return -1; }
-    /* libpcap reads record by record through stdio: a large buffer saves a read() per 4 kB */
-    setvbuf(file, NULL, _IOFBF, 1 << 20);
+    /* "-": standard input (a pipe from tcpdump -w -); FIFOs and devices open like files */
+    int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : dup(0);
+    if (fd < 0) { PyErr_Format(ReaderError, "%s: %s", path, strerror(errno)); return -1; }
+    /* the first four bytes tell pcapng (read here) from pcap (libpcap); a file is rewound, a pipe is
+     * read on through a FILE that gives the four bytes back first */
+    uint8_t first[4] = {0};
+    size_t n_first = 0;
+    while (n_first < 4) {
+        ssize_t got = read(fd, first + n_first, 4 - n_first);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        n_first += (size_t)got;
+    }
+    FILE *file;
+    if (lseek(fd, 0, SEEK_SET) == 0) {
+        file = fdopen(fd, "rb");
+        /* libpcap reads record by record through stdio: a large buffer saves a read() per 4 kB */
+        if (file) setvbuf(file, NULL, _IOFBF, 1 << 20);
+    } else {
+        peek_t *peek = calloc(1, sizeof *peek);
+        if (!peek) { close(fd); PyErr_NoMemory(); return -1; }
+        peek->fd = fd; peek->n = n_first; memcpy(peek->peeked, first, 4);
+        cookie_io_functions_t io = {.read = peek_read, .close = peek_close};
+        file = fopencookie(peek, "rb", io);
+        if (!file) free(peek);
+    }
+    if (!file) { close(fd); PyErr_NoMemory(); return -1; }
+    self->findings = PyList_New(0);
+    self->rule_findings = PyList_New(0);
+    if (!self->findings || !self->rule_findings) { fclose(file); return -1; }
+    uint32_t magic;
+    memcpy(&magic, first, 4);
+    if (n_first == 4 && magic == NG_SHB) {
+        self->ng = file;
+        /* the link type reported for the capture: the first interface's, once its block is read */
+        self->linktype = -1;
+        return 0;
+    }
     self->pcap = pcap_fopen_offline_with_tstamp_precision(file, PCAP_TSTAMP_PRECISION_NANO, errbuf);
     if (!self->pcap) { fclose(file); PyErr_SetString(ReaderError, errbuf); return -1; }
     self->linktype = pcap_datalink(self->pcap);
@@ -526,13 +807,13 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kw) {
         pcap_close(self->pcap); self->pcap = NULL;
         return -1;
     }
-    self->findings = PyList_New(0);
-    self->rule_findings = PyList_New(0);
-    return self->findings && self->rule_findings ? 0 : -1;
+    return 0;
 }
 
 static void Reader_dealloc(Reader *self) {
     if (self->pcap) pcap_close(self->pcap);
+    if (self->ng) fclose(self->ng);
+    free(self->ifaces); free(self->block);
     Py_XDECREF(self->ev.ba); Py_XDECREF(self->bk.ba); free(self->table); free(self->order);
     Py_XDECREF(self->findings);
     Py_XDECREF(self->rule_findings);
@@ -544,6 +825,13 @@ static void Reader_dealloc(Reader *self) {
 static PyObject *Reader_read(Reader *self, PyObject *args) {
     Py_ssize_t max_frames;
     if (!PyArg_ParseTuple(args, "n", &max_frames)) return NULL;
+    if (self->ng) {
+        if (self->done) return PyLong_FromLong(0);
+        Py_ssize_t got = ng_read(self, max_frames);
+        if (got < 0) return NULL;
+        if (self->linktype < 0 && self->n_ifaces) self->linktype = self->ifaces[0].linktype;
+        return PyLong_FromSsize_t(got);
+    }
     if (!self->pcap) return PyLong_FromLong(0);
     Py_ssize_t got = 0;
     while (got < max_frames) {
@@ -551,13 +839,20 @@ static PyObject *Reader_read(Reader *self, PyObject *args) {
         int rc = pcap_next_ex(self->pcap, &h, &data);
         if (rc == PCAP_ERROR_BREAK) { self->done = 1; break; }
         if (rc == PCAP_ERROR) {
-            PyErr_Format(ReaderError, "after frame %u: %s", self->frame, pcap_geterr(self->pcap));
-            return NULL;
+            /* a file cut short in its last record (still being written, or a full disk): what came
+             * before is whole and is analysed; the caller warns (exit 2 only when nothing was read) */
+            snprintf(self->truncated, sizeof self->truncated, "after frame %u: %s", self->frame, pcap_geterr(self->pcap));
+            if (self->frame == 0) { PyErr_SetString(ReaderError, self->truncated); return NULL; }
+            self->done = 1;
+            break;
         }
         if (rc != 1) continue;
         self->frame++;
         got++;
-        if (parse_frame(self, h, data) < 0) return NULL;
+        /* pcap seconds are unsigned 32-bit; libpcap hands those past 2^31 over sign-extended */
+        int64_t sec = (int64_t)h->ts.tv_sec;
+        uint64_t raw = ns_of(sec < 0 ? (uint64_t)sec + (1ULL << 32) : (uint64_t)sec, (uint64_t)h->ts.tv_usec);
+        if (parse_frame(self, raw, h->caplen, h->len, self->linktype, data) < 0) return NULL;
     }
     return PyLong_FromSsize_t(got);
 }
@@ -590,8 +885,7 @@ static PyObject *Reader_take_chunk(Reader *self, PyObject *unused) {
 }
 
 static PyObject *Reader_position(Reader *self, PyObject *unused) {
-    if (!self->pcap) return PyLong_FromLong(0);
-    FILE *f = pcap_file(self->pcap);
+    FILE *f = self->ng ? self->ng : self->pcap ? pcap_file(self->pcap) : NULL;
     return PyLong_FromLong(f ? ftell(f) : 0);
 }
 
@@ -612,6 +906,40 @@ static PyObject *Reader_conns(Reader *self, PyObject *unused) {
 static PyObject *Reader_findings(Reader *self, PyObject *unused) { Py_INCREF(self->findings); return self->findings; }
 static PyObject *Reader_rule_findings(Reader *self, PyObject *unused) { Py_INCREF(self->rule_findings); return self->rule_findings; }
 static PyObject *Reader_frames(Reader *self, PyObject *unused) { return PyLong_FromUnsignedLong(self->frame); }
+static PyObject *Reader_truncated(Reader *self, PyObject *unused) {
+    if (!self->truncated[0]) Py_RETURN_NONE;
+    return PyUnicode_FromString(self->truncated);
+}
+
+/* notes() -> [(frame, rule, reason)] counted over the whole capture so far, one per conn or per
+ * kind, built afresh on every call: payload lengths taken from the frame, frames held at the time
+ * of the one before. */
+static PyObject *Reader_notes(Reader *self, PyObject *unused) {
+    PyObject *l = PyList_New(0);
+    if (!l) return NULL;
+    for (size_t i = 0; i < self->n_conns; i++) {
+        conn_t *c = &self->table[self->order[i]];
+        if (!c->repaired) continue;
+        PyObject *t = Py_BuildValue("(Iss)", c->repaired_frame, "GEN-01.note", "");
+        if (!t) { Py_DECREF(l); return NULL; }
+        PyObject *msg = PyUnicode_FromFormat(
+            "IP length 0 or beyond the frame in %u packet%s of this conn (segmentation offload or a bad header): "
+            "payload taken from the frame", c->repaired, c->repaired == 1 ? "" : "s");
+        if (!msg) { Py_DECREF(t); Py_DECREF(l); return NULL; }
+        PyTuple_SetItem(t, 2, msg);
+        if (PyList_Append(l, t) < 0) { Py_DECREF(t); Py_DECREF(l); return NULL; }
+        Py_DECREF(t);
+    }
+    if (self->held_back) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "%u frame%s older than the frame before (up to %.6f s): held at its time",
+                 self->held_back, self->held_back == 1 ? "" : "s", (double)self->held_back_max / 1e9);
+        PyObject *t = Py_BuildValue("(Iss)", self->held_back_frame, "GEN-02.note", msg);
+        if (!t || PyList_Append(l, t) < 0) { Py_XDECREF(t); Py_DECREF(l); return NULL; }
+        Py_DECREF(t);
+    }
+    return l;
+}
 static PyObject *Reader_linktype(Reader *self, PyObject *unused) { return PyLong_FromLong(self->linktype); }
 
 static PyMethodDef Reader_methods[] = {
@@ -623,6 +951,8 @@ static PyMethodDef Reader_methods[] = {
     {"findings", (PyCFunction)Reader_findings, METH_NOARGS, "GEN-01 findings: [(frame, reason)]"},
     {"rule_findings", (PyCFunction)Reader_rule_findings, METH_NOARGS, "NR-05 / TN-05 / MN-02 findings: [(frame, rule, reason)]"},
     {"frames", (PyCFunction)Reader_frames, METH_NOARGS, "frames read so far"},
+    {"truncated", (PyCFunction)Reader_truncated, METH_NOARGS, "why reading stopped before the end of the file, or None"},
+    {"notes", (PyCFunction)Reader_notes, METH_NOARGS, "counted notes [(frame, rule, reason)]: length repairs, held clock"},
     {"linktype", (PyCFunction)Reader_linktype, METH_NOARGS, "DLT of the capture"},
     {NULL}
 };
@@ -655,7 +985,8 @@ static PyMethodDef module_methods[] = {
     {"keep_freed_memory", keep_freed_memory, METH_NOARGS, "keep freed memory for reuse (glibc malloc options)"},
     {"level_part", level_part, METH_VARARGS,
      "level_part(events, blocks, rows, side, protocol (0 TCP, 1 SCTP), conn, sender, last, never_renege) -> "
-     "(row arrays, block arrays, last, nr_seen): one sender direction's scoreboard input (see _levels.c)"},
+     "(row arrays, block arrays, last, nr_seen, (far rows left out, first frame)): one sender direction's "
+     "scoreboard input (see _levels.c)"},
     {NULL}
 };
 

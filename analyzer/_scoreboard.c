@@ -97,13 +97,13 @@ static void sizemap_free(sizemap_t *m) { free(m->key); free(m->val); free(m->use
 typedef struct {
     PyObject_HEAD
     int units;
-    iset_t sent, sacked, nr, seen;    /* seen: every TSN ever captured as data (unit mode) */
+    iset_t sent, sacked, nr, seen;    /* seen: every position ever captured as data */
     sizemap_t size;
     int have_data, have_cum, gap;
     int64_t cum, snd_lo, max_hi;
     int64_t m_sent, m_sacked, m_nr;   /* bytes */
     int64_t u_sent, u_sacked, u_nr;   /* units: TSNs in unit mode, bytes otherwise */
-    int64_t data_weight, cum_weight;  /* unit mode: bytes of every TSN seen, of those below cum */
+    int64_t data_weight, cum_weight;  /* bytes of every position seen; unit mode: of those below cum */
 } Board;
 
 static int64_t weigh(const Board *b, int64_t lo, int64_t hi) {
@@ -194,7 +194,11 @@ enum { IN_KIND, IN_LO, IN_HI, IN_SIZE, IN_BSTART, IN_BCOUNT, IN_BLO, IN_BHI, IN_
 static int64_t acked_now(const Board *b) {
     if (!b->have_cum || !b->have_data) return 0;
     if (b->units) return b->cum_weight;
-    return (b->cum < b->max_hi ? b->cum : b->max_hi) - b->snd_lo;
+    /* byte mode: the bytes seen as data below the cum ack (the tail above it is short: the window) */
+    int64_t above = 0;
+    for (size_t k = b->seen.n; k-- > 0 && b->seen.hi[k] > b->cum;)
+        above += b->seen.hi[k] - (b->seen.lo[k] > b->cum ? b->seen.lo[k] : b->cum);
+    return b->data_weight - above;
 }
 
 static int feed_data(Board *b, int64_t lo, int64_t hi, int64_t size, int8_t *fl) {
@@ -205,7 +209,13 @@ static int feed_data(Board *b, int64_t lo, int64_t hi, int64_t size, int8_t *fl)
     }
     if (lo < b->snd_lo) b->snd_lo = lo;
     if (hi > b->max_hi) b->max_hi = hi;
-    if (b->units) {
+    if (!b->units) {
+        /* data_bytes counts each byte seen as data once: a sequence space that jumps (a capture that
+         * missed data, a damaged DSS) never makes it more than the capture's data segments carry */
+        int64_t fresh = 0;
+        if (iset_add(b, &b->seen, lo, hi, &fresh, NULL) < 0) return -1;
+        b->data_weight += fresh;
+    } else {
         int64_t fresh = 0;
         if (iset_add(b, &b->seen, lo, hi, &fresh, NULL) < 0) return -1;
         if (fresh) { /* the first capture of this TSN fixes its size */
@@ -299,11 +309,11 @@ out:
     return result;
 }
 
-/* Bytes of data the direction sent: byte mode, from the lowest to the highest position seen; unit
- * mode, the first transmissions' payloads. */
+/* Bytes of data the direction sent: byte mode, every position seen as data once; unit mode, the
+ * first transmissions' payloads. */
 static PyObject *Board_data_bytes(Board *self, void *unused) {
     if (!self->have_data) return PyLong_FromLong(0);
-    return PyLong_FromLongLong(self->units ? self->data_weight : self->max_hi - self->snd_lo);
+    return PyLong_FromLongLong(self->data_weight);
 }
 
 static int iset_copy(iset_t *dst, const iset_t *src) {

@@ -197,6 +197,9 @@ class Sender:
             "first_frame": self.first_frame,
             "q_ns": q_ns, "p_ns": window.p_ns, "b_ns": window.b_ns,
         })
+        far = getattr(self.level, "far", None)
+        if far is not None and far.count:  # said once per entry (views.summary_dict lists it as a finding)
+            summary.update(far_serials_ignored=far.count, far_serials_first_frame=far.first_frame)
         serials = None
         if self.serials:
             serials = tuple(np.concatenate(part) for part in zip(*self.serials))

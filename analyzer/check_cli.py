@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 
 import click
 
-from nrsack.analyzer.cli import fail
+from nrsack.analyzer.cli import fail, warn_truncated
 from nrsack.analyzer.rules import REGISTRY, SEVERITIES
 
 FORMATS = ["text", "json", "junit", "sarif"]
@@ -26,7 +26,9 @@ def run(captures, rule_ids, severity):
     results = []
     for path in captures:
         try:
-            flows, found = C.check_capture(E.read_capture(path), rule_ids)
+            cap = E.read_capture(path)
+            warn_truncated(cap)
+            flows, found = C.check_capture(cap, rule_ids)
         except E.CaptureError as error:
             fail(str(error))
         except KeyError as error:

@@ -1,7 +1,9 @@
 """`nrsack analyze`, `nrsack plot`, `nrsack compare`: the analyzer's commands.
 
-Unusable input (not a capture, truncated, unknown link type, no flows) ends with one line on
-stderr and exit code 2; malformed packets inside a usable capture are GEN-01 findings instead.
+Unusable input (not a capture, cut short before its first whole record, unknown link type, no
+flows) ends with one line on stderr and exit code 2; malformed packets inside a usable capture are
+GEN-01 findings instead, and a capture cut short later is analysed up to its last whole record with
+one warning line on stderr (exit 0). CAPTURE may be '-' (standard input) or a FIFO.
 """
 
 import json
@@ -18,6 +20,13 @@ PROGRESS_MIN_BYTES = 32 << 20
 def fail(message):
     click.echo(f"nrsack: error: {message}", err=True)
     sys.exit(2)
+
+
+def warn_truncated(capture):
+    """One line on stderr when the capture ended inside a record: the figures cover what came before."""
+    if capture.truncated:
+        click.echo(f"nrsack: warning: {capture.path}: capture cut short, analysed up to frame {capture.frames} "
+                   f"({capture.truncated})", err=True)
 
 
 @contextmanager
@@ -57,6 +66,34 @@ def run_streaming(path, sndbuf, flow_filter, out_dir, fmt):
     return result, result.files
 
 
+def run_follow(path, sndbuf, flow_filter):
+    """--follow: on a terminal the table redraws in place (rich Live); piped, each refresh is printed
+    after the one before, the final one last."""
+    from rich.console import Console
+    from rich.live import Live
+
+    from nrsack.analyzer import CaptureError, follow as F, views
+
+    console = Console() if sys.stdout.isatty() else Console(width=200)
+
+    def table(analysis, final):
+        ids = views.selected_ids(analysis, flow_filter)
+        title = "final" if final else f"following, {analysis.capture.frames} frames so far"
+        shown = views.rich_table(analysis, ids)
+        shown.caption = title
+        return shown
+
+    try:
+        if console.is_terminal:
+            with Live(console=console, auto_refresh=False) as live:
+                result = F.follow(path, sndbuf, lambda a, final: live.update(table(a, final), refresh=True))
+        else:
+            result = F.follow(path, sndbuf, lambda a, final: (console.print(table(a, final)), sys.stdout.flush()))
+    except CaptureError as error:
+        fail(str(error))
+    warn_truncated(result.capture)
+
+
 sndbuf_option = click.option("--sndbuf", type=click.IntRange(min=1), default=None, metavar="BYTES",
                              help="Send buffer B in payload bytes (default: estimated as the largest RtxQ).")
 flow_option = click.option("--flow", "flow_filter", default=None, metavar="ID",
@@ -74,9 +111,15 @@ flow_option = click.option("--flow", "flow_filter", default=None, metavar="ID",
 @click.option("--stream", is_flag=True,
               help="Hold one chunk of the capture at a time (memory bounded by flows and window, not by the "
                    "capture's length); tables, when asked for, are written as they are made.")
-def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream):
-    """RtxQ evolution, send-buffer blocking and p/q of every sender direction in CAPTURE."""
+@click.option("--follow", is_flag=True,
+              help="A live table of every sender direction while CAPTURE is read (e.g. '-' from tcpdump -w -), "
+                   "like top; the final one at its end.")
+def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream, follow):
+    """RtxQ evolution, send-buffer blocking and p/q of every sender direction in CAPTURE ('-': standard input)."""
     from nrsack.analyzer import views
+
+    if follow:
+        return run_follow(capture, sndbuf, flow_filter)
 
     tables = "parquet" if fmt == "parquet" else "csv"
     files_wanted = fmt in ("csv", "parquet") or out_dir
@@ -99,6 +142,11 @@ def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream):
         console.print(views.rich_table(analysis, ids))
         for frame, reason in analysis.capture.findings:
             console.print(f"GEN-01 frame {frame}: {reason}", markup=False)
+        for finding in views.summary_dict(analysis, ids)["findings"]:
+            if finding["rule"] != "GEN-01" or finding["severity"] == "note":
+                console.print(f"{finding['rule']} {finding['severity']} frame {finding['frames'][0]}: "
+                              f"{finding['message'].split(' ', 1)[1]}", markup=False)
+    warn_truncated(analysis.capture)
     if streaming:
         for path in written:
             click.echo(f"wrote {path}", err=fmt == "json")

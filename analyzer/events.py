@@ -78,8 +78,9 @@ class Capture:
     blocks: np.ndarray   # BLOCK_DTYPE
     conns: list
     findings: list = field(default_factory=list)  # [(frame, reason)] GEN-01
-    rule_findings: list = field(default_factory=list)  # [(frame, rule, reason)] NR-05 / TN-05 / MN-02 seen by the reader
+    rule_findings: list = field(default_factory=list)  # [(frame, rule, reason)] NR-05 / TN-05 / MN-02 / GEN-02 seen by the reader
     offset: int = 0
+    truncated: str = None  # why reading stopped before the end of the file (None: it did not)
 
 
 def address_text(raw16: bytes) -> str:
@@ -105,8 +106,11 @@ def read_chunks(path, frames=CHUNK_FRAMES, progress=None):
     `progress(bytes_read)` after every CHUNK_FRAMES frames read. Findings accumulate: the last chunk
     carries all of them."""
     path = os.fspath(path)
-    if not os.path.isfile(path):
+    # "-" is standard input; FIFOs and character devices stream like files
+    if path != "-" and not os.path.exists(path):
         raise CaptureError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise CaptureError(f"{path}: is a folder, not a capture")
     try:
         reader = _reader.Reader(path)
     except _reader.ReaderError as error:
@@ -138,9 +142,10 @@ def read_chunks(path, frames=CHUNK_FRAMES, progress=None):
                      for cid, proto, udp, v6, a, pa, b, pb in reader.conns()[len(conns):])
         ev = np.frombuffer(ev_buffer, EVENT_DTYPE, count=ev_used // EVENT_DTYPE.itemsize)
         blocks = np.frombuffer(block_buffer, BLOCK_DTYPE, count=block_used // BLOCK_DTYPE.itemsize)
+        noted = [(int(frame), rule, reason) for frame, rule, reason in reader.rule_findings() + reader.notes()]
         yield Capture(path, reader.linktype(), reader.frames(), ev, blocks, conns,
                       [(int(frame), reason) for frame, reason in reader.findings()],
-                      [(int(frame), rule, reason) for frame, rule, reason in reader.rule_findings()], offset)
+                      sorted(noted, key=lambda f: f[0]), offset, reader.truncated())
         offset += len(ev)
 
 
@@ -159,4 +164,5 @@ def join_chunks(chunks) -> Capture:
         blocks["event"][block_offset:block_offset + len(c.blocks)] += c.offset
         start += n
         block_offset += len(c.blocks)
-    return Capture(last.path, last.linktype, last.frames, ev, blocks, last.conns, last.findings, last.rule_findings)
+    return Capture(last.path, last.linktype, last.frames, ev, blocks, last.conns, last.findings, last.rule_findings,
+                   truncated=last.truncated)

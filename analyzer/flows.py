@@ -38,6 +38,46 @@ def unwrap32(values, prev=None) -> np.ndarray:
     return out
 
 
+class FarSerials:
+    """Rows a level left out because their serial number landed more than FAR_SERIAL from the one
+    before (an ack 2^31 away must not make every later ack look 2^32 behind): how many, the first frame."""
+
+    def __init__(self):
+        self.count, self.first_frame = 0, None
+
+    def add(self, count, first_frame):
+        if count and self.first_frame is None:
+            self.first_frame = int(first_frame)
+        self.count += int(count)
+
+
+FAR_SERIAL = 1 << 30  # _levels.c: the largest TCP window (scale 14)
+
+
+def unwrap32_guarded(values, prev, frames, far: FarSerials):
+    """unwrap32 with _levels.c's guard: -> (unwrapped values, mask of the rows kept)."""
+    u = unwrap32(values, prev)
+    keep = np.ones(len(u), bool)
+    reference = prev if prev is not None else (int(u[0]) if len(u) else None)
+    if not len(u) or (np.abs(np.diff(np.concatenate(([reference], u)))) <= FAR_SERIAL).all():
+        return u, keep
+    # rare (a hostile or damaged capture): the same sequential rule as the compiled levels
+    v = np.asarray(values, np.uint64) & np.uint64(0xFFFFFFFF)
+    last, candidate = prev, None
+    for i in range(len(v)):
+        x = int(near(last, int(v[i]))) if last is not None else int(v[i]) + TWO32
+        if last is not None and abs(x - last) > FAR_SERIAL:
+            if candidate is None or abs(int(near(candidate, int(v[i]))) - candidate) > FAR_SERIAL:
+                keep[i] = False
+                far.add(1, frames[i])
+                candidate = x
+                continue
+            x = int(near(candidate, int(v[i])))
+        candidate = None
+        u[i] = last = x
+    return u, keep
+
+
 def near(base64, values32) -> np.ndarray:
     """32-bit serial numbers placed in the 64-bit space next to base64 (block edges near an ack)."""
     base64 = np.asarray(base64, np.int64)
@@ -434,9 +474,10 @@ LEVEL_TCP, LEVEL_SCTP = 0, 1  # _levels.c
 
 def _compiled_part(level, events: "FlowEvents", protocol, conn, never_renege) -> Part:
     """_levels.c's one pass over the flow's rows; carries the level's `last` and `nr_seen`."""
-    rows, blocks, level.last, nr_seen = _reader.level_part(
+    rows, blocks, level.last, nr_seen, (far, far_frame) = _reader.level_part(
         events.cap.ev, events.blocks, events.rows, events.side, protocol, conn, level.sender, level.last, never_renege)
     level.nr_seen |= nr_seen
+    level.far.add(far, far_frame)
     row_arrays = [np.frombuffer(a, t) for a, t in zip(rows, _ROW_DTYPES)]
     return Part(*row_arrays, *(np.frombuffer(a, t) for a, t in zip(blocks, _BLOCK_DTYPES)), row_arrays[2])
 
@@ -482,6 +523,7 @@ class TcpLevel:
         self.conn, self.sender, self.flow = conn, sender, flow
         self.last = None
         self.nr_seen = False
+        self.far = FarSerials()
 
     def build(self, events: FlowEvents) -> Part:
         never_renege = self.flow is not None and self.flow.never_renege[1 - self.sender]
@@ -501,6 +543,7 @@ class SctpLevel:
         self.sender = sender
         self.last = None
         self.nr_seen = False
+        self.far = FarSerials()
         self.cum_tsn = np.iinfo(np.int64).min
         self.first_tsn = np.empty(0, np.int64)  # sorted
         self.first_conn = np.empty(0, np.int32)
@@ -564,6 +607,7 @@ class MptcpLevel:
         self.sender = sender
         self.last = None
         self.nr_seen = False
+        self.far = FarSerials()
         self.subflows = {}  # conn -> _SubflowMap
 
     def build(self, events: FlowEvents) -> Part:
@@ -573,7 +617,9 @@ class MptcpLevel:
         ack = ~mine & ((fl & E.DATA_ACK) != 0)
         pos = np.flatnonzero(data | ack)
         is_data = data[pos]
-        u = unwrap32(np.where(is_data, events["dsn"][pos], events["data_ack"][pos]) & np.uint64(0xFFFFFFFF), self.last)
+        u, keep = unwrap32_guarded(np.where(is_data, events["dsn"][pos], events["data_ack"][pos]) & np.uint64(0xFFFFFFFF),
+                                   self.last, events["frame"][pos], self.far)
+        pos, is_data, u = pos[keep], is_data[keep], u[keep]
         if len(u):
             self.last = int(u[-1])
         length = np.where(is_data, events["dss_len"][pos], 0).astype(np.int64)
@@ -618,6 +664,7 @@ class _SubflowMap:
             if len(syn):  # the mapping's subflow sequence number is relative to the ISN (RFC 8684 3.3)
                 self.isn = int(events["seq"][syn[0]])
         mapped = (sub.kind == 0) & ((events["flags"][sub.pos] & E.DSS_MAP) != 0) & (events["dss_len"][sub.pos] > 0)
+        mapped &= np.isin(sub.pos, pos)  # a mapping the data level left out (far outside its window) maps nothing
         map_pos = sub.pos[mapped]
         seq64 = sub.serial[mapped]
         map_lo = near(seq64, (self.isn + events["aux"][map_pos].astype(np.int64)) & 0xFFFFFFFF) if self.isn is not None else seq64

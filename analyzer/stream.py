@@ -142,7 +142,7 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
             pipeline.feed(cap)
             # of a chunk only its header stays: the next chunk's events replace these
             last = E.Capture(cap.path, cap.linktype, cap.frames, cap.ev[:0], cap.blocks[:0], cap.conns,
-                             cap.findings, cap.rule_findings, cap.offset + len(cap.ev))
+                             cap.findings, cap.rule_findings, cap.offset + len(cap.ev), cap.truncated)
         if not pipeline.table.flows:
             raise E.CaptureError(f"{path}: no SCTP or TCP flows in {last.frames} frames")
         if out is None:

@@ -11,6 +11,7 @@ import sys
 import numpy as np
 
 from nrsack.analyzer import analysis as A
+from nrsack.analyzer.rules.inputs import far_reason
 
 
 def _ordered(summary):
@@ -45,8 +46,22 @@ def summary_dict(analysis, entry_ids=None) -> dict:
         flows.append(item)
     findings = [{"rule": "GEN-01", "severity": "error", "frames": [frame], "message": f"GEN-01 {reason}"}
                 for frame, reason in analysis.capture.findings]
+    findings += [general_finding(*found) for found in analysis.capture.rule_findings if found[1].startswith("GEN-")]
+    for entry in analysis.all_entries():
+        far = entry.summary.get("far_serials_ignored")
+        if far and (entry_ids is None or entry.summary["id"] in entry_ids):
+            findings.append(general_finding(entry.summary["far_serials_first_frame"], "GEN-01.note",
+                                            f"entry {entry.summary['id']}: {far_reason(far)}"))
+    findings.sort(key=lambda f: f["frames"][0])
     return {"capture": analysis.capture.path, "frames": analysis.capture.frames, "flows": flows,
             "findings": findings}
+
+
+def general_finding(frame, rule_id, reason):
+    """A reader's GEN-01 / GEN-02 finding (".note": the note variant) as the JSON summary lists it."""
+    base, _, note = rule_id.partition(".")
+    severity = "note" if note else "error" if base == "GEN-01" else "warning"
+    return {"rule": base, "severity": severity, "frames": [frame], "message": f"{base} {reason}"}
 
 
 def selected_ids(analysis, flow_filter):

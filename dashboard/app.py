@@ -5,8 +5,11 @@ them directly on real analyses; `create_app` registers them with Dash. The views
 analyzer's results (Analysis, its entries and tables); they do not compute figures of their own.
 """
 
+import functools
 import json
+import sys
 import threading
+import traceback
 from pathlib import Path
 
 import dash
@@ -82,6 +85,10 @@ class Dashboard:
             capture = self.library.upload(contents, filename)
         except LIB.UploadRefused as refusal:
             return dash.no_update, dash.no_update, str(refusal), "message error"
+        read = self.library.analysis(capture.id).capture
+        if read.truncated:  # as `nrsack analyze`: what came before the cut is whole and analysed
+            return (self.library.options(), capture.id, f"{capture.name}: uploaded; cut short, analysed up to frame "
+                    f"{read.frames} (its last whole record)", "message warning")
         return self.library.options(), capture.id, f"{capture.name}: uploaded and analysed", "message ok"
 
     def load_capture(self, capture_id, sndbuf_text):
@@ -445,6 +452,47 @@ def layout(board: Dashboard):
     ])
 
 
+class BadCallbackInput(Exception):
+    """A callback input of the wrong JSON type or shape: the request is answered 400 with this message."""
+
+
+NUMBER = (int, float)
+
+
+def checked(callback, *kinds):
+    """`callback` with its inputs checked: each argument None or of its kind (a type or tuple of types),
+    else BadCallbackInput (HTTP 400). A crafted input of the right type but the wrong shape (a dict
+    without its keys) fails inside the callback: that too is the request's fault, answered 400, and
+    the traceback goes to the server's log, where a bug in the app would show."""
+    @functools.wraps(callback)
+    def guarded(*args):
+        for position, (value, kind) in enumerate(zip(args, kinds)):
+            if value is not None and (not isinstance(value, kind) or isinstance(value, bool) and bool not in
+                                      (kind if isinstance(kind, tuple) else (kind,))):
+                names = "/".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+                raise BadCallbackInput(f"{callback.__name__}: input {position + 1} must be {names}, "
+                                       f"not {type(value).__name__}")
+        try:
+            return callback(*args)
+        except (KeyError, TypeError, AttributeError, IndexError) as error:
+            traceback.print_exc(file=sys.stderr)
+            raise BadCallbackInput(f"{callback.__name__}: malformed input ({type(error).__name__})") from None
+    return guarded
+
+
+def request_dash_refused(error):
+    """Dash's own CallbackException (not its subclasses, which name mistakes of the app): the request
+    did not match the page's callbacks (a crafted or stale request), 400 rather than 500."""
+    if type(error) is not dash.exceptions.CallbackException:
+        raise error
+    return f"bad request: {error}", 400
+
+
+def accepts(*kinds):
+    """checked() as a decorator."""
+    return lambda callback: checked(callback, *kinds)
+
+
 def create_app(paths=None, upload_limit=LIB.DEFAULT_UPLOAD_LIMIT, library=None, decimate=True, webgl=None):
     """The Dash app over the captures in `paths` (files or folders; default: sample-pcaps/)."""
     library = library or LIB.Library(paths, upload_limit)
@@ -454,20 +502,24 @@ def create_app(paths=None, upload_limit=LIB.DEFAULT_UPLOAD_LIMIT, library=None, 
     app.server.config["MAX_CONTENT_LENGTH"] = upload_limit * 2 + (1 << 20)
     app.layout = layout(board)
     app.board = board
+    app.server.register_error_handler(BadCallbackInput, lambda error: (f"bad request: {error}", 400))
+    app.server.register_error_handler(dash.exceptions.CallbackException, request_dash_refused)
 
     app.callback(Output("capture", "options"), Output("capture", "value"), Output("upload-message", "children"),
                  Output("upload-message", "className"), Input("upload", "contents"), State("upload", "filename"),
-                 prevent_initial_call=True)(board.upload)
+                 prevent_initial_call=True)(checked(board.upload, str, str))
     app.callback(Output("flows", "data"), Output("flows", "active_cell"), Output("flows-message", "children"),
-                 Input("capture", "value"), Input("sndbuf", "value"))(board.load_capture)
+                 Input("capture", "value"), Input("sndbuf", "value"))(checked(board.load_capture, str, (str, *NUMBER)))
     app.callback(Output("findings", "data"), Output("findings-note", "children"),
-                 Input("capture", "value"))(board.load_findings)
-    app.callback(Output("selection", "data"), Input("flows", "active_cell"), State("flows", "data"))(board.select_entry)
+                 Input("capture", "value"))(checked(board.load_findings, str))
+    app.callback(Output("selection", "data"), Input("flows", "active_cell"),
+                 State("flows", "data"))(checked(board.select_entry, dict, list))
     app.callback(Output("kpis", "children"), Output("blocking", "data"),
-                 Input("selection", "data"))(board.kpis)
+                 Input("selection", "data"))(checked(board.kpis, dict))
 
     @app.callback(Output("focus", "data"), Input("selection", "data"), Input("blocking", "active_cell"),
                   Input("findings", "active_cell"), Input("rtxq-graph", "clickData"), State("findings", "data"))
+    @accepts(dict, dict, dict, dict, list)
     def focus(selection, blocking_cell, finding_cell, click, findings):
         trigger = dash.ctx.triggered_id
         if trigger == "blocking":
@@ -480,6 +532,7 @@ def create_app(paths=None, upload_limit=LIB.DEFAULT_UPLOAD_LIMIT, library=None, 
 
     @app.callback(Output("rtxq-graph", "figure"), Input("selection", "data"), Input("focus", "data"),
                   Input("rtxq-graph", "relayoutData"))
+    @accepts(dict, dict, dict)
     def rtxq(selection, focus_data, relayout):
         # several inputs can fire at once (a new flow also resets the focus): the broadest one wins
         fired = {item["prop_id"].split(".")[0] for item in dash.ctx.triggered}
@@ -488,10 +541,11 @@ def create_app(paths=None, upload_limit=LIB.DEFAULT_UPLOAD_LIMIT, library=None, 
         return board.rtxq_view(selection, focus_data, relayout, trigger)
 
     app.callback(Output("ladder-graph", "figure"), Output("ladder-caption", "children"),
-                 Input("selection", "data"), Input("focus", "data"))(board.ladder_view)
+                 Input("selection", "data"), Input("focus", "data"))(checked(board.ladder_view, dict, dict))
 
     @app.callback(Output("download", "data"), Input("csv-rtxq", "n_clicks"), Input("csv-blocking", "n_clicks"),
                   State("selection", "data"), prevent_initial_call=True)
+    @accepts(int, int, dict)
     def download(_rtxq, _blocking, selection):
         return board.export_csv("rtxq" if dash.ctx.triggered_id == "csv-rtxq" else "blocking", selection)
 
@@ -502,15 +556,17 @@ def create_app(paths=None, upload_limit=LIB.DEFAULT_UPLOAD_LIMIT, library=None, 
             Output(done, "children"), Input(button, "n_clicks"), prevent_initial_call=True)
 
     app.callback(Output("compare-graph", "figure"), Output("compare-table", "data"), Output("compare-message", "children"),
-                 Input("compare-a", "value"), Input("compare-b", "value"), Input("sndbuf", "value"))(board.compare)
+                 Input("compare-a", "value"), Input("compare-b", "value"),
+                 Input("sndbuf", "value"))(checked(board.compare, str, str, (str, *NUMBER)))
 
     if library.sweeps:
         app.callback(Output("sweep-group", "options"), Output("sweep-group", "value"),
-                     Input("sweep", "value"))(board.sweep_groups)
+                     Input("sweep", "value"))(checked(board.sweep_groups, str))
         app.callback(Output("sweep-graph", "figure"), Output("sweep-message", "children"),
-                     Input("sweep", "value"), Input("sweep-group", "value"))(board.sweep_view)
+                     Input("sweep", "value"), Input("sweep-group", "value"))(checked(board.sweep_view, str, str))
 
     @app.callback(Output("compare-a", "options"), Output("compare-b", "options"), Input("capture", "options"))
+    @accepts(list)
     def compare_options(options):
         return options, options
 

@@ -1,5 +1,7 @@
 """`nrsack dashboard`: serve the Dash app on localhost."""
 
+import signal
+
 import click
 
 
@@ -24,6 +26,11 @@ def dashboard(captures, port, upload_limit):
     except OSError as error:
         raise click.ClickException(f"cannot listen on 127.0.0.1:{port}: {error.strerror}") from None
     click.echo(f"nrsack dashboard: {len(library.captures)} capture(s); open {url}  (Ctrl-C stops)")
+
+    def stop(signum, frame):  # SIGTERM (a service manager, kill) ends like Ctrl-C: the uploads go too
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

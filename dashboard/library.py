@@ -12,6 +12,7 @@ import re
 import shutil
 import tempfile
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,9 @@ DEFAULT_UPLOAD_LIMIT = 64 << 20
 # sample-pcaps/, installed with the package as nrsack.samples (a wheel has no repository around it)
 SAMPLES_DIR = Path(importlib.resources.files("nrsack.samples"))
 CACHED_ANALYSES = 8
+# uploads kept: the newest KEPT_UPLOADS, none older than UPLOAD_MAX_AGE_S (the folder never fills a disk)
+KEPT_UPLOADS = 16
+UPLOAD_MAX_AGE_S = 3600
 
 PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
 PCAP_MAGICS = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
@@ -40,6 +44,7 @@ class Capture:
     name: str   # what the page shows
     path: str   # where the file is (for uploads: inside the app's folder)
     uploaded: bool = False
+    created: float = 0.0  # time.monotonic() of the upload
 
 
 def display_name(filename: str) -> str:
@@ -70,14 +75,20 @@ def sweep_dirs(paths):
 
 
 class Library:
-    def __init__(self, paths=None, upload_limit=DEFAULT_UPLOAD_LIMIT, upload_dir=None):
+    def __init__(self, paths=None, upload_limit=DEFAULT_UPLOAD_LIMIT, upload_dir=None, kept_uploads=KEPT_UPLOADS,
+                 upload_max_age_s=UPLOAD_MAX_AGE_S):
         self.upload_limit = upload_limit
+        self.kept_uploads, self.upload_max_age_s = kept_uploads, upload_max_age_s
         self._own_dir = upload_dir is None
         self.upload_dir = Path(upload_dir or tempfile.mkdtemp(prefix="nrsack-dashboard-"))
         self.upload_dir.mkdir(parents=True, exist_ok=True)
         self.captures = OrderedDict()
         self._analyses = OrderedDict()
-        self._lock = threading.RLock()  # findings() analyses under the same lock
+        # guards the dictionaries only: analysing and checking run outside it, so one heavy upload never
+        # stalls the other users; `_pending` lets a second request for the same analysis wait for the first
+        self._lock = threading.RLock()
+        self._pending = {}
+        self._ids = -1
         self._uploads = 0
         self.sweeps = {str(i): path for i, path in enumerate(sweep_dirs(paths or []))}
         # only sweep folders given: the samples still give the capture views something to show
@@ -87,9 +98,15 @@ class Library:
         self._findings = {}
 
     def add(self, name, path, uploaded=False) -> Capture:
-        capture = Capture(f"c{len(self.captures)}", name, path, uploaded)
-        self.captures[capture.id] = capture
+        with self._lock:
+            capture = Capture(f"c{self._next_id()}", name, path, uploaded, time.monotonic())
+            self.captures[capture.id] = capture
         return capture
+
+    def _next_id(self):
+        # ids are never reused: a pruned upload's id must not name a later capture in an open page
+        self._ids += 1
+        return self._ids
 
     def options(self):
         return [{"label": c.name + (" (uploaded)" if c.uploaded else ""), "value": c.id}
@@ -98,19 +115,34 @@ class Library:
     def analysis(self, capture_id, sndbuf=None):
         """The cached Analysis of a capture with send buffer `sndbuf` (None: estimated).
         Raises KeyError for an unknown id and CaptureError for an unreadable file."""
-        capture = self.captures[capture_id]
         key = (capture_id, sndbuf)
         with self._lock:
+            capture = self.captures[capture_id]
             if key in self._analyses:
                 self._analyses.move_to_end(key)
                 return self._analyses[key]
+            running = self._pending.get(key)
+            if running is None:
+                running = self._pending[key] = threading.Event()
+                mine = True
+            else:
+                mine = False
+        if not mine:  # the same analysis is under way for another request: its result serves both
+            running.wait()
+            return self.analysis(capture_id, sndbuf)
+        try:
             result = analyze(capture.path, sndbuf=sndbuf)
             # the ladder reads the events and blocks tables: made once here, not on the first click
             result.events, result.blocks
-            self._analyses[key] = result
-            while len(self._analyses) > CACHED_ANALYSES:
-                self._analyses.popitem(last=False)
+            with self._lock:
+                self._analyses[key] = result
+                while len(self._analyses) > CACHED_ANALYSES:
+                    self._analyses.popitem(last=False)
             return result
+        finally:
+            with self._lock:
+                del self._pending[key]
+            running.set()
 
     def sweep(self, sweep_id):
         """(gain table, regions table) of a sweep folder, as `nrsack generate sweep` wrote them."""
@@ -121,9 +153,12 @@ class Library:
     def findings(self, capture_id):
         """The capture's findings table and their source (cached; see `findings`)."""
         with self._lock:
-            if capture_id not in self._findings:
-                self._findings[capture_id] = findings(self.analysis(capture_id), self.captures[capture_id].path)
-            return self._findings[capture_id]
+            if capture_id in self._findings:
+                return self._findings[capture_id]
+            path = self.captures[capture_id].path
+        found = findings(self.analysis(capture_id), path)  # outside the lock: checking can take long
+        with self._lock:
+            return self._findings.setdefault(capture_id, found)
 
     def upload(self, contents: str, filename: str) -> Capture:
         """Keeps a dcc.Upload payload ("data:...;base64,...") if it is a readable capture within
@@ -146,6 +181,7 @@ class Library:
             stored = self.upload_dir / f"upload-{self._uploads:04d}{'.pcapng' if data[:4] == PCAPNG_MAGIC else '.pcap'}"
         stored.write_bytes(data)
         capture = self.add(name, str(stored), uploaded=True)
+        self.prune_uploads(keep=capture.id)
         try:
             self.analysis(capture.id)
         except CaptureError as error:
@@ -153,6 +189,25 @@ class Library:
             stored.unlink(missing_ok=True)
             raise UploadRefused(f"{name}: cannot be analysed: {str(error).replace(str(stored), name)}") from None
         return capture
+
+    def prune_uploads(self, keep=None):
+        """Forgets and deletes uploads older than upload_max_age_s and all but the newest kept_uploads
+        (never `keep`, the one just made)."""
+        now = time.monotonic()
+        with self._lock:
+            uploads = [c for c in self.captures.values() if c.uploaded and c.id != keep]
+            fresh = [c for c in uploads if now - c.created <= self.upload_max_age_s]
+            keep_count = max(self.kept_uploads - (keep is not None), 0)
+            kept = set(c.id for c in fresh[len(fresh) - keep_count:]) if keep_count else set()
+            gone = [c for c in uploads if c.id not in kept]
+            for c in gone:
+                del self.captures[c.id]
+                self._findings.pop(c.id, None)
+                for key in [k for k in self._analyses if k[0] == c.id]:
+                    del self._analyses[key]
+        for c in gone:
+            Path(c.path).unlink(missing_ok=True)
+        return [c.id for c in gone]
 
     def close(self):
         if self._own_dir:

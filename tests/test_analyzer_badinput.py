@@ -46,10 +46,25 @@ def test_missing_file(tmp_path):
     assert_unusable(tmp_path / "absent.pcap", ["no such file"])
 
 
-def test_truncated_capture(tmp_path):
-    path = write_pcap(tmp_path / "cut.pcap", good_frames(), 1)
+def test_capture_cut_in_its_last_record_is_analysed_up_to_it(tmp_path):
+    frames = good_frames()
+    whole = analyze(write_pcap(tmp_path / "whole.pcap", frames[:-1], 1))
+    path = write_pcap(tmp_path / "cut.pcap", frames, 1)
     data = path.read_bytes()
-    path.write_bytes(data[: len(data) - 37])  # the last record loses its tail
+    path.write_bytes(data[: len(data) - 37])  # the last record loses its tail (tcpdump still writing)
+    cut = analyze(path)
+    assert cut.capture.frames == len(frames) - 1 and "truncated" in cut.capture.truncated
+    assert cut.summary.drop(columns="id").equals(whole.summary.drop(columns="id"))
+    result = CliRunner().invoke(main, ["analyze", "--format", "json", str(path)])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.startswith("nrsack: warning:") and "cut short" in result.stderr
+    assert result.stderr.strip().count("\n") == 0 and "Traceback" not in result.stderr
+
+
+def test_capture_cut_in_its_first_record(tmp_path):
+    path = write_pcap(tmp_path / "cut.pcap", good_frames()[:1], 1)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) - 10])  # nothing whole to analyse
     assert_unusable(path, ["truncated"])
 
 

@@ -112,9 +112,9 @@ def test_stream_cli_keeps_the_flow_filter(simulated, tmp_path):
 @pytest.mark.parametrize("content", [b"", b"not a capture at all", None])
 def test_stream_cli_bad_input_is_one_line(tmp_path, content):
     capture = tmp_path / "bad.pcap"
-    if content is None:  # a capture cut in the middle of a record
+    if content is None:  # a capture cut in the middle of its first record: nothing whole to analyse
         good = next(p for p in PCAPS if p.name == "sctp-nrsack-fig4.pcap").read_bytes()
-        content = good[: len(good) - 7]
+        content = good[:24 + 16 + 7]
     capture.write_bytes(content)
     proc = subprocess.run(["nrsack", "analyze", str(capture), "--stream", "--out", str(tmp_path / "out")],
                           capture_output=True, text=True)

@@ -45,7 +45,12 @@ def test_vector_raises_exactly_its_findings(name):
     assert reported(vector_path(timeline, ".pcap")) == declared(timeline.options["findings"])
 
 
-@pytest.mark.parametrize("rule_id", sorted(REGISTRY))
+# GEN-02 (capture clock stepped) is about the capture file, not the traffic: its raising and
+# close-but-legal captures are made in tests/test_hostile_captures.py (decisions.md 30)
+CAPTURE_RULES = {"GEN-02"}
+
+
+@pytest.mark.parametrize("rule_id", sorted(set(REGISTRY) - CAPTURE_RULES))
 def test_every_rule_has_a_raising_and_a_close_but_legal_vector(rule_id):
     prefix = rule_id.lower().replace("-", "")
     mine = [t for name, t in VECTORS.items() if name.startswith(prefix)]

@@ -205,13 +205,22 @@ def test_upload_of_a_non_capture_is_refused_with_a_message(small_library, tmp_pa
     assert not any((tmp_path / "uploads").iterdir())
 
 
-def test_upload_of_a_truncated_capture_is_refused_with_a_message(small_library, tmp_path):
+def test_upload_cut_in_its_first_record_is_refused_with_a_message(small_library, tmp_path):
     board = APP.Dashboard(small_library)
-    data = (SAMPLES / "sctp-sack-fig2.pcap").read_bytes()[:700]
+    data = (SAMPLES / "sctp-sack-fig2.pcap").read_bytes()[:24 + 16 + 10]
     _, _, message, css = board.upload(upload_payload(data), "cut.pcap")
     assert message.startswith("cut.pcap: cannot be analysed") and "error" in css
     assert str(tmp_path) not in message  # the app's folder is not shown
     assert not any((tmp_path / "uploads").iterdir())
+
+
+def test_upload_cut_short_later_is_analysed_up_to_its_last_whole_record(small_library, tmp_path):
+    board = APP.Dashboard(small_library)
+    data = (SAMPLES / "sctp-sack-fig2.pcap").read_bytes()[:700]
+    _, chosen, message, css = board.upload(upload_payload(data), "cut.pcap")
+    assert "cut short" in message and "analysed up to frame" in message and "warning" in css, message
+    assert small_library.captures[chosen].name == "cut.pcap"
+    assert str(tmp_path) not in message
 
 
 def test_oversized_upload_is_refused(small_library, tmp_path):

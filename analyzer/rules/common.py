@@ -1,17 +1,27 @@
 """What several rule families share: overlapping blocks of two lists, resending acked data."""
 
+from bisect import bisect_left
+from itertools import accumulate
+
 from nrsack.analyzer.rules import Verdict, frames
 from nrsack.analyzer.rules import inputs as I
 from nrsack.analyzer.rules import state as S
 
 
 def first_overlap(blocks_a, blocks_b):
-    """The first unit range in a block of each list: ((lo, hi), block a, block b), or None."""
+    """The first unit range in a block of each list: ((lo, hi), block a, block b), or None; the first
+    block of list a (in its order) that any block of list b overlaps, with the first such block of b.
+    n log n: b sorted by start with the running maximum of its ends answers "does any overlap a"."""
+    b_sorted = sorted(b for b in blocks_b if b[1] > b[0])
+    starts = [b[0] for b in b_sorted]
+    reach = list(accumulate((b[1] for b in b_sorted), max))
     for a in blocks_a:
-        for b in blocks_b:
-            lo, hi = max(a[0], b[0]), min(a[1], b[1])
-            if lo < hi:
-                return (lo, hi), a, b
+        k = bisect_left(starts, a[1])  # blocks of b starting before a ends
+        if a[1] > a[0] and k and reach[k - 1] > a[0]:
+            for b in blocks_b:
+                lo, hi = max(a[0], b[0]), min(a[1], b[1])
+                if lo < hi:
+                    return (lo, hi), a, b
     return None
 
 

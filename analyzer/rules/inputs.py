@@ -83,6 +83,7 @@ class Columns:
             setattr(self, name, cap.ev[name].tolist())
         self.side_of = side_of
         self.side = side_of.tolist()
+        self.frame_array = cap.ev["frame"]
         self.conns = cap.conns
         self.block_lo, self.block_hi = cap.blocks["lo"].tolist(), cap.blocks["hi"].tolist()
         self.block_kind = cap.blocks["kind"].tolist()
@@ -94,7 +95,7 @@ class Columns:
                                               self.block_kind[start:stop]) if k in kinds]
 
 
-def _sctp(cap, cols, flow, rows, out, endpoints):
+def _sctp(cap, cols, flow, rows, out, endpoints, far):
     sides = cols.side_of[rows]
     ev = cap.ev
     chunk = ev["chunk"][rows]
@@ -105,7 +106,8 @@ def _sctp(cap, cols, flow, rows, out, endpoints):
         sel = rows[data | acks | init]
         raw = np.where(ev["chunk"][sel] == 0, ev["seq"][sel], np.where(np.isin(ev["chunk"][sel], (1, 2)),
                        ev["seq"][sel] - np.uint32(1), ev["ack"][sel]))
-        u = F.unwrap32(raw)  # rows are in capture order already
+        u, keep = F.unwrap32_guarded(raw, None, cols.frame_array[sel], far)  # rows are in capture order already
+        sel, u = sel[keep], u[keep]
         key = ("sctp", -1, sender)
         endpoints[key] = f"{flow.endpoints[sender]} -> {flow.endpoints[1 - sender]}"
         for row, value in zip(sel.tolist(), u.tolist()):
@@ -144,7 +146,7 @@ def _base(cols, row, sender):
                 chunk=cols.chunk[row], flags=cols.flags[row], tcp_flags=cols.tcp_flags[row])
 
 
-def _tcp(cap, cols, flow, rows, out, endpoints):
+def _tcp(cap, cols, flow, rows, out, endpoints, far):
     sides = cols.side_of[rows]
     """TCP level of every connection / subflow of the flow."""
     ev = cap.ev
@@ -161,7 +163,8 @@ def _tcp(cap, cols, flow, rows, out, endpoints):
             sel = sel_all[syn | data | acks]
             is_ack = acks[syn | data | acks]
             raw = np.where(is_ack, ev["ack"][sel], ev["seq"][sel])
-            u = F.unwrap32(raw)
+            u, keep = F.unwrap32_guarded(raw, None, cols.frame_array[sel], far)
+            sel, u, is_ack = sel[keep], u[keep], is_ack[keep]
             # the sender is the conn's endpoint A when its own segments go A -> B (dir 0)
             sender_is_b = int(ev["dir"][sel_all[mine][0]]) if mine.any() else 1 - int(ev["dir"][sel_all[0]])
             a, b = c.endpoint(sender_is_b), c.endpoint(1 - sender_is_b)
@@ -187,7 +190,7 @@ def _tcp(cap, cols, flow, rows, out, endpoints):
                                          wire_seq=cols.seq[row], **dict(base, index=base["index"] + 0.25)))
 
 
-def _mptcp(cap, cols, flow, rows, out, endpoints):
+def _mptcp(cap, cols, flow, rows, out, endpoints, far):
     sides = cols.side_of[rows]
     """MPTCP data level: DSS mappings and DATA ACKs (with their NR blocks) of every subflow."""
     ev = cap.ev
@@ -198,7 +201,8 @@ def _mptcp(cap, cols, flow, rows, out, endpoints):
         sel = rows[data | acks]
         is_ack = acks[data | acks]
         raw = np.where(is_ack, ev["data_ack"][sel], ev["dsn"][sel]) & np.uint64(0xFFFFFFFF)
-        u = F.unwrap32(raw)
+        u, keep = F.unwrap32_guarded(raw, None, cols.frame_array[sel], far)
+        sel, u, is_ack = sel[keep], u[keep], is_ack[keep]
         endpoints[("mptcp", -1, sender)] = f"{flow.endpoints[sender]} -> {flow.endpoints[1 - sender]}"
         for row, value, ack in zip(sel.tolist(), u.tolist(), is_ack.tolist()):
             base = dict(_base(cols, row, sender), index=float(row) + 0.5)
@@ -209,6 +213,11 @@ def _mptcp(cap, cols, flow, rows, out, endpoints):
             else:
                 out.append(Event(kind=DATA, level="mptcp", lo=value, hi=value + cols.dss_len[row],
                                  aux=cols.aux[row], wire_seq=cols.dsn[row], **base))
+
+
+def far_reason(count):
+    return (f"{count} ack{'s' if count != 1 else ''} or segment{'s' if count != 1 else ''} more than 2^30 from "
+            f"the one before (far outside any window): ignored, never adopted as the reference")
 
 
 def _malformed(cap, cols, flow_of):
@@ -235,14 +244,19 @@ def flow_inputs(cap, flows, flow_of, side_of, vantage):
     inputs = []
     for k, flow in enumerate(flows):
         rows = order[bounds[k]:bounds[k + 1]]
-        out, endpoints = [], {}
+        out, endpoints, far = [], {}, F.FarSerials()
         if flow.protocol == "sctp":
-            _sctp(cap, cols, flow, rows, out, endpoints)
+            _sctp(cap, cols, flow, rows, out, endpoints, far)
         else:
-            _tcp(cap, cols, flow, rows, out, endpoints)
+            _tcp(cap, cols, flow, rows, out, endpoints, far)
             if flow.protocol == "mptcp":
-                _mptcp(cap, cols, flow, rows, out, endpoints)
+                _mptcp(cap, cols, flow, rows, out, endpoints, far)
         out.extend(malformed.get(flow.id, []))
+        if far.count:  # as the analyzer: left out of every rule's state, and said once per flow
+            row = int(np.flatnonzero(cols.frame_array[rows] == far.first_frame)[0])
+            out.append(Event(index=float(rows[row]) + 0.75, frame=far.first_frame, time_ns=cols.time_ns[rows[row]],
+                             kind=MALFORMED, level="", side=cols.side[rows[row]], sender=1 - cols.side[rows[row]],
+                             rule="GEN-01.note", reason=far_reason(far.count)))
         out.sort(key=lambda e: (e.index, e.level != "tcp"))
         addresses = [_side_addresses(flow, out, side) for side in (0, 1)]
         inputs.append(FlowInput(flow, out, endpoints, addresses, [vantage(flow, s) for s in (0, 1)]))

@@ -1,0 +1,305 @@
+"""Hostile captures, made byte by byte: the classes issue 17 names (lengths the wire contradicts,
+odd clocks, acks far outside the window, DSS options whose flags and lengths disagree, captures cut
+short, damaged records) and a few more, each from a small well-formed transfer.
+
+`build_all()` returns them as [(name, file bytes, expectation)]; expectation is "usable"
+(analyze exits 0, check 0 or 1) or "unusable" (both exit 2). Figures are checked by the tests.
+"""
+
+import random
+import struct
+import zlib
+
+EPOCH = 1_700_000_000
+A, B = bytes([192, 0, 2, 1]), bytes([198, 51, 100, 2])
+LINK_ETHERNET, LINK_RAW = 1, 101
+
+
+# ---- transport and IP ----
+
+def checksum(data: bytes) -> int:
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+
+def ipv4(src, dst, proto, payload, total=None):
+    total = 20 + len(payload) if total is None else total
+    header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, total, 1, 0x4000, 64, proto, 0, src, dst)
+    return header[:10] + struct.pack("!H", checksum(header)) + header[12:] + payload
+
+
+def tcp(sport, dport, seq, ack, flags, options=b"", payload=b""):
+    options += b"\x01" * (-len(options) % 4)
+    offset = (20 + len(options)) // 4
+    return struct.pack("!HHIIBBHHH", sport, dport, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF, offset << 4, flags, 65535,
+                       0, 0) + options + payload
+
+
+SYN, ACK, PSH, FIN = 0x02, 0x10, 0x08, 0x01
+SACK_PERM = b"\x04\x02"
+NR_PERM = b"\xfd\x05" + struct.pack("!H", 0x4E52) + b"\x00"
+
+
+def sack_option(blocks):
+    return bytes([5, 2 + 8 * len(blocks)]) + b"".join(struct.pack("!II", l & 0xFFFFFFFF, r & 0xFFFFFFFF) for l, r in blocks)
+
+
+def nr_option(blocks):
+    return bytes([253, 4 + 8 * len(blocks)]) + struct.pack("!H", 0x4E52) + b"".join(
+        struct.pack("!II", l & 0xFFFFFFFF, r & 0xFFFFFFFF) for l, r in blocks)
+
+
+def sctp_packet(vtag, chunks, sport=5000, dport=5001):
+    body = struct.pack("!HHII", sport, dport, vtag, 0) + b"".join(chunks)
+    crc = zlib.crc32(body) & 0xFFFFFFFF  # not CRC32c: the analyzer does not check it
+    return body[:8] + struct.pack("<I", crc) + body[12:]
+
+
+def chunk(ctype, body, flags=0):
+    raw = struct.pack("!BBH", ctype, flags, 4 + len(body)) + body
+    return raw + b"\0" * (-len(raw) % 4)
+
+
+def data_chunk(tsn, size):
+    return chunk(0, struct.pack("!IHHI", tsn & 0xFFFFFFFF, 0, 0, 0) + b"d" * size, flags=3)
+
+
+def nr_sack_chunk(cum, r=(), nr=(), n_r=None, n_nr=None):
+    body = struct.pack("!IIHHHH", cum & 0xFFFFFFFF, 65536, len(r) if n_r is None else n_r,
+                       len(nr) if n_nr is None else n_nr, 0, 0)
+    return chunk(0x10, body + b"".join(struct.pack("!HH", s, e) for s, e in (*r, *nr)))
+
+
+def init_chunk(tag, tsn, ack=False):
+    ext = struct.pack("!HHBB", 0x8008, 6, 0x10, 0xA0) + b"\0\0"
+    return chunk(2 if ack else 1, struct.pack("!IIHHI", tag, 65536, 2, 2, tsn) + ext)
+
+
+# ---- well-formed transfers: [(time in s, direction 0 = A->B, IP payload bytes, IP protocol)] ----
+
+def tcp_transfer(segments=12, size=1000, isn=0x7FFFFF00, loss=(3,)):
+    """A -> B with SACK and NR-SACK negotiated; the segments in `loss` arrive only when retransmitted."""
+    out = [(0.0, 0, tcp(40000, 80, isn, 0, SYN, SACK_PERM + NR_PERM), 6),
+           (0.01, 1, tcp(80, 40000, 7, isn + 1, SYN | ACK, SACK_PERM + NR_PERM), 6),
+           (0.011, 0, tcp(40000, 80, isn + 1, 8, ACK), 6)]
+    t, base = 0.02, isn + 1
+    got = []
+    for k in range(segments):
+        seq = base + k * size
+        out.append((t, 0, tcp(40000, 80, seq, 8, ACK | PSH, payload=b"x" * size), 6))
+        t += 0.001
+        if k not in loss:
+            got.append((seq, seq + size))
+            cum = base
+            for lo, hi in sorted(got):
+                if lo == cum:
+                    cum = hi
+            above = [(lo, hi) for lo, hi in sorted(got) if lo > cum]
+            options = nr_option(above[-1:]) + sack_option(above[:1]) if above else b""
+            out.append((t + 0.005, 1, tcp(80, 40000, 8, cum, ACK, options), 6))
+    for k in loss:
+        seq = base + k * size
+        out.append((t + 0.05, 0, tcp(40000, 80, seq, 8, ACK, payload=b"x" * size), 6))
+    end = base + segments * size
+    out.append((t + 0.06, 1, tcp(80, 40000, 8, end, ACK), 6))
+    out.append((t + 0.07, 0, tcp(40000, 80, end, 8, ACK | FIN), 6))
+    out.append((t + 0.08, 1, tcp(80, 40000, 8, end + 1, ACK | FIN), 6))
+    return out
+
+
+def sctp_transfer(chunks=12, size=800, tsn0=0xFFFFFFF8, loss=(2,)):
+    """An NR-SACK association A -> B; TSNs wrap inside the transfer."""
+    out = [(0.0, 0, sctp_packet(0, [init_chunk(0x1111, tsn0)]), 132),
+           (0.01, 1, sctp_packet(0x1111, [init_chunk(0x2222, 1, ack=True)], 5001, 5000), 132),
+           (0.011, 0, sctp_packet(0x2222, [chunk(0x0A, b"cookie00")]), 132),
+           (0.02, 1, sctp_packet(0x1111, [chunk(0x0B, b"")], 5001, 5000), 132)]
+    t = 0.03
+    cum = tsn0 - 1
+    got = set()
+    for k in range(chunks):
+        tsn = tsn0 + k
+        out.append((t, 0, sctp_packet(0x2222, [data_chunk(tsn, size)]), 132))
+        t += 0.001
+        if k not in loss:
+            got.add(k)
+            while (cum - tsn0 + 1) in got:
+                cum += 1
+            nr = [(k2 - (cum - tsn0), k2 - (cum - tsn0)) for k2 in sorted(got) if tsn0 + k2 > cum]
+            out.append((t + 0.004, 1, sctp_packet(0x1111, [nr_sack_chunk(cum, nr=nr[:1])], 5001, 5000), 132))
+    for k in loss:
+        out.append((t + 0.05, 0, sctp_packet(0x2222, [data_chunk(tsn0 + k, size)]), 132))
+    out.append((t + 0.06, 1, sctp_packet(0x1111, [nr_sack_chunk(tsn0 + chunks - 1)], 5001, 5000), 132))
+    return out
+
+
+def dss_option(flags, body):
+    return bytes([30, 4 + len(body), 0x20, flags]) + body
+
+
+def mptcp_transfer(segments=8, size=1000, rng=None):
+    """One subflow with DSS mappings and DATA ACKs; with `rng`, every DSS gets random flags and length."""
+    isn = 1000
+    capable = bytes([30, 12, 0x01, 0x81]) + struct.pack("!Q", 0x1234)
+    out = [(0.0, 0, tcp(41000, 443, isn, 0, SYN, capable + SACK_PERM), 6),
+           (0.01, 1, tcp(443, 41000, 5, isn + 1, SYN | ACK, capable + SACK_PERM), 6),
+           (0.011, 0, tcp(41000, 443, isn + 1, 6, ACK, capable), 6)]
+    t, dsn = 0.02, 0x10000
+    for k in range(segments):
+        mapping = dss_option(0x04, struct.pack("!IIHH", dsn + k * size, 1 + k * size, size, 0))
+        ack = dss_option(0x01, struct.pack("!I", dsn + (k + 1) * size))
+        if rng is not None:
+            flags = rng.randrange(256)
+            mapping = bytes([30, rng.randrange(4, 40), 0x20, flags]) + bytes(rng.randrange(256) for _ in range(36))
+            ack = bytes([30, rng.randrange(4, 40), 0x20, rng.randrange(256)]) + bytes(rng.randrange(256) for _ in range(36))
+            mapping, ack = mapping[:mapping[1]], ack[:ack[1]]
+        out.append((t, 0, tcp(41000, 443, isn + 1 + k * size, 6, ACK, mapping, b"m" * size), 6))
+        out.append((t + 0.003, 1, tcp(443, 41000, 6, isn + 1 + (k + 1) * size, ACK, ack), 6))
+        t += 0.004
+    return out
+
+
+# ---- files ----
+
+def ip_frames(transfer, link=LINK_ETHERNET, total=None):
+    """[(t, frame bytes)] of a transfer; total(i, payload) -> the IP total length to write (None: true)."""
+    frames = []
+    # a capture is in time order (the transfers list an ack right after the segment it answers)
+    transfer = sorted(transfer, key=lambda packet: packet[0])
+    for i, (t, direction, payload, proto) in enumerate(transfer):
+        src, dst = (A, B) if direction == 0 else (B, A)
+        packet = ipv4(src, dst, proto, payload, None if total is None else total(i, payload))
+        if link == LINK_ETHERNET:
+            packet = b"\x02\0\0\0\0\x02\x02\0\0\0\0\x01\x08\x00" + packet
+        frames.append((t, packet))
+    return frames
+
+
+def pcap_bytes(records, link=LINK_ETHERNET, nano=False):
+    """records: [(seconds, fraction, caplen bytes, orig length)]."""
+    magic = 0xA1B23C4D if nano else 0xA1B2C3D4
+    out = [struct.pack("<IHHiIII", magic, 2, 4, 0, 0, 262144, link)]
+    for sec, frac, data, orig in records:
+        out.append(struct.pack("<IIII", sec & 0xFFFFFFFF, frac, len(data), orig) + data)
+    return b"".join(out)
+
+
+def plain_records(frames, start=EPOCH):
+    out = []
+    for t, data in frames:
+        usec = int(round(t * 1e6))
+        out.append((start + usec // 1_000_000, usec % 1_000_000, data, len(data)))
+    return out
+
+
+def pcapng_bytes(frames, tsresol=6, start=EPOCH, interfaces=((LINK_ETHERNET,),), which=None):
+    """frames [(t, data)] as Enhanced Packet Blocks; tsresol the if_tsresol option byte (6: us, 0: s)."""
+    def block(kind, body):
+        body += b"\0" * (-len(body) % 4)
+        return struct.pack("<II", kind, 12 + len(body)) + body + struct.pack("<I", 12 + len(body))
+
+    out = [block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1))]
+    for (link,) in interfaces:
+        options = struct.pack("<HHB", 9, 1, tsresol) + b"\0\0\0" + struct.pack("<HH", 0, 0)
+        out.append(block(1, struct.pack("<HHI", link, 0, 262144) + options))
+    unit = 10 ** tsresol if tsresol < 128 else 2 ** (tsresol & 127)
+    for i, (t, data) in enumerate(frames):
+        ts = int(start * unit + t * unit) & 0xFFFFFFFFFFFFFFFF
+        iface = 0 if which is None else which(i)
+        out.append(block(6, struct.pack("<IIIII", iface, ts >> 32, ts & 0xFFFFFFFF, len(data), len(data)) + data))
+    return b"".join(out)
+
+
+def build_all():
+    """Every hostile capture: -> [(name, file bytes, expectation)]."""
+    made = []
+
+    def put(name, data, expectation="usable"):
+        made.append((name, data, expectation))
+
+    transfers = {"tcp": tcp_transfer(), "sctp": sctp_transfer(), "mptcp": mptcp_transfer()}
+    for kind, transfer in transfers.items():
+        frames = ip_frames(transfer)
+        records = plain_records(frames)
+        put(f"{kind}-clean", pcap_bytes(records))
+        # lengths: IP total length 0 (offload), with the original length below the captured one
+        put(f"{kind}-iplen-zero", pcap_bytes(plain_records(ip_frames(transfer, total=lambda i, p: 0))))
+        put(f"{kind}-iplen-zero-orig-short", pcap_bytes(
+            [(s, f, d, 10) for s, f, d, _ in plain_records(ip_frames(transfer, total=lambda i, p: 0))]))
+        put(f"{kind}-orig-below-caplen", pcap_bytes([(s, f, d, max(len(d) - 30, 0)) for s, f, d, _ in records]))
+        put(f"{kind}-orig-huge", pcap_bytes([(s, f, d, 0xFFFFFFF0) for s, f, d, _ in records]))
+        put(f"{kind}-iplen-65535", pcap_bytes(plain_records(ip_frames(transfer, total=lambda i, p: 65535))))
+        put(f"{kind}-iplen-65535-every-other", pcap_bytes(plain_records(
+            ip_frames(transfer, total=lambda i, p: 65535 if i % 2 else None))))
+        put(f"{kind}-raw-ip", pcap_bytes(plain_records(ip_frames(transfer, LINK_RAW)), LINK_RAW))
+        # clocks
+        put(f"{kind}-after-2038", pcap_bytes(plain_records(frames, start=(1 << 31) + 5)))
+        put(f"{kind}-near-2106", pcap_bytes(plain_records(frames, start=(1 << 32) - 2)))
+        put(f"{kind}-nano-fraction-too-big", pcap_bytes(
+            [(s, 999_999_999 + i, d, o) for i, (s, f, d, o) in enumerate(records)], nano=True))
+        for step_name, step in (("back-1h", -3600), ("back-years", -(1 << 30)), ("forward-years", 1 << 30),
+                                ("back-10ms", -0.01)):
+            half = len(frames) // 2
+            shifted = frames[:half] + [(t + step, d) for t, d in frames[half:]]
+            put(f"{kind}-clock-{step_name}", pcap_bytes(plain_records(shifted, start=EPOCH + (1 << 30))))
+        put(f"{kind}-clock-zero", pcap_bytes([(0, 0, d, o) for _, _, d, o in records]))
+        put(f"{kind}-clock-shuffled", pcap_bytes(random.Random(7).sample(records, len(records))))
+        put(f"{kind}-pcapng-us", pcapng_bytes(frames))
+        put(f"{kind}-pcapng-seconds-large", pcapng_bytes(frames, tsresol=0, start=(1 << 62)))
+        put(f"{kind}-pcapng-2pow-large", pcapng_bytes(frames, tsresol=0x80 | 30, start=(1 << 40)))
+        # cut short: inside the last record's data, inside its header, and in the first record
+        whole = pcap_bytes(records)
+        put(f"{kind}-cut-last-data", whole[:-5])
+        put(f"{kind}-cut-last-header", whole[:len(whole) - len(records[-1][2]) - 8])
+        put(f"{kind}-cut-first-record", whole[:24 + 16 + 3], "unusable")
+        # damaged records: random bytes flipped in the packets (headers of the records kept)
+        for seed in range(3):
+            rng = random.Random(seed)
+            damaged = []
+            for s, f, d, o in records:
+                d = bytearray(d)
+                for _ in range(3):
+                    d[rng.randrange(14, len(d))] = rng.randrange(256)
+                damaged.append((s, f, bytes(d), o))
+            put(f"{kind}-bitflips-{seed}", pcap_bytes(damaged))
+        # a record claiming more captured bytes than libpcap allows, in the middle
+        put(f"{kind}-bogus-caplen-mid", pcap_bytes(records[:4]) + struct.pack("<IIII", records[4][0], 0, 1 << 30, 1 << 30)
+            + b"\0" * 64)
+    # acks far outside the window: one ack 2^31 away, then the transfer goes on
+    tcp_frames = tcp_transfer()
+    far = list(tcp_frames)
+    far.insert(8, (far[7][0] + 0.0001, 1, tcp(80, 40000, 8, 0x7FFFFF01 + (1 << 31), ACK), 6))
+    put("tcp-ack-2pow31-away", pcap_bytes(plain_records(ip_frames(far))))
+    far3 = list(tcp_frames)
+    for k in (6, 9, 12):
+        far3.insert(k, (far3[k - 1][0] + 0.0001, 1, tcp(80, 40000, 8, 0x12345678 + k, ACK), 6))
+    put("tcp-acks-random-far", pcap_bytes(plain_records(ip_frames(far3))))
+    sctp_frames = sctp_transfer()
+    far_sctp = list(sctp_frames)
+    far_sctp.insert(7, (far_sctp[6][0] + 0.0001, 1, sctp_packet(0x1111, [nr_sack_chunk(0x7FFFFFF0)], 5001, 5000), 132))
+    put("sctp-ack-2pow31-away", pcap_bytes(plain_records(ip_frames(far_sctp))))
+    bad_counts = list(sctp_frames)
+    bad_counts.insert(7, (bad_counts[6][0] + 0.0001, 1, sctp_packet(0x1111, [nr_sack_chunk(
+        0xFFFFFFF8, nr=[(2, 1)], n_r=4000, n_nr=4000)], 5001, 5000), 132))
+    put("sctp-nrsack-counts-lie", pcap_bytes(plain_records(ip_frames(bad_counts))))
+    # DSS options with random flags and lengths
+    for seed in range(12):
+        put(f"mptcp-dss-random-{seed}", pcap_bytes(plain_records(ip_frames(mptcp_transfer(rng=random.Random(seed))))))
+    # several interfaces of different link types, several sections
+    frames = ip_frames(tcp_transfer())
+    raw = ip_frames(tcp_transfer(), LINK_RAW)
+    mixed = [frames[i] if i % 2 == 0 else raw[i] for i in range(len(frames))]
+    put("tcp-pcapng-two-linktypes", pcapng_bytes(mixed, interfaces=((LINK_ETHERNET,), (LINK_RAW,)), which=lambda i: i % 2))
+    half = len(frames) // 2
+    put("tcp-pcapng-two-sections", pcapng_bytes(frames[:half]) + pcapng_bytes(frames[half:]))
+    # nothing to analyse
+    put("empty-file", b"", "unusable")
+    put("header-only", pcap_bytes([]), "unusable")
+    put("text-file", b"not a capture\n" * 40, "unusable")
+    put("unknown-linktype", pcap_bytes(plain_records(frames), link=147), "unusable")
+    put("udp-only", pcap_bytes(plain_records([(0.0, b"\x02\0\0\0\0\x02\x02\0\0\0\0\x01\x08\x00" + ipv4(
+        A, B, 17, struct.pack("!HHHH", 53, 53, 12, 0) + b"abcd"))])), "unusable")
+    return made

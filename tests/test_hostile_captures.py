@@ -1,0 +1,116 @@
+"""The hostile-capture suite (issue 17): every capture of tests/hostile_captures.py through
+`nrsack analyze` (JSON, which streams, and --stream with tables), and `nrsack check`: the exit codes
+the commands document (analyze 0 / 2, check 0 / 1 / 2), one line on stderr for an error, no
+traceback, and every figure within its bounds (0 <= p <= b <= q, bytes never negative nor more than
+the capture's frames can hold)."""
+
+import json
+import math
+import struct
+
+import pytest
+from click.testing import CliRunner
+
+from nrsack.cli import main
+from hostile_captures import build_all
+
+
+CAPTURES = {name: (data, expectation) for name, data, expectation in build_all()}
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("hostile")
+    out = {}
+    for name, (data, expectation) in CAPTURES.items():
+        path = folder / f"{name}.pcap"
+        path.write_bytes(data)
+        out[name] = (path, expectation)
+    return out
+
+
+def test_there_are_at_least_80_captures():
+    assert len(CAPTURES) >= 80
+
+
+def run(*args):
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    # a SystemExit is the command's exit code; anything else escaped it (a crash)
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert "Traceback" not in result.output
+    return result
+
+
+def frame_bytes_bound(path):
+    """-> (what the capture's frames can hold: the sum of the records' lengths as the reader believes
+    them, at least captured and at most 262,144; what its DSS mappings can describe: 65,535 bytes a
+    frame), from the pcap record headers (pcapng: its size, the records lie inside it)."""
+    data = path.read_bytes()
+    if data[:4] not in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
+        return len(data), len(data) * 65535
+    total, frames, off = 0, 0, 24
+    while off + 16 <= len(data):
+        _, _, caplen, orig = struct.unpack_from("<IIII", data, off)
+        total += min(max(orig, caplen), 262144)
+        frames += 1
+        off += 16 + caplen
+    return total, frames * 65535
+
+
+def check_bounds(entry, bound):
+    p, b, q = entry["p_ns"], entry["b_ns"], entry["q_ns"]
+    assert 0 <= p <= b <= q, (entry["id"], p, b, q)
+    assert 0 <= entry["p_over_q"] <= entry["b_over_q"] <= 1, entry["id"]
+    for key in ("data_bytes", "acked_bytes", "max_rtxq_sack_bytes", "max_rtxq_nr_bytes", "max_rtxq_whatif_bytes",
+                "sndbuf_bytes", "max_payload_bytes"):
+        assert 0 <= entry[key] <= bound, (entry["id"], key, entry[key], bound)
+    assert entry["acked_bytes"] <= entry["data_bytes"], entry["id"]
+    assert entry["throughput_bps"] >= 0 and math.isfinite(entry["throughput_bps"]), entry["id"]
+    assert entry["blocking_intervals"] >= 0
+
+
+def analyzed(hostile, name, *options):
+    path, expectation = hostile[name]
+    result = run("analyze", "--format", "json", *options, path)
+    if expectation == "unusable":
+        assert result.exit_code == 2, result.output
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("nrsack: error:"), result.output
+        return None
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    summary = json.loads(text[text.index("{"):])
+    frame_bound, mapping_bound = frame_bytes_bound(path)
+    for flow in summary["flows"]:
+        # the MPTCP data level counts the bytes its DSS mappings describe (one mapping may cover many
+        # segments); every other level counts payload the frames carried
+        check_bounds(flow, mapping_bound if flow["protocol"] == "mptcp" else frame_bound)
+        for path_entry in flow.get("paths", []):
+            check_bounds(path_entry, frame_bound)
+    return summary
+
+
+@pytest.mark.parametrize("name", sorted(CAPTURES))
+def test_analyze_json(hostile, name):
+    analyzed(hostile, name)
+
+
+@pytest.mark.parametrize("name", sorted(CAPTURES))
+def test_analyze_stream_tables_match_json(hostile, name, tmp_path):
+    summary = analyzed(hostile, name, "--stream", "--out", tmp_path)
+    if summary is not None:
+        assert summary == analyzed(hostile, name)
+        assert (tmp_path / "rtxq.csv").exists() and (tmp_path / "blocking.csv").exists()
+
+
+@pytest.mark.parametrize("name", sorted(CAPTURES))
+def test_check(hostile, name):
+    path, expectation = hostile[name]
+    result = run("check", "--format", "json", path)
+    if expectation == "unusable":
+        assert result.exit_code == 2, result.output
+        return
+    text = result.stdout
+    findings = json.loads(text[text.index("{"):])["findings"]
+    errors = [f for f in findings if f["severity"] == "error"]
+    assert result.exit_code == (1 if errors else 0), result.output

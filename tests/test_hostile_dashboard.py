@@ -1,0 +1,175 @@
+"""The dashboard and scripts/tshark-nrsack.sh under hostile use (issue 17): callback inputs of the
+wrong JSON type get a 400 with a message (never a 500), a heavy check does not stall other users,
+uploads are pruned by age and count, and neither leaves its temporary folders behind, whatever way
+it ends."""
+
+import base64
+import errno
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from nrsack.dashboard import app as APP, library as LIB
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "sample-pcaps"
+sys.path.insert(0, str(ROOT / "bench"))
+from bench_check_blocks import build as build_many_blocks  # noqa: E402
+
+
+def payload(path):
+    return "data:application/octet-stream;base64," + base64.b64encode(Path(path).read_bytes()).decode()
+
+
+@pytest.fixture
+def served(tmp_path):
+    library = LIB.Library([SAMPLES], upload_dir=tmp_path / "uploads")
+    app = APP.create_app(library=library)
+    server, url = APP.serve_in_background(app)
+    yield url, library
+    server.shutdown()
+    library.close()
+
+
+def update(url, output, inputs, state=()):
+    """One callback request as the page sends it: -> (HTTP status, body)."""
+    outputs = [dict(zip(("id", "property"), part.split("."))) for part in output.strip(".").split("...")]
+    body = {"output": output, "outputs": outputs if len(outputs) > 1 else outputs[0], "inputs": [dict(zip(("id", "property", "value"), i)) for i in inputs],
+            "state": [dict(zip(("id", "property", "value"), s)) for s in state],
+            "changedPropIds": [f"{inputs[0][0]}.{inputs[0][1]}"]}
+    request = urllib.request.Request(url + "_dash-update-component", json.dumps(body).encode(),
+                                     {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+UPLOAD_OUT = "..capture.options...capture.value...upload-message.children...upload-message.className.."
+
+
+@pytest.mark.parametrize("contents, filename", [({"a": 1}, "x.pcap"), ("data:,AAAA", ["x.pcap"]), (12, 3),
+                                                ([1, 2], {"name": "x"})])
+def test_an_upload_with_fields_of_the_wrong_type_is_a_400(served, contents, filename):
+    url, library = served
+    status, body = update(url, UPLOAD_OUT, [("upload", "contents", contents)], [("upload", "filename", filename)])
+    assert status == 400 and body.startswith("bad request: upload:"), (status, body)
+    assert not any(c.uploaded for c in library.captures.values())
+
+
+def test_a_request_dash_cannot_parse_is_a_400(served):
+    url, _ = served
+    body = json.dumps({"output": UPLOAD_OUT, "outputs": [], "inputs": [], "state": [], "changedPropIds": []})
+    request = urllib.request.Request(url + "_dash-update-component", body.encode(), {"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as answer:
+        urllib.request.urlopen(request, timeout=60)
+    assert answer.value.code == 400 and answer.value.read().decode().startswith("bad request:")
+
+
+def test_a_selection_of_the_wrong_shape_is_a_400_and_a_good_one_a_200(served):
+    url, library = served
+    out = "..kpis.children...blocking.data.."
+    assert update(url, out, [("selection", "data", ["c0", "0a"])])[0] == 400
+    status, body = update(url, out, [("selection", "data", {"capture": 5})])
+    assert status == 400 and "malformed input" in body
+    good = update(url, UPLOAD_OUT, [("upload", "contents", payload(SAMPLES / "sctp-nrsack-fig4.pcap"))],
+                  [("upload", "filename", "fig4.pcap")])
+    assert good[0] == 200 and "uploaded and analysed" in good[1]
+
+
+def test_a_heavy_check_does_not_stall_other_users(tmp_path):
+    heavy = tmp_path / "heavy.pcap"
+    build_many_blocks(heavy, 8000, 2)
+    library = LIB.Library([heavy, SAMPLES / "sctp-nrsack-fig4.pcap"], upload_dir=tmp_path / "uploads")
+    heavy_id, light_id = list(library.captures)
+    order = []
+    checking = threading.Thread(target=lambda: (library.findings(heavy_id), order.append("heavy")))
+    checking.start()
+    while not library._pending and checking.is_alive():  # the heavy analysis has begun
+        time.sleep(0.01)
+    library.analysis(light_id)
+    order.append("light")
+    checking.join()
+    assert order == ["light", "heavy"]
+    library.close()
+
+
+def test_uploads_are_pruned_by_count_and_by_age(tmp_path):
+    library = LIB.Library([SAMPLES], upload_dir=tmp_path / "uploads", kept_uploads=2)
+    names = [f"u{k}.pcap" for k in range(4)]
+    for name in names:
+        library.upload(payload(SAMPLES / "sctp-nrsack-fig4.pcap"), name)
+    uploads = [c for c in library.captures.values() if c.uploaded]
+    assert [c.name for c in uploads] == names[-2:]
+    assert sorted(p.name for p in (tmp_path / "uploads").iterdir()) == sorted(Path(c.path).name for c in uploads)
+    library.upload_max_age_s = 0  # every earlier upload is now too old
+    library.upload(payload(SAMPLES / "sctp-nrsack-fig4.pcap"), "last.pcap")
+    assert [c.name for c in library.captures.values() if c.uploaded] == ["last.pcap"]
+    assert len(list((tmp_path / "uploads").iterdir())) == 1
+    library.close()
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_the_dashboard_removes_its_upload_folder_when_stopped(tmp_path, stop):
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    process = subprocess.Popen([sys.executable, "-c", "from nrsack.cli import main; main()", "dashboard", "--port", "0"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    line = process.stdout.readline()
+    url = re.search(r"open (http://\S+/)", line).group(1)
+    folders = list(tmp_path.glob("nrsack-dashboard-*"))
+    assert len(folders) == 1
+    status, _ = update(url, UPLOAD_OUT, [("upload", "contents", payload(SAMPLES / "sctp-nrsack-fig4.pcap"))],
+                       [("upload", "filename", "fig4.pcap")])
+    assert status == 200 and any(folders[0].iterdir())
+    process.send_signal(stop)
+    process.wait(timeout=30)
+    assert not folders[0].exists(), process.stderr.read()
+
+
+@pytest.fixture
+def script_env(tmp_path, nrsack_c_plugin):
+    return dict(os.environ, TMPDIR=str(tmp_path))
+
+
+def leftovers(folder):
+    return sorted(p.name for p in folder.glob("nrsack-*"))
+
+
+def test_tshark_script_cleans_up_when_tshark_fails(tmp_path, script_env):
+    result = subprocess.run(["bash", ROOT / "scripts" / "tshark-nrsack.sh", "-r", tmp_path / "absent.pcap"],
+                            capture_output=True, env=script_env)
+    assert result.returncode != 0 and leftovers(tmp_path) == []
+
+
+def test_tshark_script_cleans_up_when_it_ends_normally(tmp_path, script_env):
+    result = subprocess.run(["bash", ROOT / "scripts" / "tshark-nrsack.sh", "-r", "-", "-c", "1"],
+                            input=(SAMPLES / "sctp-nrsack-fig4.pcap").read_bytes(), capture_output=True, env=script_env)
+    assert result.returncode == 0 and b"INIT" in result.stdout and leftovers(tmp_path) == []
+
+
+def test_tshark_script_cleans_up_and_stops_tshark_on_sigterm(tmp_path, script_env):
+    fifo = tmp_path / "never-written.fifo"
+    os.mkfifo(fifo)
+    script = subprocess.Popen(["bash", ROOT / "scripts" / "tshark-nrsack.sh", "-r", fifo], env=script_env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while len(leftovers(tmp_path)) < 1 + (os.getuid() == 0) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # tshark is waiting for the FIFO's writer
+    script.send_signal(signal.SIGTERM)
+    assert script.wait(timeout=30) == 143
+    assert leftovers(tmp_path) == []
+    with pytest.raises(OSError) as no_reader:  # tshark went with the script: nobody reads the FIFO
+        os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    assert no_reader.value.errno == errno.ENXIO
