@@ -13,49 +13,14 @@ underneath. Prints wall seconds, findings and the ratio.
 import argparse
 import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile
 import time
-import zlib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def packet(t, src, dst, sport, dport, vtag, chunks):
-    body = struct.pack("!HHII", sport, dport, vtag, 0) + b"".join(chunks)
-    body = body[:8] + struct.pack("<I", zlib.crc32(body) & 0xFFFFFFFF) + body[12:]
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(body), 0, 0x4000, 64, 132, 0, src, dst) + body
-    return t, ip
-
-
-def chunk(ctype, body, flags=0):
-    raw = struct.pack("!BBH", ctype, flags, 4 + len(body)) + body
-    return raw + b"\0" * (-len(raw) % 4)
-
-
-def build(path, blocks, acks, data=True):
-    a, b = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
-    ext = struct.pack("!HHBB", 0x8008, 6, 0x10, 0) + b"\0\0"
-    out = [packet(0.0, a, b, 5000, 5001, 0, [chunk(1, struct.pack("!IIHHI", 1, 1 << 20, 1, 1, 1) + ext)]),
-           packet(0.001, b, a, 5001, 5000, 1, [chunk(2, struct.pack("!IIHHI", 2, 1 << 20, 1, 1, 1) + ext)])]
-    t, tsns = 0.002, 4 * blocks + 2
-    for first in range(1, tsns + 1 if data else 1, 700):  # DATA chunks of 4 bytes, 700 to a packet
-        out.append(packet(t, a, b, 5000, 5001, 2, [chunk(0, struct.pack("!IHHI", tsn, 0, 0, 0) + b"data", 3)
-                                                   for tsn in range(first, min(first + 700, tsns + 1))]))
-        t += 0.0001
-    # cum ack 1; gap blocks at offsets 2, 4, 6 ... alternately R and NR, each one TSN
-    r = [(2 + 4 * k, 2 + 4 * k) for k in range(blocks)]
-    nr = [(4 + 4 * k, 4 + 4 * k) for k in range(blocks)]
-    for k in range(acks):
-        body = struct.pack("!IIHHHH", 1, 1 << 20, len(r), len(nr), 0, 0)
-        body += b"".join(struct.pack("!HH", s, e) for s, e in r + nr)
-        out.append(packet(t + 0.01 * (k + 1), b, a, 5001, 5000, 1, [chunk(0x10, body)]))
-    with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 101))
-        for t, ip in out:
-            f.write(struct.pack("<IIII", 1_700_000_000 + int(t), int(t % 1 * 1e6), len(ip), len(ip)) + ip)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from support.hostile import many_blocks_capture  # noqa: E402
 
 
 def child(path, old_tree):
@@ -97,7 +62,7 @@ def main():
         return child(*args.child)
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "blocks.pcap")
-        build(path, args.blocks, args.acks, not args.no_data)
+        many_blocks_capture(path, args.blocks, args.acks, not args.no_data)
         print(f"capture: {args.acks} NR-SACK(s) of {args.blocks} R + {args.blocks} NR gap blocks, "
               f"{'no' if args.no_data else 4 * args.blocks + 2} DATA chunks, {os.path.getsize(path)} bytes")
         after = measure(path)

@@ -5,8 +5,8 @@
 Writes, per count, a pcap of that many complete connections (handshake, two data segments and their
 acks, FIN exchange; 200 connections open at a time, interleaved) and times `nrsack analyze --format
 json` on it in a fresh process (wall seconds, peak RSS). Prints the figures per flow and a linear
-projection to 1M flows, next to issue 17's target (1M flows in under 60 s and 1 GB). Per-flow state
-is not released yet (issue 17, not done): this measures where the analyzer stands.
+projection to 1M flows, next to the target (1M flows in under 60 s and 1 GB). Per-flow state
+is not released yet (not yet): this measures where the analyzer stands.
 """
 
 import argparse

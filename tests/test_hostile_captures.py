@@ -1,4 +1,4 @@
-"""The hostile-capture suite (issue 17): every capture of tests/hostile_captures.py through
+"""The hostile-capture suite : every capture of tests/support/hostile.py through
 `nrsack analyze` (JSON, which streams, and --stream with tables), and `nrsack check`: the exit codes
 the commands document (analyze 0 / 2, check 0 / 1 / 2), one line on stderr for an error, no
 traceback, and every figure within its bounds (0 <= p <= b <= q, bytes never negative nor more than
@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from nrsack.cli import main
-from hostile_captures import build_all
+from support.hostile import build_all
 
 
 CAPTURES = {name: (data, expectation) for name, data, expectation in build_all()}

@@ -1,4 +1,4 @@
-"""The dashboard and scripts/tshark-nrsack.sh under hostile use (issue 17): callback inputs of the
+"""The dashboard and scripts/tshark-nrsack.sh under hostile use : callback inputs of the
 wrong JSON type get a 400 with a message (never a 500), a heavy check does not stall other users,
 uploads are pruned by age and count, and neither leaves its temporary folders behind, whatever way
 it ends."""
@@ -8,9 +8,11 @@ import errno
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -20,11 +22,10 @@ from pathlib import Path
 import pytest
 
 from nrsack.dashboard import app as APP, library as LIB
+from support.hostile import many_blocks_capture
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample-pcaps"
-sys.path.insert(0, str(ROOT / "bench"))
-from bench_check_blocks import build as build_many_blocks  # noqa: E402
 
 
 def payload(path):
@@ -90,7 +91,7 @@ def test_a_selection_of_the_wrong_shape_is_a_400_and_a_good_one_a_200(served):
 
 def test_a_heavy_check_does_not_stall_other_users(tmp_path):
     heavy = tmp_path / "heavy.pcap"
-    build_many_blocks(heavy, 8000, 2)
+    many_blocks_capture(heavy, 8000, 2)
     library = LIB.Library([heavy, SAMPLES / "sctp-nrsack-fig4.pcap"], upload_dir=tmp_path / "uploads")
     heavy_id, light_id = list(library.captures)
     order = []
@@ -138,38 +139,50 @@ def test_the_dashboard_removes_its_upload_folder_when_stopped(tmp_path, stop):
 
 
 @pytest.fixture
-def script_env(tmp_path, nrsack_c_plugin):
-    return dict(os.environ, TMPDIR=str(tmp_path))
+def script_folder():
+    """The script's TMPDIR: as root, tshark runs as nobody, who cannot pass pytest's 0700 tmp_path."""
+    folder = Path(tempfile.mkdtemp(prefix="nrsack-script-test."))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def script_env(script_folder, nrsack_c_plugin):
+    return dict(os.environ, TMPDIR=str(script_folder))
 
 
 def leftovers(folder):
     return sorted(p.name for p in folder.glob("nrsack-*"))
 
 
-def test_tshark_script_cleans_up_when_tshark_fails(tmp_path, script_env):
-    result = subprocess.run(["bash", ROOT / "scripts" / "tshark-nrsack.sh", "-r", tmp_path / "absent.pcap"],
+@pytest.mark.tshark
+def test_tshark_script_cleans_up_when_tshark_fails(script_folder, script_env):
+    result = subprocess.run(["bash", ROOT / "scripts" / "tshark-nrsack.sh", "-r", script_folder / "absent.pcap"],
                             capture_output=True, env=script_env)
-    assert result.returncode != 0 and leftovers(tmp_path) == []
+    assert result.returncode != 0 and leftovers(script_folder) == []
 
 
-def test_tshark_script_cleans_up_when_it_ends_normally(tmp_path, script_env):
+@pytest.mark.tshark
+def test_tshark_script_cleans_up_when_it_ends_normally(script_folder, script_env):
     result = subprocess.run(["bash", ROOT / "scripts" / "tshark-nrsack.sh", "-r", "-", "-c", "1"],
                             input=(SAMPLES / "sctp-nrsack-fig4.pcap").read_bytes(), capture_output=True, env=script_env)
-    assert result.returncode == 0 and b"INIT" in result.stdout and leftovers(tmp_path) == []
+    assert result.returncode == 0 and b"INIT" in result.stdout and leftovers(script_folder) == []
 
 
-def test_tshark_script_cleans_up_and_stops_tshark_on_sigterm(tmp_path, script_env):
-    fifo = tmp_path / "never-written.fifo"
-    os.mkfifo(fifo)
+@pytest.mark.tshark
+def test_tshark_script_cleans_up_and_stops_tshark_on_sigterm(script_folder, script_env):
+    fifo = script_folder / "never-written.fifo"
+    os.mkfifo(fifo, 0o666)
     script = subprocess.Popen(["bash", ROOT / "scripts" / "tshark-nrsack.sh", "-r", fifo], env=script_env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
-    while len(leftovers(tmp_path)) < 1 + (os.getuid() == 0) and time.monotonic() < deadline:
+    while len(leftovers(script_folder)) < 1 + (os.getuid() == 0) and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.5)  # tshark is waiting for the FIFO's writer
     script.send_signal(signal.SIGTERM)
     assert script.wait(timeout=30) == 143
-    assert leftovers(tmp_path) == []
+    assert leftovers(script_folder) == []
     with pytest.raises(OSError) as no_reader:  # tshark went with the script: nobody reads the FIFO
         os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
     assert no_reader.value.errno == errno.ENXIO

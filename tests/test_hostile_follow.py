@@ -3,11 +3,12 @@
 import subprocess
 import threading
 import time
-from pathlib import Path
+import pytest
 
-from hostile_live import tcpdump_into
+from support.live import tcpdump_into
+from support.paths import SAMPLES
 
-SAMPLE = Path(__file__).resolve().parent.parent / "sample-pcaps" / "sctp-nrsack-fig4.pcap"
+SAMPLE = SAMPLES / "sctp-nrsack-fig4.pcap"
 
 
 def rows(text, entry="0a"):
@@ -22,6 +23,7 @@ def test_the_final_table_of_follow_is_the_summary_table():
     assert text.rstrip().endswith("final") and rows(text)[-1] == rows(plain.stdout)[0]
 
 
+@pytest.mark.root
 def test_a_live_tcpdump_transfer_shows_the_table_while_it_runs():
     """tcpdump -i lo -w - | nrsack analyze - --follow, with a sender pacing 3 s of data over loopback."""
     seen = []  # (time, line) of every line the live table printed

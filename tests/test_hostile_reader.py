@@ -1,4 +1,4 @@
-"""What the hostile classes must come to, class by class (issue 17): a repaired length or a held
+"""What the hostile classes must come to, class by class : a repaired length or a held
 clock gives the clean capture's figures plus a finding that says so; pcapng with interfaces of
 different link types and with several sections reads like the same packets in one pcap; standard
 input, a FIFO and a live `tcpdump -w -` stream into `nrsack analyze -`."""
@@ -13,8 +13,8 @@ from click.testing import CliRunner
 
 from nrsack.analyzer import check
 from nrsack.cli import main
-from hostile_captures import build_all
-from hostile_live import tcpdump_into
+from support.hostile import build_all
+from support.live import tcpdump_into
 
 CAPTURES = {name: data for name, data, _ in build_all()}
 
@@ -137,6 +137,7 @@ def test_a_pipe_cut_short_is_analysed_with_a_warning(tmp_path):
     assert piped.returncode == 0 and b"cut short" in piped.stderr and b"Traceback" not in piped.stderr
 
 
+@pytest.mark.root
 def test_live_tcpdump_into_analyze_from_standard_input():
     """tcpdump -i lo -w - | nrsack analyze -: a real TCP transfer over loopback while it runs."""
     analyze, received, _ = tcpdump_into(["nrsack", "analyze", "--format", "json", "-"],

@@ -1,5 +1,5 @@
 """The analyzer's C reader and scoreboard built with AddressSanitizer and UndefinedBehaviorSanitizer
-read every hostile capture (tests/hostile_captures.py), from a file and from a pipe, through
+read every hostile capture (tests/support/hostile.py), from a file and from a pipe, through
 analyze and check: no sanitizer report (C never reads out of bounds, no signed overflow)."""
 
 import os
@@ -7,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hostile_captures import build_all
+import pytest
+
+from support.hostile import build_all
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,7 +22,7 @@ module = importlib.util.module_from_spec(spec)
 sys.modules["nrsack.analyzer._reader"] = module  # before nrsack.analyzer imports the installed one
 spec.loader.exec_module(module)
 from nrsack.analyzer import checker as C, events as E, stream
-from hostile_captures import build_all
+from support.hostile import build_all
 folder = pathlib.Path(tempfile.mkdtemp())
 read = 0
 for name, data, _ in build_all():
@@ -48,6 +50,7 @@ print("read", read)
 '''
 
 
+@pytest.mark.slow
 def test_hostile_captures_under_asan_and_ubsan(tmp_path):
     flags = "-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g -O1"
     build = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--build-lib", tmp_path / "lib",

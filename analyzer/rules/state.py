@@ -40,7 +40,7 @@ def _cover_runs(cover, lo, hi, his):
 
 
 def minus(pieces, blocks):
-    """The parts of `pieces` that no block covers, each with its frame (n log n in blocks: issue 17)."""
+    """The parts of `pieces` that no block covers, each with its frame (n log n in blocks)."""
     if not pieces:
         return []
     cover = merged(blocks)
@@ -74,7 +74,7 @@ def within(pieces, blocks):
 
 def add(pieces, blocks, frame):
     """pieces plus every [lo, hi) of `blocks`; the newly covered parts carry `frame`. One pass for all
-    of an ack's blocks (one at a time was quadratic in blocks: issue 17); blocks that touch stay
+    of an ack's blocks (one at a time was quadratic in blocks); blocks that touch stay
     separate pieces, as sent, and only overlapping ones (malformed, NR-05) are joined."""
     disjoint = []
     for lo, hi in sorted(b for b in blocks if b[1] > b[0]):

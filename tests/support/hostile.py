@@ -1,4 +1,4 @@
-"""Hostile captures, made byte by byte: the classes issue 17 names (lengths the wire contradicts,
+"""Hostile captures, made byte by byte: the classes of bad input users meet (lengths the wire contradicts,
 odd clocks, acks far outside the window, DSS options whose flags and lengths disagree, captures cut
 short, damaged records) and a few more, each from a small well-formed transfer.
 
@@ -303,3 +303,29 @@ def build_all():
     put("udp-only", pcap_bytes(plain_records([(0.0, b"\x02\0\0\0\0\x02\x02\0\0\0\0\x01\x08\x00" + ipv4(
         A, B, 17, struct.pack("!HHHH", 53, 53, 12, 0) + b"abcd"))])), "unusable")
     return made
+
+
+def many_blocks_capture(path, blocks, acks, data=True):
+    """An NR-SACK association whose receiver sends `acks` NR-SACKs of `blocks` R and `blocks` NR gap
+    blocks each (every other TSN of 4 * blocks outstanding TSNs: R, NR, R, NR ...); data=False leaves
+    out the DATA chunks, so checking it costs the acks alone. For the check's bench and the dashboard."""
+    def init(ack):
+        ext = struct.pack("!HHBB", 0x8008, 6, 0x10, 0) + b"\0\0"
+        return chunk(2 if ack else 1, struct.pack("!IIHHI", 2 if ack else 1, 1 << 20, 1, 1, 1) + ext)
+
+    transfer = [(0.0, 0, sctp_packet(0, [init(False)]), 132), (0.001, 1, sctp_packet(1, [init(True)], sport=5001, dport=5000), 132)]
+    t, tsns = 0.002, 4 * blocks + 2
+    for first in range(1, tsns + 1 if data else 1, 700):  # DATA chunks of 4 bytes, 700 to a packet
+        chunks = [chunk(0, struct.pack("!IHHI", tsn, 0, 0, 0) + b"data", 3)
+                  for tsn in range(first, min(first + 700, tsns + 1))]
+        transfer.append((t, 0, sctp_packet(2, chunks), 132))
+        t += 0.0001
+    # cum ack 1; gap blocks at offsets 2, 4, 6 ... alternately R and NR, each one TSN
+    r = [(2 + 4 * k, 2 + 4 * k) for k in range(blocks)]
+    nr = [(4 + 4 * k, 4 + 4 * k) for k in range(blocks)]
+    for k in range(acks):
+        body = struct.pack("!IIHHHH", 1, 1 << 20, len(r), len(nr), 0, 0)
+        body += b"".join(struct.pack("!HH", s, e) for s, e in r + nr)
+        transfer.append((t + 0.01 * (k + 1), 1, sctp_packet(1, [chunk(0x10, body)], sport=5001, dport=5000), 132))
+    with open(path, "wb") as f:
+        f.write(pcap_bytes(plain_records(ip_frames(transfer, link=LINK_RAW)), link=LINK_RAW))
