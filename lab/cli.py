@@ -93,3 +93,57 @@ def run(out_dir, **kw):
                                              "complete")}))
     if not s["complete"]:
         click.echo("warning: the transfer did not complete within the time limit", err=True)
+
+
+@lab.command()
+@click.option("--stack", type=click.Choice(STACKS), default="usrsctp", show_default=True)
+@click.option("--sndbuf", "sndbufs", default="8192,32768,65536", show_default=True)
+@click.option("--loss", "losses", default="0,0.01,0.02", show_default=True)
+@click.option("--delay", type=float, default=45.0, show_default=True, help="one-way, ms")
+@click.option("--bandwidth", type=float, default=100.0, show_default=True, help="Mbit/s")
+@click.option("--bytes", "nbytes", type=click.IntRange(min=1), default=1_000_000, show_default=True)
+@click.option("--seeds", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--drain/--no-drain", default=True, show_default=True)
+@click.option("--rto-min", type=click.IntRange(min=0), default=0, help="ms; 0: the stack's default")
+@click.option("--timeout", type=float, default=300.0, show_default=True, help="seconds per run")
+@click.option("--threshold", type=float, default=5.0, show_default=True,
+              help="gain (%) that defines the region of gain")
+@click.option("--scheduler", default=None, help="address of a Dask scheduler (default: local cluster)")
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="local cluster workers")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
+def sweep(stack, sndbufs, losses, delay, bandwidth, nbytes, seeds, drain, rto_min, timeout, threshold,
+          scheduler, workers, out_dir):
+    """Loss x send buffer for SACK and NR-SACK on a real stack; writes runs.csv, gain.csv and
+    regions.csv as `nrsack generate sweep` does, and every run's files under runs/."""
+    from rich.progress import Progress
+
+    from nrsack.generator.sim import sweep as sim_sweep
+
+    from . import sweep as sw
+    from .config import LabConfig
+
+    try:
+        base = LabConfig(stack=stack, delay_ms=delay, bandwidth_mbps=bandwidth, bytes=nbytes, drain=drain,
+                         rto_min_ms=rto_min, timeout_s=timeout)
+        configs = sw.grid(base, [int(_one(b, "--sndbuf")) for b in sndbufs.split(",") if b.strip()],
+                          [_one(x, "--loss") for x in losses.split(",") if x.strip()], seeds)
+        for cfg in configs:  # bad parameters: a usage error here, not a traceback from a worker
+            LabConfig(**cfg.as_dict())
+    except ValueError as e:
+        raise click.UsageError(str(e))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    with Progress(transient=True) as bar:
+        task = bar.add_task(f"{len(configs)} {stack} runs", total=len(configs))
+        runs = sw.run(configs, out_dir, scheduler=scheduler, workers=workers,
+                      progress=lambda: bar.advance(task))
+    runs = runs.sort_values(["sndbuf", "loss", "seed", "ack"]).reset_index(drop=True)
+    table = sim_sweep.gain_table(runs)
+    regions = sim_sweep.regions_of_gain(table, threshold)
+    runs.to_csv(out_dir / "runs.csv", index=False)
+    table.to_csv(out_dir / "gain.csv", index=False, float_format="%.4f")
+    regions.to_csv(out_dir / "regions.csv", index=False)
+    click.echo(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    click.echo(f"\nregions of gain (>= {threshold} %):")
+    click.echo(regions.to_string(index=False))
+    click.echo(f"\n{len(configs)} runs in {time.perf_counter() - t0:.1f} s")
