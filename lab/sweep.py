@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from .config import LabConfig
 
 
 def grid(base, sndbufs, losses, seeds):
