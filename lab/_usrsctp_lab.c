@@ -12,8 +12,9 @@
  * own CRC32c.
  *
  * Truth, all times in microseconds since the run's start (capture time = EPOCH + that):
- *   blocked.csv  every wait of the sending application for send-buffer space (EWOULDBLOCK until a
- *                send succeeds), timed in the sender thread
+ *   blocked.csv  every wait of the sending application for send-buffer space, timed in the sender
+ *                thread: from EWOULDBLOCK to the stack's wake-up (upcall) after which a send succeeded,
+ *                and to that send (the difference is the thread's scheduling delay, not buffer space)
  *   stack.csv    SCTP_STATUS and SCTP_GET_SNDBUF_USE of the sender's association, every millisecond
  *   link.csv     every packet offered to the link: direction, index, length, fate, first chunk, TSN
  *   acks.csv     every SACK / NR-SACK delivered to the sender: cumulative TSN, gap and NR gap blocks
@@ -104,6 +105,7 @@ static struct {
     pthread_mutex_t lock;
     pthread_cond_t link_wake, app_wake;
     unsigned long app_events; /* upcalls seen, so a wake-up between EWOULDBLOCK and the wait is not lost */
+    int64_t last_event_us;    /* time of the latest upcall */
     int stopped;
     int receiver_done;
     int64_t written;     /* messages the application has written (one DATA chunk each) */
@@ -402,6 +404,7 @@ static void upcall(struct socket *so, void *arg, int flags)
     (void)so, (void)arg, (void)flags;
     pthread_mutex_lock(&L.lock);
     L.app_events++;
+    L.last_event_us = now_us();
     pthread_cond_broadcast(&L.app_wake);
     pthread_mutex_unlock(&L.lock);
 }
@@ -416,6 +419,14 @@ static void wait_for_event(unsigned long seen)
         if (pthread_cond_timedwait(&L.app_wake, &L.lock, &ts) == ETIMEDOUT)
             break;
     pthread_mutex_unlock(&L.lock);
+}
+
+static int64_t last_event_time(void)
+{
+    pthread_mutex_lock(&L.lock);
+    int64_t t = L.last_event_us;
+    pthread_mutex_unlock(&L.lock);
+    return t;
 }
 
 static unsigned long events_seen(void)
@@ -519,12 +530,15 @@ static int send_all(struct socket *s, int64_t deadline)
         memset(&info, 0, sizeof info);
         info.snd_flags = L.p->unordered ? SCTP_UNORDERED : 0;
         unsigned long seen = events_seen();
+        int64_t woken = last_event_time();
         ssize_t n = usrsctp_sendv(s, payload, (size_t)size, NULL, 0, &info, sizeof info, SCTP_SENDV_SNDINFO, 0);
         int64_t t = now_us();
         if (n >= 0) {
             if (blocked_since >= 0) {
-                fprintf(L.blocked_log, "%lld,%lld\n", (long long)blocked_since, (long long)t);
-                L.r->blocked_us += t - blocked_since;
+                /* room came with the last upcall before this attempt (earlier ones left too little) */
+                int64_t room = woken > blocked_since ? woken : t;
+                fprintf(L.blocked_log, "%lld,%lld,%lld\n", (long long)blocked_since, (long long)room, (long long)t);
+                L.r->blocked_us += room - blocked_since;
                 L.r->blocked_waits++;
                 blocked_since = -1;
             }
@@ -545,7 +559,7 @@ static int send_all(struct socket *s, int64_t deadline)
         wait_for_event(seen);
     }
     if (blocked_since >= 0) /* timed out while blocked: the wait so far counts */
-        fprintf(L.blocked_log, "%lld,%lld\n", (long long)blocked_since, (long long)now_us());
+        fprintf(L.blocked_log, "%lld,%lld,%lld\n", (long long)blocked_since, (long long)now_us(), (long long)now_us());
     free(payload);
     return 0;
 }
@@ -570,7 +584,7 @@ int lab_usrsctp_run(const struct lab_params *p, const char *out_dir, struct lab_
     L.pcap[0] = open_out(out_dir, "sender.pcap", NULL);
     L.pcap[1] = open_out(out_dir, "receiver.pcap", NULL);
     L.link_log = open_out(out_dir, "link.csv", "direction,index,time_us,length,fate,chunk,tsn\n");
-    L.blocked_log = open_out(out_dir, "blocked.csv", "start_us,end_us\n");
+    L.blocked_log = open_out(out_dir, "blocked.csv", "start_us,end_us,resumed_us\n");
     L.stack_log = open_out(out_dir, "stack.csv",
                            "time_us,state,rwnd,unackdata,penddata,cwnd,srtt_ms,rto_ms,sndbuf_use,written_chunks,sent_chunks\n");
     L.ack_log = open_out(out_dir, "acks.csv", "time_us,chunk,cum_tsn,gaps,nr_gaps\n");

@@ -90,7 +90,7 @@ def run(out_dir, **kw):
     click.echo(f"{cfg.stack} {cfg.ack}: {s['counters']['packets_forward']} packets forward "
                f"({s['counters']['lost_forward']} lost), wall {time.perf_counter() - t0:.2f} s")
     click.echo(json.dumps({k: s[k] for k in ("throughput_bps", "q_s", "p_s", "b_s", "p_over_q", "b_over_q",
-                                             "complete")}))
+                                             "b_sent_full_s", "complete") if k in s}))
     if not s["complete"]:
         click.echo("warning: the transfer did not complete within the time limit", err=True)
 

@@ -2,7 +2,8 @@
 the simulator's layout (truth.json with the summary keys, truth_*.csv).
 
 q runs from the application's first write to the moment the sender's stack reports all data acked
-(SCTP_SENDER_DRY_EVENT); b is the time the application waited for send-buffer space inside q; p is
+(SCTP_SENDER_DRY_EVENT); b is the time the application waited for send-buffer space inside q (up to
+the stack's wake-up; the thread's own scheduling delay after it is `b_wakeup_s`, apart); p is
 the part of b during which the last ack the sender's stack received reported a gap block.
 
 b splits in two by the 1 ms samples: the application also waits while the buffer holds data that
@@ -21,7 +22,6 @@ from nrsack.generator.sim.truth import to_time_s
 from nrsack.generator.sim.wire import SCTP_PORTS, addresses
 
 LINK_FATES = {0: "delivered", 1: "lost", 2: "queue_drop"}
-SAMPLE_US = 1000
 
 
 def endpoints():
@@ -52,6 +52,25 @@ def gap_intervals(acks, end_us):
     return starts, ends
 
 
+def blocked_within(waits, start, end):
+    """Total of the [start, end) waits clipped to the transfer [start, end]."""
+    w = np.asarray(waits, dtype=float).reshape(-1, 2)
+    return float(np.clip(np.minimum(w[:, 1], end) - np.maximum(w[:, 0], start), 0, None).sum())
+
+
+def time_where(t, holds, starts, ends):
+    """Time inside the [starts, ends) intervals during which a sampled condition held (each sample
+    holds until the next; the last for one median sample period)."""
+    t = np.asarray(t, dtype=float)
+    if len(t) == 0:
+        return 0.0
+    step = float(np.median(np.diff(t))) if len(t) > 1 else 0.0
+    nxt = np.append(t[1:], t[-1] + step)
+    on = np.asarray(holds, bool)
+    return float(sum(np.clip(np.minimum(nxt[on], e) - np.maximum(t[on], s), 0, None).sum()
+                     for s, e in zip(starts, ends)))
+
+
 class LabTruth:
     def __init__(self, cfg, result, out_dir):
         self.cfg, self.result, self.out_dir = cfg, result, out_dir
@@ -72,18 +91,14 @@ class LabTruth:
         self.p_us = _overlap_us(b_start, b_end, g_start, g_end)
         self.blocking_gap = [(_overlap_us([s], [e], g_start, g_end) > 0) for s, e in zip(b_start, b_end)]
         self.b_unsent_us = self._blocked_with_unsent_us(b_start, b_end)
+        resumed = np.clip(self.blocked.resumed_us.to_numpy(), self.first_us, self.end_us)
+        self.wakeup_us = int((resumed - b_end).sum())
 
     def _blocked_with_unsent_us(self, b_start, b_end):
-        """Blocked time (1 ms samples) during which the buffer held chunks not yet sent."""
+        """Blocked time during which the buffer held chunks not yet sent."""
         s = self.stack
-        if s.empty:
-            return 0
-        t = s.time_us.to_numpy()
-        blocked = np.zeros(len(t), bool)
-        for lo, hi in zip(b_start, b_end):
-            blocked[np.searchsorted(t, lo):np.searchsorted(t, hi)] = True
         unsent = s.written_chunks.to_numpy() > s.sent_chunks.to_numpy()
-        return int(np.count_nonzero(blocked & unsent)) * SAMPLE_US
+        return int(time_where(s.time_us.to_numpy(), unsent, b_start, b_end))
 
     @property
     def q_s(self):
@@ -93,7 +108,7 @@ class LabTruth:
         b = self.blocked
         queue = self._stack_at(b.start_us.to_numpy())
         return pd.DataFrame({"flow": self.flow, "start_s": to_time_s(b.start_us), "end_s": to_time_s(b.end_us),
-                             "duration_s": (b.end_us - b.start_us) / 1e6,
+                             "duration_s": (b.end_us - b.start_us) / 1e6, "resumed_s": to_time_s(b.resumed_us),
                              "stack_queue_bytes_at_start": queue, "gap_open": self.blocking_gap})
 
     def _stack_at(self, us):
@@ -131,7 +146,7 @@ class LabTruth:
             "data_bytes": cfg.bytes, "q_s": q, "p_s": self.p_us / 1e6, "b_s": self.b_us / 1e6,
             "p_over_q": self.p_us / 1e6 / q if q > 0 else 0.0,
             "b_over_q": self.b_us / 1e6 / q if q > 0 else 0.0,
-            "b_unsent_s": self.b_unsent_us / 1e6, "b_sent_full_s": (self.b_us - self.b_unsent_us) / 1e6,
+            "b_wakeup_s": self.wakeup_us / 1e6, "b_unsent_s": self.b_unsent_us / 1e6, "b_sent_full_s": (self.b_us - self.b_unsent_us) / 1e6,
             "sndbuf_bytes": cfg.sndbuf, "sndbuf_estimated": False,
             "throughput_bps": sent * 8 / q if q > 0 else 0.0,
             "blocking_intervals": len(self.blocked), "vantage": "sender", "complete": self.complete,
