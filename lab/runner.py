@@ -14,7 +14,10 @@ class LabError(Exception):
 def run_config(cfg, out_dir):
     """Runs `cfg` into `out_dir` (the simulator's layout); returns truth.json's summary."""
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise LabError(f"cannot create {out_dir}: {e.strerror}")
     if cfg.stack == "usrsctp":
         from .truth import LabTruth
         from .usrsctp import run_child
@@ -54,9 +57,10 @@ def tcp_summary(cfg, m, out_dir):
     info = pd.DataFrame(m["samples"], columns=["time_s", "unacked", "sacked", "lost", "retrans", "snd_mss",
                                                "snd_cwnd", "notsent_bytes"])
     info.to_csv(out_dir / "truth_tcp_info.csv", index=False, float_format="%.6f")
-    # as for usrsctp: waits while the kernel held unsent data are invisible to a capture
+    # as for usrsctp: waits while the kernel held a segment or more unsent are invisible to a
+    # capture (less than a segment is a write waiting to fill one, not a full buffer of sent data)
     waits = np.asarray(m["waits"], dtype=float).reshape(-1, 2)
-    b_unsent = time_where(info.time_s, info.notsent_bytes > 0, np.maximum(waits[:, 0], start),
+    b_unsent = time_where(info.time_s, info.notsent_bytes >= info.snd_mss, np.maximum(waits[:, 0], start),
                           np.minimum(waits[:, 1], end))
     pd.DataFrame(m["waits"], columns=["start_s", "end_s"]).to_csv(out_dir / "truth_blocking.csv", index=False,
                                                                   float_format="%.6f")
