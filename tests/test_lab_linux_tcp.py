@@ -16,16 +16,11 @@ from nrsack.analyzer import analyze
 from nrsack.cli import main
 from nrsack.lab.linux_tcp import namespaces_unavailable
 from support import tshark
+from support.lab import lab_run
 
 # writes of one segment, as the analyzer's blocked test (room for less than S is "full") assumes
 ARGS = ["--stack", "linux-tcp", "--message", "1448", "--sndbuf", "16384", "--loss", "0.01", "--delay", "10", "--bandwidth", "20",
         "--seed", "3", "--timeout", "60"]
-
-
-def lab_run(out, *args):
-    result = CliRunner().invoke(main, ["lab", "run", *args, "--out", str(out)])
-    assert result.exit_code == 0, result.output
-    return json.loads((out / "truth.json").read_text())
 
 
 @pytest.fixture(scope="module")

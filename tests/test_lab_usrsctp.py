@@ -4,7 +4,6 @@ Short runs (a 5 ms path, 8 KiB send buffer, 1-2 % loss) per ack mode; the pcaps 
 with the nrsack plugin and through the analyzer, and are held against the stack's own truth.
 """
 
-import json
 import struct
 
 import numpy as np
@@ -16,16 +15,11 @@ from nrsack.analyzer import analyze, check
 from nrsack.analyzer import events as E
 from nrsack.cli import main
 from support import tshark
+from support.lab import lab_run
 
 LOSSY = ["--sndbuf", "8192", "--loss", "0.02", "--delay", "5", "--bytes", "200000", "--seed", "7"]
 SUPPORTED_EXTENSIONS = 0x8008
 NR_SACK_CHUNK = 0x10
-
-
-def lab_run(out, *args):
-    result = CliRunner().invoke(main, ["lab", "run", *args, "--out", str(out)])
-    assert result.exit_code == 0, result.output
-    return json.loads((out / "truth.json").read_text())
 
 
 @pytest.fixture(scope="module")
