@@ -18,6 +18,7 @@
  *   stack.csv    SCTP_STATUS and SCTP_GET_SNDBUF_USE of the sender's association, every millisecond
  *   link.csv     every packet offered to the link: direction, index, length, fate, first chunk, TSN
  *   acks.csv     every SACK / NR-SACK delivered to the sender: cumulative TSN, gap and NR gap blocks
+ *   unsent.csv   when the buffer starts and stops holding written data not yet sent (cwnd-limited)
  */
 #define _GNU_SOURCE /* clock_nanosleep, CLOCK_MONOTONIC under -std=c11 */
 #include <errno.h>
@@ -114,7 +115,8 @@ static struct {
     uint32_t first_tsn;
     struct direction dir[2];
     FILE *pcap[2]; /* sender's host, receiver's host */
-    FILE *link_log, *blocked_log, *stack_log, *ack_log;
+    FILE *link_log, *blocked_log, *stack_log, *ack_log, *unsent_log;
+    int unsent; /* written > sent_new, as last logged */
     struct socket *sender;
     int token[2]; /* AF_CONN addresses: their addresses identify the two ends */
     char *err;
@@ -233,6 +235,16 @@ static void log_packet(int d, uint64_t index, int64_t t, const unsigned char *b,
             chunk, tsn);
 }
 
+/* called with the lock held whenever `written` or `sent_new` moves */
+static void note_unsent(int64_t t)
+{
+    int unsent = L.written > L.sent_new;
+    if (unsent != L.unsent) {
+        L.unsent = unsent;
+        fprintf(L.unsent_log, "%lld,%d\n", (long long)t, unsent);
+    }
+}
+
 /* counts first transmissions: the DATA chunks' highest TSN so far (serial arithmetic) */
 static void count_new_data(const unsigned char *b, size_t len)
 {
@@ -268,8 +280,10 @@ static int conn_output(void *addr, void *buffer, size_t length, uint8_t tos, uin
     uint64_t index = dr->index++;
     L.r->packets[d]++;
     pcap_record(L.pcap[d == FWD ? 0 : 1], d, now, buffer, length);
-    if (d == FWD)
+    if (d == FWD) {
         count_new_data(buffer, length);
+        note_unsent(now);
+    }
     while (dr->ring_count && dr->tx_end[dr->ring_head] <= now) {
         dr->ring_head = (dr->ring_head + 1) % (MAX_QUEUE + 1);
         dr->ring_count--;
@@ -545,6 +559,7 @@ static int send_all(struct socket *s, int64_t deadline)
             L.r->bytes_sent += n;
             pthread_mutex_lock(&L.lock);
             L.written++;
+            note_unsent(now_us());
             pthread_mutex_unlock(&L.lock);
             continue;
         }
@@ -588,7 +603,8 @@ int lab_usrsctp_run(const struct lab_params *p, const char *out_dir, struct lab_
     L.stack_log = open_out(out_dir, "stack.csv",
                            "time_us,state,rwnd,unackdata,penddata,cwnd,srtt_ms,rto_ms,sndbuf_use,written_chunks,sent_chunks\n");
     L.ack_log = open_out(out_dir, "acks.csv", "time_us,chunk,cum_tsn,gaps,nr_gaps\n");
-    if (!L.pcap[0] || !L.pcap[1] || !L.link_log || !L.blocked_log || !L.stack_log || !L.ack_log)
+    L.unsent_log = open_out(out_dir, "unsent.csv", "time_us,unsent\n");
+    if (!L.pcap[0] || !L.pcap[1] || !L.link_log || !L.blocked_log || !L.stack_log || !L.ack_log || !L.unsent_log)
         return fail("cannot write in %s: %s", out_dir, strerror(errno));
     pcap_header(L.pcap[0]);
     pcap_header(L.pcap[1]);
@@ -681,7 +697,7 @@ stop:
     pthread_mutex_unlock(&L.lock);
     pthread_join(link, NULL);
     /* the receiver thread may still sit in accept or recv: the child process ends with it */
-    FILE *files[] = {L.pcap[0], L.pcap[1], L.link_log, L.blocked_log, L.stack_log, L.ack_log};
+    FILE *files[] = {L.pcap[0], L.pcap[1], L.link_log, L.blocked_log, L.stack_log, L.ack_log, L.unsent_log};
     for (unsigned i = 0; i < sizeof files / sizeof *files; i++)
         fclose(files[i]);
     (void)receiver;

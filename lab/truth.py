@@ -6,9 +6,9 @@ q runs from the application's first write to the moment the sender's stack repor
 the stack's wake-up; the thread's own scheduling delay after it is `b_wakeup_s`, apart); p is
 the part of b during which the last ack the sender's stack received reported a gap block.
 
-b splits in two by the 1 ms samples: the application also waits while the buffer holds data that
-cwnd does not yet let out (slow start, after a loss): messages written (one DATA chunk each) exceed
-the distinct TSNs sent. A capture cannot see unsent data, so the analyzer's b (B - rtxq < S) is
+b splits in two: the application also waits while the buffer holds data that cwnd does not yet let
+out (slow start, after a loss): messages written (one DATA chunk each) exceed the distinct TSNs sent,
+logged as it changes (unsent.csv), not sampled, so a descheduled sampler cannot stretch it. A capture cannot see unsent data, so the analyzer's b (B - rtxq < S) is
 comparable with `b_sent_full_s`; the rest is `b_unsent_s`. (The stack's own counts do not tell this:
 usrsctp frees the buffer of NR-acked chunks but keeps them on the sent queue, sstat_unackdata.)
 """
@@ -79,6 +79,7 @@ class LabTruth:
         self.stack = read("stack.csv")
         self.link = read("link.csv")
         self.acks = read("acks.csv")
+        self.unsent = read("unsent.csv")
         self.first_us = result["first_send_us"]
         self.complete = bool(result["complete"])
         self.end_us = result["dry_us"] if self.complete else result["end_us"]
@@ -96,9 +97,10 @@ class LabTruth:
 
     def _blocked_with_unsent_us(self, b_start, b_end):
         """Blocked time during which the buffer held chunks not yet sent."""
-        s = self.stack
-        unsent = s.written_chunks.to_numpy() > s.sent_chunks.to_numpy()
-        return int(time_where(s.time_us.to_numpy(), unsent, b_start, b_end))
+        changes = self.unsent
+        t, on = changes.time_us.to_numpy(), changes.unsent.to_numpy().astype(bool)
+        starts, ends = t[on], np.append(t[1:], self.end_us)[on]
+        return _overlap_us(b_start, b_end, starts, ends)
 
     @property
     def q_s(self):
@@ -167,7 +169,7 @@ class LabTruth:
         self.stack_table().to_csv(out / "truth_stack.csv", index=False, float_format="%.6f")
         self.link_table().to_csv(out / "truth_link.csv", index=False, float_format="%.6f")
         self.acks_table().to_csv(out / "truth_acks.csv", index=False, float_format="%.6f")
-        for raw in ("blocked.csv", "stack.csv", "link.csv", "acks.csv"):
+        for raw in ("blocked.csv", "stack.csv", "link.csv", "acks.csv", "unsent.csv"):
             (out / raw).unlink()
         summary = self.summary()
         (out / "truth.json").write_text(json.dumps(summary, indent=1) + "\n")
