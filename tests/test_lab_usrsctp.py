@@ -167,3 +167,14 @@ def test_bad_parameters_are_a_usage_error(tmp_path, args):
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("ack", ["sack", "nrsack", "nrsack-no-drain"])
+def test_usrsctp_acks_the_gap_filler_at_once(runs, ack):
+    """RFC 9260 6.7: a SACK at once when a gap fills, not after the delayed-ack timer (200 ms)."""
+    from nrsack.lab.gapfill import gap_filler_acks
+
+    table = gap_filler_acks(runs[ack][0] / "receiver.pcap")
+    assert len(table) > 0, "no gap was filled: the run had no loss recovery"
+    assert table.ack_covers_it.all()
+    assert table.ack_delay_ms.max() < 5.0
