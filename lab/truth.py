@@ -22,6 +22,7 @@ from nrsack.generator.sim.truth import to_time_s
 from nrsack.generator.sim.wire import SCTP_PORTS, addresses
 
 LINK_FATES = {0: "delivered", 1: "lost", 2: "queue_drop"}
+DATA_CHUNK_OVERHEAD = 16  # what usrsctp's send-buffer use (SCTP_GET_SNDBUF_USE) counts per DATA chunk
 
 
 def endpoints():
@@ -121,8 +122,12 @@ class LabTruth:
         return np.where(i >= 0, self.stack.sndbuf_use.to_numpy()[np.maximum(i, 0)], 0)
 
     def stack_table(self):
+        """The samples, with the stack's RtxQ in chunks: its buffer use in chunks (NR-acked ones are
+        freed at once) less the chunks written but not yet sent."""
         s = self.stack.copy()
         s.insert(0, "time_s", to_time_s(s.pop("time_us")))
+        in_buffer = np.rint(s.sndbuf_use / (self.cfg.message + DATA_CHUNK_OVERHEAD)).astype(np.int64)
+        s["stack_rtxq_chunks"] = in_buffer - (s.written_chunks - s.sent_chunks)
         return s
 
     def link_table(self):

@@ -122,6 +122,25 @@ def test_analyzer_q_matches_and_b_over_q_matches_the_senders_full_buffer_time(ru
     assert truth["b_unsent_s"] <= truth["b_s"]
 
 
+@pytest.mark.parametrize("ack", ["sack", "nrsack", "nrsack-no-drain"])
+def test_rtxq_against_the_stacks_sampled_queue(runs, ack):
+    """The analyzer's RtxQ (of the semantics negotiated) at each 1 ms sample against the stack's own,
+    in chunks of 1000 bytes: within one chunk on at least 95 % of the samples (measured: 99.8 to 100 %;
+    an ack processed between the capture's timestamp and the sample makes the rest)."""
+    out, _ = runs[ack]
+    analysis = analyze(out / "sender.pcap", sndbuf=8192)
+    column = "rtxq_nr_bytes" if analysis.summary.iloc[0]["nr_sack"] else "rtxq_sack_bytes"
+    stack = pd.read_csv(out / "truth_stack.csv")
+    steps = analysis.rtxq.time_s.to_numpy()
+    t = stack.time_s.to_numpy()
+    inside = (t > steps[0]) & (t < steps[-1])
+    at = np.searchsorted(steps, t[inside], side="right") - 1
+    ours = analysis.rtxq[column].to_numpy()[at] / 1000
+    differ = np.abs(ours - stack.stack_rtxq_chunks.to_numpy()[inside])
+    assert inside.sum() > 100 and stack.stack_rtxq_chunks.max() >= 7
+    assert (differ <= 1).mean() >= 0.95, (differ <= 1).mean()
+
+
 def test_analyzer_b_over_q_matches_the_application_when_the_buffer_limits(tmp_path):
     # long enough that slow start (cwnd below the buffer, the application waiting on unsent data)
     # is a small share of q
