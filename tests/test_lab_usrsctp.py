@@ -197,3 +197,32 @@ def test_usrsctp_acks_the_gap_filler_at_once(runs, ack):
     assert len(table) > 0, "no gap was filled: the run had no loss recovery"
     assert table.ack_covers_it.all()
     assert table.ack_delay_ms.max() < 5.0
+
+
+def loss_runs(link, direction="forward"):
+    """Lengths of the runs of consecutive lost packets in one direction."""
+    lost = (link[link.direction == direction].sort_values("index").fate == "lost").to_numpy().astype(np.int8)
+    edges = np.diff(np.concatenate(([0], lost, [0])))
+    return np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1)
+
+
+def test_gilbert_elliott_loss_comes_in_bursts(tmp_path):
+    lab_run(tmp_path / "ge", "--ack", "nrsack", "--no-drain", "--sndbuf", "65536", "--loss", "0.03",
+            "--loss-model", "gilbert", "--burst", "4", "--delay", "2", "--bytes", "400000", "--rto-min", "100")
+    lab_run(tmp_path / "b", "--ack", "nrsack", "--no-drain", "--sndbuf", "65536", "--loss", "0.03",
+            "--delay", "2", "--bytes", "400000", "--rto-min", "100")
+    bursts = loss_runs(pd.read_csv(tmp_path / "ge" / "truth_link.csv"))
+    single = loss_runs(pd.read_csv(tmp_path / "b" / "truth_link.csv"))
+    assert len(bursts) > 0 and len(single) > 0
+    assert bursts.mean() > 2 and single.mean() < 1.5
+
+
+def test_unordered_messages_and_a_short_queue(tmp_path):
+    truth = lab_run(tmp_path, "--ack", "nrsack", "--unordered", "--sndbuf", "262144", "--loss", "0",
+                    "--queue", "4", "--bandwidth", "10", "--delay", "2", "--bytes", "300000")
+    assert truth["complete"] and truth["counters"]["queue_drops_forward"] > 0
+    link = pd.read_csv(tmp_path / "truth_link.csv")
+    assert (link.fate == "queue_drop").sum() == truth["counters"]["queue_drops_forward"]
+    ev = E.read_capture(tmp_path / "sender.pcap").ev
+    data = ev[ev["chunk"] == 0]
+    assert len(data) > 300 and (data["flags"] & E.UNORDERED).all()
