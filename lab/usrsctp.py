@@ -10,11 +10,15 @@ import ctypes
 import importlib.machinery
 import json
 import os
+import signal
 import socket
 import struct
 import subprocess
 import sys
 from pathlib import Path
+
+
+PR_SET_PDEATHSIG = 1
 
 
 class Params(ctypes.Structure):
@@ -90,6 +94,12 @@ def _child(config_json, out_dir):
     os._exit(0 if rc == 0 else 1)
 
 
+def _die_with_parent():
+    """In the child before exec: the kernel kills it when the parent dies, even by SIGKILL, so a
+    killed command or Dask worker leaves no stack running."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def run_child(cfg, out_dir):
     """Runs the stack in a child process; returns its result dict. Raises RuntimeError on failure."""
     out_dir = Path(out_dir)
@@ -102,7 +112,8 @@ def run_child(cfg, out_dir):
     (out_dir / "result.json").unlink(missing_ok=True)
     try:
         child = subprocess.run([sys.executable, "-m", "nrsack.lab.usrsctp", str(config_json), str(out_dir)],
-                               capture_output=True, text=True, timeout=cfg.timeout_s + 30)
+                               capture_output=True, text=True, timeout=cfg.timeout_s + 30,
+                               preexec_fn=_die_with_parent)
     except subprocess.TimeoutExpired:  # subprocess.run kills the child: nothing of it survives
         raise RuntimeError(f"the usrsctp run did not end within {cfg.timeout_s + 30:.0f} s")
     result_file = out_dir / "result.json"

@@ -226,3 +226,40 @@ def test_unordered_messages_and_a_short_queue(tmp_path):
     ev = E.read_capture(tmp_path / "sender.pcap").ev
     data = ev[ev["chunk"] == 0]
     assert len(data) > 300 and (data["flags"] & E.UNORDERED).all()
+
+
+def test_killed_command_leaves_no_stack_running(tmp_path):
+    """SIGKILL to `nrsack lab run` (as when a Dask worker dies): its usrsctp child goes too."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    cmd = [sys.executable, "-c", "from nrsack.cli import main; main()", "lab", "run", "--sndbuf", "8192",
+           "--delay", "45", "--bytes", "50000000", "--out", str(tmp_path)]
+    parent = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def children():
+        out = subprocess.run(["pgrep", "-P", str(parent.pid)], capture_output=True, text=True).stdout
+        return [int(p) for p in out.split()]
+
+    deadline = time.monotonic() + 20
+    while not children() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (child,) = children()
+    time.sleep(1.0)  # the transfer is under way
+    assert (tmp_path / "sender.pcap").stat().st_size > 0
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        with open(f"/proc/{child}/stat") as f:
+            if f.read().split(")")[-1].split()[0] == "Z":  # gone, awaiting its reaper
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"the usrsctp child {child} survived its parent")
