@@ -13,6 +13,7 @@ sender times every wait from EAGAIN until a write succeeds and samples TCP_INFO 
 
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -171,11 +172,22 @@ def namespaces_unavailable():
     return None
 
 
+def remove_stale_namespaces():
+    """Namespaces of lab runs whose process is gone (a command killed by SIGKILL cannot clean up):
+    named nrlab{s,m,r}PID by run() below."""
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+    for name in listed:
+        m = re.fullmatch(r"nrlab[smr](\d+)", name)
+        if m and not Path(f"/proc/{m.group(1)}").exists():
+            subprocess.run(["ip", "netns", "del", name], capture_output=True)
+
+
 def run(cfg, out_dir):
     """One transfer; returns the sender's measurements and the forwarder's drop log."""
     out_dir = Path(out_dir).resolve()
     os.chmod(out_dir, 0o777)  # tcpdump drops to its own user before writing
-    tag = f"{os.getpid() % 100000}"
+    remove_stale_namespaces()
+    tag = str(os.getpid())
     ns = {k: f"nrlab{k}{tag}" for k in ("s", "m", "r")}
     procs = []
 

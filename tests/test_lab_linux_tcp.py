@@ -112,3 +112,24 @@ def test_unwritable_out_is_a_clear_error():
     result = CliRunner().invoke(main, ["lab", "run", "--bytes", "1000", "--out", "/proc/nrsack-lab"])
     assert result.exit_code == 1 and "cannot create /proc/nrsack-lab" in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_namespaces_of_a_killed_run_are_removed_by_the_next():
+    reason = namespaces_unavailable()
+    if reason:
+        pytest.skip(reason)
+    from pathlib import Path
+
+    from nrsack.lab.linux_tcp import remove_stale_namespaces
+
+    gone = next(p for p in range(32000, 1000, -1) if not Path(f"/proc/{p}").exists())
+    alive = os.getpid()
+    for name in (f"nrlabm{gone}", f"nrlabm{alive}"):
+        subprocess.run(["ip", "netns", "add", name], check=True)
+    try:
+        remove_stale_namespaces()
+        listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert f"nrlabm{gone}" not in listed and f"nrlabm{alive}" in listed
+    finally:
+        for name in (f"nrlabm{gone}", f"nrlabm{alive}"):
+            subprocess.run(["ip", "netns", "del", name], capture_output=True)
