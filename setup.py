@@ -23,5 +23,11 @@ setup(
             sources=["generator/sim/_fastsim.c"],
             extra_compile_args=COMPILE_ARGS,
         ),
+        Extension(
+            "nrsack.lab._usrsctp_lab",
+            sources=["lab/_usrsctp_lab.c"],
+            libraries=["usrsctp", "pthread", "m"],
+            extra_compile_args=COMPILE_ARGS,
+        ),
     ]
 )

@@ -22,6 +22,7 @@ SUBCOMMANDS = {
     "dashboard": "nrsack.dashboard.cli:dashboard",
     "check": "nrsack.analyzer.check_cli:check",
     "reproduce": "nrsack.generator.sim.reproduce:reproduce",
+    "lab": "nrsack.lab.cli:lab",
 }
 
 

@@ -46,7 +46,7 @@ def test_vector_raises_exactly_its_findings(name):
 
 
 # GEN-02 (capture clock stepped) is about the capture file, not the traffic: its raising and
-# close-but-legal captures are made in tests/test_hostile_captures.py (decisions.md 30)
+# close-but-legal captures are made in tests/support/hostile.py (decisions.md 30)
 CAPTURE_RULES = {"GEN-02"}
 
 

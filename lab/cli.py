@@ -1,0 +1,146 @@
+"""`nrsack lab run` and `nrsack lab sweep`: real stacks over an emulated path."""
+
+import json
+import time
+from pathlib import Path
+
+import click
+
+from .config import STACKS
+
+
+def _one(text, name, kind=float):
+    """One value of a list option (the lab's path is a single link; a list is a sweep's job)."""
+    parts = [x for x in str(text).split(",") if x.strip()]
+    try:
+        values = [kind(float(x)) for x in parts]
+    except ValueError:
+        raise click.BadParameter(f"expected a number, got {text!r}", param_hint=name)
+    if len(values) != 1:
+        raise click.BadParameter("one path: give exactly one value (CMT with 2+ paths is not built)",
+                                 param_hint=name)
+    return values[0]
+
+
+def run_options(f):
+    options = [
+        click.option("--stack", type=click.Choice(STACKS), default="usrsctp", show_default=True),
+        click.option("--ack", type=click.Choice(["sack", "nrsack"]), default="sack", show_default=True),
+        click.option("--sndbuf", type=click.IntRange(1, 1 << 30), default=32768, show_default=True,
+                     help="the sender's send buffer, bytes (SO_SNDBUF)"),
+        click.option("--rcvbuf", type=click.IntRange(1, 1 << 30), default=1 << 20, show_default=True),
+        click.option("--loss", default="0.01", show_default=True, help="forward loss rate"),
+        click.option("--ack-loss", type=float, default=0.0, show_default=True, help="loss rate of the ack path"),
+        click.option("--loss-model", type=click.Choice(["bernoulli", "gilbert"]), default="bernoulli",
+                     show_default=True),
+        click.option("--burst", type=float, default=2.0, show_default=True,
+                     help="Gilbert-Elliott mean burst length, packets"),
+        click.option("--delay", default="45", show_default=True, help="one-way delay, ms"),
+        click.option("--bandwidth", default="100", show_default=True, help="Mbit/s"),
+        click.option("--queue", type=int, default=100, show_default=True, help="drop-tail queue, packets"),
+        click.option("--bytes", "nbytes", type=click.IntRange(min=1), default=1_000_000, show_default=True),
+        click.option("--message", type=click.IntRange(1, 65000), default=1000, show_default=True,
+                     help="bytes per write (one DATA chunk each)"),
+        click.option("--unordered", is_flag=True, help="send every message unordered"),
+        click.option("--rto-min", type=click.IntRange(min=0), default=0, help="ms; 0: the stack's default"),
+        click.option("--sack-delay", type=click.IntRange(min=0), default=0, help="ms; 0: the stack's default"),
+        click.option("--drain/--no-drain", default=True, show_default=True,
+                     help="usrsctp's sctp_do_drain: off, the receiver never reneges and NR-acks ordered data too"),
+        click.option("--seed", type=int, default=1, show_default=True),
+        click.option("--timeout", type=float, default=300.0, show_default=True, help="seconds per run"),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+@click.group()
+def lab():
+    """Real stacks (usrsctp, Linux TCP) over an emulated path, NR-SACK on and off."""
+
+
+def config_from(kw):
+    from .config import LabConfig
+
+    try:
+        return LabConfig(stack=kw["stack"], ack=kw["ack"], sndbuf=kw["sndbuf"], rcvbuf=kw["rcvbuf"],
+                         bytes=kw["nbytes"], message=kw["message"], loss=_one(kw["loss"], "--loss"),
+                         ack_loss=kw["ack_loss"], loss_model=kw["loss_model"], burst=kw["burst"],
+                         delay_ms=_one(kw["delay"], "--delay"),
+                         bandwidth_mbps=_one(kw["bandwidth"], "--bandwidth"), queue=kw["queue"],
+                         seed=kw["seed"], unordered=kw["unordered"], timeout_s=kw["timeout"],
+                         rto_min_ms=kw["rto_min"], sack_delay_ms=kw["sack_delay"], drain=kw["drain"])
+    except ValueError as e:
+        raise click.UsageError(str(e))
+
+
+@lab.command()
+@run_options
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
+def run(out_dir, **kw):
+    """One transfer; writes sender.pcap, receiver.pcap, the truth files and truth.json."""
+    from .runner import LabError, run_config
+
+    cfg = config_from(kw)
+    t0 = time.perf_counter()
+    try:
+        s = run_config(cfg, out_dir)
+    except LabError as e:
+        raise click.ClickException(str(e))
+    click.echo(f"{cfg.stack} {cfg.ack}: {s['counters']['packets_forward']} packets forward "
+               f"({s['counters']['lost_forward']} lost), wall {time.perf_counter() - t0:.2f} s")
+    click.echo(json.dumps({k: s[k] for k in ("throughput_bps", "q_s", "p_s", "b_s", "p_over_q", "b_over_q",
+                                             "b_sent_full_s", "complete") if k in s}))
+    if not s["complete"]:
+        click.echo("warning: the transfer did not complete within the time limit", err=True)
+
+
+@lab.command()
+@click.option("--stack", type=click.Choice(["usrsctp"]), default="usrsctp", show_default=True,
+              help="pairs SACK and NR-SACK runs: usrsctp only (Linux has no NR-SACK)")
+@click.option("--sndbuf", "sndbufs", default="8192,32768,65536", show_default=True)
+@click.option("--loss", "losses", default="0,0.01,0.02", show_default=True)
+@click.option("--delay", type=float, default=45.0, show_default=True, help="one-way, ms")
+@click.option("--bandwidth", type=float, default=100.0, show_default=True, help="Mbit/s")
+@click.option("--bytes", "nbytes", type=click.IntRange(min=1), default=1_000_000, show_default=True)
+@click.option("--seeds", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option("--drain/--no-drain", default=True, show_default=True)
+@click.option("--rto-min", type=click.IntRange(min=0), default=0, help="ms; 0: the stack's default")
+@click.option("--timeout", type=float, default=300.0, show_default=True, help="seconds per run")
+@click.option("--threshold", type=float, default=5.0, show_default=True,
+              help="gain (%) that defines the region of gain")
+@click.option("--scheduler", default=None, help="address of a Dask scheduler (default: local cluster)")
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="local cluster workers")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
+def sweep(stack, sndbufs, losses, delay, bandwidth, nbytes, seeds, drain, rto_min, timeout, threshold,
+          scheduler, workers, out_dir):
+    """Loss x send buffer for SACK and NR-SACK on a real stack; writes runs.csv, gain.csv and
+    regions.csv as `nrsack generate sweep` does, and every run's files under runs/."""
+    from rich.progress import Progress
+
+    from nrsack.generator.sim import sweep as sim_sweep
+
+    from . import sweep as sw
+    from .config import LabConfig
+
+    try:
+        base = LabConfig(stack=stack, delay_ms=delay, bandwidth_mbps=bandwidth, bytes=nbytes, drain=drain,
+                         rto_min_ms=rto_min, timeout_s=timeout)
+        configs = sw.grid(base, [int(_one(b, "--sndbuf")) for b in sndbufs.split(",") if b.strip()],
+                          [_one(x, "--loss") for x in losses.split(",") if x.strip()], seeds)
+    except ValueError as e:  # grid() builds every config: a bad one fails here, not in a worker
+        raise click.UsageError(str(e))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    with Progress(transient=True) as bar:
+        task = bar.add_task(f"{len(configs)} {stack} runs", total=len(configs))
+        runs = sw.run(configs, out_dir, scheduler=scheduler, workers=workers,
+                      progress=lambda: bar.advance(task))
+    runs = runs.sort_values(["sndbuf", "loss", "seed", "ack"]).reset_index(drop=True)
+    gain = sim_sweep.gain_table(runs)
+    tables = {"runs": runs, "gain": gain, "regions": sim_sweep.regions_of_gain(gain, threshold)}
+    for name, frame in tables.items():
+        frame.to_csv(out_dir / f"{name}.csv", index=False, float_format="%.6g")
+    click.echo(gain.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    click.echo(f"\nregions of gain (>= {threshold} %):\n{tables['regions'].to_string(index=False)}")
+    click.echo(f"\n{len(configs)} runs in {time.perf_counter() - t0:.1f} s")

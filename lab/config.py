@@ -1,0 +1,71 @@
+"""The parameters of one lab run, checked before anything starts (a bad one is a usage error)."""
+
+from dataclasses import asdict, dataclass
+
+STACKS = ("usrsctp", "linux-tcp")
+
+
+@dataclass(frozen=True)
+class LabConfig:
+    stack: str = "usrsctp"
+    ack: str = "sack"
+    sndbuf: int = 32768
+    rcvbuf: int = 1 << 20
+    bytes: int = 1_000_000
+    message: int = 1000  # bytes per write: one DATA chunk / segment, as the simulator's payload
+    loss: float = 0.01
+    ack_loss: float = 0.0
+    loss_model: str = "bernoulli"
+    burst: float = 2.0
+    delay_ms: float = 45.0  # one way
+    bandwidth_mbps: float = 100.0
+    queue: int = 100
+    seed: int = 1
+    unordered: bool = False
+    timeout_s: float = 300.0
+    rto_min_ms: int = 0  # 0: the stack's own default
+    sack_delay_ms: int = 0
+    # usrsctp's sctp_do_drain (on by default): a receiver that may renege reports ordered data held
+    # behind a gap in R blocks only; with drain off it NR-acks everything it holds
+    drain: bool = True
+
+    def __post_init__(self):
+        problems = []
+        if self.stack not in STACKS:
+            problems.append(f"stack must be one of {', '.join(STACKS)}")
+        if self.ack not in ("sack", "nrsack"):
+            problems.append("ack must be sack or nrsack")
+        if self.stack == "linux-tcp" and self.ack == "nrsack":
+            problems.append("linux-tcp has no NR-SACK: use --ack sack (the analyzer's what-if shows "
+                            "what NR-SACKs would have freed)")
+        if self.loss_model not in ("bernoulli", "gilbert"):
+            problems.append("loss model must be bernoulli or gilbert")
+        for name in ("sndbuf", "rcvbuf", "bytes", "message", "queue"):
+            if getattr(self, name) < 1:
+                problems.append(f"{name} must be at least 1")
+        if self.sndbuf > 1 << 30 or self.rcvbuf > 1 << 30:
+            problems.append("sndbuf and rcvbuf must be at most 1 GiB")
+        if self.message > 65000:
+            problems.append("message must be at most 65000 bytes")
+        if self.queue > 100000:
+            problems.append("queue must be at most 100000 packets")
+        for name in ("loss", "ack_loss"):
+            if not 0 <= getattr(self, name) < 1:
+                problems.append(f"{name} must be in [0, 1)")
+        if self.burst < 1:
+            problems.append("burst must be at least 1 packet")
+        if not 0 <= self.delay_ms <= 10_000:
+            problems.append("delay must be in [0, 10000] ms")
+        if not 0 < self.bandwidth_mbps <= 100_000:
+            problems.append("bandwidth must be in (0, 100000] Mbit/s")
+        if not 0 <= self.seed < 2**63:
+            problems.append("seed must be in [0, 2^63)")
+        if not 0 < self.timeout_s <= 86400:
+            problems.append("timeout must be in (0, 86400] s")
+        if self.rto_min_ms < 0 or self.sack_delay_ms < 0:
+            problems.append("rto-min and sack-delay must not be negative")
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    def as_dict(self):
+        return asdict(self)
