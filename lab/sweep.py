@@ -22,7 +22,8 @@ def run_point(cfg, out_dir):
     from .runner import run_config
 
     s = run_config(cfg, Path(out_dir) / "runs" / run_name(cfg))
-    return dict(protocol="sctp", stack=cfg.stack, ack=cfg.ack, sndbuf=cfg.sndbuf, loss=cfg.loss,
+    # the stack fills the simulator's profile column: lab rows sit beside the rfc and ns2 models
+    return dict(protocol="sctp", profile=cfg.stack, stack=cfg.stack, ack=cfg.ack, sndbuf=cfg.sndbuf, loss=cfg.loss,
                 bandwidth_mbps=cfg.bandwidth_mbps, delay_ms=cfg.delay_ms, bytes=cfg.bytes, seed=cfg.seed,
                 throughput_bps=s["throughput_bps"], q_s=s["q_s"], p_s=s["p_s"], b_s=s["b_s"],
                 p_over_q=s["p_over_q"], b_over_q=s["b_over_q"], complete=s["complete"],

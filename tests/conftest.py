@@ -13,7 +13,8 @@ from support.paths import REPO
 # Compiled at install by setup.py; an editable install does not rebuild them when their C changes.
 COMPILED = {"nrsack.analyzer._reader": ["analyzer/_reader.c", "analyzer/_scoreboard.c", "analyzer/_levels.c",
                                         "analyzer/_analyzer.h"],
-            "nrsack.generator.sim._fastsim": ["generator/sim/_fastsim.c"]}
+            "nrsack.generator.sim._fastsim": ["generator/sim/_fastsim.c"],
+            "nrsack.lab._usrsctp_lab": ["lab/_usrsctp_lab.c"]}
 
 
 def pytest_sessionstart(session):

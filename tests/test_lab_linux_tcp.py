@@ -18,6 +18,8 @@ from nrsack.lab.linux_tcp import namespaces_unavailable
 from support import tshark
 from support.lab import lab_run
 
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
 # writes of one segment, as the analyzer's blocked test (room for less than S is "full") assumes
 ARGS = ["--stack", "linux-tcp", "--message", "1448", "--sndbuf", "16384", "--loss", "0.01", "--delay", "10", "--bandwidth", "20",
         "--seed", "3", "--timeout", "60"]

@@ -1,9 +1,12 @@
 """`nrsack lab sweep`: a small grid on usrsctp through a local Dask cluster; the simulator's tables."""
 
 import pandas as pd
+import pytest
 from click.testing import CliRunner
 
 from nrsack.cli import main
+
+pytestmark = pytest.mark.slow
 
 
 def test_sweep_writes_runs_gain_and_regions(tmp_path):

@@ -17,6 +17,8 @@ from nrsack.cli import main
 from support import tshark
 from support.lab import lab_run
 
+pytestmark = pytest.mark.slow
+
 LOSSY = ["--sndbuf", "8192", "--loss", "0.02", "--delay", "5", "--bytes", "200000", "--seed", "7"]
 SUPPORTED_EXTENSIONS = 0x8008
 NR_SACK_CHUNK = 0x10
@@ -95,6 +97,7 @@ def test_nr_sacks_carry_nr_blocks_under_loss(runs):
     assert (sack_ev["chunk"] == 3).any() and not (sack_ev["chunk"] == 16).any()
 
 
+@pytest.mark.tshark
 @pytest.mark.parametrize("ack", ["sack", "nrsack", "nrsack-no-drain"])
 @pytest.mark.parametrize("side", ["sender", "receiver"])
 def test_tshark_reads_without_malformed_or_error_marks(runs, nrsack_c_plugin, ack, side):
