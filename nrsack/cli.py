@@ -21,6 +21,7 @@ SUBCOMMANDS = {
     "compare": "nrsack.analyzer.cli:compare",
     "dashboard": "nrsack.dashboard.cli:dashboard",
     "check": "nrsack.analyzer.check_cli:check",
+    "wireshark": "nrsack.wireshark.cli:wireshark",
 }
 
 
