@@ -117,7 +117,7 @@ def choose_kind(ws: Wireshark, kind: str | None) -> str:
     have = headers_version()
     usable = have == ws.version and shutil.which("cmake") and (shutil.which("cc") or shutil.which("gcc"))
     if kind == "c" and not usable:
-        why = (f"no Wireshark development files (apt-get install wireshark-dev)" if have is None
+        why = ("no Wireshark development files (apt-get install wireshark-dev)" if have is None
                else f"the development files are for {have}, tshark is {ws.version}" if have != ws.version
                else "cmake or a C compiler is missing (apt-get install cmake gcc)")
         raise InstallError(f"cannot build the C plugin: {why}; use --lua for the Lua plugin")
