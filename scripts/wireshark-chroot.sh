@@ -55,7 +55,9 @@ create() {  # create SUITE DIR: debootstrap, then the packages
   [ "$suite" = forky ] && [ ! -e "/usr/share/debootstrap/scripts/forky" ] && script=(/usr/share/debootstrap/scripts/sid)
   rm -rf "$dir"
   echo "wireshark-chroot: debootstrap $suite from $(mirror) (a few minutes)" >&2
-  debootstrap --variant=minbase "$suite" "$dir" "$(mirror)" "${script[@]}" >"$dir.log" 2>&1 \
+  # in a private mount namespace: the /proc and /sys it mounts inside go away with it, even if interrupted
+  unshare --mount --propagation private -- \
+    debootstrap --variant=minbase "$suite" "$dir" "$(mirror)" "${script[@]}" >"$dir.log" 2>&1 \
     || { tail -n 20 "$dir.log" >&2; die "debootstrap $suite failed (log: $dir.log)"; }
   # Testing's Release files can be older than their Valid-Until on a lagging mirror.
   echo 'Acquire::Check-Valid-Until "false";' >"$dir/etc/apt/apt.conf.d/99nrsack"
