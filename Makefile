@@ -31,7 +31,25 @@ demo: setup plugin
 	nrsack check $(SAMPLE)
 
 test: setup
-	python3 -m pytest -q $(PYTEST_ARGS)
+	python3 -m pytest -q -n 2 $(PYTEST_ARGS)
+	$(MAKE) test-wireshark-versions
+
+# The plugin suites again against Wireshark 4.4 (Debian 13 trixie) and 4.6 (Debian testing forky), in
+# chroots scripts/wireshark-chroot.sh makes once (both at a time) and caches under /var/cache/nrsack.
+# Without root or debootstrap pytest skips them and says why; a broken mirror fails loudly.
+# The Lua plugin's expected-file checks are implied there: Lua output == golden file (parity) ==
+# C output (samples), and the C output is checked against the expected files.
+WIRESHARK_SUITES ?= trixie forky
+PLUGIN_VERSION_TESTS ?= tests/test_dissector_versions.py tests/test_dissector_samples.py tests/test_dissector_tap.py \
+  tests/test_dissector_fuzz.py tests/test_lua_parity.py tests/test_dissector_profile.py
+.PHONY: test-wireshark-versions
+test-wireshark-versions:
+	@if [ "$$(id -u)" = 0 ] && command -v debootstrap >/dev/null; then \
+	  for suite in $(WIRESHARK_SUITES); do scripts/wireshark-chroot.sh ensure $$suite >/dev/null & done; wait; fi
+	@status=0; for suite in $(WIRESHARK_SUITES); do \
+	  echo "== the plugin suites against Debian $$suite's Wireshark"; \
+	  NRSACK_WIRESHARK=$$suite python3 -m pytest -q -n 2 $(PYTEST_ARGS) $(PLUGIN_VERSION_TESTS) || status=1; \
+	done; exit $$status
 
 # The inner loop: no set-up, no tshark, root, browser or chroot; under a minute.
 test-fast:

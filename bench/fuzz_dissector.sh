@@ -4,6 +4,7 @@
 # until PACKETS packets were read. Exits 1 on any crash or sanitizer report (printed).
 #   bench/fuzz_dissector.sh                 # defaults: PACKETS=1000000 COPIES=28 PROBABILITY=0.02
 #   PACKETS=200000 bench/fuzz_dissector.sh
+#   NRSACK_WIRESHARK=forky PACKETS=200000 bench/fuzz_dissector.sh   # against Wireshark 4.6 (chroot, root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PACKETS="${PACKETS:-1000000}" COPIES="${COPIES:-28}" PROBABILITY="${PROBABILITY:-0.02}"

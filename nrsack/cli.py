@@ -23,6 +23,7 @@ SUBCOMMANDS = {
     "check": "nrsack.analyzer.check_cli:check",
     "reproduce": "nrsack.generator.sim.reproduce:reproduce",
     "lab": "nrsack.lab.cli:lab",
+    "wireshark": "nrsack.wireshark.cli:wireshark",
 }
 
 

@@ -1,4 +1,4 @@
-"""Quick fuzz run of the plugin's ASan + UBSan build in tshark (~22k corrupted packets); the
+"""Quick fuzz run of the plugin's ASan + UBSan build in tshark (~22k corrupted packets, ~7k in chroots); the
 >= 1M-packet run is bench/fuzz_dissector.sh. Zero sanitizer reports and zero crashes."""
 
 import shutil
@@ -10,8 +10,12 @@ import pytest
 
 from support import fuzz, tshark
 
-SEEDS = range(1, 7)
+# Against the chroots' Wireshark releases (NRSACK_WIRESHARK) a third of the run: the plugin code is the
+# same, what differs is the epan underneath, and `make test` runs two of them.
+NATIVE = tshark.WIRESHARK_TARGET == "native"
+SEEDS = range(1, 7) if NATIVE else range(1, 3)
 COPIES = 4
+MIN_PACKETS = 20000 if NATIVE else 6000
 
 
 @pytest.fixture(scope="module")
@@ -43,5 +47,5 @@ def test_corrupted_samples_raise_no_sanitizer_report(asan_plugin):
         report = fuzz.run(plugin, base, packets, SEEDS)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    assert report.runs == len(SEEDS) and report.packets >= 20000
+    assert report.runs == len(SEEDS) and report.packets >= MIN_PACKETS
     assert report.problems == []

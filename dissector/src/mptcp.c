@@ -67,17 +67,17 @@ static void learn_key(tcp_conn_t *sub, int ep, tvbuff_t *tvb, int off)
     gcry_md_hash_buffer(algo, digest, tvb_get_ptr(tvb, off, 8), 8);
     mptcp_conn_t *m = sub->mptcp;
     int side = sub->mptcp_side[ep];
-    m->token[side] = pntoh32(digest);
+    m->token[side] = pntohu32(digest);
     m->token_known[side] = TRUE;
     wmem_map_insert(conn_by_token, GUINT_TO_POINTER(m->token[side]), m);
 }
 
 static void handle_mp_capable(tvbuff_t *tvb, int off, int len, const tcp_seg_t *s, tcp_conn_t *sub, int from)
 {
-    guint8 flags = tvb_get_guint8(tvb, off + 3);
+    guint8 flags = tvb_get_uint8(tvb, off + 3);
     gboolean syn = s->flags & TCP_FLAG_SYN, ack = s->flags & TCP_FLAG_ACK;
     if (syn && !ack) {
-        sub->mp_version = tvb_get_guint8(tvb, off + 2) & 0x0F;
+        sub->mp_version = tvb_get_uint8(tvb, off + 2) & 0x0F;
         if (!sub->mptcp)
             new_mptcp_conn(sub);
         sub->mp_capable_syn[0] = TRUE;
@@ -133,7 +133,7 @@ static gboolean parse_dss(tvbuff_t *tvb, int off, int len, const mptcp_conn_t *m
     memset(d, 0, sizeof(*d));
     if (len < 4)
         return FALSE;
-    d->flags = tvb_get_guint8(tvb, off + 3);
+    d->flags = tvb_get_uint8(tvb, off + 3);
     int p = off + 4, end = off + len;
     if (d->flags & DSS_A) {
         d->ack_wide = d->flags & DSS_a;
@@ -161,8 +161,8 @@ static gboolean parse_dss(tvbuff_t *tvb, int off, int len, const mptcp_conn_t *m
     int bs = (d->flags & DSS_n) ? 16 : 8;
     int rest = end - p;
     /* the checksum (if any) precedes the count byte; find which reading the length supports */
-    gboolean fits_plain = rest >= 2 && rest == 2 + tvb_get_guint8(tvb, p) * bs;
-    gboolean fits_csum = d->has_map && rest >= 4 && rest == 4 + tvb_get_guint8(tvb, p + 2) * bs;
+    gboolean fits_plain = rest >= 2 && rest == 2 + tvb_get_uint8(tvb, p) * bs;
+    gboolean fits_csum = d->has_map && rest >= 4 && rest == 4 + tvb_get_uint8(tvb, p + 2) * bs;
     gboolean csum;
     if (m && m->csum_known && d->has_map)
         csum = m->csum;
@@ -174,7 +174,7 @@ static gboolean parse_dss(tvbuff_t *tvb, int off, int len, const mptcp_conn_t *m
         d->nr_count_bad = TRUE;
         return TRUE;
     }
-    d->k = tvb_get_guint8(tvb, p);
+    d->k = tvb_get_uint8(tvb, p);
     d->k_off = p;
     p += 2;
     d->nr_count_bad = end - p != (int)d->k * bs;
@@ -290,9 +290,9 @@ static void sub_maps_to_dsn(const sub_maps_t *m, guint64 lo, guint64 hi, wmem_ar
 
 /* The DSNs a subflow ack covers (decisions 12): what its cum ack covers beyond the subflow's previous
  * data-level ack, and its SACK (and TCP NR-SACK) blocks, through the mapped segments of direction dir. */
-static wmem_array_t *subflow_acked_dsns(const tcp_seg_t *s, tcp_conn_t *sub, int dir)
+static wmem_array_t *subflow_acked_dsns(wmem_allocator_t *pool, const tcp_seg_t *s, tcp_conn_t *sub, int dir)
 {
-    wmem_array_t *out = wmem_array_new(wmem_packet_scope(), sizeof(ival_t));
+    wmem_array_t *out = wmem_array_new(pool, sizeof(ival_t));
     sub_maps_t *m = sub->sent_maps[dir];
     if (!m || !(s->flags & TCP_FLAG_ACK))
         return out;
@@ -319,8 +319,8 @@ static guint64 unwrap_dl(flow_dir_t *dir, guint64 v, gboolean wide)
     return wide ? sb_unwrap64(&dir->sb, v) : sb_unwrap(&dir->sb, (guint32)v);
 }
 
-static void analyse_dss(const dss_t *d, const tcp_seg_t *s, guint32 payload_len, tcp_conn_t *sub, int from,
-                        frame_result_t *fr)
+static void analyse_dss(packet_info *pinfo, const dss_t *d, const tcp_seg_t *s, guint32 payload_len, tcp_conn_t *sub,
+                        int from, frame_result_t *fr)
 {
     mptcp_conn_t *m = sub->mptcp;
     int side = sub->mptcp_side[from];
@@ -356,7 +356,7 @@ static void analyse_dss(const dss_t *d, const tcp_seg_t *s, guint32 payload_len,
     }
     if (!d->has_ack)
         return;
-    wmem_array_t *received = subflow_acked_dsns(s, sub, 1 - from);
+    wmem_array_t *received = subflow_acked_dsns(pinfo->pool, s, sub, 1 - from);
     if (!peer->sb.snd_max)
         return;
     guint64 cum = unwrap_dl(peer, d->data_ack, d->ack_wide);
@@ -378,7 +378,7 @@ void mptcp_segment(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const tc
         int off = s->mptcp_off[i], len = s->mptcp_len[i];
         if (len < 3)
             continue;
-        guint8 subtype = tvb_get_guint8(tvb, off + 2) >> 4;
+        guint8 subtype = tvb_get_uint8(tvb, off + 2) >> 4;
         if (fr && subtype == SUB_MP_CAPABLE && len >= 4)
             handle_mp_capable(tvb, off, len, s, sub, from);
         else if (fr && subtype == SUB_MP_JOIN)
@@ -395,7 +395,7 @@ void mptcp_segment(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const tc
                 continue;
             if (!sub->mptcp)
                 new_mptcp_conn(sub); /* the handshake was not captured */
-            analyse_dss(&d, s, payload_len, sub, from, fr);
+            analyse_dss(pinfo, &d, s, payload_len, sub, from, fr);
         }
     }
     if (!fr)

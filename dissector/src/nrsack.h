@@ -5,6 +5,8 @@
 #include <epan/packet.h>
 #include <epan/expert.h>
 
+#include "ws_compat.h"
+
 #include "scoreboard.h"
 #include "rules.h"
 

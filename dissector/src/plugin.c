@@ -21,6 +21,14 @@ WS_DLL_PUBLIC_DEF const gchar plugin_version[] = PLUGIN_VERSION;
 WS_DLL_PUBLIC_DEF const int plugin_want_major = WIRESHARK_VERSION_MAJOR;
 WS_DLL_PUBLIC_DEF const int plugin_want_minor = WIRESHARK_VERSION_MINOR;
 WS_DLL_PUBLIC void plugin_register(void);
+#if NRSACK_HAS_PLUGIN_DESCRIBE
+WS_DLL_PUBLIC uint32_t plugin_describe(void);
+
+uint32_t plugin_describe(void)
+{
+    return WS_PLUGIN_DESC_DISSECTOR | WS_PLUGIN_DESC_TAP_LISTENER;
+}
+#endif
 
 int proto_nrsack = -1;
 nrsack_hf_t nrsack_hf;
@@ -286,7 +294,7 @@ static int dissect_transport(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree
     guint position = wmem_list_count(pinfo->layers) - 1;
     volatile int len = 0;
     TRY {
-        len = dissector_try_uint_new(builtin_table, layer, tvb, pinfo, tree, FALSE, data);
+        len = dissector_try_uint_with_data(builtin_table, layer, tvb, pinfo, tree, FALSE, data);
     }
     CATCH_ALL {
         defer_analysis(tvb, pinfo, tree, layer, position);

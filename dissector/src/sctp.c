@@ -147,7 +147,7 @@ static void dissect_init_params(tvbuff_t *tvb, int off, int end, packet_info *pi
         if (type == PARAM_SUPPORTED_EXT) {
             gboolean nr = FALSE, fs = FALSE;
             for (int i = off + 4; i < off + len; i++) {
-                guint8 ct = tvb_get_guint8(tvb, i);
+                guint8 ct = tvb_get_uint8(tvb, i);
                 nr |= ct == CHUNK_NR_SACK;
                 fs |= ct == nrsack_prefs.fsack_init;
             }
@@ -370,7 +370,7 @@ void sctp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, frame_res
     sctp_assoc_t *a = NULL;
     int from = 0;
     if (fr) {
-        gboolean is_init = captured >= 20 && tvb_get_guint8(tvb, 12) == CHUNK_INIT;
+        gboolean is_init = captured >= 20 && tvb_get_uint8(tvb, 12) == CHUNK_INIT;
         a = find_assoc(pinfo, sport, dport, vtag, is_init, is_init ? tvb_get_ntohl(tvb, 16) : 0, &from);
         fr->has_stream = TRUE;
         fr->stream = a->stream;
@@ -384,7 +384,7 @@ void sctp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, frame_res
             rules_raise(fr, GEN01, FALSE, "chunk header at offset %u truncated by the capture", off);
             return;
         }
-        guint8 type = tvb_get_guint8(tvb, off);
+        guint8 type = tvb_get_uint8(tvb, off);
         guint16 len = tvb_get_ntohs(tvb, off + 2);
         if (len < 4 || off + len > reported) {
             rules_raise(fr, GEN01, FALSE, "chunk type %u at offset %u has bad length %u", type, off, len);

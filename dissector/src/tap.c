@@ -133,7 +133,7 @@ static void stat_draw(void *p)
     printf("================================================================================================================\n");
 }
 
-static void stat_init(const char *opt_arg, void *userdata)
+static NRSACK_STAT_INIT_RESULT stat_init(const char *opt_arg, void *userdata)
 {
     nrsack_stat_t *st = g_new0(nrsack_stat_t, 1);
     const char *prefix = "nrsack,stat,";
@@ -145,8 +145,9 @@ static void stat_init(const char *opt_arg, void *userdata)
     if (err) {
         fprintf(stderr, "tshark: Couldn't register nrsack,stat tap: %s\n", err->str);
         g_string_free(err, TRUE);
-        exit(1);
+        NRSACK_STAT_INIT_FAILED;
     }
+    NRSACK_STAT_INIT_STARTED;
 }
 
 static stat_tap_ui nrsack_stat_ui = {REGISTER_STAT_GROUP_GENERIC, "NR-SACK statistics", "nrsack,stat", stat_init, 0, NULL};

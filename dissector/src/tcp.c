@@ -26,7 +26,7 @@ gboolean nr_option_parse(tvbuff_t *tvb, int off, int len, nr_option_t *o)
     o->ours = TRUE;
     if (len == 5) {
         o->permitted = TRUE;
-        o->flags = tvb_get_guint8(tvb, off + 4);
+        o->flags = tvb_get_uint8(tvb, off + 4);
         return TRUE;
     }
     if ((len - 4) % 8 != 0 || len == 4 || (len - 4) / 8 > TCP_MAX_BLOCKS) {
@@ -43,7 +43,7 @@ gboolean nr_option_parse(tvbuff_t *tvb, int off, int len, nr_option_t *o)
 
 static int dissect_option(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
-    guint8 kind = tvb_get_guint8(tvb, 0);
+    guint8 kind = tvb_get_uint8(tvb, 0);
     int len = tvb_reported_length(tvb);
     nr_option_t o;
     if (len > (int)tvb_captured_length(tvb) || !nr_option_parse(tvb, 0, len, &o)) {
@@ -97,13 +97,13 @@ static gboolean parse_segment(tvbuff_t *tvb, tcp_seg_t *s)
     s->dport = tvb_get_ntohs(tvb, 2);
     s->seq = tvb_get_ntohl(tvb, 4);
     s->ack = tvb_get_ntohl(tvb, 8);
-    s->hlen = (tvb_get_guint8(tvb, 12) >> 4) * 4;
-    s->flags = tvb_get_guint8(tvb, 13);
+    s->hlen = (tvb_get_uint8(tvb, 12) >> 4) * 4;
+    s->flags = tvb_get_uint8(tvb, 13);
     if (s->hlen < 20 || s->hlen > tvb_captured_length(tvb))
         return FALSE;
     guint off = 20;
     while (off < s->hlen) {
-        guint8 kind = tvb_get_guint8(tvb, off);
+        guint8 kind = tvb_get_uint8(tvb, off);
         if (kind == OPT_EOL)
             break;
         if (kind == OPT_NOP) {
@@ -112,7 +112,7 @@ static gboolean parse_segment(tvbuff_t *tvb, tcp_seg_t *s)
         }
         if (off + 2 > s->hlen)
             break;
-        guint8 len = tvb_get_guint8(tvb, off + 1);
+        guint8 len = tvb_get_uint8(tvb, off + 1);
         if (len < 2 || off + len > s->hlen) {
             /* Wireshark's TCP dissector reports the bad option; ours is also TN-05 */
             s->nr_overruns = (kind == OPT_EXP_FD || kind == OPT_EXP_FE) && off + 4 <= s->hlen &&

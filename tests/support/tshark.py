@@ -1,8 +1,9 @@
-"""One way to run tshark 4.0 with an nrsack plugin, shared by the C plugin's tests and the Lua plugin's
-parity tests. Stable interface (changes need the Lua engineer's and the lead's agreement):
+"""One way to run tshark (4.0 natively, 4.4 and 4.6 in Debian chroots) with an nrsack plugin, shared by
+the C plugin's tests and the Lua plugin's parity tests. Stable interface (changes need the Lua engineer's
+and the lead's agreement):
 
     Plugin                      which plugin a run loads: Plugin.c(folder), Plugin.lua(script), Plugin.none()
-    c_plugin_folder(so_path)    lays out a WIRESHARK_PLUGIN_DIR folder (DIR/4.0/epan/nrsack.so) for a built .so
+    c_plugin_folder(so_path)    lays out a WIRESHARK_PLUGIN_DIR folder (DIR/<release>/epan/nrsack.so) for a built .so
     build_c_plugin(...)         cmake-configures and builds dissector/ into build/ (idempotent), returns the .so
     run_tshark(args, plugin, prefs=None, pcap=None, ...)   -> subprocess.CompletedProcess (text)
     NRSACK_FIELDS               the ordered list of nrsack fields every golden file has, one column each
@@ -10,6 +11,12 @@ parity tests. Stable interface (changes need the Lua engineer's and the lead's a
     golden_output(pcap, plugin, sndbuf=0, two_pass=False, display_filter=None) -> str   (format below)
     parse_golden(text) -> Golden(columns, rows, expert)
     expert_findings(pcap, plugin, sndbuf=0) -> list[(frame, rule ID)]  the nrsack rule findings of a run
+
+Which Wireshark: NRSACK_WIRESHARK=trixie (Debian 13, 4.4) or =forky (Debian testing, 4.6) runs tshark and
+builds the C plugin inside that suite's chroot (scripts/wireshark-chroot.sh: made and cached on first use,
+the clone and /tmp bind-mounted at the same paths); unset or "native", the host's. WIRESHARK_TARGET names
+it, WIRESHARK_RELEASE is its "major.minor", target_unavailable() says why it cannot run here (or None).
+From 4.4 on tshark prints booleans as True/False: golden_output writes them as 1/0 as 4.0 does.
 
 Running tshark: as root, tshark ignores WIRESHARK_PLUGIN_DIR and personal plugin folders, so the run
 drops to uid/gid 65534 with setpriv, a fresh empty HOME and TZ=UTC; the capture is copied into a
@@ -42,7 +49,52 @@ REPO = Path(__file__).resolve().parents[2]
 DISSECTOR_SRC = REPO / "dissector"
 BUILD_DIR = REPO / "build" / "dissector"
 BUILD_DIR_SANITIZE = REPO / "build" / "dissector-asan"
-WIRESHARK_RELEASE = "4.0"  # plugin folders are scanned as DIR/<release>/epan/
+CHROOT_SCRIPT = REPO / "scripts" / "wireshark-chroot.sh"
+CHROOT_SUITES = {"trixie": "4.4", "forky": "4.6"}  # suite -> the Wireshark release it ships
+WIRESHARK_TARGET = os.environ.get("NRSACK_WIRESHARK", "native") or "native"
+if WIRESHARK_TARGET != "native":
+    BUILD_DIR = BUILD_DIR.with_name(f"dissector-{WIRESHARK_TARGET}")
+    BUILD_DIR_SANITIZE = BUILD_DIR_SANITIZE.with_name(f"dissector-asan-{WIRESHARK_TARGET}")
+
+
+def target_unavailable() -> str | None:
+    """Why WIRESHARK_TARGET cannot run on this machine (a skip reason), or None."""
+    if WIRESHARK_TARGET == "native":
+        return None if shutil.which("tshark") else "tshark is not installed"
+    if WIRESHARK_TARGET not in CHROOT_SUITES:
+        return f"NRSACK_WIRESHARK={WIRESHARK_TARGET}: not one of native, {', '.join(CHROOT_SUITES)}"
+    if os.geteuid() != 0:
+        return f"Wireshark {CHROOT_SUITES[WIRESHARK_TARGET]} runs in a Debian {WIRESHARK_TARGET} chroot: needs root"
+    if not shutil.which("debootstrap") and not shutil.which("debootstrap", path="/usr/sbin:/sbin"):
+        return f"Wireshark {CHROOT_SUITES[WIRESHARK_TARGET]} runs in a Debian {WIRESHARK_TARGET} chroot: needs debootstrap"
+    return None
+
+
+def prepare_target() -> None:
+    """Makes (or unpacks) WIRESHARK_TARGET's chroot; raises with the script's message when it cannot."""
+    if WIRESHARK_TARGET == "native":
+        return
+    proc = subprocess.run([str(CHROOT_SCRIPT), "ensure", WIRESHARK_TARGET], capture_output=True, text=True)
+    if proc.returncode:
+        raise RuntimeError(f"the Debian {WIRESHARK_TARGET} chroot could not be made:\n{proc.stderr[-3000:]}")
+
+
+def in_target(cmd: list[str], as_nobody: bool = False) -> list[str]:
+    """`cmd` as it runs in WIRESHARK_TARGET: unchanged natively, else inside the suite's chroot."""
+    if WIRESHARK_TARGET == "native":
+        return cmd
+    return [str(CHROOT_SCRIPT), "exec", WIRESHARK_TARGET, *(["--user"] if as_nobody else []), "--", *cmd]
+
+
+def _release() -> str:
+    if WIRESHARK_TARGET != "native":
+        return CHROOT_SUITES.get(WIRESHARK_TARGET, "")
+    out = subprocess.run(["tshark", "--version"], capture_output=True, text=True).stdout if shutil.which("tshark") else ""
+    m = re.search(r"TShark \(Wireshark\) (\d+\.\d+)", out)
+    return m.group(1) if m else "4.0"
+
+
+WIRESHARK_RELEASE = _release()  # plugin folders are scanned as DIR/<release>/epan/
 
 NOBODY = 65534
 
@@ -132,7 +184,7 @@ def _world_readable(path: Path) -> None:
 
 
 def c_plugin_folder(so_path, folder=None) -> Path:
-    """Lays out a plugin folder as Wireshark 4.0 scans it (FOLDER/4.0/epan/nrsack.so), world-readable.
+    """Lays out a plugin folder as Wireshark scans it (FOLDER/<release>/epan/nrsack.so), world-readable.
     FOLDER's parents must be traversable by uid 65534 (a fresh folder under /tmp when not given)."""
     folder = Path(folder) if folder else Path(tempfile.mkdtemp(prefix="nrsack-plugin-"))
     epan = folder / WIRESHARK_RELEASE / "epan"
@@ -143,16 +195,19 @@ def c_plugin_folder(so_path, folder=None) -> Path:
 
 
 def build_c_plugin(build_dir=None, sanitize: bool = False, jobs: int = 2) -> Path:
-    """Configures and builds dissector/ with CMake (incremental), returns the path of nrsack.so."""
+    """Configures and builds dissector/ with CMake (incremental) for WIRESHARK_TARGET, warnings as errors
+    (a deprecation on any supported release fails the tests), returns the path of nrsack.so."""
     build_dir = Path(build_dir or (BUILD_DIR_SANITIZE if sanitize else BUILD_DIR))
     build_dir.mkdir(parents=True, exist_ok=True)
-    configure = ["cmake", "-S", str(DISSECTOR_SRC), "-B", str(build_dir),
-                 f"-DNRSACK_SANITIZE={'ON' if sanitize else 'OFF'}"]
+    configure = in_target(["cmake", "-S", str(DISSECTOR_SRC), "-B", str(build_dir), "-DNRSACK_WERROR=ON",
+                           f"-DNRSACK_SANITIZE={'ON' if sanitize else 'OFF'}"])
     # pytest-xdist workers (and other test runs) share the build folder: one build at a time
     with open(build_dir / ".build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        subprocess.run(configure, check=True, capture_output=True, text=True)
-        proc = subprocess.run(["cmake", "--build", str(build_dir), "-j", str(jobs)], capture_output=True, text=True)
+        proc = subprocess.run(configure, capture_output=True, text=True)
+        if not proc.returncode:
+            proc = subprocess.run(in_target(["cmake", "--build", str(build_dir), "-j", str(jobs)]),
+                                  capture_output=True, text=True)
     if proc.returncode:
         raise RuntimeError(f"building the nrsack plugin failed:\n{proc.stdout}\n{proc.stderr}")
     return build_dir / "nrsack.so"
@@ -160,9 +215,10 @@ def build_c_plugin(build_dir=None, sanitize: bool = False, jobs: int = 2) -> Pat
 
 def asan_runtime() -> str | None:
     """The libasan a sanitizer build needs preloaded into tshark (a dlopen'ed plugin cannot bring it)."""
-    proc = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True)
+    proc = subprocess.run(in_target(["sh", "-c", 'realpath "$(gcc -print-file-name=libasan.so)"']),
+                          capture_output=True, text=True)
     path = proc.stdout.strip()
-    return os.path.realpath(path) if path and os.path.isabs(path) and os.path.exists(path) else None
+    return path if proc.returncode == 0 and os.path.isabs(path) else None
 
 
 def run_tshark(args, plugin: Plugin, prefs: dict | None = None, pcap=None, timeout: float = 600,
@@ -193,7 +249,11 @@ def run_tshark(args, plugin: Plugin, prefs: dict | None = None, pcap=None, timeo
         _world_readable(scratch)
         os.chmod(home, 0o777)
         cmd = ["tshark", *args]
-        if os.geteuid() == 0:
+        if WIRESHARK_TARGET != "native":
+            # the environment goes inside only: an LD_PRELOAD of the chroot's libasan must not reach the host tools
+            cmd = in_target(["env", "-i", *(f"{k}={v}" for k, v in env.items()), *cmd], as_nobody=True)
+            env = {"PATH": env["PATH"]}
+        elif os.geteuid() == 0:
             cmd = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *cmd]
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, errors="replace")
         if check and proc.returncode != 0:
@@ -209,6 +269,14 @@ def golden_prefs(sndbuf: int = 0) -> dict:
 
 def _split(value: str) -> list[str]:
     return value.split(AGGREGATOR) if value else []
+
+
+# 4.4 and later print FT_BOOLEAN fields as True/False where 4.0 prints 1/0.
+BOOLEAN_TEXT = {"True": "1", "False": "0"}
+
+
+def _golden_cell(value: str) -> str:
+    return ",".join(BOOLEAN_TEXT.get(v, v) for v in value.split(AGGREGATOR))
 
 
 def golden_output(pcap, plugin: Plugin, sndbuf: int = 0, two_pass: bool = False, display_filter: str | None = None) -> str:
@@ -239,7 +307,7 @@ def golden_output(pcap, plugin: Plugin, sndbuf: int = 0, two_pass: bool = False,
                 m = RULE_RE.match(msg)
                 if m:
                     expert.append((int(frame), m.group(1), SEVERITY.get(int(sev), sev)))
-            table.append("\t".join(c.replace(AGGREGATOR, ",") for c in cols[:-2]))
+            table.append("\t".join(_golden_cell(c) for c in cols[:-2]))
             continue
         # -z expert summary lines: "  count  group  NRSACK  NR-03: ..."
         parts = line.split(None, 3)
