@@ -10,6 +10,8 @@ import pytest
 
 from support import pcaps, tshark
 
+pytestmark = pytest.mark.tshark
+
 A, B = "192.0.2.1", "198.51.100.1"
 
 

@@ -10,6 +10,8 @@ import pytest
 
 from support import fuzz, tshark
 
+pytestmark = pytest.mark.tshark
+
 # Against the chroots' Wireshark releases (NRSACK_WIRESHARK) a third of the run: the plugin code is the
 # same, what differs is the epan underneath, and `make test` runs two of them.
 NATIVE = tshark.WIRESHARK_TARGET == "native"

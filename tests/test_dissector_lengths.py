@@ -23,6 +23,8 @@ from scapy.packet import Raw
 from support import pcaps, tshark
 from test_dissector_sctp import A, ack, handshake, nr, sent
 
+pytestmark = pytest.mark.tshark
+
 V6 = {True: ("2001:db8::1", "2001:db8::2"), False: ("2001:db8::2", "2001:db8::1")}
 UDP_LITE = 136
 PAD_CHUNK, JUMBO_OPTION = 0x84, 0xC2

@@ -18,6 +18,8 @@ from support import pcaps, tshark
 from test_dissector_tcp import DSN0, A, B, PA, PB, mptcp_handshake, mseg
 from test_lua_parity import LUA_PLUGIN
 
+pytestmark = pytest.mark.tshark
+
 EXPECTED = {  # frame: (rtxq_sack, sacked, nr_acked, whatif, gap_open)
     8: (4000, 1000, 0, 3000, True),
     9: (3000, 1000, 0, 2000, True),

@@ -16,6 +16,8 @@ import pytest
 from support import tshark
 from support.samples import PCAPS, golden_path, golden_sndbuf
 
+pytestmark = pytest.mark.tshark
+
 PROFILE = tshark.REPO / "wireshark" / "profile"
 COLUMNS = ["nrsack.rtxq.bytes", "nrsack.rtxq.sack_bytes", "nrsack.freed_bytes", "nrsack.blocked"]
 RULE_NAMES = {"error": "NR-SACK rule error", "warning": "NR-SACK rule warning", "blocked": "NR-SACK send buffer blocked",

@@ -16,6 +16,8 @@ from support import tshark
 from support.samples import (PCAPS, SAMPLES, check_findings_equal_expected, check_rtxq_equals_expected,
                              expected_of, flow_cases, golden_path, golden_sndbuf, ident)
 
+pytestmark = pytest.mark.tshark
+
 
 @pytest.fixture(scope="module")
 def goldens(nrsack_c_plugin):

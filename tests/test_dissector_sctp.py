@@ -8,6 +8,8 @@ import pytest
 from support import pcaps, tshark
 from support.pcaps import FSACK_ACK, FSACK_COMPLETE, FSACK_INIT, NR_SACK
 
+pytestmark = pytest.mark.tshark
+
 A, A2, B, B2 = "10.0.0.1", "10.0.1.1", "10.0.0.2", "10.0.1.2"
 TAG_A, TAG_B = 0x1111, 0x2222
 

@@ -9,6 +9,8 @@ import pytest
 
 from support import tshark
 
+pytestmark = pytest.mark.tshark
+
 SAMPLES = tshark.REPO / "sample-pcaps"
 TIMELINES = [p for p in sorted(SAMPLES.glob("*.expected.json")) if json.loads(p.read_text()).get("flows")]
 ROW = re.compile(r"^(\d+)\s+(sctp|tcp|mptcp)\s+(\S+ -> \S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+\S+\s+\S+\s+(\S+)\s+(\S+)\s+(\S+)"

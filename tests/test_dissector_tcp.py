@@ -10,6 +10,8 @@ import pytest
 
 from support import pcaps, tshark
 
+pytestmark = pytest.mark.tshark
+
 A, B, A2 = "10.0.0.1", "10.0.0.2", "10.0.1.1"
 PA, PB = 40000, 5001
 

@@ -4,7 +4,11 @@ once per release, and a chroot that silently ran another release would prove not
 
 import re
 
+import pytest
+
 from support import tshark
+
+pytestmark = pytest.mark.tshark
 
 
 def tshark_release() -> str:

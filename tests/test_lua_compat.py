@@ -18,6 +18,8 @@ import pytest
 from support import tshark
 from test_lua_parity import LUA_PLUGIN, vector_pcaps  # noqa: F401 (fixture)
 
+pytestmark = pytest.mark.tshark
+
 REPO = tshark.REPO
 SCRIPT = LUA_PLUGIN.path
 

@@ -16,6 +16,8 @@ from support.samples import (PCAPS, check_findings_equal_expected, check_rtxq_eq
                              flow_cases, golden_sndbuf, ident)
 from test_lua_parity import LUA_PLUGIN
 
+pytestmark = pytest.mark.tshark
+
 
 @functools.lru_cache(maxsize=None)
 def lua_golden(pcap, sndbuf=None):

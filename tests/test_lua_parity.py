@@ -24,6 +24,8 @@ from support.samples import PCAPS, SAMPLES, golden_path, golden_sndbuf, ident
 
 from nrsack.generator import layers as L
 
+pytestmark = pytest.mark.tshark
+
 REPO = tshark.REPO
 LUA_PLUGIN = tshark.Plugin.lua(REPO / "lua" / "nrsack.lua")
 

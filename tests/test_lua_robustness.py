@@ -20,6 +20,8 @@ from support import fuzz, tshark
 from support.samples import SAMPLES
 from test_lua_parity import LUA_PLUGIN, VECTORS, vector_pcaps  # noqa: F401 (fixture)
 
+pytestmark = pytest.mark.tshark
+
 # The papers' timelines (not the many one-rule vectors below them) for the footprint test: CI time.
 TIMELINE_PCAPS = sorted(SAMPLES.glob("*.pcap"))
 FUZZ_SEEDS = [1, 2, 3, 4]

@@ -17,6 +17,8 @@ import pytest
 from support import tshark
 from nrsack.wireshark import install as installer
 
+pytestmark = pytest.mark.tshark
+
 AS_ROOT = os.geteuid() == 0
 # The test user cannot enter /root, where this interpreter may live: the system Python then.
 PYTHON = "/usr/bin/python3" if AS_ROOT else sys.executable
