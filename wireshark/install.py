@@ -17,6 +17,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import nrsack
+
 # Releases the plugin suites run against (make test: 4.0 natively, 4.4 and 4.6 in chroots).
 TESTED_RELEASES = ("4.0", "4.4", "4.6")
 PROFILE_NAME = "nrsack"
@@ -126,7 +128,8 @@ def choose_kind(ws: Wireshark, kind: str | None) -> str:
 
 def build_c_plugin(build_dir: Path) -> Path:
     src = source_dir("dissector")
-    steps = [["cmake", "-S", str(src), "-B", str(build_dir), "-DCMAKE_BUILD_TYPE=RelWithDebInfo"],
+    steps = [["cmake", "-S", str(src), "-B", str(build_dir), "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
+              f"-DNRSACK_VERSION={nrsack.__version__}"],
              ["cmake", "--build", str(build_dir), "-j", "2"]]
     for step in steps:
         proc = _run(step)

@@ -14,7 +14,7 @@
 #include "tcp.h"
 
 #ifndef PLUGIN_VERSION
-#define PLUGIN_VERSION "0.1.0"
+#error "PLUGIN_VERSION comes from VERSION (CMakeLists.txt)"
 #endif
 
 WS_DLL_PUBLIC_DEF const gchar plugin_version[] = PLUGIN_VERSION;
