@@ -18,6 +18,14 @@ COMPILED = {"nrsack.analyzer._reader": ["analyzer/_reader.c", "analyzer/_scorebo
 
 
 def pytest_sessionstart(session):
+    refuse_stale_builds()
+    # NRSACK_WIRESHARK=trixie|forky: make (or unpack) that chroot once, before any test, so a broken
+    # mirror fails the run loudly at its start rather than in every test.
+    if tshark.WIRESHARK_TARGET != "native" and not tshark.target_unavailable():
+        tshark.prepare_target()
+
+
+def refuse_stale_builds():
     for module, sources in COMPILED.items():
         spec = importlib.util.find_spec(module)
         if spec is None or spec.origin is None:
@@ -37,15 +45,18 @@ def nrsack_c_plugin():
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def pytest_sessionstart(session):
-    """NRSACK_WIRESHARK=trixie|forky: make (or unpack) that chroot once, before any test, so a broken
-    mirror fails the run loudly at its start rather than in every test."""
-    if tshark.WIRESHARK_TARGET != "native" and not tshark.target_unavailable():
-        tshark.prepare_target()
-
-
 def pytest_collection_modifyitems(config, items):
     """A chroot target this machine cannot run (no root, no debootstrap) skips, saying why."""
     reason = tshark.target_unavailable() if tshark.WIRESHARK_TARGET != "native" else None
     for item in items if reason else []:
         item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(scope="module")
+def vector_pcaps(tmp_path_factory):
+    """support/vectors.py's hand-built captures, written once a module: name -> path."""
+    from support import pcaps
+    from support.vectors import VECTORS
+
+    folder = tmp_path_factory.mktemp("lua-vectors")
+    return {name: Path(pcaps.write(folder / f"{name}.pcap", build())) for name, build in VECTORS.items()}

@@ -21,7 +21,7 @@ from scapy.layers.sctp import SCTP
 from scapy.packet import Raw
 
 from support import pcaps, tshark
-from test_dissector_sctp import A, ack, handshake, nr, sent
+from support.sctp_scenario import A, ack, handshake, nr, sent
 
 pytestmark = pytest.mark.tshark
 

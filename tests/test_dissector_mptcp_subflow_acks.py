@@ -15,8 +15,8 @@ import pytest
 
 from nrsack.analyzer import analyze
 from support import pcaps, tshark
-from test_dissector_tcp import DSN0, A, B, PA, PB, mptcp_handshake, mseg
-from test_lua_parity import LUA_PLUGIN
+from support.tcp_scenario import DSN0, A, B, PA, PB, mptcp_handshake, mseg
+from support.tshark import LUA_PLUGIN
 
 pytestmark = pytest.mark.tshark
 

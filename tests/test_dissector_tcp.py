@@ -3,54 +3,15 @@ TN-/MN- rules, sequence wrap, and MPTCP data-level NR blocks across two subflows
 
 Scenario: 1000-byte segments from A (ISN 1000, first byte 1001) to B; values worked out by hand."""
 
-import hashlib
 import struct
 
 import pytest
 
 from support import pcaps, tshark
+from support.tcp_scenario import (A, A2, B, DSN0, KEY_B, PA, PB, ack, four_segments, handshake, mack, mptcp_handshake, mseg,
+                                  seg, token)
 
 pytestmark = pytest.mark.tshark
-
-A, B, A2 = "10.0.0.1", "10.0.0.2", "10.0.1.1"
-PA, PB = 40000, 5001
-
-
-def opts_syn(nr_flags=0, permitted=True, mptcp=None):
-    opts = [("MSS", 1460), ("SAckOK", b"")]
-    if permitted:
-        opts.append(pcaps.nr_permitted_option(nr_flags))
-    if mptcp:
-        opts.append(mptcp)
-    return opts
-
-
-def handshake(nr_flags=(0, 0), permitted=True, isn=(1000, 5000), mptcp=((), (), ())):
-    a_isn, b_isn = isn
-    return [
-        pcaps.tcp_packet(0.0, A, B, PA, PB, a_isn, 0, "S", opts_syn(nr_flags[0], permitted, *mptcp[0][:1])),
-        pcaps.tcp_packet(0.1, B, A, PB, PA, b_isn, a_isn + 1, "SA", opts_syn(nr_flags[1], permitted, *mptcp[1][:1])),
-        pcaps.tcp_packet(0.1001, A, B, PA, PB, a_isn + 1, b_isn + 1, "A", list(mptcp[2])),
-    ]
-
-
-def seg(t, n, isn=1000, options=(), src=A, sport=PA):
-    """The n-th 1000-byte segment (n = 0 starts at isn + 1)."""
-    return pcaps.tcp_packet(t, src, B, sport, PB, isn + 1 + 1000 * n, 5001, "A", list(options), payload=1000)
-
-
-def ack(t, acked, sack=(), nr=(), isn=1000, kind=253, extra=()):
-    opts = []
-    if sack:
-        opts.append(("SAck", tuple(isn + 1 + x for b in sack for x in b)))
-    if nr:
-        opts.append(pcaps.nr_blocks_option([(isn + 1 + l, isn + 1 + r) for l, r in nr], kind=kind))
-    return pcaps.tcp_packet(t, B, A, PB, PA, 5001, isn + 1 + acked, "A", opts + list(extra))
-
-
-def four_segments(isn=1000):
-    return [seg(0.2 + i / 1000, i, isn) for i in range(4)]
-
 
 @pytest.fixture
 def run(nrsack_c_plugin, tmp_path):
@@ -145,37 +106,6 @@ def test_exid_preference_and_other_exids(fields):
     assert default["nrsack.tcp.block.left"] == "" and default["tcp.options.experimental.exid"] == "0x1234"
     moved = fields(packets, names, prefs={"nrsack.tcp_exid": "0x1234"})[-1]
     assert moved["nrsack.tcp.block.left"] == "2001"
-
-
-# ---- MPTCP ----
-
-KEY_A, KEY_B = 0x0102030405060708, 0x1112131415161718
-DSN0 = 0x100000000  # 8-octet DSNs above 2^32
-
-
-def token(key):
-    return struct.unpack("!I", hashlib.sha256(struct.pack("!Q", key)).digest()[:4])[0]
-
-
-def mptcp_handshake(nr_flags=(0x02, 0x02), csum=False):
-    flags = 0x81 if csum else 0x01
-    return handshake(nr_flags=nr_flags, mptcp=(
-        (pcaps.mptcp_capable_option(flags=flags),),
-        (pcaps.mptcp_capable_option(flags=flags, keys=(KEY_B,)),),
-        (pcaps.mptcp_capable_option(flags=flags, keys=(KEY_A, KEY_B)),),
-    ))
-
-
-def mseg(t, n, k=None, csum=None, src=A, sport=PA, isn=1000):
-    """Data-level segment n (DSN0 + 1000 n) as the k-th segment of its subflow (k = n by default)."""
-    k = n if k is None else k
-    dss = pcaps.dss_option(data_ack=1, dsn=DSN0 + 1000 * n, ssn=1 + 1000 * k, dll=1000, checksum=csum)
-    return seg(t, k, isn=isn, options=[dss], src=src, sport=sport)
-
-
-def mack(t, acked, nr=None, wide=False, count=None, with_ack=True, dport=PA, dst=A):
-    dss = pcaps.dss_option(data_ack=DSN0 + acked if with_ack else None, nr_blocks=nr, wide=wide, count=count)
-    return pcaps.tcp_packet(t, B, dst, PB, dport, 5001, 1001, "A", [dss])
 
 
 def test_mptcp_capability_and_dss_blocks(run):

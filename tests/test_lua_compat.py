@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from support import tshark
-from test_lua_parity import LUA_PLUGIN, vector_pcaps  # noqa: F401 (fixture)
+from support.tshark import LUA_PLUGIN
 
 pytestmark = pytest.mark.tshark
 

@@ -14,7 +14,7 @@ import pytest
 from support import tshark
 from support.samples import (PCAPS, check_findings_equal_expected, check_rtxq_equals_expected, expected_of,
                              flow_cases, golden_sndbuf, ident)
-from test_lua_parity import LUA_PLUGIN
+from support.tshark import LUA_PLUGIN
 
 pytestmark = pytest.mark.tshark
 

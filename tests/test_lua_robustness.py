@@ -18,7 +18,8 @@ import pytest
 
 from support import fuzz, tshark
 from support.samples import SAMPLES
-from test_lua_parity import LUA_PLUGIN, VECTORS, vector_pcaps  # noqa: F401 (fixture)
+from support.tshark import LUA_PLUGIN
+from support.vectors import VECTORS
 
 pytestmark = pytest.mark.tshark
 

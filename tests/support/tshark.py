@@ -176,6 +176,9 @@ class Plugin:
         return empty
 
 
+LUA_PLUGIN = Plugin.lua(REPO / "lua" / "nrsack.lua")
+
+
 def _world_readable(path: Path) -> None:
     for root, dirs, files in os.walk(path):
         os.chmod(root, 0o755)
