@@ -15,6 +15,8 @@ def run_cli(*args, timeout=300):
                            *args], capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 def test_quick_figure_7_writes_tables_plots_and_the_side_by_side_table(tmp_path):
     r = run_cli("7", "--quick", "--workers", "2", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
