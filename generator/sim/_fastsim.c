@@ -24,7 +24,7 @@ typedef struct {
         rto_max, init_cwnd, limit_ns, delay, qcap, overhead, gilbert,
         /* the profile (profiles.py), as model.py turns it into numbers */
         gap_filler_delayed, max_burst, chunk_header, window_unit, by_size, grow_margin,
-        persistent_htna, restart_timer_on_any_ack, path_max_retrans, cwnd_degrade;
+        persistent_htna, restart_timer_on_cum_ack, path_max_retrans, cwnd_degrade;
     double ns_per_byte, loss, enter_bad, leave_bad, ack_loss;
 } Params;
 
@@ -468,7 +468,7 @@ static void transport_ack(Sim *s, i64 now, i64 cum, const i64 *bs, const i64 *be
     if (s->rec_on && s->sp_cum > s->rec_exit) { recovery(s, now); s->rec_on = 0; }
     if (!newly_bytes) return;
     if (rtt_unit >= 0) rtt_sample(s, now - s->txt[rtt_unit]);
-    if (P->restart_timer_on_any_ack || (earliest >= 0 && (flags[earliest] & (ACKED | SACKED)))) {
+    if ((P->restart_timer_on_cum_ack && cum_advanced) || (earliest >= 0 && (flags[earliest] & (ACKED | SACKED)))) {
         if (s->flight > 0) arm_rto(s, now);
         else s->has_deadline = 0;
     }

@@ -700,6 +700,7 @@ class Simulation:
         newly_min = [-1] * P  # lowest, for CMT's DAC
         rtt_unit = [None] * P
         cum_advanced = cum > sp.cum
+        cum_paths = [False] * P  # paths with data the cum ack passed (profile restart_timer_on_cum_ack)
         holes = sp.holes
         fast_rtx_acked = False
         if cum_advanced:
@@ -707,6 +708,7 @@ class Simulation:
                 u = units[i] if units is not None else i
                 f = flags[u]
                 fast_rtx_acked = fast_rtx_acked or bool(f & FRTX)
+                cum_paths[upath[u]] = True
                 if not f & SACKED:
                     q = upath[u]
                     if not f & LOST:  # acked data not awaiting a retransmission clears the errors
@@ -788,9 +790,10 @@ class Simulation:
                 self._rtt_sample(q, now - txt[rtt_unit[q]])
             # RFC 9260 6.3.2 R3 / RFC 6298 5.3: restart only when the earliest outstanding data of
             # the path is acked; SACKs of later data do not keep a lost retransmission's timer alive
-            # (ns2: on any newly acked data of the path)
+            # (ns2: also when the cum ack passes data of the path)
             e = earliest[q]
-            if self.prof.restart_timer_on_any_ack or (e is not None and flags[e] & (ACKED | SACKED)):
+            if ((self.prof.restart_timer_on_cum_ack and cum_paths[q])
+                    or (e is not None and flags[e] & (ACKED | SACKED))):
                 if flight[q] > 0:
                     self._arm_rto(now, q)
                 else:
