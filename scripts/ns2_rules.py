@@ -21,7 +21,10 @@ STEPS = [("rfc", {}),
          ("+ chunk-byte window, cwnd overshoot, growth test",
           dict(chunk_header_bytes=16, send_while_below_cwnd=True, grow_when_flight_reached_cwnd=True)),
          ("+ persistent HTNA", dict(persistent_htna=True)),
-         ("+ initial cwnd 2, RTO 3 s (= ns2)", dict(initial_cwnd_packets=2, rto_initial_s=3.0))]
+         ("+ initial cwnd 2, RTO 3 s", dict(initial_cwnd_packets=2, rto_initial_s=3.0)),
+         ("+ timer restart, HEARTBEAT, cwnd degrade (= ns2)",
+          dict(restart_timer_on_cum_ack=True, path_max_retrans=5, cwnd_degrade=True,
+               cmt_delayed_ack=True))]  # DAC acts on CMT only: no effect on these SCTP runs
 
 
 def ablation():

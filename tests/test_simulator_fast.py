@@ -74,3 +74,51 @@ def test_engine_c_refuses_what_it_does_not_model():
     cfg = SimConfig(protocol="cmt", paths=(PathConfig(), PathConfig()))
     with pytest.raises(RuntimeError):
         simulate(cfg, engine="c")
+
+
+# each ns-2 rule alone on top of rfc, and taken out of ns2, in a run where it fires ((loss, seed)
+# found by trying seeds 1-10): the rule changes the trace, and the two engines still agree on it.
+# The cum-ack timer restart coincides with R3 on one path (the cum ack passes the earliest
+# outstanding unit whenever it passes data), so there it must leave the trace as it was.
+NS2_RULES = {"restart": (dict(restart_timer_on_cum_ack=True), (0.2, 1), (0.2, 1), False),
+             "heartbeat": (dict(path_max_retrans=5), (0.7, 2), (0.7, 1), True),
+             "degrade": (dict(cwnd_degrade=True), (0.1, 6), (0.2, 6), True)}
+
+
+@pytest.mark.parametrize("rule", sorted(NS2_RULES))
+def test_each_ns2_timer_rule_changes_the_run_and_engines_agree(rule, monkeypatch):
+    import dataclasses
+
+    from nrsack.generator.sim.profiles import PROFILES
+
+    change, on_rfc, on_ns2, changes = NS2_RULES[rule]
+    off = {k: type(v)(0) for k, v in change.items()}
+    monkeypatch.setitem(PROFILES, "with", dataclasses.replace(PROFILES["rfc"], name="with", **change))
+    monkeypatch.setitem(PROFILES, "without", dataclasses.replace(PROFILES["ns2"], name="without", **off))
+    for base, variant, (loss, seed) in (("rfc", "with", on_rfc), ("ns2", "without", on_ns2)):
+        runs = [assert_engines_agree(SimConfig(
+            protocol="sctp", ack="sack", sndbuf=8192, total_bytes=60_000, seed=seed, payload=1452,
+            profile=prof, paths=(PathConfig(bandwidth_bps=30e6, delay_s=0.02, loss=loss),)))
+            for prof in (base, variant)]
+        differ = runs[0].sender != runs[1].sender or runs[0].cwnd != runs[1].cwnd
+        assert differ == changes, (rule, base)
+        if rule == "heartbeat":
+            # the HEARTBEAT's ack undoes the RTO backoff without any data being acked: only with
+            # the rule does a timeout retransmission follow one at the 60 s maximum sooner, with no
+            # ack between them
+            with_hb, without_hb = (runs[0], runs[1]) if base == "ns2" else (runs[1], runs[0])
+            assert backoff_undone_without_acks(with_hb) and not backoff_undone_without_acks(without_hb)
+
+
+def backoff_undone_without_acks(trace, rto_max_ns=60 * 10**9):
+    """Three timeout retransmissions a, b, c with no ack among them (so no RTT sample), b a full
+    60 s after a, c sooner after b."""
+    rtx = []  # the retransmissions since the last ack
+    for t, kind, *_ in trace.sender:
+        if kind == 2:  # ACK
+            rtx = []
+        elif kind == 1:  # RTX
+            rtx.append(t)
+            if len(rtx) >= 3 and rtx[-2] - rtx[-3] >= rto_max_ns and rtx[-1] - rtx[-2] < rto_max_ns:
+                return True
+    return False

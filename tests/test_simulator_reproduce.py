@@ -84,3 +84,35 @@ def test_every_figure_has_a_quick_grid_under_both_profiles(figure):
         points = fig.grid(prof, 2, True, 100_000)
         assert points and {p["profile"] for p in points} == {prof}
         assert len(points) <= 200  # quick stays quick
+
+
+def test_quick_mptcp_figures_5_6_run_both_paths_lossy_and_judge_buffers(tmp_path):
+    r = run_cli("mptcp5-6", "--quick", "--workers", "2", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    runs = pd.read_csv(tmp_path / "figmptcp5-6_runs.csv")
+    assert (runs.protocol == "mptcp").all() and (runs.paths == 2).all() and runs.loss_all_paths.all()
+    gain = pd.read_csv(tmp_path / "figmptcp5-6_gain.csv")
+    assert sorted(gain.sndbuf.unique() // 1024) == [14, 28, 224, 899]
+    side = pd.read_csv(tmp_path / "figmptcp5-6_statements.csv").set_index("statement")
+    assert len(side) == len(R.FIGURES["mptcp5-6"].statements)
+    assert "not run" not in set(side.rfc_verdict)
+    # send buffer blocking is what NR-SACKs relieve: at 1 % / 10 ms the smallest buffer gains more
+    # than the largest, under both profiles
+    for prof in ("ns2", "rfc"):
+        curve = gain[(gain.profile == prof) & (gain.loss == 0.01)].set_index("sndbuf").gain_pct
+        assert curve[14 * 1024] > curve[899 * 1024] + 5, prof
+    assert (tmp_path / "figmptcp5-6.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_buffer_region_and_right_edge_verdicts():
+    rows = [dict(protocol="mptcp", sndbuf=b * 1024, loss=x, delay_ms=10.0, gain_pct=g)
+            for x, curve in [(0.005, [(14, 30.0), (28, 8.0), (56, 1.0)]),
+                             (0.05, [(14, 70.0), (28, 2.0), (56, 0.0)])]
+            for b, g in curve]
+    t = table(rows)
+    assert R.buffer_regions(t[t.loss == 0.005].sort_values("sndbuf")) == [(14 * 1024, 28 * 1024)]
+    value, verdict = R.right_edge_order(dict(delay_ms=10.0), "loss", False)(t)
+    assert value == "0.5 %: 28KB, 5 %: 14KB" and verdict == "holds"
+    assert R.right_edge_order(dict(delay_ms=10.0), "loss", True)(t)[1] == "differs: not ordered"
+    assert R.peak_order(dict(delay_ms=10.0), "loss", True)(t)[1] == "holds"
+    assert R.peak_order(dict(delay_ms=10.0), "loss", False)(t)[1] == "differs at 0.5 % vs 5 %"

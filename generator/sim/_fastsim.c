@@ -14,7 +14,7 @@ typedef int64_t i64;
 
 enum { DATA = 0, RTX = 1, ACK = 2, CTRL = 3 };
 enum { INFL = 1, SACKED = 2, LOST = 4, RTXD = 8, ACKED = 16, HOLE = 32, FRTX = 64 };
-enum { EV_DATA_ARRIVAL = 0, EV_ACK_ARRIVAL, EV_DELACK, EV_RTO, EV_READY, EV_CTRL };
+enum { EV_DATA_ARRIVAL = 0, EV_ACK_ARRIVAL, EV_DELACK, EV_RTO, EV_READY, EV_CTRL, EV_HB_ACK, EV_DEGRADE };
 #define SCTP_MAX_BLOCKS ((1500 - 20 - 12 - 20) / 4)
 #define TCP_MAX_BLOCKS 4
 #define GAP_OFFSET_MAX 0xFFFF
@@ -24,7 +24,7 @@ typedef struct {
         rto_max, init_cwnd, limit_ns, delay, qcap, overhead, gilbert,
         /* the profile (profiles.py), as model.py turns it into numbers */
         gap_filler_delayed, max_burst, chunk_header, window_unit, by_size, grow_margin,
-        persistent_htna;
+        persistent_htna, restart_timer_on_cum_ack, path_max_retrans, cwnd_degrade;
     double ns_per_byte, loss, enter_bad, leave_bad, ack_loss;
 } Params;
 
@@ -192,7 +192,7 @@ typedef struct {
     i64 dcum, dcum_bytes, sacked_bytes, nr_bytes; ISet dsacked, dnr; int gap_open;
     /* path */
     i64 cwnd, ssthresh, pba, flight, fr_allow, srtt, has_srtt, rttvar, rto, rto_deadline,
-        has_deadline, rto_event, ready;
+        has_deadline, rto_event, ready, errors, degrade_deadline, has_degrade, degrade_event;
     int rec_on; i64 rec_kind, rec_start, rec_exit;
     Vec outq; i64 outq_head;
     Vec linkq; i64 linkq_head;
@@ -278,6 +278,10 @@ static void arm_rto(Sim *s, i64 now) {
     s->rto_deadline = now + s->rto; s->has_deadline = 1;
     if (!s->rto_event) { s->rto_event = 1; TRY(push(s, s->rto_deadline, EV_RTO, 0, 0)); }
 }
+static void arm_degrade(Sim *s, i64 now) {
+    s->degrade_deadline = now + s->rto; s->has_degrade = 1;
+    if (!s->degrade_event) { s->degrade_event = 1; TRY(push(s, s->degrade_deadline, EV_DEGRADE, 0, 0)); }
+}
 static void send_unit(Sim *s, i64 now, i64 u, int rtx) {
     const Params *P = s->P;
     i64 sz = size_of(s, u);
@@ -300,6 +304,7 @@ static void send_unit(Sim *s, i64 now, i64 u, int rtx) {
     s->flight += sz;
     TRY(vpush(&s->outq, u));
     if (!s->has_deadline) arm_rto(s, now);
+    if (P->cwnd_degrade) arm_degrade(s, now);
     while (s->linkq_head < s->linkq.n && s->linkq.v[s->linkq_head] <= now) s->linkq_head++;
     if (s->linkq.n - s->linkq_head >= P->qcap) { s->o->counters[5]++; return; }
     i64 start = s->linkq_head < s->linkq.n ? s->linkq.v[s->linkq.n - 1] : now;
@@ -396,6 +401,7 @@ static void transport_ack(Sim *s, i64 now, i64 cum, const i64 *bs, const i64 *be
             uint8_t f = flags[u];
             if (f & FRTX) fast_rtx_acked = 1;
             if (!(f & SACKED)) {
+                if (!(f & LOST)) s->errors = 0;  /* model.py: acked data clears the errors */
                 i64 sz = size_of(s, u);
                 if (f & INFL) s->flight -= sz;
                 newly_bytes += sz;
@@ -462,7 +468,7 @@ static void transport_ack(Sim *s, i64 now, i64 cum, const i64 *bs, const i64 *be
     if (s->rec_on && s->sp_cum > s->rec_exit) { recovery(s, now); s->rec_on = 0; }
     if (!newly_bytes) return;
     if (rtt_unit >= 0) rtt_sample(s, now - s->txt[rtt_unit]);
-    if (earliest >= 0 && (flags[earliest] & (ACKED | SACKED))) {
+    if ((P->restart_timer_on_cum_ack && cum_advanced) || (earliest >= 0 && (flags[earliest] & (ACKED | SACKED)))) {
         if (s->flight > 0) arm_rto(s, now);
         else s->has_deadline = 0;
     }
@@ -588,6 +594,27 @@ static void on_data(Sim *s, i64 now, i64 u) {
     if (dup || r->n > 0 || (gaps_before && !s->P->gap_filler_delayed)) { send_ack(s, now, 1, u); return; }
     delayed_ack(s, now, u);
 }
+/* model.py _on_degrade_event, _heartbeat, _on_heartbeat_ack */
+static void on_degrade(Sim *s, i64 now) {
+    const Params *P = s->P;
+    s->degrade_event = 0;
+    if (!s->has_degrade) return;
+    if (now < s->degrade_deadline) { s->degrade_event = 1; TRY(push(s, s->degrade_deadline, EV_DEGRADE, 0, 0)); return; }
+    if (s->cwnd > P->init_cwnd * P->S) {
+        s->cwnd = s->cwnd / 2 > 4 * P->S ? s->cwnd / 2 : 4 * P->S;
+        cwnd_changed(s, now);
+    }
+    arm_degrade(s, now);
+}
+static void heartbeat(Sim *s, i64 now) {
+    const Params *P = s->P;
+    if (lost(s, -1, 1)) return;
+    if (P->ack_loss > 0.0) {
+        if (s->ack_draw_pos >= s->n_ack_draws) { s->o->error = 2; return; }
+        if (s->ack_draws[s->ack_draw_pos++] < P->ack_loss) return;
+    }
+    TRY(push(s, now + 2 * P->delay, EV_HB_ACK, 0, now));
+}
 static void on_rto(Sim *s, i64 now) {
     const Params *P = s->P;
     s->rto_event = 0;
@@ -599,11 +626,13 @@ static void on_rto(Sim *s, i64 now) {
     s->ssthresh = s->cwnd / 2 > floor_ ? s->cwnd / 2 : floor_;
     s->cwnd = P->S; s->pba = 0; s->fr_allow = 0;
     cwnd_changed(s, now);
+    s->has_degrade = 0;
     if (s->rec_on) recovery(s, now);
     s->rec_on = 1; s->rec_kind = 1; s->rec_start = now; s->rec_exit = s->sp_sent - 1;
     for (i64 u = s->sp_cum; u < s->sp_sent; u++)
         if (s->flags[u] & INFL) { mark_lost(s, u); if (s->o->error) return; }
     s->has_deadline = 0;
+    if (P->path_max_retrans && ++s->errors > P->path_max_retrans) { heartbeat(s, now); if (s->o->error) return; }
     try_send(s, now);
 }
 
@@ -640,6 +669,8 @@ int fastsim_run(const Params *P, const double *first_draw, const double *draws, 
             break;
         case EV_RTO: on_rto(s, e.t); break;
         case EV_READY: s->ready = 1; try_send(s, e.t); break;
+        case EV_HB_ACK: s->errors = 0; rtt_sample(s, e.t - e.b); break;
+        case EV_DEGRADE: on_degrade(s, e.t); break;
         case EV_CTRL:
             if (e.a) rframe(s, e.t, CTRL, e.b, 0);
             else frame(s, e.t, CTRL, e.b, 0);

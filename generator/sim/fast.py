@@ -24,7 +24,8 @@ class Params(ctypes.Structure):
         "n", "S", "last_size", "sndbuf", "rcvbuf", "sctp", "nr", "ack_every", "delack_ns",
         "rto_initial", "rto_min", "rto_max", "init_cwnd", "limit_ns", "delay", "qcap", "overhead",
         "gilbert", "gap_filler_delayed", "max_burst", "chunk_header", "window_unit", "by_size",
-        "grow_margin", "persistent_htna")] + [(name, ctypes.c_double) for name in (
+        "grow_margin", "persistent_htna", "restart_timer_on_cum_ack", "path_max_retrans",
+        "cwnd_degrade")] + [(name, ctypes.c_double) for name in (
             "ns_per_byte", "loss", "enter_bad", "leave_bad", "ack_loss")]
 
 
@@ -105,7 +106,9 @@ def run(sim):
         gap_filler_delayed=int(sim.prof.gap_filler_delayed), max_burst=sim.prof.max_burst,
         chunk_header=sim.prof.chunk_header_bytes, window_unit=sim.window_unit,
         by_size=int(sim.by_size), grow_margin=sim.grow_margin,
-        persistent_htna=int(sim.prof.persistent_htna), ack_loss=path.ack_loss)
+        persistent_htna=int(sim.prof.persistent_htna), ack_loss=path.ack_loss,
+        restart_timer_on_cum_ack=int(sim.prof.restart_timer_on_cum_ack),
+        path_max_retrans=sim.prof.path_max_retrans, cwnd_degrade=int(sim.prof.cwnd_degrade))
     first_draw = np.asarray(sim.first_draw, dtype=np.float64)
     # the same stream model.py draws 65536 at a time: enough for every transmission twice over
     draws = sim.rng_paths[0].random(2 * sim.n + 65536)

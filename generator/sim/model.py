@@ -25,7 +25,7 @@ DATA, RTX, ACK, CTRL = 0, 1, 2, 3
 # unit flags (FRTX: fast-retransmitted, for the profiles' Max.Burst)
 INFL, SACKED, LOST, RTXD, ACKED, FRTX = 1, 2, 4, 8, 16, 32
 # event kinds
-EV_DATA_ARRIVAL, EV_ACK_ARRIVAL, EV_DELACK, EV_RTO, EV_READY, EV_CTRL = range(6)
+EV_DATA_ARRIVAL, EV_ACK_ARRIVAL, EV_DELACK, EV_RTO, EV_READY, EV_CTRL, EV_HB_ACK, EV_DEGRADE = range(8)
 
 NS = 1_000_000_000
 SCTP_MAX_BLOCKS = (1500 - 20 - 12 - 20) // 4  # an NR-SACK chunk must fit one 1500-byte packet
@@ -232,6 +232,9 @@ class Simulation:
         self.rto_deadline = [None] * P
         self.rto_event = [False] * P
         self.htna = [-1] * P  # persistent highest-newly-acked marker (profile persistent_htna)
+        self.errors = [0] * P  # consecutive timeouts not cleared by an ack (profile path_max_retrans)
+        self.degrade_deadline = [None] * P  # the cwnd degrade timer (profile cwnd_degrade), lazy
+        self.degrade_event = [False] * P
         self.outq = [deque() for _ in range(P)]  # units in the order they left on each path
         self.ready = [False] * P
         self.rr = 0
@@ -363,6 +366,10 @@ class Simulation:
                 self._try_send(t)
             elif kind == EV_CTRL:
                 a.append((t, CTRL, b[0], b[1], None))
+            elif kind == EV_HB_ACK:
+                self._on_heartbeat_ack(t, a, b)
+            elif kind == EV_DEGRADE:
+                self._on_degrade_event(t, a)
         for p, rec in enumerate(self.in_recovery):
             if rec is not None:
                 self.trace.recovery.append((p, rec[0], rec[1], None))
@@ -516,6 +523,8 @@ class Simulation:
         self.outq[p].append(u)
         if self.rto_deadline[p] is None:
             self._arm_rto(now, p)
+        if self.prof.cwnd_degrade:
+            self._arm_degrade(now, p)
         # the bottleneck: drop-tail queue, serialisation, propagation, random loss
         q = self.linkq[p]
         while q and q[0] <= now:
@@ -541,14 +550,51 @@ class Simulation:
             self.rto_event[p] = True
             self._push(self.rto_deadline[p], EV_RTO, p)
 
-    def _on_rto_event(self, now, p):
-        self.rto_event[p] = False
-        deadline = self.rto_deadline[p]
-        if deadline is None:
+    def _arm_degrade(self, now, p):
+        self.degrade_deadline[p] = now + self.rto[p]
+        if not self.degrade_event[p]:
+            self.degrade_event[p] = True
+            self._push(self.degrade_deadline[p], EV_DEGRADE, p)
+
+    def _on_degrade_event(self, now, p):
+        """ns-2's cwnd degrade timer: one RTO without sending on the path halves its cwnd."""
+        if not self._timer_due(now, p, self.degrade_deadline, self.degrade_event, EV_DEGRADE):
             return
-        if now < deadline:  # restarted since: sleep again (lazy timer)
-            self.rto_event[p] = True
-            self._push(deadline, EV_RTO, p)
+        S = self.S
+        if self.cwnd[p] > self.cfg.initial_cwnd_packets * S:
+            self.cwnd[p] = max(self.cwnd[p] // 2, 4 * S)
+            self._cwnd_changed(now, p)
+        self._arm_degrade(now, p)
+
+    def _heartbeat(self, now, p):
+        """A HEARTBEAT on an inactive path: lost with the path's loss rate each way (both drawn
+        as it leaves); its ack comes back one propagation RTT later (HEARTBEATs are not queued
+        behind data here, nor drawn in the trace)."""
+        if self._lost(p, -1, True):
+            return
+        if self.ack_loss[p] > 0.0 and self._uniform(p, acks=True) < self.ack_loss[p]:
+            return
+        self._push(now + 2 * self.delay[p], EV_HB_ACK, p, now)
+
+    def _on_heartbeat_ack(self, now, p, sent):
+        self.errors[p] = 0
+        self._rtt_sample(p, now - sent)
+
+    def _timer_due(self, now, p, deadlines, pending, kind):
+        """A lazy timer's event fired: True when the timer is due now; when it was restarted
+        since, its event sleeps again until the new deadline; when cancelled, nothing."""
+        pending[p] = False
+        deadline = deadlines[p]
+        if deadline is None:
+            return False
+        if now < deadline:
+            pending[p] = True
+            self._push(deadline, kind, p)
+            return False
+        return True
+
+    def _on_rto_event(self, now, p):
+        if not self._timer_due(now, p, self.rto_deadline, self.rto_event, EV_RTO):
             return
         self.n_timeouts += 1
         cfg, S = self.cfg, self.S
@@ -558,6 +604,7 @@ class Simulation:
         self.pba[p] = 0
         self.fr_allow[p] = False
         self._cwnd_changed(now, p)
+        self.degrade_deadline[p] = None
         sp = self.spaces[p if self.mptcp else 0]
         rec = self.in_recovery[p]
         if rec is not None:
@@ -574,6 +621,10 @@ class Simulation:
                 sp.holes.discard(u)
                 heapq.heappush(self.pending, u)
         self.rto_deadline[p] = None
+        if self.prof.path_max_retrans:
+            self.errors[p] += 1
+            if self.errors[p] > self.prof.path_max_retrans:
+                self._heartbeat(now, p)
         self._try_send(now)
 
     def _on_ack_arrival(self, now, p, ack):
@@ -649,6 +700,7 @@ class Simulation:
         newly_min = [-1] * P  # lowest, for CMT's DAC
         rtt_unit = [None] * P
         cum_advanced = cum > sp.cum
+        cum_paths = [False] * P  # paths with data the cum ack passed (profile restart_timer_on_cum_ack)
         holes = sp.holes
         fast_rtx_acked = False
         if cum_advanced:
@@ -656,8 +708,11 @@ class Simulation:
                 u = units[i] if units is not None else i
                 f = flags[u]
                 fast_rtx_acked = fast_rtx_acked or bool(f & FRTX)
+                cum_paths[upath[u]] = True
                 if not f & SACKED:
                     q = upath[u]
+                    if not f & LOST:  # acked data not awaiting a retransmission clears the errors
+                        self.errors[q] = 0
                     sz = S if u != last else last_size
                     if f & INFL:
                         flight[q] -= sz
@@ -735,8 +790,10 @@ class Simulation:
                 self._rtt_sample(q, now - txt[rtt_unit[q]])
             # RFC 9260 6.3.2 R3 / RFC 6298 5.3: restart only when the earliest outstanding data of
             # the path is acked; SACKs of later data do not keep a lost retransmission's timer alive
+            # (ns2: also when the cum ack passes data of the path)
             e = earliest[q]
-            if e is not None and flags[e] & (ACKED | SACKED):
+            if ((self.prof.restart_timer_on_cum_ack and cum_paths[q])
+                    or (e is not None and flags[e] & (ACKED | SACKED))):
                 if flight[q] > 0:
                     self._arm_rto(now, q)
                 else:

@@ -28,6 +28,18 @@ class Profile:
     # CMT only (Python engine): the receiver delays SACKs even while gaps remain and reports how
     # many packets each acks; the sender counts misses by that number (CMT's DAC algorithm)
     cmt_delayed_ack: bool = False
+    # the path's retransmission timer also restarts when the cum ack passes data sent on it, not
+    # only when its earliest outstanding unit is acked (ns-2: sctp.cc ~2417 stops it for every
+    # cum-acked chunk's path, ~4865 restarts it; gap acks stop it only for the first outstanding,
+    # ~4226-4235, as R3)
+    restart_timer_on_cum_ack: bool = False
+    # after this many consecutive timeouts the path is inactive and every further timeout sends a
+    # HEARTBEAT, whose ack clears the count and gives a fresh RTT sample, undoing the RTO backoff
+    # (ns-2 pathMaxRetrans_ 5: sctp.cc ~6402-6449, ~5127-5146); 0: no HEARTBEATs
+    path_max_retrans: int = 0
+    # one RTO without sending halves cwnd (not below 4 packets, only above the initial cwnd), and
+    # again every RTO (ns-2's cwnd degrade timer: sctp.cc ~6475-6489, rescheduled per send ~6031)
+    cwnd_degrade: bool = False
     initial_cwnd_packets: int = 4
     rto_initial_s: float = 1.0
     rto_min_s: float = 1.0
@@ -39,7 +51,8 @@ PROFILES = {
     "ns2": Profile(name="ns2", gap_filler_delayed=True, max_burst=4, chunk_header_bytes=16,
                    send_while_below_cwnd=True, grow_when_flight_reached_cwnd=True,
                    persistent_htna=True, cmt_delayed_ack=True, initial_cwnd_packets=2,
-                   rto_initial_s=3.0),
+                   rto_initial_s=3.0, restart_timer_on_cum_ack=True, path_max_retrans=5,
+                   cwnd_degrade=True),
 }
 
 

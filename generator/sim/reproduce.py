@@ -433,6 +433,157 @@ FIGURES["tcp4"] = Figure(
     ))
 
 
+MPTCP_BUFFERS = tuple(k * 1024 for k in (14, 28, 56, 64, 74, 112, 224, 449, 700, 899))
+MPTCP_WIRED_MBPS, MPTCP_WIFI_MBPS = 10.0, 6.0  # the paper's 10 Mbit/s cable; 802.11b's usable rate
+MPTCP_PAYLOAD = 1428  # Linux MPTCP: a 1460-byte MSS less timestamps (12) and the DSS option (20)
+
+
+def _mptcp_points(profile, seeds, nbytes, settings, buffers=MPTCP_BUFFERS):
+    """The MPTCP paper's test bed (Sec. IV): two subflows, wired and 802.11b, the loss and delay
+    set on the server's one interface, so both paths carry the same; settings: (loss, delay_ms)."""
+    return [pt for loss, delay in settings for pt in sw.grid(
+        protocol="mptcp", sndbufs=buffers, losses=(loss,), seeds=seeds,
+        bandwidths_mbps=(MPTCP_WIRED_MBPS,), delay_ms=delay, nbytes=nbytes, payload=MPTCP_PAYLOAD,
+        profile=profile, paths=2, loss_all_paths=True, path2_mbps=MPTCP_WIFI_MBPS)]
+
+
+def buffer_regions(part, x=sw.GAIN_THRESHOLD_PCT):
+    """Regions of gain over send buffers (the MPTCP and TCP papers' definition): runs of
+    consecutive grid buffers whose mean gain is >= x, as (from, to) in bytes, smallest first."""
+    regions, run = [], []
+    for buf, gain in zip(part.sndbuf, part.gain_pct):
+        if gain >= x:
+            run.append(int(buf))
+            continue
+        if run:
+            regions.append((run[0], run[-1]))
+        run = []
+    if run:
+        regions.append((run[0], run[-1]))
+    return regions
+
+
+def _kb_region(r):
+    return "none" if r is None else f"[{r[0] // 1024}KB, {r[1] // 1024}KB]"
+
+
+def _settings_curves(table, fixed, varying):
+    """The curves over send buffer with `fixed` held (e.g. delay_ms=10), one per value of
+    `varying`, in increasing order: [(value, curve sorted by send buffer)]."""
+    part = _curve(table, **fixed)
+    return [(v, part[part[varying] == v].sort_values("sndbuf")) for v in sorted(part[varying].unique())]
+
+
+def right_edge_order(fixed, varying, increasing):
+    """MPTCP Figs. 9 and 10: the right edge of the region of gain (the last buffer of the region
+    that starts smallest: gain grows as the buffer shrinks, Figs. 5/6) moves right as `varying` grows (increasing) or left (not increasing)."""
+    def judge(table):
+        edges = []
+        for v, part in _settings_curves(table, fixed, varying):
+            regions = buffer_regions(part)
+            edges.append((v, regions[0][1] if regions else 0))
+        label = {"loss": _pct, "delay_ms": lambda d: f"{d:g} ms"}[varying]
+        value = ", ".join(f"{label(v)}: {e // 1024 if e else 'no region'}"
+                          + ("KB" if e else "") for v, e in edges)
+        sizes = [e for _, e in edges]
+        pairs = list(zip(sizes, sizes[1:]))
+        ok = all(a <= b for a, b in pairs) if increasing else all(a >= b for a, b in pairs)
+        return value, "holds" if ok and len(set(sizes)) > 1 else (
+            "differs: the same edge for all" if ok else "differs: not ordered")
+    return judge
+
+
+def peak_order(fixed, varying, increasing):
+    """The peak gain of each curve grows (increasing) or falls with `varying`, a step within the
+    seeds' spread not counted against it."""
+    def judge(table):
+        peaks = [(v, *_peak_over_buffers(part)) for v, part in _settings_curves(table, fixed, varying)]
+        label = {"loss": _pct, "delay_ms": lambda d: f"{d:g} ms"}[varying]
+        value = ", ".join(f"{label(v)}: {g:.1f} % at {b // 1024}KB" for v, g, _, b in peaks)
+        bad = [f"{label(a[0])} vs {label(b[0])}" for a, b in zip(peaks, peaks[1:])
+               if (b[1] - a[1] if increasing else a[1] - b[1]) < -max(a[2], b[2], 1.0)]
+        return value, "holds" if not bad else "differs at " + ", ".join(bad)
+    return judge
+
+
+def _peak_over_buffers(part):
+    row = part.loc[part.gain_pct.idxmax()]
+    return float(row.gain_pct), float(row.gain_pct_std), int(row.sndbuf)
+
+
+def gain_falls_as_buffer_grows(table):
+    """MPTCP Figs. 5/6: per curve, the gain does not rise with the send buffer beyond the seeds'
+    spread (ties at 0 % for large buffers are fine)."""
+    rises, curves = [], table.groupby(["loss", "delay_ms"])
+    for (loss, delay), part in curves:
+        part = part.sort_values("sndbuf")
+        g, s, b = part.gain_pct.tolist(), part.gain_pct_std.tolist(), part.sndbuf.tolist()
+        rises += [f"{_pct(loss)}/{delay:g} ms at {b[i + 1] // 1024}KB" for i in range(len(g) - 1)
+                  if g[i + 1] > g[i] + max(s[i], s[i + 1], 1.0)]
+    value = f"{curves.ngroups - len({r.split(' at ')[0] for r in rises})} of {curves.ngroups} curves fall"
+    return value, "holds" if not rises else "differs: rises " + ", ".join(rises)
+
+
+def buffer_gain(sndbuf, loss, delay, significant=None, paper=None):
+    """The gain at one buffer and setting: >= 5 % (significant), below it (significant=False), or
+    near the paper's number."""
+    def judge(table):
+        row = table[(table.sndbuf == sndbuf) & (table.loss == loss) & (table.delay_ms == delay)]
+        if row.empty:
+            return "not run", "not run"
+        g = row.iloc[0]
+        value = f"{g.gain_pct:.1f} ± {g.gain_pct_std:.1f} %"
+        if paper is not None:
+            return value, _near(float(g.gain_pct), paper)
+        ok = (g.gain_pct >= sw.GAIN_THRESHOLD_PCT) == significant
+        return value, "holds" if ok else ("differs: below 5 %" if significant else "differs: >= 5 %")
+    return judge
+
+
+MPTCP5_SETTINGS = tuple((x, d) for x in (0.005, 0.01, 0.05) for d in (10.0, 50.0))
+MPTCP9_SETTINGS = ((0.005, 10.0), (0.01, 10.0), (0.05, 10.0))  # same delay, different loss
+MPTCP10_SETTINGS = ((0.01, 5.0), (0.01, 10.0), (0.01, 50.0), (0.01, 500.0))  # same loss, delays
+MPTCP_QUICK_BUFFERS = tuple(k * 1024 for k in (14, 28, 224, 899))
+
+FIGURES["mptcp5-6"] = Figure(
+    key="mptcp5-6", title="MPTCP gain vs send buffer, 2 subflows (10 + 6 Mbit/s), MPTCP paper Figs. 5/6",
+    curve=("loss", "delay_ms"), x="sndbuf",
+    grid=lambda prof, seeds, quick, nbytes: _mptcp_points(
+        prof, seeds, nbytes, ((0.01, 10.0), (0.05, 10.0)) if quick else MPTCP5_SETTINGS,
+        MPTCP_QUICK_BUFFERS if quick else MPTCP_BUFFERS),
+    statements=(
+        Statement("NR-SACKs never worse (MPTCP Figs. 5/6)", "holds", never_worse),
+        Statement("gain grows as the send buffer shrinks (MPTCP Figs. 5/6)", "every curve",
+                  gain_falls_as_buffer_grows),
+        Statement("899KB, 1 % loss, 10 ms: no significant gain (MPTCP Figs. 5, 7)", "< 5 %",
+                  buffer_gain(899 * 1024, 0.01, 10.0, significant=False)),
+        Statement("28KB, 1 % loss, 10 ms: significant gain (MPTCP Figs. 6, 8)", ">= 5 %",
+                  buffer_gain(28 * 1024, 0.01, 10.0, significant=True)),
+    ))
+
+FIGURES["mptcp9-10"] = Figure(
+    key="mptcp9-10", title="MPTCP gain vs send buffer: loss at 10 ms (Fig. 9), delay at 1 % (Fig. 10)",
+    curve=("loss", "delay_ms"), x="sndbuf",
+    grid=lambda prof, seeds, quick, nbytes: _mptcp_points(
+        prof, seeds, nbytes,
+        ((0.005, 10.0), (0.05, 10.0), (0.01, 10.0), (0.01, 500.0)) if quick
+        else tuple(dict.fromkeys(MPTCP9_SETTINGS + MPTCP10_SETTINGS)),
+        MPTCP_QUICK_BUFFERS if quick else MPTCP_BUFFERS),
+    statements=(
+        Statement("10 ms: right edge of the region smaller at higher loss (MPTCP Fig. 9, (i))",
+                  "edge falls as loss grows", right_edge_order(dict(delay_ms=10.0), "loss", False)),
+        Statement("10 ms: peak gain greater at higher loss (MPTCP Fig. 9, (ii))",
+                  "peak grows with loss", peak_order(dict(delay_ms=10.0), "loss", True)),
+        Statement("5 % loss: up to ~70 % at 14KB (MPTCP Fig. 9)", "~70 %",
+                  buffer_gain(14 * 1024, 0.05, 10.0, paper=70.0)),
+        Statement("1 % loss: right edge moves right as delay grows (MPTCP Fig. 10)",
+                  "edge grows with delay", right_edge_order(dict(loss=0.01), "delay_ms", True)),
+        Statement("1 % loss: gain greater at shorter delay (MPTCP Fig. 10)",
+                  "peak falls as delay grows", peak_order(dict(loss=0.01), "delay_ms", False)),
+        Statement("NR-SACKs never worse (MPTCP Figs. 9/10)", "holds", never_worse),
+    ))
+
+
 def judge(figure, table):
     """The side-by-side rows: one per statement, with each profile's value and verdict."""
     rows = []
@@ -517,7 +668,8 @@ def markdown(frame):
 @click.option("--serial", is_flag=True, help="no Dask: run in this process")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
 def reproduce(figure, profiles, seeds, nbytes, quick, scheduler, workers, serial, out_dir):
-    """Rerun a figure of the SCTP paper (7, 10-14) or the TCP paper (tcp4) in the simulator;
+    """Rerun a figure of the SCTP paper (7, 10-14), the TCP paper (tcp4) or the MPTCP paper
+    (mptcp5-6, mptcp9-10) in the simulator;
     write its sweep tables, a Plotly HTML and a PNG, and print the paper's statements beside the
     reproduced values."""
     from rich.progress import Progress

@@ -12,22 +12,27 @@ GAIN_THRESHOLD_PCT = 5.0  # metrics.md: x = 5 % by default, as in the papers
 
 def point(protocol="sctp", ack="sack", sndbuf=32768, loss=0.01, bandwidth_mbps=100.0,
           delay_ms=45.0, nbytes=1_000_000, seed=1, paths=1, payload=1000, loss_model="bernoulli",
-          burst=2.0, profile="rfc", ack_loss=0.0, duration_s=None):
-    """One simulation as a plain dict (picklable for Dask workers)."""
+          burst=2.0, profile="rfc", ack_loss=0.0, duration_s=None, loss_all_paths=False,
+          path2_mbps=None):
+    """One simulation as a plain dict (picklable for Dask workers). loss_all_paths: every path
+    loses `loss` (the MPTCP paper's set-up); path2_mbps: the other paths' bandwidth (None: the same)."""
     return dict(protocol=protocol, ack=ack, sndbuf=sndbuf, loss=loss, bandwidth_mbps=bandwidth_mbps,
                 delay_ms=delay_ms, bytes=nbytes, seed=seed, paths=paths, payload=payload,
                 loss_model=loss_model, burst=burst, profile=profile, ack_loss=ack_loss,
-                duration_s=duration_s)
+                duration_s=duration_s, loss_all_paths=loss_all_paths, path2_mbps=path2_mbps)
 
 
 def config_of(pt):
-    # CMT / MPTCP: path 1 carries `loss`, the others 0.08 % (the SCTP paper's CMT set-up)
-    if pt["paths"] == 1:
-        losses = [pt["loss"]]
+    # CMT / MPTCP: the last path carries `loss`, the others 0.08 % (the SCTP paper's CMT set-up),
+    # or all of them carry it (the MPTCP paper's, loss set on the server's one interface)
+    if pt["paths"] == 1 or pt.get("loss_all_paths"):
+        losses = [pt["loss"]] * pt["paths"]
     else:
         losses = [0.0008] * (pt["paths"] - 1) + [pt["loss"]]
-    paths = tuple(PathConfig(bandwidth_bps=pt["bandwidth_mbps"] * 1e6, delay_s=pt["delay_ms"] / 1e3,
-                             loss=x, ack_loss=pt.get("ack_loss", 0.0)) for x in losses)
+    others = pt.get("path2_mbps") or pt["bandwidth_mbps"]
+    paths = tuple(PathConfig(bandwidth_bps=(pt["bandwidth_mbps"] if i == 0 else others) * 1e6,
+                             delay_s=pt["delay_ms"] / 1e3, loss=x, ack_loss=pt.get("ack_loss", 0.0))
+                  for i, x in enumerate(losses))
     return SimConfig(protocol=pt["protocol"], ack=pt["ack"], sndbuf=pt["sndbuf"],
                      total_bytes=pt["bytes"], paths=paths, seed=pt["seed"], payload=pt["payload"],
                      loss_model=pt["loss_model"], burst=pt["burst"],
