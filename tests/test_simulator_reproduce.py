@@ -86,6 +86,8 @@ def test_every_figure_has_a_quick_grid_under_both_profiles(figure):
         assert len(points) <= 200  # quick stays quick
 
 
+@pytest.mark.browser
+@pytest.mark.slow
 def test_quick_mptcp_figures_5_6_run_both_paths_lossy_and_judge_buffers(tmp_path):
     r = run_cli("mptcp5-6", "--quick", "--workers", "2", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
