@@ -51,9 +51,15 @@ static void refresh_figures(rtxq_update_t *u, flow_dir_t *d)
 
 #define VANTAGE_RATIO 2.5 /* one handshake gap this many times the other puts the capture by one end */
 
+/* Captures can claim any time (a pcapng if_tsresol of whole seconds with huge values): seconds are
+ * clamped to +-2^62 ns, about 146 years either side of 1970, so the time and any difference of two
+ * times stay inside 64 bits instead of overflowing (undefined behaviour in C). */
+#define TIME_LIMIT_S (G_GINT64_CONSTANT(4611686018))
+
 gint64 nrsack_time_ns(const packet_info *pinfo)
 {
-    return (gint64)pinfo->abs_ts.secs * 1000000000 + pinfo->abs_ts.nsecs;
+    gint64 secs = CLAMP((gint64)pinfo->abs_ts.secs, -TIME_LIMIT_S, TIME_LIMIT_S);
+    return secs * 1000000000 + pinfo->abs_ts.nsecs;
 }
 
 void handshake_step(handshake_t *hs, int step, const packet_info *pinfo)
