@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from support.paths import REPO
+from support.paths import REPO, source_copy
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +26,8 @@ def run(*args, cwd, timeout=600, env=None):
 def venv(tmp_path_factory):
     """A fresh venv holding only the built wheel and its dependencies (at constraints.txt's versions)."""
     work = tmp_path_factory.mktemp("wheel")
-    built = run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", work / "dist", REPO, cwd=work)
+    built = run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", work / "dist",
+                source_copy(work / "src"), cwd=work)
     assert built.returncode == 0, built.stderr[-2000:]
     (wheel,) = (work / "dist").glob("nrsack-*.whl")
     made = run(sys.executable, "-m", "venv", work / "venv", cwd=work)

@@ -15,6 +15,7 @@ import click
 import pytest
 
 from support import tshark
+from support.paths import source_copy
 from nrsack.wireshark import install as installer
 
 pytestmark = pytest.mark.tshark
@@ -34,8 +35,10 @@ def world_readable(folder: Path):
 def package():
     """nrsack pip-installed into a folder the test user can read, with click beside it."""
     folder = Path(tempfile.mkdtemp(prefix="nrsack-pkg-"))
+    source = source_copy(Path(tempfile.mkdtemp(prefix="nrsack-src-")))
     proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                           "--target", str(folder), str(tshark.REPO)], capture_output=True, text=True)
+                           "--target", str(folder), str(source)], capture_output=True, text=True)
+    shutil.rmtree(source, ignore_errors=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     shutil.copytree(Path(click.__file__).parent, folder / "click")
     world_readable(folder)

@@ -7,3 +7,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = Path(os.environ.get("NRSACK_SAMPLE_PCAPS", REPO / "sample-pcaps"))
 CONFORMANCE = SAMPLES / "conformance"
+
+
+def source_copy(dest: Path) -> Path:
+    """The repository's tracked files copied to dest: pip builds a local folder in place (its build/),
+    so two builds of REPO itself at once, in two test workers, would overwrite each other's files."""
+    import subprocess
+
+    tracked = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z"], capture_output=True, check=True).stdout
+    for name in filter(None, tracked.decode().split("\0")):
+        source, target = REPO / name, dest / name
+        if source.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read_bytes())
+    return dest
