@@ -10,6 +10,8 @@ import random
 import struct
 import zlib
 
+from support.pcaps import FSACK_INIT, NR_SACK, chunk, data_chunk, init_chunk, nr_sack_chunk
+
 EPOCH = 1_700_000_000
 A, B = bytes([192, 0, 2, 1]), bytes([198, 51, 100, 2])
 LINK_ETHERNET, LINK_RAW = 1, 101
@@ -59,26 +61,6 @@ def sctp_packet(vtag, chunks, sport=5000, dport=5001):
     return body[:8] + struct.pack("<I", crc) + body[12:]
 
 
-def chunk(ctype, body, flags=0):
-    raw = struct.pack("!BBH", ctype, flags, 4 + len(body)) + body
-    return raw + b"\0" * (-len(raw) % 4)
-
-
-def data_chunk(tsn, size):
-    return chunk(0, struct.pack("!IHHI", tsn & 0xFFFFFFFF, 0, 0, 0) + b"d" * size, flags=3)
-
-
-def nr_sack_chunk(cum, r=(), nr=(), n_r=None, n_nr=None):
-    body = struct.pack("!IIHHHH", cum & 0xFFFFFFFF, 65536, len(r) if n_r is None else n_r,
-                       len(nr) if n_nr is None else n_nr, 0, 0)
-    return chunk(0x10, body + b"".join(struct.pack("!HH", s, e) for s, e in (*r, *nr)))
-
-
-def init_chunk(tag, tsn, ack=False):
-    ext = struct.pack("!HHBB", 0x8008, 6, 0x10, 0xA0) + b"\0\0"
-    return chunk(2 if ack else 1, struct.pack("!IIHHI", tag, 65536, 2, 2, tsn) + ext)
-
-
 # ---- well-formed transfers: [(time in s, direction 0 = A->B, IP payload bytes, IP protocol)] ----
 
 def tcp_transfer(segments=12, size=1000, isn=0x7FFFFF00, loss=(3,)):
@@ -113,8 +95,8 @@ def tcp_transfer(segments=12, size=1000, isn=0x7FFFFF00, loss=(3,)):
 
 def sctp_transfer(chunks=12, size=800, tsn0=0xFFFFFFF8, loss=(2,)):
     """An NR-SACK association A -> B; TSNs wrap inside the transfer."""
-    out = [(0.0, 0, sctp_packet(0, [init_chunk(0x1111, tsn0)]), 132),
-           (0.01, 1, sctp_packet(0x1111, [init_chunk(0x2222, 1, ack=True)], 5001, 5000), 132),
+    out = [(0.0, 0, sctp_packet(0, [init_chunk(0x1111, tsn0, ext=[NR_SACK, FSACK_INIT])]), 132),
+           (0.01, 1, sctp_packet(0x1111, [init_chunk(0x2222, 1, ext=[NR_SACK, FSACK_INIT], ack=True)], 5001, 5000), 132),
            (0.011, 0, sctp_packet(0x2222, [chunk(0x0A, b"cookie00")]), 132),
            (0.02, 1, sctp_packet(0x1111, [chunk(0x0B, b"")], 5001, 5000), 132)]
     t = 0.03
@@ -129,7 +111,7 @@ def sctp_transfer(chunks=12, size=800, tsn0=0xFFFFFFF8, loss=(2,)):
             while (cum - tsn0 + 1) in got:
                 cum += 1
             nr = [(k2 - (cum - tsn0), k2 - (cum - tsn0)) for k2 in sorted(got) if tsn0 + k2 > cum]
-            out.append((t + 0.004, 1, sctp_packet(0x1111, [nr_sack_chunk(cum, nr=nr[:1])], 5001, 5000), 132))
+            out.append((t + 0.004, 1, sctp_packet(0x1111, [nr_sack_chunk(cum, nr_gaps=nr[:1])], 5001, 5000), 132))
     for k in loss:
         out.append((t + 0.05, 0, sctp_packet(0x2222, [data_chunk(tsn0 + k, size)]), 132))
     out.append((t + 0.06, 1, sctp_packet(0x1111, [nr_sack_chunk(tsn0 + chunks - 1)], 5001, 5000), 132))
@@ -283,7 +265,7 @@ def build_all():
     put("sctp-ack-2pow31-away", pcap_bytes(plain_records(ip_frames(far_sctp))))
     bad_counts = list(sctp_frames)
     bad_counts.insert(7, (bad_counts[6][0] + 0.0001, 1, sctp_packet(0x1111, [nr_sack_chunk(
-        0xFFFFFFF8, nr=[(2, 1)], n_r=4000, n_nr=4000)], 5001, 5000), 132))
+        0xFFFFFFF8, nr_gaps=[(2, 1)], n_r=4000, n_nr=4000)], 5001, 5000), 132))
     put("sctp-nrsack-counts-lie", pcap_bytes(plain_records(ip_frames(bad_counts))))
     # DSS options with random flags and lengths
     for seed in range(12):
@@ -309,23 +291,18 @@ def many_blocks_capture(path, blocks, acks, data=True):
     """An NR-SACK association whose receiver sends `acks` NR-SACKs of `blocks` R and `blocks` NR gap
     blocks each (every other TSN of 4 * blocks outstanding TSNs: R, NR, R, NR ...); data=False leaves
     out the DATA chunks, so checking it costs the acks alone. For the check's bench and the dashboard."""
-    def init(ack):
-        ext = struct.pack("!HHBB", 0x8008, 6, 0x10, 0) + b"\0\0"
-        return chunk(2 if ack else 1, struct.pack("!IIHHI", 2 if ack else 1, 1 << 20, 1, 1, 1) + ext)
-
-    transfer = [(0.0, 0, sctp_packet(0, [init(False)]), 132), (0.001, 1, sctp_packet(1, [init(True)], sport=5001, dport=5000), 132)]
+    transfer = [(0.0, 0, sctp_packet(0, [init_chunk(1, 1, ext=[NR_SACK])]), 132),
+                (0.001, 1, sctp_packet(1, [init_chunk(2, 1, ext=[NR_SACK], ack=True)], sport=5001, dport=5000), 132)]
     t, tsns = 0.002, 4 * blocks + 2
     for first in range(1, tsns + 1 if data else 1, 700):  # DATA chunks of 4 bytes, 700 to a packet
-        chunks = [chunk(0, struct.pack("!IHHI", tsn, 0, 0, 0) + b"data", 3)
-                  for tsn in range(first, min(first + 700, tsns + 1))]
+        chunks = [data_chunk(tsn, size=4) for tsn in range(first, min(first + 700, tsns + 1))]
         transfer.append((t, 0, sctp_packet(2, chunks), 132))
         t += 0.0001
     # cum ack 1; gap blocks at offsets 2, 4, 6 ... alternately R and NR, each one TSN
     r = [(2 + 4 * k, 2 + 4 * k) for k in range(blocks)]
     nr = [(4 + 4 * k, 4 + 4 * k) for k in range(blocks)]
     for k in range(acks):
-        body = struct.pack("!IIHHHH", 1, 1 << 20, len(r), len(nr), 0, 0)
-        body += b"".join(struct.pack("!HH", s, e) for s, e in r + nr)
-        transfer.append((t + 0.01 * (k + 1), 1, sctp_packet(1, [chunk(0x10, body)], sport=5001, dport=5000), 132))
+        transfer.append((t + 0.01 * (k + 1), 1, sctp_packet(1, [nr_sack_chunk(1, r, nr)], sport=5001, dport=5000),
+                         132))
     with open(path, "wb") as f:
         f.write(pcap_bytes(plain_records(ip_frames(transfer, link=LINK_RAW)), link=LINK_RAW))
