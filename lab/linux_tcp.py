@@ -157,19 +157,26 @@ def send(host, total, sndbuf, message, out, timeout_s):
                                      "samples": samples}))
 
 
-def namespaces_unavailable():
-    """None when this process can build the namespaces, else why not (one line)."""
+def namespace_problem(tools=("ip",)):
+    """None when this process can make network namespaces and run `tools`, else why not (one line).
+    The tests that build namespaces of their own ask this too."""
     if os.geteuid() != 0:
-        return "linux-tcp needs root (network namespaces); run as root or use --stack usrsctp"
-    for tool in ("ip", "tc", "tcpdump"):
+        return "needs root (network namespaces)"
+    for tool in tools:
         if not shutil.which(tool):
-            return f"linux-tcp needs {tool} on PATH"
+            return f"needs {tool} on PATH"
     probe = f"nrlab-probe-{os.getpid()}"
     made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
     if made.returncode != 0:
-        return f"network namespaces unavailable: {made.stderr.strip()}"
+        return f"cannot make network namespaces: {made.stderr.strip()}"
     subprocess.run(["ip", "netns", "del", probe], capture_output=True)
     return None
+
+
+def namespaces_unavailable():
+    """None when linux-tcp runs can be made here, else why not (one line)."""
+    problem = namespace_problem(("ip", "tc", "tcpdump"))
+    return problem and f"linux-tcp {problem}; run as root or use --stack usrsctp"
 
 
 def remove_stale_namespaces():

@@ -11,7 +11,6 @@ EAGAIN until writable, and samples TCP_INFO every millisecond from a second thre
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import numpy as np
 import pytest
 
 from nrsack.analyzer import analyze
+from nrsack.lab.linux_tcp import namespace_problem
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -98,23 +98,9 @@ def run(*cmd, check=True):
     return subprocess.run(list(cmd), check=check, capture_output=True, text=True)
 
 
-def namespaces_available():
-    if os.geteuid() != 0:
-        return "needs root for network namespaces"
-    for tool in ("ip", "nft", "tcpdump", "tc"):
-        if not shutil.which(tool):
-            return f"needs {tool}"
-    probe = f"nrsack-probe-{os.getpid()}"
-    result = run("ip", "netns", "add", probe, check=False)
-    if result.returncode != 0:
-        return f"network namespaces unavailable: {result.stderr.strip()}"
-    run("ip", "netns", "del", probe, check=False)
-    return None
-
-
 @pytest.fixture(scope="module")
 def transfer(tmp_path_factory):
-    reason = namespaces_available()
+    reason = namespace_problem(("ip", "nft", "tcpdump", "tc"))
     if reason:
         pytest.skip(f"real-TCP test skipped: {reason}")
     d = tmp_path_factory.mktemp("realtcp")

@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from nrsack.analyzer import check
 from nrsack.analyzer import events as E
 from nrsack.cli import main
+from nrsack.lab.linux_tcp import namespace_problem
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -29,17 +30,13 @@ DROP_ONE_IN = 20
 
 def namespaces_available():
     """None when network namespaces and raw sockets can be used, else why not."""
-    if os.geteuid() != 0:
-        return "network namespaces need root"
+    problem = namespace_problem(("ip", "nft", "tcpdump"))
+    if problem:
+        return problem
     try:
         socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP).close()
     except OSError as error:
         return f"raw sockets unavailable ({error})"
-    probe = f"nrsk-probe-{os.getpid()}"
-    made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
-    if made.returncode != 0:
-        return f"network namespaces unavailable: {made.stderr.strip()}"
-    subprocess.run(["ip", "netns", "del", probe], check=True)
     return None
 
 
