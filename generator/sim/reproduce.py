@@ -450,17 +450,7 @@ def _mptcp_points(profile, seeds, nbytes, settings, buffers=MPTCP_BUFFERS):
 def buffer_regions(part, x=sw.GAIN_THRESHOLD_PCT):
     """Regions of gain over send buffers (the MPTCP and TCP papers' definition): runs of
     consecutive grid buffers whose mean gain is >= x, as (from, to) in bytes, smallest first."""
-    regions, run = [], []
-    for buf, gain in zip(part.sndbuf, part.gain_pct):
-        if gain >= x:
-            run.append(int(buf))
-            continue
-        if run:
-            regions.append((run[0], run[-1]))
-        run = []
-    if run:
-        regions.append((run[0], run[-1]))
-    return regions
+    return sw.runs_at_least([int(b) for b in part.sndbuf], part.gain_pct, x)
 
 
 def _kb_region(r):

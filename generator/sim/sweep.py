@@ -132,6 +132,22 @@ def gain_table(runs):
     return table.reset_index()
 
 
+def runs_at_least(points, gains, x=GAIN_THRESHOLD_PCT):
+    """[(first, last)] of the runs of consecutive grid points (in the order given) whose mean gain
+    is at least x %: the regions of gain along one axis."""
+    runs, run = [], []
+    for point, gain in zip(points, gains):
+        if gain >= x:
+            run.append(point)
+            continue
+        if run:
+            runs.append((run[0], run[-1]))
+        run = []
+    if run:
+        runs.append((run[0], run[-1]))
+    return runs
+
+
 def regions_of_gain(table, x=GAIN_THRESHOLD_PCT):
     """Per send buffer (and bandwidth, delay): the loss-rate intervals [a, b] over which the mean
     gain is at least x %, as runs of consecutive grid points."""
@@ -139,16 +155,6 @@ def regions_of_gain(table, x=GAIN_THRESHOLD_PCT):
     group = ["profile", "protocol", "sndbuf", "bandwidth_mbps", "delay_ms"]
     for key, part in table.groupby(group):
         part = part.sort_values("loss")
-        run = []
-        for loss, gain in zip(part.loss, part.gain_pct):
-            if gain >= x:
-                run.append(loss)
-                continue
-            if run:
-                rows.append((*key, run[0], run[-1]))
-            run = []
-        if run:
-            rows.append((*key, run[0], run[-1]))
-        if not any(r[:len(group)] == key for r in rows):
-            rows.append((*key, np.nan, np.nan))
+        runs = runs_at_least(part.loss, part.gain_pct, x) or [(np.nan, np.nan)]
+        rows.extend((*key, first, last) for first, last in runs)
     return pd.DataFrame(rows, columns=group + ["loss_from", "loss_to"])
