@@ -2,10 +2,10 @@
 stack, in parallel on Dask, with the simulator's tables (gain, p/q, regions of gain)."""
 
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
-import pandas as pd
-
+from nrsack.generator.sim import sweep as sim_sweep
 
 
 def grid(base, sndbufs, losses, seeds):
@@ -31,23 +31,9 @@ def run_point(cfg, out_dir):
 
 
 def run(configs, out_dir, scheduler=None, workers=None, progress=None):
-    """Every run on a local Dask cluster (or the one at `scheduler`); each run is a child process."""
-    from dask.distributed import Client, LocalCluster, as_completed
-
-    def gather(client):
-        futures = client.map(run_point, configs, out_dir=str(out_dir), pure=False)
-        rows = []
-        for future in as_completed(futures):
-            rows.append(future.result())
-            if progress:
-                progress()
-        return rows
-
-    if scheduler:
-        with Client(scheduler) as client:
-            return pd.DataFrame(gather(client))
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
-        return pd.DataFrame(gather(client))
+    """Every run through the simulator's sweep runner (a local Dask cluster, the one at `scheduler`,
+    or a process pool without Dask); each run is a child process of its own."""
+    return sim_sweep.run(configs, scheduler=scheduler, workers=workers, progress=progress,
+                         task=partial(run_point, out_dir=str(out_dir)))
 
 

@@ -53,13 +53,14 @@ def grid(protocol="sctp", sndbufs=(8192, 32768, 65536), losses=(0.0, 0.01), seed
             for s in range(1, seeds + 1) for ack in ("sack", "nrsack")]
 
 
-def run(points, scheduler=None, workers=None, serial=False, progress=None):
-    """Run every point: serially, on a local Dask cluster, or on the cluster at `scheduler`.
-    progress: called once per finished point (for a progress bar)."""
+def run(points, scheduler=None, workers=None, serial=False, progress=None, task=run_point):
+    """Run task(point) for every point: serially, on a local Dask cluster, or on the cluster at
+    `scheduler`; one row each, in the points' order. progress: called once per finished point (for
+    a progress bar). task: a picklable callable (the lab passes its own runs)."""
     if serial:
         results = []
         for p in points:
-            results.append(run_point(p))
+            results.append(task(p))
             if progress:
                 progress()
         return pd.DataFrame(results)
@@ -68,34 +69,34 @@ def run(points, scheduler=None, workers=None, serial=False, progress=None):
     except ImportError:
         if scheduler:
             raise RuntimeError("a Dask scheduler needs the sweep extra: pip install 'nrsack[sweep]'") from None
-        return pd.DataFrame(_in_process_pool(points, workers, progress))
+        return pd.DataFrame(_in_process_pool(task, points, workers, progress))
 
     if scheduler:
         with Client(scheduler) as client:
-            results = _gather(client, points, progress)
+            results = _gather(client, task, points, progress)
     else:
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                           dashboard_address=None) as cluster, Client(cluster) as client:
-            results = _gather(client, points, progress)
+            results = _gather(client, task, points, progress)
     return pd.DataFrame(results)
 
 
-def _in_process_pool(points, workers, progress):
+def _in_process_pool(task, points, workers, progress):
     """Without Dask (the sweep extra not installed): the same runs on this machine's cores."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(run_point, p) for p in points]
+        futures = [pool.submit(task, p) for p in points]
         if progress:
             for _ in as_completed(futures):
                 progress()
         return [f.result() for f in futures]  # in the points' order
 
 
-def _gather(client, points, progress):
+def _gather(client, task, points, progress):
     from dask.distributed import as_completed
 
-    futures = client.map(run_point, points, pure=False)
+    futures = client.map(task, points, pure=False)
     if progress:
         for _ in as_completed(futures):
             progress()
