@@ -1,0 +1,148 @@
+/* nrsack's scoreboard core: one sender direction's state machine (docs/scoreboard.md), in plain C11
+ * (no glib, no Python, no Wireshark headers), compiled into the C plugin (CMake) and into the
+ * analyzer's extension (setuptools). The Lua plugin translates it line by line with the same names;
+ * the simulator keeps its own engines on purpose (the independent oracle).
+ *
+ * Units are bytes (TCP, MPTCP data level) or TSNs (SCTP: each TSN weighs the payload bytes of its
+ * first captured transmission). Serials are 64-bit unwrapped sequence numbers; every figure is kept
+ * as the state changes, so reading one costs nothing.
+ *
+ * Functions that allocate return 0, or -1 when memory ran out (the state is then unchanged or only
+ * partly updated and must be freed); callers raise or mark that, they never go on silently. */
+#ifndef NRSACK_CORE_H
+#define NRSACK_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- serial numbers (docs/scoreboard.md "Units and serial numbers") ---- */
+
+/* The anchor sits at 2^32 + its 32-bit value, so serials a little below it stay positive. */
+#define SERIAL_ORIGIN ((uint64_t)1 << 32)
+/* A 32-bit value that unwraps further than this from the highest serial seen (the largest TCP
+ * window, scale 14) is not adopted unless the next far value agrees with it (a real jump). */
+#define SERIAL_FAR ((uint64_t)1 << 30)
+
+typedef struct {
+    int anchored;        /* highest holds a real value */
+    uint64_t highest;    /* highest serial seen: the reference of the unwrapping rule */
+    int candidate_set;   /* a far value waits for confirmation */
+    uint64_t candidate;
+} serial_space_t;
+
+enum { SERIAL_OK = 0, SERIAL_FAR_AWAY = 1 };
+
+/* The handshake's initial number (INIT / INIT-ACK initial TSN, SYN ISN + 1, MPTCP IDSN's low 32
+ * bits) anchors the space; called before any unwrap, or it only fixes the reference again. */
+void serial_anchor(serial_space_t *s, uint32_t initial);
+/* v -> the 64-bit serial nearest to the highest seen (RFC 1982 distance). Returns SERIAL_FAR_AWAY,
+ * leaving *out set but the reference unchanged, when v lands more than SERIAL_FAR away and no
+ * earlier far value agrees with it: the caller feeds nothing and reports it (GEN-01 / decisions 33). */
+int serial_unwrap(serial_space_t *s, uint32_t v, uint64_t *out);
+/* Wire values 64 bits wide (MPTCP DSN / DATA ACK in 8-octet form) are taken as they are. */
+uint64_t serial_take64(serial_space_t *s, uint64_t v);
+
+/* ---- interval sets ---- */
+
+typedef struct { uint64_t lo, hi; } ival_t; /* [lo, hi) */
+
+/* Sorted, disjoint, non-touching intervals, with their units and weight kept as they change. */
+typedef struct {
+    ival_t *v;
+    size_t n, cap;
+    uint64_t units;   /* serials covered */
+    uint64_t weight;  /* bytes covered (TSN mode: the TSNs' sizes) */
+} iset_t;
+
+/* TSN -> the payload bytes of its first captured transmission, for TSNs in the window (from the
+ * lowest outstanding one; grows downwards too, for TSNs that arrive below the first one seen). */
+typedef struct {
+    uint64_t base;
+    uint32_t *size;   /* size[i]: TSN base + i; 0 = not seen */
+    size_t n, cap;
+} weights_t;
+
+/* How far above the oldest unacked TSN (or, before any ack, the lowest seen) a TSN may lie. */
+#define SB_TSN_WINDOW ((uint64_t)1 << 20)
+
+/* ---- the scoreboard ---- */
+
+typedef struct {
+    int tsn_units;          /* SCTP */
+    serial_space_t space;   /* this direction's sequence space (data serials and acks about them) */
+    int have_data, cum_known;
+    uint64_t cum;           /* first unit not cum-acked; never moves backwards */
+    uint64_t snd_max;       /* end of the highest unit sent */
+    uint64_t lowest;        /* lowest serial sent: the anchor without a handshake */
+    iset_t sent;            /* transmitted at least once, at or above cum */
+    iset_t sacked;          /* reported in an R or NR block, sticky above cum */
+    iset_t nracked;         /* reported non-renegable, sticky above cum */
+    weights_t weights;      /* TSN mode only */
+    int gap_open;           /* the last non-stale ack reported a block above its cum */
+    uint64_t data_bytes;    /* first transmissions' bytes since the start */
+    uint64_t acked_bytes;   /* of those, the bytes cum-acked */
+} scoreboard_t;
+
+typedef struct {
+    int out_of_window;      /* too far from the oldest unacked unit: fed nothing (GEN-01) */
+    int below_cum;          /* part of it was cum-acked before (NR-04 / TN-04 / MN-04) */
+    int was_nracked;        /* part of it was NR-acked before */
+    int retransmission;     /* no part of it was new */
+    uint64_t new_units, new_bytes;
+} sb_data_facts_t;
+
+/* Which NR-acked units above the cum ack a later, non-stale ack must still report (decisions 16). */
+typedef enum {
+    REVOKE_NONE,     /* says nothing about non-renegable data (SCTP SACK, TCP SACK) */
+    REVOKE_ALL,      /* every one (SCTP NR-SACK) */
+    REVOKE_IN_SPAN,  /* those inside its R blocks or inside the span of its NR blocks (TCP, MPTCP) */
+} sb_revoke_t;
+
+#define SB_MAX_REPORTED 16
+typedef struct {
+    int stale;                  /* cum below the state's (NR-07): only the blocks' union applies */
+    int beyond_sent;            /* cum or a block ends beyond snd_max (NR-09) */
+    int r_and_nr;               /* a unit in both an R and an NR block of this ack (NR-02) */
+    int gap_open;
+    uint64_t freed_units, freed_bytes; /* reported non-renegable for the first time */
+    uint64_t acked_units;       /* cum advance, in units */
+    size_t n_revoked;           /* revoked intervals: they stay in nracked (first SB_MAX_REPORTED kept) */
+    uint64_t revoked_units;
+    ival_t revoked[SB_MAX_REPORTED];
+} sb_ack_facts_t;
+
+typedef struct {
+    uint64_t rtxq_sack;    /* weight of sent */
+    uint64_t sacked;       /* weight of sacked */
+    uint64_t nr_acked;     /* weight of nracked */
+    uint64_t rtxq_nr;      /* rtxq_sack - nr_acked */
+    uint64_t rtxq_whatif;  /* rtxq_sack - sacked */
+    uint64_t units_sack, units_sacked, units_nr; /* the same three sets in units */
+} sb_figures_t;
+
+void sb_init(scoreboard_t *sb, int tsn_units);
+void sb_free(scoreboard_t *sb);
+/* dst becomes a copy of src (keep_data 0: only the ack state, cum and gap_open: a path that has not
+ * sent yet). dst must be freed or never used. */
+int sb_copy(scoreboard_t *dst, const scoreboard_t *src, int keep_data);
+
+/* A transmission of [lo, hi): TCP / MPTCP bytes, or one TSN [tsn, tsn + 1) weighing tsn_size. */
+int sb_data(scoreboard_t *sb, uint64_t lo, uint64_t hi, uint32_t tsn_size, sb_data_facts_t *f);
+/* A SACK / NR-SACK / TCP SACK and NR options / MPTCP DSS: blocks may be unsorted or overlapping. */
+int sb_ack(scoreboard_t *sb, uint64_t cum, const ival_t *r, size_t n_r, const ival_t *nr, size_t n_nr,
+           sb_revoke_t revoke, sb_ack_facts_t *f);
+/* Units known received above cum without a block (MPTCP subflow acks, decisions 12). */
+int sb_received(scoreboard_t *sb, const ival_t *r, size_t n_r);
+
+void sb_figures(const scoreboard_t *sb, sb_figures_t *f);
+/* metrics.md: B - rtxq < S, with rtxq_nr when NR-SACK is in use (decisions 7), else rtxq_sack. */
+int sb_blocked(const sb_figures_t *f, uint64_t sndbuf, uint64_t full_packet, int nr_in_use);
+/* Bytes of [lo, hi) (TSN mode: the sizes of the TSNs in the window). */
+uint64_t sb_bytes(const scoreboard_t *sb, uint64_t lo, uint64_t hi);
+
+/* ---- wire blocks to units ---- */
+
+/* SCTP gap block (start, end offsets from the cum TSN ack) -> TSNs [cum_tsn + start, cum_tsn + end + 1). */
+ival_t sctp_gap_block(uint64_t cum_tsn, uint16_t start, uint16_t end);
+
+#endif
