@@ -41,7 +41,8 @@ SCTP_NR_SACK = 16
 def revoke_modes(level, events: F.FlowEvents, part: F.Part) -> np.ndarray:
     """Per row of `part`: which earlier NR-acked units the ack must still report (decisions.md 16)."""
     if isinstance(level, (F.SctpLevel, F.SctpPathLevel)):
-        return np.where(events["chunk"][part.pos] == SCTP_NR_SACK, REVOKE_ALL, REVOKE_NONE).astype(np.int8)
+        chunk = events.cap.ev["chunk"][events.rows[part.pos]]  # the part's rows only, not the flow's
+        return ((chunk == SCTP_NR_SACK) * REVOKE_ALL).astype(np.int8)
     mode = REVOKE_IN_SPAN | (BOARD_RECEIVED if isinstance(level, F.MptcpLevel) else 0)
     return np.full(len(part.pos), mode, np.int8)
 

@@ -79,6 +79,7 @@ int sb_data(scoreboard_t *sb, uint64_t lo, uint64_t hi, uint32_t tsn_size, sb_da
 /* Copies blocks into a scratch vector, sorted and merged. */
 static int normalized(iset_t *out, const ival_t *v, size_t n) {
     out->n = 0;
+    if (!n) return 0;
     if (n > out->cap) {
         ival_t *grown = realloc(out->v, n * sizeof *grown);
         if (!grown) return -1;
@@ -140,6 +141,7 @@ static int find_revoked(scoreboard_t *sb, sb_revoke_t revoke, sb_ack_facts_t *f)
 
 /* Joins blocks (sorted), clipped to sent, to `into`; *added gets the weight newly covered. */
 static int join_clipped(scoreboard_t *sb, iset_t *into, const iset_t *blocks, uint64_t *added) {
+    if (!blocks->n) return 0;
     iset_t *clip = &sb->work[WORK_CLIP];
     clip->n = 0;
     if (iset_clip(&sb->sent, blocks->v, blocks->n, clip) < 0) return -1;
@@ -173,8 +175,9 @@ int sb_ack(scoreboard_t *sb, uint64_t cum, const ival_t *r, size_t n_r, const iv
     }
     f->gap_open = sb->gap_open;
     /* R and NR blocks together join sacked; the NR ones join nracked */
-    if (normalized(all, R->v, R->n) < 0) return -1;
-    if (N->n) {
+    const iset_t *reported = N->n ? R->n ? all : N : R;
+    if (reported == all) {
+        if (normalized(all, R->v, R->n) < 0) return -1;
         if (all->n + N->n > all->cap) {
             ival_t *grown = realloc(all->v, (all->n + N->n) * sizeof *grown);
             if (!grown) return -1;
@@ -185,7 +188,7 @@ int sb_ack(scoreboard_t *sb, uint64_t cum, const ival_t *r, size_t n_r, const iv
         all->n = ivals_normalize(all->v, all->n + N->n);
     }
     uint64_t sacked_weight = 0, nr_units = sb->nracked.units;
-    if (join_clipped(sb, &sb->sacked, all, &sacked_weight) < 0 ||
+    if (join_clipped(sb, &sb->sacked, reported, &sacked_weight) < 0 ||
         join_clipped(sb, &sb->nracked, N, &f->freed_bytes) < 0)
         return -1;
     f->freed_units = sb->nracked.units - nr_units;

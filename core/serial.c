@@ -7,7 +7,7 @@
  * is not adopted: it is reported SERIAL_FAR_AWAY and becomes a candidate; if the next far value lies
  * within SERIAL_FAR of that candidate, the space really jumped (a capture that missed a gigabyte) and
  * the second value is adopted as the new reference. Any value near the reference clears the
- * candidate. */
+ * candidate. Serials never go below 0. */
 #include "nrsack_core.h"
 
 uint64_t serial_near(uint64_t reference, uint32_t v) {
@@ -26,6 +26,10 @@ void serial_anchor(serial_space_t *s, uint32_t initial) {
     s->candidate_set = 0;
 }
 
+/* Serials live in [0, 2^63): a value that would unwrap below 0 (hostile jumps downwards past the
+ * anchor's room) is far away too, and never a candidate. */
+static int below_zero(uint64_t x) { return (int64_t)x < 0; }
+
 int serial_unwrap(serial_space_t *s, uint32_t v, uint64_t *out) {
     if (!s->anchored) {
         serial_anchor(s, v);
@@ -33,24 +37,24 @@ int serial_unwrap(serial_space_t *s, uint32_t v, uint64_t *out) {
         return SERIAL_OK;
     }
     uint64_t x = serial_near(s->highest, v);
-    if (distance(x, s->highest) > SERIAL_FAR) {
-        uint64_t near_candidate = s->candidate_set ? serial_near(s->candidate, v) : 0;
-        if (!s->candidate_set || distance(near_candidate, s->candidate) > SERIAL_FAR) {
-            s->candidate_set = 1;
-            s->candidate = x;
-            *out = x;
-            return SERIAL_FAR_AWAY;
-        }
-        /* confirmed: the space jumped, in either direction */
+    *out = x;
+    if (!below_zero(x) && distance(x, s->highest) <= SERIAL_FAR) {
         s->candidate_set = 0;
-        s->highest = near_candidate;
-        *out = near_candidate;
+        if (x > s->highest) s->highest = x;
         return SERIAL_OK;
     }
-    s->candidate_set = 0;
-    if (x > s->highest) s->highest = x;
-    *out = x;
-    return SERIAL_OK;
+    if (s->candidate_set) {
+        uint64_t y = serial_near(s->candidate, v);
+        if (!below_zero(y) && distance(y, s->candidate) <= SERIAL_FAR) {
+            /* confirmed: the space jumped, in either direction */
+            s->candidate_set = 0;
+            s->highest = *out = y;
+            return SERIAL_OK;
+        }
+    }
+    s->candidate_set = !below_zero(x);
+    s->candidate = x;
+    return SERIAL_FAR_AWAY;
 }
 
 uint64_t serial_take64(serial_space_t *s, uint64_t v) {

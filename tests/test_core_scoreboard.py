@@ -279,7 +279,8 @@ def test_sixteen_thousand_blocks():
 # ---- serial numbers ----
 
 def reference_unwrap(values, state=None):
-    """core/serial.c's rule: nearest to the highest seen; a far value waits for the next far one."""
+    """core/serial.c's rule: nearest to the highest seen; a far value waits for the next far one; never
+    below 0."""
     highest, candidate = state if state else (None, None)
     out, kept = [], []
 
@@ -292,12 +293,13 @@ def reference_unwrap(values, state=None):
             out.append(highest); kept.append(True)
             continue
         x = near(highest, v)
-        if abs(x - highest) > FAR:
-            if candidate is None or abs(near(candidate, v) - candidate) > FAR:
-                candidate = x
+        if x < 0 or abs(x - highest) > FAR:
+            y = near(candidate, v) if candidate is not None else -1
+            if y < 0 or abs(y - candidate) > FAR:
+                candidate = x if x >= 0 else None
                 out.append(x); kept.append(False)
                 continue
-            x = highest = near(candidate, v)
+            x = highest = y
         else:
             highest = max(highest, x)
         candidate = None
