@@ -112,6 +112,7 @@ static int find_revoked(scoreboard_t *sb, sb_revoke_t revoke, sb_ack_facts_t *f)
     iset_t *claimed = &sb->work[WORK_ALL], *inside = &sb->work[WORK_CLIP], *out = &sb->last_revoked;
     claimed->n = 0;
     inside->n = 0;
+    if (!sb->nracked.n) return 0;  /* nothing NR-acked above the cum ack: nothing to revoke */
     if (revoke == REVOKE_ALL) {
         if (iset_clip(&sb->nracked, &(ival_t){sb->cum, UINT64_MAX}, 1, inside) < 0) return -1;
     } else {
@@ -150,7 +151,10 @@ static int join_clipped(scoreboard_t *sb, iset_t *into, const iset_t *blocks, ui
 
 int sb_ack(scoreboard_t *sb, uint64_t cum, const ival_t *r, size_t n_r, const ival_t *nr, size_t n_nr,
            sb_revoke_t revoke, sb_ack_facts_t *f) {
-    memset(f, 0, sizeof *f);
+    /* field by field: clearing the revoked array too (a memset) was half of a small ack's cost */
+    f->stale = f->beyond_sent = f->r_and_nr = f->gap_open = 0;
+    f->freed_units = f->freed_bytes = f->acked_units = f->revoked_units = 0;
+    f->n_revoked = 0;
     sb->last_revoked.n = 0;
     iset_t *R = &sb->work[WORK_R], *N = &sb->work[WORK_NR], *all = &sb->work[WORK_ALL];
     if (normalized(R, r, n_r) < 0 || normalized(N, nr, n_nr) < 0) return -1;
