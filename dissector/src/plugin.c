@@ -80,9 +80,11 @@ static void init_state(void)
     mptcp_init_state();
 }
 
-/* The records live in the file's memory, which goes with the file. */
+/* The records live in the file's memory, which goes with the file; the scoreboards still open are the
+ * core's (malloc) and are freed here. */
 static void cleanup_state(void)
 {
+    flow_dirs_release_all();
     if (record_chunks)
         g_ptr_array_set_size(record_chunks, 0);
 }
