@@ -92,7 +92,7 @@ static int iset_reserve(iset_t *s, size_t need) {
     return 0;
 }
 
-static int push(iset_t *out, uint64_t lo, uint64_t hi) {
+int iset_append(iset_t *out, uint64_t lo, uint64_t hi) {
     if (iset_reserve(out, out->n + 1) < 0) return -1;
     out->v[out->n++] = (ival_t){lo, hi};
     return 0;
@@ -247,7 +247,7 @@ int iset_clip(const iset_t *s, const ival_t *v, size_t n, iset_t *out) {
         for (size_t i = first_reaching(s, v[k].lo + 1); i < s->n && s->v[i].lo < v[k].hi; i++) {
             uint64_t lo = s->v[i].lo > v[k].lo ? s->v[i].lo : v[k].lo;
             uint64_t hi = s->v[i].hi < v[k].hi ? s->v[i].hi : v[k].hi;
-            if (lo < hi && push(out, lo, hi) < 0) return -1;
+            if (lo < hi && iset_append(out, lo, hi) < 0) return -1;
         }
     }
     return 0;

@@ -39,6 +39,8 @@ void serial_anchor(serial_space_t *s, uint32_t initial);
  * leaving *out set but the reference unchanged, when v lands more than SERIAL_FAR away and no
  * earlier far value agrees with it: the caller feeds nothing and reports it (GEN-01 / decisions 33). */
 int serial_unwrap(serial_space_t *s, uint32_t v, uint64_t *out);
+/* v -> the 64-bit serial nearest to reference, without state: block edges next to their ack. */
+uint64_t serial_near(uint64_t reference, uint32_t v);
 /* Wire values 64 bits wide (MPTCP DSN / DATA ACK in 8-octet form) are taken as they are. */
 uint64_t serial_take64(serial_space_t *s, uint64_t v);
 
@@ -84,6 +86,8 @@ int iset_overlaps(const iset_t *s, uint64_t lo, uint64_t hi);
 int iset_covers(const iset_t *s, uint64_t lo, uint64_t hi);
 /* Sorts v by lo and merges overlapping or touching intervals, dropping empty ones: returns the new count. */
 size_t ivals_normalize(ival_t *v, size_t n);
+/* Appends [lo, hi) to s used as a plain vector (no merge; its units and weight are not kept). */
+int iset_append(iset_t *s, uint64_t lo, uint64_t hi);
 /* Appends to out (used as a plain vector: its units and weight are not kept) s's parts inside the
  * sorted intervals v, in order. */
 int iset_clip(const iset_t *s, const ival_t *v, size_t n, iset_t *out);

@@ -10,7 +10,7 @@
  * candidate. */
 #include "nrsack_core.h"
 
-static uint64_t nearest(uint64_t reference, uint32_t v) {
+uint64_t serial_near(uint64_t reference, uint32_t v) {
     return reference + (uint64_t)(int64_t)(int32_t)(v - (uint32_t)reference);
 }
 
@@ -21,7 +21,7 @@ void serial_anchor(serial_space_t *s, uint32_t initial) {
         s->anchored = 1;
         s->highest = SERIAL_ORIGIN + initial;
     } else {
-        s->highest = nearest(s->highest, initial);
+        s->highest = serial_near(s->highest, initial);
     }
     s->candidate_set = 0;
 }
@@ -32,9 +32,9 @@ int serial_unwrap(serial_space_t *s, uint32_t v, uint64_t *out) {
         *out = s->highest;
         return SERIAL_OK;
     }
-    uint64_t x = nearest(s->highest, v);
+    uint64_t x = serial_near(s->highest, v);
     if (distance(x, s->highest) > SERIAL_FAR) {
-        uint64_t near_candidate = s->candidate_set ? nearest(s->candidate, v) : 0;
+        uint64_t near_candidate = s->candidate_set ? serial_near(s->candidate, v) : 0;
         if (!s->candidate_set || distance(near_candidate, s->candidate) > SERIAL_FAR) {
             s->candidate_set = 1;
             s->candidate = x;
