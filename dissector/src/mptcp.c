@@ -221,20 +221,17 @@ typedef struct {
 typedef struct sub_maps {
     sub_map_t *v;
     guint first, n, cap;      /* live entries v[first .. n) */
-    gboolean ref_known, cum_known;
-    guint64 ref, cum;
+    serial_space_t space;
+    gboolean cum_known;
+    guint64 cum;
 } sub_maps_t;
 
+/* A subflow sequence number in the subflow's own space: the core's one rule. A value far outside it
+ * (not adopted) maps to no segment, so the ack it came with covers nothing there. */
 static guint64 sub_unwrap(sub_maps_t *m, guint32 v)
 {
-    if (!m->ref_known) {
-        m->ref_known = TRUE;
-        m->ref = ((guint64)1 << 32) + v;
-        return m->ref;
-    }
-    guint64 x = m->ref + (gint64)(gint32)(v - (guint32)m->ref);
-    if (x > m->ref)
-        m->ref = x;
+    guint64 x;
+    serial_unwrap(&m->space, v, &x);
     return x;
 }
 

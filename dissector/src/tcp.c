@@ -234,14 +234,12 @@ static void init_tcp_dirs(tcp_conn_t *c)
     }
 }
 
-/* The 32-bit edges of wire blocks, unwrapped in d's space; FALSE when one lies far outside it. */
-static gboolean unwrap_blocks(frame_result_t *fr, flow_dir_t *d, const guint32 *left, const guint32 *right, guint n,
-                              ival_t *out)
+/* The 32-bit edges of wire blocks, each the serial nearest to the ack's (as the analyzer reads them):
+ * blocks lie within a window of the ack, and an edge alone must not move the space's reference. */
+static void blocks_near(guint64 cum, const guint32 *left, const guint32 *right, guint n, ival_t *out)
 {
     for (guint i = 0; i < n; i++)
-        if (!rtxq_unwrap(fr, d, "block edge", left[i], &out[i].lo) || !rtxq_unwrap(fr, d, "block edge", right[i], &out[i].hi))
-            return FALSE;
-    return TRUE;
+        out[i] = (ival_t){serial_near(cum, left[i]), serial_near(cum, right[i])};
 }
 
 static void analyse_tcp(const tcp_seg_t *s, packet_info *pinfo, guint32 payload_len, tcp_conn_t *c, int from,
@@ -281,15 +279,14 @@ static void analyse_tcp(const tcp_seg_t *s, packet_info *pinfo, guint32 payload_
 
     guint64 cum;
     ival_t sack[TCP_MAX_BLOCKS], nr_opt[TCP_MAX_BLOCKS], nr[2 * TCP_MAX_BLOCKS];
-    if (!rtxq_unwrap(fr, peer, "ack", s->ack, &cum) ||
-        !unwrap_blocks(fr, peer, s->sack_left, s->sack_right, s->n_sack, sack))
+    if (!rtxq_unwrap(fr, peer, "ack", s->ack, &cum))
         return;
+    blocks_near(cum, s->sack_left, s->sack_right, s->n_sack, sack);
     /* an NR-SACK option that fails its own length check feeds nothing (docs/scoreboard.md); the
      * segment's ack then says nothing reliable about non-renegable data either */
     gboolean nr_usable = s->has_nr && !s->nr.permitted && !s->nr.bad_length;
     guint n_nr_opt = nr_usable ? s->nr.n_blocks : 0;
-    if (!unwrap_blocks(fr, peer, s->nr.left, s->nr.right, n_nr_opt, nr_opt))
-        return;
+    blocks_near(cum, s->nr.left, s->nr.right, n_nr_opt, nr_opt);
     /* never-renege receiver (decisions 9): its SACK blocks are non-renegable */
     gboolean never_renege = c->nr_permitted[from] && (c->nr_flags[from] & 0x01);
     guint n_sack = never_renege ? 0 : s->n_sack, n_nr = 0;
