@@ -98,14 +98,18 @@ def headers_version() -> str | None:
     return None
 
 
+SOURCE_MARKERS = {"dissector": "CMakeLists.txt", "lua": "nrsack.lua", "core": "nrsack_core.h"}
+
+
 def source_dir(name: str) -> Path:
-    """dissector/ or lua/: package data beside this file once installed (nrsack.wireshark.dissector,
-    .lua), the clone's top-level folder in an editable install."""
+    """dissector/, lua/ or core/: package data beside this file once installed (nrsack.wireshark.dissector,
+    .lua; nrsack.core beside nrsack.wireshark), the clone's top-level folder in an editable install."""
     here = Path(__file__).resolve().parent
     for folder in (here / name, here.parent / name):
-        if (folder / ("CMakeLists.txt" if name == "dissector" else "nrsack.lua")).is_file():
+        if (folder / SOURCE_MARKERS[name]).is_file():
             return folder
-    raise InstallError(f"the package has no nrsack.wireshark.{name} data (reinstall nrsack)")
+    package = "nrsack.core" if name == "core" else f"nrsack.wireshark.{name}"
+    raise InstallError(f"the package has no {package} data (reinstall nrsack)")
 
 
 def profile_source() -> Path:
@@ -129,7 +133,7 @@ def choose_kind(ws: Wireshark, kind: str | None) -> str:
 def build_c_plugin(build_dir: Path) -> Path:
     src = source_dir("dissector")
     steps = [["cmake", "-S", str(src), "-B", str(build_dir), "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
-              f"-DNRSACK_VERSION={nrsack.__version__}"],
+              f"-DNRSACK_VERSION={nrsack.__version__}", f"-DNRSACK_CORE_DIR={source_dir('core')}"],
              ["cmake", "--build", str(build_dir), "-j", "2"]]
     for step in steps:
         proc = _run(step)

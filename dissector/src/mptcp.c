@@ -26,6 +26,7 @@ struct mptcp_conn {
     gboolean token_known[2];
     guint32 token[2];
     flow_dir_t dir[2];         /* dir[i]: data sent by MPTCP endpoint i (0: client) */
+    guint n_subflows;          /* attached and not ended: the data-level state goes with the last */
 };
 
 static wmem_map_t *conn_by_token;
@@ -53,8 +54,10 @@ static mptcp_conn_t *new_mptcp_conn(tcp_conn_t *sub)
     sub->mptcp = m;
     sub->mptcp_side[0] = 0;
     sub->mptcp_side[1] = 1;
+    m->n_subflows = 1;
     return m;
 }
+
 
 static void learn_key(tcp_conn_t *sub, int ep, tvbuff_t *tvb, int off)
 {
@@ -67,6 +70,11 @@ static void learn_key(tcp_conn_t *sub, int ep, tvbuff_t *tvb, int off)
     gcry_md_hash_buffer(algo, digest, tvb_get_ptr(tvb, off, 8), 8);
     mptcp_conn_t *m = sub->mptcp;
     int side = sub->mptcp_side[ep];
+    /* RFC 8684: the IDSN is the hash's least significant 64 bits; the first data byte is IDSN + 1 (as
+     * a TCP direction's is ISN + 1), and it anchors the data level (docs/scoreboard.md "anchor"). All
+     * 64 bits: DSNs of 4 and of 8 octets then unwrap into one space. */
+    guint64 idsn = pntohu64(digest + gcry_md_get_algo_dlen(algo) - 8);
+    serial_take64(&m->dir[side].sb.space, idsn + 1);
     m->token[side] = pntohu32(digest);
     m->token_known[side] = TRUE;
     wmem_map_insert(conn_by_token, GUINT_TO_POINTER(m->token[side]), m);
@@ -108,6 +116,7 @@ static void handle_mp_join(tvbuff_t *tvb, int off, int len, const tcp_seg_t *s, 
     /* the token names the receiver of the SYN */
     int receiver_side = (m->token_known[1] && m->token[1] == token) ? 1 : 0;
     sub->mptcp = m;
+    m->n_subflows++;
     sub->mptcp_side[from] = 1 - receiver_side;
     sub->mptcp_side[1 - from] = receiver_side;
 }
@@ -212,21 +221,35 @@ typedef struct {
 typedef struct sub_maps {
     sub_map_t *v;
     guint first, n, cap;      /* live entries v[first .. n) */
-    gboolean ref_known, cum_known;
-    guint64 ref, cum;
+    serial_space_t space;
+    gboolean cum_known;
+    guint64 cum;
 } sub_maps_t;
 
+/* A subflow sequence number in the subflow's own space: the core's one rule. A value far outside it
+ * (not adopted) maps to no segment, so the ack it came with covers nothing there. */
 static guint64 sub_unwrap(sub_maps_t *m, guint32 v)
 {
-    if (!m->ref_known) {
-        m->ref_known = TRUE;
-        m->ref = ((guint64)1 << 32) + v;
-        return m->ref;
-    }
-    guint64 x = m->ref + (gint64)(gint32)(v - (guint32)m->ref);
-    if (x > m->ref)
-        m->ref = x;
+    guint64 x;
+    serial_unwrap(&m->space, v, &x);
     return x;
+}
+
+void mptcp_subflow_ended(tcp_conn_t *sub)
+{
+    for (int i = 0; i < 2; i++) {
+        struct sub_maps *sm = sub->sent_maps[i];
+        if (sm) {
+            wmem_free(wmem_file_scope(), sm->v);
+            wmem_free(wmem_file_scope(), sm);
+            sub->sent_maps[i] = NULL;
+        }
+    }
+    mptcp_conn_t *m = sub->mptcp;
+    if (m && m->n_subflows && --m->n_subflows == 0) {
+        flow_dir_release(&m->dir[0]);
+        flow_dir_release(&m->dir[1]);
+    }
 }
 
 static sub_maps_t *sub_maps(tcp_conn_t *sub, int dir)
@@ -314,9 +337,15 @@ static wmem_array_t *subflow_acked_dsns(wmem_allocator_t *pool, const tcp_seg_t 
     return out;
 }
 
-static guint64 unwrap_dl(flow_dir_t *dir, guint64 v, gboolean wide)
+/* A data-level number, 4 or 8 octets on the wire; FALSE when a 4-octet one lies far outside the window. */
+static gboolean unwrap_dl(frame_result_t *fr, flow_dir_t *dir, const char *what, guint64 v, gboolean wide, guint64 *out)
 {
-    return wide ? sb_unwrap64(&dir->sb, v) : sb_unwrap(&dir->sb, (guint32)v);
+    if (dir->released)
+        return FALSE;
+    if (!wide)
+        return rtxq_unwrap(fr, dir, what, (guint32)v, out);
+    *out = serial_take64(&dir->sb.space, v);
+    return TRUE;
 }
 
 static void analyse_dss(packet_info *pinfo, const dss_t *d, const tcp_seg_t *s, guint32 payload_len, tcp_conn_t *sub,
@@ -325,13 +354,14 @@ static void analyse_dss(packet_info *pinfo, const dss_t *d, const tcp_seg_t *s, 
     mptcp_conn_t *m = sub->mptcp;
     int side = sub->mptcp_side[from];
     flow_dir_t *mine = &m->dir[side], *peer = &m->dir[1 - side];
-    if (d->has_map) {
+    guint64 dsn;
+    if (d->has_map && unwrap_dl(fr, mine, "DSN", d->dsn, d->dsn_wide, &dsn)) {
         sub->map_known[from] = TRUE;
-        sub->map_dsn[from] = unwrap_dl(mine, d->dsn, d->dsn_wide);
+        sub->map_dsn[from] = dsn;
         sub->map_seq[from] = sub->isn_known[from] ? sub->isn[from] + d->ssn : s->seq;
     }
     if (payload_len && sub->map_known[from]) {
-        guint64 dsn = sub->map_dsn[from] + (gint32)(s->seq - sub->map_seq[from]);
+        dsn = sub->map_dsn[from] + (gint32)(s->seq - sub->map_seq[from]);
         rtxq_on_data(fr, mine, dsn, dsn + payload_len, payload_len);
         sub_maps_t *sm = sub_maps(sub, from);
         guint64 lo = sub_unwrap(sm, s->seq);
@@ -357,16 +387,18 @@ static void analyse_dss(packet_info *pinfo, const dss_t *d, const tcp_seg_t *s, 
     if (!d->has_ack)
         return;
     wmem_array_t *received = subflow_acked_dsns(pinfo->pool, s, sub, 1 - from);
-    if (!peer->sb.snd_max)
+    guint64 cum;
+    if (!peer->sb.snd_max || !unwrap_dl(fr, peer, "DATA ACK", d->data_ack, d->ack_wide, &cum))
         return;
-    guint64 cum = unwrap_dl(peer, d->data_ack, d->ack_wide);
     ival_t nr[MAX_NR_BLOCKS];
     guint n = 0;
-    for (guint i = 0; i < d->n_blocks; i++)
+    /* NR blocks whose count the option cannot hold feed nothing (docs/scoreboard.md); the ack then says
+     * nothing reliable about non-renegable data either */
+    for (guint i = 0; i < d->n_blocks && !d->nr_count_bad; i++)
         if (d->start[i] < d->end[i])
             nr[n++] = (ival_t){cum + d->start[i], cum + d->end[i]};
-    sb_ack_result_t res;
-    rtxq_on_ack(fr, peer, cum, NULL, 0, nr, n, REVOKE_IN_SPAN, &res);
+    sb_ack_facts_t res;
+    rtxq_on_ack(fr, peer, cum, NULL, 0, nr, n, d->nr_count_bad ? REVOKE_NONE : REVOKE_IN_SPAN, &res);
     rtxq_on_received(fr, peer, (const ival_t *)wmem_array_get_raw(received), wmem_array_get_count(received));
 }
 
@@ -391,7 +423,7 @@ void mptcp_segment(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const tc
                 continue;
             }
             add_dss_fields(tvb, tree, &d);
-            if (!fr)
+            if (!fr || sub->ended)
                 continue;
             if (!sub->mptcp)
                 new_mptcp_conn(sub); /* the handshake was not captured */

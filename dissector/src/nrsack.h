@@ -7,7 +7,7 @@
 
 #include "ws_compat.h"
 
-#include "scoreboard.h"
+#include "nrsack_core.h"
 #include "rules.h"
 
 extern int proto_nrsack;
@@ -46,6 +46,9 @@ typedef struct flow_dir {
     gboolean gap_from_sacked; /* MPTCP data level: gap_open is sacked > 0 (decisions 12) */
     rule_t rule_rtx_after_ack, rule_revoked;
     const gint8 *vantage;     /* the owner's capture vantage (VANTAGE_*, or the endpoint index) */
+    gboolean released;        /* the flow ended: its scoreboard is freed, later events are not analysed */
+    gboolean far_reported;    /* a serial far outside the window was reported (GEN-01 note, once) */
+    guint32 far_count;
 } flow_dir_t;
 
 /* Where the capture sits (docs/decisions.md 17): next to endpoint 0 or 1, or: */
@@ -128,13 +131,20 @@ void flow_dir_init(flow_dir_t *d, guint32 stream, guint8 index, const char *prot
                    rule_t rule_rtx_after_ack, rule_t rule_revoked);
 /* Names the direction after its endpoints (address, port). */
 void flow_dir_set_endpoints(flow_dir_t *d, const address *sender, guint16 sport, const address *receiver, guint16 rport);
+/* The scoreboard's memory (malloc, in the core) goes when the flow ends and, for every flow still
+ * open, when the capture file closes. */
+void flow_dir_release(flow_dir_t *d);
+void flow_dirs_release_all(void);
+/* A 32-bit wire serial of d's space, unwrapped; FALSE (and a GEN-01 note) when it lies far outside
+ * the window (decisions 33): the caller then feeds nothing. */
+gboolean rtxq_unwrap(frame_result_t *fr, flow_dir_t *d, const char *what, guint32 v, guint64 *out);
 void rtxq_on_data(frame_result_t *fr, flow_dir_t *d, guint64 lo, guint64 hi, guint32 payload_bytes);
 /* Records step `step` (0..2) of the opening exchange; the vantage follows when all three are seen. */
 void handshake_step(handshake_t *hs, int step, const packet_info *pinfo);
 gint64 nrsack_time_ns(const packet_info *pinfo);
 /* Applies one ack; returns the scoreboard's verdict for the protocol's own rules. */
 void rtxq_on_ack(frame_result_t *fr, flow_dir_t *d, guint64 cum, const ival_t *r, guint n_r,
-                 const ival_t *nr, guint n_nr, sb_revoke_t revoke, sb_ack_result_t *res);
+                 const ival_t *nr, guint n_nr, sb_revoke_t revoke, sb_ack_facts_t *res);
 /* Units the receiver is known to hold beyond the ack's own blocks (MPTCP: DSNs its subflow ack covers). */
 void rtxq_on_received(frame_result_t *fr, flow_dir_t *d, const ival_t *r, guint n_r);
 

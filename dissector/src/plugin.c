@@ -57,6 +57,9 @@ guint32 nrsack_new_stream_index(void)
 
 char *nrsack_endpoint_str(const address *addr, guint16 port)
 {
+    /* raw SCTP (LINKTYPE_SCTP) names no address: 0.0.0.0, as the analyzer's reader (decisions 39) */
+    if (addr->type == AT_NONE)
+        return wmem_strdup_printf(wmem_file_scope(), "0.0.0.0:%u", port);
     char *a = address_to_str(NULL, addr);
     /* IPv6 in brackets, as the analyzer names endpoints */
     char *s = wmem_strdup_printf(wmem_file_scope(), addr->type == AT_IPv6 ? "[%s]:%u" : "%s:%u", a, port);
@@ -80,9 +83,11 @@ static void init_state(void)
     mptcp_init_state();
 }
 
-/* The records live in the file's memory, which goes with the file. */
+/* The records live in the file's memory, which goes with the file; the scoreboards still open are the
+ * core's (malloc) and are freed here. */
 static void cleanup_state(void)
 {
+    flow_dirs_release_all();
     if (record_chunks)
         g_ptr_array_set_size(record_chunks, 0);
 }

@@ -5,6 +5,9 @@
 #include <string.h>
 #include <epan/wmem_scopes.h>
 
+/* Every direction of the file whose scoreboard may still hold memory: the file-close routine frees them. */
+static GPtrArray *live_dirs;
+
 void flow_dir_init(flow_dir_t *d, guint32 stream, guint8 index, const char *protocol, gboolean tsn_units,
                    rule_t rule_rtx_after_ack, rule_t rule_revoked)
 {
@@ -15,6 +18,49 @@ void flow_dir_init(flow_dir_t *d, guint32 stream, guint8 index, const char *prot
     d->protocol = protocol;
     d->rule_rtx_after_ack = rule_rtx_after_ack;
     d->rule_revoked = rule_revoked;
+    if (!live_dirs)
+        live_dirs = g_ptr_array_new();
+    g_ptr_array_add(live_dirs, d);
+}
+
+void flow_dir_release(flow_dir_t *d)
+{
+    if (d->released)
+        return;
+    sb_free(&d->sb);
+    d->released = TRUE;
+}
+
+void flow_dirs_release_all(void)
+{
+    if (!live_dirs)
+        return;
+    for (guint i = 0; i < live_dirs->len; i++)
+        flow_dir_release((flow_dir_t *)g_ptr_array_index(live_dirs, i));
+    g_ptr_array_set_size(live_dirs, 0);
+}
+
+/* The core ran out of memory: this direction's state is incomplete, so it is analysed no further. */
+static void out_of_memory(frame_result_t *fr, flow_dir_t *d)
+{
+    rules_raise(fr, GEN01, FALSE, "out of memory: %s is not analysed from here on", d->name ? d->name : "this direction");
+    flow_dir_release(d);
+}
+
+gboolean rtxq_unwrap(frame_result_t *fr, flow_dir_t *d, const char *what, guint32 v, guint64 *out)
+{
+    if (d->released)
+        return FALSE;
+    if (serial_unwrap(&d->sb.space, v, out) == SERIAL_OK)
+        return TRUE;
+    d->far_count++;
+    /* once per direction (decisions 33): a corrupt capture must not bury the real findings */
+    if (!d->far_reported) {
+        d->far_reported = TRUE;
+        rules_raise(fr, GEN01, TRUE, "%s %u lies more than 2^30 from the highest seen in %s; not analysed (later ones: not reported)",
+                    what, v, d->name ? d->name : "this direction");
+    }
+    return FALSE;
 }
 
 void flow_dir_set_endpoints(flow_dir_t *d, const address *sender, guint16 sport, const address *receiver, guint16 rport)
@@ -45,7 +91,7 @@ static void refresh_figures(rtxq_update_t *u, flow_dir_t *d)
         d->gap_open = u->fig.sacked > 0;
     u->rtxq = d->nr_mode ? u->fig.rtxq_nr : u->fig.rtxq_sack;
     u->blocked = nrsack_prefs.sndbuf > 0 && d->max_payload > 0 &&
-                 (gint64)nrsack_prefs.sndbuf - (gint64)u->rtxq < (gint64)d->max_payload;
+                 sb_blocked(&u->fig, nrsack_prefs.sndbuf, d->max_payload, d->nr_mode);
     u->gap_open = d->gap_open;
 }
 
@@ -77,15 +123,20 @@ void handshake_step(handshake_t *hs, int step, const packet_info *pinfo)
 
 void rtxq_on_data(frame_result_t *fr, flow_dir_t *d, guint64 lo, guint64 hi, guint32 payload_bytes)
 {
-    sb_data_result_t res;
+    sb_data_facts_t res;
+    if (d->released)
+        return;
     if (payload_bytes > d->max_payload)
         d->max_payload = payload_bytes;
     /* a TCP keep-alive resends the byte below the ack on purpose (decisions 21) */
     gboolean keepalive = !d->sb.tsn_units && hi - lo <= 1 && d->sb.cum_known && lo + 1 == d->sb.cum;
-    sb_data(&d->sb, lo, hi, payload_bytes, &res);
+    if (sb_data(&d->sb, lo, hi, payload_bytes, &res) < 0) {
+        out_of_memory(fr, d);
+        return;
+    }
     if (res.out_of_window) {
         rules_raise(fr, GEN01, FALSE, "TSN %u lies more than %u TSNs above the oldest unacked one; not analysed",
-                    (guint32)lo, SB_TSN_WINDOW);
+                    (guint32)lo, (guint32)SB_TSN_WINDOW);
         return;
     }
     if ((res.below_cum || res.was_nracked) && !keepalive) {
@@ -107,9 +158,16 @@ void rtxq_on_data(frame_result_t *fr, flow_dir_t *d, guint64 lo, guint64 hi, gui
 }
 
 void rtxq_on_ack(frame_result_t *fr, flow_dir_t *d, guint64 cum, const ival_t *r, guint n_r,
-                 const ival_t *nr, guint n_nr, sb_revoke_t revoke, sb_ack_result_t *res)
+                 const ival_t *nr, guint n_nr, sb_revoke_t revoke, sb_ack_facts_t *res)
 {
-    sb_ack(&d->sb, cum, r, n_r, nr, n_nr, revoke, res);
+    memset(res, 0, sizeof(*res));
+    if (d->released)
+        return;
+    if (sb_ack(&d->sb, cum, r, n_r, nr, n_nr, revoke, res) < 0) {
+        memset(res, 0, sizeof(*res));
+        out_of_memory(fr, d);
+        return;
+    }
     if (!res->stale && !d->gap_from_sacked)
         d->gap_open = res->gap_open;
     rtxq_update_t *u = update_for(fr, d);
@@ -117,7 +175,7 @@ void rtxq_on_ack(frame_result_t *fr, flow_dir_t *d, guint64 cum, const ival_t *r
         return;
     u->is_ack = TRUE;
     u->freed_bytes += res->freed_bytes;
-    for (guint i = 0; i < MIN(res->n_revoked, SB_MAX_REPORTED); i++) {
+    for (guint i = 0; i < MIN(res->n_revoked, (size_t)SB_MAX_REPORTED); i++) {
         /* report each revoked TSN (SCTP) or the first byte of each revoked range (TCP, MPTCP) */
         guint64 x = res->revoked[i].lo;
         do {
@@ -130,15 +188,18 @@ void rtxq_on_ack(frame_result_t *fr, flow_dir_t *d, guint64 cum, const ival_t *r
     }
     if (res->n_revoked)
         rules_raise(fr, d->rule_revoked, FALSE, "%u %s range(s) NR-acked earlier are neither cum-acked nor NR-acked by this ack, first at %u",
-                    res->n_revoked, d->sb.tsn_units ? "TSN" : "byte", (guint32)res->revoked[0].lo);
+                    (guint)res->n_revoked, d->sb.tsn_units ? "TSN" : "byte", (guint32)res->revoked[0].lo);
     refresh_figures(u, d);
 }
 
 void rtxq_on_received(frame_result_t *fr, flow_dir_t *d, const ival_t *r, guint n_r)
 {
-    if (!n_r)
+    if (!n_r || d->released)
         return;
-    sb_received(&d->sb, r, n_r);
+    if (sb_received(&d->sb, r, n_r) < 0) {
+        out_of_memory(fr, d);
+        return;
+    }
     rtxq_update_t *u = update_for(fr, d);
     if (u)
         refresh_figures(u, d);

@@ -11,6 +11,8 @@
 #define CHUNK_INIT 0x01
 #define CHUNK_INIT_ACK 0x02
 #define CHUNK_SACK 0x03
+#define CHUNK_ABORT 0x06
+#define CHUNK_SHUTDOWN_COMPLETE 0x0E
 #define CHUNK_COOKIE_ECHO 0x0A
 #define CHUNK_NR_SACK 0x10
 #define FSACK_MAX_UPDATE_INTERVAL_NS G_GINT64_CONSTANT(1000000000)
@@ -195,15 +197,6 @@ static guint read_blocks(tvbuff_t *tvb, int off, guint n, guint64 cum_tsn, const
     return kept;
 }
 
-static gboolean blocks_intersect(const ival_t *a, guint na, const ival_t *b, guint nb)
-{
-    for (guint i = 0; i < na; i++)
-        for (guint j = 0; j < nb; j++)
-            if (a[i].lo < b[j].hi && b[j].lo < a[i].hi)
-                return TRUE;
-    return FALSE;
-}
-
 static void analyse_sack(tvbuff_t *tvb, int off, guint8 type, guint16 len, packet_info *pinfo,
                          sctp_assoc_t *a, int from, frame_result_t *fr)
 {
@@ -224,12 +217,10 @@ static void analyse_sack(tvbuff_t *tvb, int off, guint8 type, guint16 len, packe
     }
     guint need = hdr + 4 * (n_r + n_nr + n_dup);
     if (need != len) {
-        rules_raise(fr, nr_sack ? NR05 : GEN01, FALSE, "block counts (%u R, %u NR, %u dup) need %u bytes, chunk has %u",
+        /* counts the chunk cannot hold: nothing of it is trusted, so nothing reaches the scoreboard */
+        rules_raise(fr, nr_sack ? NR05 : GEN01, FALSE, "block counts (%u R, %u NR, %u dup) need %u bytes, chunk has %u; not analysed",
                     n_r, n_nr, n_dup, need, len);
-        /* use only the blocks that fit */
-        guint room = (len - hdr) / 4;
-        n_r = MIN(n_r, room);
-        n_nr = MIN(n_nr, room - n_r);
+        return;
     }
     gboolean handshake = a->init_seen && a->init_ack_seen;
     if (nr_sack) {
@@ -243,17 +234,21 @@ static void analyse_sack(tvbuff_t *tvb, int off, guint8 type, guint16 len, packe
         rules_raise(fr, FS04, FALSE, "%s sent from %s, FSACK path is %s", nr_sack ? "NR-SACK" : "SACK",
                     address_to_str(pinfo->pool, &pinfo->net_src), address_to_str(pinfo->pool, &a->fsack_path[from]));
 
-    guint64 cum64 = sb_unwrap(&d->sb, cum);
+    guint64 cum64;
+    if (!rtxq_unwrap(fr, d, "cumulative TSN ack", cum, &cum64))
+        return;
     ival_t *r = wmem_alloc_array(pinfo->pool, ival_t, MAX_BLOCKS), *nr = wmem_alloc_array(pinfo->pool, ival_t, MAX_BLOCKS);
     guint kr = read_blocks(tvb, off + hdr, n_r, cum64, "R gap", r, fr);
     guint knr = read_blocks(tvb, off + hdr + 4 * n_r, n_nr, cum64, "NR gap", nr, fr);
-    if (blocks_intersect(r, kr, nr, knr))
-        rules_raise(fr, NR02, FALSE, "a TSN lies in both an R and an NR gap block");
-    sb_ack_result_t res;
+    sb_ack_facts_t res;
     rtxq_on_ack(fr, d, cum64 + 1, r, kr, nr, knr, nr_sack ? REVOKE_ALL : REVOKE_NONE, &res);
+    if (res.r_and_nr)
+        rules_raise(fr, NR02, FALSE, "a TSN lies in both an R and an NR gap block");
     if (res.stale)
         rules_raise(fr, NR07, FALSE, "cumulative TSN ack %u is below %u", cum, (guint32)(d->sb.cum - 1));
-    if (res.beyond_sent) /* a note when the direction's initial TSN (INIT / INIT-ACK) was not captured */
+    /* an ack before any DATA of the capture also covers TSNs it never saw sent (the core judges only
+     * after some data); a note when the direction's initial TSN (INIT / INIT-ACK) was not captured */
+    if (res.beyond_sent || (!d->released && !d->sb.have_data))
         rules_raise(fr, NR09, !(d->index == 0 ? a->init_seen : a->init_ack_seen),
                     "ack covers TSNs never sent (highest sent %u)", (guint32)(d->sb.snd_max - 1));
 }
@@ -407,6 +402,8 @@ void sctp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, frame_res
                 }
                 if (from != ep)
                     a = NULL; /* an INIT-ACK from the initiator: collision, leave the state alone */
+                else /* the sender's initial TSN anchors its direction (docs/scoreboard.md "anchor") */
+                    serial_anchor(&a->dir[ep].sb.space, tvb_get_ntohl(tvb, off + 16));
             }
             dissect_init_params(tvb, off + 20, off + len, pinfo, tree, a, ep, fr);
             if (a && type == CHUNK_INIT_ACK && a->ext_nr[0] && a->ext_nr[1])
@@ -416,16 +413,21 @@ void sctp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, frame_res
                 rules_raise(fr, GEN01, FALSE, "DATA chunk too short (%u bytes)", len);
             } else {
                 flow_dir_t *d = &a->dir[from];
-                guint64 tsn = sb_unwrap(&d->sb, tvb_get_ntohl(tvb, off + 4));
+                guint64 tsn;
                 if (!data_checked)
                     check_fsack_update_interval(pinfo, a, from, fr);
                 data_checked = TRUE;
-                rtxq_on_data(fr, d, tsn, tsn + 1, len - 16);
+                if (rtxq_unwrap(fr, d, "TSN", tvb_get_ntohl(tvb, off + 4), &tsn))
+                    rtxq_on_data(fr, d, tsn, tsn + 1, len - 16);
             }
         } else if ((type == CHUNK_SACK || type == CHUNK_NR_SACK) && a) {
             analyse_sack(tvb, off, type, len, pinfo, a, from, fr);
         } else if (fsack_type(type)) {
             dissect_fsack(tvb, off, type, len, pinfo, tree, a, from, fr);
+        } else if ((type == CHUNK_SHUTDOWN_COMPLETE || type == CHUNK_ABORT) && a) {
+            /* the association ended: its scoreboards go, the frames keep what they showed (issue 17) */
+            flow_dir_release(&a->dir[0]);
+            flow_dir_release(&a->dir[1]);
         }
         off += (len + 3) & ~3u;
     }

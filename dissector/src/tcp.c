@@ -180,6 +180,20 @@ void tcp_init_state(void)
     conn_table = wmem_map_new(wmem_file_scope(), key_hash, key_equal);
 }
 
+/* The connection (or subflow) ended: its state goes (issue 17); its frames keep what they showed. */
+static void end_conn(tcp_conn_t *c)
+{
+    if (c->ended)
+        return;
+    c->ended = TRUE;
+    if (c->is_mptcp) {
+        mptcp_subflow_ended(c);
+    } else if (c->dir[0].protocol) {
+        flow_dir_release(&c->dir[0]);
+        flow_dir_release(&c->dir[1]);
+    }
+}
+
 static tcp_conn_t *find_conn(packet_info *pinfo, const tcp_seg_t *s, gboolean create, int *from)
 {
     conn_key_t k;
@@ -187,8 +201,10 @@ static tcp_conn_t *find_conn(packet_info *pinfo, const tcp_seg_t *s, gboolean cr
     tcp_conn_t *c = (tcp_conn_t *)wmem_map_lookup(conn_table, &k);
     /* a new SYN (not a retransmission of the first) after the old connection starts a new one */
     if (c && create && (s->flags & (TCP_FLAG_SYN | TCP_FLAG_ACK)) == TCP_FLAG_SYN && c->isn_known[0] &&
-        c->isn[0] != s->seq && c->dir[0].sb.snd_max)
+        c->isn[0] != s->seq && (c->dir[0].sb.snd_max || c->ended)) {
+        end_conn(c); /* superseded: it will see no more segments */
         c = NULL;
+    }
     if (!c) {
         if (!create)
             return NULL;
@@ -218,22 +234,21 @@ static void init_tcp_dirs(tcp_conn_t *c)
     }
 }
 
-static guint collect_nr_blocks(const tcp_seg_t *s, flow_dir_t *d, ival_t *out)
+/* The 32-bit edges of wire blocks, each the serial nearest to the ack's (as the analyzer reads them):
+ * blocks lie within a window of the ack, and an edge alone must not move the space's reference. */
+static void blocks_near(guint64 cum, const guint32 *left, const guint32 *right, guint n, ival_t *out)
 {
-    guint n = 0;
-    for (guint i = 0; i < s->nr.n_blocks; i++)
-        out[n++] = (ival_t){sb_unwrap(&d->sb, s->nr.left[i]), sb_unwrap(&d->sb, s->nr.right[i])};
-    return n;
+    for (guint i = 0; i < n; i++)
+        out[i] = (ival_t){serial_near(cum, left[i]), serial_near(cum, right[i])};
 }
 
 static void analyse_tcp(const tcp_seg_t *s, packet_info *pinfo, guint32 payload_len, tcp_conn_t *c, int from,
                         frame_result_t *fr)
 {
     flow_dir_t *mine = &c->dir[from], *peer = &c->dir[1 - from];
-    if (payload_len) {
-        guint64 seq = sb_unwrap(&mine->sb, s->seq);
+    guint64 seq;
+    if (payload_len && rtxq_unwrap(fr, mine, "sequence number", s->seq, &seq))
         rtxq_on_data(fr, mine, seq, seq + payload_len, payload_len);
-    }
     if (s->nr_overruns)
         rules_raise(fr, TN05, FALSE, "NR-SACK option length runs past the end of the TCP options");
     if (s->has_nr && !s->nr.permitted) {
@@ -241,7 +256,7 @@ static void analyse_tcp(const tcp_seg_t *s, packet_info *pinfo, guint32 payload_
         if (!(c->nr_permitted[0] && c->nr_permitted[1]))
             rules_raise(fr, TN01, !handshake, "NR-SACK block option without NR-SACK-Permitted on both SYN and SYN-ACK");
         if (s->nr.bad_length)
-            rules_raise(fr, TN05, FALSE, "NR-SACK option length is not 4 + 8n with n = 1..4");
+            rules_raise(fr, TN05, FALSE, "NR-SACK option length is not 4 + 8n with n = 1..4; its blocks are not analysed");
         for (guint i = 0; i < s->nr.n_blocks; i++) {
             if ((gint32)(s->nr.right[i] - s->nr.left[i]) <= 0)
                 rules_raise(fr, TN05, FALSE, "NR-SACK block %u: left %u >= right %u", i + 1, s->nr.left[i], s->nr.right[i]);
@@ -259,24 +274,46 @@ static void analyse_tcp(const tcp_seg_t *s, packet_info *pinfo, guint32 payload_
                 }
         peer->nr_mode = TRUE;
     }
-    if (!(s->flags & TCP_FLAG_ACK) || !peer->sb.snd_max)
+    if (!(s->flags & TCP_FLAG_ACK) || !peer->sb.snd_max || peer->released)
         return; /* nothing of the peer's data to acknowledge */
 
+    guint64 cum;
+    ival_t sack[TCP_MAX_BLOCKS], nr_opt[TCP_MAX_BLOCKS], nr[2 * TCP_MAX_BLOCKS];
+    if (!rtxq_unwrap(fr, peer, "ack", s->ack, &cum))
+        return;
+    blocks_near(cum, s->sack_left, s->sack_right, s->n_sack, sack);
+    /* an NR-SACK option that fails its own length check feeds nothing (docs/scoreboard.md); the
+     * segment's ack then says nothing reliable about non-renegable data either */
+    gboolean nr_usable = s->has_nr && !s->nr.permitted && !s->nr.bad_length;
+    guint n_nr_opt = nr_usable ? s->nr.n_blocks : 0;
+    blocks_near(cum, s->nr.left, s->nr.right, n_nr_opt, nr_opt);
     /* never-renege receiver (decisions 9): its SACK blocks are non-renegable */
     gboolean never_renege = c->nr_permitted[from] && (c->nr_flags[from] & 0x01);
-    ival_t sack[TCP_MAX_BLOCKS], nr[2 * TCP_MAX_BLOCKS];
-    guint n_sack = 0, n_nr = 0;
-    for (guint i = 0; i < s->n_sack; i++) {
-        ival_t b = {sb_unwrap(&peer->sb, s->sack_left[i]), sb_unwrap(&peer->sb, s->sack_right[i])};
-        if (never_renege)
-            nr[n_nr++] = b;
-        else
-            sack[n_sack++] = b;
+    guint n_sack = never_renege ? 0 : s->n_sack, n_nr = 0;
+    if (never_renege)
+        for (guint i = 0; i < s->n_sack; i++)
+            nr[n_nr++] = sack[i];
+    for (guint i = 0; i < n_nr_opt; i++)
+        nr[n_nr++] = nr_opt[i];
+    sb_ack_facts_t res;
+    gboolean nr_bad = s->has_nr && !s->nr.permitted && s->nr.bad_length;
+    rtxq_on_ack(fr, peer, cum, sack, n_sack, nr, n_nr, nr_bad ? REVOKE_NONE : REVOKE_IN_SPAN, &res);
+}
+
+/* RST, or a FIN each way each acked by the other end, ends the connection (or subflow). */
+static void track_end(tcp_conn_t *c, const tcp_seg_t *s, guint32 payload_len, int from)
+{
+    if (c->ended)
+        return;
+    if (s->flags & TCP_FLAG_FIN) {
+        c->fin_seen[from] = TRUE;
+        c->fin_seq[from] = s->seq + payload_len;
     }
-    if (s->has_nr && !s->nr.permitted)
-        n_nr += collect_nr_blocks(s, peer, nr + n_nr);
-    sb_ack_result_t res;
-    rtxq_on_ack(fr, peer, sb_unwrap(&peer->sb, s->ack), sack, n_sack, nr, n_nr, REVOKE_IN_SPAN, &res);
+    int peer = 1 - from;
+    if ((s->flags & TCP_FLAG_ACK) && c->fin_seen[peer] && (gint32)(s->ack - c->fin_seq[peer]) > 0)
+        c->fin_acked[peer] = TRUE;
+    if ((s->flags & TCP_FLAG_RST) || (c->fin_acked[0] && c->fin_acked[1]))
+        end_conn(c);
 }
 
 void tcp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, frame_result_t *fr)
@@ -318,16 +355,17 @@ void tcp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, frame_resu
             gboolean negotiated = c->nr_permitted[0] && c->nr_permitted[1];
             c->dir[0].nr_mode |= negotiated;
             c->dir[1].nr_mode |= negotiated;
-            sb_unwrap(&c->dir[from].sb, s.seq + 1); /* anchor at the ISN */
+            /* the ISN anchors the direction: its first byte follows the SYN (docs/scoreboard.md) */
+            serial_anchor(&c->dir[from].sb.space, s.seq + 1);
         }
     }
     if (c->is_mptcp) {
         mptcp_segment(tvb, pinfo, tree, &s, payload_len, c, from, fr);
-        return;
+    } else if (fr) {
+        fr->has_stream = TRUE;
+        fr->stream = c->stream;
+        analyse_tcp(&s, pinfo, payload_len, c, from, fr);
     }
-    if (!fr)
-        return;
-    fr->has_stream = TRUE;
-    fr->stream = c->stream;
-    analyse_tcp(&s, pinfo, payload_len, c, from, fr);
+    if (fr)
+        track_end(c, &s, payload_len, from);
 }

@@ -48,6 +48,9 @@ typedef struct tcp_conn {
     guint8 nr_flags[2];
     flow_dir_t dir[2];         /* TCP level, dir[i]: data sent by endpoint i */
     handshake_t hs;            /* SYN, SYN-ACK, the opener's first ACK */
+    gboolean fin_seen[2], fin_acked[2];
+    guint32 fin_seq[2];        /* sequence number of endpoint i's FIN */
+    gboolean ended;            /* RST, or FIN both ways and both acked: the state is released */
     /* MPTCP subflow */
     gboolean is_mptcp;
     gboolean mp_capable_syn[2];
@@ -69,6 +72,8 @@ gboolean nr_option_parse(tvbuff_t *tvb, int off, int len, nr_option_t *o);
 
 /* mptcp.c */
 void mptcp_init_state(void);
+/* A subflow ended: the connection's data-level state goes with its last subflow. */
+void mptcp_subflow_ended(tcp_conn_t *sub);
 /* Decodes DSS NR blocks into the nrsack tree and, when fr != NULL, runs the data-level analysis. */
 void mptcp_segment(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const tcp_seg_t *seg, guint32 payload_len,
                    tcp_conn_t *conn, int from, frame_result_t *fr);
