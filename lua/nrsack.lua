@@ -1032,15 +1032,6 @@ local function sctp_read_blocks(s, off, n, cum_tsn, list, fr)
     return out
 end
 
-local function blocks_intersect(a, b)
-    for i = 1, #a do
-        for j = 1, #b do
-            if a[i][1] < b[j][2] and b[j][1] < a[i][2] then return true end
-        end
-    end
-    return false
-end
-
 local function sctp_sack(s, off, ctype, clen, pinfo, a, from, fr)
     local nr_sack = ctype == CHUNK_NR_SACK
     local name = nr_sack and "NR-SACK" or "SACK"
@@ -1061,7 +1052,6 @@ local function sctp_sack(s, off, ctype, clen, pinfo, a, from, fr)
     if need ~= clen then
         raise(fr, nr_sack and "NR-05" or "GEN-01", false, string.format(
             "block counts (%d R, %d NR, %d dup) need %d bytes, chunk has %d", n_r, n_nr, n_dup, need, clen))
-        return -- a chunk that fails its own length check feeds nothing (docs/scoreboard.md)
     end
     local handshake = a.init_seen and a.init_ack_seen
     if nr_sack then
@@ -1076,16 +1066,17 @@ local function sctp_sack(s, off, ctype, clen, pinfo, a, from, fr)
     if path and tostring(pinfo.net_src) ~= path then
         raise(fr, "FS-04", false, string.format("%s sent from %s, FSACK path is %s", name, tostring(pinfo.net_src), path))
     end
+    if need ~= clen then return end -- a chunk that fails its own length check feeds nothing (docs/scoreboard.md)
 
     local cum64 = unwrap(fr, d, cum, "cumulative TSN ack")
     if not cum64 then return end
     local r = sctp_read_blocks(s, off + hdr, n_r, cum64, "R gap", fr)
     local nr = sctp_read_blocks(s, off + hdr + 4 * n_r, n_nr, cum64, "NR gap", fr)
-    if blocks_intersect(r, nr) then
-        raise(fr, "NR-02", false, "a TSN lies in both an R and an NR gap block")
-    end
     local had_data = d.sb.have_data
     local res = rtxq_on_ack(fr, d, cum64 + 1, r, nr, nr_sack and REVOKE_ALL or REVOKE_NONE)
+    if res.r_and_nr then
+        raise(fr, "NR-02", false, "a TSN lies in both an R and an NR gap block")
+    end
     if res.stale then
         raise(fr, "NR-07", false, string.format("cumulative TSN ack %d is below %d", cum, (d.sb.cum - 1) % TWO32))
     end
@@ -1232,6 +1223,8 @@ local function sctp_dissect(s, source, start, captured, reported, pinfo, tree, f
                     sctp_learn_tag(a, from, u32(s, off + 4))
                 end
                 if from ~= ep then a = nil end -- an INIT-ACK from the initiator: collision, leave the state alone
+                -- the initial TSN anchors the sender's space (docs/scoreboard.md "anchor")
+                if a then serial_anchor(a.dir[ep].sb.space, u32(s, off + 16)) end
             end
             sctp_init_params(s, source:range(start, captured), off + 20, off + clen, tree, a, ep, fr)
             if a and ctype == CHUNK_INIT_ACK and a.ext_nr[0] and a.ext_nr[1] then
