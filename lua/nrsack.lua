@@ -1718,17 +1718,17 @@ local function add_dss_fields(tree, base, d)
 end
 
 
--- Data-level number -> scoreboard number: 32-bit values unwrap, 64-bit values are made relative to
--- the direction's first one (doubles hold 53 bits) while keeping their low 32 bits.
--- nil (reported) when a 32-bit value lands too far away (unwrap).
+-- Data-level number -> scoreboard number: 32-bit values unwrap; 64-bit values are taken as they are
+-- (serial_take64) while they fit a double exactly (below 2^52), else made relative to the direction's
+-- first one, less a whole number of 2^32 (so their low 32 bits, which 32-bit values unwrap against,
+-- are kept). nil (reported) when a 32-bit value lands too far away (unwrap).
+local WIDE_AS_IS_BELOW_HI = 1048576 -- 2^20 high words: 2^52
 local function unwrap_dl(fr, dir, hi, lo, wide)
     if not wide then return unwrap(fr, dir, lo, "data-level number") end
-    if not dir.wide_anchored then
-        dir.wide_anchored, dir.anchor_hi, dir.anchor_lo = true, hi, lo
-        dir.wide_base = SERIAL_ORIGIN * 256 + lo
+    if not dir.wide_offset_hi then
+        dir.wide_offset_hi = hi < WIDE_AS_IS_BELOW_HI and 0 or hi - 256
     end
-    local rel = (hi - dir.anchor_hi) * TWO32 + (lo - dir.anchor_lo)
-    return serial_take64(dir.sb.space, dir.wide_base + rel)
+    return serial_take64(dir.sb.space, (hi - dir.wide_offset_hi) * TWO32 + lo)
 end
 
 -- One direction of a subflow (decisions 12): its mapped segments {lo, hi, dsn} (subflow bytes -> DSNs,
