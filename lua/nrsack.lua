@@ -769,6 +769,14 @@ local function flow_dir_new(stream, index, protocol, tsn_units, rule_rtx_after_a
     }
 end
 
+-- A flow that ended gives its scoreboards back (issue 17: memory bounded by the live flows); the
+-- stored frame results keep the direction table for its label alone.
+local function release_dirs(dirs)
+    for i = 0, 1 do
+        if dirs[i] then dirs[i].sb = nil end
+    end
+end
+
 -- Names a direction by its data sender (decisions 13); the label is the nrsack.direction value.
 local function set_endpoints(d, sender, receiver)
     d.sender, d.receiver, d.label = sender, receiver, sender .. " -> " .. receiver
@@ -922,6 +930,7 @@ end
 ------------------------------------------------------------------------------------------------
 
 local CHUNK_DATA, CHUNK_INIT, CHUNK_INIT_ACK, CHUNK_SACK, CHUNK_COOKIE_ECHO, CHUNK_NR_SACK = 0x00, 0x01, 0x02, 0x03, 0x0A, 0x10
+local CHUNK_ABORT, CHUNK_SHUTDOWN_COMPLETE = 0x06, 0x0E
 local PARAM_IPV4, PARAM_IPV6, PARAM_SUPPORTED_EXT = 5, 6, 0x8008
 local MAX_FSACK_TS, MAX_BLOCKS = 32, 256
 
@@ -950,6 +959,20 @@ local function sctp_new_assoc(pinfo, sport, dport)
     set_endpoints(a.dir[0], src, dst)
     set_endpoints(a.dir[1], dst, src)
     return a
+end
+
+-- After SHUTDOWN-COMPLETE or ABORT: the association leaves the lookups (a later packet with its tags
+-- starts a new one, as a capture starting mid-association would) and its state goes.
+local function sctp_release(a)
+    for ep = 0, 1 do
+        local key = a.tag_known[ep] and a.port[ep] * TWO32 + a.tag[ep]
+        if key and state.sctp_by_endpoint[key] == a then state.sctp_by_endpoint[key] = nil end
+    end
+    for _, key in ipairs({a.port[0] * 65536 + a.port[1], a.port[1] * 65536 + a.port[0]}) do
+        if state.sctp_pending[key] == a then state.sctp_pending[key] = nil end
+    end
+    release_dirs(a.dir)
+    a.fsack_ts, a.fsack_path, a.complete_ns, a.last_data_ns = nil, nil, nil, nil
 end
 
 -- Finds (or creates) the association of a packet; returns it and the sending endpoint's index.
@@ -1244,9 +1267,12 @@ local function sctp_dissect(s, source, start, captured, reported, pinfo, tree, f
             sctp_sack(s, off, ctype, clen, pinfo, a, from, fr)
         elseif is_fsack_type(ctype) then
             sctp_fsack(s, source:range(start, captured), off, ctype, clen, pinfo, tree, a, from, fr)
+        elseif (ctype == CHUNK_ABORT or ctype == CHUNK_SHUTDOWN_COMPLETE) and a then
+            a.ended = true
         end
         off = off + clen + (4 - clen % 4) % 4
     end
+    if a and a.ended then sctp_release(a) end
 end
 
 -- The bytes sctp_dissect reads, as a Lua string. A packet whose only chunk is DATA needs just the
@@ -1341,7 +1367,7 @@ end
 ------------------------------------------------------------------------------------------------
 
 local OPT_EOL, OPT_NOP, OPT_SACK_PERM, OPT_SACK, OPT_MPTCP, OPT_EXP_FD, OPT_EXP_FE = 0, 1, 4, 5, 30, 253, 254
-local TCP_FLAG_SYN, TCP_FLAG_ACK = 0x02, 0x10
+local TCP_FLAG_FIN, TCP_FLAG_SYN, TCP_FLAG_RST, TCP_FLAG_ACK = 0x01, 0x02, 0x04, 0x10
 local TCP_MAX_BLOCKS, TCP_MAX_MPTCP_OPTS = 4, 4
 
 -- One NR-SACK option (wire-formats.md section 3); nil when the ExID is not ours.
@@ -1579,7 +1605,7 @@ local function dl_number(hi, lo) return hi * TWO32 + lo end
 local function new_mptcp_conn(sub)
     local stream = new_stream_index()
     local m = {stream = stream, handshake_seen = false, capable = false, csum_known = false, csum = false,
-               token_known = {}, token = {}, dir = {}}
+               token_known = {}, token = {}, dir = {}, live = 1} -- live: subflows not ended
     for i = 0, 1 do
         m.dir[i] = flow_dir_new(stream, i, "mptcp", false, "MN-04", "MN-03")
         m.dir[i].gap_from_sacked = true
@@ -1633,6 +1659,7 @@ local function handle_mp_join(s, off, len, seg, sub, from)
     -- the token names the receiver of the SYN
     local receiver_side = (m.token_known[1] and m.token[1] == token) and 1 or 0
     sub.mptcp = m
+    m.live = m.live + 1
     sub.mptcp_side[from] = 1 - receiver_side
     sub.mptcp_side[1 - from] = receiver_side
 end
@@ -1922,6 +1949,46 @@ local function mptcp_segment(s, base, tree, seg, payload_len, sub, from, fr)
     fr.stream = m.stream
 end
 
+-- A connection ends on RST, or once each end's FIN is acked: it leaves the lookups and its state goes;
+-- an MPTCP connection goes with its last subflow.
+local function tcp_release(c, seg)
+    local key = seg.sport < seg.dport and seg.sport * 65536 + seg.dport or seg.dport * 65536 + seg.sport
+    local list = state.tcp_conns[key]
+    for k = #(list or NO_ITEMS), 1, -1 do
+        if list[k] == c then table.remove(list, k) end
+    end
+    if list and #list == 0 then state.tcp_conns[key] = nil end
+    release_dirs(c.dir)
+    c.sent_maps = nil
+    local m = c.mptcp
+    if m then
+        m.live = m.live - 1
+        if m.live == 0 then
+            for side = 0, 1 do
+                if m.token_known[side] and state.mptcp_by_token[m.token[side]] == m then
+                    state.mptcp_by_token[m.token[side]] = nil
+                end
+            end
+            release_dirs(m.dir)
+        end
+    end
+end
+
+local function tcp_track_end(c, seg, from, payload_len)
+    -- a real RST carries no data; one on a data segment is a damaged flags byte, not an end
+    if has_flag(seg.flags, TCP_FLAG_RST) and payload_len == 0 then return tcp_release(c, seg) end
+    if has_flag(seg.flags, TCP_FLAG_FIN) then
+        c.fin_end = c.fin_end or {}
+        c.fin_end[from] = (seg.seq + payload_len + 1) % TWO32
+    end
+    local peer_fin = c.fin_end and c.fin_end[1 - from]
+    if seg.ack_flag and peer_fin and int32(seg.ack - peer_fin) >= 0 then
+        c.fin_acked = c.fin_acked or {}
+        c.fin_acked[1 - from] = true
+        if c.fin_acked[from] then tcp_release(c, seg) end
+    end
+end
+
 -- One TCP segment: s = its header bytes, base = the TvbRange they came from.
 local function tcp_dissect(s, base, pinfo, tree, payload_len, fr)
     local seg = parse_segment(s, base, tree)
@@ -1930,7 +1997,11 @@ local function tcp_dissect(s, base, pinfo, tree, payload_len, fr)
         return
     end
     local c, from = tcp_find_conn(pinfo, seg, fr ~= nil)
-    if not c then return end
+    if not c then
+        -- shown again after its connection ended: the DSS fields need no state
+        if seg.n_mptcp > 0 then mptcp_segment(s, base, tree, seg, payload_len, {}, 0, nil) end
+        return
+    end
     if fr then
         local syn = seg.syn_flag
         if syn then
@@ -1957,11 +2028,11 @@ local function tcp_dissect(s, base, pinfo, tree, payload_len, fr)
     end
     if c.is_mptcp then
         mptcp_segment(s, base, tree, seg, payload_len, c, from, fr)
-        return
+    elseif fr then
+        fr.stream = c.stream
+        analyse_tcp(seg, payload_len, c, from, fr)
     end
-    if not fr then return end
-    fr.stream = c.stream
-    analyse_tcp(seg, payload_len, c, from, fr)
+    if fr then tcp_track_end(c, seg, from, payload_len) end
 end
 
 ------------------------------------------------------------------------------------------------
@@ -2126,7 +2197,8 @@ function nrsack.dissector(tvb, pinfo, tree)
     local ok, err
     if is_sctp then
         local source, start = layer.source, layer.offset
-        local stop = enclosing_end(start, source, source == tvb) or source:reported_len()
+        -- an IP length beyond the frame is bogus: Wireshark's IP layer then hands on the frame's bytes
+        local stop = math.min(enclosing_end(start, source, source == tvb) or math.huge, source:reported_len())
         local captured = math.max(0, math.min(stop, source:len()) - start)
         ok, err = pcall(sctp_dissect, sctp_bytes(source, start, captured, stop - start), source, start, captured,
             stop - start, pinfo, subtree, fr)
