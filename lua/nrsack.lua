@@ -48,8 +48,6 @@ local function arithmetic_bitlib()
 end
 local bitlib = bit32 or bit or arithmetic_bitlib()
 local band = bitlib.band
--- Unwrapped numbers start at 2^32 + the first value, so values slightly below it stay positive.
-local UNWRAP_ORIGIN = TWO32
 
 -- Whether single-bit `flag` is set in the non-negative integer `value` (arithmetic: no library call).
 local function has_flag(value, flag) return value % (flag + flag) >= flag end
@@ -183,280 +181,549 @@ local function u32(s, off)
 end
 
 ------------------------------------------------------------------------------------------------
--- Interval sets: sorted, disjoint, non-adjacent {lo, hi} pairs, [lo, hi). A set made by iset_new()
--- also keeps `units`, how many units its intervals cover, so byte counts need no walk over it.
+-- The scoreboard core: a line-by-line translation of core/ (nrsack_core.h, serial.c, iset.c,
+-- scoreboard.c) with the same names (docs/scoreboard.md). Serials are doubles, exact below 2^53:
+-- unwrapped 32-bit values stay near 2^32 and MPTCP's 64-bit DSNs are made relative to their
+-- direction's first one (unwrap_dl), so no value comes near 2^53; a UInt64 per serial would cost an
+-- allocation per number on every packet. An ival is {lo, hi}, [lo, hi); an iset keeps its intervals
+-- in two parallel arrays lo[1..n], hi[1..n] (no table per interval).
 ------------------------------------------------------------------------------------------------
 
-local function iset_new() return {units = 0} end
+-- What the rest of the file uses of the core; its helpers stay inside the block (Lua allows 200
+-- locals a function, the main chunk included).
+local SERIAL_ORIGIN, SERIAL_FAR, SERIAL_OK, SERIAL_FAR_AWAY, SB_TSN_WINDOW, REVOKE_NONE, REVOKE_ALL, REVOKE_IN_SPAN
+local nearest, serial_anchor, serial_unwrap, serial_take64, sb_init, sb_copy, sb_data_facts_new, sb_data, sb_ack_facts_new, sb_ack, sb_received, sb_figures, sb_blocked, sb_bytes, sctp_gap_block
+do
+SERIAL_ORIGIN = TWO32
+SERIAL_FAR = 1073741824 -- 2^30
+SERIAL_OK, SERIAL_FAR_AWAY = 0, 1
+SB_TSN_WINDOW = 1048576 -- 2^20
+local SB_MAX_REPORTED = 16
 
-local function iset_add(s, lo, hi)
-    if lo >= hi then return end
-    local n = #s
-    local i = 1
-    while i <= n and s[i][2] < lo do i = i + 1 end
-    local j = i
-    local covered = 0 -- units of the intervals merged into [lo, hi)
-    while j <= n and s[j][1] <= hi do
-        local v = s[j]
-        covered = covered + (v[2] - v[1])
-        if v[1] < lo then lo = v[1] end
-        if v[2] > hi then hi = v[2] end
-        j = j + 1
-    end
-    if s.units then s.units = s.units + (hi - lo) - covered end
-    if j == i then
-        table.insert(s, i, {lo, hi})
-    else
-        -- intervals belong to one set only: widen in place rather than allocate
-        s[i][1], s[i][2] = lo, hi
-        for _ = i + 1, j - 1 do table.remove(s, i + 1) end
-    end
-end
+-- ---- serial numbers ----
 
-local function iset_trim_below(s, x)
-    local drop, removed = 0, 0
-    while drop < #s and s[drop + 1][2] <= x do
-        drop = drop + 1
-        removed = removed + (s[drop][2] - s[drop][1])
-    end
-    for _ = 1, drop do table.remove(s, 1) end
-    if s[1] and s[1][1] < x then
-        removed = removed + (x - s[1][1])
-        s[1][1] = x
-    end
-    if s.units then s.units = s.units - removed end
-end
+local function serial_space_new() return {anchored = false, highest = 0, candidate_set = false, candidate = 0} end
 
-local function iset_overlaps(s, lo, hi)
-    for i = 1, #s do
-        local v = s[i]
-        if v[1] >= hi then return false end
-        if v[2] > lo then return true end
-    end
-    return false
-end
-
-------------------------------------------------------------------------------------------------
--- SCTP TSN -> payload bytes: off[k] = bytes of TSNs base .. base+k-1 (k = 0 .. n-1).
-------------------------------------------------------------------------------------------------
-
--- How far above the oldest unacked TSN a new TSN may lie: bounds the TSN -> bytes table.
-local MAX_TSN_WINDOW = 1048576
-
-local function sizes_prefix(z, tsn)
-    if z.n == 0 or tsn <= z.base then return 0 end
-    local k = tsn - z.base
-    if k > z.n - 1 then k = z.n - 1 end
-    return z.off[k]
-end
-
-local function sizes_set(z, tsn, size)
-    if z.n == 0 then
-        z.base = tsn
-        z.off = {[0] = 0}
-        z.n = 1
-    end
-    if tsn < z.base then return end -- below the window: already cum-acked, a retransmission
-    local k = tsn - z.base
-    local off = z.off
-    while z.n < k + 2 do
-        off[z.n] = off[z.n - 1]
-        z.n = z.n + 1
-    end
-    -- a hole filled late (reordered capture) shifts every later prefix
-    for m = k + 1, z.n - 1 do off[m] = off[m] + size end
-end
-
--- Drop prefixes far below the cum ack so memory stays bounded on long captures.
-local function sizes_compact(z, cum)
-    if z.n == 0 or cum <= z.base then return end
-    local drop = cum - z.base
-    if drop < 4096 or drop * 2 < z.n then return end
-    if drop > z.n - 1 then drop = z.n - 1 end
-    local old = z.off
-    local removed = old[drop]
-    local new = {}
-    for m = drop, z.n - 1 do new[m - drop] = old[m] - removed end
-    z.off = new
-    z.n = z.n - drop
-    z.base = z.base + drop
-end
-
-------------------------------------------------------------------------------------------------
--- Scoreboard of one sender direction (architecture.md; decisions.md 1-4)
-------------------------------------------------------------------------------------------------
-
-local function sb_new(tsn_units)
-    return {
-        tsn_units = tsn_units, anchored = false, ref = 0, cum_known = false, cum = 0, snd_max = 0,
-        sent = iset_new(), sacked = iset_new(), nracked = iset_new(), sizes = {base = 0, n = 0, off = {}},
-    }
-end
-
--- Payload bytes of one of the scoreboard's sets (made by iset_new); it runs several times on every
--- packet: a byte set knows its count, a TSN set sums its TSNs' sizes.
-local function iset_bytes(sb, s)
-    if not sb.tsn_units then return s.units end
-    local total = 0
-    local z = sb.sizes
-    for i = 1, #s do
-        local v = s[i]
-        total = total + (sizes_prefix(z, v[2]) - sizes_prefix(z, v[1]))
-    end
-    return total
-end
-
--- Serial number (mod 2^32) -> unwrapped number next to the highest seen.
-local function sb_unwrap(sb, v)
-    if not sb.anchored then
-        sb.anchored = true
-        sb.ref = UNWRAP_ORIGIN + v
-        return sb.ref
-    end
-    local delta = (v - sb.ref) % TWO32
+function nearest(reference, v)
+    local delta = (v - reference) % TWO32
     if delta >= TWO31 then delta = delta - TWO32 end
-    local x = sb.ref + delta
-    if x > sb.ref then sb.ref = x end
-    return x
+    return reference + delta
 end
 
--- Already-unwrapped numbers (MPTCP data level) only move the reference.
-local function sb_unwrap_wide(sb, v)
-    if not sb.anchored or v > sb.ref then
-        sb.anchored = true
-        sb.ref = v
+local function distance(a, b) return a > b and a - b or b - a end
+
+function serial_anchor(s, initial)
+    if not s.anchored then
+        s.anchored = true
+        s.highest = SERIAL_ORIGIN + initial
+    else
+        s.highest = nearest(s.highest, initial)
+    end
+    s.candidate_set = false
+end
+
+-- -> status, serial
+function serial_unwrap(s, v)
+    if not s.anchored then
+        serial_anchor(s, v)
+        return SERIAL_OK, s.highest
+    end
+    local x = nearest(s.highest, v)
+    if distance(x, s.highest) > SERIAL_FAR then
+        local near_candidate = s.candidate_set and nearest(s.candidate, v) or 0
+        if not s.candidate_set or distance(near_candidate, s.candidate) > SERIAL_FAR then
+            s.candidate_set = true
+            s.candidate = x
+            return SERIAL_FAR_AWAY, x
+        end
+        -- confirmed: the space jumped, in either direction
+        s.candidate_set = false
+        s.highest = near_candidate
+        return SERIAL_OK, near_candidate
+    end
+    s.candidate_set = false
+    if x > s.highest then s.highest = x end
+    return SERIAL_OK, x
+end
+
+function serial_take64(s, v)
+    if not s.anchored or v > s.highest then
+        s.anchored = true
+        s.highest = v
     end
     return v
 end
 
--- Whether a new TSN lies within MAX_TSN_WINDOW above the oldest one the size table holds.
-local function sizes_in_window(z, tsn)
-    return z.n == 0 or (tsn >= z.base and tsn - z.base < MAX_TSN_WINDOW)
+-- ---- TSN weights: size[i] is TSN base + i (i from 0) ----
+
+local function weights_new() return {base = 0, size = {}, n = 0} end
+
+local function weights_sum(w, lo, hi)
+    if not w then return hi > lo and hi - lo or 0 end
+    if lo < w.base then lo = w.base end
+    if hi > w.base + w.n then hi = w.base + w.n end
+    local sum, size, base = 0, w.size, w.base
+    for t = lo, hi - 1 do sum = sum + size[t - base] end
+    return sum
 end
 
--- A data transmission [lo, hi); returns new_bytes, below_cum, was_nracked, out_of_window.
-local function sb_data(sb, lo, hi, tsn_size)
-    if lo >= hi then return 0, false, false, false end
-    local below_cum = sb.cum_known and lo < sb.cum
-    local was_nracked = iset_overlaps(sb.nracked, lo, hi)
-    local from = (sb.cum_known and sb.cum > lo) and sb.cum or lo
-    if from >= hi then return 0, below_cum, was_nracked, false end
-    local new_bytes = 0
-    if sb.tsn_units then
-        -- one DATA chunk = one TSN; one too far from the others is corrupt input
-        if not sizes_in_window(sb.sizes, lo) then return 0, false, false, true end
-        if not iset_overlaps(sb.sent, lo, hi) then
-            sizes_set(sb.sizes, lo, tsn_size)
-            iset_add(sb.sent, lo, hi)
-            new_bytes = tsn_size
+local function weights_set(w, unit, size)
+    if w.n == 0 then w.base = unit end
+    local sz = w.size
+    if unit < w.base then
+        -- grow downwards by at least the table's length, so a run of ever lower TSNs moves it
+        -- O(log) times (a receiver-side capture whose first DATA was lost)
+        local down = w.base - unit
+        if down < w.n then down = w.n end
+        if down > w.base then down = w.base end
+        for i = w.n - 1, 0, -1 do sz[i + down] = sz[i] end
+        for i = 0, down - 1 do sz[i] = 0 end
+        w.n = w.n + down
+        w.base = w.base - down
+    elseif unit - w.base >= w.n then
+        local need = unit - w.base + 1
+        for i = w.n, need - 1 do sz[i] = 0 end
+        w.n = need
+    end
+    sz[unit - w.base] = size
+end
+
+local function weights_drop_below(w, cut)
+    if cut <= w.base then return end
+    if cut - w.base >= w.n then
+        w.n = 0
+        w.base = cut
+        w.size = {}
+        return
+    end
+    local drop = cut - w.base
+    if drop * 2 < w.n then return end -- moved when half of it is dead: amortised O(1) per TSN
+    local old, new = w.size, {}
+    for i = drop, w.n - 1 do new[i - drop] = old[i] end
+    w.size = new
+    w.n = w.n - drop
+    w.base = cut
+end
+
+local function weights_copy(src)
+    local dst = weights_new()
+    for i = 0, src.n - 1 do dst.size[i] = src.size[i] end
+    dst.n, dst.base = src.n, src.base
+    return dst
+end
+
+-- ---- interval sets ----
+
+local function iset_new() return {lo = {}, hi = {}, n = 0, units = 0, weight = 0} end
+
+local function iset_copy(src)
+    local dst = iset_new()
+    for i = 1, src.n do dst.lo[i], dst.hi[i] = src.lo[i], src.hi[i] end
+    dst.n, dst.units, dst.weight = src.n, src.units, src.weight
+    return dst
+end
+
+-- appends [lo, hi) to a set used as a plain vector (units and weight not kept)
+local function push(out, lo, hi)
+    local n = out.n + 1
+    out.lo[n], out.hi[n], out.n = lo, hi, n
+end
+
+-- The first interval with hi >= x (touching x counts); n + 1 when none.
+local function first_reaching(s, x)
+    local a, b = 1, s.n + 1
+    local hi = s.hi
+    while a < b do
+        local m = a + b
+        m = (m - m % 2) / 2
+        if hi[m] < x then a = m + 1 else b = m end
+    end
+    return a
+end
+
+-- Adds [lo, hi); returns the weight newly covered.
+local function iset_add(s, lo, hi, w)
+    if lo >= hi then return 0 end
+    local L, H, n = s.lo, s.hi, s.n
+    local i = first_reaching(s, lo)
+    local j = i
+    local new_lo, new_hi, next, units, weight = lo, hi, lo, 0, 0 -- next: first unit not looked at
+    while j <= n and L[j] <= hi do
+        if L[j] > next then units = units + (L[j] - next); weight = weight + weights_sum(w, next, L[j]) end
+        if H[j] > next then next = H[j] end
+        if L[j] < new_lo then new_lo = L[j] end
+        if H[j] > new_hi then new_hi = H[j] end
+        j = j + 1
+    end
+    if next < hi then units = units + (hi - next); weight = weight + weights_sum(w, next, hi) end
+    if j == i then
+        for k = n, i, -1 do L[k + 1], H[k + 1] = L[k], H[k] end
+        n = n + 1
+    elseif j > i + 1 then
+        local gone = j - i - 1
+        for k = j, n do L[k - gone], H[k - gone] = L[k], H[k] end
+        for k = n - gone + 1, n do L[k], H[k] = nil, nil end
+        n = n - gone
+    end
+    L[i], H[i] = new_lo, new_hi
+    s.n = n
+    s.units = s.units + units
+    s.weight = s.weight + weight
+    return weight
+end
+
+-- Below this many intervals a batch joins one by one (binary search, usually no move).
+local MERGE_WALK_FROM = 16
+
+-- Adds the sorted, disjoint intervals of vector v (ivals_normalize's output); returns the weight
+-- newly covered.
+local function iset_union(s, v, w)
+    local n = v.n
+    local VL, VH = v.lo, v.hi
+    if n < MERGE_WALK_FROM then
+        local added = 0
+        for k = 1, n do added = added + iset_add(s, VL[k], VH[k], w) end
+        return added
+    end
+    local L, H, sn = s.lo, s.hi, s.n
+    -- the newly covered parts: v minus s, both sorted
+    local units, weight, i = 0, 0, 1
+    for k = 1, n do
+        local x, vhi = VL[k], VH[k]
+        while i <= sn and H[i] <= x do i = i + 1 end
+        local m = i
+        while m <= sn and L[m] < vhi and x < vhi do
+            if L[m] > x then units = units + (L[m] - x); weight = weight + weights_sum(w, x, L[m]) end
+            if H[m] > x then x = H[m] end
+            m = m + 1
         end
-    else
-        -- bytes [from, hi) not yet in the sent set are first transmissions
-        local before = iset_bytes(sb, sb.sent)
-        iset_add(sb.sent, from, hi)
-        new_bytes = iset_bytes(sb, sb.sent) - before
+        if x < vhi then units = units + (vhi - x); weight = weight + weights_sum(w, x, vhi) end
     end
-    if hi > sb.snd_max then sb.snd_max = hi end
-    return new_bytes, below_cum, was_nracked, false
+    -- the union, merged into new arrays
+    local OL, OH = {}, {}
+    local a, b, m = 1, 1, 0
+    while a <= sn or b <= n do
+        local lo, hi
+        if b > n or (a <= sn and L[a] <= VL[b]) then
+            lo, hi = L[a], H[a]
+            a = a + 1
+        else
+            lo, hi = VL[b], VH[b]
+            b = b + 1
+        end
+        if m > 0 and OH[m] >= lo then
+            if hi > OH[m] then OH[m] = hi end
+        else
+            m = m + 1
+            OL[m], OH[m] = lo, hi
+        end
+    end
+    s.lo, s.hi, s.n = OL, OH, m
+    s.units = s.units + units
+    s.weight = s.weight + weight
+    return weight
 end
 
--- Adds block [lo, hi) to set s, clipped to the data actually sent.
-local function add_clipped_to_sent(sb, s, lo, hi)
-    local sent = sb.sent
-    for i = 1, #sent do
-        local a = sent[i][1] > lo and sent[i][1] or lo
-        local b = sent[i][2] < hi and sent[i][2] or hi
-        if a < b then iset_add(s, a, b) end
+-- Drops every unit below cut; returns the weight dropped.
+local function iset_trim_below(s, cut, w)
+    local L, H, n = s.lo, s.hi, s.n
+    local whole, weight = 0, 0
+    local k = 1
+    while k <= n and L[k] < cut do
+        local hi = H[k] < cut and H[k] or cut
+        s.units = s.units - (hi - L[k])
+        weight = weight + weights_sum(w, L[k], hi)
+        if H[k] > cut then L[k] = cut else whole = whole + 1 end
+        k = k + 1
     end
+    if whole > 0 then
+        for m = whole + 1, n do L[m - whole], H[m - whole] = L[m], H[m] end
+        for m = n - whole + 1, n do L[m], H[m] = nil, nil end
+        s.n = n - whole
+    end
+    s.weight = s.weight - weight
+    return weight
 end
 
--- Which NR-acked units above the cum ack a later (non-stale) ack must still report (decisions 16):
--- none (SCTP SACK), all (SCTP NR-SACK), or those inside its R blocks or the span of its NR blocks
--- (TCP, MPTCP: the option has no room to repeat every NR-acked range).
-local REVOKE_NONE, REVOKE_ALL, REVOKE_IN_SPAN = 0, 1, 2
+local function iset_overlaps(s, lo, hi)
+    local i = first_reaching(s, lo + 1) -- the first interval ending after lo
+    return lo < hi and i <= s.n and s.lo[i] < hi
+end
 
--- NR-acked units inside what the ack claims to describe that its NR blocks leave out.
-local function find_revoked(sb, r, nr, revoke)
-    if #sb.nracked == 0 then return NO_ITEMS end
-    local reported, claimed = {}, {}
-    for i = 1, #nr do iset_add(reported, nr[i][1], nr[i][2]) end
-    if revoke == REVOKE_ALL then
-        claimed[1] = {sb.cum, math.huge}
-    else
-        for i = 1, #r do iset_add(claimed, r[i][1], r[i][2]) end
-        if #reported > 0 then iset_add(claimed, reported[1][1], reported[#reported][2]) end
+local function iset_covers(s, lo, hi)
+    if lo >= hi then return true end
+    local i = first_reaching(s, hi)
+    return i <= s.n and s.lo[i] <= lo
+end
+
+local function by_lo(x, y) return x[1] < y[1] end
+
+-- Sorts vector v by lo and merges overlapping or touching intervals, dropping empty ones.
+local function ivals_normalize(v)
+    local L, H, n = v.lo, v.hi, v.n
+    local sorted = true
+    for k = 2, n do
+        if L[k - 1] > L[k] then sorted = false; break end
     end
-    local out = {}
-    local nracked = sb.nracked
-    for i = 1, #nracked do
-        for c = 1, #claimed do
-            local lo = math.max(nracked[i][1], claimed[c][1])
-            local hi = math.min(nracked[i][2], claimed[c][2])
-            if lo < hi then
-                local x = lo -- walk [lo, hi) past the reported intervals
-                for k = 1, #reported do
-                    if x >= hi then break end
-                    local rep_k = reported[k]
-                    if rep_k[2] > x then
-                        if rep_k[1] > x then out[#out + 1] = {x, math.min(hi, rep_k[1])} end
-                        if rep_k[2] > x then x = rep_k[2] end
-                    end
-                end
-                if x < hi then out[#out + 1] = {x, hi} end
+    if not sorted then -- hostile input only: a table per interval is fine here
+        local pairs_ = {}
+        for k = 1, n do pairs_[k] = {L[k], H[k]} end
+        table.sort(pairs_, by_lo)
+        for k = 1, n do L[k], H[k] = pairs_[k][1], pairs_[k][2] end
+    end
+    local m = 0
+    for k = 1, n do
+        if L[k] < H[k] then
+            if m > 0 and H[m] >= L[k] then
+                if H[k] > H[m] then H[m] = H[k] end
+            else
+                m = m + 1
+                L[m], H[m] = L[k], H[k]
             end
         end
     end
-    return out
+    for k = m + 1, n do L[k], H[k] = nil, nil end
+    v.n = m
 end
 
--- One ack: cum (first unit not acked), R and NR blocks as unwrapped [lo, hi) lists.
--- The result of the latest ack: one table reused by every ack (its callers read it at once).
-local ack_result = {stale = false, beyond_sent = false, freed_bytes = 0, gap_open = false, revoked = NO_ITEMS}
-local function sb_ack(sb, cum, r, nr, revoke)
-    local res = ack_result
-    res.beyond_sent, res.freed_bytes, res.gap_open, res.revoked = false, 0, false, NO_ITEMS
-    res.stale = sb.cum_known and cum < sb.cum
-    if not res.stale then
-        sb.cum = cum
-        sb.cum_known = true
-    end
-    if cum > sb.snd_max then res.beyond_sent = true end
-    iset_trim_below(sb.sent, sb.cum)
-    iset_trim_below(sb.sacked, sb.cum)
-    iset_trim_below(sb.nracked, sb.cum)
-    if revoke ~= REVOKE_NONE and not res.stale then
-        res.revoked = find_revoked(sb, r, nr, revoke)
-    end
-    if not res.stale then
-        for i = 1, #r do if r[i][2] > sb.cum then res.gap_open = true end end
-        for i = 1, #nr do if nr[i][2] > sb.cum then res.gap_open = true end end
-    end
-    local nr_before = iset_bytes(sb, sb.nracked)
-    for i = 1, #r do
-        if r[i][2] > sb.snd_max then res.beyond_sent = true end
-        add_clipped_to_sent(sb, sb.sacked, math.max(r[i][1], sb.cum), r[i][2])
-    end
-    for i = 1, #nr do
-        if nr[i][2] > sb.snd_max then res.beyond_sent = true end
-        local lo = math.max(nr[i][1], sb.cum)
-        add_clipped_to_sent(sb, sb.sacked, lo, nr[i][2])
-        add_clipped_to_sent(sb, sb.nracked, lo, nr[i][2])
-    end
-    res.freed_bytes = iset_bytes(sb, sb.nracked) - nr_before
-    if sb.tsn_units then sizes_compact(sb.sizes, sb.cum) end
-    return res
-end
-
--- Units known received above the cum ack without being reported as a block (MPTCP: DSNs a subflow ack
--- covers, decisions 12), as r.n flat numbers lo1, hi1, lo2, hi2, ...: sacked, clipped to the data
--- sent; no revocation, no NR.
-local function sb_received(sb, r)
-    for i = 1, r.n, 2 do
-        local lo, hi = r[i], r[i + 1]
-        if not sb.cum_known or hi > sb.cum then
-            add_clipped_to_sent(sb, sb.sacked, sb.cum_known and math.max(lo, sb.cum) or lo, hi)
+-- Appends to vector out s's parts inside the sorted intervals of vector v, in order.
+local function iset_clip(s, v, out)
+    local L, H, n = s.lo, s.hi, s.n
+    for k = 1, v.n do
+        local vlo, vhi = v.lo[k], v.hi[k]
+        local i = first_reaching(s, vlo + 1)
+        while i <= n and L[i] < vhi do
+            local lo = L[i] > vlo and L[i] or vlo
+            local hi = H[i] < vhi and H[i] or vhi
+            if lo < hi then push(out, lo, hi) end
+            i = i + 1
         end
     end
+end
+
+-- ---- the scoreboard ----
+
+REVOKE_NONE, REVOKE_ALL, REVOKE_IN_SPAN = 0, 1, 2
+local WORK_R, WORK_NR, WORK_ALL, WORK_CLIP = 1, 2, 3, 4
+
+local function weights_of(sb) return sb.tsn_units and sb.weights or nil end
+
+function sb_init(tsn_units)
+    return {
+        tsn_units = tsn_units, space = serial_space_new(), have_data = false, cum_known = false,
+        cum = 0, snd_max = 0, lowest = 0, sent = iset_new(), sacked = iset_new(), nracked = iset_new(),
+        weights = weights_new(), gap_open = false, data_bytes = 0, acked_bytes = 0,
+        last_revoked = iset_new(), work = {iset_new(), iset_new(), iset_new(), iset_new()},
+    }
+end
+
+-- dst becomes a copy of src (keep_data false: only the ack state, cum and gap_open).
+function sb_copy(src, keep_data)
+    local dst = sb_init(src.tsn_units)
+    local sp = src.space
+    dst.space = {anchored = sp.anchored, highest = sp.highest, candidate_set = sp.candidate_set, candidate = sp.candidate}
+    dst.cum_known, dst.cum, dst.gap_open = src.cum_known, src.cum, src.gap_open
+    if not keep_data then return dst end
+    dst.have_data, dst.snd_max, dst.lowest = src.have_data, src.snd_max, src.lowest
+    dst.data_bytes, dst.acked_bytes = src.data_bytes, src.acked_bytes
+    dst.sent, dst.sacked, dst.nracked = iset_copy(src.sent), iset_copy(src.sacked), iset_copy(src.nracked)
+    dst.weights = weights_copy(src.weights)
+    return dst
+end
+
+-- TSN mode: the weights table spans at most SB_TSN_WINDOW TSNs, from the cum ack (before any ack:
+-- the lowest TSN seen, so it may grow downwards) to the highest TSN sent.
+local function in_window(sb, lo, hi)
+    if sb.cum_known then return lo < sb.cum or hi - sb.cum <= SB_TSN_WINDOW end
+    if not sb.have_data then return true end
+    local low = lo < sb.lowest and lo or sb.lowest
+    local high = hi > sb.snd_max and hi or sb.snd_max
+    return high - low <= SB_TSN_WINDOW
+end
+
+function sb_data_facts_new()
+    return {out_of_window = false, below_cum = false, was_nracked = false, retransmission = false,
+            new_units = 0, new_bytes = 0}
+end
+
+-- A transmission of [lo, hi): TCP / MPTCP bytes, or one TSN [tsn, tsn + 1) weighing tsn_size.
+function sb_data(sb, lo, hi, tsn_size, f)
+    f.out_of_window, f.below_cum, f.was_nracked, f.retransmission, f.new_units, f.new_bytes =
+        false, false, false, false, 0, 0
+    if lo >= hi then return end
+    if sb.tsn_units and not in_window(sb, lo, hi) then
+        f.out_of_window = true
+        return
+    end
+    f.below_cum = sb.cum_known and lo < sb.cum
+    f.was_nracked = iset_overlaps(sb.nracked, lo, hi)
+    local from = (sb.cum_known and sb.cum > lo) and sb.cum or lo
+    if from < hi then
+        if sb.tsn_units then -- the first captured transmission of a TSN fixes its weight
+            for t = from, hi - 1 do
+                if not iset_covers(sb.sent, t, t + 1) then weights_set(sb.weights, t, tsn_size) end
+            end
+        end
+        local units = sb.sent.units
+        f.new_bytes = iset_add(sb.sent, from, hi, weights_of(sb))
+        f.new_units = sb.sent.units - units
+    end
+    f.retransmission = f.new_units == 0
+    sb.data_bytes = sb.data_bytes + f.new_bytes
+    if not sb.have_data or lo < sb.lowest then sb.lowest = lo end
+    if not sb.have_data or hi > sb.snd_max then sb.snd_max = hi end
+    sb.have_data = true
+end
+
+-- Copies blocks (a list of {lo, hi}) into a scratch vector, sorted and merged.
+local function normalized(out, v)
+    local L, H = out.lo, out.hi
+    for k = 1, #v do L[k], H[k] = v[k][1], v[k][2] end
+    for k = #v + 1, out.n do L[k], H[k] = nil, nil end
+    out.n = #v
+    ivals_normalize(out)
+end
+
+local function meet(a, b)
+    local i, j = 1, 1
+    while i <= a.n and j <= b.n do
+        if a.hi[i] <= b.lo[j] then i = i + 1
+        elseif b.hi[j] <= a.lo[i] then j = j + 1
+        else return true end
+    end
+    return false
+end
+
+local function note_revoked(f, lo, hi)
+    if f.n_revoked < SB_MAX_REPORTED then f.revoked[f.n_revoked + 1] = {lo, hi} end
+    f.n_revoked = f.n_revoked + 1
+    f.revoked_units = f.revoked_units + (hi - lo)
+end
+
+local function clear(v)
+    for k = 1, v.n do v.lo[k], v.hi[k] = nil, nil end
+    v.n, v.units, v.weight = 0, 0, 0
+end
+
+-- Revoked: NR-acked units inside what the ack claims to report that its NR blocks leave out.
+local function find_revoked(sb, revoke, f)
+    local R, N = sb.work[WORK_R], sb.work[WORK_NR]
+    local claimed, inside, out = sb.work[WORK_ALL], sb.work[WORK_CLIP], sb.last_revoked
+    clear(claimed)
+    clear(inside)
+    if revoke == REVOKE_ALL then
+        iset_clip(sb.nracked, {lo = {sb.cum}, hi = {math.huge}, n = 1}, inside)
+    else
+        for k = 1, R.n do iset_add(claimed, R.lo[k], R.hi[k], nil) end
+        if N.n > 0 then iset_add(claimed, N.lo[1], N.hi[N.n], nil) end
+        iset_clip(sb.nracked, claimed, inside)
+    end
+    local j = 1 -- inside minus N, both sorted
+    for k = 1, inside.n do
+        local x, hi = inside.lo[k], inside.hi[k]
+        while j <= N.n and N.hi[j] <= x do j = j + 1 end
+        local m = j
+        while m <= N.n and N.lo[m] < hi and x < hi do
+            if N.lo[m] > x then
+                iset_add(out, x, N.lo[m], nil)
+                note_revoked(f, x, N.lo[m])
+            end
+            if N.hi[m] > x then x = N.hi[m] end
+            m = m + 1
+        end
+        if x < hi then
+            iset_add(out, x, hi, nil)
+            note_revoked(f, x, hi)
+        end
+    end
+end
+
+-- Joins blocks (sorted), clipped to sent, to `into`; returns the weight newly covered.
+local function join_clipped(sb, into, blocks)
+    local clip = sb.work[WORK_CLIP]
+    clear(clip)
+    iset_clip(sb.sent, blocks, clip)
+    return iset_union(into, clip, weights_of(sb))
+end
+
+function sb_ack_facts_new()
+    return {stale = false, beyond_sent = false, r_and_nr = false, gap_open = false, freed_units = 0,
+            freed_bytes = 0, acked_units = 0, n_revoked = 0, revoked_units = 0, revoked = {}}
+end
+
+-- A SACK / NR-SACK / TCP SACK and NR options / MPTCP DSS: r and nr are lists of {lo, hi}, maybe
+-- unsorted or overlapping.
+function sb_ack(sb, cum, r, nr, revoke, f)
+    f.stale, f.beyond_sent, f.r_and_nr, f.gap_open = false, false, false, false
+    f.freed_units, f.freed_bytes, f.acked_units, f.n_revoked, f.revoked_units = 0, 0, 0, 0, 0
+    for k = 1, #f.revoked do f.revoked[k] = nil end
+    clear(sb.last_revoked)
+    local R, N, all = sb.work[WORK_R], sb.work[WORK_NR], sb.work[WORK_ALL]
+    normalized(R, r)
+    normalized(N, nr)
+    f.r_and_nr = meet(R, N)
+    if sb.have_data then
+        f.beyond_sent = cum > sb.snd_max or (R.n > 0 and R.hi[R.n] > sb.snd_max)
+            or (N.n > 0 and N.hi[N.n] > sb.snd_max)
+    end
+    f.stale = sb.cum_known and cum < sb.cum
+    if not f.stale then
+        if not sb.cum_known or cum > sb.cum then
+            f.acked_units = sb.cum_known and cum - sb.cum or 0
+            local w = weights_of(sb)
+            iset_trim_below(sb.sacked, cum, w)
+            iset_trim_below(sb.nracked, cum, w)
+            sb.acked_bytes = sb.acked_bytes + iset_trim_below(sb.sent, cum, w) -- last: the weights go next
+            if sb.tsn_units then weights_drop_below(sb.weights, cum) end
+            sb.cum = cum
+            sb.cum_known = true
+        end
+        sb.gap_open = (R.n > 0 and R.hi[R.n] > cum) or (N.n > 0 and N.hi[N.n] > cum)
+        if revoke ~= REVOKE_NONE then find_revoked(sb, revoke, f) end
+    end
+    f.gap_open = sb.gap_open
+    -- R and NR blocks together join sacked; the NR ones join nracked
+    clear(all)
+    for k = 1, R.n do push(all, R.lo[k], R.hi[k]) end
+    for k = 1, N.n do push(all, N.lo[k], N.hi[k]) end
+    if N.n > 0 then ivals_normalize(all) end
+    local nr_units = sb.nracked.units
+    join_clipped(sb, sb.sacked, all)
+    f.freed_bytes = join_clipped(sb, sb.nracked, N)
+    f.freed_units = sb.nracked.units - nr_units
+end
+
+-- Units known received above cum without a block (MPTCP subflow acks, decisions 12): a list of
+-- {lo, hi}.
+function sb_received(sb, r)
+    local R = sb.work[WORK_R]
+    normalized(R, r)
+    join_clipped(sb, sb.sacked, R)
+end
+
+function sb_figures(sb, f)
+    f.rtxq_sack = sb.sent.weight
+    f.sacked = sb.sacked.weight
+    f.nr_acked = sb.nracked.weight
+    f.rtxq_nr = f.rtxq_sack - f.nr_acked
+    f.rtxq_whatif = f.rtxq_sack - f.sacked
+    f.units_sack = sb.sent.units
+    f.units_sacked = sb.sacked.units
+    f.units_nr = sb.nracked.units
+end
+
+-- metrics.md: B - rtxq < S, with rtxq_nr when NR-SACK is in use (decisions 7), else rtxq_sack.
+function sb_blocked(f, sndbuf, full_packet, nr_in_use)
+    local rtxq = nr_in_use and f.rtxq_nr or f.rtxq_sack
+    return rtxq + full_packet > sndbuf
+end
+
+-- Bytes of [lo, hi) (TSN mode: the sizes of the TSNs in the window).
+function sb_bytes(sb, lo, hi) return weights_sum(weights_of(sb), lo, hi) end
+
+-- SCTP gap block (start, end offsets from the cum TSN ack) -> TSNs [cum_tsn + start, cum_tsn + end + 1);
+-- an inverted block comes out empty and sb_ack ignores it.
+function sctp_gap_block(cum_tsn, start, stop) return {cum_tsn + start, cum_tsn + stop + 1} end
 end
 
 ------------------------------------------------------------------------------------------------
@@ -496,10 +763,18 @@ local state -- per-capture state, reset in init
 
 local function flow_dir_new(stream, index, protocol, tsn_units, rule_rtx_after_ack, rule_revoked)
     return {
-        sb = sb_new(tsn_units), stream = stream, index = index, protocol = protocol,
+        sb = sb_init(tsn_units), stream = stream, index = index, protocol = protocol,
         sender = "", receiver = "", label = "", max_payload = 0, nr_mode = false, gap_open = false,
         rule_rtx_after_ack = rule_rtx_after_ack, rule_revoked = rule_revoked,
     }
+end
+
+-- A flow that ended gives its scoreboards back (issue 17: memory bounded by the live flows); the
+-- stored frame results keep the direction table for its label alone.
+local function release_dirs(dirs)
+    for i = 0, 1 do
+        if dirs[i] then dirs[i].sb = nil end
+    end
 end
 
 -- Names a direction by its data sender (decisions 13); the label is the nrsack.direction value.
@@ -521,15 +796,17 @@ local function update_for(fr, d)
     return u
 end
 
--- The direction's figures after this event (the last event of the frame wins).
+-- The direction's figures after this event (the last event of the frame wins). One scratch table
+-- for every call, and one for each kind of facts (their callers read them at once).
+local figures = {}
+local data_facts, ack_facts = sb_data_facts_new(), sb_ack_facts_new()
 local function refresh_figures(u, d)
-    local sb = d.sb
-    local rtxq_sack, nr_acked, sacked = iset_bytes(sb, sb.sent), iset_bytes(sb, sb.nracked), iset_bytes(sb, sb.sacked)
-    if d.gap_from_sacked then d.gap_open = sacked > 0 end -- MPTCP data level (decisions 12)
-    u.rtxq_sack, u.nr_acked, u.sacked, u.nr_figure = rtxq_sack, nr_acked, sacked, d.nr_mode
-    local rtxq = d.nr_mode and rtxq_sack - nr_acked or rtxq_sack
+    local f = figures
+    sb_figures(d.sb, f)
+    if d.gap_from_sacked then d.gap_open = f.sacked > 0 end -- MPTCP data level (decisions 12)
+    u.rtxq_sack, u.nr_acked, u.sacked, u.nr_figure = f.rtxq_sack, f.nr_acked, f.sacked, d.nr_mode
     local sndbuf = state.prefs.sndbuf
-    u.blocked = sndbuf > 0 and d.max_payload > 0 and sndbuf - rtxq < d.max_payload
+    u.blocked = sndbuf > 0 and d.max_payload > 0 and sb_blocked(f, sndbuf, d.max_payload, d.nr_mode)
     u.gap_open = d.gap_open
 end
 
@@ -538,10 +815,12 @@ local function rtxq_on_data(fr, d, lo, hi, payload_bytes)
     -- a TCP keep-alive resends the byte below the ack on purpose (decisions 21)
     local sb = d.sb
     local keepalive = not sb.tsn_units and hi - lo <= 1 and sb.cum_known and lo + 1 == sb.cum
-    local new_bytes, below_cum, was_nracked, out_of_window = sb_data(sb, lo, hi, payload_bytes)
-    if out_of_window then
+    local f = data_facts
+    sb_data(sb, lo, hi, payload_bytes, f)
+    local below_cum, was_nracked = f.below_cum, f.was_nracked
+    if f.out_of_window then
         raise(fr, "GEN-01", false, string.format("TSN %d lies more than %d TSNs above the oldest unacked one; not analysed",
-            lo % TWO32, MAX_TSN_WINDOW))
+            lo % TWO32, SB_TSN_WINDOW))
         return
     end
     if (below_cum or was_nracked) and not keepalive then
@@ -551,20 +830,21 @@ local function rtxq_on_data(fr, d, lo, hi, payload_bytes)
             sb.tsn_units and "TSN" or "data", d.sender, was_nracked and "NR-acked" or "cum-acked",
             by_sender and "" or "; the capture is not at the sender: the ack may have crossed it"))
     end
-    if new_bytes == 0 then return end -- decisions 4: retransmissions do not change the RtxQ
+    if f.new_bytes == 0 then return end -- decisions 4: retransmissions do not change the RtxQ
     local u = update_for(fr, d)
     if not u then return end
     refresh_figures(u, d)
 end
 
 local function rtxq_on_ack(fr, d, cum, r, nr, revoke)
-    local res = sb_ack(d.sb, cum, r, nr, revoke)
+    local res = ack_facts
+    sb_ack(d.sb, cum, r, nr, revoke, res)
     if not res.stale and not d.gap_from_sacked then d.gap_open = res.gap_open end
     local u = update_for(fr, d)
     if not u then return res end
     u.is_ack = true
     u.freed_bytes = u.freed_bytes + res.freed_bytes
-    for i = 1, math.min(#res.revoked, MAX_REVOKED) do
+    for i = 1, #res.revoked do
         -- report each revoked TSN (SCTP) or the first byte of each revoked range (TCP, MPTCP)
         local x = res.revoked[i][1]
         repeat
@@ -574,10 +854,10 @@ local function rtxq_on_ack(fr, d, cum, r, nr, revoke)
             x = x + 1
         until not (d.sb.tsn_units and x < res.revoked[i][2])
     end
-    if #res.revoked > 0 then
+    if res.n_revoked > 0 then
         raise(fr, d.rule_revoked, false, string.format(
             "%d %s range(s) NR-acked earlier are neither cum-acked nor NR-acked by this ack, first at %d",
-            #res.revoked, d.sb.tsn_units and "TSN" or "byte", res.revoked[1][1] % TWO32))
+            res.n_revoked, d.sb.tsn_units and "TSN" or "byte", res.revoked[1][1] % TWO32))
     end
     refresh_figures(u, d)
     return res
@@ -585,10 +865,23 @@ end
 
 -- Units the receiver is known to hold beyond the ack's own blocks (MPTCP: DSNs its subflow ack covers).
 local function rtxq_on_received(fr, d, r)
-    if r.n == 0 then return end
+    if #r == 0 then return end
     sb_received(d.sb, r)
     local u = update_for(fr, d)
     if u then refresh_figures(u, d) end
+end
+
+-- A 32-bit serial of direction d's space, unwrapped once (docs/scoreboard.md); nil, reported and fed
+-- nothing when it lands more than SERIAL_FAR from the highest seen and no earlier far value agrees
+-- (decisions 33: one damaged ack must not make every later one look 2^32 behind).
+local function unwrap(fr, d, v, what)
+    local status, x = serial_unwrap(d.sb.space, v)
+    if status == SERIAL_FAR_AWAY then
+        raise(fr, "GEN-01", false, string.format("%s %d lies more than 2^30 from the highest seen (%d); not analysed",
+            what, v, d.sb.space.highest % TWO32))
+        return nil
+    end
+    return x
 end
 
 -- Capture time of the frame in ns since the first frame the plugin saw: exact (frame.time_epoch is an
@@ -637,6 +930,7 @@ end
 ------------------------------------------------------------------------------------------------
 
 local CHUNK_DATA, CHUNK_INIT, CHUNK_INIT_ACK, CHUNK_SACK, CHUNK_COOKIE_ECHO, CHUNK_NR_SACK = 0x00, 0x01, 0x02, 0x03, 0x0A, 0x10
+local CHUNK_ABORT, CHUNK_SHUTDOWN_COMPLETE = 0x06, 0x0E
 local PARAM_IPV4, PARAM_IPV6, PARAM_SUPPORTED_EXT = 5, 6, 0x8008
 local MAX_FSACK_TS, MAX_BLOCKS = 32, 256
 
@@ -665,6 +959,20 @@ local function sctp_new_assoc(pinfo, sport, dport)
     set_endpoints(a.dir[0], src, dst)
     set_endpoints(a.dir[1], dst, src)
     return a
+end
+
+-- After SHUTDOWN-COMPLETE or ABORT: the association leaves the lookups (a later packet with its tags
+-- starts a new one, as a capture starting mid-association would) and its state goes.
+local function sctp_release(a)
+    for ep = 0, 1 do
+        local key = a.tag_known[ep] and a.port[ep] * TWO32 + a.tag[ep]
+        if key and state.sctp_by_endpoint[key] == a then state.sctp_by_endpoint[key] = nil end
+    end
+    for _, key in ipairs({a.port[0] * 65536 + a.port[1], a.port[1] * 65536 + a.port[0]}) do
+        if state.sctp_pending[key] == a then state.sctp_pending[key] = nil end
+    end
+    release_dirs(a.dir)
+    a.fsack_ts, a.fsack_path, a.complete_ns, a.last_data_ns = nil, nil, nil, nil
 end
 
 -- Finds (or creates) the association of a packet; returns it and the sending endpoint's index.
@@ -739,21 +1047,12 @@ local function sctp_read_blocks(s, off, n, cum_tsn, list, fr)
             raise(fr, "NR-08", false, string.format("%s blocks %d and %d touch (%d-%d): should be one block", list, i, i + 1, prev_end, start))
         end
         if start <= stop then
-            if #out < MAX_BLOCKS then out[#out + 1] = {cum_tsn + start, cum_tsn + stop + 1} end
+            if #out < MAX_BLOCKS then out[#out + 1] = sctp_gap_block(cum_tsn, start, stop) end
             if stop > prev_end then prev_end = stop end
         end
         off = off + 4
     end
     return out
-end
-
-local function blocks_intersect(a, b)
-    for i = 1, #a do
-        for j = 1, #b do
-            if a[i][1] < b[j][2] and b[j][1] < a[i][2] then return true end
-        end
-    end
-    return false
 end
 
 local function sctp_sack(s, off, ctype, clen, pinfo, a, from, fr)
@@ -776,10 +1075,6 @@ local function sctp_sack(s, off, ctype, clen, pinfo, a, from, fr)
     if need ~= clen then
         raise(fr, nr_sack and "NR-05" or "GEN-01", false, string.format(
             "block counts (%d R, %d NR, %d dup) need %d bytes, chunk has %d", n_r, n_nr, n_dup, need, clen))
-        -- use only the blocks that fit
-        local room = math.floor((clen - hdr) / 4)
-        n_r = math.min(n_r, room)
-        n_nr = math.min(n_nr, room - n_r)
     end
     local handshake = a.init_seen and a.init_ack_seen
     if nr_sack then
@@ -794,18 +1089,22 @@ local function sctp_sack(s, off, ctype, clen, pinfo, a, from, fr)
     if path and tostring(pinfo.net_src) ~= path then
         raise(fr, "FS-04", false, string.format("%s sent from %s, FSACK path is %s", name, tostring(pinfo.net_src), path))
     end
+    if need ~= clen then return end -- a chunk that fails its own length check feeds nothing (docs/scoreboard.md)
 
-    local cum64 = sb_unwrap(d.sb, cum)
+    local cum64 = unwrap(fr, d, cum, "cumulative TSN ack")
+    if not cum64 then return end
     local r = sctp_read_blocks(s, off + hdr, n_r, cum64, "R gap", fr)
     local nr = sctp_read_blocks(s, off + hdr + 4 * n_r, n_nr, cum64, "NR gap", fr)
-    if blocks_intersect(r, nr) then
+    local had_data = d.sb.have_data
+    local res = rtxq_on_ack(fr, d, cum64 + 1, r, nr, nr_sack and REVOKE_ALL or REVOKE_NONE)
+    if res.r_and_nr then
         raise(fr, "NR-02", false, "a TSN lies in both an R and an NR gap block")
     end
-    local res = rtxq_on_ack(fr, d, cum64 + 1, r, nr, nr_sack and REVOKE_ALL or REVOKE_NONE)
     if res.stale then
         raise(fr, "NR-07", false, string.format("cumulative TSN ack %d is below %d", cum, (d.sb.cum - 1) % TWO32))
     end
-    if res.beyond_sent then -- a note when the direction's initial TSN (INIT / INIT-ACK) was not captured
+    -- the core judges acks after some data; one before any DATA covers TSNs never sent too (rules.md)
+    if res.beyond_sent or not had_data then -- a note when the direction's initial TSN was not captured
         raise(fr, "NR-09", not (d.index == 0 and a.init_seen or d.index == 1 and a.init_ack_seen),
             string.format("ack covers TSNs never sent (highest sent %d)", (d.sb.snd_max - 1) % TWO32))
     end
@@ -947,6 +1246,8 @@ local function sctp_dissect(s, source, start, captured, reported, pinfo, tree, f
                     sctp_learn_tag(a, from, u32(s, off + 4))
                 end
                 if from ~= ep then a = nil end -- an INIT-ACK from the initiator: collision, leave the state alone
+                -- the initial TSN anchors the sender's space (docs/scoreboard.md "anchor")
+                if a then serial_anchor(a.dir[ep].sb.space, u32(s, off + 16)) end
             end
             sctp_init_params(s, source:range(start, captured), off + 20, off + clen, tree, a, ep, fr)
             if a and ctype == CHUNK_INIT_ACK and a.ext_nr[0] and a.ext_nr[1] then
@@ -957,18 +1258,21 @@ local function sctp_dissect(s, source, start, captured, reported, pinfo, tree, f
                 raise(fr, "GEN-01", false, string.format("DATA chunk too short (%d bytes)", clen))
             else
                 local d = a.dir[from]
-                local tsn = sb_unwrap(d.sb, u32(s, off + 4))
+                local tsn = unwrap(fr, d, u32(s, off + 4), "TSN")
                 if not data_checked then check_fsack_update_interval(a, from, fr) end
                 data_checked = true
-                rtxq_on_data(fr, d, tsn, tsn + 1, clen - 16)
+                if tsn then rtxq_on_data(fr, d, tsn, tsn + 1, clen - 16) end
             end
         elseif (ctype == CHUNK_SACK or ctype == CHUNK_NR_SACK) and a then
             sctp_sack(s, off, ctype, clen, pinfo, a, from, fr)
         elseif is_fsack_type(ctype) then
             sctp_fsack(s, source:range(start, captured), off, ctype, clen, pinfo, tree, a, from, fr)
+        elseif (ctype == CHUNK_ABORT or ctype == CHUNK_SHUTDOWN_COMPLETE) and a then
+            a.ended = true
         end
         off = off + clen + (4 - clen % 4) % 4
     end
+    if a and a.ended then sctp_release(a) end
 end
 
 -- The bytes sctp_dissect reads, as a Lua string. A packet whose only chunk is DATA needs just the
@@ -1063,7 +1367,7 @@ end
 ------------------------------------------------------------------------------------------------
 
 local OPT_EOL, OPT_NOP, OPT_SACK_PERM, OPT_SACK, OPT_MPTCP, OPT_EXP_FD, OPT_EXP_FE = 0, 1, 4, 5, 30, 253, 254
-local TCP_FLAG_SYN, TCP_FLAG_ACK = 0x02, 0x10
+local TCP_FLAG_FIN, TCP_FLAG_SYN, TCP_FLAG_RST, TCP_FLAG_ACK = 0x01, 0x02, 0x04, 0x10
 local TCP_MAX_BLOCKS, TCP_MAX_MPTCP_OPTS = 4, 4
 
 -- One NR-SACK option (wire-formats.md section 3); nil when the ExID is not ours.
@@ -1192,7 +1496,7 @@ local function tcp_find_conn(pinfo, seg, create)
     local c = k and list[k]
     -- a new SYN (not a retransmission of the first) after the old connection starts a new one
     if c and create and seg.syn_flag and not seg.ack_flag and c.isn_known[0]
-        and c.isn[0] ~= seg.seq and c.dir[0] and c.dir[0].sb.snd_max ~= 0 then
+        and c.isn[0] ~= seg.seq and c.dir[0] and c.dir[0].sb.have_data then
         c = nil
     end
     if not c then
@@ -1224,8 +1528,8 @@ end
 local function analyse_tcp(seg, payload_len, c, from, fr)
     local mine, peer = c.dir[from], c.dir[1 - from]
     if payload_len > 0 then
-        local seq = sb_unwrap(mine.sb, seg.seq)
-        rtxq_on_data(fr, mine, seq, seq + payload_len, payload_len)
+        local seq = unwrap(fr, mine, seg.seq, "sequence number")
+        if seq then rtxq_on_data(fr, mine, seq, seq + payload_len, payload_len) end
     end
     if seg.nr_overruns then
         raise(fr, "TN-05", false, "NR-SACK option length runs past the end of the TCP options")
@@ -1260,9 +1564,11 @@ local function analyse_tcp(seg, payload_len, c, from, fr)
         end
         peer.nr_mode = true
     end
-    if not seg.ack_flag or peer.sb.snd_max == 0 then
+    if not seg.ack_flag or not peer.sb.have_data then
         return -- nothing of the peer's data to acknowledge
     end
+    local ack = unwrap(fr, peer, seg.ack, "ack")
+    if not ack then return end
     -- never-renege receiver (decisions 9): its SACK blocks are non-renegable
     local never_renege = c.nr_permitted[from] and has_flag(c.nr_flags[from] or 0, 0x01)
     local sack, nr = NO_ITEMS, NO_ITEMS -- most acks carry no blocks
@@ -1270,16 +1576,17 @@ local function analyse_tcp(seg, payload_len, c, from, fr)
         if never_renege then nr = {} else sack = {} end
         local list = never_renege and nr or sack
         for i = 1, seg.n_sack do
-            list[i] = {sb_unwrap(peer.sb, seg.sack_left[i]), sb_unwrap(peer.sb, seg.sack_right[i])}
+            -- block edges lie near the ack: they never move the space's reference
+            list[i] = {nearest(ack, seg.sack_left[i]), nearest(ack, seg.sack_right[i])}
         end
     end
-    if nr_blocks_option then
+    if nr_blocks_option and not o.bad_length then -- an option failing its length check feeds nothing
         if nr == NO_ITEMS then nr = {} end
         for i = 1, #o.left do
-            nr[#nr + 1] = {sb_unwrap(peer.sb, o.left[i]), sb_unwrap(peer.sb, o.right[i])}
+            nr[#nr + 1] = {nearest(ack, o.left[i]), nearest(ack, o.right[i])}
         end
     end
-    rtxq_on_ack(fr, peer, sb_unwrap(peer.sb, seg.ack), sack, nr, REVOKE_IN_SPAN)
+    rtxq_on_ack(fr, peer, ack, sack, nr, REVOKE_IN_SPAN)
 end
 
 ------------------------------------------------------------------------------------------------
@@ -1298,7 +1605,7 @@ local function dl_number(hi, lo) return hi * TWO32 + lo end
 local function new_mptcp_conn(sub)
     local stream = new_stream_index()
     local m = {stream = stream, handshake_seen = false, capable = false, csum_known = false, csum = false,
-               token_known = {}, token = {}, dir = {}}
+               token_known = {}, token = {}, dir = {}, live = 1} -- live: subflows not ended
     for i = 0, 1 do
         m.dir[i] = flow_dir_new(stream, i, "mptcp", false, "MN-04", "MN-03")
         m.dir[i].gap_from_sacked = true
@@ -1352,6 +1659,7 @@ local function handle_mp_join(s, off, len, seg, sub, from)
     -- the token names the receiver of the SYN
     local receiver_side = (m.token_known[1] and m.token[1] == token) and 1 or 0
     sub.mptcp = m
+    m.live = m.live + 1
     sub.mptcp_side[from] = 1 - receiver_side
     sub.mptcp_side[1 - from] = receiver_side
 end
@@ -1437,16 +1745,17 @@ local function add_dss_fields(tree, base, d)
 end
 
 
--- Data-level number -> scoreboard number: 32-bit values unwrap, 64-bit values are made relative to
--- the direction's first one (doubles hold 53 bits) while keeping their low 32 bits.
-local function unwrap_dl(dir, hi, lo, wide)
-    if not wide then return sb_unwrap(dir.sb, lo) end
-    if not dir.wide_anchored then
-        dir.wide_anchored, dir.anchor_hi, dir.anchor_lo = true, hi, lo
-        dir.wide_base = UNWRAP_ORIGIN * 256 + lo
+-- Data-level number -> scoreboard number: 32-bit values unwrap; 64-bit values are taken as they are
+-- (serial_take64) while they fit a double exactly (below 2^52), else made relative to the direction's
+-- first one, less a whole number of 2^32 (so their low 32 bits, which 32-bit values unwrap against,
+-- are kept). nil (reported) when a 32-bit value lands too far away (unwrap).
+local WIDE_AS_IS_BELOW_HI = 1048576 -- 2^20 high words: 2^52
+local function unwrap_dl(fr, dir, hi, lo, wide)
+    if not wide then return unwrap(fr, dir, lo, "data-level number") end
+    if not dir.wide_offset_hi then
+        dir.wide_offset_hi = hi < WIDE_AS_IS_BELOW_HI and 0 or hi - 256
     end
-    local rel = (hi - dir.anchor_hi) * TWO32 + (lo - dir.anchor_lo)
-    return sb_unwrap_wide(dir.sb, dir.wide_base + rel)
+    return serial_take64(dir.sb.space, (hi - dir.wide_offset_hi) * TWO32 + lo)
 end
 
 -- One direction of a subflow (decisions 12): its mapped segments {lo, hi, dsn} (subflow bytes -> DSNs,
@@ -1456,10 +1765,22 @@ end
 local function sub_maps(sub, dir)
     local m = sub.sent_maps[dir]
     if not m then
-        m = {v = {}, first = 1, sb = sb_new(false), cum = nil}
+        m = {v = {}, first = 1, ref = nil, cum = nil}
         sub.sent_maps[dir] = m
     end
     return m
+end
+
+-- A subflow sequence number, unwrapped next to the highest seen (only to find mapped bytes: the
+-- scoreboard's spaces are the data level's).
+local function sub_unwrap(m, v)
+    if not m.ref then
+        m.ref = SERIAL_ORIGIN + v
+        return m.ref
+    end
+    local x = nearest(m.ref, v)
+    if x > m.ref then m.ref = x end
+    return x
 end
 
 -- index of the first live entry with hi > x
@@ -1495,46 +1816,44 @@ local function sub_maps_add(m, lo, hi, dsn)
     table.insert(v, at, {lo, hi, dsn})
 end
 
--- Appends the DSN ranges of subflow bytes [lo, hi) to out (out.n flat numbers lo1, hi1, ...),
--- merging adjacent ones.
+-- Appends the DSN ranges of subflow bytes [lo, hi) to out (a list of {lo, hi}), merging adjacent ones.
 local function sub_maps_to_dsn(m, lo, hi, out)
     local v = m.v
-    local n = out.n
+    local n = #out
     for i = sub_maps_find(m, lo), #v do
         local e = v[i]
         local e_lo, e_hi, dsn = e[1], e[2], e[3]
         if e_lo >= hi then break end
         local a = dsn + ((lo > e_lo and lo or e_lo) - e_lo)
         local b = dsn + ((hi < e_hi and hi or e_hi) - e_lo)
-        if n > 0 and out[n] == a then
-            out[n] = b
+        if n > 0 and out[n][2] == a then
+            out[n][2] = b
         else
-            out[n + 1], out[n + 2] = a, b
-            n = n + 2
+            n = n + 1
+            out[n] = {a, b}
         end
     end
-    out.n = n
 end
 
 -- The DSNs a subflow ack covers: what its cum ack covers beyond the subflow's previous data-level ack,
 -- and its SACK (and TCP NR-SACK) blocks, through the mapped segments of direction dir. The result
 -- is one scratch list reused for every ack (read at once by rtxq_on_received).
-local acked_dsns = {n = 0}
+local acked_dsns = {}
 local function subflow_acked_dsns(seg, sub, dir)
     local out = acked_dsns
-    out.n = 0
+    for k = #out, 1, -1 do out[k] = nil end
     local m = sub.sent_maps[dir]
     if not m or not seg.ack_flag then return out end
-    local ack = sb_unwrap(m.sb, seg.ack)
+    local ack = sub_unwrap(m, seg.ack)
     local from = m.cum or (m.v[m.first] and m.v[m.first][1]) or ack
     if ack > from then sub_maps_to_dsn(m, from, ack, out) end
     if not m.cum or ack > m.cum then m.cum = ack end
     for i = 1, seg.n_sack do
-        sub_maps_to_dsn(m, sb_unwrap(m.sb, seg.sack_left[i]), sb_unwrap(m.sb, seg.sack_right[i]), out)
+        sub_maps_to_dsn(m, sub_unwrap(m, seg.sack_left[i]), sub_unwrap(m, seg.sack_right[i]), out)
     end
     local o = seg.nr
     if o and not o.permitted then
-        for i = 1, #o.left do sub_maps_to_dsn(m, sb_unwrap(m.sb, o.left[i]), sb_unwrap(m.sb, o.right[i]), out) end
+        for i = 1, #o.left do sub_maps_to_dsn(m, sub_unwrap(m, o.left[i]), sub_unwrap(m, o.right[i]), out) end
     end
     m.first = sub_maps_find(m, m.cum) -- bytes below the subflow's cum ack are never looked up again
     return out
@@ -1544,16 +1863,17 @@ local function analyse_dss(d, seg, payload_len, sub, from, fr)
     local m = sub.mptcp
     local side = sub.mptcp_side[from]
     local mine, peer = m.dir[side], m.dir[1 - side]
-    if d.has_map then
+    local map_dsn = d.has_map and unwrap_dl(fr, mine, d.dsn_hi, d.dsn_lo, d.dsn_wide)
+    if map_dsn then
         sub.map_known[from] = true
-        sub.map_dsn[from] = unwrap_dl(mine, d.dsn_hi, d.dsn_lo, d.dsn_wide)
+        sub.map_dsn[from] = map_dsn
         sub.map_seq[from] = sub.isn_known[from] and (sub.isn[from] + d.ssn) % TWO32 or seg.seq
     end
     if payload_len > 0 and sub.map_known[from] then
         local dsn = sub.map_dsn[from] + int32(seg.seq - sub.map_seq[from])
         rtxq_on_data(fr, mine, dsn, dsn + payload_len, payload_len)
         local sm = sub_maps(sub, from)
-        local lo = sb_unwrap(sm.sb, seg.seq)
+        local lo = sub_unwrap(sm, seg.seq)
         sub_maps_add(sm, lo, lo + payload_len, dsn)
     end
     local start_hi, start_lo, stop_hi, stop_lo = d.start_hi, d.start_lo, d.stop_hi, d.stop_lo
@@ -1578,8 +1898,9 @@ local function analyse_dss(d, seg, payload_len, sub, from, fr)
     end
     if not d.has_ack then return end
     local received = subflow_acked_dsns(seg, sub, 1 - from)
-    if peer.sb.snd_max == 0 then return end
-    local cum = unwrap_dl(peer, d.ack_hi, d.ack_lo, d.ack_wide)
+    if not peer.sb.have_data then return end
+    local cum = unwrap_dl(fr, peer, d.ack_hi, d.ack_lo, d.ack_wide)
+    if not cum then return end
     local nr = NO_ITEMS
     for i = 1, d.n_blocks do
         if dl_less(start_hi[i], start_lo[i], stop_hi[i], stop_lo[i]) then
@@ -1628,6 +1949,46 @@ local function mptcp_segment(s, base, tree, seg, payload_len, sub, from, fr)
     fr.stream = m.stream
 end
 
+-- A connection ends on RST, or once each end's FIN is acked: it leaves the lookups and its state goes;
+-- an MPTCP connection goes with its last subflow.
+local function tcp_release(c, seg)
+    local key = seg.sport < seg.dport and seg.sport * 65536 + seg.dport or seg.dport * 65536 + seg.sport
+    local list = state.tcp_conns[key]
+    for k = #(list or NO_ITEMS), 1, -1 do
+        if list[k] == c then table.remove(list, k) end
+    end
+    if list and #list == 0 then state.tcp_conns[key] = nil end
+    release_dirs(c.dir)
+    c.sent_maps = nil
+    local m = c.mptcp
+    if m then
+        m.live = m.live - 1
+        if m.live == 0 then
+            for side = 0, 1 do
+                if m.token_known[side] and state.mptcp_by_token[m.token[side]] == m then
+                    state.mptcp_by_token[m.token[side]] = nil
+                end
+            end
+            release_dirs(m.dir)
+        end
+    end
+end
+
+local function tcp_track_end(c, seg, from, payload_len)
+    -- a real RST carries no data; one on a data segment is a damaged flags byte, not an end
+    if has_flag(seg.flags, TCP_FLAG_RST) and payload_len == 0 then return tcp_release(c, seg) end
+    if has_flag(seg.flags, TCP_FLAG_FIN) then
+        c.fin_end = c.fin_end or {}
+        c.fin_end[from] = (seg.seq + payload_len + 1) % TWO32
+    end
+    local peer_fin = c.fin_end and c.fin_end[1 - from]
+    if seg.ack_flag and peer_fin and int32(seg.ack - peer_fin) >= 0 then
+        c.fin_acked = c.fin_acked or {}
+        c.fin_acked[1 - from] = true
+        if c.fin_acked[from] then tcp_release(c, seg) end
+    end
+end
+
 -- One TCP segment: s = its header bytes, base = the TvbRange they came from.
 local function tcp_dissect(s, base, pinfo, tree, payload_len, fr)
     local seg = parse_segment(s, base, tree)
@@ -1636,7 +1997,11 @@ local function tcp_dissect(s, base, pinfo, tree, payload_len, fr)
         return
     end
     local c, from = tcp_find_conn(pinfo, seg, fr ~= nil)
-    if not c then return end
+    if not c then
+        -- shown again after its connection ended: the DSS fields need no state
+        if seg.n_mptcp > 0 then mptcp_segment(s, base, tree, seg, payload_len, {}, 0, nil) end
+        return
+    end
     if fr then
         local syn = seg.syn_flag
         if syn then
@@ -1658,16 +2023,16 @@ local function tcp_dissect(s, base, pinfo, tree, payload_len, fr)
         if syn and c.dir[0] and not c.is_mptcp then
             -- both ends permitted NR-SACK: the RtxQ is that of an NR-SACK sender
             if c.nr_permitted[0] and c.nr_permitted[1] then c.dir[0].nr_mode, c.dir[1].nr_mode = true, true end
-            sb_unwrap(c.dir[from].sb, (seg.seq + 1) % TWO32) -- anchor at the ISN
+            serial_anchor(c.dir[from].sb.space, (seg.seq + 1) % TWO32) -- the first byte after the SYN
         end
     end
     if c.is_mptcp then
         mptcp_segment(s, base, tree, seg, payload_len, c, from, fr)
-        return
+    elseif fr then
+        fr.stream = c.stream
+        analyse_tcp(seg, payload_len, c, from, fr)
     end
-    if not fr then return end
-    fr.stream = c.stream
-    analyse_tcp(seg, payload_len, c, from, fr)
+    if fr then tcp_track_end(c, seg, from, payload_len) end
 end
 
 ------------------------------------------------------------------------------------------------
@@ -1832,7 +2197,8 @@ function nrsack.dissector(tvb, pinfo, tree)
     local ok, err
     if is_sctp then
         local source, start = layer.source, layer.offset
-        local stop = enclosing_end(start, source, source == tvb) or source:reported_len()
+        -- an IP length beyond the frame is bogus: Wireshark's IP layer then hands on the frame's bytes
+        local stop = math.min(enclosing_end(start, source, source == tvb) or math.huge, source:reported_len())
         local captured = math.max(0, math.min(stop, source:len()) - start)
         ok, err = pcall(sctp_dissect, sctp_bytes(source, start, captured, stop - start), source, start, captured,
             stop - start, pinfo, subtree, fr)
