@@ -26,9 +26,8 @@ def run(captures, rule_ids, severity):
     results = []
     for path in captures:
         try:
-            cap = E.read_capture(path)
+            cap, flows, found = C.check_path(path, rule_ids)  # in chunks: bounded memory
             warn_truncated(cap)
-            flows, found = C.check_capture(cap, rule_ids)
         except E.CaptureError as error:
             fail(str(error))
         except KeyError as error:

@@ -11,6 +11,8 @@ from bisect import bisect_right
 from types import MappingProxyType
 from typing import NamedTuple
 
+import numpy as np
+
 from nrsack.analyzer.rules import inputs as I
 
 NOTHING = MappingProxyType({})  # the empty mapping states start from (copied on write, never changed)
@@ -213,3 +215,33 @@ def advance(state: FlowState, e: I.Event) -> FlowState:
         changes["fsack_path"] = tuple(path)
         changes["fsack_confirmed"] = tuple(confirmed)
     return state._replace(**changes) if changes else state
+
+
+def advance_quietly(d: Direction, data_hi, last_data_ns, cums, cum_frames, mappings=()) -> Direction:
+    """The direction after rows no rule can fire on (checker.py picks them: new data above everything sent,
+    acks without blocks that neither go back nor revoke), applied at once. data_hi: the largest end of
+    their data (None: no data); cums / cum_frames: their acks' cum values and frames in order (numpy);
+    mappings: MPTCP ((conn, (subflow seq, lo, hi)), ...) of the last mapping per subflow among them."""
+    changes = {}
+    if data_hi is not None:
+        if d.snd_max is None or data_hi > d.snd_max:
+            changes["snd_max"] = data_hi
+        changes["last_data_ns"] = last_data_ns
+    if mappings:
+        conns = {conn for conn, _ in mappings}
+        changes["mappings"] = tuple(m for m in d.mappings if m[0] not in conns) + tuple(mappings)
+    if len(cums):
+        start = d.cum if d.cum is not None else cums[0] - 1
+        before = np.maximum.accumulate(np.concatenate(([start], cums[:-1])))
+        advances = np.flatnonzero(cums > before)
+        if len(advances):
+            steps = tuple(zip(cums[advances[-CUM_HISTORY:]].tolist(), cum_frames[advances[-CUM_HISTORY:]].tolist()))
+            cum = int(cums[advances[-1]])
+            changes.update(cum=cum, cum_frame=int(cum_frames[advances[-1]]),
+                           cum_steps=(d.cum_steps + steps)[-CUM_HISTORY:], nr=trim(d.nr, cum))
+    return d._replace(**changes) if changes else d
+
+
+def nr_top(d: Direction):
+    """The end of the highest NR-acked piece above the cum ack (None: none)."""
+    return max(hi for _, hi, _ in d.nr) if d.nr else None
