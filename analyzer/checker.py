@@ -150,7 +150,8 @@ class FlowRun:
 class Checker:
     """The rules over a capture fed chunk by chunk: `feed(cap)` per chunk, then `finish()` -> findings."""
 
-    def __init__(self, rule_ids=None, pipeline=None):
+    def __init__(self, rule_ids=None, pipeline=None, every_row=False):
+        self.every_row = every_row  # every row through state.advance, none applied at once (the tests' reference)
         self.rules = select(rule_ids)
         self.dispatch = _dispatch(self.rules)
         self.pipeline = pipeline or Pipeline(NullStore())
@@ -200,7 +201,7 @@ class Checker:
             syn = frows[(tcp_flags & E.TCP_SYN) != 0]
             starts += [(row, "tcp", int(rows.side_of[row]), int(ev["conn"][row])) for row in syn.tolist()]
         lanes = self._lanes(flow, frows)
-        whole = run.fsack or bool(starts)
+        whole = run.fsack or bool(starts) or self.every_row
         listed = negotiated(run.state, E.EXT_NRSACK)[0]
         for lane in lanes:
             self._pick(lane, run.state.dirs.get(lane.key, S.EMPTY), whole, listed, ev)
@@ -454,10 +455,10 @@ def check_capture(cap: E.Capture, rule_ids=None):
     return checker.finish()
 
 
-def check_path(path, rule_ids=None, chunk_frames=E.CHUNK_FRAMES, progress=None):
+def check_path(path, rule_ids=None, chunk_frames=E.CHUNK_FRAMES, progress=None, every_row=False):
     """-> (the last chunk's header: path, frames, truncated; flows; findings) of a capture read in chunks,
     in bounded memory. Raises CaptureError for unusable input, KeyError for an unknown rule ID."""
-    checker = Checker(rule_ids)
+    checker = Checker(rule_ids, every_row=every_row)
     for cap in E.read_chunks(path, chunk_frames, progress):
         checker.feed(cap)
     if not checker.pipeline.table.flows:
