@@ -154,21 +154,28 @@ class Checker:
         self.every_row = every_row  # every row through state.advance, none applied at once (the tests' reference)
         self.rules = select(rule_ids)
         self.dispatch = _dispatch(self.rules)
-        self.pipeline = pipeline or Pipeline(NullStore())
-        self.pipeline.on_part = self._on_part
+        self.pipeline = None
+        self.attach(pipeline or Pipeline(NullStore()))
         self.parts = {}
         self.runs = {}
         self.found = []
         self.seen_findings = Counter()
         self.last = None
 
+    def attach(self, pipeline):
+        """Rides on `pipeline` (before its first chunk): its levels' rows and its chunks come here too."""
+        self.pipeline = pipeline
+        pipeline.on_part = self._on_part
+        pipeline.on_chunk = self._on_chunk
+
     def _on_part(self, sender, part, flags):
         self.parts[sender.key] = part
 
     def feed(self, cap: E.Capture):
-        """Feeds one chunk to the pipeline (the analyzer's pass 1) and the rules."""
-        self.parts = {}
-        flow_of, side_of = self.pipeline.feed(cap)
+        """Feeds one chunk to the pipeline (the analyzer's pass 1) and, through its on_chunk, the rules."""
+        self.pipeline.feed(cap)
+
+    def _on_chunk(self, cap, flow_of, side_of):
         self.last = cap
         rows = I.ChunkRows(cap, side_of)
         per_flow = self._reader_events(cap, rows, flow_of)

@@ -19,11 +19,14 @@ class Pipeline:
         self.end_ns = 0
         self.conns = []    # every conn seen so far (the reader's list, growing chunk by chunk)
         self.on_part = on_part  # the checker's hook: each level's rows of a chunk (Sender.on_part)
+        self.on_chunk = None    # and after each chunk: on_chunk(cap, flow_of, side_of)
 
     def feed(self, cap: E.Capture):
         flow_of, side_of = self.table.assign(cap)
         self.conns = cap.conns
         if not len(cap.ev):
+            if self.on_chunk is not None:
+                self.on_chunk(cap, flow_of, side_of)
             return flow_of, side_of
         self.end_ns = max(self.end_ns, int(cap.ev["time_ns"].max()))
         # every flow's events in capture order, from one stable sort instead of a scan per flow
@@ -34,6 +37,8 @@ class Pipeline:
             events = F.FlowEvents(cap, rows, side_of[rows])
             for sender in self._senders(self.table.flows[fid]):
                 sender.feed(events)
+        if self.on_chunk is not None:
+            self.on_chunk(cap, flow_of, side_of)
         return flow_of, side_of
 
     def _senders(self, flow):
