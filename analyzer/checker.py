@@ -25,7 +25,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 from nrsack.analyzer import analysis as A, events as E, flows as F
 from nrsack.analyzer.pipeline import Pipeline
@@ -480,14 +479,17 @@ def at_least(findings, severity):
     return [f for f in findings if f["severity"] in keep]
 
 
-def findings_frame(found) -> pd.DataFrame:
+def findings_frame(found):
+    """The findings as a DataFrame (pandas imported here only: the command line does without it)."""
+    import pandas as pd
+
     frame = pd.DataFrame(found, columns=COLUMNS)
     frame["flow"] = frame["flow"].astype("Int64")
     frame["severity"] = frame["severity"].astype(pd.CategoricalDtype(list(SEVERITIES)))
     return frame
 
 
-def check(path, rules=None, severity="note") -> pd.DataFrame:
+def check(path, rules=None, severity="note"):
     """Runs every rule of rules.md (or the IDs in `rules`) over the capture at `path`.
 
     Returns one row per finding: rule, severity, flow (the analyzer's flow id; NA for a frame of no flow),
