@@ -316,20 +316,21 @@ class Checker:
     def _negotiation(self, flow, state, lanes, ctx):
         """NR-01 / NR-06 on the quiet acks of the chunk type the handshake did not agree on: the handshake
         state is the chunk's (a chunk holding handshake events has no quiet rows)."""
-        rules = [r for r in self.dispatch.get((I.ACK, "sctp"), ()) if r.id in NEGOTIATION_RULES]
+        by_chunk = {chunk: [r for r in self.dispatch.get((I.ACK, "sctp"), ()) if r.id == rule_id]
+                    for chunk, rule_id in NEGOTIATION_RULES.items()}
+        ev = self.last.ev
+        offset = self.last.offset
         for lane in lanes.values():
             told = np.flatnonzero(lane.told)
-            if not len(told) or not rules:
+            if not len(told):
                 continue
             rows = lane.row[told]
-            ev = self.last.ev
             direction = f"{flow.endpoints[lane.sender]} -> {flow.endpoints[1 - lane.sender]}"
-            offset = self.last.offset
             for row, frame, cum, chunk, seq in zip(rows.tolist(), lane.frame[told].tolist(), lane.cum[told].tolist(),
                                                   ev["chunk"][rows].tolist(), ev["ack"][rows].tolist()):
                 e = I.Event(index=offset + row, frame=frame, time_ns=0, kind=I.ACK, level="sctp", side=1 - lane.sender,
                             sender=lane.sender, cum=cum, chunk=chunk, wire_seq=seq)
-                for r in rules:
+                for r in by_chunk[chunk]:
                     for verdict in r.check(e, state, state, ctx):
                         self.found.append(_finding(r, verdict, flow.id, direction))
 
@@ -448,7 +449,8 @@ class Checker:
 
 
 DIRECTION_KINDS = {I.DATA, I.ACK, I.INIT, I.INIT_ACK, I.SYN, I.SYN_ACK}
-NEGOTIATION_RULES = {"NR-01", "NR-06"}  # ack rules that read only the event's chunk type and the handshake
+# per SCTP ack chunk type, the rule that judges it against the handshake alone (no direction state)
+NEGOTIATION_RULES = {NR_SACK: "NR-01", SACK: "NR-06"}
 
 
 def check_capture(cap: E.Capture, rule_ids=None):
