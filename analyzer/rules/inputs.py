@@ -1,17 +1,16 @@
-"""Capture -> the rules' input: per flow, one `Event` per SCTP chunk / TCP segment / MPTCP mapping or
-DATA ACK, in capture order, with serial numbers unwrapped to 64 bit per sequence space (flows.unwrap32)
-and blocks as unwrapped [lo, hi) units next to their wire values.
+"""The rules' input: one `Event` per SCTP chunk / TCP segment / MPTCP mapping or DATA ACK that a rule must
+see, made from a chunk of the capture and the serials the analyzer's levels unwrapped (flows.py,
+_levels.c): nothing is unwrapped here; block edges are placed next to their ack's serial, with their wire
+values kept beside them. checker.py decides which rows become Events.
 
 Units: SCTP TSNs (a DATA chunk is [tsn, tsn + 1), a cum ack c means "first unit not acked" c + 1);
-TCP sequence numbers (SYN and FIN count one); MPTCP data sequence numbers.
+TCP sequence numbers (a segment's data [seq, seq + len); SYN / SYN-ACK events mark the ISN); MPTCP
+data sequence numbers.
 """
 
-from dataclasses import dataclass
 from typing import NamedTuple
 
-import numpy as np
-
-from nrsack.analyzer import events as E, flows as F
+from nrsack.analyzer import events as E
 
 TWO32 = 1 << 32
 
