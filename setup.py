@@ -13,8 +13,10 @@ setup(
     ext_modules=[
         Extension(
             "nrsack.analyzer._reader",
-            sources=["analyzer/_reader.c", "analyzer/_scoreboard.c", "analyzer/_levels.c"],
-            depends=["analyzer/_analyzer.h"],
+            sources=["analyzer/_reader.c", "analyzer/_scoreboard.c", "analyzer/_levels.c",
+                     "core/serial.c", "core/iset.c", "core/scoreboard.c"],
+            depends=["analyzer/_analyzer.h", "core/nrsack_core.h"],
+            include_dirs=["core"],
             libraries=["pcap"],
             extra_compile_args=COMPILE_ARGS,
         ),

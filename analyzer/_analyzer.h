@@ -56,5 +56,6 @@ int get_buf(PyObject *o, buf_t *b, size_t itemsize, Py_ssize_t n, int writable, 
 
 int add_board_type(PyObject *module);                 /* _scoreboard.c */
 PyObject *level_part(PyObject *self, PyObject *args); /* _levels.c */
+PyObject *unwrap_serials(PyObject *self, PyObject *args); /* _levels.c */
 
 #endif

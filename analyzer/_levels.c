@@ -4,12 +4,12 @@
  * capture. The semantics are flows.TcpLevel's and flows.SctpLevel's docstrings; the numpy levels
  * that remain (MPTCP data level, CMT paths) build on this output.
  *
- * Serial numbers are unwrapped in observation order: each one the signed 32-bit step from the one
- * before, the first next to `last` (the last value of the previous chunk) or at v + 2^32. One that
- * lands more than FAR_SERIAL from the one before is not adopted: the row is left out (counted, its
- * first frame kept) unless the next such row agrees with it within FAR_SERIAL, which makes it a
- * real jump (a capture that missed a gigabyte) and the second row the new reference. */
+ * Serial numbers are unwrapped in observation order by the core's one rule (core/serial.c:
+ * nearest to the highest serial seen, a far value left out unless the next far value confirms it);
+ * a row whose serial is left out is counted, its first frame kept. The space's state travels from
+ * chunk to chunk as a Python value (space_to_py). unwrap() gives the same rule to the numpy levels. */
 #include "_analyzer.h"
+#include "nrsack_core.h"
 
 #include <string.h>
 
@@ -24,14 +24,29 @@ static const size_t row_itemsize[N_ROW_ARRAYS] = {8, 1, 8, 8, 8, 8, 4, 4, 8, 4};
 enum { B_LO, B_HI, B_NR, N_BLOCK_ARRAYS };
 static const size_t block_itemsize[N_BLOCK_ARRAYS] = {8, 8, 1};
 
-static int64_t near32(int64_t base, uint64_t value) {
-    return base + (int32_t)(uint32_t)((uint32_t)value - (uint32_t)base);
+/* A serial space's state as Python sees it: None before the first value, else (highest,
+ * candidate or None). */
+static int space_from_py(PyObject *o, serial_space_t *s) {
+    memset(s, 0, sizeof *s);
+    if (o == Py_None) return 0;
+    PyObject *candidate;
+    unsigned long long highest;
+    if (!PyArg_ParseTuple(o, "KO", &highest, &candidate)) return -1;
+    s->anchored = 1;
+    s->highest = highest;
+    if (candidate != Py_None) {
+        s->candidate_set = 1;
+        s->candidate = PyLong_AsUnsignedLongLong(candidate);
+        if (PyErr_Occurred()) return -1;
+    }
+    return 0;
 }
 
-/* 2^30: the largest TCP window (scale 14); no ack or segment of a flow lands further from the last */
-#define FAR_SERIAL ((int64_t)1 << 30)
-
-static int64_t distance(int64_t a, int64_t b) { return a > b ? a - b : b - a; }
+static PyObject *space_to_py(const serial_space_t *s) {
+    if (!s->anchored) Py_RETURN_NONE;
+    if (!s->candidate_set) return Py_BuildValue("(KO)", (unsigned long long)s->highest, Py_None);
+    return Py_BuildValue("(KK)", (unsigned long long)s->highest, (unsigned long long)s->candidate);
+}
 
 typedef struct {
     int protocol, sender, never_renege;
@@ -61,21 +76,44 @@ static PyObject *new_array(Py_ssize_t n, size_t itemsize, char **data) {
     return a;
 }
 
-/* level_part(events, blocks, rows, side, protocol, conn, sender, last, never_renege)
- *   -> (row arrays (Part order), block arrays (lo, hi, nr), last, nr_seen, (rows left out as far, first
+/* unwrap(values u8 (the low 32 bits count), state) -> (serials i8, kept b1, state, (rows left out as far,
+ * index of the first)): the rows not kept carry the far value they would have had. */
+PyObject *unwrap_serials(PyObject *self, PyObject *args) {
+    PyObject *o_values, *o_state;
+    serial_space_t space;
+    if (!PyArg_ParseTuple(args, "OO", &o_values, &o_state) || space_from_py(o_state, &space) < 0) return NULL;
+    buf_t values = {0};
+    PyObject *serials = NULL, *kept = NULL, *result = NULL;
+    if (get_buf(o_values, &values, 8, -1, 0, "unwrap") < 0) goto out;
+    Py_ssize_t n = values.b.len / 8, far = 0, first_far = -1;
+    char *sp, *kp;
+    if (!(serials = new_array(n, 8, &sp)) || !(kept = new_array(n, 1, &kp))) goto out;
+    const uint64_t *v = values.b.buf;
+    uint64_t *u = (uint64_t *)sp;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        kp[i] = serial_unwrap(&space, (uint32_t)v[i], &u[i]) == SERIAL_OK;
+        if (!kp[i] && !far++) first_far = i;
+    }
+    PyObject *state = space_to_py(&space);
+    if (state) result = Py_BuildValue("OON(nn)", serials, kept, state, far, first_far);
+out:
+    Py_XDECREF(serials);
+    Py_XDECREF(kept);
+    if (values.ok) PyBuffer_Release(&values.b);
+    return result;
+}
+
+/* level_part(events, blocks, rows, side, protocol, conn, sender, state, never_renege)
+ *   -> (row arrays (Part order), block arrays (lo, hi, nr), state, nr_seen, (rows left out as far, first
  *   such frame)) */
 PyObject *level_part(PyObject *self, PyObject *args) {
-    PyObject *o_ev, *o_bk, *o_rows, *o_side, *o_last;
+    PyObject *o_ev, *o_bk, *o_rows, *o_side, *o_state;
     level_t lv;
+    serial_space_t space;
     if (!PyArg_ParseTuple(args, "OOOOiiiOp", &o_ev, &o_bk, &o_rows, &o_side, &lv.protocol, &lv.conn, &lv.sender,
-                          &o_last, &lv.never_renege))
+                          &o_state, &lv.never_renege) ||
+        space_from_py(o_state, &space) < 0)
         return NULL;
-    int have_last = o_last != Py_None;
-    int64_t last = 0;
-    if (have_last) {
-        last = PyLong_AsLongLong(o_last);
-        if (last == -1 && PyErr_Occurred()) return NULL;
-    }
     buf_t ev = {0}, bk = {0}, rows = {0}, side = {0};
     PyObject *row_out[N_ROW_ARRAYS] = {0}, *block_out[N_BLOCK_ARRAYS] = {0}, *result = NULL;
     if (get_buf(o_ev, &ev, sizeof(event_t), -1, 0, "level_part") < 0 ||
@@ -107,7 +145,6 @@ PyObject *level_part(PyObject *self, PyObject *args) {
     int nr_seen = 0;
     Py_ssize_t j = 0, jb = 0;
     Py_ssize_t far = 0; uint32_t far_frame = 0;
-    int have_candidate = 0; int64_t candidate = 0;  /* the last far row, in case the flow really jumped */
     for (Py_ssize_t i = 0; i < n_rows; i++) {
         if (row[i] < 0 || row[i] >= n_events) {
             PyErr_SetString(PyExc_IndexError, "level_part: row out of range");
@@ -123,19 +160,12 @@ PyObject *level_part(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_IndexError, "level_part: block out of range");
             goto out;
         }
-        uint32_t serial = role == ROLE_DATA ? x->seq : x->ack;
-        int64_t u = have_last ? near32(last, serial) : (int64_t)serial + ((int64_t)1 << 32);
-        if (have_last && distance(u, last) > FAR_SERIAL) {
-            int agrees = have_candidate && distance(near32(candidate, serial), candidate) <= FAR_SERIAL;
-            if (!agrees) {
-                if (!far++) far_frame = x->frame;
-                have_candidate = 1; candidate = u;
-                continue;
-            }
-            u = near32(candidate, serial);
+        uint64_t serial;
+        if (serial_unwrap(&space, role == ROLE_DATA ? x->seq : x->ack, &serial) != SERIAL_OK) {
+            if (!far++) far_frame = x->frame;
+            continue;
         }
-        have_candidate = 0;
-        last = u; have_last = 1;
+        int64_t u = (int64_t)serial;
         int64_t length = role == ROLE_DATA ? x->len : 0;
         pos[j] = i; kind_out[j] = role == ROLE_DATA ? 0 : 1; lo[j] = u;
         hi[j] = lv.protocol == LEVEL_TCP ? u + length : u + 1;
@@ -147,7 +177,8 @@ PyObject *level_part(PyObject *self, PyObject *args) {
             if (b->kind == BK_TCP_NR) nr_seen = 1;  /* as TcpLevel: any NR block of the level's rows */
             if (role == ROLE_DATA) continue;        /* a data segment's own blocks ack the other way */
             if (lv.protocol == LEVEL_TCP) {
-                blo[jb] = near32(u, b->lo); bhi[jb] = near32(u, b->hi);
+                blo[jb] = (int64_t)serial_near(serial, (uint32_t)b->lo);
+                bhi[jb] = (int64_t)serial_near(serial, (uint32_t)b->hi);
                 bnr[jb] = b->kind == BK_TCP_NR || lv.never_renege;
             } else {  /* gap blocks are offsets from the cum TSN ack; End is inclusive */
                 blo[jb] = u + (int64_t)b->lo; bhi[jb] = u + (int64_t)b->hi + 1;
@@ -165,9 +196,9 @@ PyObject *level_part(PyObject *self, PyObject *args) {
     if (rows_tuple && blocks_tuple) {
         for (int a = 0; a < N_ROW_ARRAYS; a++) { PyTuple_SET_ITEM(rows_tuple, a, row_out[a]); row_out[a] = NULL; }
         for (int a = 0; a < N_BLOCK_ARRAYS; a++) { PyTuple_SET_ITEM(blocks_tuple, a, block_out[a]); block_out[a] = NULL; }
-        PyObject *last_obj = have_last ? PyLong_FromLongLong(last) : (Py_INCREF(Py_None), Py_None);
-        if (last_obj) {  /* "N" consumes the tuples, also on failure */
-            result = Py_BuildValue("NNNO(nI)", rows_tuple, blocks_tuple, last_obj, nr_seen ? Py_True : Py_False,
+        PyObject *state = space_to_py(&space);
+        if (state) {  /* "N" consumes the tuples, also on failure */
+            result = Py_BuildValue("NNNO(nI)", rows_tuple, blocks_tuple, state, nr_seen ? Py_True : Py_False,
                                    far, far_frame);
             rows_tuple = blocks_tuple = NULL;
         }

@@ -984,9 +984,11 @@ static PyObject *keep_freed_memory(PyObject *self, PyObject *unused) {
 static PyMethodDef module_methods[] = {
     {"keep_freed_memory", keep_freed_memory, METH_NOARGS, "keep freed memory for reuse (glibc malloc options)"},
     {"level_part", level_part, METH_VARARGS,
-     "level_part(events, blocks, rows, side, protocol (0 TCP, 1 SCTP), conn, sender, last, never_renege) -> "
-     "(row arrays, block arrays, last, nr_seen, (far rows left out, first frame)): one sender direction's "
+     "level_part(events, blocks, rows, side, protocol (0 TCP, 1 SCTP), conn, sender, state, never_renege) -> "
+     "(row arrays, block arrays, state, nr_seen, (far rows left out, first frame)): one sender direction's "
      "scoreboard input (see _levels.c)"},
+    {"unwrap", unwrap_serials, METH_VARARGS,
+     "unwrap(values u8, state) -> (serials i8, kept b1, state, (far rows left out, first index)): core/serial.c's rule"},
     {NULL}
 };
 

@@ -32,6 +32,18 @@ SUMMARY_KEYS = [
 VANTAGE_RATIO = 2.5
 
 BOARD_OUTPUTS = ("sack", "sacked", "nr", "freed", "acked", "units_sack", "units_sacked", "units_nr")
+# Board.feed's revoke input (core/nrsack_core.h sb_revoke_t; BOARD_RECEIVED: renegable blocks are units
+# known received, decisions.md 12) and the SCTP chunk whose acks report every NR-acked TSN
+REVOKE_NONE, REVOKE_ALL, REVOKE_IN_SPAN, BOARD_RECEIVED = 0, 1, 2, 4
+SCTP_NR_SACK = 16
+
+
+def revoke_modes(level, events: F.FlowEvents, part: F.Part) -> np.ndarray:
+    """Per row of `part`: which earlier NR-acked units the ack must still report (decisions.md 16)."""
+    if isinstance(level, (F.SctpLevel, F.SctpPathLevel)):
+        return np.where(events["chunk"][part.pos] == SCTP_NR_SACK, REVOKE_ALL, REVOKE_NONE).astype(np.int8)
+    mode = REVOKE_IN_SPAN | (BOARD_RECEIVED if isinstance(level, F.MptcpLevel) else 0)
+    return np.full(len(part.pos), mode, np.int8)
 
 
 @dataclass
@@ -111,9 +123,9 @@ class Sender:
         if not n:
             return
         out = {name: np.empty(n, np.int64) for name in BOARD_OUTPUTS}
-        flags = np.empty(n, np.int8)
+        flags = np.empty(n, np.int32)
         self.board.feed(part.kind, part.lo, part.hi, part.size, part.bstart, part.bcount, part.blo, part.bhi,
-                        part.bnr, *out.values(), flags)
+                        part.bnr, revoke_modes(self.level, events, part), *out.values(), flags)
         if self.on_part is not None:
             self.on_part(self, part, flags)
         is_data = part.kind == 0

@@ -9,7 +9,7 @@ of a handshake, keys, tags) refines the flow (docs/decisions.md 28).
 A sender direction is turned into the scoreboard's input chunk by chunk by a level: TcpLevel (a TCP
 connection or MPTCP subflow), SctpLevel (an association direction or one of its paths), MptcpLevel
 (the data level). Each unwraps the 32-bit serial numbers of its sequence space once, carrying the
-last value from chunk to chunk, and keeps only tables bounded by the window. TcpLevel and SctpLevel
+space's state from chunk to chunk, and keeps only tables bounded by the window. TcpLevel and SctpLevel
 pick their rows in one compiled pass (_levels.c), the bulk of the work on most captures. TCP and MPTCP
 positions are bytes; SCTP positions are TSNs, weighed by the scoreboard with their payload sizes.
 """
@@ -24,23 +24,21 @@ from nrsack.analyzer import _reader, events as E
 TWO32 = 1 << 32
 
 
-def unwrap32(values, prev=None) -> np.ndarray:
-    """Serial numbers mod 2^32 in observation order -> int64: each one the signed step from the one
-    before; the first next to `prev` (the last value of the previous chunk), else at v0 + 2^32."""
-    v = np.asarray(values, dtype=np.uint64) & 0xFFFFFFFF
-    if len(v) == 0:
-        return np.empty(0, np.int64)
-    steps = (np.diff(v.astype(np.int64)) & 0xFFFFFFFF).astype(np.uint32).view(np.int32).astype(np.int64)
-    out = np.empty(len(v), np.int64)
-    out[0] = int(v[0]) + TWO32 if prev is None else int(near(prev, int(v[0])))
-    np.cumsum(steps, out=out[1:])
-    out[1:] += out[0]
-    return out
+def unwrap32(values, state, frames, far: "FarSerials"):
+    """Serial numbers mod 2^32 in observation order -> (int64 serials, mask of the rows kept, the space's
+    new state), by the core's one rule (core/serial.c): each the 64-bit value nearest to the highest
+    seen; a far value is left out (counted in `far`) unless the next far value confirms it. `state` is
+    None for a fresh space, else the state the previous chunk returned."""
+    values = np.ascontiguousarray(np.asarray(values, np.uint64) & np.uint64(0xFFFFFFFF))
+    serials, kept, state, (count, first) = _reader.unwrap(values, state)
+    if count:
+        far.add(count, frames[first])
+    return np.frombuffer(serials, np.int64), np.frombuffer(kept, np.bool_), state
 
 
 class FarSerials:
-    """Rows a level left out because their serial number landed more than FAR_SERIAL from the one
-    before (an ack 2^31 away must not make every later ack look 2^32 behind): how many, the first frame."""
+    """Rows a level left out because their serial number landed more than SERIAL_FAR (core/serial.c) from
+    the highest seen (an ack 2^31 away must not make every later ack look 2^32 behind): how many, the first frame."""
 
     def __init__(self):
         self.count, self.first_frame = 0, None
@@ -51,31 +49,9 @@ class FarSerials:
         self.count += int(count)
 
 
-FAR_SERIAL = 1 << 30  # _levels.c: the largest TCP window (scale 14)
-
-
 def unwrap32_guarded(values, prev, frames, far: FarSerials):
-    """unwrap32 with _levels.c's guard: -> (unwrapped values, mask of the rows kept)."""
-    u = unwrap32(values, prev)
-    keep = np.ones(len(u), bool)
-    reference = prev if prev is not None else (int(u[0]) if len(u) else None)
-    if not len(u) or (np.abs(np.diff(np.concatenate(([reference], u)))) <= FAR_SERIAL).all():
-        return u, keep
-    # rare (a hostile or damaged capture): the same sequential rule as the compiled levels
-    v = np.asarray(values, np.uint64) & np.uint64(0xFFFFFFFF)
-    last, candidate = prev, None
-    for i in range(len(v)):
-        x = int(near(last, int(v[i]))) if last is not None else int(v[i]) + TWO32
-        if last is not None and abs(x - last) > FAR_SERIAL:
-            if candidate is None or abs(int(near(candidate, int(v[i]))) - candidate) > FAR_SERIAL:
-                keep[i] = False
-                far.add(1, frames[i])
-                candidate = x
-                continue
-            x = int(near(candidate, int(v[i])))
-        candidate = None
-        u[i] = last = x
-    return u, keep
+    """unwrap32 of a fresh space (prev None) for the rules' inputs: -> (serials, mask of the rows kept)."""
+    return unwrap32(values, prev, frames, far)[:2]
 
 
 def near(base64, values32) -> np.ndarray:
@@ -473,9 +449,9 @@ LEVEL_TCP, LEVEL_SCTP = 0, 1  # _levels.c
 
 
 def _compiled_part(level, events: "FlowEvents", protocol, conn, never_renege) -> Part:
-    """_levels.c's one pass over the flow's rows; carries the level's `last` and `nr_seen`."""
-    rows, blocks, level.last, nr_seen, (far, far_frame) = _reader.level_part(
-        events.cap.ev, events.blocks, events.rows, events.side, protocol, conn, level.sender, level.last, never_renege)
+    """_levels.c's one pass over the flow's rows; carries the level's `space` and `nr_seen`."""
+    rows, blocks, level.space, nr_seen, (far, far_frame) = _reader.level_part(
+        events.cap.ev, events.blocks, events.rows, events.side, protocol, conn, level.sender, level.space, never_renege)
     level.nr_seen |= nr_seen
     level.far.add(far, far_frame)
     row_arrays = [np.frombuffer(a, t) for a, t in zip(rows, _ROW_DTYPES)]
@@ -521,7 +497,7 @@ class TcpLevel:
     def __init__(self, conn, sender, flow=None):
         # the peer's never-renege flag comes with the handshake, which may end in a later chunk
         self.conn, self.sender, self.flow = conn, sender, flow
-        self.last = None
+        self.space = None  # the sequence space's unwrapping state (flows.unwrap32)
         self.nr_seen = False
         self.far = FarSerials()
 
@@ -541,7 +517,7 @@ class SctpLevel:
 
     def __init__(self, sender):
         self.sender = sender
-        self.last = None
+        self.space = None  # the sequence space's unwrapping state (flows.unwrap32)
         self.nr_seen = False
         self.far = FarSerials()
         self.cum_tsn = np.iinfo(np.int64).min
@@ -605,7 +581,7 @@ class MptcpLevel:
 
     def __init__(self, sender):
         self.sender = sender
-        self.last = None
+        self.space = None  # the sequence space's unwrapping state (flows.unwrap32)
         self.nr_seen = False
         self.far = FarSerials()
         self.subflows = {}  # conn -> _SubflowMap
@@ -617,11 +593,9 @@ class MptcpLevel:
         ack = ~mine & ((fl & E.DATA_ACK) != 0)
         pos = np.flatnonzero(data | ack)
         is_data = data[pos]
-        u, keep = unwrap32_guarded(np.where(is_data, events["dsn"][pos], events["data_ack"][pos]) & np.uint64(0xFFFFFFFF),
-                                   self.last, events["frame"][pos], self.far)
+        u, keep, self.space = unwrap32(np.where(is_data, events["dsn"][pos], events["data_ack"][pos]), self.space,
+                                       events["frame"][pos], self.far)
         pos, is_data, u = pos[keep], is_data[keep], u[keep]
-        if len(u):
-            self.last = int(u[-1])
         length = np.where(is_data, events["dss_len"][pos], 0).astype(np.int64)
         index, owner, _, _ = _by_owner(events, pos, [E.BK_MPTCP_NR])
         acking = ~is_data[owner]  # a data segment's NR blocks ack the other way

@@ -19,7 +19,7 @@ from nrsack.analyzer import analysis as A, events as E, views
 from nrsack.analyzer.pipeline import Pipeline
 
 ROW_DTYPE = np.dtype([(name, "<i8") for name in A.BOARD_OUTPUTS]
-                     + [("time_ns", "<i8"), ("frame", "<u4"), ("flags", "i1"), ("is_data", "?")])
+                     + [("time_ns", "<i8"), ("frame", "<u4"), ("flags", "<i4"), ("is_data", "?")])
 
 
 class DiskStore:

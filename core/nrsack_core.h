@@ -39,6 +39,8 @@ void serial_anchor(serial_space_t *s, uint32_t initial);
  * leaving *out set but the reference unchanged, when v lands more than SERIAL_FAR away and no
  * earlier far value agrees with it: the caller feeds nothing and reports it (GEN-01 / decisions 33). */
 int serial_unwrap(serial_space_t *s, uint32_t v, uint64_t *out);
+/* v -> the 64-bit serial nearest to reference, without state: block edges next to their ack. */
+uint64_t serial_near(uint64_t reference, uint32_t v);
 /* Wire values 64 bits wide (MPTCP DSN / DATA ACK in 8-octet form) are taken as they are. */
 uint64_t serial_take64(serial_space_t *s, uint64_t v);
 
@@ -65,6 +67,31 @@ typedef struct {
 /* How far above the oldest unacked TSN (or, before any ack, the lowest seen) a TSN may lie. */
 #define SB_TSN_WINDOW ((uint64_t)1 << 20)
 
+/* Interval set and weights operations (iset.c). A NULL weights_t means byte units (a unit weighs 1). */
+uint64_t weights_sum(const weights_t *w, uint64_t lo, uint64_t hi);  /* bytes of [lo, hi) */
+int weights_set(weights_t *w, uint64_t unit, uint32_t size);
+void weights_drop_below(weights_t *w, uint64_t cut);
+void weights_free(weights_t *w);
+int weights_copy(weights_t *dst, const weights_t *src);
+
+void iset_free(iset_t *s);
+int iset_copy(iset_t *dst, const iset_t *src);
+/* Adds [lo, hi); *added_weight (may be NULL) gets the weight newly covered. */
+int iset_add(iset_t *s, uint64_t lo, uint64_t hi, const weights_t *w, uint64_t *added_weight);
+/* Adds the sorted, disjoint intervals v (ivals_normalize's output): a merge walk when there are many. */
+int iset_union(iset_t *s, const ival_t *v, size_t n, const weights_t *w, uint64_t *added_weight);
+/* Drops every unit below cut; returns the weight dropped. */
+uint64_t iset_trim_below(iset_t *s, uint64_t cut, const weights_t *w);
+int iset_overlaps(const iset_t *s, uint64_t lo, uint64_t hi);
+int iset_covers(const iset_t *s, uint64_t lo, uint64_t hi);
+/* Sorts v by lo and merges overlapping or touching intervals, dropping empty ones: returns the new count. */
+size_t ivals_normalize(ival_t *v, size_t n);
+/* Appends [lo, hi) to s used as a plain vector (no merge; its units and weight are not kept). */
+int iset_append(iset_t *s, uint64_t lo, uint64_t hi);
+/* Appends to out (used as a plain vector: its units and weight are not kept) s's parts inside the
+ * sorted intervals v, in order. */
+int iset_clip(const iset_t *s, const ival_t *v, size_t n, iset_t *out);
+
 /* ---- the scoreboard ---- */
 
 typedef struct {
@@ -81,6 +108,8 @@ typedef struct {
     int gap_open;           /* the last non-stale ack reported a block above its cum */
     uint64_t data_bytes;    /* first transmissions' bytes since the start */
     uint64_t acked_bytes;   /* of those, the bytes cum-acked */
+    iset_t last_revoked;    /* every interval the last ack revoked (the facts keep the first few) */
+    iset_t work[4];         /* sb_ack's scratch vectors, kept to spare allocations */
 } scoreboard_t;
 
 typedef struct {
@@ -101,11 +130,11 @@ typedef enum {
 #define SB_MAX_REPORTED 16
 typedef struct {
     int stale;                  /* cum below the state's (NR-07): only the blocks' union applies */
-    int beyond_sent;            /* cum or a block ends beyond snd_max (NR-09) */
+    int beyond_sent;            /* after some data: cum or a block ends beyond snd_max (NR-09) */
     int r_and_nr;               /* a unit in both an R and an NR block of this ack (NR-02) */
     int gap_open;
     uint64_t freed_units, freed_bytes; /* reported non-renegable for the first time */
-    uint64_t acked_units;       /* cum advance, in units */
+    uint64_t acked_units;       /* cum advance, in units (0 for the first ack) */
     size_t n_revoked;           /* revoked intervals: they stay in nracked (first SB_MAX_REPORTED kept) */
     uint64_t revoked_units;
     ival_t revoked[SB_MAX_REPORTED];
@@ -142,7 +171,8 @@ uint64_t sb_bytes(const scoreboard_t *sb, uint64_t lo, uint64_t hi);
 
 /* ---- wire blocks to units ---- */
 
-/* SCTP gap block (start, end offsets from the cum TSN ack) -> TSNs [cum_tsn + start, cum_tsn + end + 1). */
+/* SCTP gap block (start, end offsets from the cum TSN ack) -> TSNs [cum_tsn + start, cum_tsn + end + 1);
+ * an inverted block (end + 1 < start) comes out empty (lo >= hi) and sb_ack ignores it. */
 ival_t sctp_gap_block(uint64_t cum_tsn, uint16_t start, uint16_t end);
 
 #endif
