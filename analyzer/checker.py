@@ -219,7 +219,8 @@ class Checker:
         levels = self._levels(flow)
         for row, level, sender, conn in starts:
             reference = levels.get((level, conn if level == "tcp" else -1, sender))
-            events.append(I.start_event(rows, row, level, sender, reference.last if reference else None))
+            space = reference.space if reference is not None else None  # (highest serial, candidate)
+            events.append(I.start_event(rows, row, level, sender, int(space[0]) if space else None))
         events.sort(key=lambda e: (e.index, e.level != "tcp"))
         self._sources(run, flow, frows, sides, cap)
         ctx = Context(flow, [A.vantage(flow, s) for s in (0, 1)], self._addresses(run, flow))
