@@ -260,38 +260,46 @@ class Checker:
     @staticmethod
     def _pick(lane, d, whole, listed, ev):
         """lane.quiet: the rows no rule can fire on (see the module docstring); exact, since what decides it
-        (highest sent, cum ack, NR-acked top) moves the same whether rows are applied at once or one by one."""
+        (highest sent, cum ack, NR-acked top) moves the same whether rows are applied at once or one by one.
+        Also the running figures _quiet reads, so applying a run of quiet rows costs a few lookups."""
         n = len(lane.row)
+        is_data = lane.kind == 0
+        cum_before = np.maximum.accumulate(np.concatenate(([LOWEST if d.cum is None else d.cum], lane.cum[:-1])))
         lane.told = np.zeros(n, bool)
         if whole or not n:
             lane.quiet = lane.told
-            return
-        is_data = lane.kind == 0
-        cum_before = np.maximum.accumulate(np.concatenate(([LOWEST if d.cum is None else d.cum], lane.cum[:-1])))
-        sent = np.where(is_data, lane.hi, LOWEST)
-        sent_before = np.maximum.accumulate(np.concatenate(([LOWEST if d.snd_max is None else d.snd_max], sent[:-1])))
-        top = S.nr_top(d)
-        nr_before = np.maximum.accumulate(np.concatenate(([LOWEST if top is None else top], lane.nr_top[:-1])))
-        data = is_data & (lane.lo >= sent_before) & (lane.lo >= cum_before) & (lane.lo >= nr_before)
-        ack = ~is_data & (lane.blocks == 0) & (lane.cum >= cum_before)
-        if lane.level == "sctp":
-            chunk = ev["chunk"][lane.row]
-            ack &= (sent_before != LOWEST) & (lane.cum <= sent_before)
-            ack &= (chunk != NR_SACK) | (lane.cum >= nr_before)
-            # the chunk type the handshake did not agree on: NR-01 / NR-06 only, they read no direction state
-            lane.told = ack & np.where(chunk == NR_SACK, not listed, listed)
-        lane.quiet = data | ack
+        else:
+            sent = np.where(is_data, lane.hi, LOWEST)
+            sent_before = np.maximum.accumulate(np.concatenate(([LOWEST if d.snd_max is None else d.snd_max],
+                                                                sent[:-1])))
+            top = S.nr_top(d)
+            nr_before = np.maximum.accumulate(np.concatenate(([LOWEST if top is None else top], lane.nr_top[:-1])))
+            data = is_data & (lane.lo >= sent_before) & (lane.lo >= cum_before) & (lane.lo >= nr_before)
+            ack = ~is_data & (lane.blocks == 0) & (lane.cum >= cum_before)
+            if lane.level == "sctp":
+                chunk = ev["chunk"][lane.row]
+                ack &= (sent_before != LOWEST) & (lane.cum <= sent_before)
+                ack &= (chunk != NR_SACK) | (lane.cum >= nr_before)
+                # the chunk type the handshake did not agree on: NR-01 / NR-06 only, they read no direction state
+                lane.told = ack & np.where(chunk == NR_SACK, not listed, listed)
+            lane.quiet = data | ack
+        at = np.arange(n)
+        quiet_data, quiet_ack = lane.quiet & is_data, lane.quiet & ~is_data
+        lane.sent_upto = np.maximum.accumulate(np.where(is_data, lane.hi, LOWEST)) if n else lane.hi
+        lane.last_quiet_data = np.maximum.accumulate(np.where(quiet_data, at, -1)) if n else at
+        # the quiet acks that move the cum ack (state._on_ack: cum > the highest before), in order
+        lane.advances = np.flatnonzero(quiet_ack & (lane.cum > cum_before))
 
     def _run(self, flow, run, events, lanes, ctx):
         """The flow's events of the chunk in order; each lane's quiet rows applied just before the next event
         of their direction, and the rest at the end."""
-        quiet_rows = {key: np.flatnonzero(lane.quiet) for key, lane in lanes.items()}
-        # per event of a lane: how many of the lane's quiet rows come before it (one search per lane)
+        # per event of a lane: how many of the lane's rows lie in rows before its own (one search per lane)
         upto = [None] * len(events)
+        offset = self.last.offset
         for key, lane in lanes.items():
             mine = [k for k, e in enumerate(events) if e.kind in DIRECTION_KINDS and S.direction_key(e) == key]
             if mine:
-                at = np.searchsorted(lane.row[quiet_rows[key]] + self.last.offset, [events[k].index for k in mine])
+                at = np.searchsorted(lane.row, [int(events[k].index) - offset for k in mine], "left")
                 for k, n in zip(mine, at.tolist()):
                     upto[k] = n
         done = dict.fromkeys(lanes, 0)
@@ -302,7 +310,7 @@ class Checker:
             if n is not None:
                 key = S.direction_key(e)
                 if n > done[key]:
-                    state = self._quiet(state, lanes[key], quiet_rows[key][done[key]:n])
+                    state = self._quiet(state, lanes[key], done[key], n)
                     done[key] = n
             after = S.advance(state, e)
             for r in rules_of((e.kind, e.level), ()):
@@ -310,7 +318,7 @@ class Checker:
                     self.found.append(_finding(r, verdict, flow.id, self._direction(flow, e)))
             state = after
         for key, lane in lanes.items():
-            state = self._quiet(state, lane, quiet_rows[key][done[key]:])
+            state = self._quiet(state, lane, done[key], len(lane.row))
         run.state = state
         self._negotiation(flow, run.state, lanes, ctx)
 
@@ -321,10 +329,12 @@ class Checker:
                     for chunk, rule_id in NEGOTIATION_RULES.items()}
         ev = self.last.ev
         offset = self.last.offset
+        judged = [chunk for chunk, rules in by_chunk.items() if rules]
         for lane in lanes.values():
             told = np.flatnonzero(lane.told)
-            if not len(told):
+            if not len(told) or not judged:
                 continue
+            told = told[np.isin(ev["chunk"][lane.row[told]], judged)]
             rows = lane.row[told]
             direction = f"{flow.endpoints[lane.sender]} -> {flow.endpoints[1 - lane.sender]}"
             for row, frame, cum, chunk, seq in zip(rows.tolist(), lane.frame[told].tolist(), lane.cum[told].tolist(),
@@ -336,22 +346,25 @@ class Checker:
                         self.found.append(_finding(r, verdict, flow.id, direction))
 
     @staticmethod
-    def _quiet(state, lane, picked):
-        if not len(picked):
+    def _quiet(state, lane, start, stop):
+        """The state after the quiet rows among the lane's rows start .. stop - 1 (the others were events)."""
+        if stop <= start:
             return state
-        kind = lane.kind[picked]
-        data, acks = picked[kind == 0], picked[kind == 1]
-        d = state.dirs.get(lane.key, S.EMPTY)
+        last = stop - 1
+        k = int(lane.last_quiet_data[last])
+        data_hi = last_data_ns = None
+        if k >= start:  # the highest sent so far: the rows before were applied already, so a running max does
+            data_hi, last_data_ns = int(lane.sent_upto[last]), int(lane.time_ns[k])
+        a, b = np.searchsorted(lane.advances, (start, stop)).tolist()
+        moved = lane.advances[max(a, b - S.CUM_HISTORY):b]
+        steps = tuple(zip(lane.cum[moved].tolist(), lane.frame[moved].tolist()))
         mappings = ()
-        if lane.level == "mptcp" and len(data):  # the last mapping each subflow sent (MN-04's continuation)
-            last = {}
-            for conn, aux, lo, hi in zip(lane.conn[data].tolist(), lane.aux[data].tolist(), lane.lo[data].tolist(),
-                                         lane.hi[data].tolist()):
-                last[conn] = (aux, lo, hi)
-            mappings = tuple(last.items())
-        new = S.advance_quietly(d, int(lane.hi[data].max()) if len(data) else None,
-                                int(lane.time_ns[data[-1]]) if len(data) else None,
-                                lane.cum[acks], lane.frame[acks].astype(np.int64), mappings)
+        if lane.level == "mptcp" and data_hi is not None:  # the last mapping each subflow sent (MN-04)
+            rows = start + np.flatnonzero(lane.quiet[start:stop] & (lane.kind[start:stop] == 0))
+            mappings = tuple({conn: (aux, lo, hi) for conn, aux, lo, hi in zip(
+                lane.conn[rows].tolist(), lane.aux[rows].tolist(), lane.lo[rows].tolist(), lane.hi[rows].tolist())}.items())
+        d = state.dirs.get(lane.key, S.EMPTY)
+        new = S.advance_quietly(d, data_hi, last_data_ns, steps, mappings)
         return state._replace(dirs={**state.dirs, lane.key: new}) if new is not d else state
 
     def _direction(self, flow, e):

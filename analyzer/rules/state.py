@@ -11,8 +11,6 @@ from bisect import bisect_right
 from types import MappingProxyType
 from typing import NamedTuple
 
-import numpy as np
-
 from nrsack.analyzer.rules import inputs as I
 
 NOTHING = MappingProxyType({})  # the empty mapping states start from (copied on write, never changed)
@@ -217,11 +215,12 @@ def advance(state: FlowState, e: I.Event) -> FlowState:
     return state._replace(**changes) if changes else state
 
 
-def advance_quietly(d: Direction, data_hi, last_data_ns, cums, cum_frames, mappings=()) -> Direction:
+def advance_quietly(d: Direction, data_hi, last_data_ns, steps, mappings=()) -> Direction:
     """The direction after rows no rule can fire on (checker.py picks them: new data above everything sent,
-    acks without blocks that neither go back nor revoke), applied at once. data_hi: the largest end of
-    their data (None: no data); cums / cum_frames: their acks' cum values and frames in order (numpy);
-    mappings: MPTCP ((conn, (subflow seq, lo, hi)), ...) of the last mapping per subflow among them."""
+    acks without blocks that neither go back nor revoke), applied at once. data_hi: the highest end sent
+    (None: no data among them), last_data_ns: the time of their last data; steps: the (cum, frame) of
+    their acks that moved the cum ack, in order (at most CUM_HISTORY, the last); mappings: MPTCP
+    ((conn, (subflow seq, lo, hi)), ...), the last mapping per subflow among them."""
     changes = {}
     if data_hi is not None:
         if d.snd_max is None or data_hi > d.snd_max:
@@ -230,15 +229,9 @@ def advance_quietly(d: Direction, data_hi, last_data_ns, cums, cum_frames, mappi
     if mappings:
         conns = {conn for conn, _ in mappings}
         changes["mappings"] = tuple(m for m in d.mappings if m[0] not in conns) + tuple(mappings)
-    if len(cums):
-        start = d.cum if d.cum is not None else cums[0] - 1
-        before = np.maximum.accumulate(np.concatenate(([start], cums[:-1])))
-        advances = np.flatnonzero(cums > before)
-        if len(advances):
-            steps = tuple(zip(cums[advances[-CUM_HISTORY:]].tolist(), cum_frames[advances[-CUM_HISTORY:]].tolist()))
-            cum = int(cums[advances[-1]])
-            changes.update(cum=cum, cum_frame=int(cum_frames[advances[-1]]),
-                           cum_steps=(d.cum_steps + steps)[-CUM_HISTORY:], nr=trim(d.nr, cum))
+    if steps:
+        cum, frame = steps[-1]
+        changes.update(cum=cum, cum_frame=frame, cum_steps=(d.cum_steps + steps)[-CUM_HISTORY:], nr=trim(d.nr, cum))
     return d._replace(**changes) if changes else d
 
 
