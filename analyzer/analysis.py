@@ -116,6 +116,7 @@ class Sender:
         self.max_rtxq = {"sack": 0, "nr": 0, "whatif": 0}
         self.retransmissions = 0
         self.serials = [] if keep_serials else None
+        self.on_part = None            # pipeline hook: on_part(sender, part, flags) after each chunk's rows
 
     def feed(self, events: F.FlowEvents):
         part = self.level.build(events)
@@ -126,6 +127,8 @@ class Sender:
         flags = np.empty(n, np.int32)
         self.board.feed(part.kind, part.lo, part.hi, part.size, part.bstart, part.bcount, part.blo, part.bhi,
                         part.bnr, revoke_modes(self.level, events, part), *out.values(), flags)
+        if self.on_part is not None:
+            self.on_part(self, part, flags)
         is_data = part.kind == 0
         times, frames = part.time_ns, part.frame
         data_idx = np.flatnonzero(is_data)

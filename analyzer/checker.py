@@ -1,22 +1,42 @@
-"""`nrsack check`'s engine: every rule of docs/rules.md over every flow of a capture.
+"""`nrsack check`'s engine: every rule of docs/rules.md over every flow of a capture, in one chunked pass.
 
-capture -> events and flows (events.py, flows.py) -> the rules' input (rules/inputs.py) -> per flow, in
-frame order, state before / after each event (rules/state.py) -> each registered rule of the event's
-kind (rules/) -> findings: rule ID, severity, flow, direction, frames (the breaking frame last), message.
+The capture is read in chunks through the analyzer's own Pipeline (pipeline.py): the same flows and the
+same levels (flows.py, _levels.c), so every serial number is unwrapped once, by the level that feeds the
+scoreboard. The pipeline hands the checker each level's rows of a chunk (Sender.on_part); the checker keeps
+per flow only its rule state (rules/state.py) from chunk to chunk, so memory is a chunk plus per-flow state
+plus the findings.
+
+Python work follows the rows that matter, not every row. Per direction and chunk, numpy picks the rows no
+rule can fire on: data entirely above everything sent (and above the cum ack and any NR-acked unit), acks
+without blocks that neither go back, nor cover unsent data (SCTP), nor leave NR-acked TSNs out (SCTP
+NR-SACK), of the chunk type the handshake agreed on. Their effect on the state (highest sent, cum ack and
+its recent steps, MPTCP mappings) is applied at once (state.advance_quietly); every other row becomes an
+Event and goes through state.advance and its rules one by one. A flow's chunk that holds its handshake or
+any FSACK chunk (or a flow that ever had FSACK: FS-04 / FS-05 look at every ack and DATA) is taken whole.
+
+What stays Python state per flow, and why: the NR-acked pieces with the frame that first NR-acked each
+(the findings name it; the analyzer's Board keeps no frames), the handshake events (negotiation rules),
+the FSACK procedure, and the cum ack's last steps (the frame that cum-acked a resent unit).
+
+A finding: rule ID, severity, flow, direction, frames (the breaking frame last), message.
 """
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
-import pandas as pd
+import numpy as np
 
 from nrsack.analyzer import analysis as A, events as E, flows as F
+from nrsack.analyzer.pipeline import Pipeline
 from nrsack.analyzer.rules import REGISTRY, SEVERITIES
 from nrsack.analyzer.rules import inputs as I
 from nrsack.analyzer.rules import state as S
+from nrsack.analyzer.rules.sctp import NR_SACK, SACK, negotiated
 
 COLUMNS = ["rule", "severity", "flow", "direction", "frames", "message"]
 # the rule levels of each flow protocol (level "" = reader findings, any protocol)
 PROTOCOL_LEVELS = {"sctp": {"sctp"}, "tcp": {"tcp"}, "mptcp": {"tcp", "mptcp"}}
+LOWEST = np.iinfo(np.int64).min
 
 
 def applies(rule, protocol):
@@ -28,7 +48,7 @@ def applies(rule, protocol):
 @dataclass(frozen=True)
 class Context:
     """What a rule may know beyond the event and the states: the flow, per sender side the capture's
-    vantage (analysis.vantage: the handshake's reply gaps), and per side every address seen."""
+    vantage (analysis.vantage: the handshake's reply gaps), and per side every address seen so far."""
 
     flow: F.Flow
     vantage: list
@@ -59,51 +79,414 @@ def _finding(r, verdict, flow_id, direction):
             "direction": direction, "frames": list(verdict.frames), "message": verdict.message}
 
 
-def _direction(fi, e):
-    if e.kind == I.MALFORMED or e.level == "":
-        return f"{fi.flow.endpoints[e.side]} -> {fi.flow.endpoints[1 - e.side]}"
-    named = fi.endpoints.get(S.direction_key(e))
-    return named or f"{fi.flow.endpoints[e.sender]} -> {fi.flow.endpoints[1 - e.sender]}"
+class NullStore:
+    """The pipeline's row store when nobody reads the analyzer's tables (`nrsack check` alone)."""
+
+    def append(self, key, columns):
+        pass
+
+    def fork(self, key, twin):
+        pass
+
+    def batches(self, key):
+        return iter(())
 
 
-def run_flow(fi, dispatch):
-    """Findings of one flow: its events in order, each with the state before and after it."""
-    ctx = Context(fi.flow, fi.vantage, fi.addresses)
-    state = S.FlowState()
-    found = []
-    advance, rules_of = S.advance, dispatch.get
-    for e in fi.events:
-        after = advance(state, e)
-        for r in rules_of((e.kind, e.level), ()):
-            for verdict in r.check(e, state, after, ctx):
-                found.append(_finding(r, verdict, fi.flow.id, _direction(fi, e)))
-        state = after
-    if fi.events:
-        last = fi.events[-1]
-        end = I.Event(index=last.index + 1, frame=last.frame, time_ns=last.time_ns, kind=I.END, level=fi.flow.protocol
-                      if fi.flow.protocol == "sctp" else "tcp", side=0, sender=0)
-        for r in dispatch.get((I.END, end.level), ()):
-            found.extend(_finding(r, v, fi.flow.id, "") for v in r.check(end, state, state, ctx))
-    return found
+@dataclass
+class Lane:
+    """One level's rows of one direction in one chunk, as the level unwrapped them (numpy arrays)."""
+
+    key: tuple             # state.direction_key: (level, conn, sender)
+    level: str
+    sender: int
+    row: np.ndarray        # chunk rows
+    kind: np.ndarray       # 0 data, 1 ack
+    lo: np.ndarray
+    hi: np.ndarray
+    cum: np.ndarray        # acks: first unit not cum-acked
+    frame: np.ndarray
+    time_ns: np.ndarray
+    blocks: np.ndarray     # acks: wire blocks the rules read (SCTP R / NR, TCP SACK / NR, MPTCP NR)
+    nr_top: np.ndarray     # acks: end of their highest NR block (LOWEST: none)
+    conn: np.ndarray
+    aux: np.ndarray        # MPTCP data: the mapping's subflow sequence number
+    quiet: np.ndarray = None   # rows no rule reading the direction's state can fire on (Checker._pick)
+    told: np.ndarray = None    # quiet rows the negotiation rules still judge
+
+
+def _lane(key, level, sender, frows, part, ev):
+    row = frows[part.pos]
+    is_ack = part.kind == 1
+    if level == "mptcp":  # its renegable blocks are the subflow acks' DSNs (decisions.md 12), not wire blocks
+        owner = np.repeat(np.arange(len(row)), part.bcount)
+        nr_owner = owner[part.bnr[:len(owner)] == 1] if len(owner) else owner
+        counts = np.bincount(nr_owner, minlength=len(row))
+    else:
+        counts = part.bcount.astype(np.int64)
+    top = np.full(len(row), LOWEST, np.int64)
+    if level != "tcp" and len(part.blo):
+        owner = np.repeat(np.arange(len(row)), part.bcount)
+        nr = part.bnr[:len(owner)] == 1
+        np.maximum.at(top, owner[nr], part.bhi[:len(owner)][nr])
+    cum = part.hi if level == "sctp" else part.lo
+    return Lane(key, level, sender, row, part.kind, part.lo, part.hi, np.where(is_ack, cum, LOWEST), part.frame,
+                part.time_ns, counts, top, part.conn, ev["aux"][row] if level == "mptcp" else None)
+
+
+@dataclass
+class FlowRun:
+    """A flow's rule state carried from chunk to chunk."""
+
+    state: S.FlowState = field(default_factory=S.FlowState)
+    sources: list = field(default_factory=lambda: [[], []])  # per side: packet source addresses seen
+    last_index: float = None
+    last_frame: int = None
+    last_time: int = 0
+    fsack: bool = False
+    far_side: int = None
+
+
+class Checker:
+    """The rules over a capture fed chunk by chunk: `feed(cap)` per chunk, then `finish()` -> findings."""
+
+    def __init__(self, rule_ids=None, pipeline=None, every_row=False):
+        self.every_row = every_row  # every row through state.advance, none applied at once (the tests' reference)
+        self.rules = select(rule_ids)
+        self.dispatch = _dispatch(self.rules)
+        self.pipeline = None
+        self.attach(pipeline or Pipeline(NullStore()))
+        self.parts = {}
+        self.runs = {}
+        self.found = []
+        self.seen_findings = Counter()
+        self.last = None
+
+    def attach(self, pipeline):
+        """Rides on `pipeline` (before its first chunk): its levels' rows and its chunks come here too."""
+        self.pipeline = pipeline
+        pipeline.on_part = self._on_part
+        pipeline.on_chunk = self._on_chunk
+
+    def _on_part(self, sender, part, flags):
+        self.parts[sender.key] = part
+
+    def feed(self, cap: E.Capture):
+        """Feeds one chunk to the pipeline (the analyzer's pass 1) and, through its on_chunk, the rules."""
+        self.pipeline.feed(cap)
+
+    def _on_chunk(self, cap, flow_of, side_of):
+        self.last = cap
+        rows = I.ChunkRows(cap, side_of)
+        per_flow = self._reader_events(cap, rows, flow_of)
+        if len(cap.ev):
+            order = np.argsort(flow_of, kind="stable")
+            bounds = np.searchsorted(flow_of[order], np.arange(len(self.pipeline.table.flows) + 1))
+            for fid in np.flatnonzero(np.diff(bounds)).tolist():
+                self._flow_chunk(self.pipeline.table.flows[fid], order[bounds[fid]:bounds[fid + 1]], rows,
+                                 per_flow.pop(fid, []))
+        self.parts = {}
+
+    # -- one flow's rows of one chunk
+
+    def _flow_chunk(self, flow, frows, rows, extra):
+        run = self.runs.setdefault(flow.id, FlowRun())
+        cap = rows.cap
+        ev = cap.ev
+        chunk = ev["chunk"][frows]
+        tcp_flags = ev["tcp_flags"][frows]
+        sides = rows.side_of[frows]
+        events = list(extra)
+        starts = []
+        if flow.protocol == "sctp":
+            fsack_rows = frows[np.isin(chunk, list(I.FSACK_KINDS))]
+            run.fsack |= bool(len(fsack_rows))
+            events += [I.fsack_event(rows, row) for row in fsack_rows.tolist()]
+            for side, kind in ((0, 1), (1, 2)):
+                starts += [(row, "sctp", side, -1) for row in frows[(sides == side) & (chunk == kind)].tolist()]
+        else:
+            syn = frows[(tcp_flags & E.TCP_SYN) != 0]
+            starts += [(row, "tcp", int(rows.side_of[row]), int(ev["conn"][row])) for row in syn.tolist()]
+        lanes = self._lanes(flow, frows)
+        whole = run.fsack or bool(starts) or self.every_row
+        listed = negotiated(run.state, E.EXT_NRSACK)[0]
+        for lane in lanes:
+            self._pick(lane, run.state.dirs.get(lane.key, S.EMPTY), whole, listed, ev)
+            quiet = lane.quiet
+            never = flow.never_renege[1 - lane.sender]
+            events += [I.lane_event(rows, lane.level, lane.sender, row, kind, lo, hi, never)
+                       for row, kind, lo, hi in zip(lane.row[~quiet].tolist(), lane.kind[~quiet].tolist(),
+                                                    lane.lo[~quiet].tolist(), lane.hi[~quiet].tolist())]
+        levels = self._levels(flow)
+        for row, level, sender, conn in starts:
+            reference = levels.get((level, conn if level == "tcp" else -1, sender))
+            space = reference.space if reference is not None else None  # (highest serial, candidate)
+            events.append(I.start_event(rows, row, level, sender, int(space[0]) if space else None))
+        events.sort(key=lambda e: (e.index, e.level != "tcp"))
+        self._sources(run, flow, frows, sides, cap)
+        ctx = Context(flow, [A.vantage(flow, s) for s in (0, 1)], self._addresses(run, flow))
+        self._run(flow, run, events, {lane.key: lane for lane in lanes}, ctx)
+        run.last_index = cap.offset + int(frows[-1])
+        run.last_frame, run.last_time = int(ev["frame"][frows[-1]]), int(ev["time_ns"][frows[-1]])
+        self._far(flow, run, frows, rows)
+
+    def _levels(self, flow):
+        """(level, conn, sender) -> the pipeline's level object of each lane of the flow."""
+        mine = self.pipeline.senders.get(flow.id, {})
+        out = {}
+        for side, sender in enumerate(mine.get("main", ())):
+            conn = flow.conns[0] if flow.protocol == "tcp" else -1
+            out[(flow.protocol, conn, side)] = sender.level
+        if flow.protocol == "mptcp":
+            for conn in flow.conns:
+                for side, sender in enumerate(mine.get(conn, ())):
+                    out[("tcp", conn, side)] = sender.level
+        return out
+
+    def _lanes(self, flow, frows):
+        ev = self.last.ev
+        lanes = []
+        for side in (0, 1):
+            part = self.parts.get((flow.id, side))
+            if part is not None:
+                conn = flow.conns[0] if flow.protocol == "tcp" else -1
+                lanes.append(_lane((flow.protocol, conn, side), flow.protocol, side, frows, part, ev))
+            if flow.protocol == "mptcp":
+                for conn in flow.conns:
+                    part = self.parts.get((flow.id, side, conn))
+                    if part is not None:
+                        lanes.append(_lane(("tcp", conn, side), "tcp", side, frows, part, ev))
+        return lanes
+
+    @staticmethod
+    def _pick(lane, d, whole, listed, ev):
+        """lane.quiet: the rows no rule can fire on (see the module docstring); exact, since what decides it
+        (highest sent, cum ack, NR-acked top) moves the same whether rows are applied at once or one by one.
+        Also the running figures _quiet reads, so applying a run of quiet rows costs a few lookups."""
+        n = len(lane.row)
+        is_data = lane.kind == 0
+        cum_before = np.maximum.accumulate(np.concatenate(([LOWEST if d.cum is None else d.cum], lane.cum[:-1])))
+        lane.told = np.zeros(n, bool)
+        if whole or not n:
+            lane.quiet = lane.told
+        else:
+            sent = np.where(is_data, lane.hi, LOWEST)
+            sent_before = np.maximum.accumulate(np.concatenate(([LOWEST if d.snd_max is None else d.snd_max],
+                                                                sent[:-1])))
+            top = S.nr_top(d)
+            nr_before = np.maximum.accumulate(np.concatenate(([LOWEST if top is None else top], lane.nr_top[:-1])))
+            data = is_data & (lane.lo >= sent_before) & (lane.lo >= cum_before) & (lane.lo >= nr_before)
+            ack = ~is_data & (lane.blocks == 0) & (lane.cum >= cum_before)
+            if lane.level == "sctp":
+                chunk = ev["chunk"][lane.row]
+                ack &= (sent_before != LOWEST) & (lane.cum <= sent_before)
+                ack &= (chunk != NR_SACK) | (lane.cum >= nr_before)
+                # the chunk type the handshake did not agree on: NR-01 / NR-06 only, they read no direction state
+                lane.told = ack & np.where(chunk == NR_SACK, not listed, listed)
+            lane.quiet = data | ack
+        at = np.arange(n)
+        quiet_data, quiet_ack = lane.quiet & is_data, lane.quiet & ~is_data
+        lane.sent_upto = np.maximum.accumulate(np.where(is_data, lane.hi, LOWEST)) if n else lane.hi
+        lane.last_quiet_data = np.maximum.accumulate(np.where(quiet_data, at, -1)) if n else at
+        # the quiet acks that move the cum ack (state._on_ack: cum > the highest before), in order
+        lane.advances = np.flatnonzero(quiet_ack & (lane.cum > cum_before))
+
+    def _run(self, flow, run, events, lanes, ctx):
+        """The flow's events of the chunk in order; each lane's quiet rows applied just before the next event
+        of their direction, and the rest at the end."""
+        # per event of a lane: how many of the lane's rows lie in rows before its own (one search per lane)
+        upto = [None] * len(events)
+        offset = self.last.offset
+        for key, lane in lanes.items():
+            mine = [k for k, e in enumerate(events) if e.kind in DIRECTION_KINDS and S.direction_key(e) == key]
+            if mine:
+                at = np.searchsorted(lane.row, [int(events[k].index) - offset for k in mine], "left")
+                for k, n in zip(mine, at.tolist()):
+                    upto[k] = n
+        done = dict.fromkeys(lanes, 0)
+        state = run.state
+        rules_of = self.dispatch.get
+        for k, e in enumerate(events):
+            n = upto[k]
+            if n is not None:
+                key = S.direction_key(e)
+                if n > done[key]:
+                    state = self._quiet(state, lanes[key], done[key], n)
+                    done[key] = n
+            after = S.advance(state, e)
+            for r in rules_of((e.kind, e.level), ()):
+                for verdict in r.check(e, state, after, ctx):
+                    self.found.append(_finding(r, verdict, flow.id, self._direction(flow, e)))
+            state = after
+        for key, lane in lanes.items():
+            state = self._quiet(state, lane, done[key], len(lane.row))
+        run.state = state
+        self._negotiation(flow, run.state, lanes, ctx)
+
+    def _negotiation(self, flow, state, lanes, ctx):
+        """NR-01 / NR-06 on the quiet acks of the chunk type the handshake did not agree on: the handshake
+        state is the chunk's (a chunk holding handshake events has no quiet rows)."""
+        by_chunk = {chunk: [r for r in self.dispatch.get((I.ACK, "sctp"), ()) if r.id == rule_id]
+                    for chunk, rule_id in NEGOTIATION_RULES.items()}
+        ev = self.last.ev
+        offset = self.last.offset
+        judged = [chunk for chunk, rules in by_chunk.items() if rules]
+        for lane in lanes.values():
+            told = np.flatnonzero(lane.told)
+            if not len(told) or not judged:
+                continue
+            told = told[np.isin(ev["chunk"][lane.row[told]], judged)]
+            rows = lane.row[told]
+            direction = f"{flow.endpoints[lane.sender]} -> {flow.endpoints[1 - lane.sender]}"
+            for row, frame, cum, chunk, seq in zip(rows.tolist(), lane.frame[told].tolist(), lane.cum[told].tolist(),
+                                                  ev["chunk"][rows].tolist(), ev["ack"][rows].tolist()):
+                e = I.Event(index=offset + row, frame=frame, time_ns=0, kind=I.ACK, level="sctp", side=1 - lane.sender,
+                            sender=lane.sender, cum=cum, chunk=chunk, wire_seq=seq)
+                for r in by_chunk[chunk]:
+                    for verdict in r.check(e, state, state, ctx):
+                        self.found.append(_finding(r, verdict, flow.id, direction))
+
+    @staticmethod
+    def _quiet(state, lane, start, stop):
+        """The state after the quiet rows among the lane's rows start .. stop - 1 (the others were events)."""
+        if stop <= start:
+            return state
+        last = stop - 1
+        k = int(lane.last_quiet_data[last])
+        data_hi = last_data_ns = None
+        if k >= start:  # the highest sent so far: the rows before were applied already, so a running max does
+            data_hi, last_data_ns = int(lane.sent_upto[last]), int(lane.time_ns[k])
+        a, b = np.searchsorted(lane.advances, (start, stop)).tolist()
+        moved = lane.advances[max(a, b - S.CUM_HISTORY):b]
+        steps = tuple(zip(lane.cum[moved].tolist(), lane.frame[moved].tolist()))
+        mappings = ()
+        if lane.level == "mptcp" and data_hi is not None:  # the last mapping each subflow sent (MN-04)
+            rows = start + np.flatnonzero(lane.quiet[start:stop] & (lane.kind[start:stop] == 0))
+            mappings = tuple({conn: (aux, lo, hi) for conn, aux, lo, hi in zip(
+                lane.conn[rows].tolist(), lane.aux[rows].tolist(), lane.lo[rows].tolist(), lane.hi[rows].tolist())}.items())
+        d = state.dirs.get(lane.key, S.EMPTY)
+        new = S.advance_quietly(d, data_hi, last_data_ns, steps, mappings)
+        return state._replace(dirs={**state.dirs, lane.key: new}) if new is not d else state
+
+    def _direction(self, flow, e):
+        if e.kind == I.MALFORMED or e.level == "":
+            return f"{flow.endpoints[e.side]} -> {flow.endpoints[1 - e.side]}"
+        if e.level == "tcp":
+            c = self.last.conns[e.conn]
+            near = e.sender ^ self.pipeline.table.flip(e.conn)
+            return f"{c.endpoint(near)} -> {c.endpoint(1 - near)}"
+        return f"{flow.endpoints[e.sender]} -> {flow.endpoints[1 - e.sender]}"
+
+    @staticmethod
+    def _sources(run, flow, frows, sides, cap):
+        """Every packet source address of each side (FS-02 counts the receiver's addresses)."""
+        conn_dir = cap.ev["conn"][frows].astype(np.int64) * 2 + cap.ev["dir"][frows]
+        values, first = np.unique(conn_dir, return_index=True)
+        for value, k in zip(values.tolist(), first.tolist()):
+            conn, direction = divmod(value, 2)
+            c = cap.conns[conn]
+            src = c.addr_a if direction == 0 else c.addr_b
+            side = int(sides[k])
+            if src not in run.sources[side]:
+                run.sources[side].append(src)
+
+    @staticmethod
+    def _addresses(run, flow):
+        out = []
+        for side in (0, 1):
+            seen = list(flow.addresses[side])
+            primary = flow.endpoints[side].rpartition(":")[0].strip("[]")
+            for address in [primary] + run.sources[side]:
+                if address not in seen:
+                    seen.append(address)
+            out.append(seen)
+        return out
+
+    def _far(self, flow, run, frows, rows):
+        """Where the flow's first serial far outside any window lies (its side names the direction)."""
+        if run.far_side is not None:
+            return
+        first = [level.far.first_frame for level in self._levels(flow).values()
+                 if getattr(level, "far", None) is not None and level.far.count]
+        if first:
+            frame = min(first)
+            hit = np.flatnonzero(rows.cap.ev["frame"][frows] == frame)
+            if len(hit):
+                run.far_side = int(rows.side_of[frows[hit[0]]])
+
+    # -- reader findings, the end of each flow
+
+    def _reader_events(self, cap, rows, flow_of):
+        """This chunk's new reader findings as events, per flow id (their frame's last event's flow); those in
+        frames of no flow are checked at once."""
+        listed = [(frame, "GEN-01", reason) for frame, reason in cap.findings] + list(cap.rule_findings)
+        new = Counter(listed) - self.seen_findings
+        self.seen_findings.update(new)
+        out = {}
+        frames = cap.ev["frame"]
+        for frame, rule_id, reason in sorted(new.elements(), key=lambda f: f[0]):
+            k = int(np.searchsorted(frames, frame, "right")) - 1
+            row = k if k >= 0 and int(frames[k]) == frame else None
+            flow = int(flow_of[row]) if row is not None else -1
+            e = I.reader_event(rows, row, frame, rule_id, reason)
+            if flow < 0:
+                for r in self.dispatch.get((e.kind, ""), ()):
+                    self.found.extend(_finding(r, v, None, "") for v in r.check(e, S.FlowState(), S.FlowState(), None))
+            else:
+                out.setdefault(flow, []).append(e)
+        return out
+
+    def finish(self):
+        """-> (flows, findings as dicts of COLUMNS, sorted by breaking frame) once every chunk was fed."""
+        flows = self.pipeline.table.flows
+        for flow in flows:
+            run = self.runs.get(flow.id)
+            if run is None or run.last_index is None:
+                continue
+            ctx = Context(flow, [A.vantage(flow, s) for s in (0, 1)], self._addresses(run, flow))
+            far = [level.far for level in self._levels(flow).values() if getattr(level, "far", None) is not None]
+            count = sum(f.count for f in far)
+            if count:
+                first = min(f.first_frame for f in far if f.count)
+                side = run.far_side or 0
+                e = I.Event(index=run.last_index + 0.75, frame=first, time_ns=0, kind=I.MALFORMED, level="",
+                            side=side, sender=1 - side, rule="GEN-01.note", reason=I.far_reason(count))
+                for r in self.dispatch.get((e.kind, ""), ()):
+                    self.found.extend(_finding(r, v, flow.id, self._direction(flow, e))
+                                      for v in r.check(e, run.state, run.state, ctx))
+            level = flow.protocol if flow.protocol == "sctp" else "tcp"
+            end = I.Event(index=run.last_index + 1, frame=run.last_frame, time_ns=run.last_time, kind=I.END,
+                          level=level, side=0, sender=0)
+            for r in self.dispatch.get((I.END, level), ()):
+                self.found.extend(_finding(r, v, flow.id, "") for v in r.check(end, run.state, run.state, ctx))
+        self.found.sort(key=lambda f: (f["frames"][-1], f["flow"] if f["flow"] is not None else -1, f["rule"]))
+        return flows, self.found
+
+
+DIRECTION_KINDS = {I.DATA, I.ACK, I.INIT, I.INIT_ACK, I.SYN, I.SYN_ACK}
+# per SCTP ack chunk type, the rule that judges it against the handshake alone (no direction state)
+NEGOTIATION_RULES = {NR_SACK: "NR-01", SACK: "NR-06"}
 
 
 def check_capture(cap: E.Capture, rule_ids=None):
-    """-> (flows, findings as dicts of COLUMNS) of every selected rule over every flow of a read capture.
-    Raises CaptureError when the capture holds no SCTP or TCP flow, KeyError for an unknown rule ID."""
-    rules = select(rule_ids)
-    dispatch = _dispatch(rules)
-    flows, flow_of, side_of = F.assemble(cap)
-    if not flows:
+    """-> (flows, findings as dicts of COLUMNS) of every selected rule over every flow of a read capture
+    (one chunk). Raises CaptureError when it holds no SCTP or TCP flow, KeyError for an unknown rule ID."""
+    checker = Checker(rule_ids)
+    checker.feed(cap)
+    if not checker.pipeline.table.flows:
         raise E.CaptureError(f"{cap.path}: no SCTP or TCP flows in {cap.frames} frames")
-    inputs, orphans = I.flow_inputs(cap, flows, flow_of, side_of, lambda flow, s: A.vantage(flow, s))
-    found = []
-    for fi in inputs:
-        found.extend(run_flow(fi, dispatch))
-    for e in orphans:  # reader findings in frames of no flow
-        for r in dispatch.get((e.kind, ""), ()):
-            found.extend(_finding(r, v, None, "") for v in r.check(e, S.FlowState(), S.FlowState(), None))
-    found.sort(key=lambda f: (f["frames"][-1], f["flow"] if f["flow"] is not None else -1, f["rule"]))
-    return flows, found
+    return checker.finish()
+
+
+def check_path(path, rule_ids=None, chunk_frames=E.CHUNK_FRAMES, progress=None, every_row=False):
+    """-> (the last chunk's header: path, frames, truncated; flows; findings) of a capture read in chunks,
+    in bounded memory. Raises CaptureError for unusable input, KeyError for an unknown rule ID."""
+    checker = Checker(rule_ids, every_row=every_row)
+    for cap in E.read_chunks(path, chunk_frames, progress):
+        checker.feed(cap)
+    if not checker.pipeline.table.flows:
+        raise E.CaptureError(f"{path}: no SCTP or TCP flows in {checker.last.frames} frames")
+    flows, found = checker.finish()
+    return checker.last, flows, found
 
 
 def at_least(findings, severity):
@@ -112,7 +495,17 @@ def at_least(findings, severity):
     return [f for f in findings if f["severity"] in keep]
 
 
-def check(path, rules=None, severity="note") -> pd.DataFrame:
+def findings_frame(found):
+    """The findings as a DataFrame (pandas imported here only: the command line does without it)."""
+    import pandas as pd
+
+    frame = pd.DataFrame(found, columns=COLUMNS)
+    frame["flow"] = frame["flow"].astype("Int64")
+    frame["severity"] = frame["severity"].astype(pd.CategoricalDtype(list(SEVERITIES)))
+    return frame
+
+
+def check(path, rules=None, severity="note"):
     """Runs every rule of rules.md (or the IDs in `rules`) over the capture at `path`.
 
     Returns one row per finding: rule, severity, flow (the analyzer's flow id; NA for a frame of no flow),
@@ -120,9 +513,4 @@ def check(path, rules=None, severity="note") -> pd.DataFrame:
     Raises CaptureError for unusable input (not a capture, damaged, no SCTP or TCP flow) and KeyError for
     an unknown rule ID.
     """
-    cap = E.read_capture(path)
-    found = at_least(check_capture(cap, rules)[1], severity)
-    frame = pd.DataFrame(found, columns=COLUMNS)
-    frame["flow"] = frame["flow"].astype("Int64")
-    frame["severity"] = frame["severity"].astype(pd.CategoricalDtype(list(SEVERITIES)))
-    return frame
+    return findings_frame(at_least(check_path(path, rules)[2], severity))

@@ -53,17 +53,31 @@ def run_analysis(path, sndbuf):
         fail(str(error))
 
 
-def run_streaming(path, sndbuf, flow_filter, out_dir, fmt):
-    """-> (the summary as the views take it, the files written)."""
+def run_streaming(path, sndbuf, flow_filter, out_dir, fmt, checker=None):
+    """-> (the summary as the views take it, the files written); `checker` (checker.Checker) rides along
+    on the same pass (analyze --check)."""
     from nrsack.analyzer import CaptureError, stream, views
 
     keep = None if flow_filter is None else (lambda entry_id: views.id_matches(entry_id, flow_filter))
+    observe = None if checker is None else checker.attach
     try:
         with _progress(path) as progress:
-            result = stream.analyze_to_files(path, out_dir, fmt, sndbuf, keep, progress=progress)
+            result = stream.analyze_to_files(path, out_dir, fmt, sndbuf, keep, progress=progress, observe=observe)
     except CaptureError as error:
         fail(str(error))
     return result, result.files
+
+
+def check_findings(checker, flow_filter, severity):
+    """The findings of `analyze --check`: those of the flows --flow names (and of no flow), at `severity` or
+    more severe."""
+    from nrsack.analyzer.checker import at_least
+
+    found = at_least(checker.finish()[1], severity)
+    if flow_filter is not None:
+        number = flow_filter.rstrip("ab").split(".")[0]
+        found = [f for f in found if f["flow"] is None or str(f["flow"]) == number]
+    return found
 
 
 def run_follow(path, sndbuf, flow_filter):
@@ -114,8 +128,15 @@ flow_option = click.option("--flow", "flow_filter", default=None, metavar="ID",
 @click.option("--follow", is_flag=True,
               help="A live table of every sender direction while CAPTURE is read (e.g. '-' from tcpdump -w -), "
                    "like top; the final one at its end.")
-def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream, follow):
-    """RtxQ evolution, send-buffer blocking and p/q of every sender direction in CAPTURE ('-': standard input)."""
+@click.option("--check", "check", is_flag=True,
+              help="Also run every rule of rules.md in the same pass (as `nrsack check`): json lists its findings "
+                   "under `findings`, the table adds the check report; exit 1 when one is an error.")
+@click.option("--severity", type=click.Choice(["error", "warning", "note"]), default="note", show_default=True,
+              help="With --check: report findings of this severity or more severe.")
+def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream, follow, check, severity):
+    """RtxQ evolution, send-buffer blocking and p/q of every sender direction in CAPTURE ('-': standard input).
+
+    With --check, exit status as `nrsack check`: 0 without an error finding, 1 with one, 2 for unusable input."""
     from nrsack.analyzer import views
 
     if follow:
@@ -123,17 +144,27 @@ def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream, follow):
 
     tables = "parquet" if fmt == "parquet" else "csv"
     files_wanted = fmt in ("csv", "parquet") or out_dir
-    # the summary alone never needs the whole capture in memory: it is always streamed
-    streaming = stream or not files_wanted
+    # the summary alone never needs the whole capture in memory: it is always streamed (and so is --check)
+    streaming = stream or not files_wanted or check
+    checker = None
+    if check:
+        from nrsack.analyzer.checker import Checker
+
+        checker = Checker()
     if streaming:
-        analysis, written = run_streaming(capture, sndbuf, flow_filter, (out_dir or ".") if files_wanted else None, tables)
+        analysis, written = run_streaming(capture, sndbuf, flow_filter, (out_dir or ".") if files_wanted else None, tables,
+                                          checker)
     else:
         analysis = run_analysis(capture, sndbuf)
     ids = views.selected_ids(analysis, flow_filter)
     if ids is not None and not ids:
         fail(f"no flow {flow_filter!r} in {capture}")
+    found = check_findings(checker, flow_filter, severity) if check else None
     if fmt == "json":
-        click.echo(views.dump_json(views.summary_dict(analysis, ids)))
+        summary = views.summary_dict(analysis, ids)
+        if check:  # the checker's findings: the reader's GEN ones too, with their flow and direction
+            summary["findings"] = found
+        click.echo(views.dump_json(summary))
     elif fmt == "table":
         from rich.console import Console
 
@@ -146,6 +177,10 @@ def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream, follow):
             if finding["rule"] != "GEN-01" or finding["severity"] == "note":
                 console.print(f"{finding['rule']} {finding['severity']} frame {finding['frames'][0]}: "
                               f"{finding['message'].split(' ', 1)[1]}", markup=False)
+        if check:
+            from nrsack.analyzer.check_cli import text_report
+
+            console.print(text_report([(capture, None, found)]), markup=False, highlight=False)
     warn_truncated(analysis.capture)
     if streaming:
         for path in written:
@@ -153,6 +188,8 @@ def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream, follow):
     elif files_wanted:
         for path in views.write_tables(analysis, out_dir or ".", tables, ids):
             click.echo(f"wrote {path}", err=fmt == "json")
+    if check and any(f["severity"] == "error" for f in found):
+        sys.exit(1)
 
 
 @click.command()

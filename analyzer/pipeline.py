@@ -11,18 +11,22 @@ from nrsack.analyzer import analysis as A, events as E, flows as F
 class Pipeline:
     """Feeds chunks of a capture to the flow table and to every entry's Sender; -> entries."""
 
-    def __init__(self, store, keep_serials=False):
+    def __init__(self, store, keep_serials=False, on_part=None):
         self.table = F.FlowTable()
         self.store = store
         self.keep_serials = keep_serials
         self.senders = {}  # flow id -> {"main": [side 0, side 1], conn: [side 0, side 1] (paths, subflows)}
         self.end_ns = 0
         self.conns = []    # every conn seen so far (the reader's list, growing chunk by chunk)
+        self.on_part = on_part  # the checker's hook: each level's rows of a chunk (Sender.on_part)
+        self.on_chunk = None    # and after each chunk: on_chunk(cap, flow_of, side_of)
 
     def feed(self, cap: E.Capture):
         flow_of, side_of = self.table.assign(cap)
         self.conns = cap.conns
         if not len(cap.ev):
+            if self.on_chunk is not None:
+                self.on_chunk(cap, flow_of, side_of)
             return flow_of, side_of
         self.end_ns = max(self.end_ns, int(cap.ev["time_ns"].max()))
         # every flow's events in capture order, from one stable sort instead of a scan per flow
@@ -33,6 +37,8 @@ class Pipeline:
             events = F.FlowEvents(cap, rows, side_of[rows])
             for sender in self._senders(self.table.flows[fid]):
                 sender.feed(events)
+        if self.on_chunk is not None:
+            self.on_chunk(cap, flow_of, side_of)
         return flow_of, side_of
 
     def _senders(self, flow):
@@ -40,11 +46,15 @@ class Pipeline:
         if "main" not in mine:
             mine["main"] = [A.Sender((flow.id, side), self._level(flow, side), self.store, self.keep_serials)
                             for side in (0, 1)]
+            for sender in mine["main"]:
+                sender.on_part = self.on_part
         if flow.protocol == "mptcp":
             for conn in flow.conns:
                 if conn not in mine:
                     mine[conn] = [A.Sender((flow.id, side, conn), F.TcpLevel(conn, side), self.store, self.keep_serials)
                                   for side in (0, 1)]
+                    for sender in mine[conn]:
+                        sender.on_part = self.on_part
         elif flow.protocol == "sctp" and len(flow.conns) > 1:
             for conn in flow.conns:
                 if conn not in mine:

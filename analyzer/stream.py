@@ -126,10 +126,11 @@ class StreamedAnalysis:
 
 
 def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chunk_frames=E.CHUNK_FRAMES,
-                     progress=None) -> StreamedAnalysis:
+                     progress=None, observe=None) -> StreamedAnalysis:
     """Streams the capture at `path` into summary / rtxq / blocking files (`fmt`: csv or parquet) in
     `out_dir`, for every entry or those whose id `keep(entry_id)` accepts (the returned summary has
     them all). Without out_dir, no file: only the summary, and the tables are never made.
+    observe(pipeline), when given, attaches to the pipeline before the first chunk (analyze --check).
     Raises CaptureError for unusable input."""
     out = None if out_dir is None else Path(out_dir)
     if out is not None:
@@ -137,6 +138,8 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
     store = DiskStore(out)
     try:
         pipeline = Pipeline(store)
+        if observe is not None:
+            observe(pipeline)
         last = None
         for cap in E.read_chunks(path, chunk_frames, progress):
             pipeline.feed(cap)

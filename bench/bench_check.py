@@ -1,16 +1,24 @@
-"""Benchmark of `nrsack check` against the analyzer, measured in the same run on the same capture.
+"""Benchmark of `nrsack check` against `nrsack analyze`, measured in the same run on the same capture.
 
-    python3 bench/bench_check.py [--packets 200000] [--flows 16]
+    python3 bench/bench_check.py [--packets 300000] [--flows 16] [--before REV]
 
 Writes the analyzer benchmark's capture (bench_analyzer.build_capture: interleaved lossy TCP SACK and
-SCTP NR-SACK transfers), then times in fresh processes (wall, CPU, peak RSS):
-  - analyzer: nrsack.analyzer.analyze(path) with its summary, RtxQ and blocking tables (the baseline);
-  - check:    nrsack.analyzer.check(path), every rule of rules.md.
-The checker runs each rule per event in Python; the ratio says what that costs next to the compiled
-scoreboard.
+SCTP NR-SACK transfers), then runs each contender as users run it, in a fresh process (wall, CPU, peak RSS):
+  - analyze:        `nrsack analyze CAPTURE --format json` (the baseline: the summary, streamed);
+  - check:          `nrsack check CAPTURE --format json`, every rule of rules.md;
+  - analyze+check:  `nrsack analyze CAPTURE --check --format json`, both from one pass;
+  - check@REV:      `nrsack check` of the repository at REV (default: main), the checker as it was
+                    before (its rules/, checker.py and check_cli.py over this tree), for before / after;
+  - check -NR-01:   `nrsack check --rules` every rule but NR-01: the capture has no handshake, so an NR-01
+                    note stands on every NR-SACK (a sixth of the packets); without them the ratio shows the
+                    engine's own cost rather than the cost of writing tens of thousands of findings.
+Prints CPU and wall ratios against analyze, and checks that every check contender reports the same
+findings. Memory: each is run on the capture and on one half as long; a streaming tool's peak RSS does
+not grow with the capture.
 """
 
 import argparse
+import atexit
 import json
 import os
 import resource
@@ -23,59 +31,111 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_analyzer import build_capture  # noqa: E402
 
-
-def child_analyzer(path):
-    from nrsack.analyzer import analyze
-
-    analysis = analyze(path)
-    return {"events": len(analysis.capture.ev), "rows": len(analysis.rtxq) + len(analysis.summary)}
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# the checker's files: at REV they replace this tree's, in a copy of the package
+CHECKER_FILES = ("analyzer/checker.py", "analyzer/check_cli.py")
+CHECKER_FOLDERS = ("analyzer/rules",)
 
 
-def child_check(path):
-    from nrsack.analyzer import check
+def child(argv):
+    """Runs the nrsack command in this process; its rusage goes to stderr as the last line at exit."""
+    def report():
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        sys.stderr.write("\nBENCH " + json.dumps({"cpu_s": usage.ru_utime + usage.ru_stime,
+                                                 "peak_rss_mb": usage.ru_maxrss / 1024}) + "\n")
 
-    findings = check(path)
-    return {"rows": len(findings), "by_rule": findings.groupby("rule", observed=True).size().to_dict()}
+    atexit.register(report)
+    sys.argv = ["nrsack"] + argv
+    from nrsack.cli import main
+
+    main()
 
 
-CHILDREN = {"analyzer": child_analyzer, "check": child_check}
+def checker_at(rev, folder):
+    """A copy of the nrsack package (this tree, its compiled reader included) with the checker of `rev`."""
+    import nrsack
+    import nrsack.analyzer
+
+    root = os.path.join(folder, "nrsack")
+    shutil.copytree(os.path.dirname(nrsack.__file__), root, ignore=shutil.ignore_patterns("__pycache__"))
+    analyzer = os.path.join(root, "analyzer")
+    shutil.copytree(os.path.dirname(nrsack.analyzer.__file__), analyzer, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.rmtree(os.path.join(analyzer, "rules"))
+    names = subprocess.run(["git", "-C", REPO, "ls-tree", "-r", "--name-only", rev, *CHECKER_FOLDERS, *CHECKER_FILES],
+                           capture_output=True, text=True, check=True).stdout.split()
+    for name in names:
+        target = os.path.join(root, name)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "wb") as out:
+            out.write(subprocess.run(["git", "-C", REPO, "show", f"{rev}:{name}"], capture_output=True, check=True).stdout)
+    return folder
 
 
-def measure(name, path):
+def measure(argv, pythonpath=None):
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, __file__, "--child", name, path], capture_output=True, text=True, check=True)
-    info = json.loads(out.stdout.strip().splitlines()[-1])
-    info["wall_s"] = time.perf_counter() - start
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", *argv], capture_output=True, text=True,
+                         env=env)
+    wall = time.perf_counter() - start
+    if out.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(argv)}: exit {out.returncode}\n{out.stderr[-2000:]}")
+    info = json.loads(out.stderr.strip().splitlines()[-1].split(" ", 1)[1])
+    info["wall_s"] = wall
+    info["json"] = json.loads(out.stdout)
     return info
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--packets", type=int, default=200_000)
+    parser.add_argument("--packets", type=int, default=300_000)
     parser.add_argument("--flows", type=int, default=16)
-    parser.add_argument("--child", nargs=2, metavar=("NAME", "PATH"), help=argparse.SUPPRESS)
+    parser.add_argument("--before", default="main", metavar="REV", help="the revision whose checker is 'before'")
+    parser.add_argument("--child", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        name, path = args.child
-        info = CHILDREN[name](path)
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        info["peak_rss_mb"] = usage.ru_maxrss / 1024
-        info["cpu_s"] = usage.ru_utime + usage.ru_stime
-        print(json.dumps(info))
-        return
+        return child(args.child)
     folder = tempfile.mkdtemp(prefix="nrsack-bench-check-")
     try:
-        path = os.path.join(folder, "bench.pcap")
-        n = build_capture(path, args.packets, args.flows)
-        print(f"capture: {n} packets, {args.flows} flows (TCP SACK and SCTP NR-SACK, 1% loss)")
-        results = {name: measure(name, path) for name in CHILDREN}
-        print(f"{'contender':<10} {'wall s':>8} {'CPU s':>8} {'packets/s (CPU)':>16} {'peak RSS MB':>12}")
-        for name, r in results.items():
-            print(f"{name:<10} {r['wall_s']:8.2f} {r['cpu_s']:8.2f} {n / r['cpu_s']:16,.0f} {r['peak_rss_mb']:12.0f}")
-        ratio = results["check"]["cpu_s"] / results["analyzer"]["cpu_s"]
-        print(f"check / analyzer: {ratio:.1f}x CPU time, "
-              f"{results['check']['wall_s'] / results['analyzer']['wall_s']:.1f}x wall time")
-        print(f"findings: {results['check']['rows']} {results['check']['by_rule']}")
+        old = checker_at(args.before, os.path.join(folder, "before"))
+        sizes = {}
+        for name, packets in (("full", args.packets), ("half", args.packets // 2)):
+            path = os.path.join(folder, f"{name}.pcap")
+            sizes[name] = (path, build_capture(path, packets, args.flows))
+        n = sizes["full"][1]
+        print(f"capture: {n} packets, {args.flows} flows (TCP SACK and SCTP NR-SACK, 1% loss); half: {sizes['half'][1]}")
+        contenders = {
+            "analyze": (["analyze", "{}", "--format", "json"], None),
+            "check": (["check", "{}", "--format", "json"], None),
+            "analyze+check": (["analyze", "{}", "--check", "--format", "json"], None),
+            f"check@{args.before}": (["check", "{}", "--format", "json"], old),
+        }
+        from nrsack.analyzer.rules import REGISTRY
+
+        contenders["check -NR-01"] = (["check", "{}", "--format", "json", "--rules",
+                                       ",".join(r for r in REGISTRY if r != "NR-01")], None)
+        results = {}
+        for name, (argv, pythonpath) in contenders.items():
+            for size, (path, _) in sizes.items():
+                results[name, size] = measure([a.format(path) for a in argv], pythonpath)
+        print(f"{'contender':<16} {'wall s':>8} {'CPU s':>8} {'packets/s (CPU)':>16} {'x analyze CPU':>14} "
+              f"{'x analyze wall':>15} {'peak RSS MB':>12} {'half: RSS MB':>13}")
+        base = results["analyze", "full"]
+        for name in contenders:
+            r, half = results[name, "full"], results[name, "half"]
+            print(f"{name:<16} {r['wall_s']:8.2f} {r['cpu_s']:8.2f} {n / r['cpu_s']:16,.0f} "
+                  f"{r['cpu_s'] / base['cpu_s']:14.2f} {r['wall_s'] / base['wall_s']:15.2f} {r['peak_rss_mb']:12.0f} "
+                  f"{half['peak_rss_mb']:13.0f}")
+        found = {name: results[name, "full"]["json"]["findings"] for name in contenders
+                 if name not in ("analyze", "check -NR-01")}
+        counts = {}
+        for f in found["check"]:
+            counts[f["rule"]] = counts.get(f["rule"], 0) + 1
+        print(f"findings: {len(found['check'])} {counts}")
+        same = all(v == found["check"] for v in found.values())
+        print("every check contender reports the same findings" if same else
+              "FINDINGS DIFFER: " + ", ".join(f"{k}: {len(v)}" for k, v in found.items()))
     finally:
         shutil.rmtree(folder)
 

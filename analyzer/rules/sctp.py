@@ -14,11 +14,19 @@ def tsns(lo, hi):
     return f"{I.display(lo)}" if hi - lo == 1 else f"{I.display(lo)}-{I.display(hi - 1)}"
 
 
+_LAST_NEGOTIATED = [None, None, None]  # (handshake mapping, ext, answer): states never change their mapping
+
+
 def negotiated(state, ext):
-    """(both INIT and INIT-ACK listed the extension, both were captured, their frames)."""
+    """(both INIT and INIT-ACK listed the extension, both were captured, their frames). The last answer is
+    kept: an NR-SACK in a flow without a captured handshake asks it on every ack."""
+    if _LAST_NEGOTIATED[0] is state.handshake and _LAST_NEGOTIATED[1] == ext:
+        return _LAST_NEGOTIATED[2]
     init, init_ack = state.first_handshake(I.INIT), state.first_handshake(I.INIT_ACK)
     listed = bool(init and init_ack and init.flags & ext and init_ack.flags & ext)
-    return listed, bool(init and init_ack), (init.frame if init else None, init_ack.frame if init_ack else None)
+    answer = listed, bool(init and init_ack), (init.frame if init else None, init_ack.frame if init_ack else None)
+    _LAST_NEGOTIATED[:] = state.handshake, ext, answer
+    return answer
 
 
 @rule("NR-01", "error", kinds=[I.ACK], levels=["sctp"])

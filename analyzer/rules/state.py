@@ -213,3 +213,28 @@ def advance(state: FlowState, e: I.Event) -> FlowState:
         changes["fsack_path"] = tuple(path)
         changes["fsack_confirmed"] = tuple(confirmed)
     return state._replace(**changes) if changes else state
+
+
+def advance_quietly(d: Direction, data_hi, last_data_ns, steps, mappings=()) -> Direction:
+    """The direction after rows no rule can fire on (checker.py picks them: new data above everything sent,
+    acks without blocks that neither go back nor revoke), applied at once. data_hi: the highest end sent
+    (None: no data among them), last_data_ns: the time of their last data; steps: the (cum, frame) of
+    their acks that moved the cum ack, in order (at most CUM_HISTORY, the last); mappings: MPTCP
+    ((conn, (subflow seq, lo, hi)), ...), the last mapping per subflow among them."""
+    changes = {}
+    if data_hi is not None:
+        if d.snd_max is None or data_hi > d.snd_max:
+            changes["snd_max"] = data_hi
+        changes["last_data_ns"] = last_data_ns
+    if mappings:
+        conns = {conn for conn, _ in mappings}
+        changes["mappings"] = tuple(m for m in d.mappings if m[0] not in conns) + tuple(mappings)
+    if steps:
+        cum, frame = steps[-1]
+        changes.update(cum=cum, cum_frame=frame, cum_steps=(d.cum_steps + steps)[-CUM_HISTORY:], nr=trim(d.nr, cum))
+    return d._replace(**changes) if changes else d
+
+
+def nr_top(d: Direction):
+    """The end of the highest NR-acked piece above the cum ack (None: none)."""
+    return max(hi for _, hi, _ in d.nr) if d.nr else None
