@@ -924,15 +924,20 @@ static PyObject *Reader_position(Reader *self, PyObject *unused) {
 }
 
 /* conns() -> list of (id, proto, udp, v6, addr_a bytes16, port_a, addr_b bytes16, port_b) */
-static PyObject *Reader_conns(Reader *self, PyObject *unused) {
-    PyObject *l = PyList_New((Py_ssize_t)self->n_conns);
+/* conns(start=0): the conns from id `start` on (a chunk asks for the new ones only: asking for all
+ * of them every chunk is quadratic in the flows of a capture) */
+static PyObject *Reader_conns(Reader *self, PyObject *args) {
+    Py_ssize_t start = 0;
+    if (!PyArg_ParseTuple(args, "|n", &start)) return NULL;
+    if (start < 0 || (size_t)start > self->n_conns) start = (Py_ssize_t)self->n_conns;
+    PyObject *l = PyList_New((Py_ssize_t)self->n_conns - start);
     if (!l) return NULL;
-    for (size_t i = 0; i < self->n_conns; i++) {
+    for (size_t i = (size_t)start; i < self->n_conns; i++) {
         conn_t *c = &self->table[self->order[i]];
         PyObject *t = Py_BuildValue("(iiiiy#iy#i)", c->id, c->proto, c->udp, c->v6, c->a, (Py_ssize_t)16, c->pa,
                                     c->b, (Py_ssize_t)16, c->pb);
         if (!t) { Py_DECREF(l); return NULL; }
-        PyList_SET_ITEM(l, (Py_ssize_t)i, t);
+        PyList_SET_ITEM(l, (Py_ssize_t)i - start, t);
     }
     return l;
 }
@@ -981,7 +986,7 @@ static PyMethodDef Reader_methods[] = {
     {"take", (PyCFunction)Reader_take, METH_NOARGS, "(events bytearray, bytes used, blocks bytearray, bytes used)"},
     {"take_chunk", (PyCFunction)Reader_take_chunk, METH_NOARGS, "take() of the records since the last take_chunk()"},
     {"position", (PyCFunction)Reader_position, METH_NOARGS, "byte offset in the file"},
-    {"conns", (PyCFunction)Reader_conns, METH_NOARGS, "connection table"},
+    {"conns", (PyCFunction)Reader_conns, METH_VARARGS, "conns(start=0): the connection table from id start on"},
     {"findings", (PyCFunction)Reader_findings, METH_NOARGS, "GEN-01 findings: [(frame, reason)]"},
     {"rule_findings", (PyCFunction)Reader_rule_findings, METH_NOARGS, "NR-05 / TN-05 / MN-02 findings: [(frame, rule, reason)]"},
     {"frames", (PyCFunction)Reader_frames, METH_NOARGS, "frames read so far"},

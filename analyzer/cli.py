@@ -133,7 +133,7 @@ def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream, follow):
     if ids is not None and not ids:
         fail(f"no flow {flow_filter!r} in {capture}")
     if fmt == "json":
-        click.echo(views.dump_json(views.summary_dict(analysis, ids)))
+        views.write_json(analysis, sys.stdout, ids)  # a flow at a time: a million flows are a GB of text
     elif fmt == "table":
         from rich.console import Console
 

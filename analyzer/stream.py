@@ -136,13 +136,16 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
         out.mkdir(parents=True, exist_ok=True)
     store = DiskStore(out)
     try:
-        pipeline = Pipeline(store)
+        # the summary alone: a flow is finished when it ends and its entries spilled (pipeline.py)
+        pipeline = Pipeline(store, finish_ended=out is None, sndbuf=sndbuf)
         last = None
         for cap in E.read_chunks(path, chunk_frames, progress):
             pipeline.feed(cap)
             # of a chunk only its header stays: the next chunk's events replace these
             last = E.Capture(cap.path, cap.linktype, cap.frames, cap.ev[:0], cap.blocks[:0], cap.conns,
                              cap.findings, cap.rule_findings, cap.offset + len(cap.ev), cap.truncated)
+        if last is not None:
+            last.rule_findings = sorted(last.rule_findings + pipeline.late_note(), key=lambda f: f[0])
         if not pipeline.table.flows:
             raise E.CaptureError(f"{path}: no SCTP or TCP flows in {last.frames} frames")
         if out is None:
