@@ -116,6 +116,8 @@ class Pipeline:
         idle = np.flatnonzero(self.active & (self.last_ns < self.end_ns - IDLE_NS))
         for fid in sorted(set(self._ended) | set(idle.tolist())):
             self._release(fid)
+        if hasattr(self.store, "flush"):
+            self.store.flush()
         return flow_of, side_of
 
     def _grow(self, flows, conns):
@@ -273,8 +275,9 @@ class Pipeline:
             entry_id = f"{flow.id}{'ab'[side]}"
             paths = []
             if flow.protocol == "mptcp" or len(flow.conns) > 1:
+                # (a conn that joined after the flow ended has no Sender)
                 paths = [(f"{entry_id}.{k}", conn, mine[conn][side]) for k, conn in enumerate(flow.conns)
-                         if mine[conn][side].has_data]
+                         if conn in mine and mine[conn][side].has_data]
             out.append((flow, side, entry_id, main, paths))
         return out
 

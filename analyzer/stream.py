@@ -23,30 +23,42 @@ ROW_DTYPE = np.dtype([(name, "<i8") for name in A.BOARD_OUTPUTS]
 
 
 class DiskStore:
-    """Pass-1 rows in one temporary file: per entry, the (offset, count) of each chunk's piece."""
+    """Pass-1 rows in one temporary file: per entry, the (offset, count) of each chunk's piece. The
+    pieces of the chunk being fed wait in memory until flush() (end of the chunk): a short flow that
+    ends in it is finished from there and never touches the file."""
 
     def __init__(self, folder=None):
         self.file = tempfile.TemporaryFile(dir=folder, prefix="nrsack-rows-")
         self.pieces = {}
+        self.waiting = {}  # key -> [column dicts] of the current chunk
         self.end = 0
 
     def append(self, key, columns: dict):
-        record = np.empty(len(columns["time_ns"]), ROW_DTYPE)
-        for name in ROW_DTYPE.names:
-            record[name] = columns[name]
-        self.file.seek(self.end)
-        self.file.write(record)  # its buffer, not a copy of it
-        self.pieces.setdefault(key, []).append((self.end, len(record)))
-        self.end += record.nbytes
+        self.waiting.setdefault(key, []).append(columns)
+
+    def flush(self):
+        for key, parts in self.waiting.items():
+            for columns in parts:
+                record = np.empty(len(columns["time_ns"]), ROW_DTYPE)
+                for name in ROW_DTYPE.names:
+                    record[name] = columns[name]
+                self.file.seek(self.end)
+                self.file.write(record)  # its buffer, not a copy of it
+                self.pieces.setdefault(key, []).append((self.end, len(record)))
+                self.end += record.nbytes
+        self.waiting = {}
 
     def fork(self, key, twin):
         self.pieces[twin] = list(self.pieces.get(key, []))
+        self.waiting[twin] = list(self.waiting.get(key, []))
 
     def batches(self, key):
         for offset, count in self.pieces.pop(key, []):
             self.file.seek(offset)
             record = np.frombuffer(self.file.read(count * ROW_DTYPE.itemsize), ROW_DTYPE)
             yield {name: record[name] for name in ROW_DTYPE.names}
+        for columns in self.waiting.pop(key, []):
+            yield {name: columns[name] for name in ROW_DTYPE.names}
 
     def close(self):
         self.file.close()
