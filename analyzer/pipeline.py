@@ -28,20 +28,32 @@ _NEVER = np.iinfo(np.int64).min
 
 
 class EntrySpill:
-    """Finished flows' entries in a temporary file (pickled per flow), read back in flow order."""
+    """Finished flows' entries in a temporary file (the summaries, pickled per flow), read back in flow
+    order; the index is three numbers a flow in arrays (a dict of tuples would be ~200 bytes a flow)."""
 
     def __init__(self, folder=None):
         self.file = tempfile.TemporaryFile(dir=folder, prefix="nrsack-entries-")
-        self.where = {}  # flow id -> (offset, length, entries)
+        self.offset = np.full(0, -1, np.int64)    # per flow id (-1: not spilled)
+        self.length = np.zeros(0, np.int32)
+        self.count = np.zeros(0, np.int16)        # entries of the flow
         self.end = 0
 
     def put(self, fid, entries):
         """Only the summaries are kept (the tables of a spilled entry were never made)."""
         blob = pickle.dumps([(e.summary, [p.summary for p in e.paths]) for e in entries], pickle.HIGHEST_PROTOCOL)
+        if fid >= len(self.offset):
+            grow = max(fid + 1, 2 * len(self.offset)) - len(self.offset)
+            self.offset = np.concatenate((self.offset, np.full(grow, -1, np.int64)))
+            self.length = np.concatenate((self.length, np.zeros(grow, np.int32)))
+            self.count = np.concatenate((self.count, np.zeros(grow, np.int16)))
         self.file.seek(self.end)
         self.file.write(blob)
-        self.where[fid] = (self.end, len(blob), len(entries))
+        self.offset[fid], self.length[fid], self.count[fid] = self.end, len(blob), len(entries)
         self.end += len(blob)
+
+    def spilled(self) -> np.ndarray:
+        """The ids of the flows spilled so far, in order."""
+        return np.flatnonzero(self.offset >= 0)
 
     def entries(self):
         return SpilledEntries(self)
@@ -55,18 +67,16 @@ class SpilledEntries:
 
     def __init__(self, spill: EntrySpill):
         self.spill = spill
-        self.order = sorted(spill.where)
-        self.count = sum(spill.where[fid][2] for fid in self.order)
+        self.count = int(spill.count.sum())
 
     def __len__(self):
         return self.count
 
     def __iter__(self):
-        file = self.spill.file
-        for fid in self.order:
-            offset, length, _ = self.spill.where[fid]
-            file.seek(offset)
-            for summary, paths in pickle.loads(file.read(length)):
+        file, spill = self.spill.file, self.spill
+        for fid in spill.spilled().tolist():
+            file.seek(int(spill.offset[fid]))
+            for summary, paths in pickle.loads(file.read(int(spill.length[fid]))):
                 yield A.Entry(summary, {}, {}, paths=[A.Entry(p, {}, {}) for p in paths])
 
 

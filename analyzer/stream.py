@@ -3,9 +3,11 @@ files), holding one chunk of the capture at a time.
 
 Pass 1 (pipeline.Pipeline) reads the capture in chunks; every entry's per-row figures spill to one
 temporary file (DiskStore). Pass 2 reads them back entry by entry, in batches of at most a chunk,
-and appends the RtxQ and blocking tables to the output files. Memory: a chunk, the flows' state
-and the window of each direction's scoreboard, and an index of the spilled pieces; the files hold
-exactly what `analyze(...)` and views.write_tables would write.
+and appends the RtxQ and blocking tables to the output files. Memory: a chunk, the open flows' state
+and the window of each direction's scoreboard (a flow's goes when it ends: pipeline.py), and an
+index of the spilled pieces; without files (the summary alone) a flow is finished when it ends and
+only its summary row is kept, on disk. The files hold exactly what `analyze(...)` and
+views.write_tables would write.
 """
 
 from dataclasses import dataclass

@@ -62,7 +62,7 @@ def test_many_connections_hold_only_the_open_ones(tmp_path):
     for cap in E.read_chunks(path, 16):
         pipeline.feed(cap)
         most_open = max(most_open, len(pipeline.senders))
-    assert most_open <= 4 and len(pipeline.spill.where) == 60
+    assert most_open <= 4 and len(pipeline.spill.spilled()) == 60
     assert sum(f is None for f in pipeline.table.flows) == 60  # every flow object let go
     entries = list(pipeline.entries(None))
     whole = same_in_every_chunking(path)
