@@ -128,3 +128,37 @@ def test_streamed_json_is_the_json_document(pcap):
     out = io.StringIO()
     views.write_json(analysis, out)
     assert out.getvalue() == views.dump_json(views.summary_dict(analysis)) + "\n"
+
+
+def mptcp_connection(late):
+    """One MPTCP subflow A:30000 -> B:80: MP_CAPABLE handshake, 2 x 1000 bytes mapped by DSS and
+    data-acked, FINs both ways and the last ACK; `late`: a mapped segment with new data after that."""
+    key_a, key_b = 0x0102030405060708, 0x1112131415161718
+
+    def seg(t, forward, seq, ack, flags, options=(), payload=0):
+        ends = (A, B, 30000, 80) if forward else (B, A, 80, 30000)
+        return pcaps.tcp_packet(t, *ends, seq, ack, flags, options=options, payload=payload)
+
+    frames = [seg(0, True, ISN, 0, "S", [pcaps.mptcp_capable_option()]),
+              seg(.001, False, IRS, ISN + 1, "SA", [pcaps.mptcp_capable_option(keys=(key_b,))]),
+              seg(.002, True, ISN + 1, IRS + 1, "A", [pcaps.mptcp_capable_option(keys=(key_a, key_b))])]
+    sent = [(k, 7000 + 1000 * k) for k in range(3 if late else 2)]
+    for k, dsn in sent[:2]:
+        frames += [seg(.003 + .002 * k, True, ISN + 1 + 1000 * k, IRS + 1, "PA",
+                       [pcaps.dss_option(dsn=dsn, ssn=1 + 1000 * k, dll=1000)], 1000),
+                   seg(.004 + .002 * k, False, IRS + 1, ISN + 1 + 1000 * (k + 1), "A",
+                       [pcaps.dss_option(data_ack=dsn + 1000)])]
+    end = ISN + 2001
+    frames += [seg(.008, True, end, IRS + 1, "FA"), seg(.009, False, IRS + 1, end + 1, "FA"),
+               seg(.010, True, end + 1, IRS + 2, "A")]
+    if late:
+        frames.append(seg(.02, True, end + 1, IRS + 2, "PA", [pcaps.dss_option(dsn=9000, ssn=2002, dll=1000)], 1000))
+    return frames
+
+
+def test_mptcp_connection_ends_when_its_subflows_have(tmp_path):
+    before = same_in_every_chunking(pcaps.write(tmp_path / "mptcp.pcap", mptcp_connection(False)))
+    after = same_in_every_chunking(pcaps.write(tmp_path / "late.pcap", mptcp_connection(True)))
+    assert before.entries[0].summary["protocol"] == "mptcp" and before.entries[0].summary["data_bytes"] == 2000
+    assert views.summary_dict(after)["flows"] == views.summary_dict(before)["flows"]
+    assert [n["frames"] for n in late_notes(after)] == [[after.capture.frames]]
