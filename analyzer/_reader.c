@@ -546,6 +546,30 @@ static int capture_clock(Reader *r, uint64_t raw, int64_t *out) {
  * above the largest snapshot libpcap allows (no NIC sends more in one frame, offload included). */
 #define MAX_FRAME_LEN 262144u
 
+/* LINKTYPE_NFLOG: a 4-byte header (address family, version, resource id), then TLVs of a length
+ * (header included) and a type, each padded to 4 bytes. Their byte order is the capturing host's
+ * and not recorded: a type is below 0x100 (NFULA_* count 20 or so), so the order that reads the
+ * first TLV's type that way is the file's. The NFULA_PAYLOAD TLV (type 9) holds the IP packet. */
+#define NFULA_PAYLOAD 9
+static int parse_nflog(Reader *r, pkt_t *k, const uint8_t *p, size_t cap, size_t wire) {
+    if (cap < 8) return 0;
+    int big = (p[6] | p[7] << 8) >= 0x100;  /* the first TLV's type read little-endian is too large */
+    for (size_t off = 4; off + 4 <= cap;) {
+        const uint8_t *t = p + off;
+        size_t len = big ? rd16(t) : (size_t)(t[0] | t[1] << 8);
+        unsigned type = (big ? rd16(t + 2) : (unsigned)(t[2] | t[3] << 8)) & 0x7fff;  /* top bit: nested */
+        if (len < 4) return finding(r, "NFLOG TLV length %zu invalid", len);
+        if (type == NFULA_PAYLOAD) {
+            /* the TLV says how long the packet was; the frame, how much of it was kept */
+            size_t ip_wire = len - 4, ip_cap = cap - off - 4 < ip_wire ? cap - off - 4 : ip_wire;
+            if (off + len > wire) return finding(r, "NFLOG payload length %zu beyond the frame", len);
+            return parse_ip(r, k, t + 4, ip_cap, ip_wire);
+        }
+        off += (len + 3) & ~(size_t)3;
+    }
+    return 0;
+}
+
 /* One frame: its time in ns since the epoch (unsigned), captured and original lengths, link type. */
 static int parse_frame(Reader *r, uint64_t raw_ns, size_t cap, size_t wire, int linktype, const uint8_t *p) {
     pkt_t k;
@@ -573,6 +597,15 @@ static int parse_frame(Reader *r, uint64_t raw_ns, size_t cap, size_t wire, int 
     case DLT_NULL: case DLT_LOOP:
         if (cap < 4) return 0;
         return parse_ip(r, &k, p + 4, cap - 4, wire - 4); /* the family word only repeats the IP version */
+    case DLT_SCTP:
+        /* raw SCTP (usrsctp's packet dumps through text2pcap): no addresses on the wire, so both ends
+         * are 0.0.0.0 and an association's conns differ by their ports only (decisions.md) */
+        k.v6 = 0;
+        memset(k.src, 0, 16); k.src[10] = k.src[11] = 0xff;
+        memcpy(k.dst, k.src, 16);
+        return parse_sctp(r, &k, p, wire, cap, 0);
+    case DLT_NFLOG:
+        return parse_nflog(r, &k, p, cap, wire);
     default:
         return 0;
     }
@@ -581,6 +614,7 @@ static int parse_frame(Reader *r, uint64_t raw_ns, size_t cap, size_t wire, int 
 static int supported_linktype(int lt) {
     switch (lt) {
     case DLT_EN10MB: case DLT_LINUX_SLL: case DLT_RAW: case DLT_IPV4: case DLT_IPV6: case DLT_NULL: case DLT_LOOP:
+    case DLT_SCTP: case DLT_NFLOG:
 #ifdef DLT_LINUX_SLL2
     case DLT_LINUX_SLL2:
 #endif
@@ -890,15 +924,20 @@ static PyObject *Reader_position(Reader *self, PyObject *unused) {
 }
 
 /* conns() -> list of (id, proto, udp, v6, addr_a bytes16, port_a, addr_b bytes16, port_b) */
-static PyObject *Reader_conns(Reader *self, PyObject *unused) {
-    PyObject *l = PyList_New((Py_ssize_t)self->n_conns);
+/* conns(start=0): the conns from id `start` on (a chunk asks for the new ones only: asking for all
+ * of them every chunk is quadratic in the flows of a capture) */
+static PyObject *Reader_conns(Reader *self, PyObject *args) {
+    Py_ssize_t start = 0;
+    if (!PyArg_ParseTuple(args, "|n", &start)) return NULL;
+    if (start < 0 || (size_t)start > self->n_conns) start = (Py_ssize_t)self->n_conns;
+    PyObject *l = PyList_New((Py_ssize_t)self->n_conns - start);
     if (!l) return NULL;
-    for (size_t i = 0; i < self->n_conns; i++) {
+    for (size_t i = (size_t)start; i < self->n_conns; i++) {
         conn_t *c = &self->table[self->order[i]];
         PyObject *t = Py_BuildValue("(iiiiy#iy#i)", c->id, c->proto, c->udp, c->v6, c->a, (Py_ssize_t)16, c->pa,
                                     c->b, (Py_ssize_t)16, c->pb);
         if (!t) { Py_DECREF(l); return NULL; }
-        PyList_SET_ITEM(l, (Py_ssize_t)i, t);
+        PyList_SET_ITEM(l, (Py_ssize_t)i - start, t);
     }
     return l;
 }
@@ -947,7 +986,7 @@ static PyMethodDef Reader_methods[] = {
     {"take", (PyCFunction)Reader_take, METH_NOARGS, "(events bytearray, bytes used, blocks bytearray, bytes used)"},
     {"take_chunk", (PyCFunction)Reader_take_chunk, METH_NOARGS, "take() of the records since the last take_chunk()"},
     {"position", (PyCFunction)Reader_position, METH_NOARGS, "byte offset in the file"},
-    {"conns", (PyCFunction)Reader_conns, METH_NOARGS, "connection table"},
+    {"conns", (PyCFunction)Reader_conns, METH_VARARGS, "conns(start=0): the connection table from id start on"},
     {"findings", (PyCFunction)Reader_findings, METH_NOARGS, "GEN-01 findings: [(frame, reason)]"},
     {"rule_findings", (PyCFunction)Reader_rule_findings, METH_NOARGS, "NR-05 / TN-05 / MN-02 findings: [(frame, rule, reason)]"},
     {"frames", (PyCFunction)Reader_frames, METH_NOARGS, "frames read so far"},

@@ -169,6 +169,14 @@ class Sender:
     def has_data(self):
         return self.first_data is not None
 
+    def release(self):
+        """The flow ended: the Board and the level's tables go, what finish() reads stays."""
+        if self.board is not None:
+            self.data_bytes = self.board.data_bytes
+            self.board = None
+            self.level = EndedLevel(self.level.units, self.level.gap_from_sacked, getattr(self.level, "far", None),
+                                    self.level.nr_seen)
+
     def finish(self, entry_id, base, nr_sack, sndbuf, end_ns, rtxq_sink=None, blocking_sink=None) -> Entry:
         """Pass 2. The RtxQ and blocking rows go to the sinks (callables taking a column dict) when
         given, else into the Entry; with the sink IGNORE they are not even made."""
@@ -195,7 +203,7 @@ class Sender:
         summary.update({
             "id": entry_id,
             "nr_sack": bool(nr_sack),
-            "data_bytes": self.board.data_bytes,
+            "data_bytes": self.board.data_bytes if self.board is not None else self.data_bytes,
             "q_s": q_ns / 1e9, "p_s": window.p_ns / 1e9, "b_s": window.b_ns / 1e9,
             "p_over_q": window.p_ns / q_ns if q_ns > 0 else 0.0,
             "b_over_q": window.b_ns / q_ns if q_ns > 0 else 0.0,
@@ -221,6 +229,16 @@ class Sender:
             serials = tuple(np.concatenate(part) for part in zip(*self.serials))
         no_intervals = {k: np.empty(0, t) for k, t in BLOCKING_COLUMNS.items()}
         return Entry(summary, join_columns(kept_rtxq), join_columns(kept_blocking, no_intervals), serials)
+
+
+@dataclass
+class EndedLevel:
+    """What finish() and the pipeline read of a released Sender's level."""
+
+    units: bool
+    gap_from_sacked: bool
+    far: object
+    nr_seen: bool
 
 
 def _rtxq_columns(rows, rtxq, blocked, gap_open, units) -> dict:

@@ -219,7 +219,7 @@ class Checker:
         levels = self._levels(flow)
         for row, level, sender, conn in starts:
             reference = levels.get((level, conn if level == "tcp" else -1, sender))
-            space = reference.space if reference is not None else None  # (highest serial, candidate)
+            space = getattr(reference, "space", None)  # none once the flow ended (EndedLevel)  # (highest serial, candidate)
             events.append(I.start_event(rows, row, level, sender, int(space[0]) if space else None))
         events.sort(key=lambda e: (e.index, e.level != "tcp"))
         self._sources(run, flow, frows, sides, cap)
@@ -439,7 +439,7 @@ class Checker:
         """-> (flows, findings as dicts of COLUMNS, sorted by breaking frame) once every chunk was fed."""
         flows = self.pipeline.table.flows
         for flow in flows:
-            run = self.runs.get(flow.id)
+            run = self.runs.get(flow.id) if flow is not None else None  # None: a flow the table forgot
             if run is None or run.last_index is None:
                 continue
             ctx = Context(flow, [A.vantage(flow, s) for s in (0, 1)], self._addresses(run, flow))

@@ -161,10 +161,8 @@ def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream, follow, check, s
         fail(f"no flow {flow_filter!r} in {capture}")
     found = check_findings(checker, flow_filter, severity) if check else None
     if fmt == "json":
-        summary = views.summary_dict(analysis, ids)
-        if check:  # the checker's findings: the reader's GEN ones too, with their flow and direction
-            summary["findings"] = found
-        click.echo(views.dump_json(summary))
+        # a flow at a time: a million flows are a GB of text; with --check, the checker's findings
+        views.write_json(analysis, sys.stdout, ids, findings=found)
     elif fmt == "table":
         from rich.console import Console
 

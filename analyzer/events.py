@@ -6,6 +6,7 @@ each event points into with `blk_start` / `blk_count`. Serial numbers arrive as 
 flows.py unwraps them to 64 bit once, per sequence space, before anything else looks at them.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 import ipaddress
 import os
@@ -66,6 +67,48 @@ class Conn:
         return format_endpoint(*((self.addr_a, self.port_a) if side == 0 else (self.addr_b, self.port_b)))
 
 
+class ConnList(Sequence):
+    """Every conn seen so far, in id order, kept as one packed record each (40 bytes, not a Python
+    object with two address strings): a capture of a million connections holds a million of them.
+    Indexing gives a Conn."""
+
+    _DTYPE = np.dtype([("proto", "u1"), ("udp", "?"), ("a", "u1", 16), ("pa", "<u2"), ("b", "u1", 16), ("pb", "<u2")])
+
+    def __init__(self):
+        self._rows = np.empty(64, self._DTYPE)
+        self._n = 0
+
+    def add(self, reader_conns):
+        """Appends the reader's conn tuples (id, proto, udp, v6, a, port a, b, port b), ids in order."""
+        if not reader_conns:
+            return
+        need = self._n + len(reader_conns)
+        if need > len(self._rows):
+            grown = np.empty(max(need, 2 * len(self._rows)), self._DTYPE)
+            grown[:self._n] = self._rows[:self._n]
+            self._rows = grown
+        new = self._rows[self._n:need]
+        _, new["proto"], new["udp"], _, a, new["pa"], b, new["pb"] = zip(*reader_conns)
+        new["a"] = np.frombuffer(b"".join(a), np.uint8).reshape(-1, 16)
+        new["b"] = np.frombuffer(b"".join(b), np.uint8).reshape(-1, 16)
+        self._n = need
+
+    def __len__(self):
+        return self._n
+
+    def __getitem__(self, i):
+        i = range(self._n)[i]  # negative indices, and IndexError beyond the end
+        r = self._rows[i]
+        return Conn(i, int(r["proto"]), bool(r["udp"]), address_text(r["a"].tobytes()), int(r["pa"]),
+                    address_text(r["b"].tobytes()), int(r["pb"]))
+
+    @property
+    def ports(self) -> np.ndarray:
+        """(conns, 2) int64: port A, port B of every conn."""
+        rows = self._rows[:self._n]
+        return np.stack((rows["pa"], rows["pb"]), 1).astype(np.int64)
+
+
 @dataclass
 class Capture:
     """Events of a whole capture, or of one chunk of it (`offset`: the capture-wide index of ev[0];
@@ -76,7 +119,7 @@ class Capture:
     frames: int
     ev: np.ndarray       # EVENT_DTYPE
     blocks: np.ndarray   # BLOCK_DTYPE
-    conns: list
+    conns: Sequence      # ConnList
     findings: list = field(default_factory=list)  # [(frame, reason)] GEN-01
     rule_findings: list = field(default_factory=list)  # [(frame, rule, reason)] NR-05 / TN-05 / MN-02 / GEN-02 seen by the reader
     offset: int = 0
@@ -116,7 +159,7 @@ def read_chunks(path, frames=CHUNK_FRAMES, progress=None):
     except _reader.ReaderError as error:
         raise CaptureError(f"{path}: not a readable capture: {error}") from None
     _reader.keep_freed_memory()
-    conns = []
+    conns = ConnList()
     offset = 0
     done = False
     while not done:
@@ -138,8 +181,7 @@ def read_chunks(path, frames=CHUNK_FRAMES, progress=None):
                     break
         # the reader's own buffers, handed over and viewed in place (no copy)
         ev_buffer, ev_used, block_buffer, block_used = reader.take_chunk()
-        conns.extend(Conn(cid, proto, bool(udp), address_text(a), pa, address_text(b), pb)
-                     for cid, proto, udp, v6, a, pa, b, pb in reader.conns()[len(conns):])
+        conns.add(reader.conns(len(conns)))
         ev = np.frombuffer(ev_buffer, EVENT_DTYPE, count=ev_used // EVENT_DTYPE.itemsize)
         blocks = np.frombuffer(block_buffer, BLOCK_DTYPE, count=block_used // BLOCK_DTYPE.itemsize)
         noted = [(int(frame), rule, reason) for frame, rule, reason in reader.rule_findings() + reader.notes()]

@@ -141,6 +141,23 @@ class FlowTable:
             self._learn_tags(cap)
         return self._conn_flow[ev["conn"]], (ev["dir"].astype(np.int8) ^ self._conn_flip[ev["conn"]]).astype(np.int8)
 
+    def forget(self, flow, conns: E.ConnList):
+        """A finished flow leaves the table: its id stays taken (its conns still name it), its object,
+        its endpoint keys and its tokens go, so a later association or subflow starts a flow of its own."""
+        self.flows[flow.id] = None
+        flow.firsts = None
+        if flow.protocol == "sctp":
+            ports = set(conns.ports[flow.conns].ravel().tolist())
+            for key in ((port << 32) | tag for port in ports for tag in flow.tags if tag is not None):
+                if self._key_side.get(key, (None,))[0] is flow:
+                    del self._key_side[key]
+            if None in flow.tags:
+                self._untagged = [f for f in self._untagged if f is not flow]
+        for key in flow.keys:
+            for token in mptcp_tokens(key) if key is not None else ():
+                if self._token_flow.get(token, (None,))[0] is flow:
+                    del self._token_flow[token]
+
     # -- SCTP: associations are the conns linked by shared endpoint keys (port, verification tag)
 
     def _new_sctp(self, cap, new):
@@ -369,7 +386,7 @@ def _sctp_endpoint_keys(cap, rows):
     is_init = (chunk == 1) | (chunk == 2)
     # INIT / INIT-ACK carry the sender's own initiate tag, every other chunk the receiver's
     endpoint = np.where(is_init, d, 1 - d).astype(np.int64)
-    ports = np.array([[c.port_a, c.port_b] for c in cap.conns], np.int64)
+    ports = cap.conns.ports
     node = conn.astype(np.int64) * 2 + endpoint
     key = (ports[conn, endpoint] << 32) | tag.astype(np.int64)
     if len(cap.conns) < 1 << 15:

@@ -186,6 +186,7 @@ def analyze(path, sndbuf=None, progress=None, chunk_frames=None) -> Analysis:
         flow_parts.append(flow_of)
         side_parts.append(side_of)
     cap = E.join_chunks(chunks)
+    cap.rule_findings = sorted(cap.rule_findings + pipeline.late_note(), key=lambda f: f[0])
     flows = pipeline.table.flows
     if not flows:
         raise E.CaptureError(f"{path}: no SCTP or TCP flows in {cap.frames} frames")

@@ -1,17 +1,89 @@
 """The pipeline under every analysis: chunks of events -> FlowTable (flows.py) -> one Sender per
 sender direction, path and subflow (analysis.py, pass 1) -> Entries (pass 2). No pandas here: the
 summary of a capture is made without it (model.py and stream.py turn results into DataFrames).
+
+A flow's state is released when it ends: an SCTP association at its SHUTDOWN-COMPLETE or ABORT, a
+TCP connection when both FINs are acked or at a RST, an MPTCP connection when all its subflows
+have so ended; or when it has sent nothing for IDLE_NS of capture time (docs/decisions.md 40).
+Its events after that point are not analysed (counted: `late`), in whichever chunk they come, so
+the figures do not depend on the chunk size. Released, a Sender keeps its tallies, not its
+scoreboard; with `finish_ended` (the summary alone is wanted) a flow whose every direction
+completed its transfer is finished at once and its entries spilled to a temporary file
+(EntrySpill), so the memory a capture needs does not grow with its flows.
 """
+
+import pickle
+import tempfile
 
 import numpy as np
 
 from nrsack.analyzer import analysis as A, events as E, flows as F
 
+# A transfer making progress is never silent this long: TCP's largest RTO is 120 s (Linux
+# TCP_RTO_MAX), SCTP's 60 s (RFC 9260 RTO.Max); 300 s leaves room for two of either.
+IDLE_NS = 300 * 1_000_000_000
+SCTP_ABORT, SCTP_SHUTDOWN_COMPLETE = 6, 14
+TCP_ACK = 0x10
+_NEVER = np.iinfo(np.int64).min
+
+
+class EntrySpill:
+    """Finished flows' entries in a temporary file (the summaries, pickled per flow), read back in flow
+    order; the index is three numbers a flow in arrays (a dict of tuples would be ~200 bytes a flow)."""
+
+    def __init__(self, folder=None):
+        self.file = tempfile.TemporaryFile(dir=folder, prefix="nrsack-entries-")
+        self.offset = np.full(0, -1, np.int64)    # per flow id (-1: not spilled)
+        self.length = np.zeros(0, np.int32)
+        self.count = np.zeros(0, np.int16)        # entries of the flow
+        self.end = 0
+
+    def put(self, fid, entries):
+        """Only the summaries are kept (the tables of a spilled entry were never made)."""
+        blob = pickle.dumps([(e.summary, [p.summary for p in e.paths]) for e in entries], pickle.HIGHEST_PROTOCOL)
+        if fid >= len(self.offset):
+            grow = max(fid + 1, 2 * len(self.offset)) - len(self.offset)
+            self.offset = np.concatenate((self.offset, np.full(grow, -1, np.int64)))
+            self.length = np.concatenate((self.length, np.zeros(grow, np.int32)))
+            self.count = np.concatenate((self.count, np.zeros(grow, np.int16)))
+        self.file.seek(self.end)
+        self.file.write(blob)
+        self.offset[fid], self.length[fid], self.count[fid] = self.end, len(blob), len(entries)
+        self.end += len(blob)
+
+    def spilled(self) -> np.ndarray:
+        """The ids of the flows spilled so far, in order."""
+        return np.flatnonzero(self.offset >= 0)
+
+    def entries(self):
+        return SpilledEntries(self)
+
+    def close(self):
+        self.file.close()
+
+
+class SpilledEntries:
+    """The spilled entries in flow order, as a re-iterable sequence (read from the file each time)."""
+
+    def __init__(self, spill: EntrySpill):
+        self.spill = spill
+        self.count = int(spill.count.sum())
+
+    def __len__(self):
+        return self.count
+
+    def __iter__(self):
+        file, spill = self.spill.file, self.spill
+        for fid in spill.spilled().tolist():
+            file.seek(int(spill.offset[fid]))
+            for summary, paths in pickle.loads(file.read(int(spill.length[fid]))):
+                yield A.Entry(summary, {}, {}, paths=[A.Entry(p, {}, {}) for p in paths])
+
 
 class Pipeline:
     """Feeds chunks of a capture to the flow table and to every entry's Sender; -> entries."""
 
-    def __init__(self, store, keep_serials=False, on_part=None):
+    def __init__(self, store, keep_serials=False, finish_ended=False, sndbuf=None, spill_folder=None, on_part=None):
         self.table = F.FlowTable()
         self.store = store
         self.keep_serials = keep_serials
@@ -20,6 +92,15 @@ class Pipeline:
         self.conns = []    # every conn seen so far (the reader's list, growing chunk by chunk)
         self.on_part = on_part  # the checker's hook: each level's rows of a chunk (Sender.on_part)
         self.on_chunk = None    # and after each chunk: on_chunk(cap, flow_of, side_of)
+        self.sndbuf = sndbuf
+        self.spill = EntrySpill(spill_folder) if finish_ended else None
+        # per flow id: released, has live state, time of its last analysed event
+        self.released = np.zeros(0, bool)
+        self.active = np.zeros(0, bool)
+        self.last_ns = np.zeros(0, np.int64)
+        self.conn_closed = np.zeros(0, bool)
+        self.fins = {}     # TCP conn -> [FIN end dir 0, FIN end dir 1, dir 0's FIN acked, dir 1's FIN acked]
+        self.late = [0, None]  # events after their flow's end: how many, the first frame
 
     def feed(self, cap: E.Capture):
         flow_of, side_of = self.table.assign(cap)
@@ -28,18 +109,144 @@ class Pipeline:
             if self.on_chunk is not None:
                 self.on_chunk(cap, flow_of, side_of)
             return flow_of, side_of
+        self._grow(len(self.table.flows), len(cap.conns))
         self.end_ns = max(self.end_ns, int(cap.ev["time_ns"].max()))
-        # every flow's events in capture order, from one stable sort instead of a scan per flow
-        order = np.argsort(flow_of, kind="stable")
-        bounds = np.searchsorted(flow_of[order], np.arange(len(self.table.flows) + 1))
-        for fid in np.flatnonzero(np.diff(bounds)).tolist():
-            rows = order[bounds[fid]:bounds[fid + 1]]
+        live_flow = self._live(cap, flow_of)
+        # every flow's live events in capture order, from one stable sort instead of a scan per flow
+        order = np.argsort(live_flow, kind="stable")
+        order = order[live_flow[order] >= 0]
+        sorted_flows = live_flow[order]
+        starts = np.flatnonzero(np.diff(sorted_flows, prepend=-1))
+        stops = np.append(starts[1:], len(order))
+        for fid, lo, hi in zip(sorted_flows[starts].tolist(), starts.tolist(), stops.tolist()):
+            rows = order[lo:hi]
             events = F.FlowEvents(cap, rows, side_of[rows])
             for sender in self._senders(self.table.flows[fid]):
                 sender.feed(events)
+        # before the releases: the checker reads this chunk's levels as they fed it
         if self.on_chunk is not None:
             self.on_chunk(cap, flow_of, side_of)
+        if len(order):
+            last = np.append(starts[1:], len(order)) - 1
+            self.last_ns[sorted_flows[last]] = cap.ev["time_ns"][order[last]]
+            self.active[sorted_flows[starts]] = True
+        idle = np.flatnonzero(self.active & (self.last_ns < self.end_ns - IDLE_NS))
+        for fid in sorted(set(self._ended) | set(idle.tolist())):
+            self._release(fid)
+        if hasattr(self.store, "flush"):
+            self.store.flush()
         return flow_of, side_of
+
+    def _grow(self, flows, conns):
+        more = flows - len(self.released)
+        if more > 0:
+            self.released = np.concatenate((self.released, np.zeros(more, bool)))
+            self.active = np.concatenate((self.active, np.zeros(more, bool)))
+            self.last_ns = np.concatenate((self.last_ns, np.full(more, _NEVER, np.int64)))
+        if conns > len(self.conn_closed):
+            self.conn_closed = np.concatenate((self.conn_closed, np.zeros(conns - len(self.conn_closed), bool)))
+
+    # -- where flows end
+
+    def _live(self, cap, flow_of):
+        """-> the flow of each event, -1 for those after their flow's end (or none); sets self._ended
+        to the flows that end in this chunk."""
+        ev = cap.ev
+        n = len(flow_of)
+        has_flow = flow_of >= 0
+        fid = np.where(has_flow, flow_of, 0)
+        # after an idle gap: the flow was released before this event
+        order = np.argsort(fid, kind="stable")
+        f_sorted, t_sorted = fid[order], ev["time_ns"][order]
+        first = np.ones(n, bool)
+        first[1:] = f_sorted[1:] != f_sorted[:-1]
+        prev = np.empty(n, np.int64)
+        prev[1:] = t_sorted[:-1]
+        prev[first] = self.last_ns[f_sorted[first]]
+        gap = (prev != _NEVER) & (t_sorted - prev > IDLE_NS)
+        dead_sorted = _from_first(gap, first)
+        dead = np.empty(n, bool)
+        dead[order] = dead_sorted
+        dead |= self.released[fid] | ~has_flow
+        ends = self._ending_rows(cap, fid, ~dead)
+        if ends:
+            limit = np.full(len(self.released), np.iinfo(np.int64).max)
+            limit[list(ends)] = list(ends.values())
+            dead |= np.arange(n) > limit[fid]
+        self._ended = ends
+        late = dead & has_flow
+        if late.any():
+            if self.late[1] is None:
+                self.late[1] = int(ev["frame"][np.argmax(late)])
+            self.late[0] += int(late.sum())
+        return np.where(dead, -1, flow_of)
+
+    def _ending_rows(self, cap, fid, live) -> dict:
+        """flow id -> the chunk row at which it ends (SCTP SHUTDOWN-COMPLETE / ABORT, TCP FINs acked or
+        RST, MPTCP: all its subflows so ended), for the flows ending in this chunk."""
+        ev = cap.ev
+        ends = {}
+        sctp_end = np.flatnonzero(live & (ev["proto"] == E.PROTO_SCTP)
+                                  & np.isin(ev["chunk"], (SCTP_ABORT, SCTP_SHUTDOWN_COMPLETE)))
+        if len(sctp_end):
+            flows, first = np.unique(fid[sctp_end], return_index=True)
+            ends.update(zip(flows.tolist(), sctp_end[first].tolist()))
+        tcp = live & (ev["proto"] == E.PROTO_TCP)
+        if not tcp.any():
+            return ends
+        conn, tf = ev["conn"], ev["tcp_flags"]
+        closing = np.flatnonzero(tcp & ((tf & (E.TCP_FIN | E.TCP_RST)) != 0))
+        if not len(closing) and not self.fins:
+            return ends
+        # the rows to follow one by one: a conn's from its first FIN or RST on (few per connection)
+        start = np.full(len(self.conn_closed), np.iinfo(np.int64).max)
+        conns, first = np.unique(conn[closing], return_index=True)
+        start[conns] = closing[first]
+        if self.fins:
+            start[list(self.fins)] = -1
+        follow = np.flatnonzero(tcp & (np.arange(len(ev)) >= start[conn]))
+        seq, ack, length, direction = ev["seq"], ev["ack"], ev["len"], ev["dir"]
+        for r, c, d, flags in zip(follow.tolist(), conn[follow].tolist(), direction[follow].tolist(),
+                                  tf[follow].tolist()):
+            if self.conn_closed[c]:
+                continue
+            if not flags & E.TCP_RST:
+                state = self.fins.setdefault(c, [None, None, False, False])
+                other = state[1 - d]
+                if flags & TCP_ACK and other is not None and (int(ack[r]) - other) & 0xFFFFFFFF < 1 << 31:
+                    state[3 - d] = True
+                if flags & E.TCP_FIN:  # the FIN takes one sequence number after the segment's data
+                    state[d] = (int(seq[r]) + int(length[r]) + 1 + (1 if flags & E.TCP_SYN else 0)) & 0xFFFFFFFF
+                if not (state[2] and state[3]):
+                    continue
+            self.fins.pop(c, None)
+            self.conn_closed[c] = True
+            f = int(fid[r])
+            flow = self.table.flows[f]
+            if f not in ends and (flow.protocol != "mptcp" or self.conn_closed[flow.conns].all()):
+                ends[f] = r
+        return ends
+
+    def _release(self, fid):
+        self.released[fid] = True
+        self.active[fid] = False
+        flow = self.table.flows[fid]
+        for conn in flow.conns:
+            self.fins.pop(conn, None)
+        mine = self.senders.get(fid, {})
+        for pair in mine.values():
+            for sender in pair:
+                sender.release()
+        if self.spill is None:
+            return
+        items = self._plan_flow(flow)
+        # an incomplete transfer's q runs to the end of the capture: finished with the others at the end
+        if all(s.done is not None for _, _, _, main, paths in items for s in (main, *(p[2] for p in paths))):
+            self.spill.put(fid, [self._entry(item, self.sndbuf, _ignore_tables) for item in items])
+            self.senders.pop(fid, None)
+            self.table.forget(flow, self.conns)
+
+    # -- senders and entries
 
     def _senders(self, flow):
         mine = self.senders.setdefault(flow.id, {})
@@ -73,41 +280,72 @@ class Pipeline:
         return F.MptcpLevel(side)
 
     def plan(self):
-        """-> [(flow, side, entry id, main Sender, [(path id, conn, Sender)])] of every direction that sent data."""
+        """-> [(flow, side, entry id, main Sender, [(path id, conn, Sender)])] of every direction that sent data
+        (flows finished early into the spill are not in it)."""
+        return [item for flow in self.table.flows if flow is not None for item in self._plan_flow(flow)]
+
+    def _plan_flow(self, flow):
         out = []
-        for flow in self.table.flows:
-            mine = self.senders.get(flow.id)
-            if mine is None:
+        mine = self.senders.get(flow.id)
+        if mine is None:
+            return out
+        for side in (0, 1):
+            main = mine["main"][side]
+            if not main.has_data:
                 continue
-            for side in (0, 1):
-                main = mine["main"][side]
-                if not main.has_data:
-                    continue
-                entry_id = f"{flow.id}{'ab'[side]}"
-                paths = []
-                if flow.protocol == "mptcp" or len(flow.conns) > 1:
-                    paths = [(f"{entry_id}.{k}", conn, mine[conn][side]) for k, conn in enumerate(flow.conns)
-                             if mine[conn][side].has_data]
-                out.append((flow, side, entry_id, main, paths))
+            entry_id = f"{flow.id}{'ab'[side]}"
+            paths = []
+            if flow.protocol == "mptcp" or len(flow.conns) > 1:
+                # (a conn that joined after the flow ended has no Sender)
+                paths = [(f"{entry_id}.{k}", conn, mine[conn][side]) for k, conn in enumerate(flow.conns)
+                         if conn in mine and mine[conn][side].has_data]
+            out.append((flow, side, entry_id, main, paths))
         return out
 
     def entries(self, sndbuf, sinks=None):
-        """Pass 2 of every Sender with data, in flow / side / path order; sinks(entry_id) -> (rtxq, blocking)."""
-        entries = []
-        for flow, side, entry_id, main, paths in self.plan():
-            base = {"protocol": flow.protocol, "src": flow.endpoints[side], "dst": flow.endpoints[1 - side],
-                    "flow": flow.id, "side": side, "level": "association" if flow.protocol == "sctp" else "connection",
-                    "vantage": A.vantage(flow, side)}
-            never_renege = flow.never_renege[1 - side]
-            nr_sack = flow.negotiated_nr or main.level.nr_seen or never_renege
-            entry = main.finish(entry_id, base, nr_sack, sndbuf, self.end_ns, *(sinks(entry_id) if sinks else ()))
-            for path_id, conn, sender in paths:
-                c = self.conns[conn]
-                path_side = side ^ self.table.flip(conn)
-                path_base = dict(base, src=c.endpoint(path_side), dst=c.endpoint(1 - path_side),
-                                 level="path" if flow.protocol == "sctp" else "subflow", parent=entry_id)
-                path_nr = nr_sack if flow.protocol == "sctp" else sender.level.nr_seen or never_renege
-                entry.paths.append(sender.finish(path_id, path_base, path_nr, sndbuf, self.end_ns,
-                                                 *(sinks(path_id) if sinks else ())))
-            entries.append(entry)
-        return entries
+        """Pass 2 of every Sender with data, in flow / side / path order; sinks(entry_id) -> (rtxq, blocking).
+        With finish_ended: the spilled entries of every flow, the ones still open finished now."""
+        if self.spill is None:
+            return [self._entry(item, sndbuf, sinks) for item in self.plan()]
+        for flow in self.table.flows:
+            if flow is not None and flow.id in self.senders:
+                self.spill.put(flow.id, [self._entry(item, sndbuf, sinks) for item in self._plan_flow(flow)])
+                del self.senders[flow.id]
+        return self.spill.entries()
+
+    def _entry(self, item, sndbuf, sinks):
+        flow, side, entry_id, main, paths = item
+        base = {"protocol": flow.protocol, "src": flow.endpoints[side], "dst": flow.endpoints[1 - side],
+                "flow": flow.id, "side": side, "level": "association" if flow.protocol == "sctp" else "connection",
+                "vantage": A.vantage(flow, side)}
+        never_renege = flow.never_renege[1 - side]
+        nr_sack = flow.negotiated_nr or main.level.nr_seen or never_renege
+        entry = main.finish(entry_id, base, nr_sack, sndbuf, self.end_ns, *(sinks(entry_id) if sinks else ()))
+        for path_id, conn, sender in paths:
+            c = self.conns[conn]
+            path_side = side ^ self.table.flip(conn)
+            path_base = dict(base, src=c.endpoint(path_side), dst=c.endpoint(1 - path_side),
+                             level="path" if flow.protocol == "sctp" else "subflow", parent=entry_id)
+            path_nr = nr_sack if flow.protocol == "sctp" else sender.level.nr_seen or never_renege
+            entry.paths.append(sender.finish(path_id, path_base, path_nr, sndbuf, self.end_ns,
+                                             *(sinks(path_id) if sinks else ())))
+        return entry
+
+    def late_note(self):
+        """[(frame, "GEN-01.note", reason)] when events came after their flow ended (else [])."""
+        count, frame = self.late
+        if not count:
+            return []
+        return [(frame, "GEN-01.note", f"{count} events came after their flow ended (SHUTDOWN-COMPLETE, ABORT, "
+                                       f"FINs acked, RST or {IDLE_NS // 1_000_000_000} s idle): not analysed")]
+
+
+def _ignore_tables(entry_id):
+    return A.IGNORE, A.IGNORE
+
+
+def _from_first(marks, group_start) -> np.ndarray:
+    """Per element of runs that begin where group_start holds: whether a mark came at or before it in its run."""
+    count = np.cumsum(marks)
+    before_run = (count - marks)[group_start]
+    return count - np.repeat(before_run, np.diff(np.append(np.flatnonzero(group_start), len(marks)))) > 0

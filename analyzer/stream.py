@@ -3,9 +3,11 @@ files), holding one chunk of the capture at a time.
 
 Pass 1 (pipeline.Pipeline) reads the capture in chunks; every entry's per-row figures spill to one
 temporary file (DiskStore). Pass 2 reads them back entry by entry, in batches of at most a chunk,
-and appends the RtxQ and blocking tables to the output files. Memory: a chunk, the flows' state
-and the window of each direction's scoreboard, and an index of the spilled pieces; the files hold
-exactly what `analyze(...)` and views.write_tables would write.
+and appends the RtxQ and blocking tables to the output files. Memory: a chunk, the open flows' state
+and the window of each direction's scoreboard (a flow's goes when it ends: pipeline.py), and an
+index of the spilled pieces; without files (the summary alone) a flow is finished when it ends and
+only its summary row is kept, on disk. The files hold exactly what `analyze(...)` and
+views.write_tables would write.
 """
 
 from dataclasses import dataclass
@@ -23,30 +25,42 @@ ROW_DTYPE = np.dtype([(name, "<i8") for name in A.BOARD_OUTPUTS]
 
 
 class DiskStore:
-    """Pass-1 rows in one temporary file: per entry, the (offset, count) of each chunk's piece."""
+    """Pass-1 rows in one temporary file: per entry, the (offset, count) of each chunk's piece. The
+    pieces of the chunk being fed wait in memory until flush() (end of the chunk): a short flow that
+    ends in it is finished from there and never touches the file."""
 
     def __init__(self, folder=None):
         self.file = tempfile.TemporaryFile(dir=folder, prefix="nrsack-rows-")
         self.pieces = {}
+        self.waiting = {}  # key -> [column dicts] of the current chunk
         self.end = 0
 
     def append(self, key, columns: dict):
-        record = np.empty(len(columns["time_ns"]), ROW_DTYPE)
-        for name in ROW_DTYPE.names:
-            record[name] = columns[name]
-        self.file.seek(self.end)
-        self.file.write(record)  # its buffer, not a copy of it
-        self.pieces.setdefault(key, []).append((self.end, len(record)))
-        self.end += record.nbytes
+        self.waiting.setdefault(key, []).append(columns)
+
+    def flush(self):
+        for key, parts in self.waiting.items():
+            for columns in parts:
+                record = np.empty(len(columns["time_ns"]), ROW_DTYPE)
+                for name in ROW_DTYPE.names:
+                    record[name] = columns[name]
+                self.file.seek(self.end)
+                self.file.write(record)  # its buffer, not a copy of it
+                self.pieces.setdefault(key, []).append((self.end, len(record)))
+                self.end += record.nbytes
+        self.waiting = {}
 
     def fork(self, key, twin):
         self.pieces[twin] = list(self.pieces.get(key, []))
+        self.waiting[twin] = list(self.waiting.get(key, []))
 
     def batches(self, key):
         for offset, count in self.pieces.pop(key, []):
             self.file.seek(offset)
             record = np.frombuffer(self.file.read(count * ROW_DTYPE.itemsize), ROW_DTYPE)
             yield {name: record[name] for name in ROW_DTYPE.names}
+        for columns in self.waiting.pop(key, []):
+            yield {name: columns[name] for name in ROW_DTYPE.names}
 
     def close(self):
         self.file.close()
@@ -137,7 +151,9 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
         out.mkdir(parents=True, exist_ok=True)
     store = DiskStore(out)
     try:
-        pipeline = Pipeline(store)
+        # the summary alone: a flow is finished when it ends and its entries spilled (pipeline.py); not
+        # under an observer (the checker), which judges a flow's end rules at the end of the capture
+        pipeline = Pipeline(store, finish_ended=out is None and observe is None, sndbuf=sndbuf)
         if observe is not None:
             observe(pipeline)
         last = None
@@ -146,6 +162,8 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
             # of a chunk only its header stays: the next chunk's events replace these
             last = E.Capture(cap.path, cap.linktype, cap.frames, cap.ev[:0], cap.blocks[:0], cap.conns,
                              cap.findings, cap.rule_findings, cap.offset + len(cap.ev), cap.truncated)
+        if last is not None:
+            last.rule_findings = sorted(last.rule_findings + pipeline.late_note(), key=lambda f: f[0])
         if not pipeline.table.flows:
             raise E.CaptureError(f"{path}: no SCTP or TCP flows in {last.frames} frames")
         if out is None:

@@ -22,6 +22,9 @@ def _ordered(summary):
 
 def _plain(value):
     """numpy / pandas scalars -> JSON values (NaN and NA -> null)."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool:  # most values: nothing to do
+        return value
     # pandas.NA can only come from a DataFrame, so only when pandas is loaded (the summary alone never loads it)
     if value is None or value is getattr(sys.modules.get("pandas"), "NA", None):
         return None
@@ -36,14 +39,58 @@ def _plain(value):
 
 def summary_dict(analysis, entry_ids=None) -> dict:
     """The machine-readable summary (metrics.md): flows, each with the contract's keys, paths nested."""
-    flows = []
+    return {"capture": analysis.capture.path, "frames": analysis.capture.frames,
+            "flows": list(_flow_items(analysis, entry_ids)), "findings": _findings(analysis, entry_ids)}
+
+
+def _flow_items(analysis, entry_ids):
     for entry in analysis.entries:
         if entry_ids is not None and entry.summary["id"] not in entry_ids:
             continue
         item = _ordered(entry.summary)
         if entry.paths:
             item["paths"] = [_ordered(p.summary) for p in entry.paths]
-        flows.append(item)
+        yield item
+
+
+def write_json(analysis, out, entry_ids=None, findings=None):
+    """dump_json(summary_dict(analysis, entry_ids)) written to `out` a flow at a time: a million flows'
+    summary is never one document in memory. The flows are encoded by the C encoder (values only,
+    between NUL separators, which it escapes inside strings) into the indented layout."""
+    out.write(f'{{\n  "capture": {json.dumps(analysis.capture.path)},\n  "frames": {json.dumps(analysis.capture.frames)},'
+              f'\n  "flows": ')
+    opened = False
+    for item in _flow_items(analysis, entry_ids):
+        out.write(",\n" if opened else "[\n")
+        out.write(_indented_item(item))
+        opened = True
+    out.write("\n  ]" if opened else "[]")
+    if findings is None:  # analyze --check passes the checker's, which include the reader's GEN ones
+        findings = _findings(analysis, entry_ids)
+    encoded = json.dumps(findings, indent=2).replace("\n", "\n  ")
+    out.write(f',\n  "findings": {encoded}\n}}\n')
+
+
+_VALUES = json.JSONEncoder(separators=("\0", ":"))
+_LAYOUTS = {}
+
+
+def _indented_item(item) -> str:
+    """json.dumps(item, indent=2) as it sits in the flows list (4 more spaces a line), for a dict of
+    scalars and at most a list of such dicts (`paths`)."""
+    keys = tuple(item)
+    layout = _LAYOUTS.get(keys)
+    if layout is None:
+        layout = _LAYOUTS[keys] = "{\n" + ",\n".join(f"      {json.dumps(k).replace('%', '%%')}: %s" for k in keys) + "\n    }"
+    values = [v if not isinstance(v, list) else None for v in item.values()]
+    encoded = _VALUES.encode(values)[1:-1].split("\0")
+    for i, v in enumerate(item.values()):
+        if isinstance(v, list):  # paths: rare, the generic encoder
+            encoded[i] = json.dumps(v, indent=2).replace("\n", "\n      ")
+    return "    " + layout % tuple(encoded)
+
+
+def _findings(analysis, entry_ids):
     findings = [{"rule": "GEN-01", "severity": "error", "frames": [frame], "message": f"GEN-01 {reason}"}
                 for frame, reason in analysis.capture.findings]
     findings += [general_finding(*found) for found in analysis.capture.rule_findings if found[1].startswith("GEN-")]
@@ -53,8 +100,7 @@ def summary_dict(analysis, entry_ids=None) -> dict:
             findings.append(general_finding(entry.summary["far_serials_first_frame"], "GEN-01.note",
                                             f"entry {entry.summary['id']}: {far_reason(far)}"))
     findings.sort(key=lambda f: f["frames"][0])
-    return {"capture": analysis.capture.path, "frames": analysis.capture.frames, "flows": flows,
-            "findings": findings}
+    return findings
 
 
 def general_finding(frame, rule_id, reason):

@@ -1,17 +1,22 @@
 """`nrsack analyze` on a capture of many short TCP connections: time and peak memory per flow count.
 
-    python3 bench/bench_many_flows.py [--flows 20000 100000] [--packets-per-flow 9]
+    python3 bench/bench_many_flows.py [--flows 20000 100000 1000000] [--baseline /root/.pyenv/versions/3.11.7/bin/python3]
 
 Writes, per count, a pcap of that many complete connections (handshake, two data segments and their
-acks, FIN exchange; 200 connections open at a time, interleaved) and times `nrsack analyze --format
-json` on it in a fresh process (wall seconds, peak RSS). Prints the figures per flow and a linear
-projection to 1M flows, next to the target (1M flows in under 60 s and 1 GB). Per-flow state
-is not released yet (not yet): this measures where the analyzer stands.
+acks, FIN exchange and the last ACK: 10 frames; 200 connections open at a time, interleaved) and times `nrsack analyze --format
+json` on it in a fresh process (wall seconds, peak RSS). Prints the figures per flow next to the
+target (1M flows in under 60 s and 1 GB). A flow's state is released when it ends (pipeline.py,
+docs/decisions.md 40), so the memory stays flat in the flow count and the time linear.
+
+--baseline PYTHON runs the same captures, in the same run, through the `nrsack` that interpreter
+imports (here the base python3, outside any venv, imports /work/main) and prints the ratios and
+whether the JSON is byte for byte the same; --baseline-max-flows skips the baseline above that count
+(before release it took ~13 KB a flow: 1M flows ~13 GB).
 """
 
 import argparse
+import hashlib
 import os
-import resource
 import struct
 import subprocess
 import sys
@@ -40,7 +45,8 @@ def connection(k):
             tcp_frame(a, b, sport, 80, isn + 1001, irs + 1, 0x18, data),
             tcp_frame(b, a, 80, sport, irs + 1, isn + 2001, 0x10),
             tcp_frame(a, b, sport, 80, isn + 2001, irs + 1, 0x11),
-            tcp_frame(b, a, 80, sport, irs + 1, isn + 2002, 0x11)]
+            tcp_frame(b, a, 80, sport, irs + 1, isn + 2002, 0x11),
+            tcp_frame(a, b, sport, 80, isn + 2002, irs + 2, 0x10)]
 
 
 def build(path, flows):
@@ -57,29 +63,44 @@ def build(path, flows):
                     t += 10
 
 
-def measure(path):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+def measure(path, python=sys.executable):
+    """-> (wall s, CPU s, peak RSS MB, digest of the output) of `nrsack analyze --format json path` in
+    a fresh `python` (its nrsack: this checkout's, or the baseline's)."""
+    code = "import sys; from nrsack.cli import main; sys.argv[0] = 'nrsack'; main()"
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "from nrsack.cli import main; main()", "analyze", "--format", "json", path],
-                   check=True, stdout=subprocess.DEVNULL)
+    # /usr/bin/time: this child's peak (RUSAGE_CHILDREN's ru_maxrss is the largest child so far)
+    proc = subprocess.run(["/usr/bin/time", "-f", "%U %S %M", python, "-c", code, "analyze", "--format", "json", path],
+                          check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=os.path.dirname(path))
     wall = time.perf_counter() - start
-    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return wall, max(peak_kb, before) / 1024
+    user, system, peak_kb = proc.stderr.decode().strip().splitlines()[-1].split()
+    return wall, float(user) + float(system), int(peak_kb) / 1024, hashlib.sha256(proc.stdout).hexdigest()
+
+
+def line(label, flows, size_mb, wall, cpu, peak_mb):
+    return (f"{label:>8} {flows} flows ({size_mb} MB): {wall:.1f} s wall, {cpu:.1f} s CPU, peak RSS {peak_mb:.0f} MB "
+            f"({cpu / flows * 1e6:.0f} us CPU a flow: {cpu / flows * 1e6:.0f} s at 1M flows; target 60 s, 1 GB)")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--flows", type=int, nargs="+", default=[20000, 100000])
+    parser.add_argument("--baseline", default=None, metavar="PYTHON",
+                        help="an interpreter whose nrsack is the baseline (e.g. one installed from main)")
+    parser.add_argument("--baseline-max-flows", type=int, default=100000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         for flows in sorted(args.flows):
             path = os.path.join(folder, f"flows-{flows}.pcap")
             build(path, flows)
-            wall, peak_mb = measure(path)
-            print(f"{flows} flows ({os.path.getsize(path) >> 20} MB): {wall:.1f} s, peak RSS {peak_mb:.0f} MB "
-                  f"({wall / flows * 1e6:.0f} us and {peak_mb * 1024 / flows:.1f} KB a flow); "
-                  f"projected to 1M flows: {wall / flows * 1e6:.0f} s, {peak_mb / flows * 1e6 / 1024:.1f} GB "
-                  f"(target: 60 s, 1 GB)")
+            size_mb = os.path.getsize(path) >> 20
+            wall, cpu, peak_mb, digest = measure(path)
+            print(line("this", flows, size_mb, wall, cpu, peak_mb), flush=True)
+            if args.baseline and flows <= args.baseline_max_flows:
+                base_wall, base_cpu, base_peak, base_digest = measure(path, args.baseline)
+                print(line("baseline", flows, size_mb, base_wall, base_cpu, base_peak))
+                print(f"{'ratio':>8} {flows} flows: {base_cpu / cpu:.2f}x less CPU, {base_peak / peak_mb:.2f}x less "
+                      f"memory; same JSON: {digest == base_digest}", flush=True)
+            os.unlink(path)
 
 
 if __name__ == "__main__":

@@ -4,13 +4,18 @@ nano) and pcapng with several interfaces, snaplen-truncated frames, and the deco
 Captures are built with Scapy in support/frames.py and read back through libpcap by the analyzer.
 """
 
+import subprocess
+
 import numpy as np
 import pytest
 from scapy.utils import RawPcapNgWriter
 
 from nrsack.analyzer import analyze
 from nrsack.analyzer import events as E
-from support.frames import EPOCH, LINKS, TSN0, ip_packets, write_pcap
+from nrsack.analyzer.checker import check
+from support import pcaps
+from support.frames import EPOCH, LINKS, TSN0, ip_packets, sctp_packets, write_pcap
+from support.lab import lab_run
 
 EVENT_COLUMNS = ["frame", "flow", "side", "protocol", "kind", "src", "dst", "data", "ack", "tsn", "cum_ack", "seq",
                  "tcp_ack", "length", "stream", "ssn", "unordered", "window", "vtag", "dsn", "data_ack", "blocks",
@@ -153,3 +158,90 @@ def test_snaplen_keeps_header_lengths(tmp_path, baseline):
     assert list(tcp_data["length"]) == list(base[(base["protocol"] == "tcp") & base["data"]]["length"])
     frames_cut = {f for f, _ in analysis.capture.findings}
     assert all(1 <= f <= len(frames) for f in frames_cut)
+
+
+# ---- link types with no Ethernet or IP framing of their own: NFLOG (239) and raw SCTP (248) ----
+
+@pytest.mark.parametrize("big_endian", [False, True], ids=["little-endian", "big-endian"])
+@pytest.mark.parametrize("v6", [False, True], ids=["ipv4", "ipv6"])
+def test_nflog_gives_the_same_events(tmp_path, baseline, big_endian, v6):
+    frames = [pcaps.nflog_frame(p, big_endian) for p in ip_packets(v6)]
+    analysis = analyze(write_pcap(tmp_path / "nflog.pcap", frames, pcaps.LINKTYPE_NFLOG))
+    got, want = comparable_events(analysis), comparable_events(baseline)
+    if v6:
+        got, want = got.drop(columns=["src", "dst", "flags"]), want.drop(columns=["src", "dst", "flags"])
+    assert got.equals(want), got.compare(want)
+    assert analysis.capture.findings == [] and analysis.capture.linktype == pcaps.LINKTYPE_NFLOG
+
+
+def test_nflog_payload_longer_than_the_frame_is_a_finding(tmp_path):
+    frame = bytearray(pcaps.nflog_frame(ip_packets()[0]))
+    frame[-len(ip_packets()[0]) - 4] += 40  # the payload TLV's length (little-endian) claims 40 bytes more
+    analysis = analyze(write_pcap(tmp_path / "long.pcap", [bytes(frame)] + [pcaps.nflog_frame(p) for p in ip_packets()[1:]],
+                                  pcaps.LINKTYPE_NFLOG))
+    assert [(f, r.split(" ")[0]) for f, r in analysis.capture.findings] == [(1, "NFLOG")]
+
+
+def raw_sctp_frames():
+    return [bytes(transport) for _, transport in sctp_packets("192.0.2.1", "198.51.100.1")]
+
+
+def test_raw_sctp_gives_the_same_sctp_events_without_addresses(tmp_path, baseline):
+    analysis = analyze(write_pcap(tmp_path / "sctp.pcap", raw_sctp_frames(), pcaps.LINKTYPE_SCTP))
+    want = comparable_events(baseline)
+    want = want[want["protocol"] == "sctp"].reset_index(drop=True)
+    got = comparable_events(analysis)
+    assert set(got["src"]) == {"0.0.0.0:5000", "0.0.0.0:5001"} and set(got["dst"]) == set(got["src"])
+    assert got.drop(columns=["src", "dst"]).equals(want.drop(columns=["src", "dst"]))
+    assert list(analysis.summary["data_bytes"]) == [1000] and bool(analysis.summary["complete"].iloc[0])
+
+
+def test_check_reads_nflog_and_raw_sctp_as_ethernet(tmp_path):
+    ethernet = write_pcap(tmp_path / "eth.pcap", [LINKS["ethernet"][1](p) for p in ip_packets()], 1)
+    nflog = write_pcap(tmp_path / "nflog.pcap", [pcaps.nflog_frame(p) for p in ip_packets()], pcaps.LINKTYPE_NFLOG)
+    sctp = write_pcap(tmp_path / "sctp.pcap", raw_sctp_frames(), pcaps.LINKTYPE_SCTP)
+    found = {name: [(f["rule"], list(f["frames"])) for _, f in check(path).iterrows()]
+             for name, path in (("eth", ethernet), ("nflog", nflog), ("sctp", sctp))}
+    assert found["eth"] and found["eth"] == found["nflog"] == found["sctp"]  # the SCTP frames come first
+
+
+def test_pcapng_interfaces_of_ethernet_nflog_and_raw_sctp(tmp_path, baseline):
+    path = tmp_path / "mixed.pcapng"
+    sctp_count = len(raw_sctp_frames())
+    with RawPcapNgWriter(str(path)) as writer:
+        writer.write_header(None)
+        for i, p in enumerate(ip_packets()):
+            if i < sctp_count:  # the association as raw SCTP on one interface, the rest alternating
+                frame, linktype = raw_sctp_frames()[i], pcaps.LINKTYPE_SCTP
+            elif i % 2:
+                frame, linktype = pcaps.nflog_frame(p), pcaps.LINKTYPE_NFLOG
+            else:
+                frame, linktype = LINKS["ethernet"][1](p), 1
+            writer._write_packet(frame, linktype=linktype, sec=EPOCH + i / 1000, ifname=b"if%d" % linktype)
+    got, want = comparable_events(analyze(path)), comparable_events(baseline)
+    sctp = got["protocol"] == "sctp"
+    assert set(got["src"][sctp]) == {"0.0.0.0:5000", "0.0.0.0:5001"}
+    assert got[~sctp].equals(want[~sctp]) and got.drop(columns=["src", "dst"]).equals(want.drop(columns=["src", "dst"]))
+
+
+def test_usrsctp_lab_run_through_text2pcap_as_raw_sctp(tmp_path):
+    """A real usrsctp AF_CONN transfer (the lab), its packets printed as usrsctp_dumppacket() does and
+    turned into a LINKTYPE_SCTP capture by text2pcap: the same figures and findings as the lab's own
+    Ethernet capture, only the addresses unknown."""
+    lab_run(tmp_path / "lab", "--ack", "nrsack", "--sndbuf", "8192", "--loss", "0.02", "--delay", "5",
+            "--bytes", "200000", "--seed", "7")
+    ethernet = tmp_path / "lab" / "sender.pcap"
+    dump = pcaps.usrsctp_dump(ethernet, tmp_path / "usrsctp.txt")
+    raw = tmp_path / "usrsctp.pcap"
+    subprocess.run(["text2pcap", "-q", "-D", "-l", str(pcaps.LINKTYPE_SCTP), "-t", "%H:%M:%S.%f", dump, str(raw)],
+                   check=True)
+    by_lab, by_dump = analyze(ethernet), analyze(raw)
+    assert by_dump.capture.linktype == pcaps.LINKTYPE_SCTP and by_dump.capture.frames == by_lab.capture.frames
+    assert by_dump.summary.drop(columns=["src", "dst"]).equals(by_lab.summary.drop(columns=["src", "dst"]))
+    assert by_lab.summary["q_s"].iloc[0] > 0 and by_lab.summary["blocking_intervals"].iloc[0] > 0
+    # text2pcap dates the time of day today: the same rows, shifted by whole days
+    clock = ["flow", "time_s", "time_ns"]
+    assert by_dump.rtxq.drop(columns=clock).equals(by_lab.rtxq.drop(columns=clock))
+    shift = by_dump.rtxq["time_ns"] - by_lab.rtxq["time_ns"]
+    assert shift.nunique() == 1 and shift.iloc[0] % 86_400_000_000_000 == 0
+    assert check(raw)[["rule", "frames"]].equals(check(ethernet)[["rule", "frames"]])

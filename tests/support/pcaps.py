@@ -7,6 +7,7 @@ Each builder returns Scapy packets with explicit capture times; `write` stores t
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.inet6 import IPv6
@@ -129,3 +130,40 @@ def dss_option(data_ack: int | None = None, dsn: int | None = None, ssn: int = 0
         body += struct.pack("!BB", len(nr_blocks) if count is None else count, 0)
         body += b"".join(struct.pack("!QQ" if wide else "!II", s, e) for s, e in nr_blocks)
     return (30, struct.pack("!BB", 0x2 << 4, flags) + body)
+
+
+# ---- link types without an Ethernet / IP header (wire-formats.md section 5) ----
+
+LINKTYPE_NFLOG, LINKTYPE_SCTP = 239, 248
+NFULA_PACKET_HDR, NFULA_PAYLOAD, NFULA_PREFIX = 1, 9, 10
+
+
+def nflog_frame(ip: bytes, big_endian: bool = False) -> bytes:
+    """An IP packet as Linux NFLOG logs it: header (family, version, resource id), then TLVs in the
+    logging host's byte order: packet header, prefix, payload (each padded to 4 bytes)."""
+    order = ">" if big_endian else "<"
+
+    def tlv(kind, value):
+        return pad4(struct.pack(order + "HH", 4 + len(value), kind) + value)
+
+    family = 10 if ip[0] >> 4 == 6 else 2
+    ethertype = 0x86DD if family == 10 else 0x0800
+    return (struct.pack("!BBH", family, 0, 7) + tlv(NFULA_PACKET_HDR, struct.pack("!HBB", ethertype, 3, 0))
+            + tlv(NFULA_PREFIX, b"nrsack\0") + tlv(NFULA_PAYLOAD, ip))
+
+
+
+def usrsctp_dump(pcap_path, text_path) -> str:
+    """The SCTP packets of an Ethernet + IPv4 pcap written as usrsctp_dumppacket() prints them
+    ("O hh:mm:ss.uuuuuu 0000 <hex bytes> # SCTP_PACKET", UTC time of day): text2pcap's input."""
+    from scapy.utils import RawPcapReader
+
+    lines = []
+    for frame, meta in RawPcapReader(str(pcap_path)):
+        seconds, micros = meta.sec, meta.usec
+        day = seconds % 86400
+        sctp = frame[14 + (frame[14] & 15) * 4:]
+        lines.append(f"\nO {day // 3600:02d}:{day // 60 % 60:02d}:{day % 60:02d}.{micros:06d} 0000 "
+                     f"{' '.join(f'{b:02x}' for b in sctp)} # SCTP_PACKET\n")
+    Path(text_path).write_text("".join(lines))
+    return str(text_path)
