@@ -6,20 +6,42 @@ from pathlib import Path
 
 import click
 
-from .config import STACKS
+from .config import MULTIPATH_STACKS, STACKS
 
 
-def _one(text, name, kind=float):
-    """One value of a list option (the lab's path is a single link; a list is a sweep's job)."""
+def _numbers(text, name, kind=float):
     parts = [x for x in str(text).split(",") if x.strip()]
     try:
         values = [kind(float(x)) for x in parts]
     except ValueError:
         raise click.BadParameter(f"expected a number, got {text!r}", param_hint=name)
+    if not values:
+        raise click.BadParameter("expected a number", param_hint=name)
+    return values
+
+
+def _one(text, name, kind=float):
+    """One value of a list option (a list is a sweep's job)."""
+    values = _numbers(text, name, kind)
     if len(values) != 1:
-        raise click.BadParameter("one path: give exactly one value (CMT with 2+ paths is not built)",
-                                 param_hint=name)
+        raise click.BadParameter("give exactly one value", param_hint=name)
     return values[0]
+
+
+def _per_path(kw):
+    """--loss, --delay, --bandwidth as one (loss, delay, bandwidth) per path: a single value holds for
+    every path; a multipath stack has 2 paths at least."""
+    lists = {name: _numbers(kw[key], name) for key, name in
+             (("loss", "--loss"), ("delay", "--delay"), ("bandwidth", "--bandwidth"))}
+    multipath = kw["stack"] in MULTIPATH_STACKS
+    n = max([len(v) for v in lists.values()] + [2 if multipath else 1])
+    for name, values in lists.items():
+        if len(values) not in (1, n):
+            raise click.BadParameter(f"give one value or one per path ({n} paths)", param_hint=name)
+        if len(values) > 1 and not multipath:
+            raise click.BadParameter(f"{kw['stack']} runs over one path: give exactly one value",
+                                     param_hint=name)
+    return list(zip(*(values * (n // len(values)) for values in lists.values())))
 
 
 def run_options(f):
@@ -29,7 +51,7 @@ def run_options(f):
         click.option("--sndbuf", type=click.IntRange(1, 1 << 30), default=32768, show_default=True,
                      help="the sender's send buffer, bytes (SO_SNDBUF)"),
         click.option("--rcvbuf", type=click.IntRange(1, 1 << 30), default=1 << 20, show_default=True),
-        click.option("--loss", default="0.01", show_default=True, help="forward loss rate"),
+        click.option("--loss", default="0.01", show_default=True, help="forward loss rate (linux-mptcp: one per path, comma-separated)"),
         click.option("--ack-loss", type=float, default=0.0, show_default=True, help="loss rate of the ack path"),
         click.option("--loss-model", type=click.Choice(["bernoulli", "gilbert"]), default="bernoulli",
                      show_default=True),
@@ -56,18 +78,18 @@ def run_options(f):
 
 @click.group()
 def lab():
-    """Real stacks (usrsctp, Linux TCP) over an emulated path, NR-SACK on and off."""
+    """Real stacks (usrsctp, Linux TCP and MPTCP) over emulated paths, NR-SACK on and off."""
 
 
 def config_from(kw):
     from .config import LabConfig
 
+    (loss, delay, bandwidth), *more_paths = _per_path(kw)
     try:
         return LabConfig(stack=kw["stack"], ack=kw["ack"], sndbuf=kw["sndbuf"], rcvbuf=kw["rcvbuf"],
-                         bytes=kw["nbytes"], message=kw["message"], loss=_one(kw["loss"], "--loss"),
+                         bytes=kw["nbytes"], message=kw["message"], loss=loss,
                          ack_loss=kw["ack_loss"], loss_model=kw["loss_model"], burst=kw["burst"],
-                         delay_ms=_one(kw["delay"], "--delay"),
-                         bandwidth_mbps=_one(kw["bandwidth"], "--bandwidth"), queue=kw["queue"],
+                         delay_ms=delay, bandwidth_mbps=bandwidth, more_paths=tuple(more_paths), queue=kw["queue"],
                          seed=kw["seed"], unordered=kw["unordered"], timeout_s=kw["timeout"],
                          rto_min_ms=kw["rto_min"], sack_delay_ms=kw["sack_delay"], drain=kw["drain"])
     except ValueError as e:
