@@ -118,13 +118,16 @@ def run(out_dir, **kw):
 
 
 @lab.command()
-@click.option("--stack", type=click.Choice(["usrsctp"]), default="usrsctp", show_default=True,
-              help="pairs SACK and NR-SACK runs: usrsctp only (Linux has no NR-SACK)")
+@click.option("--stack", type=click.Choice(["usrsctp", "linux-tcp"]), default="usrsctp", show_default=True,
+              help="usrsctp pairs SACK and NR-SACK runs; linux-tcp (root) runs SACK, one run at a time, "
+                   "and tables the analyzer's what-if (Linux has no NR-SACK)")
 @click.option("--sndbuf", "sndbufs", default="8192,32768,65536", show_default=True)
 @click.option("--loss", "losses", default="0,0.01,0.02", show_default=True)
 @click.option("--delay", type=float, default=45.0, show_default=True, help="one-way, ms")
 @click.option("--bandwidth", type=float, default=100.0, show_default=True, help="Mbit/s")
 @click.option("--bytes", "nbytes", type=click.IntRange(min=1), default=1_000_000, show_default=True)
+@click.option("--message", type=click.IntRange(1, 65000), default=None,
+              help="bytes per write [default: 1000; linux-tcp 1448, one segment]")
 @click.option("--seeds", type=click.IntRange(min=1), default=2, show_default=True)
 @click.option("--drain/--no-drain", default=True, show_default=True)
 @click.option("--rto-min", type=click.IntRange(min=0), default=0, help="ms; 0: the stack's default")
@@ -134,10 +137,11 @@ def run(out_dir, **kw):
 @click.option("--scheduler", default=None, help="address of a Dask scheduler (default: local cluster)")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="local cluster workers")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
-def sweep(stack, sndbufs, losses, delay, bandwidth, nbytes, seeds, drain, rto_min, timeout, threshold,
+def sweep(stack, sndbufs, losses, delay, bandwidth, nbytes, message, seeds, drain, rto_min, timeout, threshold,
           scheduler, workers, out_dir):
     """Loss x send buffer for SACK and NR-SACK on a real stack; writes runs.csv, gain.csv and
-    regions.csv as `nrsack generate sweep` does, and every run's files under runs/."""
+    regions.csv as `nrsack generate sweep` does, and every run's files under runs/. linux-tcp:
+    runs.csv and whatif.csv (what NR-SACKs would have freed, from the analyzer)."""
     from rich.progress import Progress
 
     from nrsack.generator.sim import sweep as sim_sweep
@@ -145,13 +149,22 @@ def sweep(stack, sndbufs, losses, delay, bandwidth, nbytes, seeds, drain, rto_mi
     from . import sweep as sw
     from .config import LabConfig
 
+    paired = stack in sw.PAIRED_STACKS
+    if not paired and scheduler:
+        raise click.UsageError(f"{stack} runs one at a time on this machine (root, namespaces): no --scheduler")
     try:
         base = LabConfig(stack=stack, delay_ms=delay, bandwidth_mbps=bandwidth, bytes=nbytes, drain=drain,
-                         rto_min_ms=rto_min, timeout_s=timeout)
+                         rto_min_ms=rto_min, timeout_s=timeout, message=message or (1000 if paired else 1448))
         configs = sw.grid(base, [int(_one(b, "--sndbuf")) for b in sndbufs.split(",") if b.strip()],
                           [_one(x, "--loss") for x in losses.split(",") if x.strip()], seeds)
     except ValueError as e:  # grid() builds every config: a bad one fails here, not in a worker
         raise click.UsageError(str(e))
+    if not paired:
+        from .linux_tcp import namespaces_unavailable
+
+        reason = namespaces_unavailable(stack)
+        if reason:
+            raise click.ClickException(reason)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     with Progress(transient=True) as bar:
@@ -159,10 +172,14 @@ def sweep(stack, sndbufs, losses, delay, bandwidth, nbytes, seeds, drain, rto_mi
         runs = sw.run(configs, out_dir, scheduler=scheduler, workers=workers,
                       progress=lambda: bar.advance(task))
     runs = runs.sort_values(["sndbuf", "loss", "seed", "ack"]).reset_index(drop=True)
-    gain = sim_sweep.gain_table(runs)
-    tables = {"runs": runs, "gain": gain, "regions": sim_sweep.regions_of_gain(gain, threshold)}
+    if paired:
+        gain = sim_sweep.gain_table(runs)
+        tables = {"runs": runs, "gain": gain, "regions": sim_sweep.regions_of_gain(gain, threshold)}
+    else:
+        tables = {"runs": runs, "whatif": sw.whatif_table(runs)}
     for name, frame in tables.items():
         frame.to_csv(out_dir / f"{name}.csv", index=False, float_format="%.6g")
-    click.echo(gain.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    click.echo(f"\nregions of gain (>= {threshold} %):\n{tables['regions'].to_string(index=False)}")
+    click.echo(tables["gain" if paired else "whatif"].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if paired:
+        click.echo(f"\nregions of gain (>= {threshold} %):\n{tables['regions'].to_string(index=False)}")
     click.echo(f"\n{len(configs)} runs in {time.perf_counter() - t0:.1f} s")

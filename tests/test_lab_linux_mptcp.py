@@ -7,9 +7,10 @@ import pytest
 from click.testing import CliRunner
 
 from nrsack.cli import main
+from nrsack.lab.capture import analyzed_at_kernel_capacity, sender_entry
 from nrsack.lab.linux_tcp import namespaces_unavailable
 from support import tshark
-from support.lab import analyzed_at_kernel_capacity, lab_run, sender_entry
+from support.lab import lab_run
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 

@@ -29,3 +29,31 @@ def test_sweep_bad_grid_is_a_usage_error(tmp_path):
     result = CliRunner().invoke(main, ["lab", "sweep", "--loss", "0,2", "--out", str(tmp_path / "x")])
     assert result.exit_code == 2 and "loss" in result.output
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.root
+def test_linux_tcp_sweep_tables_the_whatif(tmp_path):
+    from nrsack.lab.linux_tcp import namespaces_unavailable
+
+    reason = namespaces_unavailable()
+    if reason:
+        pytest.skip(reason)
+    result = CliRunner().invoke(main, ["lab", "sweep", "--stack", "linux-tcp", "--sndbuf", "16384",
+                                       "--loss", "0,0.02", "--delay", "5", "--bandwidth", "20", "--bytes", "300000",
+                                       "--seeds", "1", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    runs = pd.read_csv(tmp_path / "runs.csv")
+    assert len(runs) == 2 and runs.complete.all() and set(runs.ack) == {"sack"} and set(runs.protocol) == {"tcp"}
+    assert (runs.lost_forward > 0).tolist() == [False, True]
+    whatif = pd.read_csv(tmp_path / "whatif.csv").set_index("loss")
+    assert (whatif.max_rtxq_whatif_kb <= whatif.max_rtxq_sack_kb).all()
+    # no loss, no SACK blocks: nothing to free; under loss the SACKed data held is what NR-SACKs free
+    assert whatif.freed_pct[0.0] == 0 and whatif.freed_pct[0.02] > 0
+    assert whatif.b_over_q.min() > 0.3 and not (tmp_path / "gain.csv").exists()
+
+
+def test_linux_tcp_sweep_runs_here_only(tmp_path):
+    result = CliRunner().invoke(main, ["lab", "sweep", "--stack", "linux-tcp", "--scheduler", "tcp://10.9.9.9:8786",
+                                       "--out", str(tmp_path / "x")])
+    assert result.exit_code == 2 and "one at a time" in result.output
+    assert not (tmp_path / "x").exists()
