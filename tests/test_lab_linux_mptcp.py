@@ -58,6 +58,19 @@ def test_analyzer_sees_one_mptcp_flow_with_two_subflows(mptcp_run):
     assert truth["q_s"] - 0.005 <= s["q_s"] <= truth["q_s"] + 0.1
 
 
+def test_dashboard_lists_the_flow_and_its_subflows(mptcp_run):
+    from nrsack.dashboard import app as APP, library as LIB
+
+    out, _ = mptcp_run
+    board = APP.Dashboard(LIB.Library([out]))
+    capture = next(c.id for c in board.library.captures.values() if c.name == f"{out.name}/sender.pcap")
+    rows, active, _ = board.load_capture(capture, "")
+    protocols = [r["protocol"] for r in rows if r["sender → receiver"].startswith("10.0.")
+                 and r["sender → receiver"].split(":")[0].endswith(".1")]
+    assert protocols == ["mptcp", "mptcp (subflow)", "mptcp (subflow)"]
+    board.library.close()
+
+
 def test_whatif_at_the_data_level(mptcp_run):
     out, _ = mptcp_run
     s = sender_entry(out / "sender.pcap").summary
@@ -66,17 +79,22 @@ def test_whatif_at_the_data_level(mptcp_run):
 
 def test_b_over_q_against_the_senders_measured_waits(mptcp_run):
     """As for linux-tcp: B is the median data-level RtxQ at the EAGAIN instants (the kernel doubles
-    SO_SNDBUF and counts skb overhead), b against the waits while nothing was held unsent
-    (MPTCP_INFO: written less bytes_sent), as a share of the truth's q. b, not b/q: the analyzer's q
-    runs to the DATA_FIN's ack (above), after the sender stopped writing. Tolerance 0.15, not
-    linux-tcp's 0.08: at the waits the kernel's buffer is steady (129 KB written and not data-acked)
-    but the part of it on the wire is not: data handed to a subflow and not yet sent (0 to 46 KB,
-    10th to 90th percentile) is in the kernel's "sent" and not in the capture, so one B reads some
-    waits the other way; measured |difference| 0.00 to 0.12 over five runs."""
+    SO_SNDBUF and counts skb overhead). The analyzer's b lies between the waits while nothing was held
+    unsent (MPTCP_INFO: written less bytes_sent) and all the sender's waits, each with a tolerance
+    in shares of the truth's q. b, not b/q: the analyzer's q runs to the DATA_FIN's ack (above),
+    after the sender stopped writing.
+
+    Why a band and not linux-tcp's 0.08 around the sent-full share: at the waits the kernel's buffer
+    is steady (129 KB written and not data-acked) but the part of it on the wire is not: data handed
+    to a subflow and not yet sent (0 to 46 KB, 10th to 90th percentile) is in the kernel's "sent" and
+    not in the capture, so one B reads some waits the other way. Measured (analyzer b - sent-full
+    b) / q: 0.00 to 0.12 in five runs on a quiet machine, 0.28 with the test suite running beside
+    it (the 1 ms sampler of the kernel's state falls behind); analyzer b above all waits: never."""
     out, truth = mptcp_run
     flow = analyzed_at_kernel_capacity(out).summary
     assert truth["b_over_q"] > 0.3, "the sender hardly waited"
-    assert abs(flow["b_s"] - truth["b_sent_full_s"]) / truth["q_s"] < 0.15, (flow["b_s"], truth)
+    q = truth["q_s"]
+    assert truth["b_sent_full_s"] - 0.15 * q <= flow["b_s"] <= truth["b_s"] + 0.05 * q, (flow["b_s"], truth)
 
 
 def test_kernel_samples_in_the_truth_files(mptcp_run):

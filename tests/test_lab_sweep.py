@@ -23,6 +23,14 @@ def test_sweep_writes_runs_gain_and_regions(tmp_path):
     assert (tmp_path / "regions.csv").exists()
     for name in ("sack-b8192-l0.02-d2-s1", "nrsack-b8192-l0-d2-s1"):
         assert (tmp_path / "runs" / name / "sender.pcap").stat().st_size > 100_000
+    # the dashboard opens the lab's sweep folder as it opens the simulator's: one heat map of the gains
+    from nrsack.dashboard import app as APP, library as LIB
+
+    board = APP.Dashboard(LIB.Library([tmp_path]))
+    options, group = board.sweep_groups("0")
+    fig, _ = board.sweep_view("0", group)
+    assert len(options) == 1 and fig.data[0].type == "heatmap"
+    assert [round(v, 6) for v in fig.data[0].z[0]] == [round(v, 6) for v in gain.sort_values("loss").gain_pct]
 
 
 def test_sweep_bad_grid_is_a_usage_error(tmp_path):
