@@ -118,9 +118,9 @@ def run(out_dir, **kw):
 
 
 @lab.command()
-@click.option("--stack", type=click.Choice(["usrsctp", "linux-tcp"]), default="usrsctp", show_default=True,
-              help="usrsctp pairs SACK and NR-SACK runs; linux-tcp (root) runs SACK, one run at a time, "
-                   "and tables the analyzer's what-if (Linux has no NR-SACK)")
+@click.option("--stack", type=click.Choice(STACKS), default="usrsctp", show_default=True,
+              help="usrsctp pairs SACK and NR-SACK runs; linux-tcp and linux-mptcp (root; 2 paths alike) run "
+                   "SACK, one run at a time, and table the analyzer's what-if (Linux has no NR-SACK)")
 @click.option("--sndbuf", "sndbufs", default="8192,32768,65536", show_default=True)
 @click.option("--loss", "losses", default="0,0.01,0.02", show_default=True)
 @click.option("--delay", type=float, default=45.0, show_default=True, help="one-way, ms")
@@ -154,7 +154,8 @@ def sweep(stack, sndbufs, losses, delay, bandwidth, nbytes, message, seeds, drai
         raise click.UsageError(f"{stack} runs one at a time on this machine (root, namespaces): no --scheduler")
     try:
         base = LabConfig(stack=stack, delay_ms=delay, bandwidth_mbps=bandwidth, bytes=nbytes, drain=drain,
-                         rto_min_ms=rto_min, timeout_s=timeout, message=message or (1000 if paired else 1448))
+                         rto_min_ms=rto_min, timeout_s=timeout, message=message or (1000 if paired else 1448),
+                         more_paths=((0.0, delay, bandwidth),) if stack in MULTIPATH_STACKS else ())
         configs = sw.grid(base, [int(_one(b, "--sndbuf")) for b in sndbufs.split(",") if b.strip()],
                           [_one(x, "--loss") for x in losses.split(",") if x.strip()], seeds)
     except ValueError as e:  # grid() builds every config: a bad one fails here, not in a worker

@@ -17,8 +17,10 @@ PAIRED_STACKS = ("usrsctp",)  # the stacks with both ack modes
 
 
 def grid(base, sndbufs, losses, seeds):
+    """Every run of the sweep; a loss rate holds on every path (linux-mptcp's second too)."""
     acks = ("sack", "nrsack") if base.stack in PAIRED_STACKS else ("sack",)
-    return [replace(base, ack=ack, sndbuf=b, loss=x, seed=s)
+    return [replace(base, ack=ack, sndbuf=b, loss=x, seed=s,
+                    more_paths=tuple((x, delay, bandwidth) for _, delay, bandwidth in base.more_paths))
             for b in sndbufs for x in losses for s in range(1, seeds + 1) for ack in acks]
 
 
@@ -46,17 +48,27 @@ def run_point(cfg, out_dir):
 
 def capture_row(run_dir):
     """The analyzer on the run's sender capture at the buffer the capture shows (capture.py)."""
+    import numpy as np
+
     from .capture import analyzed_at_kernel_capacity
 
-    a = analyzed_at_kernel_capacity(run_dir).summary
+    entry = analyzed_at_kernel_capacity(run_dir)
+    a, table = entry.summary, entry.rtxq
+    # each row of the RtxQ table holds until the next
+    held = np.diff(table["time_ns"].to_numpy(), append=table["time_ns"].to_numpy()[-1:]) if len(table) else 0
+    rtxq = float((table["rtxq_sack_bytes"].to_numpy() * held).sum()) if len(table) else 0.0
+    sacked = float((table["sacked_bytes"].to_numpy() * held).sum()) if len(table) else 0.0
     return dict(capacity_bytes=a["sndbuf_bytes"], p_over_q_capture=a["p_over_q"], b_over_q_capture=a["b_over_q"],
-                max_rtxq_sack_bytes=a["max_rtxq_sack_bytes"], max_rtxq_whatif_bytes=a["max_rtxq_whatif_bytes"])
+                max_rtxq_sack_bytes=a["max_rtxq_sack_bytes"], max_rtxq_whatif_bytes=a["max_rtxq_whatif_bytes"],
+                sacked_share_pct=sacked / rtxq * 100 if rtxq > 0 else 0.0)
 
 
 def whatif_table(runs):
     """One row per grid point of a SACK-only sweep: throughput (mean, spread), the sender's measured
     b/q, the analyzer's p/q and b/q, the largest RtxQ with SACK and what it would have been had
-    the receiver NR-acked every block it SACKed, and the share that would have been freed."""
+    the receiver NR-acked every block it SACKed, the share of that peak NR-SACKs would have freed
+    (freed_pct) and the time-weighted share of the RtxQ that was SACKed data (sacked_share_pct:
+    what NR-SACKs would have freed on average)."""
     keys = [k for k in sim_sweep.KEYS if k in runs]
     runs = runs.assign(freed_pct=(1 - runs.max_rtxq_whatif_bytes / runs.max_rtxq_sack_bytes) * 100)
     g = runs.groupby(keys)
@@ -70,6 +82,7 @@ def whatif_table(runs):
         "max_rtxq_sack_kb": g.max_rtxq_sack_bytes.mean() / 1e3,
         "max_rtxq_whatif_kb": g.max_rtxq_whatif_bytes.mean() / 1e3,
         "freed_pct": g.freed_pct.mean(),
+        "sacked_share_pct": g.sacked_share_pct.mean(),
     })
     return table.reset_index()
 

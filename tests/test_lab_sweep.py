@@ -57,6 +57,7 @@ def test_linux_tcp_sweep_tables_the_whatif(tmp_path):
     assert (whatif.max_rtxq_whatif_kb <= whatif.max_rtxq_sack_kb).all()
     # no loss, no SACK blocks: nothing to free; under loss the SACKed data held is what NR-SACKs free
     assert whatif.freed_pct[0.0] == 0 and whatif.freed_pct[0.02] > 0
+    assert whatif.sacked_share_pct[0.0] == 0 and 0 < whatif.sacked_share_pct[0.02] < 100
     assert whatif.b_over_q.min() > 0.3 and not (tmp_path / "gain.csv").exists()
 
 
