@@ -30,11 +30,11 @@ def _one(text, name, kind=float):
 
 def _per_path(kw):
     """--loss, --delay, --bandwidth as one (loss, delay, bandwidth) per path: a single value holds for
-    every path; a multipath stack has 2 paths at least."""
+    every path; as many paths as the longest list (linux-mptcp: 2)."""
     lists = {name: _numbers(kw[key], name) for key, name in
              (("loss", "--loss"), ("delay", "--delay"), ("bandwidth", "--bandwidth"))}
     multipath = kw["stack"] in MULTIPATH_STACKS
-    n = max([len(v) for v in lists.values()] + [2 if multipath else 1])
+    n = max([len(v) for v in lists.values()] + [2 if kw["stack"] == "linux-mptcp" else 1])
     for name, values in lists.items():
         if len(values) not in (1, n):
             raise click.BadParameter(f"give one value or one per path ({n} paths)", param_hint=name)

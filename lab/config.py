@@ -2,8 +2,9 @@
 
 from dataclasses import asdict, dataclass
 
-STACKS = ("usrsctp", "linux-tcp", "linux-mptcp")
-MULTIPATH_STACKS = ("linux-mptcp",)  # the stacks that take one --loss/--delay/--bandwidth per path
+STACKS = ("usrsctp", "linux-tcp", "linux-mptcp", "usrsctp-udp")
+# usrsctp-udp: usrsctp multi-homed over UDP encapsulation in namespaces, CMT on with 2+ paths
+MULTIPATH_STACKS = ("linux-mptcp", "usrsctp-udp")  # the stacks that take one --loss/--delay/--bandwidth per path
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from pathlib import Path
 PORT = 5201  # nrsack.lab.runner.PORT_TCP names it in truth.json
 ADDRESSES = ("10.0.0.1", "10.0.0.2")  # the simulator's (nrsack.generator.sim.wire.addresses(0))
 ETH_P_ALL = 0x0003
+UDP_ENCAPS_PORT = 9899  # usrsctp-udp's SCTP over UDP (RFC 6951)
 
 
 def _draw(seed, direction, index):
@@ -49,6 +50,13 @@ def _with_tcp_checksum(frame):
     folded = int.from_bytes(data, "big") % 0xFFFF  # congruent to the sum of the 16-bit words
     tcp[16:18] = struct.pack("!H", (~folded) & 0xFFFF or 0xFFFF)
     return frame[:14 + ihl] + bytes(tcp) + frame[14 + total:]
+
+
+def _without_udp_checksum(frame):
+    """The frame with UDP checksum 0 ("none", RFC 768; the SCTP inside has its own CRC32c): as for
+    TCP, veth leaves the checksum to offload."""
+    offset = 14 + (frame[14] & 0x0F) * 4 + 6
+    return frame[:offset] + b"\0\0" + frame[offset + 2:]
 
 
 def forward(dev_a, dev_b, delay_s, loss, ack_loss, seed, log_path, path=0):
@@ -80,15 +88,15 @@ def forward(dev_a, dev_b, delay_s, loss, ack_loss, seed, log_path, path=0):
             frame, meta = s.recvfrom(65536)
             if meta[2] == socket.PACKET_OUTGOING:  # our own sends on this interface
                 continue
-            is_tcp = len(frame) >= 34 and frame[12:14] == b"\x08\x00" and frame[23] == 6
-            if is_tcp:
+            proto = frame[23] if len(frame) >= 34 and frame[12:14] == b"\x08\x00" else None
+            if proto in (6, 17):  # TCP, or UDP carrying usrsctp's SCTP
                 i = index[d]
                 index[d] += 1
                 rate = loss if d == 0 else ack_loss
                 if rate > 0 and _draw(seed, 2 * path + d, i) < rate:
                     log.append((d, i, time.time()))
                     continue
-                frame = _with_tcp_checksum(frame)
+                frame = _with_tcp_checksum(frame) if proto == 6 else _without_udp_checksum(frame)
             queues[d].append((time.monotonic() + delay_s, frame))
     Path(log_path).write_text(json.dumps({"drops": log, "frames": index}))
 
@@ -233,7 +241,7 @@ def namespace_problem(tools=("ip",)):
 def namespaces_unavailable(stack="linux-tcp"):
     """None when linux-tcp (linux-mptcp) runs can be made here, else why not (one line)."""
     mptcp = stack == "linux-mptcp"
-    problem = namespace_problem(("ip", "tc", "tcpdump") + (("mergecap",) if mptcp else ()))
+    problem = namespace_problem(("ip", "tc", "tcpdump") + (("mergecap",) if stack != "linux-tcp" else ()))
     if problem:
         return f"{stack} {problem}; run as root or use --stack usrsctp"
     switch = Path("/proc/sys/net/mptcp/enabled")
@@ -267,6 +275,10 @@ def run(cfg, out_dir):
     tag = str(os.getpid())
     ns = {k: f"nrlab{k}{tag}" for k in ("s", "m", "r")}
     mptcp = cfg.stack == "linux-mptcp"
+    usrsctp = cfg.stack == "usrsctp-udp"
+    capture_filter = f"udp port {UDP_ENCAPS_PORT}" if usrsctp else f"tcp port {PORT}"
+    # SCTP's INIT lists addresses and extensions past 128 bytes: whole frames, as the AF_CONN lab writes
+    snaplen = "0" if usrsctp else "128"
     paths = cfg.paths()
     procs = []
 
@@ -309,8 +321,8 @@ def run(cfg, out_dir):
             forwarders.append((fwd, drops))
             for name, dev, side in (("s", s_dev, "sender"), ("r", r_dev, "receiver")):
                 pcap = out_dir / (f"{side}.pcap" if len(paths) == 1 else f"{side}-{i}.pcap")
-                d = spawn(name, "tcpdump", "-i", dev, "--immediate-mode", "-s", "128", "-w", str(pcap),
-                          "-U", f"tcp port {PORT}", stderr=subprocess.PIPE)
+                d = spawn(name, "tcpdump", "-i", dev, "--immediate-mode", "-s", snaplen, "-w", str(pcap),
+                          "-U", capture_filter, stderr=subprocess.PIPE)
                 line = d.stderr.readline()
                 if "listening" not in line:
                     raise RuntimeError(f"tcpdump: {line.strip()}")
@@ -323,13 +335,21 @@ def run(cfg, out_dir):
             sh("ip", "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "2", name="r")
             for i in range(1, len(paths)):
                 sh("ip", "mptcp", "endpoint", "add", path_addresses(i)[1], "dev", f"r{i}{tag}", "signal", name="r")
-        receiver = spawn("r", *me, "receive", ADDRESSES[1], *mode, stdout=subprocess.PIPE)
+        if usrsctp:
+            (out_dir / "config.json").write_text(json.dumps(cfg.as_dict()))
+            ends = [sys.executable, "-m", "nrsack.lab.usrsctp_udp"]
+            receive_cmd = [*ends, "receive", str(out_dir / "config.json"), str(out_dir)]
+            send_cmd = [*ends, "send", str(out_dir / "config.json"), str(out_dir)]
+        else:
+            receive_cmd = [*me, "receive", ADDRESSES[1], *mode]
+            send_cmd = [*me, "send", ADDRESSES[1], str(cfg.bytes), str(cfg.sndbuf), str(cfg.message),
+                        str(out_dir / "sender.json"), str(cfg.timeout_s), *mode]
+        receiver = spawn("r", *receive_cmd, stdout=subprocess.PIPE)
         assert receiver.stdout.readline().strip() == "ready"
-        sender = subprocess.run(["ip", "netns", "exec", ns["s"], *me, "send", ADDRESSES[1], str(cfg.bytes),
-                                 str(cfg.sndbuf), str(cfg.message), str(out_dir / "sender.json"), str(cfg.timeout_s),
-                                 *mode], capture_output=True, text=True, timeout=cfg.timeout_s + 30)
+        sender = subprocess.run(["ip", "netns", "exec", ns["s"], *send_cmd], capture_output=True, text=True,
+                                timeout=cfg.timeout_s + 30)
         if sender.returncode != 0:
-            raise RuntimeError(f"the TCP sender failed: {sender.stderr.strip()[-300:]}")
+            raise RuntimeError(f"the sender failed: {sender.stderr.strip()[-300:]}")
         receiver.wait(timeout=30)
         time.sleep(0.2)
         for d in dumps:

@@ -27,7 +27,7 @@ def run_config(cfg, out_dir):
         except (RuntimeError, ImportError) as e:
             raise LabError(str(e))
         return LabTruth(cfg, result, out_dir).write()
-    if cfg.stack in ("linux-tcp", "linux-mptcp"):
+    if cfg.stack in ("linux-tcp", "linux-mptcp", "usrsctp-udp"):
         from . import linux_tcp
 
         reason = linux_tcp.namespaces_unavailable(cfg.stack)
@@ -37,6 +37,10 @@ def run_config(cfg, out_dir):
             measured = linux_tcp.run(cfg, out_dir)
         except (RuntimeError, OSError, subprocess.SubprocessError, AssertionError) as e:
             raise LabError(f"the {cfg.stack} run failed: {e}")
+        if cfg.stack == "usrsctp-udp":
+            from .usrsctp_udp import summary
+
+            return summary(cfg, measured, out_dir)
         return tcp_summary(cfg, measured, out_dir)
     raise LabError(f"stack {cfg.stack} is not available in this build")
 
@@ -75,6 +79,17 @@ def _connection_samples(cfg, m, out_dir):
     return conn.time_s, conn.notsent_bytes, mss
 
 
+def path_counters(logs):
+    """Frames and drops per direction from the forwarders' logs, summed; per path too when 2+."""
+    paths = [{"packets_forward": log["frames"][0], "packets_reverse": log["frames"][1],
+              "lost_forward": sum(1 for d in log["drops"] if d[0] == 0),
+              "lost_reverse": sum(1 for d in log["drops"] if d[0] == 1)} for log in logs]
+    counters = {key: sum(path[key] for path in paths) for key in paths[0]}
+    if len(paths) > 1:
+        counters["paths"] = paths
+    return counters
+
+
 def tcp_summary(cfg, m, out_dir):
     """truth.json of a Linux TCP / MPTCP run: q from the first write to the kernel's last ack (TCP_INFO
     unacked 0; MPTCP: the data level's snd_una at write_seq), b the sender's measured waits for buffer
@@ -96,10 +111,7 @@ def tcp_summary(cfg, m, out_dir):
     b_unsent = time_where(times, notsent >= mss, np.maximum(waits[:, 0], start), np.minimum(waits[:, 1], end))
     pd.DataFrame(m["waits"], columns=["start_s", "end_s"]).to_csv(out_dir / "truth_blocking.csv", index=False,
                                                                   float_format="%.6f")
-    paths = [{"packets_forward": log["frames"][0], "packets_reverse": log["frames"][1],
-              "lost_forward": sum(1 for d in log["drops"] if d[0] == 0),
-              "lost_reverse": sum(1 for d in log["drops"] if d[0] == 1)} for log in m["paths"]]
-    counters = {key: sum(path[key] for path in paths) for key in paths[0]}
+    counters = path_counters(m["paths"])
     mptcp = cfg.stack == "linux-mptcp"
     summary = {"id": f"10.0.0.1 -> 10.0.0.2:{PORT_TCP}", "protocol": "mptcp" if mptcp else "tcp",
                "src": "10.0.0.1", "dst": f"10.0.0.2:{PORT_TCP}", "nr_sack": False, "data_bytes": cfg.bytes,
@@ -111,7 +123,5 @@ def tcp_summary(cfg, m, out_dir):
                "truth_source": "sender process and " + ("MPTCP_INFO, MPTCP_TCPINFO" if mptcp else "TCP_INFO"),
                "counters": {"bytes_sent": m["sent"], **counters},
                "parameters": cfg.as_dict()}
-    if len(paths) > 1:
-        summary["counters"]["paths"] = paths
     (out_dir / "truth.json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary

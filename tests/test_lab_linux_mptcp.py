@@ -8,24 +8,19 @@ from click.testing import CliRunner
 
 from nrsack.cli import main
 from nrsack.lab.capture import analyzed_at_kernel_capacity, sender_entry
-from nrsack.lab.linux_tcp import namespaces_unavailable
 from support import tshark
-from support.lab import lab_run
+from support.lab import lab_run, root_lab_run
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 # two paths that differ in delay and bandwidth; writes of one segment as for linux-tcp
-ARGS = ["--stack", "linux-mptcp", "--message", "1448", "--sndbuf", "65536", "--loss", "0.01",
+ARGS = ["--message", "1448", "--sndbuf", "65536", "--loss", "0.01",
         "--delay", "10,20", "--bandwidth", "20,10", "--seed", "2", "--timeout", "60", "--bytes", "2000000"]
 
 
 @pytest.fixture(scope="module")
 def mptcp_run(tmp_path_factory):
-    reason = namespaces_unavailable("linux-mptcp")
-    if reason:
-        pytest.skip(reason)
-    out = tmp_path_factory.mktemp("labmptcp")
-    return out, lab_run(out, *ARGS)
+    return root_lab_run(tmp_path_factory, "linux-mptcp", ARGS)
 
 
 def test_both_subflows_carry_data_on_their_own_paths(mptcp_run, nrsack_c_plugin):
@@ -117,7 +112,7 @@ def test_tshark_reads_without_malformed_or_error_marks(mptcp_run, nrsack_c_plugi
 
 def test_same_seed_same_drops_on_each_path(mptcp_run, tmp_path):
     out, _ = mptcp_run
-    lab_run(tmp_path, *ARGS)
+    lab_run(tmp_path, "--stack", "linux-mptcp", *ARGS)
     for i in (0, 1):
         first, again = (json.loads((d / f"drops-{i}.json").read_text()) for d in (out, tmp_path))
         n = min(first["frames"][0], again["frames"][0])
