@@ -118,8 +118,8 @@ def run(out_dir, **kw):
 
 
 @lab.command()
-@click.option("--stack", type=click.Choice(STACKS), default="usrsctp", show_default=True,
-              help="usrsctp pairs SACK and NR-SACK runs; linux-tcp and linux-mptcp (root; 2 paths alike) run "
+@click.option("--stack", type=click.Choice(["usrsctp", "linux-tcp", "linux-mptcp"]), default="usrsctp",
+              show_default=True, help="usrsctp pairs SACK and NR-SACK runs; linux-tcp and linux-mptcp (root; 2 paths alike) run "
                    "SACK, one run at a time, and table the analyzer's what-if (Linux has no NR-SACK)")
 @click.option("--sndbuf", "sndbufs", default="8192,32768,65536", show_default=True)
 @click.option("--loss", "losses", default="0,0.01,0.02", show_default=True)
