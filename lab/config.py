@@ -46,6 +46,8 @@ class LabConfig:
             problems.append(f"{self.stack} runs over one path: give one --loss, --delay and --bandwidth")
         if self.stack == "linux-mptcp" and len(self.more_paths) != 1:
             problems.append("linux-mptcp runs 2 subflows over 2 paths: give one or two values per path option")
+        if self.stack == "usrsctp-udp" and len(self.more_paths) > 7:
+            problems.append("usrsctp-udp runs over 1 to 8 paths")
         if self.loss_model not in ("bernoulli", "gilbert"):
             problems.append("loss model must be bernoulli or gilbert")
         for name in ("sndbuf", "rcvbuf", "bytes", "message", "queue"):

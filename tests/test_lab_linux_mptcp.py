@@ -126,6 +126,8 @@ def test_same_seed_same_drops_on_each_path(mptcp_run, tmp_path):
     (["--ack", "nrsack"], "no NR-SACK"),
     (["--stack", "linux-tcp", "--delay", "10,20"], "one path"),
     (["--loss", "0.01,1.5"], "loss"),
+    (["--stack", "usrsctp-udp", "--delay", ",".join(["10"] * 9)], "1 to 8 paths"),
+    (["--stack", "usrsctp", "--bandwidth", "20,10"], "one path"),
 ])
 def test_bad_path_lists_are_usage_errors(tmp_path, args, message):
     base = ["lab", "run", "--stack", "linux-mptcp"]
