@@ -27,7 +27,8 @@ setup(
         ),
         Extension(
             "nrsack.lab._usrsctp_lab",
-            sources=["lab/_usrsctp_lab.c"],
+            sources=["lab/_usrsctp_lab.c", "lab/_usrsctp_udp.c"],
+            depends=["lab/_usrsctp_send.h"],
             libraries=["usrsctp", "pthread", "m"],
             extra_compile_args=COMPILE_ARGS,
         ),

@@ -70,6 +70,15 @@ def capture_paths(paths):
     return found
 
 
+RUN_TRUTH = "truth.json"  # beside the captures of a run folder (`nrsack lab run`, `generate`)
+
+
+def capture_label(path):
+    """A run folder's captures are all sender.pcap / receiver.pcap: labelled with the folder's name."""
+    path = Path(path)
+    return f"{path.parent.name}/{path.name}" if (path.parent / RUN_TRUTH).is_file() else path.name
+
+
 def sweep_dirs(paths):
     return [Path(p) for p in paths if (Path(p) / SWEEP_TABLE).is_file()]
 
@@ -94,7 +103,7 @@ class Library:
         # only sweep folders given: the samples still give the capture views something to show
         sources = [p for p in paths or [] if Path(p) not in self.sweeps.values()] or [SAMPLES_DIR]
         for path in capture_paths(sources):
-            self.add(path.name, str(path))
+            self.add(capture_label(path), str(path))
         self._findings = {}
 
     def add(self, name, path, uploaded=False) -> Capture:

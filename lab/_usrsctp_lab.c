@@ -32,6 +32,8 @@
 #include <time.h>
 #include <usrsctp.h>
 
+#include "_usrsctp_send.h"
+
 /* not in Debian's usrsctp.h (usrsctplib/netinet/sctp.h, sctp_uio.h) */
 #ifndef SCTP_GET_SNDBUF_USE
 #define SCTP_GET_SNDBUF_USE 0x00001101
@@ -563,14 +565,13 @@ static int send_all(struct socket *s, int64_t deadline)
             pthread_mutex_unlock(&L.lock);
             continue;
         }
-        if (errno != EWOULDBLOCK && errno != EAGAIN) {
+        int refused = after_refused_write(t, deadline, &blocked_since);
+        if (refused < 0) {
             free(payload);
             return fail("usrsctp_sendv: %s", strerror(errno));
         }
-        if (t > deadline)
+        if (refused == 0)
             break;
-        if (blocked_since < 0)
-            blocked_since = t;
         wait_for_event(seen);
     }
     if (blocked_since >= 0) /* timed out while blocked: the wait so far counts */

@@ -6,20 +6,42 @@ from pathlib import Path
 
 import click
 
-from .config import STACKS
+from .config import MULTIPATH_STACKS, STACKS
 
 
-def _one(text, name, kind=float):
-    """One value of a list option (the lab's path is a single link; a list is a sweep's job)."""
+def _numbers(text, name, kind=float):
     parts = [x for x in str(text).split(",") if x.strip()]
     try:
         values = [kind(float(x)) for x in parts]
     except ValueError:
         raise click.BadParameter(f"expected a number, got {text!r}", param_hint=name)
+    if not values:
+        raise click.BadParameter("expected a number", param_hint=name)
+    return values
+
+
+def _one(text, name, kind=float):
+    """One value of a list option (a list is a sweep's job)."""
+    values = _numbers(text, name, kind)
     if len(values) != 1:
-        raise click.BadParameter("one path: give exactly one value (CMT with 2+ paths is not built)",
-                                 param_hint=name)
+        raise click.BadParameter("give exactly one value", param_hint=name)
     return values[0]
+
+
+def _per_path(kw):
+    """--loss, --delay, --bandwidth as one (loss, delay, bandwidth) per path: a single value holds for
+    every path; as many paths as the longest list (linux-mptcp: 2)."""
+    lists = {name: _numbers(kw[key], name) for key, name in
+             (("loss", "--loss"), ("delay", "--delay"), ("bandwidth", "--bandwidth"))}
+    multipath = kw["stack"] in MULTIPATH_STACKS
+    n = max([len(v) for v in lists.values()] + [2 if kw["stack"] == "linux-mptcp" else 1])
+    for name, values in lists.items():
+        if len(values) not in (1, n):
+            raise click.BadParameter(f"give one value or one per path ({n} paths)", param_hint=name)
+        if len(values) > 1 and not multipath:
+            raise click.BadParameter(f"{kw['stack']} runs over one path: give exactly one value",
+                                     param_hint=name)
+    return list(zip(*(values * (n // len(values)) for values in lists.values())))
 
 
 def run_options(f):
@@ -29,7 +51,7 @@ def run_options(f):
         click.option("--sndbuf", type=click.IntRange(1, 1 << 30), default=32768, show_default=True,
                      help="the sender's send buffer, bytes (SO_SNDBUF)"),
         click.option("--rcvbuf", type=click.IntRange(1, 1 << 30), default=1 << 20, show_default=True),
-        click.option("--loss", default="0.01", show_default=True, help="forward loss rate"),
+        click.option("--loss", default="0.01", show_default=True, help="forward loss rate (linux-mptcp: one per path, comma-separated)"),
         click.option("--ack-loss", type=float, default=0.0, show_default=True, help="loss rate of the ack path"),
         click.option("--loss-model", type=click.Choice(["bernoulli", "gilbert"]), default="bernoulli",
                      show_default=True),
@@ -56,18 +78,18 @@ def run_options(f):
 
 @click.group()
 def lab():
-    """Real stacks (usrsctp, Linux TCP) over an emulated path, NR-SACK on and off."""
+    """Real stacks (usrsctp, Linux TCP and MPTCP) over emulated paths, NR-SACK on and off."""
 
 
 def config_from(kw):
     from .config import LabConfig
 
+    (loss, delay, bandwidth), *more_paths = _per_path(kw)
     try:
         return LabConfig(stack=kw["stack"], ack=kw["ack"], sndbuf=kw["sndbuf"], rcvbuf=kw["rcvbuf"],
-                         bytes=kw["nbytes"], message=kw["message"], loss=_one(kw["loss"], "--loss"),
+                         bytes=kw["nbytes"], message=kw["message"], loss=loss,
                          ack_loss=kw["ack_loss"], loss_model=kw["loss_model"], burst=kw["burst"],
-                         delay_ms=_one(kw["delay"], "--delay"),
-                         bandwidth_mbps=_one(kw["bandwidth"], "--bandwidth"), queue=kw["queue"],
+                         delay_ms=delay, bandwidth_mbps=bandwidth, more_paths=tuple(more_paths), queue=kw["queue"],
                          seed=kw["seed"], unordered=kw["unordered"], timeout_s=kw["timeout"],
                          rto_min_ms=kw["rto_min"], sack_delay_ms=kw["sack_delay"], drain=kw["drain"])
     except ValueError as e:
@@ -96,13 +118,16 @@ def run(out_dir, **kw):
 
 
 @lab.command()
-@click.option("--stack", type=click.Choice(["usrsctp"]), default="usrsctp", show_default=True,
-              help="pairs SACK and NR-SACK runs: usrsctp only (Linux has no NR-SACK)")
+@click.option("--stack", type=click.Choice(["usrsctp", "linux-tcp", "linux-mptcp"]), default="usrsctp",
+              show_default=True, help="usrsctp pairs SACK and NR-SACK runs; linux-tcp and linux-mptcp (root; 2 paths alike) run "
+                   "SACK, one run at a time, and table the analyzer's what-if (Linux has no NR-SACK)")
 @click.option("--sndbuf", "sndbufs", default="8192,32768,65536", show_default=True)
 @click.option("--loss", "losses", default="0,0.01,0.02", show_default=True)
 @click.option("--delay", type=float, default=45.0, show_default=True, help="one-way, ms")
 @click.option("--bandwidth", type=float, default=100.0, show_default=True, help="Mbit/s")
 @click.option("--bytes", "nbytes", type=click.IntRange(min=1), default=1_000_000, show_default=True)
+@click.option("--message", type=click.IntRange(1, 65000), default=None,
+              help="bytes per write [default: 1000; linux-tcp 1448, one segment]")
 @click.option("--seeds", type=click.IntRange(min=1), default=2, show_default=True)
 @click.option("--drain/--no-drain", default=True, show_default=True)
 @click.option("--rto-min", type=click.IntRange(min=0), default=0, help="ms; 0: the stack's default")
@@ -112,10 +137,11 @@ def run(out_dir, **kw):
 @click.option("--scheduler", default=None, help="address of a Dask scheduler (default: local cluster)")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="local cluster workers")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
-def sweep(stack, sndbufs, losses, delay, bandwidth, nbytes, seeds, drain, rto_min, timeout, threshold,
+def sweep(stack, sndbufs, losses, delay, bandwidth, nbytes, message, seeds, drain, rto_min, timeout, threshold,
           scheduler, workers, out_dir):
     """Loss x send buffer for SACK and NR-SACK on a real stack; writes runs.csv, gain.csv and
-    regions.csv as `nrsack generate sweep` does, and every run's files under runs/."""
+    regions.csv as `nrsack generate sweep` does, and every run's files under runs/. linux-tcp:
+    runs.csv and whatif.csv (what NR-SACKs would have freed, from the analyzer)."""
     from rich.progress import Progress
 
     from nrsack.generator.sim import sweep as sim_sweep
@@ -123,13 +149,23 @@ def sweep(stack, sndbufs, losses, delay, bandwidth, nbytes, seeds, drain, rto_mi
     from . import sweep as sw
     from .config import LabConfig
 
+    paired = stack in sw.PAIRED_STACKS
+    if not paired and scheduler:
+        raise click.UsageError(f"{stack} runs one at a time on this machine (root, namespaces): no --scheduler")
     try:
         base = LabConfig(stack=stack, delay_ms=delay, bandwidth_mbps=bandwidth, bytes=nbytes, drain=drain,
-                         rto_min_ms=rto_min, timeout_s=timeout)
+                         rto_min_ms=rto_min, timeout_s=timeout, message=message or (1000 if paired else 1448),
+                         more_paths=((0.0, delay, bandwidth),) if stack in MULTIPATH_STACKS else ())
         configs = sw.grid(base, [int(_one(b, "--sndbuf")) for b in sndbufs.split(",") if b.strip()],
                           [_one(x, "--loss") for x in losses.split(",") if x.strip()], seeds)
     except ValueError as e:  # grid() builds every config: a bad one fails here, not in a worker
         raise click.UsageError(str(e))
+    if not paired:
+        from .linux_tcp import namespaces_unavailable
+
+        reason = namespaces_unavailable(stack)
+        if reason:
+            raise click.ClickException(reason)
     out_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     with Progress(transient=True) as bar:
@@ -137,10 +173,14 @@ def sweep(stack, sndbufs, losses, delay, bandwidth, nbytes, seeds, drain, rto_mi
         runs = sw.run(configs, out_dir, scheduler=scheduler, workers=workers,
                       progress=lambda: bar.advance(task))
     runs = runs.sort_values(["sndbuf", "loss", "seed", "ack"]).reset_index(drop=True)
-    gain = sim_sweep.gain_table(runs)
-    tables = {"runs": runs, "gain": gain, "regions": sim_sweep.regions_of_gain(gain, threshold)}
+    if paired:
+        gain = sim_sweep.gain_table(runs)
+        tables = {"runs": runs, "gain": gain, "regions": sim_sweep.regions_of_gain(gain, threshold)}
+    else:
+        tables = {"runs": runs, "whatif": sw.whatif_table(runs)}
     for name, frame in tables.items():
         frame.to_csv(out_dir / f"{name}.csv", index=False, float_format="%.6g")
-    click.echo(gain.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    click.echo(f"\nregions of gain (>= {threshold} %):\n{tables['regions'].to_string(index=False)}")
+    click.echo(tables["gain" if paired else "whatif"].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if paired:
+        click.echo(f"\nregions of gain (>= {threshold} %):\n{tables['regions'].to_string(index=False)}")
     click.echo(f"\n{len(configs)} runs in {time.perf_counter() - t0:.1f} s")

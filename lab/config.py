@@ -2,7 +2,9 @@
 
 from dataclasses import asdict, dataclass
 
-STACKS = ("usrsctp", "linux-tcp")
+STACKS = ("usrsctp", "linux-tcp", "linux-mptcp", "usrsctp-udp")
+# usrsctp-udp: usrsctp multi-homed over UDP encapsulation in namespaces, CMT on with 2+ paths
+MULTIPATH_STACKS = ("linux-mptcp", "usrsctp-udp")  # the stacks that take one --loss/--delay/--bandwidth per path
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,8 @@ class LabConfig:
     # usrsctp's sctp_do_drain (on by default): a receiver that may renege reports ordered data held
     # behind a gap in R blocks only; with drain off it NR-acks everything it holds
     drain: bool = True
+    # paths after the first, each (loss, delay_ms, bandwidth_mbps); the first is loss/delay_ms/bandwidth_mbps
+    more_paths: tuple = ()
 
     def __post_init__(self):
         problems = []
@@ -35,9 +39,15 @@ class LabConfig:
             problems.append(f"stack must be one of {', '.join(STACKS)}")
         if self.ack not in ("sack", "nrsack"):
             problems.append("ack must be sack or nrsack")
-        if self.stack == "linux-tcp" and self.ack == "nrsack":
-            problems.append("linux-tcp has no NR-SACK: use --ack sack (the analyzer's what-if shows "
+        if self.stack in ("linux-tcp", "linux-mptcp") and self.ack == "nrsack":
+            problems.append(f"{self.stack} has no NR-SACK: use --ack sack (the analyzer's what-if shows "
                             "what NR-SACKs would have freed)")
+        if self.more_paths and self.stack not in MULTIPATH_STACKS:
+            problems.append(f"{self.stack} runs over one path: give one --loss, --delay and --bandwidth")
+        if self.stack == "linux-mptcp" and len(self.more_paths) != 1:
+            problems.append("linux-mptcp runs 2 subflows over 2 paths: give one or two values per path option")
+        if self.stack == "usrsctp-udp" and len(self.more_paths) > 7:
+            problems.append("usrsctp-udp runs over 1 to 8 paths")
         if self.loss_model not in ("bernoulli", "gilbert"):
             problems.append("loss model must be bernoulli or gilbert")
         for name in ("sndbuf", "rcvbuf", "bytes", "message", "queue"):
@@ -49,14 +59,15 @@ class LabConfig:
             problems.append("message must be at most 65000 bytes")
         if self.queue > 100000:
             problems.append("queue must be at most 100000 packets")
-        for name in ("loss", "ack_loss"):
-            if not 0 <= getattr(self, name) < 1:
+        losses = [p[0] for p in self.paths()] + [self.ack_loss]
+        for name, value in zip(["loss"] * (len(losses) - 1) + ["ack_loss"], losses):
+            if not 0 <= value < 1:
                 problems.append(f"{name} must be in [0, 1)")
         if self.burst < 1:
             problems.append("burst must be at least 1 packet")
-        if not 0 <= self.delay_ms <= 10_000:
+        if not all(0 <= p[1] <= 10_000 for p in self.paths()):
             problems.append("delay must be in [0, 10000] ms")
-        if not 0 < self.bandwidth_mbps <= 100_000:
+        if not all(0 < p[2] <= 100_000 for p in self.paths()):
             problems.append("bandwidth must be in (0, 100000] Mbit/s")
         if not 0 <= self.seed < 2**63:
             problems.append("seed must be in [0, 2^63)")
@@ -65,7 +76,11 @@ class LabConfig:
         if self.rto_min_ms < 0 or self.sack_delay_ms < 0:
             problems.append("rto-min and sack-delay must not be negative")
         if problems:
-            raise ValueError("; ".join(problems))
+            raise ValueError("; ".join(dict.fromkeys(problems)))
+
+    def paths(self):
+        """Every path's (loss, delay_ms, bandwidth_mbps), the first path first."""
+        return [(self.loss, self.delay_ms, self.bandwidth_mbps), *self.more_paths]
 
     def as_dict(self):
         return asdict(self)

@@ -28,6 +28,7 @@ from pathlib import Path
 PORT = 5201  # nrsack.lab.runner.PORT_TCP names it in truth.json
 ADDRESSES = ("10.0.0.1", "10.0.0.2")  # the simulator's (nrsack.generator.sim.wire.addresses(0))
 ETH_P_ALL = 0x0003
+UDP_ENCAPS_PORT = 9899  # usrsctp-udp's SCTP over UDP (RFC 6951)
 
 
 def _draw(seed, direction, index):
@@ -51,9 +52,16 @@ def _with_tcp_checksum(frame):
     return frame[:14 + ihl] + bytes(tcp) + frame[14 + total:]
 
 
-def forward(dev_a, dev_b, delay_s, loss, ack_loss, seed, log_path):
+def _without_udp_checksum(frame):
+    """The frame with UDP checksum 0 ("none", RFC 768; the SCTP inside has its own CRC32c): as for
+    TCP, veth leaves the checksum to offload."""
+    offset = 14 + (frame[14] & 0x0F) * 4 + 6
+    return frame[:offset] + b"\0\0" + frame[offset + 2:]
+
+
+def forward(dev_a, dev_b, delay_s, loss, ack_loss, seed, log_path, path=0):
     """Frames a -> b (towards the receiver) and b -> a, each after `delay_s`, TCP frames dropped as
-    drawn; runs until SIGTERM, then writes its drop log."""
+    drawn (path p draws as directions 2p, 2p + 1); runs until SIGTERM, then writes its drop log."""
     socks = []
     for dev in (dev_a, dev_b):
         s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
@@ -80,23 +88,73 @@ def forward(dev_a, dev_b, delay_s, loss, ack_loss, seed, log_path):
             frame, meta = s.recvfrom(65536)
             if meta[2] == socket.PACKET_OUTGOING:  # our own sends on this interface
                 continue
-            is_tcp = len(frame) >= 34 and frame[12:14] == b"\x08\x00" and frame[23] == 6
-            if is_tcp:
+            proto = frame[23] if len(frame) >= 34 and frame[12:14] == b"\x08\x00" else None
+            if proto in (6, 17):  # TCP, or UDP carrying usrsctp's SCTP
                 i = index[d]
                 index[d] += 1
                 rate = loss if d == 0 else ack_loss
-                if rate > 0 and _draw(seed, d, i) < rate:
+                if rate > 0 and _draw(seed, 2 * path + d, i) < rate:
                     log.append((d, i, time.time()))
                     continue
-                frame = _with_tcp_checksum(frame)
+                frame = _with_tcp_checksum(frame) if proto == 6 else _without_udp_checksum(frame)
             queues[d].append((time.monotonic() + delay_s, frame))
     Path(log_path).write_text(json.dumps({"drops": log, "frames": index}))
 
 
-def receive(host):
-    srv = socket.socket()
+IPPROTO_MPTCP = 262
+SOL_MPTCP = 284
+MPTCP_INFO, MPTCP_TCPINFO = 1, 2
+TCP_INFO_SIZE = 232
+
+
+def _stream_socket(mptcp):
+    return socket.socket(socket.AF_INET, socket.SOCK_STREAM, IPPROTO_MPTCP if mptcp else 0)
+
+
+def _tcp_info(raw):
+    """unacked, sacked, lost, retrans, snd_mss, snd_cwnd, notsent_bytes of one struct tcp_info."""
+    f = struct.unpack_from("8x19I", raw)
+    return f[4], f[5], f[6], f[7], f[2], f[18], struct.unpack_from("I", raw, 144)[0]
+
+
+def mptcp_info(s):
+    """The connection level (struct mptcp_info, as far as this kernel fills it): subflows, the
+    data sequence written and acked, bytes sent and retransmitted (0 where the kernel is older)."""
+    raw = s.getsockopt(SOL_MPTCP, MPTCP_INFO, 96)
+    raw = raw + bytes(96 - len(raw))
+    subflows = raw[0]
+    write_seq, snd_una = struct.unpack_from("QQ", raw, 16)
+    retransmits, bytes_retrans, bytes_sent, bytes_acked = (struct.unpack_from("I", raw, 44)[0],
+                                                           *struct.unpack_from("QQ8xQ", raw, 48))
+    return subflows, write_seq, snd_una, retransmits, bytes_retrans, bytes_sent, bytes_acked
+
+
+def _getsockopt_in(s, level, name, buffer):
+    """getsockopt with a buffer the kernel reads first (Python's getsockopt passes zeros)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf = ctypes.create_string_buffer(buffer, len(buffer))
+    size = ctypes.c_uint32(len(buffer))
+    if libc.getsockopt(s.fileno(), level, name, buf, ctypes.byref(size)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return buf.raw[:size.value]
+
+
+def subflow_infos(s, most=4):
+    """TCP_INFO of every subflow (MPTCP_TCPINFO: a struct mptcp_subflow_data header, then the array)."""
+    header = struct.pack("IIII", 16, 0, 0, TCP_INFO_SIZE)
+    raw = _getsockopt_in(s, SOL_MPTCP, MPTCP_TCPINFO, header + bytes(most * TCP_INFO_SIZE))
+    _, count, _, size = struct.unpack_from("IIII", raw)
+    return [_tcp_info(raw[16 + i * size:16 + (i + 1) * size]) for i in range(min(count, most))]
+
+
+def receive(host, mptcp=False):
+    srv = _stream_socket(mptcp)
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind((host, PORT))
+    # MPTCP: the joins to an announced address arrive at this listener, so it listens on every address
+    srv.bind(("" if mptcp else host, PORT))
     srv.listen(1)
     print("ready", flush=True)
     conn, _ = srv.accept()
@@ -109,19 +167,27 @@ def receive(host):
     print(f"received {total}", flush=True)
 
 
-def send(host, total, sndbuf, message, out, timeout_s):
-    s = socket.socket()
+def send(host, total, sndbuf, message, out, timeout_s, mptcp=False):
+    s = _stream_socket(mptcp)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
     s.connect((host, PORT))
     s.setblocking(False)
-    samples, stop = [], threading.Event()
+    samples, subflow_samples, stop = [], [], threading.Event()
+
+    def unacked():
+        if mptcp:  # the data level: written and not yet data-acked
+            _, write_seq, snd_una, *_ = mptcp_info(s)
+            return write_seq - snd_una
+        return _tcp_info(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_SIZE))[0]
 
     def sample():
         while not stop.is_set():
-            raw = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 232)
-            f = struct.unpack_from("8x19I", raw)
-            # unacked, sacked, lost, retrans, snd_mss, snd_cwnd, notsent_bytes (offset 144)
-            samples.append((time.time(), f[4], f[5], f[6], f[7], f[2], f[18], struct.unpack_from("I", raw, 144)[0]))
+            now = time.time()
+            if mptcp:
+                samples.append((now, *mptcp_info(s)))
+                subflow_samples.extend((now, i, *info) for i, info in enumerate(subflow_infos(s)))
+            else:
+                samples.append((now, *_tcp_info(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_SIZE))))
             time.sleep(0.001)
 
     threading.Thread(target=sample, daemon=True).start()
@@ -145,8 +211,7 @@ def send(host, total, sndbuf, message, out, timeout_s):
             waits.append((t0, time.time()))
     done = None
     while time.time() < deadline:  # until the kernel has every byte acked
-        raw = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
-        if struct.unpack_from("8x19I", raw)[4] == 0:
+        if unacked() == 0:
             done = time.time()
             break
         time.sleep(0.0002)
@@ -154,7 +219,7 @@ def send(host, total, sndbuf, message, out, timeout_s):
     time.sleep(0.01)
     s.close()
     Path(out).write_text(json.dumps({"start": start, "done": done, "sent": sent, "waits": waits,
-                                     "samples": samples}))
+                                     "samples": samples, "subflow_samples": subflow_samples}))
 
 
 def namespace_problem(tools=("ip",)):
@@ -173,10 +238,16 @@ def namespace_problem(tools=("ip",)):
     return None
 
 
-def namespaces_unavailable():
-    """None when linux-tcp runs can be made here, else why not (one line)."""
-    problem = namespace_problem(("ip", "tc", "tcpdump"))
-    return problem and f"linux-tcp {problem}; run as root or use --stack usrsctp"
+def namespaces_unavailable(stack="linux-tcp"):
+    """None when linux-tcp (linux-mptcp) runs can be made here, else why not (one line)."""
+    mptcp = stack == "linux-mptcp"
+    problem = namespace_problem(("ip", "tc", "tcpdump") + (("mergecap",) if stack != "linux-tcp" else ()))
+    if problem:
+        return f"{stack} {problem}; run as root or use --stack usrsctp"
+    switch = Path("/proc/sys/net/mptcp/enabled")
+    if mptcp and not (switch.exists() and switch.read_text().strip() == "1"):
+        return "linux-mptcp needs a kernel with MPTCP enabled (sysctl net.mptcp.enabled=1)"
+    return None
 
 
 def remove_stale_namespaces():
@@ -189,13 +260,26 @@ def remove_stale_namespaces():
             subprocess.run(["ip", "netns", "del", name], capture_output=True)
 
 
+def path_addresses(i):
+    """Path i's sender and receiver addresses: 10.0.i.1 and 10.0.i.2 (path 0 the simulator's)."""
+    return f"10.0.{i}.1", f"10.0.{i}.2"
+
+
 def run(cfg, out_dir):
-    """One transfer; returns the sender's measurements and the forwarder's drop log."""
+    """One transfer; returns the sender's measurements and the forwarders' drop logs (one per path).
+    Path i is a veth pair sender - middle and one middle - receiver, its own forwarder, tbf and
+    subnet; linux-mptcp opens its second subflow on path 1 when the receiver announces it."""
     out_dir = Path(out_dir).resolve()
     os.chmod(out_dir, 0o777)  # tcpdump drops to its own user before writing
     remove_stale_namespaces()
     tag = str(os.getpid())
     ns = {k: f"nrlab{k}{tag}" for k in ("s", "m", "r")}
+    mptcp = cfg.stack == "linux-mptcp"
+    usrsctp = cfg.stack == "usrsctp-udp"
+    capture_filter = f"udp port {UDP_ENCAPS_PORT}" if usrsctp else f"tcp port {PORT}"
+    # SCTP's INIT lists addresses and extensions past 128 bytes: whole frames, as the AF_CONN lab writes
+    snaplen = "0" if usrsctp else "128"
+    paths = cfg.paths()
     procs = []
 
     def sh(*cmd, name=None):
@@ -209,48 +293,81 @@ def run(cfg, out_dir):
 
     previous = signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))  # a killed run still cleans up
     me = [sys.executable, "-m", "nrsack.lab.linux_tcp"]
+    mode = ["mptcp"] if mptcp else []
     try:
         for name in ns.values():
             sh("ip", "netns", "add", name)
-        sh("ip", "link", "add", f"s{tag}", "netns", ns["s"], "type", "veth", "peer", "name", f"ms{tag}", "netns", ns["m"])
-        sh("ip", "link", "add", f"r{tag}", "netns", ns["r"], "type", "veth", "peer", "name", f"mr{tag}", "netns", ns["m"])
-        sh("ip", "addr", "add", f"{ADDRESSES[0]}/24", "dev", f"s{tag}", name="s")
-        sh("ip", "addr", "add", f"{ADDRESSES[1]}/24", "dev", f"r{tag}", name="r")
-        for name, dev in (("s", f"s{tag}"), ("m", f"ms{tag}"), ("m", f"mr{tag}"), ("r", f"r{tag}")):
-            sh("ip", "link", "set", dev, "up", name=name)
+        for name in ns:
             sh("ip", "link", "set", "lo", "up", name=name)
-        sh("ip", "link", "set", f"s{tag}", "gso_max_segs", "1", name="s")
-        rate = f"{cfg.bandwidth_mbps}mbit"
-        limit = str(max(cfg.queue, 2) * 1514)
-        for dev in (f"ms{tag}", f"mr{tag}"):
-            sh("tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", "16kb", "limit", limit, name="m")
-        fwd = spawn("m", *me, "forward", f"ms{tag}", f"mr{tag}", str(cfg.delay_ms / 1e3), str(cfg.loss),
-                    str(cfg.ack_loss), str(cfg.seed), str(out_dir / "drops.json"), stdout=subprocess.PIPE)
-        assert fwd.stdout.readline().strip() == "forwarding"
-        dumps = []
-        for name, dev, pcap in (("s", f"s{tag}", "sender.pcap"), ("r", f"r{tag}", "receiver.pcap")):
-            d = spawn(name, "tcpdump", "-i", dev, "--immediate-mode", "-s", "128", "-w", str(out_dir / pcap),
-                      "-U", f"tcp port {PORT}", stderr=subprocess.PIPE)
-            line = d.stderr.readline()
-            if "listening" not in line:
-                raise RuntimeError(f"tcpdump: {line.strip()}")
-            dumps.append(d)
-        receiver = spawn("r", *me, "receive", ADDRESSES[1], stdout=subprocess.PIPE)
+        forwarders, dumps, captures = [], [], {"sender": [], "receiver": []}
+        for i, (loss, delay_ms, bandwidth) in enumerate(paths):
+            s_dev, ms_dev, mr_dev, r_dev = (f"{x}{i}{tag}" for x in ("s", "ms", "mr", "r"))
+            sh("ip", "link", "add", s_dev, "netns", ns["s"], "type", "veth", "peer", "name", ms_dev, "netns", ns["m"])
+            sh("ip", "link", "add", r_dev, "netns", ns["r"], "type", "veth", "peer", "name", mr_dev, "netns", ns["m"])
+            sender_ip, receiver_ip = path_addresses(i)
+            sh("ip", "addr", "add", f"{sender_ip}/24", "dev", s_dev, name="s")
+            sh("ip", "addr", "add", f"{receiver_ip}/24", "dev", r_dev, name="r")
+            for name, dev in (("s", s_dev), ("m", ms_dev), ("m", mr_dev), ("r", r_dev)):
+                sh("ip", "link", "set", dev, "up", name=name)
+            sh("ip", "link", "set", s_dev, "gso_max_segs", "1", name="s")
+            limit = str(max(cfg.queue, 2) * 1514)
+            for dev in (ms_dev, mr_dev):
+                sh("tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", f"{bandwidth}mbit", "burst", "16kb",
+                   "limit", limit, name="m")
+            drops = out_dir / ("drops.json" if len(paths) == 1 else f"drops-{i}.json")
+            fwd = spawn("m", *me, "forward", ms_dev, mr_dev, str(delay_ms / 1e3), str(loss), str(cfg.ack_loss),
+                        str(cfg.seed), str(drops), str(i), stdout=subprocess.PIPE)
+            assert fwd.stdout.readline().strip() == "forwarding"
+            forwarders.append((fwd, drops))
+            for name, dev, side in (("s", s_dev, "sender"), ("r", r_dev, "receiver")):
+                pcap = out_dir / (f"{side}.pcap" if len(paths) == 1 else f"{side}-{i}.pcap")
+                d = spawn(name, "tcpdump", "-i", dev, "--immediate-mode", "-s", snaplen, "-w", str(pcap),
+                          "-U", capture_filter, stderr=subprocess.PIPE)
+                line = d.stderr.readline()
+                if "listening" not in line:
+                    raise RuntimeError(f"tcpdump: {line.strip()}")
+                dumps.append(d)
+                captures[side].append(pcap)
+        if mptcp:
+            # the receiver announces path 1's address (ADD_ADDR); the sender joins it from path 1's
+            # own address, as routing picks it, so each subflow stays on its path
+            sh("ip", "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "2", name="s")
+            sh("ip", "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "2", name="r")
+            for i in range(1, len(paths)):
+                sh("ip", "mptcp", "endpoint", "add", path_addresses(i)[1], "dev", f"r{i}{tag}", "signal", name="r")
+        if usrsctp:
+            (out_dir / "config.json").write_text(json.dumps(cfg.as_dict()))
+            ends = [sys.executable, "-m", "nrsack.lab.usrsctp_udp"]
+            receive_cmd = [*ends, "receive", str(out_dir / "config.json"), str(out_dir)]
+            send_cmd = [*ends, "send", str(out_dir / "config.json"), str(out_dir)]
+        else:
+            receive_cmd = [*me, "receive", ADDRESSES[1], *mode]
+            send_cmd = [*me, "send", ADDRESSES[1], str(cfg.bytes), str(cfg.sndbuf), str(cfg.message),
+                        str(out_dir / "sender.json"), str(cfg.timeout_s), *mode]
+        receiver = spawn("r", *receive_cmd, stdout=subprocess.PIPE)
         assert receiver.stdout.readline().strip() == "ready"
-        sender = subprocess.run(["ip", "netns", "exec", ns["s"], *me, "send", ADDRESSES[1], str(cfg.bytes),
-                                 str(cfg.sndbuf), str(cfg.message), str(out_dir / "sender.json"), str(cfg.timeout_s)],
-                                capture_output=True, text=True, timeout=cfg.timeout_s + 30)
+        sender = subprocess.run(["ip", "netns", "exec", ns["s"], *send_cmd], capture_output=True, text=True,
+                                timeout=cfg.timeout_s + 30)
         if sender.returncode != 0:
-            raise RuntimeError(f"the TCP sender failed: {sender.stderr.strip()[-300:]}")
+            raise RuntimeError(f"the sender failed: {sender.stderr.strip()[-300:]}")
         receiver.wait(timeout=30)
         time.sleep(0.2)
         for d in dumps:
             d.send_signal(signal.SIGINT)
             d.wait(timeout=10)
-        fwd.send_signal(signal.SIGTERM)
-        fwd.wait(timeout=10)
+        for fwd, _ in forwarders:
+            fwd.send_signal(signal.SIGTERM)
+            fwd.wait(timeout=10)
+        if len(paths) > 1:  # one capture per side, every path's frames in time order
+            for side, parts in captures.items():
+                subprocess.run(["mergecap", "-F", "pcap", "-w", str(out_dir / f"{side}.pcap"), *map(str, parts)],
+                               check=True, capture_output=True, timeout=60)
+                for part in parts:
+                    part.unlink()
         measured = json.loads((out_dir / "sender.json").read_text())
-        measured["link"] = json.loads((out_dir / "drops.json").read_text())
+        logs = [json.loads(drops.read_text()) for _, drops in forwarders]
+        measured["paths"] = logs
+        measured["link"] = logs[0]
         return measured
     finally:
         for p in procs:
@@ -265,8 +382,8 @@ def run(cfg, out_dir):
 if __name__ == "__main__":
     role, args = sys.argv[1], sys.argv[2:]
     if role == "forward":
-        forward(args[0], args[1], float(args[2]), float(args[3]), float(args[4]), int(args[5]), args[6])
+        forward(args[0], args[1], float(args[2]), float(args[3]), float(args[4]), int(args[5]), args[6], int(args[7]))
     elif role == "receive":
-        receive(args[0])
+        receive(args[0], mptcp=args[1:] == ["mptcp"])
     elif role == "send":
-        send(args[0], int(args[1]), int(args[2]), int(args[3]), args[4], float(args[5]))
+        send(args[0], int(args[1]), int(args[2]), int(args[3]), args[4], float(args[5]), mptcp=args[6:] == ["mptcp"])

@@ -27,23 +27,73 @@ def run_config(cfg, out_dir):
         except (RuntimeError, ImportError) as e:
             raise LabError(str(e))
         return LabTruth(cfg, result, out_dir).write()
-    if cfg.stack == "linux-tcp":
+    if cfg.stack in ("linux-tcp", "linux-mptcp", "usrsctp-udp"):
         from . import linux_tcp
 
-        reason = linux_tcp.namespaces_unavailable()
+        reason = linux_tcp.namespaces_unavailable(cfg.stack)
         if reason:
             raise LabError(reason)
         try:
             measured = linux_tcp.run(cfg, out_dir)
         except (RuntimeError, OSError, subprocess.SubprocessError, AssertionError) as e:
-            raise LabError(f"the linux-tcp run failed: {e}")
+            raise LabError(f"the {cfg.stack} run failed: {e}")
+        if cfg.stack == "usrsctp-udp":
+            from .usrsctp_udp import summary
+
+            return summary(cfg, measured, out_dir)
         return tcp_summary(cfg, measured, out_dir)
     raise LabError(f"stack {cfg.stack} is not available in this build")
 
 
+TCP_INFO_COLUMNS = ["unacked", "sacked", "lost", "retrans", "snd_mss", "snd_cwnd", "notsent_bytes"]
+MPTCP_INFO_COLUMNS = ["subflows", "write_seq", "snd_una", "retransmits", "bytes_retrans", "bytes_sent",
+                      "bytes_acked"]
+
+
+def _connection_samples(cfg, m, out_dir):
+    """The sampled view of the sender's kernel, written to the truth files; -> (time_s, bytes held
+    unsent, segment size) per sample. linux-mptcp: the connection level (MPTCP_INFO, data sequence
+    numbers made relative to the first byte written) in truth_mptcp_info.csv and every subflow's
+    TCP_INFO (MPTCP_TCPINFO) in truth_tcp_info.csv; linux-tcp: TCP_INFO."""
+    import pandas as pd
+
+    if cfg.stack != "linux-mptcp":
+        info = pd.DataFrame(m["samples"], columns=["time_s", *TCP_INFO_COLUMNS])
+        info.to_csv(out_dir / "truth_tcp_info.csv", index=False, float_format="%.6f")
+        return info.time_s, info.notsent_bytes, info.snd_mss
+    subflows = pd.DataFrame(m["subflow_samples"], columns=["time_s", "subflow", *TCP_INFO_COLUMNS])
+    subflows.to_csv(out_dir / "truth_tcp_info.csv", index=False, float_format="%.6f")
+    # data sequence numbers relative to the first byte written, in Python's integers (64 bits: they
+    # may exceed int64)
+    first = m["samples"][-1][2] - m["sent"] if m["samples"] else 0
+    rows = []
+    for t, subflow_count, write_seq, snd_una, retransmits, bytes_retrans, bytes_sent, bytes_acked in m["samples"]:
+        written = (write_seq - first) % 2**64
+        # bytes_sent counts new data only (the subflows' own retransmissions are not the connection's)
+        rows.append((t, subflow_count, written, (write_seq - snd_una) % 2**64, written - bytes_sent, retransmits,
+                     bytes_retrans, bytes_sent, bytes_acked))
+    conn = pd.DataFrame(rows, columns=["time_s", "subflows", "written_bytes", "unacked_bytes", "notsent_bytes",
+                                       *MPTCP_INFO_COLUMNS[3:]])
+    conn.to_csv(out_dir / "truth_mptcp_info.csv", index=False, float_format="%.6f")
+    mss = float(subflows.snd_mss.median()) if len(subflows) else 1448.0
+    return conn.time_s, conn.notsent_bytes, mss
+
+
+def path_counters(logs):
+    """Frames and drops per direction from the forwarders' logs, summed; per path too when 2+."""
+    paths = [{"packets_forward": log["frames"][0], "packets_reverse": log["frames"][1],
+              "lost_forward": sum(1 for d in log["drops"] if d[0] == 0),
+              "lost_reverse": sum(1 for d in log["drops"] if d[0] == 1)} for log in logs]
+    counters = {key: sum(path[key] for path in paths) for key in paths[0]}
+    if len(paths) > 1:
+        counters["paths"] = paths
+    return counters
+
+
 def tcp_summary(cfg, m, out_dir):
-    """truth.json of a Linux TCP run: q from the first write to the kernel's last ack (TCP_INFO
-    unacked 0), b the sender's measured waits for buffer space; samples in truth_tcp_info.csv."""
+    """truth.json of a Linux TCP / MPTCP run: q from the first write to the kernel's last ack (TCP_INFO
+    unacked 0; MPTCP: the data level's snd_una at write_seq), b the sender's measured waits for buffer
+    space; the sampled kernel state in truth_tcp_info.csv (and truth_mptcp_info.csv)."""
     import numpy as np
     import pandas as pd
 
@@ -54,27 +104,24 @@ def tcp_summary(cfg, m, out_dir):
     end = done if complete else (m["samples"][-1][0] if m["samples"] else start)
     q = end - start
     b = blocked_within(m["waits"], start, end)
-    info = pd.DataFrame(m["samples"], columns=["time_s", "unacked", "sacked", "lost", "retrans", "snd_mss",
-                                               "snd_cwnd", "notsent_bytes"])
-    info.to_csv(out_dir / "truth_tcp_info.csv", index=False, float_format="%.6f")
+    times, notsent, mss = _connection_samples(cfg, m, out_dir)
     # as for usrsctp: waits while the kernel held a segment or more unsent are invisible to a
     # capture (less than a segment is a write waiting to fill one, not a full buffer of sent data)
     waits = np.asarray(m["waits"], dtype=float).reshape(-1, 2)
-    b_unsent = time_where(info.time_s, info.notsent_bytes >= info.snd_mss, np.maximum(waits[:, 0], start),
-                          np.minimum(waits[:, 1], end))
+    b_unsent = time_where(times, notsent >= mss, np.maximum(waits[:, 0], start), np.minimum(waits[:, 1], end))
     pd.DataFrame(m["waits"], columns=["start_s", "end_s"]).to_csv(out_dir / "truth_blocking.csv", index=False,
                                                                   float_format="%.6f")
-    summary = {"id": f"10.0.0.1 -> 10.0.0.2:{PORT_TCP}", "protocol": "tcp", "src": "10.0.0.1",
-               "dst": f"10.0.0.2:{PORT_TCP}", "nr_sack": False, "data_bytes": cfg.bytes, "q_s": q, "b_s": b,
-               "b_unsent_s": b_unsent, "b_sent_full_s": b - b_unsent,
+    counters = path_counters(m["paths"])
+    mptcp = cfg.stack == "linux-mptcp"
+    summary = {"id": f"10.0.0.1 -> 10.0.0.2:{PORT_TCP}", "protocol": "mptcp" if mptcp else "tcp",
+               "src": "10.0.0.1", "dst": f"10.0.0.2:{PORT_TCP}", "nr_sack": False, "data_bytes": cfg.bytes,
+               "q_s": q, "b_s": b, "b_unsent_s": b_unsent, "b_sent_full_s": b - b_unsent,
                "b_over_q": b / q if q > 0 else 0.0, "sndbuf_bytes": cfg.sndbuf, "sndbuf_estimated": False,
                "throughput_bps": m["sent"] * 8 / q if complete and q > 0 else 0.0,
                "blocking_intervals": len(m["waits"]), "vantage": "sender", "complete": complete,
-               "stack": "linux-tcp", "truth_source": "sender process and TCP_INFO",
-               "counters": {"bytes_sent": m["sent"], "packets_forward": m["link"]["frames"][0],
-                            "packets_reverse": m["link"]["frames"][1],
-                            "lost_forward": sum(1 for d in m["link"]["drops"] if d[0] == 0),
-                            "lost_reverse": sum(1 for d in m["link"]["drops"] if d[0] == 1)},
+               "stack": cfg.stack,
+               "truth_source": "sender process and " + ("MPTCP_INFO, MPTCP_TCPINFO" if mptcp else "TCP_INFO"),
+               "counters": {"bytes_sent": m["sent"], **counters},
                "parameters": cfg.as_dict()}
     (out_dir / "truth.json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary

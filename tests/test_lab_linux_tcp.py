@@ -7,13 +7,11 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
-import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from nrsack.analyzer import analyze
 from nrsack.cli import main
+from nrsack.lab.capture import analyzed_at_kernel_capacity, sender_entry
 from nrsack.lab.linux_tcp import namespaces_unavailable
 from support import tshark
 from support.lab import lab_run
@@ -34,16 +32,11 @@ def tcp_run(tmp_path_factory):
     return out, lab_run(out, *ARGS, "--bytes", "1000000")
 
 
-def sender_entry(analysis):
-    (entry,) = [e for e in analysis.entries if e.summary["src"].startswith("10.0.0.1:")]
-    return entry
-
-
 def test_sack_run_completes_with_losses(tcp_run):
     out, truth = tcp_run
     assert truth["complete"] and truth["counters"]["bytes_sent"] == 1_000_000
     assert truth["counters"]["lost_forward"] > 0
-    s = sender_entry(analyze(out / "sender.pcap")).summary
+    s = sender_entry(out / "sender.pcap").summary
     assert s["complete"] and s["data_bytes"] == 1_000_000 and not s["nr_sack"]
     assert s["q_s"] == pytest.approx(truth["q_s"], abs=0.01)
 
@@ -61,7 +54,7 @@ def test_tshark_reads_without_malformed_or_error_marks(tcp_run, nrsack_c_plugin,
 
 def test_whatif_shows_memory_nr_sacks_would_free(tcp_run):
     out, _ = tcp_run
-    s = sender_entry(analyze(out / "sender.pcap")).summary
+    s = sender_entry(out / "sender.pcap").summary
     assert 0 < s["max_rtxq_whatif_bytes"] < s["max_rtxq_sack_bytes"]
 
 
@@ -74,12 +67,7 @@ def test_b_over_q_against_the_senders_measured_waits(tcp_run):
     overhead), and the analyzer's single B reads some of those instants the other way; measured
     differences were 0.04 to 0.055 over five runs, the analyzer always the higher."""
     out, truth = tcp_run
-    entry = sender_entry(analyze(out / "sender.pcap"))
-    waits = pd.read_csv(out / "truth_blocking.csv")
-    table = entry.rtxq
-    at = np.searchsorted(table["time_ns"].to_numpy(), waits.start_s.to_numpy() * 1e9, side="right") - 1
-    capacity = int(np.median(table["rtxq_sack_bytes"].to_numpy()[np.maximum(at, 0)]))
-    flow = sender_entry(analyze(out / "sender.pcap", sndbuf=capacity)).summary
+    flow = analyzed_at_kernel_capacity(out).summary
     assert truth["b_over_q"] > 0.3, "the sender hardly waited"
     assert abs(flow["b_over_q"] - truth["b_sent_full_s"] / truth["q_s"]) < 0.08, (flow["b_over_q"], truth)
 
