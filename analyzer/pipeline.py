@@ -4,7 +4,7 @@ summary of a capture is made without it (model.py and stream.py turn results int
 
 A flow's state is released when it ends: an SCTP association at its SHUTDOWN-COMPLETE or ABORT, a
 TCP connection when both FINs are acked or at a RST, an MPTCP connection when all its subflows
-have so ended; or when it has sent nothing for IDLE_NS of capture time (docs/decisions.md 40).
+have so ended; or when it has sent nothing for IDLE_NS of capture time (docs/decisions.md 44).
 Its events after that point are not analysed (counted: `late`), in whichever chunk they come, so
 the figures do not depend on the chunk size. Released, a Sender keeps its tallies, not its
 scoreboard; with `finish_ended` (the summary alone is wanted) a flow whose every direction

@@ -6,7 +6,7 @@ Writes, per count, a pcap of that many complete connections (handshake, two data
 acks, FIN exchange and the last ACK: 10 frames; 200 connections open at a time, interleaved) and times `nrsack analyze --format
 json` on it in a fresh process (wall seconds, peak RSS). Prints the figures per flow next to the
 target (1M flows in under 60 s and 1 GB). A flow's state is released when it ends (pipeline.py,
-docs/decisions.md 40), so the memory stays flat in the flow count and the time linear.
+docs/decisions.md 44), so the memory stays flat in the flow count and the time linear.
 
 --baseline PYTHON runs the same captures, in the same run, through the `nrsack` that interpreter
 imports (here the base python3, outside any venv, imports /work/main) and prints the ratios and

@@ -2,7 +2,7 @@
 agree: on every sample and conformance capture, the frames where the core flags a stale ack, an ack beyond
 what was sent, a unit in an R and an NR block, a revocation, or data resent below the cum ack / over
 NR-acked units are the frames where the matching rules break. The one known difference is stated in
-docs/decisions.md 40 (an ack before any DATA: the core knows no highest TSN sent yet)."""
+docs/decisions.md 42 (an ack before any DATA: the core knows no highest TSN sent yet)."""
 
 import collections
 
@@ -18,7 +18,7 @@ RULE_FACT = {"NR-07": ("sctp", STALE), "NR-09": ("sctp", BEYOND_SENT), "NR-02": 
              "MN-03": ("mptcp", REVOKED), "NR-04": ("sctp", BELOW_CUM | WAS_NRACKED),
              "TN-04": ("tcp", BELOW_CUM | WAS_NRACKED), "MN-04": ("mptcp", BELOW_CUM | WAS_NRACKED)}
 LEVELS = {"SctpLevel": "sctp", "TcpLevel": "tcp", "MptcpLevel": "mptcp"}
-KNOWN = {("nr09-mid-association-note.pcap", "NR-09")}  # decisions.md 40
+KNOWN = {("nr09-mid-association-note.pcap", "NR-09")}  # decisions.md 42
 CAPTURES = sorted(p for p in SAMPLES.rglob("*.pcap"))
 
 
@@ -49,7 +49,7 @@ def test_core_facts_match_the_rules_findings(path):
     for rule, (level, bit) in RULE_FACT.items():
         broke = {f["frames"][-1] for f in found if f["rule"] == rule}
         if (path.name, rule) in KNOWN:
-            assert broke != facts[level, bit]  # still the known difference: update decisions.md 40 if not
+            assert broke != facts[level, bit]  # still the known difference: update decisions.md 42 if not
             continue
         assert broke == facts[level, bit], rule
 

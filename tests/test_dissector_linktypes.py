@@ -3,7 +3,7 @@
 Linux's nflog: a header and TLVs, the packet in the payload TLV). The plugin follows Wireshark's SCTP
 and TCP dissectors wherever they are called from (ip.proto, udp.port, wtap_encap), so each capture
 shows the same analysis as the same packets over Ethernet and IP. Raw SCTP names no address: its ends
-read 0.0.0.0:PORT, as the analyzer's reader names them (docs/decisions.md 39)."""
+read 0.0.0.0:PORT, as the analyzer's reader names them (docs/decisions.md 43)."""
 
 import struct
 

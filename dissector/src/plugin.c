@@ -57,7 +57,7 @@ guint32 nrsack_new_stream_index(void)
 
 char *nrsack_endpoint_str(const address *addr, guint16 port)
 {
-    /* raw SCTP (LINKTYPE_SCTP) names no address: 0.0.0.0, as the analyzer's reader (decisions 39) */
+    /* raw SCTP (LINKTYPE_SCTP) names no address: 0.0.0.0, as the analyzer's reader (decisions 43) */
     if (addr->type == AT_NONE)
         return wmem_strdup_printf(wmem_file_scope(), "0.0.0.0:%u", port);
     char *a = address_to_str(NULL, addr);
