@@ -118,7 +118,9 @@ def test_analyzer_q_matches_and_b_over_q_matches_the_senders_full_buffer_time(ru
     out, truth = runs[ack]
     flow = analyze(out / "sender.pcap", sndbuf=8192).summary.iloc[0]
     assert flow["id"] == truth["id"] or flow["src"] == truth["src"]
-    assert flow["q_s"] == pytest.approx(truth["q_s"], abs=0.002)
+    # the truth's q is read by the application (first send to all acked), the analyzer's from the link's
+    # timestamps: scheduling between the two is 0.1 ms on a quiet machine, 2.3 ms seen under `-n 2` load
+    assert flow["q_s"] == pytest.approx(truth["q_s"], abs=0.005)
     # the application also waits while cwnd holds data back in the buffer; a capture cannot see
     # unsent data, so the analyzer's b is the blocked time with the buffer full of sent data
     assert abs(flow["b_over_q"] - truth["b_sent_full_s"] / truth["q_s"]) < 0.05
