@@ -8,10 +8,10 @@ import re
 import pytest
 
 from support import tshark
+from support.paths import SAMPLES
 
 pytestmark = pytest.mark.tshark
 
-SAMPLES = tshark.REPO / "sample-pcaps"
 TIMELINES = [p for p in sorted(SAMPLES.glob("*.expected.json")) if json.loads(p.read_text()).get("flows")]
 ROW = re.compile(r"^(\d+)\s+(sctp|tcp|mptcp)\s+(\S+ -> \S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+\S+\s+\S+\s+(\S+)\s+(\S+)\s+(\S+)"
                  r"\s+(\S+)\s+(yes|no)$")

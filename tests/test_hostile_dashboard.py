@@ -23,9 +23,8 @@ import pytest
 
 from nrsack.dashboard import app as APP, library as LIB
 from support.hostile import many_blocks_capture
+from support.paths import REPO, SAMPLES
 
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = ROOT / "sample-pcaps"
 
 
 def payload(path):
@@ -158,14 +157,14 @@ def leftovers(folder):
 
 @pytest.mark.tshark
 def test_tshark_script_cleans_up_when_tshark_fails(script_folder, script_env):
-    result = subprocess.run(["bash", ROOT / "scripts" / "tshark-nrsack.sh", "-r", script_folder / "absent.pcap"],
+    result = subprocess.run(["bash", REPO / "scripts" / "tshark-nrsack.sh", "-r", script_folder / "absent.pcap"],
                             capture_output=True, env=script_env)
     assert result.returncode != 0 and leftovers(script_folder) == []
 
 
 @pytest.mark.tshark
 def test_tshark_script_cleans_up_when_it_ends_normally(script_folder, script_env):
-    result = subprocess.run(["bash", ROOT / "scripts" / "tshark-nrsack.sh", "-r", "-", "-c", "1"],
+    result = subprocess.run(["bash", REPO / "scripts" / "tshark-nrsack.sh", "-r", "-", "-c", "1"],
                             input=(SAMPLES / "sctp-nrsack-fig4.pcap").read_bytes(), capture_output=True, env=script_env)
     assert result.returncode == 0 and b"INIT" in result.stdout and leftovers(script_folder) == []
 
@@ -174,7 +173,7 @@ def test_tshark_script_cleans_up_when_it_ends_normally(script_folder, script_env
 def test_tshark_script_cleans_up_and_stops_tshark_on_sigterm(script_folder, script_env):
     fifo = script_folder / "never-written.fifo"
     os.mkfifo(fifo, 0o666)
-    script = subprocess.Popen(["bash", ROOT / "scripts" / "tshark-nrsack.sh", "-r", fifo], env=script_env,
+    script = subprocess.Popen(["bash", REPO / "scripts" / "tshark-nrsack.sh", "-r", fifo], env=script_env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while len(leftovers(script_folder)) < 1 + (os.getuid() == 0) and time.monotonic() < deadline:
