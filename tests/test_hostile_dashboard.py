@@ -120,6 +120,7 @@ def test_uploads_are_pruned_by_count_and_by_age(tmp_path):
     library.close()
 
 
+@pytest.mark.slow  # processes started and stopped: seconds each
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
 def test_the_dashboard_removes_its_upload_folder_when_stopped(tmp_path, stop):
     env = dict(os.environ, TMPDIR=str(tmp_path))

@@ -123,6 +123,7 @@ def run_cli(*args):
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow  # processes started and stopped: seconds each
 def test_cli_profile_ack_loss_and_duration(tmp_path):
     r = run_cli("simulate", "--profile", "ns2", "--ack-loss", "0.01", "--duration", "2",
                 "--loss", "0.01", "--payload", "1452", "--out", str(tmp_path))

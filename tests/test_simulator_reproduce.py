@@ -38,6 +38,7 @@ def test_quick_figure_7_writes_tables_plots_and_the_side_by_side_table(tmp_path)
     assert at["ns2"] > at["rfc"] + 3
 
 
+@pytest.mark.slow  # processes started and stopped: seconds each
 def test_reproduce_rejects_bad_arguments(tmp_path):
     for args in (["7", "--profile", "ns3"], ["8"], ["7", "--scheduler", "tcp://x:1", "--serial"]):
         r = run_cli(*args, "--out", str(tmp_path), timeout=60)
