@@ -243,7 +243,9 @@ class Pipeline:
         # an incomplete transfer's q runs to the end of the capture: finished with the others at the end
         if all(s.done is not None for _, _, _, main, paths in items for s in (main, *(p[2] for p in paths))):
             self.spill.put(fid, [self._entry(item, self.sndbuf, _ignore_tables) for item in items])
-            self.senders.pop(fid, None)
+            for pair in self.senders.pop(fid).values():
+                for sender in pair:  # the rows of the directions that sent no data (not finished)
+                    self.store.discard(sender.key)
             self.table.forget(flow, self.conns)
 
     # -- senders and entries
