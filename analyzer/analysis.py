@@ -44,7 +44,18 @@ def revoke_modes(level, events: F.FlowEvents, part: F.Part) -> np.ndarray:
         chunk = events.cap.ev["chunk"][events.rows[part.pos]]  # the part's rows only, not the flow's
         return ((chunk == SCTP_NR_SACK) * REVOKE_ALL).astype(np.int8)
     mode = REVOKE_IN_SPAN | (BOARD_RECEIVED if isinstance(level, F.MptcpLevel) else 0)
-    return np.full(len(part.pos), mode, np.int8)
+    return _constant_modes(mode, len(part.pos))
+
+
+_MODES = {}  # mode -> a read-only array of it, sliced per part (not an allocation per flow and chunk)
+
+
+def _constant_modes(mode, n) -> np.ndarray:
+    modes = _MODES.get(mode)
+    if modes is None or len(modes) < n:
+        modes = _MODES[mode] = np.full(max(n, 1024), mode, np.int8)
+        modes.flags.writeable = False
+    return modes[:n]
 
 
 @dataclass
