@@ -44,7 +44,18 @@ def revoke_modes(level, events: F.FlowEvents, part: F.Part) -> np.ndarray:
         chunk = events.cap.ev["chunk"][events.rows[part.pos]]  # the part's rows only, not the flow's
         return ((chunk == SCTP_NR_SACK) * REVOKE_ALL).astype(np.int8)
     mode = REVOKE_IN_SPAN | (BOARD_RECEIVED if isinstance(level, F.MptcpLevel) else 0)
-    return np.full(len(part.pos), mode, np.int8)
+    return _constant_modes(mode, len(part.pos))
+
+
+_MODES = {}  # mode -> a read-only array of it, sliced per part (not an allocation per flow and chunk)
+
+
+def _constant_modes(mode, n) -> np.ndarray:
+    modes = _MODES.get(mode)
+    if modes is None or len(modes) < n:
+        modes = _MODES[mode] = np.full(max(n, 1024), mode, np.int8)
+        modes.flags.writeable = False
+    return modes[:n]
 
 
 @dataclass
@@ -92,6 +103,9 @@ class MemoryStore:
     def fork(self, key, twin):
         self._parts[twin] = list(self._parts.get(key, []))
 
+    def discard(self, key):
+        self._parts.pop(key, None)
+
     def batches(self, key):
         parts = self._parts.pop(key, [])
         if parts:
@@ -123,7 +137,8 @@ class Sender:
         n = len(part.pos)
         if not n:
             return
-        out = {name: np.empty(n, np.int64) for name in BOARD_OUTPUTS}
+        # one allocation for the Board's outputs: each row of it is a C-contiguous column
+        out = dict(zip(BOARD_OUTPUTS, np.empty((len(BOARD_OUTPUTS), n), np.int64)))
         flags = np.empty(n, np.int32)
         self.board.feed(part.kind, part.lo, part.hi, part.size, part.bstart, part.bcount, part.blo, part.bhi,
                         part.bnr, revoke_modes(self.level, events, part), *out.values(), flags)
@@ -227,8 +242,7 @@ class Sender:
         serials = None
         if self.serials:
             serials = tuple(np.concatenate(part) for part in zip(*self.serials))
-        no_intervals = {k: np.empty(0, t) for k, t in BLOCKING_COLUMNS.items()}
-        return Entry(summary, join_columns(kept_rtxq), join_columns(kept_blocking, no_intervals), serials)
+        return Entry(summary, join_columns(kept_rtxq), join_columns(kept_blocking, NO_INTERVALS), serials)
 
 
 @dataclass
@@ -279,6 +293,7 @@ RTXQ_COLUMNS = {"time_ns": np.int64, "rtxq_sack_bytes": np.int64, "rtxq_nr_bytes
 INTERVAL_ORDER = ("start_ns", "start_frame", "rtxq_bytes_at_start", "gap_open", "end_ns", "end_frame")
 BLOCKING_COLUMNS = {"start_ns": np.int64, "end_ns": np.int64, "rtxq_bytes_at_start": np.int64, "gap_open": bool,
                     "start_frame": np.int64, "end_frame": np.int64}
+NO_INTERVALS = {k: np.empty(0, t) for k, t in BLOCKING_COLUMNS.items()}  # join_columns copies the dict
 
 
 def join_columns(parts, empty=None) -> dict:
@@ -312,25 +327,35 @@ class _Window:
             self.acked = int(rows["acked"][self.last - start])
         t = rows["time_ns"][lo:hi]
         b, g = blocked[lo:hi], gap_open[lo:hi]
-        frames = rows["frame"][lo:hi].astype(np.int64)
-        r = rtxq[lo:hi]
-        times = t if self.pending is None else np.concatenate(([self.pending[0]], t))
-        was_b = b if self.pending is None else np.concatenate(([self.pending[1]], b))
-        was_g = g if self.pending is None else np.concatenate(([self.pending[2]], g))
-        dt = np.diff(times)  # integer ns: p, b and q are exact sums
-        self.b_ns += int(dt[was_b[:-1]].sum())
-        self.p_ns += int(dt[(was_b & was_g)[:-1]].sum())
+        # (few numpy calls: a short flow's whole transfer is one small batch)
+        if self.pending is None:
+            dt, was_b, was_g = t[1:] - t[:-1], b[:-1], g[:-1]
+        else:
+            dt = np.empty(len(t), np.int64)
+            dt[0] = t[0] - self.pending[0]
+            dt[1:] = t[1:] - t[:-1]
+            was_b, was_g = np.empty(len(t), bool), np.empty(len(t), bool)
+            was_b[0], was_g[0] = self.pending[1], self.pending[2]
+            was_b[1:], was_g[1:] = b[:-1], g[:-1]
+        self.b_ns += int(dt[was_b].sum())  # integer ns: p, b and q are exact sums
+        self.p_ns += int(dt[was_b & was_g].sum())
         self.pending = (int(t[-1]), bool(b[-1]), bool(g[-1]))
-        self._runs(t, b, g, frames, r, sink)
+        self._runs(t, b, g, rows["frame"][lo:hi], rtxq[lo:hi], sink)
 
     def _runs(self, t, b, g, frames, r, sink):
         """Runs of blocked rows: start at the row after which blocked holds, end at the one after which
         it no longer does (decision 10), or at the end of q."""
         before = self.run is not None
-        edges = np.diff(np.concatenate(([1 if before else 0], b.astype(np.int8), [0])))
-        starts = np.flatnonzero(edges == 1)
-        stops = np.flatnonzero(edges == -1)  # the first unblocked row (len(t): still blocked)
-        gap_cum = np.concatenate(([0], np.cumsum(g)))
+        padded = np.zeros(len(b) + 2, np.int8)
+        padded[0] = before
+        padded[1:-1] = b
+        # where blocked flips: starts and stops alternate, the first a stop when a run is open already
+        changes = np.flatnonzero(padded[1:] != padded[:-1])
+        starts, stops = (changes[1::2], changes[0::2]) if before else (changes[0::2], changes[1::2])
+        if not len(changes) and not before:
+            return
+        gap_cum = np.zeros(len(g) + 1, np.int64)
+        np.cumsum(g, out=gap_cum[1:])
         carried = None
         if before:  # the run open from the previous batch ends at the first stop
             stop, stops = stops[0], stops[1:]
@@ -342,6 +367,9 @@ class _Window:
             self.run = [int(t[starts[-1]]), int(frames[starts[-1]]), int(r[starts[-1]]),
                         bool(gap_cum[-1] - gap_cum[starts[-1]] > 0)]
             starts, stops = starts[:-1], stops[:-1]
+        if sink is IGNORE:  # nobody reads the intervals: only their count
+            self.intervals += len(starts) + (carried is not None)
+            return
         columns = {"start_ns": t[starts], "start_frame": frames[starts], "rtxq_bytes_at_start": r[starts],
                    "gap_open": gap_cum[stops] - gap_cum[starts] > 0, "end_ns": t[stops], "end_frame": frames[stops]}
         if carried is not None:

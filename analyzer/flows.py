@@ -305,41 +305,50 @@ class FlowTable:
                     flow.addresses[kind - 1] = _addresses(cap, r)
         tcp = rows[ev["proto"][rows] == E.PROTO_TCP]
         if len(tcp):
-            conn = ev["conn"][tcp]
-            order = np.argsort(conn, kind="stable")
-            bounds = np.flatnonzero(np.diff(conn[order])) + 1
-            for group in np.split(order, bounds):
-                c_rows = tcp[group]
-                self._refine_tcp(cap, self.flows[self._conn_flow[ev["conn"][c_rows[0]]]], c_rows)
+            self._refine_tcp(cap, tcp)
         for flow in pending:
             self._settle(flow)
         self._pending = [f for f in pending if f.firsts is not None]
 
-    def _refine_tcp(self, cap, flow, rows):
+    def _refine_tcp(self, cap, rows):
+        """The handshake rows of the watched TCP conns (each its flow's first conn) among `rows`, in
+        capture order: found for every conn at once, not in a loop per flow."""
         ev = cap.ev
-        firsts = flow.firsts
+        conn, tf = ev["conn"][rows], ev["tcp_flags"][rows]
+
+        def note(kind, mask):
+            conns, first = np.unique(conn[mask], return_index=True)  # each conn's first row of the kind
+            for c, r in zip(conns.tolist(), rows[mask][first].tolist()):
+                firsts = self.flows[self._conn_flow[c]].firsts
+                if kind not in firsts:
+                    firsts[kind] = (cap.offset + r, int(ev["time_ns"][r]), int(ev["flags"][r]))
+
+        note("syn", ((tf & E.TCP_SYN) != 0) & ((tf & 0x10) == 0))
+        note("synack", (tf & 0x12) == 0x12)
+        # the opener's first ACK at or after the SYN-ACK (of this chunk or an earlier one)
+        synack_ns = np.full(len(self._conn_flow), np.iinfo(np.int64).max)
+        for c in np.unique(conn).tolist():
+            firsts = self.flows[self._conn_flow[c]].firsts
+            if "synack" in firsts and "ack" not in firsts:
+                synack_ns[c] = firsts["synack"][1]
+        note("ack", (ev["dir"][rows] == self._conn_flip[conn]) & ((tf & 0x10) != 0)
+             & (ev["time_ns"][rows] >= synack_ns[conn]))
+        for c in np.unique(conn[(ev["flags"][rows] & E.MP_CAPABLE) != 0]).tolist():
+            flow = self.flows[self._conn_flow[c]]
+            if flow.protocol == "mptcp":
+                self._mptcp_keys(ev, flow, rows[conn == c])
+
+    def _mptcp_keys(self, ev, flow, rows):
+        # MP_CAPABLE v1 sends no key on the SYN: the opener's key rides on its third ACK
         flip = self.flip(flow.conns[0])
-        tf = ev["tcp_flags"][rows]
-        for kind, mask in (("syn", ((tf & E.TCP_SYN) != 0) & ((tf & 0x10) == 0)), ("synack", (tf & 0x12) == 0x12)):
-            hits = rows[mask]
-            if kind not in firsts and len(hits):
-                r = int(hits[0])
-                firsts[kind] = (cap.offset + r, int(ev["time_ns"][r]), int(ev["flags"][r]))
-        if "synack" in firsts and "ack" not in firsts:
-            acks = rows[(ev["dir"][rows] == flip) & ((tf & 0x10) != 0) & (ev["time_ns"][rows] >= firsts["synack"][1])]
-            if len(acks):
-                r = int(acks[0])
-                firsts["ack"] = (cap.offset + r, int(ev["time_ns"][r]), int(ev["flags"][r]))
-        if flow.protocol == "mptcp":
-            # MP_CAPABLE v1 sends no key on the SYN: the opener's key rides on its third ACK
-            capable = rows[((ev["flags"][rows] & E.MP_CAPABLE) != 0) & (ev["key"][rows] != 0)]
-            for side in (0, 1):
-                keyed = capable[(ev["dir"][capable] ^ flip) == side]
-                if flow.keys[side] is None and len(keyed):
-                    flow.keys[side] = int(ev["key"][keyed[0]])
-                    tokens = mptcp_tokens(flow.keys[side])
-                    flow.tokens[side] = min(tokens)
-                    self._token_flow.update({t: (flow, side) for t in tokens})
+        capable = rows[((ev["flags"][rows] & E.MP_CAPABLE) != 0) & (ev["key"][rows] != 0)]
+        for side in (0, 1):
+            keyed = capable[(ev["dir"][capable] ^ flip) == side]
+            if flow.keys[side] is None and len(keyed):
+                flow.keys[side] = int(ev["key"][keyed[0]])
+                tokens = mptcp_tokens(flow.keys[side])
+                flow.tokens[side] = min(tokens)
+                self._token_flow.update({t: (flow, side) for t in tokens})
 
     def _settle(self, flow):
         """Derives what the handshake says once its parts are known; stops watching a complete one."""

@@ -37,6 +37,7 @@ class EntrySpill:
         self.length = np.zeros(0, np.int32)
         self.count = np.zeros(0, np.int16)        # entries of the flow
         self.end = 0
+        self.moved = False
 
     def put(self, fid, entries):
         """Only the summaries are kept (the tables of a spilled entry were never made)."""
@@ -46,7 +47,9 @@ class EntrySpill:
             self.offset = np.concatenate((self.offset, np.full(grow, -1, np.int64)))
             self.length = np.concatenate((self.length, np.zeros(grow, np.int32)))
             self.count = np.concatenate((self.count, np.zeros(grow, np.int16)))
-        self.file.seek(self.end)
+        if self.moved:  # a reading moved the file's position from the end
+            self.file.seek(self.end)
+            self.moved = False
         self.file.write(blob)
         self.offset[fid], self.length[fid], self.count[fid] = self.end, len(blob), len(entries)
         self.end += len(blob)
@@ -74,6 +77,7 @@ class SpilledEntries:
 
     def __iter__(self):
         file, spill = self.spill.file, self.spill
+        spill.moved = True
         for fid in spill.spilled().tolist():
             file.seek(int(spill.offset[fid]))
             for summary, paths in pickle.loads(file.read(int(spill.length[fid]))):
@@ -243,7 +247,9 @@ class Pipeline:
         # an incomplete transfer's q runs to the end of the capture: finished with the others at the end
         if all(s.done is not None for _, _, _, main, paths in items for s in (main, *(p[2] for p in paths))):
             self.spill.put(fid, [self._entry(item, self.sndbuf, _ignore_tables) for item in items])
-            self.senders.pop(fid, None)
+            for pair in self.senders.pop(fid).values():
+                for sender in pair:  # the rows of the directions that sent no data (not finished)
+                    self.store.discard(sender.key)
             self.table.forget(flow, self.conns)
 
     # -- senders and entries

@@ -39,12 +39,12 @@ class DiskStore:
         self.waiting.setdefault(key, []).append(columns)
 
     def flush(self):
+        self.file.seek(self.end)  # (batches() reads move it; the writes here follow one another)
         for key, parts in self.waiting.items():
             for columns in parts:
                 record = np.empty(len(columns["time_ns"]), ROW_DTYPE)
                 for name in ROW_DTYPE.names:
                     record[name] = columns[name]
-                self.file.seek(self.end)
                 self.file.write(record)  # its buffer, not a copy of it
                 self.pieces.setdefault(key, []).append((self.end, len(record)))
                 self.end += record.nbytes
@@ -53,6 +53,11 @@ class DiskStore:
     def fork(self, key, twin):
         self.pieces[twin] = list(self.pieces.get(key, []))
         self.waiting[twin] = list(self.waiting.get(key, []))
+
+    def discard(self, key):
+        """A finished flow's rows nobody reads (a direction without data): never written."""
+        self.pieces.pop(key, None)
+        self.waiting.pop(key, None)
 
     def batches(self, key):
         for offset, count in self.pieces.pop(key, []):
