@@ -1798,7 +1798,8 @@ end
 local function sub_maps_add(m, lo, hi, dsn)
     local v = m.v
     local at = #v + 1
-    if #v >= m.first and v[#v][1] >= lo then
+    -- the last entry reaching past lo (a widened one may start below it): the place must be searched
+    if #v >= m.first and v[#v][2] > lo then
         at = sub_maps_find(m, lo)
         if at <= #v and v[at][1] <= lo then return end -- a retransmission: its bytes are mapped already
     end
@@ -1902,13 +1903,15 @@ local function analyse_dss(d, seg, payload_len, sub, from, fr)
     local cum = unwrap_dl(fr, peer, d.ack_hi, d.ack_lo, d.ack_wide)
     if not cum then return end
     local nr = NO_ITEMS
-    for i = 1, d.n_blocks do
+    -- NR blocks whose count the option cannot hold feed nothing (docs/scoreboard.md); the ack then says
+    -- nothing reliable about non-renegable data either (decisions 40)
+    for i = 1, d.nr_count_bad and 0 or d.n_blocks do
         if dl_less(start_hi[i], start_lo[i], stop_hi[i], stop_lo[i]) then
             if nr == NO_ITEMS then nr = {} end
             nr[#nr + 1] = {cum + dl_number(start_hi[i], start_lo[i]), cum + dl_number(stop_hi[i], stop_lo[i])}
         end
     end
-    rtxq_on_ack(fr, peer, cum, NO_ITEMS, nr, REVOKE_IN_SPAN)
+    rtxq_on_ack(fr, peer, cum, NO_ITEMS, nr, d.nr_count_bad and REVOKE_NONE or REVOKE_IN_SPAN)
     rtxq_on_received(fr, peer, received)
 end
 

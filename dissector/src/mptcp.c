@@ -26,6 +26,7 @@ struct mptcp_conn {
     gboolean token_known[2];
     guint32 token[2];
     flow_dir_t dir[2];         /* dir[i]: data sent by MPTCP endpoint i (0: client) */
+    gboolean idsn_anchor[2];   /* dir[i]'s space holds only the IDSN + 1 its key gave, no wire number yet */
     guint n_subflows;          /* attached and not ended: the data-level state goes with the last */
 };
 
@@ -74,7 +75,10 @@ static void learn_key(tcp_conn_t *sub, int ep, tvbuff_t *tvb, int off)
      * a TCP direction's is ISN + 1), and it anchors the data level (docs/scoreboard.md "anchor"). All
      * 64 bits: DSNs of 4 and of 8 octets then unwrap into one space. */
     guint64 idsn = pntohu64(digest + gcry_md_get_algo_dlen(algo) - 8);
-    serial_take64(&m->dir[side].sb.space, idsn + 1);
+    if (!m->dir[side].sb.space.anchored) { /* a key learnt after the data anchors nothing */
+        serial_take64(&m->dir[side].sb.space, idsn + 1);
+        m->idsn_anchor[side] = TRUE;
+    }
     m->token[side] = pntohu32(digest);
     m->token_known[side] = TRUE;
     wmem_map_insert(conn_by_token, GUINT_TO_POINTER(m->token[side]), m);
@@ -276,7 +280,8 @@ static guint sub_maps_find(const sub_maps_t *m, guint64 x)
 static void sub_maps_add(sub_maps_t *m, guint64 lo, guint64 hi, guint64 dsn)
 {
     guint at = m->n;
-    if (m->n > m->first && m->v[m->n - 1].lo >= lo) {
+    /* the last entry reaching past lo (a retransmission starting inside it): the place must be searched */
+    if (m->n > m->first && m->v[m->n - 1].hi > lo) {
         at = sub_maps_find(m, lo);
         if (at < m->n && m->v[at].lo <= lo)
             return; /* a retransmission: its bytes are mapped already */
@@ -337,11 +342,30 @@ static wmem_array_t *subflow_acked_dsns(wmem_allocator_t *pool, const tcp_seg_t 
     return out;
 }
 
-/* A data-level number, 4 or 8 octets on the wire; FALSE when a 4-octet one lies far outside the window. */
-static gboolean unwrap_dl(frame_result_t *fr, flow_dir_t *dir, const char *what, guint64 v, gboolean wide, guint64 *out)
+/* The first data-level number on the wire of direction side, against the IDSN + 1 its key gave: when
+ * it lies more than SERIAL_FAR away (or where 4-octet numbers cannot unwrap: 2^63 and above), the
+ * DSNs do not follow the keys (a hand-built or damaged handshake), and the wire anchors instead of
+ * the derived number (decisions 40): a number never seen cannot make the first one seen "far". */
+static void check_idsn_anchor(mptcp_conn_t *m, int side, guint64 v, gboolean wide)
 {
+    serial_space_t *space = &m->dir[side].sb.space;
+    if (!m->idsn_anchor[side])
+        return;
+    m->idsn_anchor[side] = FALSE;
+    guint64 x = wide ? v : serial_near(space->highest, (guint32)v);
+    guint64 distance = x > space->highest ? x - space->highest : space->highest - x;
+    if (distance > SERIAL_FAR || (!wide && (gint64)x < 0))
+        memset(space, 0, sizeof(*space));
+}
+
+/* A data-level number, 4 or 8 octets on the wire; FALSE when a 4-octet one lies far outside the window. */
+static gboolean unwrap_dl(frame_result_t *fr, mptcp_conn_t *m, int side, const char *what, guint64 v, gboolean wide,
+                          guint64 *out)
+{
+    flow_dir_t *dir = &m->dir[side];
     if (dir->released)
         return FALSE;
+    check_idsn_anchor(m, side, v, wide);
     if (!wide)
         return rtxq_unwrap(fr, dir, what, (guint32)v, out);
     *out = serial_take64(&dir->sb.space, v);
@@ -355,7 +379,7 @@ static void analyse_dss(packet_info *pinfo, const dss_t *d, const tcp_seg_t *s, 
     int side = sub->mptcp_side[from];
     flow_dir_t *mine = &m->dir[side], *peer = &m->dir[1 - side];
     guint64 dsn;
-    if (d->has_map && unwrap_dl(fr, mine, "DSN", d->dsn, d->dsn_wide, &dsn)) {
+    if (d->has_map && unwrap_dl(fr, m, side, "DSN", d->dsn, d->dsn_wide, &dsn)) {
         sub->map_known[from] = TRUE;
         sub->map_dsn[from] = dsn;
         sub->map_seq[from] = sub->isn_known[from] ? sub->isn[from] + d->ssn : s->seq;
@@ -388,7 +412,7 @@ static void analyse_dss(packet_info *pinfo, const dss_t *d, const tcp_seg_t *s, 
         return;
     wmem_array_t *received = subflow_acked_dsns(pinfo->pool, s, sub, 1 - from);
     guint64 cum;
-    if (!peer->sb.snd_max || !unwrap_dl(fr, peer, "DATA ACK", d->data_ack, d->ack_wide, &cum))
+    if (!peer->sb.snd_max || !unwrap_dl(fr, m, 1 - side, "DATA ACK", d->data_ack, d->ack_wide, &cum))
         return;
     ival_t nr[MAX_NR_BLOCKS];
     guint n = 0;
