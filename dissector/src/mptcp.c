@@ -27,6 +27,8 @@ struct mptcp_conn {
     guint32 token[2];
     flow_dir_t dir[2];         /* dir[i]: data sent by MPTCP endpoint i (0: client) */
     gboolean idsn_anchor[2];   /* dir[i]'s space holds only the IDSN + 1 its key gave, no wire number yet */
+    gboolean wide_offset_known[2];
+    guint64 wide_offset[2];    /* subtracted from dir[i]'s 64-bit numbers (wide_serial) */
     guint n_subflows;          /* attached and not ended: the data-level state goes with the last */
 };
 
@@ -60,6 +62,20 @@ static mptcp_conn_t *new_mptcp_conn(tcp_conn_t *sub)
 }
 
 
+/* A 64-bit data-level number of dir[side] as a serial: the core's serials live below 2^63 (half of all
+ * IDSNs do not), so numbers from 2^52 up are made relative to the direction's first one less 256 * 2^32
+ * (whole multiples of 2^32: the low 32 bits, which 4-octet numbers unwrap against, are kept). The same
+ * rule as the Lua plugin, whose serials are doubles (exact below 2^53). */
+#define WIDE_AS_IS_BELOW (G_GUINT64_CONSTANT(1) << 52)
+static guint64 wide_serial(mptcp_conn_t *m, int side, guint64 v)
+{
+    if (!m->wide_offset_known[side]) {
+        m->wide_offset_known[side] = TRUE;
+        m->wide_offset[side] = v < WIDE_AS_IS_BELOW ? 0 : ((v >> 32) - 256) << 32;
+    }
+    return v - m->wide_offset[side];
+}
+
 static void learn_key(tcp_conn_t *sub, int ep, tvbuff_t *tvb, int off)
 {
     if (sub->key_known[ep] || !sub->mptcp)
@@ -73,10 +89,11 @@ static void learn_key(tcp_conn_t *sub, int ep, tvbuff_t *tvb, int off)
     int side = sub->mptcp_side[ep];
     /* RFC 8684: the IDSN is the hash's least significant 64 bits; the first data byte is IDSN + 1 (as
      * a TCP direction's is ISN + 1), and it anchors the data level (docs/scoreboard.md "anchor"). All
-     * 64 bits: DSNs of 4 and of 8 octets then unwrap into one space. */
+     * 64 bits (less wide_serial's offset): DSNs of 4 and of 8 octets then unwrap into one space. */
     guint64 idsn = pntohu64(digest + gcry_md_get_algo_dlen(algo) - 8);
     if (!m->dir[side].sb.space.anchored) { /* a key learnt after the data anchors nothing */
-        serial_take64(&m->dir[side].sb.space, idsn + 1);
+        guint64 anchor;
+        serial_take64(&m->dir[side].sb.space, wide_serial(m, side, idsn + 1), &anchor);
         m->idsn_anchor[side] = TRUE;
     }
     m->token[side] = pntohu32(digest);
@@ -343,22 +360,24 @@ static wmem_array_t *subflow_acked_dsns(wmem_allocator_t *pool, const tcp_seg_t 
 }
 
 /* The first data-level number on the wire of direction side, against the IDSN + 1 its key gave: when
- * it lies more than SERIAL_FAR away (or where 4-octet numbers cannot unwrap: 2^63 and above), the
- * DSNs do not follow the keys (a hand-built or damaged handshake), and the wire anchors instead of
- * the derived number (decisions 40): a number never seen cannot make the first one seen "far". */
+ * it lies more than SERIAL_FAR away, the DSNs do not follow the keys (a hand-built or damaged
+ * handshake), and the wire anchors instead of the derived number (decisions 40): a number never seen
+ * cannot make the first one seen "far". */
 static void check_idsn_anchor(mptcp_conn_t *m, int side, guint64 v, gboolean wide)
 {
     serial_space_t *space = &m->dir[side].sb.space;
     if (!m->idsn_anchor[side])
         return;
     m->idsn_anchor[side] = FALSE;
-    guint64 x = wide ? v : serial_near(space->highest, (guint32)v);
+    guint64 x = wide ? v - m->wide_offset[side] : serial_near(space->highest, (guint32)v);
     guint64 distance = x > space->highest ? x - space->highest : space->highest - x;
-    if (distance > SERIAL_FAR || (!wide && (gint64)x < 0))
+    if (distance > SERIAL_FAR) {
         memset(space, 0, sizeof(*space));
+        m->wide_offset_known[side] = FALSE;
+    }
 }
 
-/* A data-level number, 4 or 8 octets on the wire; FALSE when a 4-octet one lies far outside the window. */
+/* A data-level number, 4 or 8 octets on the wire; FALSE when it lies far outside the window. */
 static gboolean unwrap_dl(frame_result_t *fr, mptcp_conn_t *m, int side, const char *what, guint64 v, gboolean wide,
                           guint64 *out)
 {
@@ -368,8 +387,7 @@ static gboolean unwrap_dl(frame_result_t *fr, mptcp_conn_t *m, int side, const c
     check_idsn_anchor(m, side, v, wide);
     if (!wide)
         return rtxq_unwrap(fr, dir, what, (guint32)v, out);
-    *out = serial_take64(&dir->sb.space, v);
-    return TRUE;
+    return rtxq_take64(fr, dir, what, wide_serial(m, side, v), v, out);
 }
 
 static void analyse_dss(packet_info *pinfo, const dss_t *d, const tcp_seg_t *s, guint32 payload_len, tcp_conn_t *sub,
