@@ -1705,7 +1705,7 @@ local function read_dl(s, off, wide)
     return 0, u32(s, off)
 end
 
--- The DSS option of one segment, with its NR blocks (offsets from the DATA ACK); nil if too short.
+-- The DSS option of one segment, with its NR blocks (offsets from the DATA ACK); nil when its length does not fit its flags.
 -- One scratch table reused for every option (nothing keeps it); n_blocks counts its block lists.
 local scratch_dss = {start_hi = {}, start_lo = {}, stop_hi = {}, stop_lo = {}, block_off = {}}
 local function parse_dss(s, off, len, m)
@@ -1734,7 +1734,12 @@ local function parse_dss(s, off, len, m)
         d.has_map = true
         p = p + w + 6
     end
-    if not has_flag(flags, DSS_N) then return d end
+    -- RFC 8684 3.3: without N the flags fix the length exactly (the checksum, 2 octets after a mapping,
+    -- when negotiated: either length is legal), as the analyzer's reader checks it (issue 17)
+    if not has_flag(flags, DSS_N) then
+        if p == stop or (d.has_map and p + 2 == stop) then return d end
+        return nil
+    end
     d.has_nr = true
     local wide_blocks = has_flag(flags, DSS_n)
     local bs = wide_blocks and 16 or 8
@@ -1973,7 +1978,8 @@ local function mptcp_segment(s, base, tree, seg, payload_len, sub, from, fr)
                 had_dss = true
                 local d = parse_dss(s, off, len, sub.mptcp)
                 if not d then
-                    raise(fr, "GEN-01", false, "DSS option too short for its flags")
+                    raise(fr, "GEN-01", false, string.format("DSS option length %d does not fit its flags 0x%02X (RFC 8684 3.3)",
+                        len, len >= 4 and u8(s, off + 3) or 0))
                 else
                     add_dss_fields(tree, base, d)
                     if fr then

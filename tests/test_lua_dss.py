@@ -151,3 +151,20 @@ def test_data_level_numbers_follow_the_key_far_ones_not_adopted(key_c, tmp_path,
         assert [rtxq[f] for f in (4, 5, 6, 7, 8, 9)] == [["100"], ["200"], ["100"], ["200"], ["300"], ["0"]], (name, rtxq)
         assert [(int(f), rule) for f, rule, _ in g.expert] == [(7, "GEN-01")], (name, g.expert)
     assert_same(outputs["c"], outputs["lua"], "keyed data-level numbers")
+
+
+@pytest.mark.parametrize("extra", [0, 1, 2])
+def test_dss_length_fits_its_flags_exactly(extra, tmp_path, nrsack_c_plugin):
+    """RFC 8684 3.3 (as the analyzer's reader): without N, a DSS is 4 + DATA ACK + mapping octets, or 2
+    more after a mapping (the checksum); any other length is reported and the option read no further."""
+    t = iter(i * 0.001 for i in range(100))
+    pkts = handshake(t, 0x1111222233334444, 0x5555666677778888, 1000, 5000)
+    body = dss_body(M_FLAG, 0, 0x10000, 1, 0) + b"\0" * extra
+    pkts.append(tcp_packet(next(t), CLIENT, SERVER, 40000, 80, 1001, 5001, "PA", [(30, body)], payload=PAYLOAD))
+    pcap = pcaps.write(tmp_path / "dss-length.pcap", pkts)
+    for plugin in (nrsack_c_plugin, LUA_PLUGIN):
+        g = tshark.parse_golden(tshark.golden_output(pcap, plugin, sndbuf=3000))
+        row = next(r for r in g.rows if r["frame.number"] == ["4"])
+        fits = extra in (0, 2)
+        assert [rule for _, rule, _ in g.expert] == ([] if fits else ["GEN-01"]), (plugin.kind, g.expert)
+        assert row["nrsack.rtxq.sack_bytes"] == ([str(PAYLOAD)] if fits else []), (plugin.kind, row)

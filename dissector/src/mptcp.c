@@ -185,8 +185,10 @@ static gboolean parse_dss(tvbuff_t *tvb, int off, int len, const mptcp_conn_t *m
         d->has_map = TRUE;
         p += w + 6;
     }
+    /* RFC 8684 3.3: without N the flags fix the length exactly (the checksum, 2 octets after a mapping,
+     * when negotiated: either length is legal), as the analyzer's reader checks it (issue 17) */
     if (!(d->flags & DSS_N))
-        return TRUE;
+        return p == end || (d->has_map && p + 2 == end);
     d->has_nr = TRUE;
     int bs = (d->flags & DSS_n) ? 16 : 8;
     int rest = end - p;
@@ -461,7 +463,8 @@ void mptcp_segment(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const tc
             had_dss = TRUE;
             dss_t d;
             if (!parse_dss(tvb, off, len, sub->mptcp, &d)) {
-                rules_raise(fr, GEN01, FALSE, "DSS option too short for its flags");
+                rules_raise(fr, GEN01, FALSE, "DSS option length %d does not fit its flags 0x%02X (RFC 8684 3.3)", len,
+                            len >= 4 ? tvb_get_uint8(tvb, off + 3) : 0);
                 continue;
             }
             add_dss_fields(tvb, tree, &d);
