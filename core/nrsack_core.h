@@ -41,8 +41,9 @@ void serial_anchor(serial_space_t *s, uint32_t initial);
 int serial_unwrap(serial_space_t *s, uint32_t v, uint64_t *out);
 /* v -> the 64-bit serial nearest to reference, without state: block edges next to their ack. */
 uint64_t serial_near(uint64_t reference, uint32_t v);
-/* Wire values 64 bits wide (MPTCP DSN / DATA ACK in 8-octet form) are taken as they are. */
-uint64_t serial_take64(serial_space_t *s, uint64_t v);
+/* Wire values 64 bits wide (MPTCP DSN / DATA ACK in 8-octet form, made relative by the caller so they
+ * stay below 2^63) are taken as they are, under serial_unwrap's far guard and return values. */
+int serial_take64(serial_space_t *s, uint64_t v, uint64_t *out);
 
 /* ---- interval sets ---- */
 

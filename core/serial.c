@@ -7,7 +7,8 @@
  * is not adopted: it is reported SERIAL_FAR_AWAY and becomes a candidate; if the next far value lies
  * within SERIAL_FAR of that candidate, the space really jumped (a capture that missed a gigabyte) and
  * the second value is adopted as the new reference. Any value near the reference clears the
- * candidate. Serials never go below 0. */
+ * candidate. Serials never go below 0. Values 64 bits wide (MPTCP's 8-octet DSNs) pass the same guard
+ * (serial_take64): 157 GB of data level from one random DSS must not be adopted either (issue 17). */
 #include "nrsack_core.h"
 
 uint64_t serial_near(uint64_t reference, uint32_t v) {
@@ -30,37 +31,41 @@ void serial_anchor(serial_space_t *s, uint32_t initial) {
  * anchor's room) is far away too, and never a candidate. */
 static int below_zero(uint64_t x) { return (int64_t)x < 0; }
 
-int serial_unwrap(serial_space_t *s, uint32_t v, uint64_t *out) {
-    if (!s->anchored) {
-        serial_anchor(s, v);
-        *out = s->highest;
-        return SERIAL_OK;
-    }
-    uint64_t x = serial_near(s->highest, v);
+/* The far guard on x, a serial of s's space (y: the same wire value seen from the candidate). */
+static int guard(serial_space_t *s, uint64_t x, uint64_t y, uint64_t *out) {
     *out = x;
     if (!below_zero(x) && distance(x, s->highest) <= SERIAL_FAR) {
         s->candidate_set = 0;
         if (x > s->highest) s->highest = x;
         return SERIAL_OK;
     }
-    if (s->candidate_set) {
-        uint64_t y = serial_near(s->candidate, v);
-        if (!below_zero(y) && distance(y, s->candidate) <= SERIAL_FAR) {
-            /* confirmed: the space jumped, in either direction */
-            s->candidate_set = 0;
-            s->highest = *out = y;
-            return SERIAL_OK;
-        }
+    if (s->candidate_set && !below_zero(y) && distance(y, s->candidate) <= SERIAL_FAR) {
+        /* confirmed: the space jumped, in either direction */
+        s->candidate_set = 0;
+        s->highest = *out = y;
+        return SERIAL_OK;
     }
     s->candidate_set = !below_zero(x);
     s->candidate = x;
     return SERIAL_FAR_AWAY;
 }
 
-uint64_t serial_take64(serial_space_t *s, uint64_t v) {
-    if (!s->anchored || v > s->highest) {
+int serial_unwrap(serial_space_t *s, uint32_t v, uint64_t *out) {
+    if (!s->anchored) {
+        serial_anchor(s, v);
+        *out = s->highest;
+        return SERIAL_OK;
+    }
+    return guard(s, serial_near(s->highest, v), s->candidate_set ? serial_near(s->candidate, v) : 0, out);
+}
+
+int serial_take64(serial_space_t *s, uint64_t v, uint64_t *out) {
+    if (!s->anchored) {
         s->anchored = 1;
         s->highest = v;
+        s->candidate_set = 0;
+        *out = v;
+        return SERIAL_OK;
     }
-    return v;
+    return guard(s, v, v, out);
 }

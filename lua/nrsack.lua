@@ -184,7 +184,7 @@ end
 -- The scoreboard core: a line-by-line translation of core/ (nrsack_core.h, serial.c, iset.c,
 -- scoreboard.c) with the same names (docs/scoreboard.md). Serials are doubles, exact below 2^53:
 -- unwrapped 32-bit values stay near 2^32 and MPTCP's 64-bit DSNs are made relative to their
--- direction's first one (unwrap_dl), so no value comes near 2^53; a UInt64 per serial would cost an
+-- direction's first one (wide_serial), so no value comes near 2^53; a UInt64 per serial would cost an
 -- allocation per number on every packet. An ival is {lo, hi}, [lo, hi); an iset keeps its intervals
 -- in two parallel arrays lo[1..n], hi[1..n] (no table per interval).
 ------------------------------------------------------------------------------------------------
@@ -222,36 +222,44 @@ function serial_anchor(s, initial)
     s.candidate_set = false
 end
 
+-- The far guard on x, a serial of s's space (y: the same wire value seen from the candidate);
+-- serials never go below 0 (nor, as C's unsigned ones wrap there, to 2^63). -> status, serial
+local TWO63 = 2 ^ 63
+local function guard(s, x, y)
+    if x >= 0 and x < TWO63 and distance(x, s.highest) <= SERIAL_FAR then
+        s.candidate_set = false
+        if x > s.highest then s.highest = x end
+        return SERIAL_OK, x
+    end
+    if s.candidate_set and y >= 0 and y < TWO63 and distance(y, s.candidate) <= SERIAL_FAR then
+        -- confirmed: the space jumped, in either direction
+        s.candidate_set = false
+        s.highest = y
+        return SERIAL_OK, y
+    end
+    s.candidate_set = x >= 0 and x < TWO63
+    s.candidate = x
+    return SERIAL_FAR_AWAY, x
+end
+
 -- -> status, serial
 function serial_unwrap(s, v)
     if not s.anchored then
         serial_anchor(s, v)
         return SERIAL_OK, s.highest
     end
-    local x = nearest(s.highest, v)
-    if distance(x, s.highest) > SERIAL_FAR then
-        local near_candidate = s.candidate_set and nearest(s.candidate, v) or 0
-        if not s.candidate_set or distance(near_candidate, s.candidate) > SERIAL_FAR then
-            s.candidate_set = true
-            s.candidate = x
-            return SERIAL_FAR_AWAY, x
-        end
-        -- confirmed: the space jumped, in either direction
-        s.candidate_set = false
-        s.highest = near_candidate
-        return SERIAL_OK, near_candidate
-    end
-    s.candidate_set = false
-    if x > s.highest then s.highest = x end
-    return SERIAL_OK, x
+    return guard(s, nearest(s.highest, v), s.candidate_set and nearest(s.candidate, v) or 0)
 end
 
+-- -> status, serial
 function serial_take64(s, v)
-    if not s.anchored or v > s.highest then
+    if not s.anchored then
         s.anchored = true
         s.highest = v
+        s.candidate_set = false
+        return SERIAL_OK, v
     end
-    return v
+    return guard(s, v, v)
 end
 
 -- ---- TSN weights: size[i] is TSN base + i (i from 0) ----
@@ -871,14 +879,20 @@ local function rtxq_on_received(fr, d, r)
     if u then refresh_figures(u, d) end
 end
 
--- A 32-bit serial of direction d's space, unwrapped once (docs/scoreboard.md); nil, reported and fed
--- nothing when it lands more than SERIAL_FAR from the highest seen and no earlier far value agrees
--- (decisions 33: one damaged ack must not make every later one look 2^32 behind).
-local function unwrap(fr, d, v, what)
-    local status, x = serial_unwrap(d.sb.space, v)
+-- A 32-bit serial of direction d's space, unwrapped once (docs/scoreboard.md), or with take64 a 64-bit
+-- one; nil and fed nothing when it lands more than SERIAL_FAR from the highest seen and no earlier far
+-- value agrees (decisions 33: one damaged ack must not make every later one look 2^32 behind),
+-- reported once per direction (a corrupt capture must not bury the real findings). wire: the value
+-- as reported (default v).
+local function unwrap(fr, d, v, what, take64, wire)
+    local status, x = (take64 and serial_take64 or serial_unwrap)(d.sb.space, v)
     if status == SERIAL_FAR_AWAY then
-        raise(fr, "GEN-01", false, string.format("%s %d lies more than 2^30 from the highest seen (%d); not analysed",
-            what, v, d.sb.space.highest % TWO32))
+        if not d.far_reported then
+            d.far_reported = true
+            raise(fr, "GEN-01", true, string.format(
+                "%s %s lies more than 2^30 from the highest seen in %s; not analysed (later ones: not reported)",
+                what, wire or string.format("%d", v), d.label or "this direction"))
+        end
         return nil
     end
     return x
@@ -1312,7 +1326,8 @@ local function key_block(key)
     return w
 end
 
-local function sha1_first_word(key)
+-- -> the token (first word) and the IDSN (last 64 bits) as high, low words (RFC 8684 3.1).
+local function sha1_token_idsn(key)
     local w = key_block(key)
     for i = 17, 80 do w[i] = rol(bxor(w[i - 3], w[i - 8], w[i - 14], w[i - 16]), 1) end
     local h0, h1, h2, h3, h4 = 0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0
@@ -1326,7 +1341,7 @@ local function sha1_first_word(key)
         local t = u32n(rol(a, 5) + u32n(f) + e + k + w[i])
         a, b, c, d, e = t, a, rol(b, 30), c, d
     end
-    return u32n(h0 + a)
+    return u32n(h0 + a), u32n(h3 + d), u32n(h4 + e)
 end
 
 local SHA256_K = {
@@ -1340,7 +1355,7 @@ local SHA256_K = {
     0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
 }
 
-local function sha256_first_word(key)
+local function sha256_token_idsn(key)
     local w = key_block(key)
     for i = 17, 64 do
         local s0 = bxor(ror(w[i - 15], 7), ror(w[i - 15], 18), rshift(w[i - 15], 3))
@@ -1359,7 +1374,7 @@ local function sha256_first_word(key)
         local t2 = u32n(S0 + maj)
         h, g, f, e, d, c, b, a = g, f, e, u32n(d + t1), c, b, a, u32n(t1 + t2)
     end
-    return u32n(h0 + a)
+    return u32n(h0 + a), u32n(0x1f83d9ab + g), u32n(0x5be0cd19 + h)
 end
 
 ------------------------------------------------------------------------------------------------
@@ -1605,7 +1620,8 @@ local function dl_number(hi, lo) return hi * TWO32 + lo end
 local function new_mptcp_conn(sub)
     local stream = new_stream_index()
     local m = {stream = stream, handshake_seen = false, capable = false, csum_known = false, csum = false,
-               token_known = {}, token = {}, dir = {}, live = 1} -- live: subflows not ended
+               token_known = {}, token = {}, dir = {}, live = 1, -- live: subflows not ended
+               idsn_anchor = {}, wide_offset_hi = {}} -- as mptcp.c's
     for i = 0, 1 do
         m.dir[i] = flow_dir_new(stream, i, "mptcp", false, "MN-04", "MN-03")
         m.dir[i].gap_from_sacked = true
@@ -1617,13 +1633,32 @@ local function new_mptcp_conn(sub)
     return m
 end
 
+-- A 64-bit data-level number (high, low words) of m.dir[side] as a serial: from 2^52 up made relative
+-- to the direction's first one less 256 * 2^32 (whole multiples of 2^32 keep the low 32 bits, which
+-- 4-octet numbers unwrap against), so serials stay exact doubles (mptcp.c's wide_serial).
+local WIDE_AS_IS_BELOW_HI = 1048576 -- 2^20 high words: 2^52
+local function wide_serial(m, side, hi, lo)
+    if not m.wide_offset_hi[side] then
+        m.wide_offset_hi[side] = hi < WIDE_AS_IS_BELOW_HI and 0 or hi - 256
+    end
+    return (hi - m.wide_offset_hi[side]) * TWO32 + lo
+end
+
 local function learn_key(sub, ep, s, off)
     if sub.key_known[ep] or not sub.mptcp then return end
     sub.key_known[ep] = true
     local key = s:sub(off + 1, off + 8)
     local m = sub.mptcp
     local side = sub.mptcp_side[ep]
-    local token = sub.mp_version == 0 and sha1_first_word(key) or sha256_first_word(key)
+    local token, idsn_hi, idsn_lo
+    if sub.mp_version == 0 then token, idsn_hi, idsn_lo = sha1_token_idsn(key)
+    else token, idsn_hi, idsn_lo = sha256_token_idsn(key) end
+    local space = m.dir[side].sb.space
+    if not space.anchored then -- the first data byte is IDSN + 1; a key learnt after the data anchors nothing
+        if idsn_lo == TWO32 - 1 then idsn_hi, idsn_lo = (idsn_hi + 1) % TWO32, 0 else idsn_lo = idsn_lo + 1 end
+        serial_take64(space, wide_serial(m, side, idsn_hi, idsn_lo))
+        m.idsn_anchor[side] = true
+    end
     m.token[side] = token
     m.token_known[side] = true
     state.mptcp_by_token[token] = m
@@ -1670,7 +1705,7 @@ local function read_dl(s, off, wide)
     return 0, u32(s, off)
 end
 
--- The DSS option of one segment, with its NR blocks (offsets from the DATA ACK); nil if too short.
+-- The DSS option of one segment, with its NR blocks (offsets from the DATA ACK); nil when its length does not fit its flags.
 -- One scratch table reused for every option (nothing keeps it); n_blocks counts its block lists.
 local scratch_dss = {start_hi = {}, start_lo = {}, stop_hi = {}, stop_lo = {}, block_off = {}}
 local function parse_dss(s, off, len, m)
@@ -1699,7 +1734,12 @@ local function parse_dss(s, off, len, m)
         d.has_map = true
         p = p + w + 6
     end
-    if not has_flag(flags, DSS_N) then return d end
+    -- RFC 8684 3.3: without N the flags fix the length exactly (the checksum, 2 octets after a mapping,
+    -- when negotiated: either length is legal), as the analyzer's reader checks it (issue 17)
+    if not has_flag(flags, DSS_N) then
+        if p == stop or (d.has_map and p + 2 == stop) then return d end
+        return nil
+    end
     d.has_nr = true
     local wide_blocks = has_flag(flags, DSS_n)
     local bs = wide_blocks and 16 or 8
@@ -1745,17 +1785,26 @@ local function add_dss_fields(tree, base, d)
 end
 
 
--- Data-level number -> scoreboard number: 32-bit values unwrap; 64-bit values are taken as they are
--- (serial_take64) while they fit a double exactly (below 2^52), else made relative to the direction's
--- first one, less a whole number of 2^32 (so their low 32 bits, which 32-bit values unwrap against,
--- are kept). nil (reported) when a 32-bit value lands too far away (unwrap).
-local WIDE_AS_IS_BELOW_HI = 1048576 -- 2^20 high words: 2^52
-local function unwrap_dl(fr, dir, hi, lo, wide)
-    if not wide then return unwrap(fr, dir, lo, "data-level number") end
-    if not dir.wide_offset_hi then
-        dir.wide_offset_hi = hi < WIDE_AS_IS_BELOW_HI and 0 or hi - 256
+-- The first data-level number on the wire of direction side, against the IDSN + 1 its key gave: the
+-- wire anchors instead when it lies more than SERIAL_FAR away (mptcp.c's check_idsn_anchor, decisions 40).
+local function check_idsn_anchor(m, side, hi, lo, wide)
+    if not m.idsn_anchor[side] then return end
+    m.idsn_anchor[side] = false
+    local space = m.dir[side].sb.space
+    local x = wide and (hi - m.wide_offset_hi[side]) * TWO32 + lo or nearest(space.highest, lo)
+    if math.abs(x - space.highest) > SERIAL_FAR then
+        space.anchored, space.highest, space.candidate_set, space.candidate = false, 0, false, 0
+        m.wide_offset_hi[side] = nil
     end
-    return serial_take64(dir.sb.space, (hi - dir.wide_offset_hi) * TWO32 + lo)
+end
+
+-- Data-level number -> scoreboard number: 32-bit values unwrap, 64-bit ones are taken (wide_serial),
+-- both under the far guard; nil (reported) when far away.
+local function unwrap_dl(fr, m, side, what, hi, lo, wide)
+    local dir = m.dir[side]
+    check_idsn_anchor(m, side, hi, lo, wide)
+    if not wide then return unwrap(fr, dir, lo, what) end
+    return unwrap(fr, dir, wide_serial(m, side, hi, lo), what, true, tostring(to_u64(hi, lo)))
 end
 
 -- One direction of a subflow (decisions 12): its mapped segments {lo, hi, dsn} (subflow bytes -> DSNs,
@@ -1798,7 +1847,8 @@ end
 local function sub_maps_add(m, lo, hi, dsn)
     local v = m.v
     local at = #v + 1
-    if #v >= m.first and v[#v][1] >= lo then
+    -- the last entry reaching past lo (a widened one may start below it): the place must be searched
+    if #v >= m.first and v[#v][2] > lo then
         at = sub_maps_find(m, lo)
         if at <= #v and v[at][1] <= lo then return end -- a retransmission: its bytes are mapped already
     end
@@ -1863,7 +1913,7 @@ local function analyse_dss(d, seg, payload_len, sub, from, fr)
     local m = sub.mptcp
     local side = sub.mptcp_side[from]
     local mine, peer = m.dir[side], m.dir[1 - side]
-    local map_dsn = d.has_map and unwrap_dl(fr, mine, d.dsn_hi, d.dsn_lo, d.dsn_wide)
+    local map_dsn = d.has_map and unwrap_dl(fr, m, side, "DSN", d.dsn_hi, d.dsn_lo, d.dsn_wide)
     if map_dsn then
         sub.map_known[from] = true
         sub.map_dsn[from] = map_dsn
@@ -1899,16 +1949,18 @@ local function analyse_dss(d, seg, payload_len, sub, from, fr)
     if not d.has_ack then return end
     local received = subflow_acked_dsns(seg, sub, 1 - from)
     if not peer.sb.have_data then return end
-    local cum = unwrap_dl(fr, peer, d.ack_hi, d.ack_lo, d.ack_wide)
+    local cum = unwrap_dl(fr, m, 1 - side, "DATA ACK", d.ack_hi, d.ack_lo, d.ack_wide)
     if not cum then return end
     local nr = NO_ITEMS
-    for i = 1, d.n_blocks do
+    -- NR blocks whose count the option cannot hold feed nothing (docs/scoreboard.md); the ack then says
+    -- nothing reliable about non-renegable data either (decisions 40)
+    for i = 1, d.nr_count_bad and 0 or d.n_blocks do
         if dl_less(start_hi[i], start_lo[i], stop_hi[i], stop_lo[i]) then
             if nr == NO_ITEMS then nr = {} end
             nr[#nr + 1] = {cum + dl_number(start_hi[i], start_lo[i]), cum + dl_number(stop_hi[i], stop_lo[i])}
         end
     end
-    rtxq_on_ack(fr, peer, cum, NO_ITEMS, nr, REVOKE_IN_SPAN)
+    rtxq_on_ack(fr, peer, cum, NO_ITEMS, nr, d.nr_count_bad and REVOKE_NONE or REVOKE_IN_SPAN)
     rtxq_on_received(fr, peer, received)
 end
 
@@ -1926,7 +1978,8 @@ local function mptcp_segment(s, base, tree, seg, payload_len, sub, from, fr)
                 had_dss = true
                 local d = parse_dss(s, off, len, sub.mptcp)
                 if not d then
-                    raise(fr, "GEN-01", false, "DSS option too short for its flags")
+                    raise(fr, "GEN-01", false, string.format("DSS option length %d does not fit its flags 0x%02X (RFC 8684 3.3)",
+                        len, len >= 4 and u8(s, off + 3) or 0))
                 else
                     add_dss_fields(tree, base, d)
                     if fr then

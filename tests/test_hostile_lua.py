@@ -36,9 +36,6 @@ LUA_FOLLOWS_CORE = {
     **{f"{kind}-bitflips-{seed}": "damaged fields: far serials not adopted, bad-count chunks fed nothing, a "
                                   "damaged FIN or SHUTDOWN-COMPLETE ends the flow's state"
        for kind in ("tcp", "sctp", "mptcp") for seed in range(3)},
-    **{f"mptcp-dss-random-{seed}": "random DSS fields: far data-level numbers not adopted (SERIAL_FAR); the "
-                                   "analyzer validates DSS lengths exactly and reads these differently"
-       for seed in range(12)},
 }
 ANALYZER_AGREES = {"tcp-ack-2pow31-away", "tcp-acks-random-far", "sctp-ack-2pow31-away"}
 

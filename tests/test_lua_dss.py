@@ -10,6 +10,7 @@ scoreboards. Every nrsack field and finding of the Lua plugin equals the C plugi
 
 from __future__ import annotations
 
+import hashlib
 import struct
 
 import pytest
@@ -61,20 +62,25 @@ def shapes():
     return out
 
 
-def dss_capture():
-    key_c, key_s = 0x1111222233334444, 0x5555666677778888
-    isn_c, isn_s = 1000, 5000
-    dsn = {CLIENT: 0x10000, SERVER: 0x90000}
-    seq = {CLIENT: isn_c + 1, SERVER: isn_s + 1}
-    t = iter(i * 0.001 for i in range(100000))
+def handshake(t, key_c, key_s, isn_c, isn_s):
+    """An MPTCP version 1 handshake with NR-SACK capability (times from the iterator t)."""
     nrperm = nr_permitted_option(flags=0x02)
-    pkts = [
+    return [
         tcp_packet(next(t), CLIENT, SERVER, 40000, 80, isn_c, 0, "S", [mptcp_capable_option(), nrperm]),
         tcp_packet(next(t), SERVER, CLIENT, 80, 40000, isn_s, isn_c + 1, "SA",
                    [mptcp_capable_option(keys=(key_s,)), nrperm]),
         tcp_packet(next(t), CLIENT, SERVER, 40000, 80, isn_c + 1, isn_s + 1, "A",
                    [mptcp_capable_option(keys=(key_c, key_s))]),
     ]
+
+
+def dss_capture():
+    key_c, key_s = 0x1111222233334444, 0x5555666677778888
+    isn_c, isn_s = 1000, 5000
+    dsn = {CLIENT: 0x10000, SERVER: 0x90000}
+    seq = {CLIENT: isn_c + 1, SERVER: isn_s + 1}
+    t = iter(i * 0.001 for i in range(100000))
+    pkts = handshake(t, key_c, key_s, isn_c, isn_s)
     for name, flags, blocks, transform, count in shapes():
         for src, dst, sport, dport in ((CLIENT, SERVER, 40000, 80), (SERVER, CLIENT, 80, 40000)):
             body = transform(dss_body(flags, dsn[dst], dsn[src], seq[src] - (isn_c if src == CLIENT else isn_s),
@@ -105,3 +111,60 @@ def test_dss_shapes_same_in_c_and_lua(sndbuf, tmp_path, nrsack_c_plugin):
     assert any(r["nrsack.rtxq.nr_acked_bytes"] not in ([], ["0"]) for r in g.rows)
     assert {"GEN-01", "MN-02"} <= {rule for _, rule, _ in g.expert}
     assert_same(c, lua, "DSS shapes")
+
+
+def idsn(key: int) -> int:
+    """RFC 8684 3.1 (version 1): the least significant 64 bits of SHA-256 of the key."""
+    return int.from_bytes(hashlib.sha256(struct.pack("!Q", key)).digest()[-8:], "big")
+
+
+def keyed_capture(key_c: int, key_s: int, dsns, acks):
+    """The handshake, then one 100-byte segment per (dsn, 8 octets?) from the client, and
+    after segment k a server DATA ACK (8 octets) of acks[k]."""
+    isn_c, isn_s = 1000, 5000
+    t = iter(i * 0.001 for i in range(1000))
+    pkts = handshake(t, key_c, key_s, isn_c, isn_s)
+    for k, (dsn, wide) in enumerate(dsns):
+        option = pcaps.dss_option(dsn=dsn % 2**64 if wide else dsn % 2**32, ssn=1 + k * PAYLOAD, dll=PAYLOAD, dsn8=wide)
+        pkts.append(tcp_packet(next(t), CLIENT, SERVER, 40000, 80, isn_c + 1 + k * PAYLOAD, isn_s + 1, "PA",
+                               [option], payload=PAYLOAD))
+        if k in acks:
+            pkts.append(tcp_packet(next(t), SERVER, CLIENT, 80, 40000, isn_s + 1, isn_c + 1 + (k + 1) * PAYLOAD, "A",
+                                   [pcaps.dss_option(data_ack=acks[k] % 2**64)]))
+    return pkts
+
+
+@pytest.mark.parametrize("key_c", [2, 0x1111222233334444])  # an IDSN at 2^63 or above, one below
+def test_data_level_numbers_follow_the_key_far_ones_not_adopted(key_c, tmp_path, nrsack_c_plugin):
+    """DSNs that follow the client's IDSN (decisions 40), 4 octets then 8 (one space for both, even for
+    an IDSN from 2^63 up); an 8-octet DSN 2^40 away is far (SERIAL_FAR): reported, not adopted (its
+    segment's bytes follow the mapping before, and the last ack empties the queue)."""
+    first = idsn(key_c) + 1
+    dsns = [(first, False), (first + 100, True), (first + 200 + 2**40, True), (first + 300, True)]
+    pcap = pcaps.write(tmp_path / "keyed.pcap", keyed_capture(key_c, 0x5555666677778888, dsns, {1: first + 100, 3: first + 400}))
+    outputs = {}
+    for name, plugin in (("c", nrsack_c_plugin), ("lua", LUA_PLUGIN)):
+        outputs[name] = tshark.golden_output(pcap, plugin, sndbuf=3000)
+        g = tshark.parse_golden(outputs[name])
+        rtxq = {int(r["frame.number"][0]): r["nrsack.rtxq.sack_bytes"] for r in g.rows}
+        # 4, 5: 100 and 200 bytes sent; 6: the first 100 acked; 7 (far mapping), 8: 100 more each; 9: all acked
+        assert [rtxq[f] for f in (4, 5, 6, 7, 8, 9)] == [["100"], ["200"], ["100"], ["200"], ["300"], ["0"]], (name, rtxq)
+        assert [(int(f), rule) for f, rule, _ in g.expert] == [(7, "GEN-01")], (name, g.expert)
+    assert_same(outputs["c"], outputs["lua"], "keyed data-level numbers")
+
+
+@pytest.mark.parametrize("extra", [0, 1, 2])
+def test_dss_length_fits_its_flags_exactly(extra, tmp_path, nrsack_c_plugin):
+    """RFC 8684 3.3 (as the analyzer's reader): without N, a DSS is 4 + DATA ACK + mapping octets, or 2
+    more after a mapping (the checksum); any other length is reported and the option read no further."""
+    t = iter(i * 0.001 for i in range(100))
+    pkts = handshake(t, 0x1111222233334444, 0x5555666677778888, 1000, 5000)
+    body = dss_body(M_FLAG, 0, 0x10000, 1, 0) + b"\0" * extra
+    pkts.append(tcp_packet(next(t), CLIENT, SERVER, 40000, 80, 1001, 5001, "PA", [(30, body)], payload=PAYLOAD))
+    pcap = pcaps.write(tmp_path / "dss-length.pcap", pkts)
+    for plugin in (nrsack_c_plugin, LUA_PLUGIN):
+        g = tshark.parse_golden(tshark.golden_output(pcap, plugin, sndbuf=3000))
+        row = next(r for r in g.rows if r["frame.number"] == ["4"])
+        fits = extra in (0, 2)
+        assert [rule for _, rule, _ in g.expert] == ([] if fits else ["GEN-01"]), (plugin.kind, g.expert)
+        assert row["nrsack.rtxq.sack_bytes"] == ([str(PAYLOAD)] if fits else []), (plugin.kind, row)

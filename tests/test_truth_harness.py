@@ -41,11 +41,6 @@ KNOWN_FAILING_ON_MAIN = {
     ("sctp-nrsack-receiver-first-lost", "lua-rows"): "as the C plugin",
     ("sctp-nrsack-receiver-first-lost", "c-findings"): "GEN-01 on the first TSN's retransmission (as c-rows)",
     ("sctp-nrsack-receiver-first-lost", "lua-findings"): "as the C plugin",
-    ("mptcp-sack", "lua-rows"): (
-        "after a retransmission inside a widened subflow mapping, sub_maps_add appends an entry out of "
-        "order, the binary search misses later subflow SACK blocks: DSNs they cover are not sacked "
-        "(scoreboard.md `received`, decisions.md 12); rtxq_whatif too high"),
-    ("mptcp-nrsack", "lua-rows"): "as mptcp-sack",
 }
 
 TRUTH_CASES = [n for n, c in H.CASES.items() if c.has_truth or c.cut]

@@ -26,6 +26,9 @@ struct mptcp_conn {
     gboolean token_known[2];
     guint32 token[2];
     flow_dir_t dir[2];         /* dir[i]: data sent by MPTCP endpoint i (0: client) */
+    gboolean idsn_anchor[2];   /* dir[i]'s space holds only the IDSN + 1 its key gave, no wire number yet */
+    gboolean wide_offset_known[2];
+    guint64 wide_offset[2];    /* subtracted from dir[i]'s 64-bit numbers (wide_serial) */
     guint n_subflows;          /* attached and not ended: the data-level state goes with the last */
 };
 
@@ -59,6 +62,20 @@ static mptcp_conn_t *new_mptcp_conn(tcp_conn_t *sub)
 }
 
 
+/* A 64-bit data-level number of dir[side] as a serial: the core's serials live below 2^63 (half of all
+ * IDSNs do not), so numbers from 2^52 up are made relative to the direction's first one less 256 * 2^32
+ * (whole multiples of 2^32: the low 32 bits, which 4-octet numbers unwrap against, are kept). The same
+ * rule as the Lua plugin, whose serials are doubles (exact below 2^53). */
+#define WIDE_AS_IS_BELOW (G_GUINT64_CONSTANT(1) << 52)
+static guint64 wide_serial(mptcp_conn_t *m, int side, guint64 v)
+{
+    if (!m->wide_offset_known[side]) {
+        m->wide_offset_known[side] = TRUE;
+        m->wide_offset[side] = v < WIDE_AS_IS_BELOW ? 0 : ((v >> 32) - 256) << 32;
+    }
+    return v - m->wide_offset[side];
+}
+
 static void learn_key(tcp_conn_t *sub, int ep, tvbuff_t *tvb, int off)
 {
     if (sub->key_known[ep] || !sub->mptcp)
@@ -72,9 +89,13 @@ static void learn_key(tcp_conn_t *sub, int ep, tvbuff_t *tvb, int off)
     int side = sub->mptcp_side[ep];
     /* RFC 8684: the IDSN is the hash's least significant 64 bits; the first data byte is IDSN + 1 (as
      * a TCP direction's is ISN + 1), and it anchors the data level (docs/scoreboard.md "anchor"). All
-     * 64 bits: DSNs of 4 and of 8 octets then unwrap into one space. */
+     * 64 bits (less wide_serial's offset): DSNs of 4 and of 8 octets then unwrap into one space. */
     guint64 idsn = pntohu64(digest + gcry_md_get_algo_dlen(algo) - 8);
-    serial_take64(&m->dir[side].sb.space, idsn + 1);
+    if (!m->dir[side].sb.space.anchored) { /* a key learnt after the data anchors nothing */
+        guint64 anchor;
+        serial_take64(&m->dir[side].sb.space, wide_serial(m, side, idsn + 1), &anchor);
+        m->idsn_anchor[side] = TRUE;
+    }
     m->token[side] = pntohu32(digest);
     m->token_known[side] = TRUE;
     wmem_map_insert(conn_by_token, GUINT_TO_POINTER(m->token[side]), m);
@@ -164,8 +185,10 @@ static gboolean parse_dss(tvbuff_t *tvb, int off, int len, const mptcp_conn_t *m
         d->has_map = TRUE;
         p += w + 6;
     }
+    /* RFC 8684 3.3: without N the flags fix the length exactly (the checksum, 2 octets after a mapping,
+     * when negotiated: either length is legal), as the analyzer's reader checks it (issue 17) */
     if (!(d->flags & DSS_N))
-        return TRUE;
+        return p == end || (d->has_map && p + 2 == end);
     d->has_nr = TRUE;
     int bs = (d->flags & DSS_n) ? 16 : 8;
     int rest = end - p;
@@ -276,7 +299,8 @@ static guint sub_maps_find(const sub_maps_t *m, guint64 x)
 static void sub_maps_add(sub_maps_t *m, guint64 lo, guint64 hi, guint64 dsn)
 {
     guint at = m->n;
-    if (m->n > m->first && m->v[m->n - 1].lo >= lo) {
+    /* the last entry reaching past lo (a retransmission starting inside it): the place must be searched */
+    if (m->n > m->first && m->v[m->n - 1].hi > lo) {
         at = sub_maps_find(m, lo);
         if (at < m->n && m->v[at].lo <= lo)
             return; /* a retransmission: its bytes are mapped already */
@@ -337,15 +361,35 @@ static wmem_array_t *subflow_acked_dsns(wmem_allocator_t *pool, const tcp_seg_t 
     return out;
 }
 
-/* A data-level number, 4 or 8 octets on the wire; FALSE when a 4-octet one lies far outside the window. */
-static gboolean unwrap_dl(frame_result_t *fr, flow_dir_t *dir, const char *what, guint64 v, gboolean wide, guint64 *out)
+/* The first data-level number on the wire of direction side, against the IDSN + 1 its key gave: when
+ * it lies more than SERIAL_FAR away, the DSNs do not follow the keys (a hand-built or damaged
+ * handshake), and the wire anchors instead of the derived number (decisions 40): a number never seen
+ * cannot make the first one seen "far". */
+static void check_idsn_anchor(mptcp_conn_t *m, int side, guint64 v, gboolean wide)
 {
+    serial_space_t *space = &m->dir[side].sb.space;
+    if (!m->idsn_anchor[side])
+        return;
+    m->idsn_anchor[side] = FALSE;
+    guint64 x = wide ? v - m->wide_offset[side] : serial_near(space->highest, (guint32)v);
+    guint64 distance = x > space->highest ? x - space->highest : space->highest - x;
+    if (distance > SERIAL_FAR) {
+        memset(space, 0, sizeof(*space));
+        m->wide_offset_known[side] = FALSE;
+    }
+}
+
+/* A data-level number, 4 or 8 octets on the wire; FALSE when it lies far outside the window. */
+static gboolean unwrap_dl(frame_result_t *fr, mptcp_conn_t *m, int side, const char *what, guint64 v, gboolean wide,
+                          guint64 *out)
+{
+    flow_dir_t *dir = &m->dir[side];
     if (dir->released)
         return FALSE;
+    check_idsn_anchor(m, side, v, wide);
     if (!wide)
         return rtxq_unwrap(fr, dir, what, (guint32)v, out);
-    *out = serial_take64(&dir->sb.space, v);
-    return TRUE;
+    return rtxq_take64(fr, dir, what, wide_serial(m, side, v), v, out);
 }
 
 static void analyse_dss(packet_info *pinfo, const dss_t *d, const tcp_seg_t *s, guint32 payload_len, tcp_conn_t *sub,
@@ -355,7 +399,7 @@ static void analyse_dss(packet_info *pinfo, const dss_t *d, const tcp_seg_t *s, 
     int side = sub->mptcp_side[from];
     flow_dir_t *mine = &m->dir[side], *peer = &m->dir[1 - side];
     guint64 dsn;
-    if (d->has_map && unwrap_dl(fr, mine, "DSN", d->dsn, d->dsn_wide, &dsn)) {
+    if (d->has_map && unwrap_dl(fr, m, side, "DSN", d->dsn, d->dsn_wide, &dsn)) {
         sub->map_known[from] = TRUE;
         sub->map_dsn[from] = dsn;
         sub->map_seq[from] = sub->isn_known[from] ? sub->isn[from] + d->ssn : s->seq;
@@ -388,7 +432,7 @@ static void analyse_dss(packet_info *pinfo, const dss_t *d, const tcp_seg_t *s, 
         return;
     wmem_array_t *received = subflow_acked_dsns(pinfo->pool, s, sub, 1 - from);
     guint64 cum;
-    if (!peer->sb.snd_max || !unwrap_dl(fr, peer, "DATA ACK", d->data_ack, d->ack_wide, &cum))
+    if (!peer->sb.snd_max || !unwrap_dl(fr, m, 1 - side, "DATA ACK", d->data_ack, d->ack_wide, &cum))
         return;
     ival_t nr[MAX_NR_BLOCKS];
     guint n = 0;
@@ -419,7 +463,8 @@ void mptcp_segment(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const tc
             had_dss = TRUE;
             dss_t d;
             if (!parse_dss(tvb, off, len, sub->mptcp, &d)) {
-                rules_raise(fr, GEN01, FALSE, "DSS option too short for its flags");
+                rules_raise(fr, GEN01, FALSE, "DSS option length %d does not fit its flags 0x%02X (RFC 8684 3.3)", len,
+                            len >= 4 ? tvb_get_uint8(tvb, off + 3) : 0);
                 continue;
             }
             add_dss_fields(tvb, tree, &d);

@@ -138,6 +138,8 @@ void flow_dirs_release_all(void);
 /* A 32-bit wire serial of d's space, unwrapped; FALSE (and a GEN-01 note) when it lies far outside
  * the window (decisions 33): the caller then feeds nothing. */
 gboolean rtxq_unwrap(frame_result_t *fr, flow_dir_t *d, const char *what, guint32 v, guint64 *out);
+/* The same for a 64-bit serial v (the wire value `wire`, as reported, made relative by the caller). */
+gboolean rtxq_take64(frame_result_t *fr, flow_dir_t *d, const char *what, guint64 v, guint64 wire, guint64 *out);
 void rtxq_on_data(frame_result_t *fr, flow_dir_t *d, guint64 lo, guint64 hi, guint32 payload_bytes);
 /* Records step `step` (0..2) of the opening exchange; the vantage follows when all three are seen. */
 void handshake_step(handshake_t *hs, int step, const packet_info *pinfo);

@@ -47,20 +47,35 @@ static void out_of_memory(frame_result_t *fr, flow_dir_t *d)
     flow_dir_release(d);
 }
 
+/* A serial far from the highest seen: counted, reported once per direction (decisions 33: a corrupt
+ * capture must not bury the real findings), fed nothing. */
+static gboolean far_away(frame_result_t *fr, flow_dir_t *d, const char *what, guint64 v)
+{
+    d->far_count++;
+    if (!d->far_reported) {
+        d->far_reported = TRUE;
+        rules_raise(fr, GEN01, TRUE, "%s %" G_GUINT64_FORMAT " lies more than 2^30 from the highest seen in %s; not analysed (later ones: not reported)",
+                    what, v, d->name ? d->name : "this direction");
+    }
+    return FALSE;
+}
+
 gboolean rtxq_unwrap(frame_result_t *fr, flow_dir_t *d, const char *what, guint32 v, guint64 *out)
 {
     if (d->released)
         return FALSE;
     if (serial_unwrap(&d->sb.space, v, out) == SERIAL_OK)
         return TRUE;
-    d->far_count++;
-    /* once per direction (decisions 33): a corrupt capture must not bury the real findings */
-    if (!d->far_reported) {
-        d->far_reported = TRUE;
-        rules_raise(fr, GEN01, TRUE, "%s %u lies more than 2^30 from the highest seen in %s; not analysed (later ones: not reported)",
-                    what, v, d->name ? d->name : "this direction");
-    }
-    return FALSE;
+    return far_away(fr, d, what, v);
+}
+
+gboolean rtxq_take64(frame_result_t *fr, flow_dir_t *d, const char *what, guint64 v, guint64 wire, guint64 *out)
+{
+    if (d->released)
+        return FALSE;
+    if (serial_take64(&d->sb.space, v, out) == SERIAL_OK)
+        return TRUE;
+    return far_away(fr, d, what, wire);
 }
 
 void flow_dir_set_endpoints(flow_dir_t *d, const address *sender, guint16 sport, const address *receiver, guint16 rport)
