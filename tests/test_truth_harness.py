@@ -21,19 +21,7 @@ from support import tshark
 from support import truth_harness as H
 
 # (case, check) -> why it fails on main. check: analyzer, checker, {c,lua}-rows, {c,lua}-findings.
-REORDERED_NR = ("an ack the receiver sent before the one that NR-acked a unit, overtaken on the other "
-                "path, carries the same cum ack and is judged a revocation; rules.md NR-03: a reordered, "
-                "older ack is not a revocation (every flagged ack was sent earlier, per the simulator)")
 KNOWN_FAILING_ON_MAIN = {
-    ("cmt-nrsack", "checker"): "NR-03 " + REORDERED_NR,
-    ("cmt-nrsack", "c-findings"): "NR-03 " + REORDERED_NR,
-    ("cmt-nrsack", "lua-findings"): "NR-03 " + REORDERED_NR,
-    ("cmt-nrsack-reordered-acks", "checker"): "NR-03 " + REORDERED_NR,
-    ("cmt-nrsack-reordered-acks", "c-findings"): "NR-03 " + REORDERED_NR,
-    ("cmt-nrsack-reordered-acks", "lua-findings"): "NR-03 " + REORDERED_NR,
-    ("mptcp-nrsack", "checker"): "MN-03 " + REORDERED_NR,
-    ("mptcp-nrsack", "c-findings"): "MN-03 " + REORDERED_NR,
-    ("mptcp-nrsack", "lua-findings"): "MN-03 " + REORDERED_NR,
     ("sctp-nrsack-receiver-first-lost", "c-rows"): (
         "the plugin anchors the TSN space on the first TSN seen, not the INIT's initial TSN "
         "(scoreboard.md, anchor): the lost first TSN's retransmission falls below it, gets GEN-01 "
