@@ -22,13 +22,6 @@ from support import truth_harness as H
 
 # (case, check) -> why it fails on main. check: analyzer, checker, {c,lua}-rows, {c,lua}-findings.
 KNOWN_FAILING_ON_MAIN = {
-    ("sctp-nrsack-receiver-first-lost", "c-rows"): (
-        "the plugin anchors the TSN space on the first TSN seen, not the INIT's initial TSN "
-        "(scoreboard.md, anchor): the lost first TSN's retransmission falls below it, gets GEN-01 "
-        "and feeds nothing (its row is missing)"),
-    ("sctp-nrsack-receiver-first-lost", "lua-rows"): "as the C plugin",
-    ("sctp-nrsack-receiver-first-lost", "c-findings"): "GEN-01 on the first TSN's retransmission (as c-rows)",
-    ("sctp-nrsack-receiver-first-lost", "lua-findings"): "as the C plugin",
     ("mptcp-sack", "lua-rows"): (
         "after a retransmission inside a widened subflow mapping, sub_maps_add appends an entry out of "
         "order, the binary search misses later subflow SACK blocks: DSNs they cover are not sacked "
