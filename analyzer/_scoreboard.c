@@ -9,7 +9,9 @@
  * the MPTCP data level, decisions 12). Per row it writes the RtxQ (bytes sent and not cum-acked), the
  * SACKed and NR-acked parts of it, the bytes this row NR-acked (freed), the bytes cum-acked since
  * the first data (acked), the same three sizes in units, and the flags (int32): the facts the rules
- * read, see FLAG_* below. revoked() gives the intervals each ack row of the last feed revoked. */
+ * read, see FLAG_* below. An optional last array, paths (int64), names the path or subflow each row came
+ * on (sb_ack's path; without it every row is path 0). revoked() gives the intervals each ack row of the
+ * last feed revoked. */
 #include "_analyzer.h"
 #include "nrsack_core.h"
 
@@ -20,6 +22,7 @@
 enum {
     FLAG_CHANGED = 1, FLAG_GAP_OPEN = 2, FLAG_RETRANSMISSION = 4, FLAG_STALE = 8, FLAG_BEYOND_SENT = 16,
     FLAG_BELOW_CUM = 32, FLAG_WAS_NRACKED = 64, FLAG_R_AND_NR = 128, FLAG_OUT_OF_WINDOW = 256, FLAG_REVOKED = 512,
+    FLAG_OLDER = 1024,
 };
 enum { BOARD_RECEIVED = 4 };  /* a revoke input bit beside the sb_revoke_t value */
 
@@ -91,7 +94,7 @@ static int feed_data(Board *b, int64_t lo, int64_t hi, int64_t size, int32_t *fl
 }
 
 static int feed_ack(Board *b, Py_ssize_t row, int64_t cum, const int64_t *blo, const int64_t *bhi, const int8_t *bnr,
-                    int32_t count, int8_t revoke, int32_t *fl, int64_t *freed) {
+                    int32_t count, int8_t revoke, int64_t path, int32_t *fl, int64_t *freed) {
     sb_ack_facts_t f;
     b->r.n = b->nr.n = 0;
     for (int32_t j = 0; j < count; j++)
@@ -100,11 +103,12 @@ static int feed_ack(Board *b, Py_ssize_t row, int64_t cum, const int64_t *blo, c
     sb_revoke_t mode = (revoke & 3) == REVOKE_ALL ? REVOKE_ALL : (revoke & 3) == REVOKE_IN_SPAN ? REVOKE_IN_SPAN : REVOKE_NONE;
     if (cum < 0) cum = 0;
     if (b->sb.have_data) *fl |= FLAG_CHANGED;  /* an ack before any data of the direction (the SYN-ACK) changes nothing */
-    if (sb_ack(&b->sb, (uint64_t)cum, b->r.v, received ? 0 : b->r.n, b->nr.v, b->nr.n, mode, &f) < 0) return -1;
+    if (sb_ack(&b->sb, (uint64_t)cum, b->r.v, received ? 0 : b->r.n, b->nr.v, b->nr.n, mode, (uint64_t)path, &f) < 0) return -1;
     if (received && sb_received(&b->sb, b->r.v, b->r.n) < 0) return -1;
     if (f.stale) *fl |= FLAG_STALE;
     if (f.beyond_sent) *fl |= FLAG_BEYOND_SENT;
     if (f.r_and_nr) *fl |= FLAG_R_AND_NR;
+    if (f.older) *fl |= FLAG_OLDER;
     if (f.n_revoked) {
         *fl |= FLAG_REVOKED;
         if (note_revoked(b, row) < 0) return -1;
@@ -117,10 +121,11 @@ enum { IN_KIND, IN_LO, IN_HI, IN_SIZE, IN_BSTART, IN_BCOUNT, IN_BLO, IN_BHI, IN_
        OUT_SACK, OUT_SACKED, OUT_NR, OUT_FREED, OUT_ACKED, OUT_USACK, OUT_USACKED, OUT_UNR, OUT_FLAGS, N_ARRAYS };
 
 static PyObject *Board_feed(Board *self, PyObject *args) {
-    PyObject *o[N_ARRAYS];
-    if (!PyArg_UnpackTuple(args, "feed", N_ARRAYS, N_ARRAYS, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
-                           &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &o[15], &o[16], &o[17], &o[18]))
+    PyObject *o[N_ARRAYS], *paths = NULL;
+    if (!PyArg_UnpackTuple(args, "feed", N_ARRAYS, N_ARRAYS + 1, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                           &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &o[15], &o[16], &o[17], &o[18], &paths))
         return NULL;
+    buf_t pb; memset(&pb, 0, sizeof pb);
     static const size_t sizes[N_ARRAYS] = {1, 8, 8, 8, 8, 4, 8, 8, 1, 1, 8, 8, 8, 8, 8, 8, 8, 8, 4};
     buf_t b[N_ARRAYS]; memset(b, 0, sizeof b);
     PyObject *result = NULL;
@@ -132,6 +137,7 @@ static PyObject *Board_feed(Board *self, PyObject *args) {
         if (i == IN_KIND) n = b[i].b.len;
         if (i == IN_BLO) nb = b[i].b.len / 8;
     }
+    if (paths && paths != Py_None && get_buf(paths, &pb, 8, n, 0, "Board.feed") < 0) goto out;
     {
         const int8_t *kind = b[IN_KIND].b.buf, *bnr = b[IN_BNR].b.buf, *revoke = b[IN_REVOKE].b.buf;
         const int64_t *lo = b[IN_LO].b.buf, *hi = b[IN_HI].b.buf, *size = b[IN_SIZE].b.buf, *bs = b[IN_BSTART].b.buf;
@@ -149,7 +155,8 @@ static PyObject *Board_feed(Board *self, PyObject *args) {
                     PyErr_SetString(PyExc_ValueError, "Board.feed: block index out of range");
                     goto out;
                 }
-                rc = feed_ack(self, i, hi[i], blo + bs[i], bhi + bs[i], bnr + bs[i], bc[i], revoke[i], &fl, &freed);
+                rc = feed_ack(self, i, hi[i], blo + bs[i], bhi + bs[i], bnr + bs[i], bc[i], revoke[i],
+                              pb.ok ? ((const int64_t *)pb.b.buf)[i] : 0, &fl, &freed);
             }
             if (rc < 0) { PyErr_NoMemory(); goto out; }
             if (sb->gap_open) fl |= FLAG_GAP_OPEN;
@@ -164,6 +171,7 @@ static PyObject *Board_feed(Board *self, PyObject *args) {
     result = Py_None; Py_INCREF(result);
 out:
     for (int i = 0; i < N_ARRAYS; i++) if (b[i].ok) PyBuffer_Release(&b[i].b);
+    if (pb.ok) PyBuffer_Release(&pb.b);
     return result;
 }
 

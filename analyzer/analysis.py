@@ -141,7 +141,8 @@ class Sender:
         out = dict(zip(BOARD_OUTPUTS, np.empty((len(BOARD_OUTPUTS), n), np.int64)))
         flags = np.empty(n, np.int32)
         self.board.feed(part.kind, part.lo, part.hi, part.size, part.bstart, part.bcount, part.blo, part.bhi,
-                        part.bnr, revoke_modes(self.level, events, part), *out.values(), flags)
+                        part.bnr, revoke_modes(self.level, events, part), *out.values(), flags,
+                        part.conn.astype(np.int64, copy=False))  # the path each ack came on (sb_ack)
         if self.on_part is not None:
             self.on_part(self, part, flags)
         is_data = part.kind == 0

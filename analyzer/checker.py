@@ -37,6 +37,7 @@ COLUMNS = ["rule", "severity", "flow", "direction", "frames", "message"]
 # the rule levels of each flow protocol (level "" = reader findings, any protocol)
 PROTOCOL_LEVELS = {"sctp": {"sctp"}, "tcp": {"tcp"}, "mptcp": {"tcp", "mptcp"}}
 LOWEST = np.iinfo(np.int64).min
+FLAG_OLDER = 1024  # _scoreboard.c: an ack the core judged maybe sent before one already seen
 
 
 def applies(rule, protocol):
@@ -110,11 +111,12 @@ class Lane:
     nr_top: np.ndarray     # acks: end of their highest NR block (LOWEST: none)
     conn: np.ndarray
     aux: np.ndarray        # MPTCP data: the mapping's subflow sequence number
+    older: np.ndarray      # acks the core judged maybe sent before one already seen (FLAG_OLDER)
     quiet: np.ndarray = None   # rows no rule reading the direction's state can fire on (Checker._pick)
     told: np.ndarray = None    # quiet rows the negotiation rules still judge
 
 
-def _lane(key, level, sender, frows, part, ev):
+def _lane(key, level, sender, frows, part, flags, ev):
     row = frows[part.pos]
     is_ack = part.kind == 1
     if level == "mptcp":  # its renegable blocks are the subflow acks' DSNs (decisions.md 12), not wire blocks
@@ -130,7 +132,8 @@ def _lane(key, level, sender, frows, part, ev):
         np.maximum.at(top, owner[nr], part.bhi[:len(owner)][nr])
     cum = part.hi if level == "sctp" else part.lo
     return Lane(key, level, sender, row, part.kind, part.lo, part.hi, np.where(is_ack, cum, LOWEST), part.frame,
-                part.time_ns, counts, top, part.conn, ev["aux"][row] if level == "mptcp" else None)
+                part.time_ns, counts, top, part.conn, ev["aux"][row] if level == "mptcp" else None,
+                (flags & FLAG_OLDER) != 0)
 
 
 @dataclass
@@ -168,7 +171,7 @@ class Checker:
         pipeline.on_chunk = self._on_chunk
 
     def _on_part(self, sender, part, flags):
-        self.parts[sender.key] = part
+        self.parts[sender.key] = part, flags
 
     def feed(self, cap: E.Capture):
         """Feeds one chunk to the pipeline (the analyzer's pass 1) and, through its on_chunk, the rules."""
@@ -213,9 +216,10 @@ class Checker:
             self._pick(lane, run.state.dirs.get(lane.key, S.EMPTY), whole, listed, ev)
             quiet = lane.quiet
             never = flow.never_renege[1 - lane.sender]
-            events += [I.lane_event(rows, lane.level, lane.sender, row, kind, lo, hi, never)
-                       for row, kind, lo, hi in zip(lane.row[~quiet].tolist(), lane.kind[~quiet].tolist(),
-                                                    lane.lo[~quiet].tolist(), lane.hi[~quiet].tolist())]
+            events += [I.lane_event(rows, lane.level, lane.sender, row, kind, lo, hi, never, older)
+                       for row, kind, lo, hi, older in zip(lane.row[~quiet].tolist(), lane.kind[~quiet].tolist(),
+                                                           lane.lo[~quiet].tolist(), lane.hi[~quiet].tolist(),
+                                                           lane.older[~quiet].tolist())]
         levels = self._levels(flow)
         for row, level, sender, conn in starts:
             reference = levels.get((level, conn if level == "tcp" else -1, sender))
@@ -246,15 +250,15 @@ class Checker:
         ev = self.last.ev
         lanes = []
         for side in (0, 1):
-            part = self.parts.get((flow.id, side))
-            if part is not None:
+            fed = self.parts.get((flow.id, side))
+            if fed is not None:
                 conn = flow.conns[0] if flow.protocol == "tcp" else -1
-                lanes.append(_lane((flow.protocol, conn, side), flow.protocol, side, frows, part, ev))
+                lanes.append(_lane((flow.protocol, conn, side), flow.protocol, side, frows, *fed, ev))
             if flow.protocol == "mptcp":
                 for conn in flow.conns:
-                    part = self.parts.get((flow.id, side, conn))
-                    if part is not None:
-                        lanes.append(_lane(("tcp", conn, side), "tcp", side, frows, part, ev))
+                    fed = self.parts.get((flow.id, side, conn))
+                    if fed is not None:
+                        lanes.append(_lane(("tcp", conn, side), "tcp", side, frows, *fed, ev))
         return lanes
 
     @staticmethod

@@ -107,6 +107,8 @@ typedef struct {
     iset_t nracked;         /* reported non-renegable, sticky above cum */
     weights_t weights;      /* TSN mode only */
     int gap_open;           /* the last non-stale ack reported a block above its cum */
+    int news_known;
+    uint64_t news_path;     /* the path of the last non-stale ack that told something new */
     uint64_t data_bytes;    /* first transmissions' bytes since the start */
     uint64_t acked_bytes;   /* of those, the bytes cum-acked */
     iset_t last_revoked;    /* every interval the last ack revoked (the facts keep the first few) */
@@ -131,6 +133,8 @@ typedef enum {
 #define SB_MAX_REPORTED 16
 typedef struct {
     int stale;                  /* cum below the state's (NR-07): only the blocks' union applies */
+    int older;                  /* maybe sent before an ack already seen: same cum, nothing new, another
+                                   path than the last news (decisions 46); judges no revocation */
     int beyond_sent;            /* after some data: cum or a block ends beyond snd_max (NR-09) */
     int r_and_nr;               /* a unit in both an R and an NR block of this ack (NR-02) */
     int gap_open;
@@ -158,9 +162,10 @@ int sb_copy(scoreboard_t *dst, const scoreboard_t *src, int keep_data);
 
 /* A transmission of [lo, hi): TCP / MPTCP bytes, or one TSN [tsn, tsn + 1) weighing tsn_size. */
 int sb_data(scoreboard_t *sb, uint64_t lo, uint64_t hi, uint32_t tsn_size, sb_data_facts_t *f);
-/* A SACK / NR-SACK / TCP SACK and NR options / MPTCP DSS: blocks may be unsorted or overlapping. */
+/* A SACK / NR-SACK / TCP SACK and NR options / MPTCP DSS: blocks may be unsorted or overlapping.
+ * path: any id equal for the acks of one path (CMT: address pair, MPTCP: subflow; one path: 0). */
 int sb_ack(scoreboard_t *sb, uint64_t cum, const ival_t *r, size_t n_r, const ival_t *nr, size_t n_nr,
-           sb_revoke_t revoke, sb_ack_facts_t *f);
+           sb_revoke_t revoke, uint64_t path, sb_ack_facts_t *f);
 /* Units known received above cum without a block (MPTCP subflow acks, decisions 12). */
 int sb_received(scoreboard_t *sb, const ival_t *r, size_t n_r);
 

@@ -29,6 +29,8 @@ int sb_copy(scoreboard_t *dst, const scoreboard_t *src, int keep_data) {
     dst->cum_known = src->cum_known;
     dst->cum = src->cum;
     dst->gap_open = src->gap_open;
+    dst->news_known = src->news_known;
+    dst->news_path = src->news_path;
     if (!keep_data) return 0;
     dst->have_data = src->have_data;
     dst->snd_max = src->snd_max;
@@ -150,9 +152,9 @@ static int join_clipped(scoreboard_t *sb, iset_t *into, const iset_t *blocks, ui
 }
 
 int sb_ack(scoreboard_t *sb, uint64_t cum, const ival_t *r, size_t n_r, const ival_t *nr, size_t n_nr,
-           sb_revoke_t revoke, sb_ack_facts_t *f) {
+           sb_revoke_t revoke, uint64_t path, sb_ack_facts_t *f) {
     /* field by field: clearing the revoked array too (a memset) was half of a small ack's cost */
-    f->stale = f->beyond_sent = f->r_and_nr = f->gap_open = 0;
+    f->stale = f->older = f->beyond_sent = f->r_and_nr = f->gap_open = 0;
     f->freed_units = f->freed_bytes = f->acked_units = f->revoked_units = 0;
     f->n_revoked = 0;
     sb->last_revoked.n = 0;
@@ -163,22 +165,18 @@ int sb_ack(scoreboard_t *sb, uint64_t cum, const ival_t *r, size_t n_r, const iv
         f->beyond_sent = cum > sb->snd_max || (R->n && R->v[R->n - 1].hi > sb->snd_max) ||
                          (N->n && N->v[N->n - 1].hi > sb->snd_max);
     f->stale = sb->cum_known && cum < sb->cum;
-    if (!f->stale) {
-        if (!sb->cum_known || cum > sb->cum) {
-            f->acked_units = sb->cum_known ? cum - sb->cum : 0;
-            const weights_t *w = weights_of(sb);
-            iset_trim_below(&sb->sacked, cum, w);
-            iset_trim_below(&sb->nracked, cum, w);
-            sb->acked_bytes += iset_trim_below(&sb->sent, cum, w);  /* last: the weights go next */
-            if (sb->tsn_units) weights_drop_below(&sb->weights, cum);
-            sb->cum = cum;
-            sb->cum_known = 1;
-        }
-        sb->gap_open = (R->n && R->v[R->n - 1].hi > cum) || (N->n && N->v[N->n - 1].hi > cum);
-        if (revoke != REVOKE_NONE && find_revoked(sb, revoke, f) < 0) return -1;
+    int news = !sb->cum_known || cum > sb->cum;
+    if (!f->stale && news) {
+        f->acked_units = sb->cum_known ? cum - sb->cum : 0;
+        const weights_t *w = weights_of(sb);
+        iset_trim_below(&sb->sacked, cum, w);
+        iset_trim_below(&sb->nracked, cum, w);
+        sb->acked_bytes += iset_trim_below(&sb->sent, cum, w);  /* last: the weights go next */
+        if (sb->tsn_units) weights_drop_below(&sb->weights, cum);
+        sb->cum = cum;
+        sb->cum_known = 1;
     }
-    f->gap_open = sb->gap_open;
-    /* R and NR blocks together join sacked; the NR ones join nracked */
+    /* R and NR blocks together join sacked (before the revocation test: a unit not sacked before is news) */
     const iset_t *reported = N->n ? R->n ? all : N : R;
     if (reported == all) {
         if (normalized(all, R->v, R->n) < 0) return -1;
@@ -191,10 +189,24 @@ int sb_ack(scoreboard_t *sb, uint64_t cum, const ival_t *r, size_t n_r, const iv
         memcpy(all->v + all->n, N->v, N->n * sizeof *N->v);
         all->n = ivals_normalize(all->v, all->n + N->n);
     }
-    uint64_t sacked_weight = 0, nr_units = sb->nracked.units;
-    if (join_clipped(sb, &sb->sacked, reported, &sacked_weight) < 0 ||
-        join_clipped(sb, &sb->nracked, N, &f->freed_bytes) < 0)
-        return -1;
+    uint64_t sacked_weight = 0, sacked_units = sb->sacked.units;
+    if (join_clipped(sb, &sb->sacked, reported, &sacked_weight) < 0) return -1;
+    news |= sb->sacked.units > sacked_units;
+    if (!f->stale) {
+        /* Acks of one path arrive in the order they were sent; across paths the capture cannot order
+         * two acks of the same cum. One that tells nothing new, on another path than the last ack
+         * that did, may have been sent before it (rules.md NR-03): it judges no revocation. */
+        f->older = !news && sb->news_known && path != sb->news_path;
+        if (news) {
+            sb->news_path = path;
+            sb->news_known = 1;
+        }
+        sb->gap_open = (R->n && R->v[R->n - 1].hi > cum) || (N->n && N->v[N->n - 1].hi > cum);
+        if (revoke != REVOKE_NONE && !f->older && find_revoked(sb, revoke, f) < 0) return -1;
+    }
+    f->gap_open = sb->gap_open;
+    uint64_t nr_units = sb->nracked.units;  /* the NR blocks join nracked */
+    if (join_clipped(sb, &sb->nracked, N, &f->freed_bytes) < 0) return -1;
     f->freed_units = sb->nracked.units - nr_units;
     return 0;
 }

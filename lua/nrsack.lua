@@ -520,7 +520,7 @@ function sb_init(tsn_units)
     return {
         tsn_units = tsn_units, space = serial_space_new(), have_data = false, cum_known = false,
         cum = 0, snd_max = 0, lowest = 0, sent = iset_new(), sacked = iset_new(), nracked = iset_new(),
-        weights = weights_new(), gap_open = false, data_bytes = 0, acked_bytes = 0,
+        weights = weights_new(), gap_open = false, news_known = false, news_path = 0, data_bytes = 0, acked_bytes = 0,
         last_revoked = iset_new(), work = {iset_new(), iset_new(), iset_new(), iset_new()},
     }
 end
@@ -531,6 +531,7 @@ function sb_copy(src, keep_data)
     local sp = src.space
     dst.space = {anchored = sp.anchored, highest = sp.highest, candidate_set = sp.candidate_set, candidate = sp.candidate}
     dst.cum_known, dst.cum, dst.gap_open = src.cum_known, src.cum, src.gap_open
+    dst.news_known, dst.news_path = src.news_known, src.news_path
     if not keep_data then return dst end
     dst.have_data, dst.snd_max, dst.lowest = src.have_data, src.snd_max, src.lowest
     dst.data_bytes, dst.acked_bytes = src.data_bytes, src.acked_bytes
@@ -655,14 +656,15 @@ local function join_clipped(sb, into, blocks)
 end
 
 function sb_ack_facts_new()
-    return {stale = false, beyond_sent = false, r_and_nr = false, gap_open = false, freed_units = 0,
+    return {stale = false, older = false, beyond_sent = false, r_and_nr = false, gap_open = false, freed_units = 0,
             freed_bytes = 0, acked_units = 0, n_revoked = 0, revoked_units = 0, revoked = {}}
 end
 
 -- A SACK / NR-SACK / TCP SACK and NR options / MPTCP DSS: r and nr are lists of {lo, hi}, maybe
--- unsorted or overlapping.
-function sb_ack(sb, cum, r, nr, revoke, f)
-    f.stale, f.beyond_sent, f.r_and_nr, f.gap_open = false, false, false, false
+-- unsorted or overlapping. path: any value equal for the acks of one path (CMT: address pair, MPTCP:
+-- subflow; one path: 0).
+function sb_ack(sb, cum, r, nr, revoke, path, f)
+    f.stale, f.older, f.beyond_sent, f.r_and_nr, f.gap_open = false, false, false, false, false
     f.freed_units, f.freed_bytes, f.acked_units, f.n_revoked, f.revoked_units = 0, 0, 0, 0, 0
     for k = 1, #f.revoked do f.revoked[k] = nil end
     clear(sb.last_revoked)
@@ -675,28 +677,36 @@ function sb_ack(sb, cum, r, nr, revoke, f)
             or (N.n > 0 and N.hi[N.n] > sb.snd_max)
     end
     f.stale = sb.cum_known and cum < sb.cum
-    if not f.stale then
-        if not sb.cum_known or cum > sb.cum then
-            f.acked_units = sb.cum_known and cum - sb.cum or 0
-            local w = weights_of(sb)
-            iset_trim_below(sb.sacked, cum, w)
-            iset_trim_below(sb.nracked, cum, w)
-            sb.acked_bytes = sb.acked_bytes + iset_trim_below(sb.sent, cum, w) -- last: the weights go next
-            if sb.tsn_units then weights_drop_below(sb.weights, cum) end
-            sb.cum = cum
-            sb.cum_known = true
-        end
-        sb.gap_open = (R.n > 0 and R.hi[R.n] > cum) or (N.n > 0 and N.hi[N.n] > cum)
-        if revoke ~= REVOKE_NONE then find_revoked(sb, revoke, f) end
+    local news = not sb.cum_known or cum > sb.cum
+    if not f.stale and news then
+        f.acked_units = sb.cum_known and cum - sb.cum or 0
+        local w = weights_of(sb)
+        iset_trim_below(sb.sacked, cum, w)
+        iset_trim_below(sb.nracked, cum, w)
+        sb.acked_bytes = sb.acked_bytes + iset_trim_below(sb.sent, cum, w) -- last: the weights go next
+        if sb.tsn_units then weights_drop_below(sb.weights, cum) end
+        sb.cum = cum
+        sb.cum_known = true
     end
-    f.gap_open = sb.gap_open
-    -- R and NR blocks together join sacked; the NR ones join nracked
+    -- R and NR blocks together join sacked (before the revocation test: a unit not sacked before is news)
     clear(all)
     for k = 1, R.n do push(all, R.lo[k], R.hi[k]) end
     for k = 1, N.n do push(all, N.lo[k], N.hi[k]) end
     if N.n > 0 then ivals_normalize(all) end
-    local nr_units = sb.nracked.units
+    local sacked_units = sb.sacked.units
     join_clipped(sb, sb.sacked, all)
+    news = news or sb.sacked.units > sacked_units
+    if not f.stale then
+        -- Acks of one path arrive in the order they were sent; across paths the capture cannot order
+        -- two acks of the same cum. One that tells nothing new, on another path than the last ack
+        -- that did, may have been sent before it (rules.md NR-03): it judges no revocation.
+        f.older = not news and sb.news_known and path ~= sb.news_path
+        if news then sb.news_path, sb.news_known = path, true end
+        sb.gap_open = (R.n > 0 and R.hi[R.n] > cum) or (N.n > 0 and N.hi[N.n] > cum)
+        if revoke ~= REVOKE_NONE and not f.older then find_revoked(sb, revoke, f) end
+    end
+    f.gap_open = sb.gap_open
+    local nr_units = sb.nracked.units -- the NR blocks join nracked
     f.freed_bytes = join_clipped(sb, sb.nracked, N)
     f.freed_units = sb.nracked.units - nr_units
 end
@@ -844,9 +854,9 @@ local function rtxq_on_data(fr, d, lo, hi, payload_bytes)
     refresh_figures(u, d)
 end
 
-local function rtxq_on_ack(fr, d, cum, r, nr, revoke)
+local function rtxq_on_ack(fr, d, cum, r, nr, revoke, path)
     local res = ack_facts
-    sb_ack(d.sb, cum, r, nr, revoke, res)
+    sb_ack(d.sb, cum, r, nr, revoke, path, res)
     if not res.stale and not d.gap_from_sacked then d.gap_open = res.gap_open end
     local u = update_for(fr, d)
     if not u then return res end
@@ -872,6 +882,14 @@ local function rtxq_on_ack(fr, d, cum, r, nr, revoke)
 end
 
 -- Units the receiver is known to hold beyond the ack's own blocks (MPTCP: DSNs its subflow ack covers).
+-- An ack before any data of d: it sets the state the first data row shows (cum, gap_open), as in the
+-- analyzer, but has no row of its own and judges nothing.
+local function rtxq_ack_before_data(d, cum, r, nr)
+    local res = ack_facts
+    sb_ack(d.sb, cum, r, nr, REVOKE_NONE, 0, res)
+    if not d.gap_from_sacked then d.gap_open = res.gap_open end
+end
+
 local function rtxq_on_received(fr, d, r)
     if #r == 0 then return end
     sb_received(d.sb, r)
@@ -1110,7 +1128,9 @@ local function sctp_sack(s, off, ctype, clen, pinfo, a, from, fr)
     local r = sctp_read_blocks(s, off + hdr, n_r, cum64, "R gap", fr)
     local nr = sctp_read_blocks(s, off + hdr + 4 * n_r, n_nr, cum64, "NR gap", fr)
     local had_data = d.sb.have_data
-    local res = rtxq_on_ack(fr, d, cum64 + 1, r, nr, nr_sack and REVOKE_ALL or REVOKE_NONE)
+    -- the path: the ack's address pair (CMT acks return on several)
+    local path = tostring(pinfo.net_src) .. " > " .. tostring(pinfo.net_dst)
+    local res = rtxq_on_ack(fr, d, cum64 + 1, r, nr, nr_sack and REVOKE_ALL or REVOKE_NONE, path)
     if res.r_and_nr then
         raise(fr, "NR-02", false, "a TSN lies in both an R and an NR gap block")
     end
@@ -1579,9 +1599,7 @@ local function analyse_tcp(seg, payload_len, c, from, fr)
         end
         peer.nr_mode = true
     end
-    if not seg.ack_flag or not peer.sb.have_data then
-        return -- nothing of the peer's data to acknowledge
-    end
+    if not seg.ack_flag then return end
     local ack = unwrap(fr, peer, seg.ack, "ack")
     if not ack then return end
     -- never-renege receiver (decisions 9): its SACK blocks are non-renegable
@@ -1601,7 +1619,11 @@ local function analyse_tcp(seg, payload_len, c, from, fr)
             nr[#nr + 1] = {nearest(ack, o.left[i]), nearest(ack, o.right[i])}
         end
     end
-    rtxq_on_ack(fr, peer, ack, sack, nr, REVOKE_IN_SPAN)
+    if not peer.sb.have_data then -- the SYN-ACK, or a capture that starts mid-connection
+        rtxq_ack_before_data(peer, ack, sack, nr)
+    else
+        rtxq_on_ack(fr, peer, ack, sack, nr, REVOKE_IN_SPAN, 0)
+    end
 end
 
 ------------------------------------------------------------------------------------------------
@@ -1960,7 +1982,7 @@ local function analyse_dss(d, seg, payload_len, sub, from, fr)
             nr[#nr + 1] = {cum + dl_number(start_hi[i], start_lo[i]), cum + dl_number(stop_hi[i], stop_lo[i])}
         end
     end
-    rtxq_on_ack(fr, peer, cum, NO_ITEMS, nr, d.nr_count_bad and REVOKE_NONE or REVOKE_IN_SPAN)
+    rtxq_on_ack(fr, peer, cum, NO_ITEMS, nr, d.nr_count_bad and REVOKE_NONE or REVOKE_IN_SPAN, sub) -- the path: the subflow
     rtxq_on_received(fr, peer, received)
 end
 

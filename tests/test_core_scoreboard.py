@@ -15,6 +15,7 @@ from nrsack.analyzer.analysis import BOARD_OUTPUTS, BOARD_RECEIVED, REVOKE_ALL, 
 
 CHANGED, GAP_OPEN, RETRANSMISSION, STALE, BEYOND_SENT = 1, 2, 4, 8, 16
 BELOW_CUM, WAS_NRACKED, R_AND_NR, OUT_OF_WINDOW, REVOKED = 32, 64, 128, 256, 512
+OLDER = 1024
 BASE = (1 << 32) + 1000  # where an anchored space starts: 2^32 + the first 32-bit value
 TSN_WINDOW = 1 << 20
 FAR = 1 << 30
@@ -103,8 +104,9 @@ class Reference:
 
 # ---- feeding the Board ----
 
-def feed(board, rows):
-    """rows: ("data", lo, hi, size) | ("ack", cum, [(lo, hi, nr)], revoke) -> (outputs dict, flags)."""
+def feed(board, rows, paths=None):
+    """rows: ("data", lo, hi, size) | ("ack", cum, [(lo, hi, nr)], revoke) -> (outputs dict, flags); paths: the
+    path of each row (none: all on path 0)."""
     kind, lo, hi, size, bstart, bcount, revoke, blocks = [], [], [], [], [], [], [], []
     for row in rows:
         if row[0] == "data":
@@ -120,7 +122,8 @@ def feed(board, rows):
     board.feed(np.array(kind, np.int8), np.array(lo, np.int64), np.array(hi, np.int64), np.array(size, np.int64),
                np.array(bstart, np.int64), np.array(bcount, np.int32),
                np.array([b[0] for b in blocks], np.int64), np.array([b[1] for b in blocks], np.int64),
-               np.array([b[2] for b in blocks], np.int8), np.array(revoke, np.int8), *out.values(), flags)
+               np.array([b[2] for b in blocks], np.int8), np.array(revoke, np.int8), *out.values(), flags,
+               *([] if paths is None else [np.array(paths, np.int64)]))
     return out, flags
 
 
@@ -277,6 +280,23 @@ def test_sixteen_thousand_blocks():
     assert out["sack"][-1] == 400 * n and out["sacked"][-1] == 200 * n and out["freed"][-1] == 0
     assert flags[-2] == CHANGED | GAP_OPEN and flags[-1] == CHANGED | GAP_OPEN | REVOKED
     assert revoked_units(board) == {len(rows) - 1: {BASE + 3}}
+
+
+def test_an_ack_telling_nothing_new_on_another_path_is_older():
+    """decisions.md 46: an ack of the same cum that adds nothing to what was reported, on another path than
+    the last ack that did, may have been sent before it: no revocation. On the same path, or telling news, it
+    revokes what it leaves out."""
+    data = [("data", BASE + t, BASE + t + 1, 100) for t in range(6)]
+    first = ("ack", BASE, [(BASE + 2, BASE + 4, 1)], REVOKE_ALL)  # NR-acks TSNs 2-3
+    subset = ("ack", BASE, [(BASE + 2, BASE + 3, 1)], REVOKE_ALL)  # leaves 3 out, tells nothing new
+    news = ("ack", BASE, [(BASE + 2, BASE + 3, 1), (BASE + 5, BASE + 6, 1)], REVOKE_ALL)  # leaves 3 out, tells 5
+    for path, second, older in [(1, subset, True), (0, subset, False), (1, news, False)]:
+        board = _reader.Board(units=True)
+        rows = data + [first, second]
+        out, flags = feed(board, rows, [0] * (len(rows) - 1) + [path])
+        assert bool(flags[-1] & OLDER) == older, (path, second)
+        assert revoked_units(board).get(len(rows) - 1, set()) == (set() if older else {BASE + 3}), (path, second)
+        assert out["units_nr"][-1] == (3 if second is news else 2), "the figures do not depend on it"
 
 
 # ---- serial numbers ----

@@ -21,26 +21,7 @@ from support import tshark
 from support import truth_harness as H
 
 # (case, check) -> why it fails on main. check: analyzer, checker, {c,lua}-rows, {c,lua}-findings.
-REORDERED_NR = ("an ack the receiver sent before the one that NR-acked a unit, overtaken on the other "
-                "path, carries the same cum ack and is judged a revocation; rules.md NR-03: a reordered, "
-                "older ack is not a revocation (every flagged ack was sent earlier, per the simulator)")
 KNOWN_FAILING_ON_MAIN = {
-    ("cmt-nrsack", "checker"): "NR-03 " + REORDERED_NR,
-    ("cmt-nrsack", "c-findings"): "NR-03 " + REORDERED_NR,
-    ("cmt-nrsack", "lua-findings"): "NR-03 " + REORDERED_NR,
-    ("cmt-nrsack-reordered-acks", "checker"): "NR-03 " + REORDERED_NR,
-    ("cmt-nrsack-reordered-acks", "c-findings"): "NR-03 " + REORDERED_NR,
-    ("cmt-nrsack-reordered-acks", "lua-findings"): "NR-03 " + REORDERED_NR,
-    ("mptcp-nrsack", "checker"): "MN-03 " + REORDERED_NR,
-    ("mptcp-nrsack", "c-findings"): "MN-03 " + REORDERED_NR,
-    ("mptcp-nrsack", "lua-findings"): "MN-03 " + REORDERED_NR,
-    ("sctp-nrsack-receiver-first-lost", "c-rows"): (
-        "the plugin anchors the TSN space on the first TSN seen, not the INIT's initial TSN "
-        "(scoreboard.md, anchor): the lost first TSN's retransmission falls below it, gets GEN-01 "
-        "and feeds nothing (its row is missing)"),
-    ("sctp-nrsack-receiver-first-lost", "lua-rows"): "as the C plugin",
-    ("sctp-nrsack-receiver-first-lost", "c-findings"): "GEN-01 on the first TSN's retransmission (as c-rows)",
-    ("sctp-nrsack-receiver-first-lost", "lua-findings"): "as the C plugin",
 }
 
 TRUTH_CASES = [n for n, c in H.CASES.items() if c.has_truth or c.cut]

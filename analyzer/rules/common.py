@@ -48,8 +48,8 @@ def omitted_in_span(e, before):
     they lie inside the span of its own NR blocks, or that it reports renegable (SACK block, no NR block).
     Omission outside the span is not revocation: 4 NR-SACK blocks (3 MPTCP NR blocks) fit a header."""
     d = before.direction(e)
-    if d.cum is not None and e.cum < d.cum:
-        return []  # a reordered, older ack is not a revocation
+    if d.cum is not None and e.cum < d.cum or e.older:
+        return []  # a reordered, older ack is not a revocation (decisions.md 46)
     reported = e.nr + (e.r if e.never_renege else ())
     claimed = list(e.r) if not e.never_renege else []
     if reported:

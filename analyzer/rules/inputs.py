@@ -48,6 +48,7 @@ class Event(NamedTuple):  # a NamedTuple: built once per chunk / segment, cheapl
     address: str = ""     # FSACK-COMPLETE address
     wire_seq: int = 0     # data: TSN / sequence number / DSN as on the wire; ack: cum ack / ack number
     never_renege: bool = False  # TCP ack from a never-renege receiver: its SACK blocks are NR
+    older: bool = False   # ack: maybe sent before an ack already seen (the core's fact): judges no revocation
     rule: str = ""        # malformed: the rule the reader named (GEN-01, NR-05, TN-05, MN-02)
     reason: str = ""
 
@@ -105,11 +106,14 @@ class ChunkRows:
                     flags=rec[_FLAGS], tcp_flags=rec[_TCP_FLAGS])
 
 
-def lane_event(rows: ChunkRows, level, sender, row, kind, lo, hi, never_renege=False):
+def lane_event(rows: ChunkRows, level, sender, row, kind, lo, hi, never_renege=False, older=False):
     """The Event of one row a level fed to the scoreboard: data [lo, hi) or an ack whose cum is `hi` (SCTP:
-    cum TSN + 1) or `lo` (TCP, MPTCP), unwrapped by the level; blocks placed next to it from the wire."""
+    cum TSN + 1) or `lo` (TCP, MPTCP), unwrapped by the level; blocks placed next to it from the wire.
+    older: the scoreboard core's fact on an ack (maybe sent before one already seen, decisions.md 46)."""
     rec = rows.record(row)
     base = rows.base(row, rec, sender, LEVEL_OFFSET[level] if kind == 0 else 0.0)
+    if kind != 0:
+        base["older"] = older
     if level == "sctp":
         if kind == 0:
             return Event(kind=DATA, level="sctp", lo=lo, hi=hi, wire_seq=rec[_SEQ], **base)

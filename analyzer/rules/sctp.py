@@ -53,8 +53,8 @@ def tsn_in_r_and_nr_block(e, before, after, ctx):
 def revoked(e, before):
     """NR-acked units above the new cum ack that this ack's NR blocks do not repeat (None for a stale ack)."""
     d = before.direction(e)
-    if d.cum is not None and e.cum < d.cum:
-        return None  # a reordered, older ack is not a revocation (NR-07)
+    if d.cum is not None and e.cum < d.cum or e.older:
+        return None  # a reordered, older ack is not a revocation (NR-07; decisions.md 46)
     blocks = e.nr + (e.r if e.never_renege else ())
     return S.minus(S.trim(d.nr, e.cum), blocks)
 

@@ -442,7 +442,8 @@ static void analyse_dss(packet_info *pinfo, const dss_t *d, const tcp_seg_t *s, 
         if (d->start[i] < d->end[i])
             nr[n++] = (ival_t){cum + d->start[i], cum + d->end[i]};
     sb_ack_facts_t res;
-    rtxq_on_ack(fr, peer, cum, NULL, 0, nr, n, d->nr_count_bad ? REVOKE_NONE : REVOKE_IN_SPAN, &res);
+    rtxq_on_ack(fr, peer, cum, NULL, 0, nr, n, d->nr_count_bad ? REVOKE_NONE : REVOKE_IN_SPAN,
+                (guint64)(guintptr)sub /* the path: the subflow */, &res);
     rtxq_on_received(fr, peer, (const ival_t *)wmem_array_get_raw(received), wmem_array_get_count(received));
 }
 

@@ -144,9 +144,13 @@ void rtxq_on_data(frame_result_t *fr, flow_dir_t *d, guint64 lo, guint64 hi, gui
 /* Records step `step` (0..2) of the opening exchange; the vantage follows when all three are seen. */
 void handshake_step(handshake_t *hs, int step, const packet_info *pinfo);
 gint64 nrsack_time_ns(const packet_info *pinfo);
-/* Applies one ack; returns the scoreboard's verdict for the protocol's own rules. */
+/* Applies one ack that came on `path` (sb_ack); returns the scoreboard's verdict for the protocol's own rules. */
 void rtxq_on_ack(frame_result_t *fr, flow_dir_t *d, guint64 cum, const ival_t *r, guint n_r,
-                 const ival_t *nr, guint n_nr, sb_revoke_t revoke, sb_ack_facts_t *res);
+                 const ival_t *nr, guint n_nr, sb_revoke_t revoke, guint64 path, sb_ack_facts_t *res);
+/* An ack before any data of d: it sets the state the first data row shows (cum, gap_open), as in the
+ * analyzer, but has no row of its own and judges nothing. */
+void rtxq_ack_before_data(frame_result_t *fr, flow_dir_t *d, guint64 cum, const ival_t *r, guint n_r,
+                          const ival_t *nr, guint n_nr);
 /* Units the receiver is known to hold beyond the ack's own blocks (MPTCP: DSNs its subflow ack covers). */
 void rtxq_on_received(frame_result_t *fr, flow_dir_t *d, const ival_t *r, guint n_r);
 

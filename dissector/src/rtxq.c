@@ -173,12 +173,12 @@ void rtxq_on_data(frame_result_t *fr, flow_dir_t *d, guint64 lo, guint64 hi, gui
 }
 
 void rtxq_on_ack(frame_result_t *fr, flow_dir_t *d, guint64 cum, const ival_t *r, guint n_r,
-                 const ival_t *nr, guint n_nr, sb_revoke_t revoke, sb_ack_facts_t *res)
+                 const ival_t *nr, guint n_nr, sb_revoke_t revoke, guint64 path, sb_ack_facts_t *res)
 {
     memset(res, 0, sizeof(*res));
     if (d->released)
         return;
-    if (sb_ack(&d->sb, cum, r, n_r, nr, n_nr, revoke, res) < 0) {
+    if (sb_ack(&d->sb, cum, r, n_r, nr, n_nr, revoke, path, res) < 0) {
         memset(res, 0, sizeof(*res));
         out_of_memory(fr, d);
         return;
@@ -205,6 +205,18 @@ void rtxq_on_ack(frame_result_t *fr, flow_dir_t *d, guint64 cum, const ival_t *r
         rules_raise(fr, d->rule_revoked, FALSE, "%u %s range(s) NR-acked earlier are neither cum-acked nor NR-acked by this ack, first at %u",
                     (guint)res->n_revoked, d->sb.tsn_units ? "TSN" : "byte", (guint32)res->revoked[0].lo);
     refresh_figures(u, d);
+}
+
+void rtxq_ack_before_data(frame_result_t *fr, flow_dir_t *d, guint64 cum, const ival_t *r, guint n_r,
+                          const ival_t *nr, guint n_nr)
+{
+    sb_ack_facts_t res;
+    if (d->released)
+        return;
+    if (sb_ack(&d->sb, cum, r, n_r, nr, n_nr, REVOKE_NONE, 0, &res) < 0)
+        out_of_memory(fr, d);
+    else if (!d->gap_from_sacked)
+        d->gap_open = res.gap_open;
 }
 
 void rtxq_on_received(frame_result_t *fr, flow_dir_t *d, const ival_t *r, guint n_r)

@@ -241,7 +241,9 @@ static void analyse_sack(tvbuff_t *tvb, int off, guint8 type, guint16 len, packe
     guint kr = read_blocks(tvb, off + hdr, n_r, cum64, "R gap", r, fr);
     guint knr = read_blocks(tvb, off + hdr + 4 * n_r, n_nr, cum64, "NR gap", nr, fr);
     sb_ack_facts_t res;
-    rtxq_on_ack(fr, d, cum64 + 1, r, kr, nr, knr, nr_sack ? REVOKE_ALL : REVOKE_NONE, &res);
+    /* the path: the ack's address pair (CMT acks return on several) */
+    guint64 path = add_address_to_hash64(add_address_to_hash64(0, &pinfo->net_src), &pinfo->net_dst);
+    rtxq_on_ack(fr, d, cum64 + 1, r, kr, nr, knr, nr_sack ? REVOKE_ALL : REVOKE_NONE, path, &res);
     if (res.r_and_nr)
         rules_raise(fr, NR02, FALSE, "a TSN lies in both an R and an NR gap block");
     if (res.stale)

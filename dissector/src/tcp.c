@@ -274,8 +274,8 @@ static void analyse_tcp(const tcp_seg_t *s, packet_info *pinfo, guint32 payload_
                 }
         peer->nr_mode = TRUE;
     }
-    if (!(s->flags & TCP_FLAG_ACK) || !peer->sb.snd_max || peer->released)
-        return; /* nothing of the peer's data to acknowledge */
+    if (!(s->flags & TCP_FLAG_ACK) || peer->released)
+        return;
 
     guint64 cum;
     ival_t sack[TCP_MAX_BLOCKS], nr_opt[TCP_MAX_BLOCKS], nr[2 * TCP_MAX_BLOCKS];
@@ -297,7 +297,10 @@ static void analyse_tcp(const tcp_seg_t *s, packet_info *pinfo, guint32 payload_
         nr[n_nr++] = nr_opt[i];
     sb_ack_facts_t res;
     gboolean nr_bad = s->has_nr && !s->nr.permitted && s->nr.bad_length;
-    rtxq_on_ack(fr, peer, cum, sack, n_sack, nr, n_nr, nr_bad ? REVOKE_NONE : REVOKE_IN_SPAN, &res);
+    if (!peer->sb.have_data) /* the SYN-ACK, or a capture that starts mid-connection */
+        rtxq_ack_before_data(fr, peer, cum, sack, n_sack, nr, n_nr);
+    else
+        rtxq_on_ack(fr, peer, cum, sack, n_sack, nr, n_nr, nr_bad ? REVOKE_NONE : REVOKE_IN_SPAN, 0, &res);
 }
 
 /* RST, or a FIN each way each acked by the other end, ends the connection (or subflow). */

@@ -318,14 +318,35 @@ def convergence_frame(capture: Capture) -> int:
                 if i >= cut and f[1] == ACK and f[3][0] > sent_before)
 
 
+def acks_beyond_captured_data(capture: Capture) -> list:
+    """Capture frame numbers of the acks that cover a unit above every DATA captured before them (a
+    capture cut mid-association: the acks before its first DATA, or blocks of data sent before the cut)."""
+    cut, top, beyond = capture.case.cut, None, []
+    for i, f in enumerate(_frames(capture)):
+        if i < cut:
+            continue
+        if f[1] != ACK:
+            if isinstance(f[3], int):
+                top = f[3] + 1 if top is None else max(top, f[3] + 1)
+            continue
+        cum, blocks = f[3][0], f[3][1]
+        if top is None or max([cum] + [hi for _, hi in blocks]) > top:
+            beyond.append(i + 1 - cut)
+    return beyond
+
+
 def expected_findings(capture: Capture) -> list:
     """(frame, rule, severity) a conforming simulated transfer must raise, sorted: a note on every SCTP
     ack whose cum ack moved backwards (NR-07: the paths reorder acks) and, without the handshake, on
-    every NR-SACK (NR-01's note, a finding again on each one: decisions.md 18); nothing else."""
+    every NR-SACK (NR-01's note, a finding again on each one: decisions.md 18) and on every ack that
+    covers a TSN above all DATA captured so far (NR-09's note: the capture may have missed that data,
+    decisions.md 42); nothing else."""
     case = capture.case
     found = []
     if case.protocol in ("sctp", "cmt"):
         found += [(f, "NR-07", "note") for f in stale_ack_frames(capture)]
+        if case.cut:
+            found += [(f, "NR-09", "note") for f in acks_beyond_captured_data(capture)]
         if case.cut and case.ack == "nrsack":
             found += [(f, "NR-01", "note") for f in ack_frames(capture)]
     return sorted(found)

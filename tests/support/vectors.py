@@ -217,8 +217,9 @@ def mptcp_capture(version: int, wide: bool):
                           [dss(ack=1, dsn=idsn + i * 1000, ssn=1 + (i // 2) * 1000, length=1000)], 1000))
     pk += [
         tcp(B, A, 80, 50000, 901, 1101, "A", [dss(ack=idsn + 1000, blocks=[(1000, 3000)])]),
-        # MN-03 (narrow): DSNs +3000..+3499 lie inside the span of the NR blocks but are left out
-        tcp(B, A2, 80, 50001, 701, 1301, "A", [dss(ack=idsn + 1000, blocks=[(1500, 2000), (2500, 3000)])]),
+        # MN-03 (narrow): DSNs +3000..+3499 lie inside the span of the NR blocks but are left out; the
+        # ack also NR-acks DSNs +5000.. first, so it was sent after the one above (decisions.md 46)
+        tcp(B, A2, 80, 50001, 701, 1301, "A", [dss(ack=idsn + 1000, blocks=[(1500, 2000), (2500, 3000), (4000, 5000)])]),
         tcp(A2, B, 50001, 80, 1301, 701, "PA",
             [dss(ack=1, dsn=idsn + 3000, ssn=1001, length=1000)], 1000),                                      # MN-04
         tcp(B, A, 80, 50000, 901, 2101, "A", [dss(ack=idsn + 1000, blocks=[(3000, 2000), (1000, 1500)])]),   # MN-05
