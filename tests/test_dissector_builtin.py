@@ -47,7 +47,7 @@ def sack_capture():
 
 
 def sctp_capture():
-    from test_dissector_sctp import ack, handshake, nr, sent
+    from support.sctp_scenario import ack, handshake, nr, sent
     over_udp = [pcaps.sctp_packet(p.time, p["IP"].src, p["IP"].dst, p["SCTP"].tag, [bytes(p["SCTP"].payload)],
                                   sport=p["SCTP"].sport, dport=p["SCTP"].dport, udp_port=9899)
                 for p in sent(15, 15, t=0.5)]

@@ -6,13 +6,12 @@ the capture's frames can hold)."""
 
 import json
 import math
-import struct
 
 import pytest
 from click.testing import CliRunner
 
 from nrsack.cli import main
-from support.hostile import build_all
+from support.hostile import frame_bytes_bound, build_all
 
 
 CAPTURES = {name: (data, expectation) for name, data, expectation in build_all()}
@@ -39,22 +38,6 @@ def run(*args):
     assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
     assert "Traceback" not in result.output
     return result
-
-
-def frame_bytes_bound(path):
-    """-> (what the capture's frames can hold: the sum of the records' lengths as the reader believes
-    them, at least captured and at most 262,144; what its DSS mappings can describe: 65,535 bytes a
-    frame), from the pcap record headers (pcapng: its size, the records lie inside it)."""
-    data = path.read_bytes()
-    if data[:4] not in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
-        return len(data), len(data) * 65535
-    total, frames, off = 0, 0, 24
-    while off + 16 <= len(data):
-        _, _, caplen, orig = struct.unpack_from("<IIII", data, off)
-        total += min(max(orig, caplen), 262144)
-        frames += 1
-        off += 16 + caplen
-    return total, frames * 65535
 
 
 def check_bounds(entry, bound):

@@ -17,8 +17,8 @@ import pytest
 from support import tshark
 from support.hostile import build_all
 from support.tshark import LUA_PLUGIN
-from test_hostile_captures import frame_bytes_bound
-from test_lua_anchoring import analyzer_rows, lua_rows
+from support.hostile import frame_bytes_bound
+from support.lua_compare import analyzer_rows, lua_rows
 
 pytestmark = pytest.mark.tshark
 

@@ -10,28 +10,17 @@
 
 from __future__ import annotations
 
-import csv
 
 import pytest
-from click.testing import CliRunner
 
-from nrsack.cli import main
 from support import pcaps, tshark
 from support.pcaps import data_chunk, init_chunk, nr_sack_chunk, sack_chunk, sctp_packet, tcp_packet
+from support.lua_compare import analyzer_rows, lua_rows
 from support.tshark import LUA_PLUGIN
 
 pytestmark = pytest.mark.tshark
 
 SND, RCV = "192.0.2.1", "198.51.100.1"
-FIGURES = {  # Lua field -> analyzer rtxq.csv column
-    "nrsack.rtxq.sack_bytes": "rtxq_sack_bytes",
-    "nrsack.rtxq.nr_bytes": "rtxq_nr_bytes",
-    "nrsack.rtxq.whatif_bytes": "rtxq_whatif_bytes",
-    "nrsack.rtxq.sacked_bytes": "sacked_bytes",
-    "nrsack.rtxq.nr_acked_bytes": "nr_acked_bytes",
-}
-
-
 def sctp_early_loss(handshake: bool, tsn0: int = 0xFFFFFFFD):
     """TSN tsn0 is lost before the capture point: tsn0+1 .. tsn0+3 arrive first, an NR-SACK reports them
     (one R, one NR block), then tsn0 comes (its retransmission, the first copy captured) and more."""
@@ -67,28 +56,6 @@ def tcp_early_loss(isn: int = 0xFFFFF000):
     return [seg(first + 1000, 1000), seg(first + 2000, 1000),
             ack(first, [("SAck", (first + 1000, first + 3000))]),
             seg(first, 1000), ack(first + 3000), seg(first + 3000, 500), ack(first + 3500)]
-
-
-def analyzer_rows(pcap, folder):
-    """(frame, "src -> dst") -> the analyzer's figures after the frame's last event of that direction."""
-    result = CliRunner().invoke(main, ["analyze", "--format", "csv", "--out", str(folder), str(pcap)])
-    assert result.exit_code == 0, result.output
-    with open(folder / "summary.csv") as f:
-        label = {row["id"]: f"{row['src']} -> {row['dst']}" for row in csv.DictReader(f)}
-    rows = {}
-    with open(folder / "rtxq.csv") as f:
-        for row in csv.DictReader(f):
-            rows[(int(row["frame"]), label[row["flow"]])] = {c: int(row[c]) for c in FIGURES.values()}
-    return rows
-
-
-def lua_rows(golden):
-    """(frame, direction) -> Lua's figures on that frame, for every direction it updated."""
-    rows = {}
-    for row in golden.rows:
-        for i, direction in enumerate(row["nrsack.direction"]):
-            rows[(int(row["frame.number"][0]), direction)] = {FIGURES[f]: int(row[f][i]) for f in FIGURES}
-    return rows
 
 
 def check_against_analyzer(pkts, tmp_path):

@@ -18,7 +18,7 @@ import pytest
 from support import pcaps, tshark
 from support.pcaps import mptcp_capable_option, nr_permitted_option, tcp_packet
 from support.tshark import LUA_PLUGIN
-from test_lua_parity import assert_same
+from support.lua_compare import assert_same
 
 pytestmark = pytest.mark.tshark
 

@@ -20,6 +20,9 @@ import pytest
 from support import tshark
 from support import truth_harness as H
 
+# 100k-frame simulated captures: minutes in all, so not in make test-fast
+pytestmark = pytest.mark.slow
+
 # (case, check) -> why it fails on main. check: analyzer, checker, {c,lua}-rows, {c,lua}-findings.
 KNOWN_FAILING_ON_MAIN = {
 }
