@@ -11,8 +11,10 @@ rule can fire on: data entirely above everything sent (and above the cum ack and
 without blocks that neither go back, nor cover unsent data (SCTP), nor leave NR-acked TSNs out (SCTP
 NR-SACK), of the chunk type the handshake agreed on. Their effect on the state (highest sent, cum ack and
 its recent steps, MPTCP mappings) is applied at once (state.advance_quietly); every other row becomes an
-Event and goes through state.advance and its rules one by one. A flow's chunk that holds its handshake or
-any FSACK chunk (or a flow that ever had FSACK: FS-04 / FS-05 look at every ack and DATA) is taken whole.
+Event and goes through state.advance and its rules one by one. A flow's chunk that holds any FSACK chunk
+(or a flow that ever had FSACK: FS-04 / FS-05 look at every ack and DATA) is taken whole; in a chunk that
+holds its handshake every ack is an event (what was negotiated changes there), and data
+rows are picked against the direction's start.
 
 What stays Python state per flow, and why: the NR-acked pieces with the frame that first NR-acked each
 (the findings name it; the analyzer's Board keeps no frames), the handshake events (negotiation rules),
@@ -209,22 +211,31 @@ class Checker:
         else:
             syn = frows[(tcp_flags & E.TCP_SYN) != 0]
             starts += [(row, "tcp", int(rows.side_of[row]), int(ev["conn"][row])) for row in syn.tolist()]
+        levels = self._levels(flow)
+        started = []
+        for row, level, sender, conn in starts:
+            reference = levels.get((level, conn if level == "tcp" else -1, sender))
+            space = getattr(reference, "space", None)  # none once the flow ended (EndedLevel)  # (highest serial, candidate)
+            started.append(I.start_event(rows, row, level, sender, int(space[0]) if space else None))
+        events += started
         lanes = self._lanes(flow, frows)
-        whole = run.fsack or bool(starts) or self.every_row
+        whole = run.fsack or self.every_row
+        # a handshake in the chunk changes what was negotiated, which the acks' rules read: every ack is an event
+        loud_acks = whole or bool(started)
         listed = negotiated(run.state, E.EXT_NRSACK)[0]
         for lane in lanes:
-            self._pick(lane, run.state.dirs.get(lane.key, S.EMPTY), whole, listed, ev)
+            d = run.state.dirs.get(lane.key, S.EMPTY)
+            # the direction's start taken first: its first unit only makes more data rows loud, never fewer
+            for e in started:
+                if S.direction_key(e) == lane.key:
+                    d = S.on_start(d, e)
+            self._pick(lane, d, whole, loud_acks, listed, ev)
             quiet = lane.quiet
             never = flow.never_renege[1 - lane.sender]
             events += [I.lane_event(rows, lane.level, lane.sender, row, kind, lo, hi, never, older)
                        for row, kind, lo, hi, older in zip(lane.row[~quiet].tolist(), lane.kind[~quiet].tolist(),
                                                            lane.lo[~quiet].tolist(), lane.hi[~quiet].tolist(),
                                                            lane.older[~quiet].tolist())]
-        levels = self._levels(flow)
-        for row, level, sender, conn in starts:
-            reference = levels.get((level, conn if level == "tcp" else -1, sender))
-            space = getattr(reference, "space", None)  # none once the flow ended (EndedLevel)  # (highest serial, candidate)
-            events.append(I.start_event(rows, row, level, sender, int(space[0]) if space else None))
         events.sort(key=lambda e: (e.index, e.level != "tcp"))
         self._sources(run, flow, frows, sides, cap)
         ctx = Context(flow, [A.vantage(flow, s) for s in (0, 1)], self._addresses(run, flow))
@@ -262,7 +273,7 @@ class Checker:
         return lanes
 
     @staticmethod
-    def _pick(lane, d, whole, listed, ev):
+    def _pick(lane, d, whole, loud_acks, listed, ev):
         """lane.quiet: the rows no rule can fire on (see the module docstring); exact, since what decides it
         (highest sent, cum ack, NR-acked top) moves the same whether rows are applied at once or one by one.
         Also the running figures _quiet reads, so applying a run of quiet rows costs a few lookups."""
@@ -286,7 +297,9 @@ class Checker:
                 ack &= (chunk != NR_SACK) | (lane.cum >= nr_before)
                 # the chunk type the handshake did not agree on: NR-01 / NR-06 only, they read no direction state
                 lane.told = ack & np.where(chunk == NR_SACK, not listed, listed)
-            lane.quiet = data | ack
+            lane.quiet = data | (ack if not loud_acks else False)
+            if loud_acks:
+                lane.told = np.zeros(n, bool)
         at = np.arange(n)
         quiet_data, quiet_ack = lane.quiet & is_data, lane.quiet & ~is_data
         lane.sent_upto = np.maximum.accumulate(np.where(is_data, lane.hi, LOWEST)) if n else lane.hi

@@ -8,6 +8,7 @@ flows.py unwraps them to 64 bit once, per sequence space, before anything else l
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+import functools
 import ipaddress
 import os
 
@@ -126,6 +127,7 @@ class Capture:
     truncated: str = None  # why reading stopped before the end of the file (None: it did not)
 
 
+@functools.lru_cache(maxsize=1 << 16)  # the checker asks for the same few addresses on every event
 def address_text(raw16: bytes) -> str:
     address = ipaddress.IPv6Address(raw16)
     return str(address.ipv4_mapped) if address.ipv4_mapped else str(address)

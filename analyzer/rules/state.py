@@ -175,7 +175,7 @@ def _on_data(d, e):
     return d._replace(**changes)
 
 
-def _on_start(d, e):
+def on_start(d, e):
     """INIT / INIT-ACK / SYN / SYN-ACK: the direction's first unit."""
     if d.snd_max is not None:
         return d
@@ -190,7 +190,7 @@ def advance(state: FlowState, e: I.Event) -> FlowState:
     if e.kind in (I.DATA, I.ACK, I.INIT, I.INIT_ACK, I.SYN, I.SYN_ACK):
         key = direction_key(e)
         d = state.dirs.get(key, EMPTY)
-        step = {I.DATA: _on_data, I.ACK: _on_ack}.get(e.kind, _on_start)
+        step = {I.DATA: _on_data, I.ACK: _on_ack}.get(e.kind, on_start)
         new = step(d, e)
         if new is not d:
             changes["dirs"] = {**state.dirs, key: new}
