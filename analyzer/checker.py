@@ -6,19 +6,21 @@ scoreboard. The pipeline hands the checker each level's rows of a chunk (Sender.
 per flow only its rule state (rules/state.py) from chunk to chunk, so memory is a chunk plus per-flow state
 plus the findings.
 
-Python work follows the rows that matter, not every row. Per direction and chunk, numpy picks the rows no
-rule can fire on: data entirely above everything sent (and above the cum ack and any NR-acked unit), acks
-without blocks that neither go back, nor cover unsent data (SCTP), nor leave NR-acked TSNs out (SCTP
-NR-SACK), of the chunk type the handshake agreed on. Their effect on the state (highest sent, cum ack and
+Python work follows the rows that matter, not every row. Per direction and chunk, the NR ledger (C,
+analyzer/_scoreboard.c NrLedger: the NR-acked pieces with the frame that first NR-acked each) takes every row
+in one call and writes per row the facts the revocation and retransmission rules read; numpy then picks the
+rows no rule can fire on: data neither below the cum ack nor over NR-acked units, acks that neither go back,
+nor leave NR-acked units out, nor hold a unit in an R and an NR block, nor (SCTP) cover unsent data or break a
+block list's own rules, nor (TCP, MPTCP) carry NR blocks. Their effect on the state (highest sent, cum ack and
 its recent steps, MPTCP mappings) is applied at once (state.advance_quietly); every other row becomes an
-Event and goes through state.advance and its rules one by one. A flow's chunk that holds any FSACK chunk
-(or a flow that ever had FSACK: FS-04 / FS-05 look at every ack and DATA) is taken whole; in a chunk that
-holds its handshake every ack is an event (what was negotiated changes there), and data
-rows are picked against the direction's start.
+Event and goes through state.advance and its rules one by one. Quiet SCTP acks of the chunk type the handshake
+did not agree on (NR-01 / NR-06: the notes on every NR-SACK of a capture without its handshake) are judged
+as runs, their findings made without an Event each. A flow's chunk that holds any FSACK chunk (or a flow that
+ever had FSACK: FS-04 / FS-05 look at every ack and DATA) is taken whole; in a chunk that holds its handshake
+every ack is an event (what was negotiated changes there).
 
-What stays Python state per flow, and why: the NR-acked pieces with the frame that first NR-acked each
-(the findings name it; the analyzer's Board keeps no frames), the handshake events (negotiation rules),
-the FSACK procedure, and the cum ack's last steps (the frame that cum-acked a resent unit).
+What stays Python state per flow: the handshake events (negotiation rules), the FSACK procedure, the cum
+ack's last steps (the frame that cum-acked a resent unit), the highest unit sent.
 
 A finding: rule ID, severity, flow, direction, frames (the breaking frame last), message.
 """
@@ -28,12 +30,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from nrsack.analyzer import analysis as A, events as E, flows as F
+from nrsack.analyzer import _reader, analysis as A, events as E, flows as F
 from nrsack.analyzer.pipeline import Pipeline
-from nrsack.analyzer.rules import REGISTRY, SEVERITIES
+from nrsack.analyzer.rules import REGISTRY, SEVERITIES, frames
 from nrsack.analyzer.rules import inputs as I
 from nrsack.analyzer.rules import state as S
-from nrsack.analyzer.rules.sctp import NR_SACK, SACK, negotiated
+from nrsack.analyzer.rules.sctp import NR_SACK, SACK, against_handshake, negotiated, negotiation_message
 
 COLUMNS = ["rule", "severity", "flow", "direction", "frames", "message"]
 # the rule levels of each flow protocol (level "" = reader findings, any protocol)
@@ -109,33 +111,23 @@ class Lane:
     cum: np.ndarray        # acks: first unit not cum-acked
     frame: np.ndarray
     time_ns: np.ndarray
-    blocks: np.ndarray     # acks: wire blocks the rules read (SCTP R / NR, TCP SACK / NR, MPTCP NR)
-    nr_top: np.ndarray     # acks: end of their highest NR block (LOWEST: none)
     conn: np.ndarray
     aux: np.ndarray        # MPTCP data: the mapping's subflow sequence number
     older: np.ndarray      # acks the core judged maybe sent before one already seen (FLAG_OLDER)
+    facts: np.ndarray = None   # rows x FACTS: the NR ledger's facts (Checker._facts)
     quiet: np.ndarray = None   # rows no rule reading the direction's state can fire on (Checker._pick)
     told: np.ndarray = None    # quiet rows the negotiation rules still judge
 
 
 def _lane(key, level, sender, frows, part, flags, ev):
     row = frows[part.pos]
-    is_ack = part.kind == 1
-    if level == "mptcp":  # its renegable blocks are the subflow acks' DSNs (decisions.md 12), not wire blocks
-        owner = np.repeat(np.arange(len(row)), part.bcount)
-        nr_owner = owner[part.bnr[:len(owner)] == 1] if len(owner) else owner
-        counts = np.bincount(nr_owner, minlength=len(row))
-    else:
-        counts = part.bcount.astype(np.int64)
-    top = np.full(len(row), LOWEST, np.int64)
-    if level != "tcp" and len(part.blo):
-        owner = np.repeat(np.arange(len(row)), part.bcount)
-        nr = part.bnr[:len(owner)] == 1
-        np.maximum.at(top, owner[nr], part.bhi[:len(owner)][nr])
     cum = part.hi if level == "sctp" else part.lo
-    return Lane(key, level, sender, row, part.kind, part.lo, part.hi, np.where(is_ack, cum, LOWEST), part.frame,
-                part.time_ns, counts, top, part.conn, ev["aux"][row] if level == "mptcp" else None,
-                (flags & FLAG_OLDER) != 0)
+    return Lane(key, level, sender, row, part.kind, part.lo, part.hi, np.where(part.kind == 1, cum, LOWEST), part.frame,
+                part.time_ns, part.conn, ev["aux"][row] if level == "mptcp" else None, (flags & FLAG_OLDER) != 0)
+
+
+FACTS = 5  # NrLedger.feed's facts per row: count, lo, hi, frame, r_and_nr
+LEDGER_DATA, LEDGER_ACK, LEDGER_START = 0, 1, 2
 
 
 @dataclass
@@ -149,6 +141,7 @@ class FlowRun:
     last_time: int = 0
     fsack: bool = False
     far_side: int = None
+    ledgers: dict = field(default_factory=dict)  # direction key -> its NrLedger
 
 
 class Checker:
@@ -157,6 +150,7 @@ class Checker:
     def __init__(self, rule_ids=None, pipeline=None, every_row=False):
         self.every_row = every_row  # every row through state.advance, none applied at once (the tests' reference)
         self.rules = select(rule_ids)
+        self.selected = {r.id for r in self.rules}
         self.dispatch = _dispatch(self.rules)
         self.pipeline = None
         self.attach(pipeline or Pipeline(NullStore()))
@@ -225,17 +219,18 @@ class Checker:
         listed = negotiated(run.state, E.EXT_NRSACK)[0]
         for lane in lanes:
             d = run.state.dirs.get(lane.key, S.EMPTY)
+            mine = sorted((e for e in started if S.direction_key(e) == lane.key), key=lambda e: e.index)
             # the direction's start taken first: its first unit only makes more data rows loud, never fewer
-            for e in started:
-                if S.direction_key(e) == lane.key:
-                    d = S.on_start(d, e)
-            self._pick(lane, d, whole, loud_acks, listed, ev)
-            quiet = lane.quiet
+            for e in mine:
+                d = S.on_start(d, e)
             never = flow.never_renege[1 - lane.sender]
-            events += [I.lane_event(rows, lane.level, lane.sender, row, kind, lo, hi, never, older)
-                       for row, kind, lo, hi, older in zip(lane.row[~quiet].tolist(), lane.kind[~quiet].tolist(),
-                                                           lane.lo[~quiet].tolist(), lane.hi[~quiet].tolist(),
-                                                           lane.older[~quiet].tolist())]
+            screen = self._facts(run, lane, mine, never and lane.level == "tcp", cap)
+            self._pick(lane, d, whole, loud_acks, listed, ev, screen)
+            loud = ~lane.quiet
+            events += [I.lane_event(rows, lane.level, lane.sender, row, kind, lo, hi, never, older, facts)
+                       for row, kind, lo, hi, older, facts in zip(
+                           lane.row[loud].tolist(), lane.kind[loud].tolist(), lane.lo[loud].tolist(),
+                           lane.hi[loud].tolist(), lane.older[loud].tolist(), lane.facts[loud].tolist())]
         events.sort(key=lambda e: (e.index, e.level != "tcp"))
         self._sources(run, flow, frows, sides, cap)
         ctx = Context(flow, [A.vantage(flow, s) for s in (0, 1)], self._addresses(run, flow))
@@ -273,10 +268,34 @@ class Checker:
         return lanes
 
     @staticmethod
-    def _pick(lane, d, whole, loud_acks, listed, ev):
-        """lane.quiet: the rows no rule can fire on (see the module docstring); exact, since what decides it
-        (highest sent, cum ack, NR-acked top) moves the same whether rows are applied at once or one by one.
-        Also the running figures _quiet reads, so applying a run of quiet rows costs a few lookups."""
+    def _facts(run, lane, starts, never_renege, cap):
+        """Feeds the lane's rows (and the direction's start events among them, in order) to its NR ledger: its
+        facts per row go to lane.facts. Returns what _pick reads of the wire blocks."""
+        ledger = run.ledgers.get(lane.key)
+        if ledger is None:
+            ledger = run.ledgers[lane.key] = _reader.NrLedger()
+        n = len(lane.row)
+        is_ack = lane.kind == 1
+        bstart, bcount, blo, bhi, bnr, owner, wlo, whi = I.lane_blocks(cap, lane.level, lane.row, is_ack, lane.lo)
+        kind, lo, hi = lane.kind.astype(np.int8), lane.lo, lane.hi
+        cum, frame = np.where(is_ack, lane.cum, 0), lane.frame.astype(np.int64)
+        if starts:  # a start is fed before the rows of its own packet and after the earlier ones
+            at = np.searchsorted(lane.row, [int(e.index) - cap.offset for e in starts], "left")
+            kind = np.insert(kind, at, LEDGER_START)
+            lo, hi = np.insert(lo, at, [e.lo for e in starts]), np.insert(hi, at, [e.hi for e in starts])
+            cum, frame = np.insert(cum, at, [e.cum for e in starts]), np.insert(frame, at, [e.frame for e in starts])
+            bstart, bcount = np.insert(bstart, at, 0), np.insert(bcount, at, 0)
+        facts = np.empty((len(kind), FACTS), np.int64)
+        ledger.feed(kind, lo, hi, cum, frame, bstart, bcount, blo, bhi, bnr, facts, never_renege, lane.level != "sctp")
+        lane.facts = np.delete(facts, at + np.arange(len(at)), axis=0) if starts else facts
+        return owner, bhi, bnr, wlo, whi, n
+
+    @staticmethod
+    def _pick(lane, d, whole, loud_acks, listed, ev, screen):
+        """lane.quiet: the rows no rule can fire on (see the module docstring); exact, since what decides it (the
+        ledger's facts, the cum ack and highest sent before each row) is the same whether rows are applied at
+        once or one by one. Also the running figures _quiet reads, so applying a run of quiet rows costs a few
+        lookups."""
         n = len(lane.row)
         is_data = lane.kind == 0
         cum_before = np.maximum.accumulate(np.concatenate(([LOWEST if d.cum is None else d.cum], lane.cum[:-1])))
@@ -284,19 +303,28 @@ class Checker:
         if whole or not n:
             lane.quiet = lane.told
         else:
-            sent = np.where(is_data, lane.hi, LOWEST)
-            sent_before = np.maximum.accumulate(np.concatenate(([LOWEST if d.snd_max is None else d.snd_max],
-                                                                sent[:-1])))
-            top = S.nr_top(d)
-            nr_before = np.maximum.accumulate(np.concatenate(([LOWEST if top is None else top], lane.nr_top[:-1])))
-            data = is_data & (lane.lo >= sent_before) & (lane.lo >= cum_before) & (lane.lo >= nr_before)
-            ack = ~is_data & (lane.blocks == 0) & (lane.cum >= cum_before)
+            facts = lane.facts
+            data = is_data & (lane.lo >= cum_before) & (facts[:, 0] == 0)
+            ack = ~is_data & (lane.cum >= cum_before) & (facts[:, 0] == 0) & (facts[:, 4] == 0)
+            owner, bhi, bnr, wlo, whi, _ = screen
             if lane.level == "sctp":
+                sent = np.where(is_data, lane.hi, LOWEST)
+                sent_before = np.maximum.accumulate(np.concatenate(([LOWEST if d.snd_max is None else d.snd_max],
+                                                                    sent[:-1])))
+                top = lane.cum.copy()
+                np.maximum.at(top, owner, bhi)
+                ack &= (sent_before != LOWEST) & (top <= sent_before)  # NR-09
+                # NR-05 / NR-08 on the wire: a block Start < 2 or > End, or not above the previous one of its list + 1
+                group = owner * 2 + bnr
+                follows = np.concatenate(([False], group[1:] == group[:-1]))
+                prev_end = np.concatenate(([0], whi[:-1]))
+                bad = (wlo < 2) | (wlo > whi) | (follows & (wlo <= prev_end + 1))
+                ack[owner[bad]] = False
                 chunk = ev["chunk"][lane.row]
-                ack &= (sent_before != LOWEST) & (lane.cum <= sent_before)
-                ack &= (chunk != NR_SACK) | (lane.cum >= nr_before)
                 # the chunk type the handshake did not agree on: NR-01 / NR-06 only, they read no direction state
                 lane.told = ack & np.where(chunk == NR_SACK, not listed, listed)
+            else:  # NR blocks: TN-01 / MN-01 (permission), TN-05 / MN-05 (their own form)
+                ack[owner[bnr == 1]] = False
             lane.quiet = data | (ack if not loud_acks else False)
             if loud_acks:
                 lane.told = np.zeros(n, bool)
@@ -340,27 +368,28 @@ class Checker:
         self._negotiation(flow, run.state, lanes, ctx)
 
     def _negotiation(self, flow, state, lanes, ctx):
-        """NR-01 / NR-06 on the quiet acks of the chunk type the handshake did not agree on: the handshake
-        state is the chunk's (a chunk holding handshake events has no quiet rows)."""
-        by_chunk = {chunk: [r for r in self.dispatch.get((I.ACK, "sctp"), ()) if r.id == rule_id]
-                    for chunk, rule_id in NEGOTIATION_RULES.items()}
+        """NR-01 / NR-06 on the quiet acks of the chunk type the handshake did not agree on, a run per lane and
+        chunk type at once (sctp.against_handshake: they read the chunk's cum and the handshake only): the
+        handshake state is the chunk's (a chunk holding handshake events has no quiet rows)."""
         ev = self.last.ev
-        offset = self.last.offset
-        judged = [chunk for chunk, rules in by_chunk.items() if rules]
         for lane in lanes.values():
             told = np.flatnonzero(lane.told)
-            if not len(told) or not judged:
+            if not len(told):
                 continue
-            told = told[np.isin(ev["chunk"][lane.row[told]], judged)]
-            rows = lane.row[told]
+            chunks = ev["chunk"][lane.row[told]]
             direction = f"{flow.endpoints[lane.sender]} -> {flow.endpoints[1 - lane.sender]}"
-            for row, frame, cum, chunk, seq in zip(rows.tolist(), lane.frame[told].tolist(), lane.cum[told].tolist(),
-                                                  ev["chunk"][rows].tolist(), ev["ack"][rows].tolist()):
-                e = I.Event(index=offset + row, frame=frame, time_ns=0, kind=I.ACK, level="sctp", side=1 - lane.sender,
-                            sender=lane.sender, cum=cum, chunk=chunk, wire_seq=seq)
-                for r in by_chunk[chunk]:
-                    for verdict in r.check(e, state, state, ctx):
-                        self.found.append(_finding(r, verdict, flow.id, direction))
+            for chunk in (NR_SACK, SACK):
+                mine = told[chunks == chunk]
+                broken = against_handshake(chunk, state) if len(mine) else None
+                if broken is None or broken[0] not in self.selected:
+                    continue
+                rule_id, hs, words, note = broken
+                severity = "note" if note else REGISTRY[rule_id].severity
+                known = list(frames(*hs))
+                for frame, cum in zip(lane.frame[mine].tolist(), lane.cum[mine].tolist()):
+                    self.found.append({"rule": rule_id, "severity": severity, "flow": flow.id, "direction": direction,
+                                       "frames": known + [frame] if frame not in known else list(frames(*hs, frame)),
+                                       "message": negotiation_message(chunk, cum, words)})
 
     @staticmethod
     def _quiet(state, lane, start, stop):
@@ -480,8 +509,6 @@ class Checker:
 
 
 DIRECTION_KINDS = {I.DATA, I.ACK, I.INIT, I.INIT_ACK, I.SYN, I.SYN_ACK}
-# per SCTP ack chunk type, the rule that judges it against the handshake alone (no direction state)
-NEGOTIATION_RULES = {NR_SACK: "NR-01", SACK: "NR-06"}
 
 
 def check_capture(cap: E.Capture, rule_ids=None):

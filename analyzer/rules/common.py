@@ -1,11 +1,10 @@
-"""What several rule families share: overlapping blocks of two lists, resending acked data."""
+"""What several rule families share: overlapping blocks of two lists, resending acked data, revocation."""
 
 from bisect import bisect_left
 from itertools import accumulate
 
 from nrsack.analyzer.rules import Verdict, frames
 from nrsack.analyzer.rules import inputs as I
-from nrsack.analyzer.rules import state as S
 
 
 def first_overlap(blocks_a, blocks_b):
@@ -33,8 +32,8 @@ def retransmission(e, before, ctx, units, cum_words):
     if d.cum is not None and e.lo < d.cum:
         (lo, hi), ack_frame, how = (e.lo, min(e.hi, d.cum)), d.acked_by(e.lo), cum_words(d.cum)
     else:
-        hit = S.first_hit(d.nr, e.lo, e.hi)
-        if hit is None:
+        hit = e.nr_hit  # the NR ledger's fact: the first NR-acked range it overlaps
+        if not hit:
             return []
         (lo, hi), ack_frame, how = (hit[0], hit[1]), hit[2], "NR-acked"
     vantage = ctx.vantage[e.sender]
@@ -43,23 +42,22 @@ def retransmission(e, before, ctx, units, cum_words):
                     note=vantage != "sender")]
 
 
-def omitted_in_span(e, before):
-    """docs/decisions.md 16: the NR-acked units above the ack that a later, non-stale ack leaves out although
-    they lie inside the span of its own NR blocks, or that it reports renegable (SACK block, no NR block).
-    Omission outside the span is not revocation: 4 NR-SACK blocks (3 MPTCP NR blocks) fit a header."""
+def revoked(e, before):
+    """(count, first (lo, hi, frame)) of the NR-acked ranges above the ack that it leaves out (the NR ledger's
+    fact: SCTP every one, TCP / MPTCP those inside the span of its NR blocks or reported renegable,
+    docs/decisions.md 16; omission outside the span is not revocation: 4 NR-SACK blocks, 3 MPTCP NR blocks,
+    fit a header), or None for a stale or older ack: a reordered ack is not a revocation (decisions.md 46)."""
     d = before.direction(e)
-    if d.cum is not None and e.cum < d.cum or e.older:
-        return []  # a reordered, older ack is not a revocation (decisions.md 46)
-    reported = e.nr + (e.r if e.never_renege else ())
-    claimed = list(e.r) if not e.never_renege else []
-    if reported:
-        claimed.append((min(lo for lo, _ in reported), max(hi for _, hi in reported)))
-    return S.minus(S.within(S.trim(d.nr, e.cum), claimed), reported)
+    if d.cum is not None and e.cum < d.cum or e.older or not e.lost_count:
+        return None
+    return e.lost_count, e.lost
 
 
 def revocation_in_room(e, before, units, blocks, ack):
-    """TN-03 / MN-03: [a Verdict naming the first revoked range (omitted_in_span)], or []."""
-    lost = omitted_in_span(e, before)
+    """TN-03 / MN-03: [a Verdict naming the first revoked range], or []."""
+    lost = revoked(e, before)
+    if lost is None:
+        return []
+    lo, hi, frame = lost[1]
     return [Verdict(frames(frame, e.frame), f"{units} {I.display(lo)}-{I.display(hi)}, NR-acked in frame {frame}, are "
-                                            f"reported renegable or left out of {blocks} ({ack} {I.display(e.cum)})")
-            for lo, hi, frame in lost[:1]]
+                                            f"reported renegable or left out of {blocks} ({ack} {I.display(e.cum)})")]

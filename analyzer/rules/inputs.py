@@ -10,6 +10,8 @@ data sequence numbers.
 
 from typing import NamedTuple
 
+import numpy as np
+
 from nrsack.analyzer import events as E
 
 TWO32 = 1 << 32
@@ -49,6 +51,13 @@ class Event(NamedTuple):  # a NamedTuple: built once per chunk / segment, cheapl
     wire_seq: int = 0     # data: TSN / sequence number / DSN as on the wire; ack: cum ack / ack number
     never_renege: bool = False  # TCP ack from a never-renege receiver: its SACK blocks are NR
     older: bool = False   # ack: maybe sent before an ack already seen (the core's fact): judges no revocation
+    # the NR ledger's facts (analyzer/_scoreboard.c NrLedger, on the state before the event): an ack's NR-acked
+    # ranges above its cum that it leaves out (SCTP: every one; TCP / MPTCP: those inside its R blocks or its
+    # NR blocks' span, decisions.md 16) as their count and the first (lo, hi, frame of its NR ack); data: the
+    # first NR-acked range it overlaps, clipped, as (lo, hi, frame), or ()
+    lost_count: int = 0
+    lost: tuple = ()
+    nr_hit: tuple = ()
     rule: str = ""        # malformed: the rule the reader named (GEN-01, NR-05, TN-05, MN-02)
     reason: str = ""
 
@@ -106,12 +115,18 @@ class ChunkRows:
                     flags=rec[_FLAGS], tcp_flags=rec[_TCP_FLAGS])
 
 
-def lane_event(rows: ChunkRows, level, sender, row, kind, lo, hi, never_renege=False, older=False):
+def lane_event(rows: ChunkRows, level, sender, row, kind, lo, hi, never_renege=False, older=False, facts=None):
     """The Event of one row a level fed to the scoreboard: data [lo, hi) or an ack whose cum is `hi` (SCTP:
     cum TSN + 1) or `lo` (TCP, MPTCP), unwrapped by the level; blocks placed next to it from the wire.
-    older: the scoreboard core's fact on an ack (maybe sent before one already seen, decisions.md 46)."""
+    older: the scoreboard core's fact on an ack (maybe sent before one already seen, decisions.md 46);
+    facts: the NR ledger's row (count, lo, hi, frame, r_and_nr)."""
     rec = rows.record(row)
     base = rows.base(row, rec, sender, LEVEL_OFFSET[level] if kind == 0 else 0.0)
+    if facts is not None and facts[0]:
+        if kind == 0:
+            base["nr_hit"] = tuple(facts[1:4])
+        else:
+            base["lost_count"], base["lost"] = facts[0], tuple(facts[1:4])
     if kind != 0:
         base["older"] = older
     if level == "sctp":
@@ -133,6 +148,36 @@ def lane_event(rows: ChunkRows, level, sender, row, kind, lo, hi, never_renege=F
     nr = rows.blocks_of(rec, (E.BK_MPTCP_NR,))
     return Event(kind=ACK, level="mptcp", cum=lo, wire_seq=rec[_DATA_ACK], nr=tuple((lo + s, lo + e) for s, e in nr),
                  wire_nr=tuple(nr), **base)
+
+
+# per level: the block kinds of its renegable and non-renegable lists (MPTCP: its wire blocks are NR only)
+LEVEL_BLOCKS = {"sctp": (E.BK_R, E.BK_NR), "tcp": (E.BK_TCP_SACK, E.BK_TCP_NR), "mptcp": (-1, E.BK_MPTCP_NR)}
+
+
+def lane_blocks(cap, level, rows, is_ack, lo):
+    """The wire blocks of a level's ack rows (numpy, vectorised), placed in units as lane_event places them:
+    (bstart, bcount) per row into the kept blocks' (blo, bhi, bnr) and their wire (start, end) values."""
+    n = len(rows)
+    count = np.where(is_ack, cap.ev["blk_count"][rows], 0).astype(np.int64)
+    first = cap.ev["blk_start"][rows].astype(np.int64)
+    total = int(count.sum())
+    owner = np.repeat(np.arange(n), count)
+    at = np.repeat(first - (np.cumsum(count) - count), count) + np.arange(total)
+    b = cap.blocks[at]
+    r_kind, nr_kind = LEVEL_BLOCKS[level]
+    keep = (b["kind"] == r_kind) | (b["kind"] == nr_kind)
+    owner, b = owner[keep], b[keep]
+    wlo, whi = b["lo"].astype(np.int64), b["hi"].astype(np.int64)
+    base = lo[owner]
+    if level == "sctp":
+        blo, bhi = base + wlo, base + whi + 1
+    elif level == "tcp":
+        blo = base + (wlo - base + (1 << 31)) % TWO32 - (1 << 31)
+        bhi = base + (whi - base + (1 << 31)) % TWO32 - (1 << 31)
+    else:
+        blo, bhi = base + wlo, base + whi
+    bcount = np.bincount(owner, minlength=n).astype(np.int64)
+    return np.cumsum(bcount) - bcount, bcount, blo, bhi, (b["kind"] == nr_kind).astype(np.int8), owner, wlo, whi
 
 
 def near_serial(reference, value32):

@@ -3,8 +3,7 @@
 from nrsack.analyzer.events import EXT_NRSACK
 from nrsack.analyzer.rules import Verdict, frames, rule
 from nrsack.analyzer.rules import inputs as I
-from nrsack.analyzer.rules.common import first_overlap, retransmission
-from nrsack.analyzer.rules import state as S
+from nrsack.analyzer.rules.common import first_overlap, retransmission, revoked
 
 NR_SACK, SACK = 0x10, 0x03
 
@@ -29,16 +28,35 @@ def negotiated(state, ext):
     return answer
 
 
+def against_handshake(chunk, state):
+    """NR-01 / NR-06, which read nothing but the ack's chunk type and cum and the handshake: (rule ID, the
+    handshake's frames, the message's words after the cum, note) when an ack of this chunk type breaks its
+    rule in `state`, else None. checker.py applies it to runs of acks at once (negotiation_message)."""
+    listed, captured, hs = negotiated(state, EXT_NRSACK)
+    if chunk == NR_SACK and not listed:
+        why = "INIT and INIT-ACK did not both list 0x10" if captured else "the INIT / INIT-ACK exchange was not captured"
+        return "NR-01", hs, f"although {why}", not captured
+    if chunk == SACK and listed:
+        return "NR-06", hs, "although INIT and INIT-ACK both listed 0x10", False
+    return None
+
+
+def negotiation_message(chunk, cum, words):
+    return f"{'NR-SACK' if chunk == NR_SACK else 'SACK'} (cum {I.display(cum - 1)}) {words}"
+
+
+def _negotiation_verdicts(rule_id, e, before):
+    broken = against_handshake(e.chunk, before)
+    if broken and broken[0] == rule_id:
+        _, hs, words, note = broken
+        yield Verdict(frames(*hs, e.frame), negotiation_message(e.chunk, e.cum, words), note=note)
+
+
 @rule("NR-01", "error", kinds=[I.ACK], levels=["sctp"])
 def nr_sack_not_negotiated(e, before, after, ctx):
     """NR-01: "An NR-SACK chunk is sent in an association where INIT and INIT-ACK did not both list 0x10 in
     Supported Extensions (note when the handshake is not captured)." """
-    if e.chunk != NR_SACK:
-        return
-    listed, captured, hs = negotiated(before, EXT_NRSACK)
-    if not listed:
-        why = "INIT and INIT-ACK did not both list 0x10" if captured else "the INIT / INIT-ACK exchange was not captured"
-        yield Verdict(frames(*hs, e.frame), f"NR-SACK (cum {I.display(e.cum - 1)}) although {why}", note=not captured)
+    yield from _negotiation_verdicts("NR-01", e, before)
 
 
 @rule("NR-02", "error", kinds=[I.ACK], levels=["sctp"])
@@ -50,15 +68,6 @@ def tsn_in_r_and_nr_block(e, before, after, ctx):
         yield Verdict((e.frame,), f"TSN {tsns(lo, hi)} lies in R block {tsns(*r)} and NR block {tsns(*nr)} of the same NR-SACK")
 
 
-def revoked(e, before):
-    """NR-acked units above the new cum ack that this ack's NR blocks do not repeat (None for a stale ack)."""
-    d = before.direction(e)
-    if d.cum is not None and e.cum < d.cum or e.older:
-        return None  # a reordered, older ack is not a revocation (NR-07; decisions.md 46)
-    blocks = e.nr + (e.r if e.never_renege else ())
-    return S.minus(S.trim(d.nr, e.cum), blocks)
-
-
 @rule("NR-03", "error", kinds=[I.ACK], levels=["sctp"])
 def nr_acked_tsn_revoked(e, before, after, ctx):
     """NR-03: "Revocation: a TSN NR-acked earlier is neither cum-acked nor NR-acked by a later NR-SACK of the
@@ -68,8 +77,8 @@ def nr_acked_tsn_revoked(e, before, after, ctx):
         return
     lost = revoked(e, before)
     if lost:
-        lo, hi, frame = lost[0]
-        more = f" (and {len(lost) - 1} more range(s))" if len(lost) > 1 else ""
+        count, (lo, hi, frame) = lost
+        more = f" (and {count - 1} more range(s))" if count > 1 else ""
         yield Verdict(frames(frame, e.frame), f"TSN {tsns(lo, hi)}, NR-acked in frame {frame}, is neither cum-acked "
                                               f"(cum {I.display(e.cum - 1)}) nor NR-acked by this NR-SACK{more}")
 
@@ -119,9 +128,7 @@ def malformed_blocks(e, before, after, ctx):
 @rule("NR-06", "warning", kinds=[I.ACK], levels=["sctp"])
 def sack_after_negotiation(e, before, after, ctx):
     """NR-06: "A plain SACK is sent after NR-SACK was negotiated." """
-    listed, _, hs = negotiated(before, EXT_NRSACK)
-    if e.chunk == SACK and listed:
-        yield Verdict(frames(*hs, e.frame), f"SACK (cum {I.display(e.cum - 1)}) although INIT and INIT-ACK both listed 0x10")
+    yield from _negotiation_verdicts("NR-06", e, before)
 
 
 @rule("NR-07", "note", kinds=[I.ACK], levels=["sctp"])

@@ -2,12 +2,12 @@
 
 States are immutable: `advance(before, event)` returns a new state, so a rule sees exactly the state
 before and after its event. Per sender direction (`Direction`): the highest cumulative ack, the end of
-the highest unit sent, and the units some ack reported non-renegable (sticky above the cum ack,
-docs/decisions.md 1-2), each piece with the frame that first NR-acked it. Per flow: the handshake
+the highest unit sent, the cum ack's last steps. The units some ack reported non-renegable, with the
+frame that first NR-acked each, are kept in C (analyzer/_scoreboard.c NrLedger, fed by checker.py): the
+rules read its facts on the event (inputs.Event lost / nr_hit), not intervals. Per flow: the handshake
 and the FSACK procedure.
 """
 
-from bisect import bisect_right
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -18,88 +18,6 @@ NOTHING = MappingProxyType({})  # the empty mapping states start from (copied on
 CUM_HISTORY = 64  # cum ack advances kept to name the frame that acked a unit
 
 
-# ---- pieces: sorted disjoint (lo, hi, frame) intervals ----
-
-def merged(blocks):
-    """[lo, hi) blocks in any order -> sorted disjoint union."""
-    out = []
-    for lo, hi in sorted(b for b in blocks if b[1] > b[0]):
-        if out and lo <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], hi))
-        else:
-            out.append((lo, hi))
-    return out
-
-
-def _cover_runs(cover, lo, hi, his):
-    """Indices of the blocks of `cover` (sorted, disjoint; his: their ends) overlapping [lo, hi), in order."""
-    j = bisect_right(his, lo)  # the first block ending after lo
-    while j < len(cover) and cover[j][0] < hi:
-        yield j
-        j += 1
-
-
-def minus(pieces, blocks):
-    """The parts of `pieces` that no block covers, each with its frame (n log n in blocks)."""
-    if not pieces:
-        return []
-    cover = merged(blocks)
-    his = [b for _, b in cover]
-    out = []
-    for lo, hi, frame in pieces:
-        x = lo
-        for j in _cover_runs(cover, lo, hi, his):
-            a, b = cover[j]
-            if a > x:
-                out.append((x, a, frame))
-            x = max(x, b)
-        if x < hi:
-            out.append((x, hi, frame))
-    return out
-
-
-def within(pieces, blocks):
-    """The parts of `pieces` that some block covers, each with its frame."""
-    out = []
-    if not pieces:
-        return out
-    cover = merged(blocks)
-    his = [b for _, b in cover]
-    for lo, hi, frame in pieces:
-        for j in _cover_runs(cover, lo, hi, his):
-            a, b = cover[j]
-            out.append((max(a, lo), min(b, hi), frame))
-    return out
-
-
-def add(pieces, blocks, frame):
-    """pieces plus every [lo, hi) of `blocks`; the newly covered parts carry `frame`. One pass for all
-    of an ack's blocks (one at a time was quadratic in blocks); blocks that touch stay
-    separate pieces, as sent, and only overlapping ones (malformed, NR-05) are joined."""
-    disjoint = []
-    for lo, hi in sorted(b for b in blocks if b[1] > b[0]):
-        if disjoint and lo < disjoint[-1][1]:
-            disjoint[-1] = (disjoint[-1][0], max(disjoint[-1][1], hi))
-        else:
-            disjoint.append((lo, hi))
-    if not disjoint:
-        return pieces
-    new = minus([(lo, hi, frame) for lo, hi in disjoint], [(a, b) for a, b, _ in pieces])
-    return tuple(sorted(tuple(pieces) + tuple(new)))
-
-
-def trim(pieces, cut):
-    return tuple((max(lo, cut), hi, f) for lo, hi, f in pieces if hi > cut)
-
-
-def first_hit(pieces, lo, hi):
-    """The first piece overlapping [lo, hi), clipped to it; None if none."""
-    for a, b, frame in pieces:
-        if a < hi and lo < b:
-            return max(a, lo), min(b, hi), frame
-    return None
-
-
 # ---- state ----
 
 class Direction(NamedTuple):  # NamedTuple: _replace is several times cheaper than dataclasses.replace
@@ -108,7 +26,6 @@ class Direction(NamedTuple):  # NamedTuple: _replace is several times cheaper th
     cum_steps: tuple = ()      # recent (cum, frame) advances, oldest first
     snd_max: int = None        # end of the highest unit sent
     start_seen: bool = False   # the initial sequence number (INIT / SYN) was captured
-    nr: tuple = ()             # (lo, hi, frame): NR-acked above cum, sticky
     last_data_ns: int = None
     mappings: tuple = ()       # MPTCP: ((conn, (subflow seq, dsn, length)), ...), the last per subflow
 
@@ -155,14 +72,8 @@ def direction_key(event):
 
 def _on_ack(d, e):
     if d.cum is None or e.cum > d.cum:
-        d = d._replace(cum=e.cum, cum_frame=e.frame, cum_steps=(d.cum_steps + ((e.cum, e.frame),))[-CUM_HISTORY:],
-                    nr=trim(d.nr, e.cum))
-    nr_blocks = e.nr + (e.r if e.never_renege else ())
-    # blocks over unsent data are NR-09's, not the scoreboard's
-    top = d.snd_max
-    clipped = [(max(lo, d.cum), hi if top is None else min(hi, top)) for lo, hi in nr_blocks]
-    nr = add(d.nr, clipped, e.frame)
-    return d._replace(nr=nr) if nr is not d.nr else d
+        d = d._replace(cum=e.cum, cum_frame=e.frame, cum_steps=(d.cum_steps + ((e.cum, e.frame),))[-CUM_HISTORY:])
+    return d
 
 
 def _on_data(d, e):
@@ -216,8 +127,8 @@ def advance(state: FlowState, e: I.Event) -> FlowState:
 
 
 def advance_quietly(d: Direction, data_hi, last_data_ns, steps, mappings=()) -> Direction:
-    """The direction after rows no rule can fire on (checker.py picks them: new data above everything sent,
-    acks without blocks that neither go back nor revoke), applied at once. data_hi: the highest end sent
+    """The direction after rows no rule can fire on (checker.py picks them with the NR ledger's facts), applied
+    at once. data_hi: the highest end sent
     (None: no data among them), last_data_ns: the time of their last data; steps: the (cum, frame) of
     their acks that moved the cum ack, in order (at most CUM_HISTORY, the last); mappings: MPTCP
     ((conn, (subflow seq, lo, hi)), ...), the last mapping per subflow among them."""
@@ -231,10 +142,5 @@ def advance_quietly(d: Direction, data_hi, last_data_ns, steps, mappings=()) -> 
         changes["mappings"] = tuple(m for m in d.mappings if m[0] not in conns) + tuple(mappings)
     if steps:
         cum, frame = steps[-1]
-        changes.update(cum=cum, cum_frame=frame, cum_steps=(d.cum_steps + steps)[-CUM_HISTORY:], nr=trim(d.nr, cum))
+        changes.update(cum=cum, cum_frame=frame, cum_steps=(d.cum_steps + steps)[-CUM_HISTORY:])
     return d._replace(**changes) if changes else d
-
-
-def nr_top(d: Direction):
-    """The end of the highest NR-acked piece above the cum ack (None: none)."""
-    return max(hi for _, hi, _ in d.nr) if d.nr else None
