@@ -26,7 +26,7 @@ def run(captures, rule_ids, severity):
     results = []
     for path in captures:
         try:
-            cap, flows, found = C.check_path(path, rule_ids)  # in chunks: bounded memory
+            cap, flows, found = C.check_path(path, rule_ids, lazy=True)  # in chunks: bounded memory
             warn_truncated(cap)
         except E.CaptureError as error:
             fail(str(error))
@@ -53,24 +53,18 @@ def text_report(results):
     return "\n".join(lines)
 
 
-def _qualified(results):
-    """Findings of every capture; flow as "CAPTURE:ID" when there are several captures."""
-    out = []
-    for path, _, findings in results:
-        for f in findings:
-            if len(results) > 1:
-                f = dict(f, flow=f"{os.path.basename(path)}:{f['flow'] if f['flow'] is not None else '-'}")
-            out.append(f)
-    return out
-
-
 def json_report(results):
     """One finding per line: readable, and written by json's C encoder (indent= takes its Python one, which
-    costs more than checking the capture when an NR-01 note stands on every ack)."""
-    found = _qualified(results)
-    if not found:
+    costs more than checking the capture when an NR-01 note stands on every ack); flow as "CAPTURE:ID" when
+    there are several captures."""
+    from nrsack.analyzer.checker import json_lines
+
+    lines = []
+    for path, _, findings in results:
+        lines += json_lines(findings, os.path.basename(path) if len(results) > 1 else None)
+    if not lines:
         return '{"findings": []}'
-    return '{"findings": [\n' + ",\n".join(json.dumps(f) for f in found) + "\n]}"
+    return '{"findings": [\n' + ",\n".join(lines) + "\n]}"
 
 
 def junit_report(results, rule_ids):
@@ -175,5 +169,6 @@ def check(captures, rule_ids, severity, fmt, out_file):
             fail(f"{out_file}: {error.strerror}")
     else:
         click.echo(report)
-    errors = sum(f["severity"] == "error" for _, _, findings in results for f in findings)
-    sys.exit(1 if errors else 0)
+    from nrsack.analyzer.checker import at_least
+
+    sys.exit(1 if any(len(at_least(findings, "error")) for _, _, findings in results) else 0)

@@ -25,6 +25,7 @@ ack's last steps (the frame that cum-acked a resent unit), the highest unit sent
 A finding: rule ID, severity, flow, direction, frames (the breaking frame last), message.
 """
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -35,7 +36,7 @@ from nrsack.analyzer.pipeline import Pipeline
 from nrsack.analyzer.rules import REGISTRY, SEVERITIES, frames
 from nrsack.analyzer.rules import inputs as I
 from nrsack.analyzer.rules import state as S
-from nrsack.analyzer.rules.sctp import NR_SACK, SACK, against_handshake, negotiated, negotiation_message
+from nrsack.analyzer.rules.sctp import NR_SACK, SACK, against_handshake, negotiated, negotiation_message_parts
 
 COLUMNS = ["rule", "severity", "flow", "direction", "frames", "message"]
 # the rule levels of each flow protocol (level "" = reader findings, any protocol)
@@ -157,6 +158,7 @@ class Checker:
         self.parts = {}
         self.runs = {}
         self.found = []
+        self.note_runs = []  # NoteRuns: findings kept as numbers until asked for
         self.seen_findings = Counter()
         self.last = None
 
@@ -384,12 +386,10 @@ class Checker:
                 if broken is None or broken[0] not in self.selected:
                     continue
                 rule_id, hs, words, note = broken
-                severity = "note" if note else REGISTRY[rule_id].severity
-                known = list(frames(*hs))
-                for frame, cum in zip(lane.frame[mine].tolist(), lane.cum[mine].tolist()):
-                    self.found.append({"rule": rule_id, "severity": severity, "flow": flow.id, "direction": direction,
-                                       "frames": known + [frame] if frame not in known else list(frames(*hs, frame)),
-                                       "message": negotiation_message(chunk, cum, words)})
+                self.note_runs.append(NoteRun(
+                    rule_id, "note" if note else REGISTRY[rule_id].severity, flow.id, direction, list(frames(*hs)),
+                    lane.frame[mine].tolist(), ((lane.cum[mine] - 1) % I.TWO32).tolist(),
+                    negotiation_message_parts(chunk, words), 2 * len(self.found) - 1))
 
     @staticmethod
     def _quiet(state, lane, start, stop):
@@ -481,8 +481,9 @@ class Checker:
                 out.setdefault(flow, []).append(e)
         return out
 
-    def finish(self):
-        """-> (flows, findings as dicts of COLUMNS, sorted by breaking frame) once every chunk was fed."""
+    def finish(self, lazy=False):
+        """-> (flows, findings as dicts of COLUMNS, sorted by breaking frame) once every chunk was fed; lazy:
+        the findings as Findings (the notes of runs of acks kept as numbers until asked for)."""
         flows = self.pipeline.table.flows
         for flow in flows:
             run = self.runs.get(flow.id) if flow is not None else None  # None: a flow the table forgot
@@ -504,8 +505,92 @@ class Checker:
                           level=level, side=0, sender=0)
             for r in self.dispatch.get((I.END, level), ()):
                 self.found.extend(_finding(r, v, flow.id, "") for v in r.check(end, run.state, run.state, ctx))
-        self.found.sort(key=lambda f: (f["frames"][-1], f["flow"] if f["flow"] is not None else -1, f["rule"]))
-        return flows, self.found
+        found = Findings(self.found, range(0, 2 * len(self.found), 2), self.note_runs)
+        return flows, found if lazy else list(found)
+
+
+RULE_RANK = {rule_id: k for k, rule_id in enumerate(sorted(REGISTRY))}
+
+
+class NoteRun:
+    """NR-01 / NR-06 on a run of quiet acks of one direction and chunk type (Checker._negotiation): the findings
+    differ only in the ack's frame and cum, so they stay two lists of numbers until a finding dict or a JSON
+    line is asked for (a note stands on every NR-SACK of a capture without its handshake: tens of thousands).
+    seq: where the run stands among the checker's findings in the order they were made."""
+
+    __slots__ = ("rule", "severity", "flow", "direction", "known", "frames", "cums", "parts", "seq")
+
+    def __init__(self, rule, severity, flow, direction, known, frames, cums, parts, seq):
+        self.rule, self.severity, self.flow, self.direction = rule, severity, flow, direction
+        self.known, self.frames, self.cums, self.parts, self.seq = known, frames, cums, parts, seq
+
+    def finding(self, k):
+        frame = self.frames[k]
+        return {"rule": self.rule, "severity": self.severity, "flow": self.flow, "direction": self.direction,
+                "frames": self.known + [frame] if frame not in self.known else list(frames(*self.known, frame)),
+                "message": f"{self.parts[0]}{self.cums[k]}{self.parts[1]}"}
+
+    def json_line(self, flow):
+        """-> line(k): finding k as json.dumps writes it, with `flow` as reported; only its numbers are formatted."""
+        head = (f'{{"rule": {json.dumps(self.rule)}, "severity": {json.dumps(self.severity)}, "flow": {json.dumps(flow)}, '
+                f'"direction": {json.dumps(self.direction)}, "frames": [{"".join(f"{f}, " for f in self.known)}')
+        middle = f'], "message": {json.dumps(self.parts[0])[:-1]}'
+        tail = json.dumps(self.parts[1])[1:] + "}"
+
+        def line(k):
+            frame = self.frames[k]
+            if frame in self.known:
+                return json.dumps(dict(self.finding(k), flow=flow))
+            return f"{head}{frame}{middle}{self.cums[k]}{tail}"
+
+        return line
+
+
+class Findings:
+    """A capture's findings sorted by breaking frame (then flow, rule, the order they were made): finding
+    dicts, each with its seq, and NoteRuns. Iterating gives dicts (made once); json_lines writes the
+    report's lines without making the runs' dicts."""
+
+    def __init__(self, found, seqs, runs):
+        self.found, self.seqs, self.runs = list(found), list(seqs), list(runs)
+        keys = [np.concatenate([np.array([f["frames"][-1] for f in self.found], np.int64)] +
+                               [np.array(r.frames, np.int64) for r in self.runs])]
+        for key in (lambda f: -1 if f["flow"] is None else f["flow"], lambda f: RULE_RANK.get(f["rule"], -1)):
+            keys.append(np.array([key(f) for f in self.found], np.int64))
+        lengths = [len(r.frames) for r in self.runs]
+        keys[1] = np.concatenate((keys[1], np.repeat(np.array([r.flow for r in self.runs], np.int64), lengths)))
+        keys[2] = np.concatenate((keys[2], np.repeat(np.array([RULE_RANK[r.rule] for r in self.runs], np.int64),
+                                                     lengths)))
+        seq = np.concatenate((np.array(self.seqs, np.int64), np.repeat(np.array([r.seq for r in self.runs], np.int64),
+                                                                       lengths)))
+        order = np.lexsort((seq, keys[2], keys[1], keys[0]))  # stable: a run's rows keep their order
+        source = np.repeat(np.arange(-1, len(self.runs)), [len(self.found)] + lengths)
+        index = np.concatenate((np.arange(len(self.found)), *[np.arange(n) for n in lengths])) if lengths else \
+            np.arange(len(self.found))
+        self.order = list(zip(source[order].tolist(), index[order].tolist()))
+        self._list = None
+
+    def __len__(self):
+        return len(self.order)
+
+    def __iter__(self):
+        if self._list is None:
+            self._list = [self.found[k] if run < 0 else self.runs[run].finding(k) for run, k in self.order]
+        return iter(self._list)
+
+    def at_least(self, keep):
+        mine = [k for k, f in enumerate(self.found) if f["severity"] in keep]
+        if len(mine) == len(self.found) and all(r.severity in keep for r in self.runs):
+            return self
+        return Findings([self.found[k] for k in mine], [self.seqs[k] for k in mine],
+                        [r for r in self.runs if r.severity in keep])
+
+    def json_lines(self, label=None):
+        """Each finding as one JSON line (json.dumps); label: flow written "LABEL:ID" (several captures)."""
+        named = (lambda flow: flow) if label is None else (lambda flow: f"{label}:{flow if flow is not None else '-'}")
+        lines = [run.json_line(named(run.flow)) for run in self.runs]
+        return [json.dumps(self.found[k] if label is None else dict(self.found[k], flow=named(self.found[k]["flow"])))
+                if run < 0 else lines[run](k) for run, k in self.order]
 
 
 DIRECTION_KINDS = {I.DATA, I.ACK, I.INIT, I.INIT_ACK, I.SYN, I.SYN_ACK}
@@ -521,22 +606,33 @@ def check_capture(cap: E.Capture, rule_ids=None):
     return checker.finish()
 
 
-def check_path(path, rule_ids=None, chunk_frames=E.CHUNK_FRAMES, progress=None, every_row=False):
+def check_path(path, rule_ids=None, chunk_frames=E.CHUNK_FRAMES, progress=None, every_row=False, lazy=False):
     """-> (the last chunk's header: path, frames, truncated; flows; findings) of a capture read in chunks,
-    in bounded memory. Raises CaptureError for unusable input, KeyError for an unknown rule ID."""
+    in bounded memory (lazy: findings as Findings). Raises CaptureError for unusable input, KeyError for an
+    unknown rule ID."""
     checker = Checker(rule_ids, every_row=every_row)
     for cap in E.read_chunks(path, chunk_frames, progress):
         checker.feed(cap)
     if not checker.pipeline.table.flows:
         raise E.CaptureError(f"{path}: no SCTP or TCP flows in {checker.last.frames} frames")
-    flows, found = checker.finish()
+    flows, found = checker.finish(lazy)
     return checker.last, flows, found
 
 
 def at_least(findings, severity):
     """The findings at `severity` or more severe."""
     keep = SEVERITIES[: SEVERITIES.index(severity) + 1]
+    if isinstance(findings, Findings):
+        return findings.at_least(keep)
     return [f for f in findings if f["severity"] in keep]
+
+
+def json_lines(findings, label=None):
+    """Each finding as one JSON line; label: flow written "LABEL:ID" (a report of several captures)."""
+    if isinstance(findings, Findings):
+        return findings.json_lines(label)
+    return [json.dumps(f if label is None else dict(f, flow=f"{label}:{f['flow'] if f['flow'] is not None else '-'}"))
+            for f in findings]
 
 
 def findings_frame(found):

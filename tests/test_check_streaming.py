@@ -55,3 +55,19 @@ def test_check_capture_of_a_whole_capture_is_the_streamed_result(lossy_capture):
     flows, found = C.check_capture(E.read_capture(lossy_capture))
     assert found == findings(lossy_capture)
     assert len(flows) == 6
+
+
+def test_notes_kept_as_numbers_read_as_the_findings(lossy_capture):
+    """The NR-01 notes on runs of acks (NoteRun) stay numbers until asked for: their dicts and JSON lines are
+    those of the findings made one by one."""
+    import json
+
+    reference = findings(lossy_capture, chunk_frames=None, every_row=True)
+    lazy = C.check_path(lossy_capture, lazy=True)[2]
+    assert lazy.runs and len(lazy) == len(reference)
+    assert list(lazy) == reference
+    assert lazy.json_lines() == [json.dumps(f) for f in reference]
+    assert lazy.json_lines("x.pcap") == [json.dumps(dict(f, flow=f"x.pcap:{f['flow']}")) for f in reference]
+    errors = C.at_least(lazy, "warning")
+    assert list(errors) == [f for f in reference if f["severity"] != "note"]
+    assert not errors.runs  # the notes' runs left out whole

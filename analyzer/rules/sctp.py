@@ -41,8 +41,14 @@ def against_handshake(chunk, state):
     return None
 
 
+def negotiation_message_parts(chunk, words):
+    """NR-01 / NR-06's message before and after the ack's cum (checker.py's NoteRun keeps only the numbers)."""
+    return f"{'NR-SACK' if chunk == NR_SACK else 'SACK'} (cum ", f") {words}"
+
+
 def negotiation_message(chunk, cum, words):
-    return f"{'NR-SACK' if chunk == NR_SACK else 'SACK'} (cum {I.display(cum - 1)}) {words}"
+    before, after = negotiation_message_parts(chunk, words)
+    return f"{before}{I.display(cum - 1)}{after}"
 
 
 def _negotiation_verdicts(rule_id, e, before):
