@@ -325,12 +325,17 @@ typedef struct {
     uint64_t cum, snd_max;
 } NrLedger;
 
+/* The scratch vectors go after each feed: a capture of a million flows keeps a ledger per direction. */
+static void ledger_free_scratch(NrLedger *l) {
+    tagged_free(&l->work);
+    tagged_free(&l->joined);
+    iset_free(&l->r); iset_free(&l->nr); iset_free(&l->reported);
+    iset_free(&l->cover); iset_free(&l->claimed);
+}
+
 static void NrLedger_dealloc(NrLedger *self) {
     tagged_free(&self->pieces);
-    tagged_free(&self->work);
-    tagged_free(&self->joined);
-    iset_free(&self->r); iset_free(&self->nr); iset_free(&self->reported);
-    iset_free(&self->cover); iset_free(&self->claimed);
+    ledger_free_scratch(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -544,6 +549,7 @@ static PyObject *NrLedger_feed(NrLedger *self, PyObject *args) {
     }
     result = Py_None; Py_INCREF(result);
 out:
+    ledger_free_scratch(self);
     for (int i = 0; i < L_ARRAYS; i++) if (b[i].ok) PyBuffer_Release(&b[i].b);
     return result;
 }
