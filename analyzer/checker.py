@@ -36,7 +36,8 @@ from nrsack.analyzer.pipeline import Pipeline
 from nrsack.analyzer.rules import REGISTRY, SEVERITIES, frames
 from nrsack.analyzer.rules import inputs as I
 from nrsack.analyzer.rules import state as S
-from nrsack.analyzer.rules.sctp import NR_SACK, SACK, against_handshake, negotiated, negotiation_message_parts
+from nrsack.analyzer.rules import mptcp as M, tcp as T
+from nrsack.analyzer.rules.sctp import NR_SACK, SACK, against_handshake, negotiated
 
 COLUMNS = ["rule", "severity", "flow", "direction", "frames", "message"]
 # the rule levels of each flow protocol (level "" = reader findings, any protocol)
@@ -290,7 +291,7 @@ class Checker:
         facts = np.empty((len(kind), FACTS), np.int64)
         ledger.feed(kind, lo, hi, cum, frame, bstart, bcount, blo, bhi, bnr, facts, never_renege, lane.level != "sctp")
         lane.facts = np.delete(facts, at + np.arange(len(at)), axis=0) if starts else facts
-        return owner, bhi, bnr, wlo, whi, n
+        return owner, blo, bhi, bnr, wlo, whi
 
     @staticmethod
     def _pick(lane, d, whole, loud_acks, listed, ev, screen):
@@ -308,7 +309,7 @@ class Checker:
             facts = lane.facts
             data = is_data & (lane.lo >= cum_before) & (facts[:, 0] == 0)
             ack = ~is_data & (lane.cum >= cum_before) & (facts[:, 0] == 0) & (facts[:, 4] == 0)
-            owner, bhi, bnr, wlo, whi, _ = screen
+            owner, blo, bhi, bnr, wlo, whi = screen
             if lane.level == "sctp":
                 sent = np.where(is_data, lane.hi, LOWEST)
                 sent_before = np.maximum.accumulate(np.concatenate(([LOWEST if d.snd_max is None else d.snd_max],
@@ -325,8 +326,17 @@ class Checker:
                 chunk = ev["chunk"][lane.row]
                 # the chunk type the handshake did not agree on: NR-01 / NR-06 only, they read no direction state
                 lane.told = ack & np.where(chunk == NR_SACK, not listed, listed)
-            else:  # NR blocks: TN-01 / MN-01 (permission), TN-05 / MN-05 (their own form)
-                ack[owner[bnr == 1]] = False
+            else:
+                nr = bnr == 1
+                lane.nr_count = np.bincount(owner[nr], minlength=n)
+                if lane.level == "tcp":  # TN-05: an NR block empty or at or below the ack
+                    bad = nr & ((blo >= bhi) | (blo <= lane.cum[owner]))
+                else:  # MN-05 on the wire: Start >= End, or below the previous block's End (every block is NR)
+                    follows = np.concatenate(([False], owner[1:] == owner[:-1]))
+                    bad = (wlo >= whi) | (follows & (wlo < np.concatenate(([0], whi[:-1]))))
+                ack[owner[bad]] = False
+                # NR blocks the handshake may not have permitted: TN-01 / MN-01 only, they read no direction state
+                lane.told = ack & (lane.nr_count > 0)
             lane.quiet = data | (ack if not loud_acks else False)
             if loud_acks:
                 lane.told = np.zeros(n, bool)
@@ -370,26 +380,37 @@ class Checker:
         self._negotiation(flow, run.state, lanes, ctx)
 
     def _negotiation(self, flow, state, lanes, ctx):
-        """NR-01 / NR-06 on the quiet acks of the chunk type the handshake did not agree on, a run per lane and
-        chunk type at once (sctp.against_handshake: they read the chunk's cum and the handshake only): the
-        handshake state is the chunk's (a chunk holding handshake events has no quiet rows)."""
+        """The rules that judge an ack against the handshake alone (NR-01 / NR-06 by chunk type, TN-01 per
+        connection, MN-01 per flow) on the lanes' quiet acks they may break (lane.told), a run at a time: each
+        finding differs only in the ack's frame and one number (SCTP: the cum; TCP, MPTCP: the NR block count).
+        The handshake state is the chunk's: a chunk holding handshake events has no quiet acks."""
         ev = self.last.ev
         for lane in lanes.values():
             told = np.flatnonzero(lane.told)
             if not len(told):
                 continue
-            chunks = ev["chunk"][lane.row[told]]
-            direction = f"{flow.endpoints[lane.sender]} -> {flow.endpoints[1 - lane.sender]}"
-            for chunk in (NR_SACK, SACK):
-                mine = told[chunks == chunk]
-                broken = against_handshake(chunk, state) if len(mine) else None
-                if broken is None or broken[0] not in self.selected:
+            if lane.level == "sctp":
+                chunks = ev["chunk"][lane.row[told]]
+                runs = [(told[chunks == chunk], against_handshake(chunk, state), -1) for chunk in (NR_SACK, SACK)]
+                numbers = (lane.cum - 1) % I.TWO32
+            elif lane.level == "tcp":
+                conns = ev["conn"][lane.row[told]]
+                runs = [(told[conns == conn], T.without_permission(state, conn), conn)
+                        for conn in np.unique(conns).tolist()]
+                numbers = lane.nr_count
+            else:
+                runs = [(told, M.without_permission(state, flow), -1)]
+                numbers = lane.nr_count
+            for mine, broken, conn in runs:
+                if not len(mine) or broken is None or broken[0] not in self.selected:
                     continue
-                rule_id, hs, words, note = broken
+                rule_id, hs, parts, note = broken
+                where = I.Event(index=0, frame=0, time_ns=0, kind=I.ACK, level=lane.level, side=1 - lane.sender,
+                                sender=lane.sender, conn=conn)
                 self.note_runs.append(NoteRun(
-                    rule_id, "note" if note else REGISTRY[rule_id].severity, flow.id, direction, list(frames(*hs)),
-                    lane.frame[mine].tolist(), ((lane.cum[mine] - 1) % I.TWO32).tolist(),
-                    negotiation_message_parts(chunk, words), 2 * len(self.found) - 1))
+                    rule_id, "note" if note else REGISTRY[rule_id].severity, flow.id, self._direction(flow, where),
+                    list(frames(*hs)), lane.frame[mine].tolist(), numbers[mine].tolist(), parts,
+                    2 * len(self.found) - 1))
 
     @staticmethod
     def _quiet(state, lane, start, stop):
@@ -513,22 +534,23 @@ RULE_RANK = {rule_id: k for k, rule_id in enumerate(sorted(REGISTRY))}
 
 
 class NoteRun:
-    """NR-01 / NR-06 on a run of quiet acks of one direction and chunk type (Checker._negotiation): the findings
-    differ only in the ack's frame and cum, so they stay two lists of numbers until a finding dict or a JSON
-    line is asked for (a note stands on every NR-SACK of a capture without its handshake: tens of thousands).
-    seq: where the run stands among the checker's findings in the order they were made."""
+    """One rule's findings on a run of quiet acks (Checker._negotiation: NR-01 / NR-06 / TN-01 / MN-01): they
+    differ only in the ack's frame and one number in the message, so they stay two lists of numbers until a
+    finding dict or a JSON line is asked for (a note stands on every NR-SACK of a capture without its
+    handshake: tens of thousands). parts: the message around the number; seq: where the run stands among
+    the checker's findings in the order they were made."""
 
-    __slots__ = ("rule", "severity", "flow", "direction", "known", "frames", "cums", "parts", "seq")
+    __slots__ = ("rule", "severity", "flow", "direction", "known", "frames", "numbers", "parts", "seq")
 
-    def __init__(self, rule, severity, flow, direction, known, frames, cums, parts, seq):
+    def __init__(self, rule, severity, flow, direction, known, frames, numbers, parts, seq):
         self.rule, self.severity, self.flow, self.direction = rule, severity, flow, direction
-        self.known, self.frames, self.cums, self.parts, self.seq = known, frames, cums, parts, seq
+        self.known, self.frames, self.numbers, self.parts, self.seq = known, frames, numbers, parts, seq
 
     def finding(self, k):
         frame = self.frames[k]
         return {"rule": self.rule, "severity": self.severity, "flow": self.flow, "direction": self.direction,
                 "frames": self.known + [frame] if frame not in self.known else list(frames(*self.known, frame)),
-                "message": f"{self.parts[0]}{self.cums[k]}{self.parts[1]}"}
+                "message": f"{self.parts[0]}{self.numbers[k]}{self.parts[1]}"}
 
     def json_line(self, flow):
         """-> line(k): finding k as json.dumps writes it, with `flow` as reported; only its numbers are formatted."""
@@ -541,7 +563,7 @@ class NoteRun:
             frame = self.frames[k]
             if frame in self.known:
                 return json.dumps(dict(self.finding(k), flow=flow))
-            return f"{head}{frame}{middle}{self.cums[k]}{tail}"
+            return f"{head}{frame}{middle}{self.numbers[k]}{tail}"
 
         return line
 

@@ -71,3 +71,24 @@ def test_notes_kept_as_numbers_read_as_the_findings(lossy_capture):
     errors = C.at_least(lazy, "warning")
     assert list(errors) == [f for f in reference if f["severity"] != "note"]
     assert not errors.runs  # the notes' runs left out whole
+
+
+def test_tcp_nr_options_without_their_handshake_stream_to_the_same_notes(tmp_path):
+    """A TCP NR-SACK transfer cut after its handshake: a TN-01 note on every ack with NR blocks, judged as runs
+    (NoteRun) when streamed, as on the every-row reference."""
+    from click.testing import CliRunner
+
+    from nrsack.cli import main
+    from support.truth_harness import cut_pcap
+
+    result = CliRunner().invoke(main, ["generate", "simulate", "--protocol", "tcp", "--ack", "nrsack", "--loss", "0.02",
+                                       "--bytes", "3000000", "--seed", "3", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    cut = tmp_path / "cut.pcap"
+    cut_pcap(tmp_path / "sender.pcap", cut, 200)
+    reference = findings(cut, chunk_frames=None, every_row=True)
+    assert sum(f["rule"] == "TN-01" for f in reference) > 100
+    assert all(f["severity"] == "note" for f in reference if f["rule"] == "TN-01")
+    assert findings(cut, chunk_frames=500) == reference
+    lazy = C.check_path(cut, lazy=True)[2]
+    assert lazy.runs and list(lazy) == reference

@@ -8,17 +8,26 @@ from nrsack.analyzer.rules.common import retransmission, revocation_in_room
 from nrsack.analyzer.rules.tcp import handshake_flags, seqs
 
 
+def without_permission(state, flow):
+    """MN-01 on a DSS carrying NR blocks: (rule ID, the handshake's frames, the message around the block count,
+    note) when the initial subflow's handshake did not permit them, else None (checker.py: NoteRun)."""
+    both, captured, hs = handshake_flags(state, flow.conns[0], E.MPTCP_NR_CAP)
+    if both:
+        return None
+    why = ("the initial subflow's SYN and SYN-ACK did not both carry NR-SACK-Permitted flag 0x02" if captured
+           else "the initial subflow's handshake was not captured")
+    return "MN-01", hs, ("DSS flag N with ", f" NR block(s) although {why}"), not captured
+
+
 @rule("MN-01", "error", kinds=[I.ACK], levels=["mptcp"])
 def dss_nr_not_negotiated(e, before, after, ctx):
     """MN-01: "A DSS with flag N appears although the SYN and SYN-ACK of the initial subflow did not both carry
     NR-SACK-Permitted with flag 0x02 (note when the handshake is not captured)." """
-    if not e.wire_nr:  # (flag N with a count of 0 carries no block and is not told apart)
-        return
-    both, captured, hs = handshake_flags(before, ctx.flow.conns[0], E.MPTCP_NR_CAP)
-    if not both:
-        why = ("the initial subflow's SYN and SYN-ACK did not both carry NR-SACK-Permitted flag 0x02" if captured
-               else "the initial subflow's handshake was not captured")
-        yield Verdict(frames(*hs, e.frame), f"DSS flag N with {len(e.wire_nr)} NR block(s) although {why}", note=not captured)
+    # (flag N with a count of 0 carries no block and is not told apart)
+    broken = without_permission(before, ctx.flow) if e.wire_nr else None
+    if broken:
+        _, hs, (head, tail), note = broken
+        yield Verdict(frames(*hs, e.frame), f"{head}{len(e.wire_nr)}{tail}", note=note)
 
 
 @rule("MN-02", "error", kinds=[I.MALFORMED], levels=["mptcp", ""])

@@ -30,32 +30,22 @@ def negotiated(state, ext):
 
 def against_handshake(chunk, state):
     """NR-01 / NR-06, which read nothing but the ack's chunk type and cum and the handshake: (rule ID, the
-    handshake's frames, the message's words after the cum, note) when an ack of this chunk type breaks its
-    rule in `state`, else None. checker.py applies it to runs of acks at once (negotiation_message)."""
+    handshake's frames, the message around the cum, note) when an ack of this chunk type breaks its rule in
+    `state`, else None. checker.py applies it to runs of acks at once (NoteRun)."""
     listed, captured, hs = negotiated(state, EXT_NRSACK)
     if chunk == NR_SACK and not listed:
         why = "INIT and INIT-ACK did not both list 0x10" if captured else "the INIT / INIT-ACK exchange was not captured"
-        return "NR-01", hs, f"although {why}", not captured
+        return "NR-01", hs, ("NR-SACK (cum ", f") although {why}"), not captured
     if chunk == SACK and listed:
-        return "NR-06", hs, "although INIT and INIT-ACK both listed 0x10", False
+        return "NR-06", hs, ("SACK (cum ", ") although INIT and INIT-ACK both listed 0x10"), False
     return None
-
-
-def negotiation_message_parts(chunk, words):
-    """NR-01 / NR-06's message before and after the ack's cum (checker.py's NoteRun keeps only the numbers)."""
-    return f"{'NR-SACK' if chunk == NR_SACK else 'SACK'} (cum ", f") {words}"
-
-
-def negotiation_message(chunk, cum, words):
-    before, after = negotiation_message_parts(chunk, words)
-    return f"{before}{I.display(cum - 1)}{after}"
 
 
 def _negotiation_verdicts(rule_id, e, before):
     broken = against_handshake(e.chunk, before)
     if broken and broken[0] == rule_id:
-        _, hs, words, note = broken
-        yield Verdict(frames(*hs, e.frame), negotiation_message(e.chunk, e.cum, words), note=note)
+        _, hs, (head, tail), note = broken
+        yield Verdict(frames(*hs, e.frame), f"{head}{I.display(e.cum - 1)}{tail}", note=note)
 
 
 @rule("NR-01", "error", kinds=[I.ACK], levels=["sctp"])

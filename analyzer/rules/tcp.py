@@ -18,17 +18,25 @@ def handshake_flags(state, conn, bit):
     return both, bool(syn and syn_ack), (syn.frame if syn else None, syn_ack.frame if syn_ack else None)
 
 
+def without_permission(state, conn):
+    """TN-01 on an ack of connection `conn` carrying NR blocks: (rule ID, the handshake's frames, the message
+    around the block count, note) when the handshake did not permit them, else None. It reads nothing but
+    the handshake and the count, so checker.py applies it to runs of acks at once (NoteRun)."""
+    both, captured, hs = handshake_flags(state, conn, E.NR_PERM)
+    if both:
+        return None
+    why = "SYN and SYN-ACK did not both carry NR-SACK-Permitted" if captured else "the handshake was not captured"
+    return "TN-01", hs, ("NR-SACK option with ", f" block(s) although {why}"), not captured
+
+
 @rule("TN-01", "error", kinds=[I.ACK], levels=["tcp"])
 def nr_blocks_not_permitted(e, before, after, ctx):
     """TN-01: "A TCP NR-SACK block option appears without NR-SACK-Permitted on both SYN and SYN-ACK (note when
     the handshake is not captured)." """
-    if not e.wire_nr:
-        return
-    both, captured, hs = handshake_flags(before, e.conn, E.NR_PERM)
-    if not both:
-        why = "SYN and SYN-ACK did not both carry NR-SACK-Permitted" if captured else "the handshake was not captured"
-        yield Verdict(frames(*hs, e.frame), f"NR-SACK option with {len(e.wire_nr)} block(s) although {why}",
-                      note=not captured)
+    broken = without_permission(before, e.conn) if e.wire_nr else None
+    if broken:
+        _, hs, (head, tail), note = broken
+        yield Verdict(frames(*hs, e.frame), f"{head}{len(e.wire_nr)}{tail}", note=note)
 
 
 @rule("TN-02", "error", kinds=[I.ACK], levels=["tcp"])
