@@ -144,6 +144,7 @@ class FlowRun:
     fsack: bool = False
     far_side: int = None
     ledgers: dict = field(default_factory=dict)  # direction key -> its NrLedger
+    seen_pairs: set = field(default_factory=set)  # conn * 2 + dir of the packets seen (_sources)
 
 
 class Checker:
@@ -277,7 +278,6 @@ class Checker:
         ledger = run.ledgers.get(lane.key)
         if ledger is None:
             ledger = run.ledgers[lane.key] = _reader.NrLedger()
-        n = len(lane.row)
         is_ack = lane.kind == 1
         bstart, bcount, blo, bhi, bnr, owner, wlo, whi = I.lane_blocks(cap, lane.level, lane.row, is_ack, lane.lo)
         kind, lo, hi = lane.kind.astype(np.int8), lane.lo, lane.hi
@@ -446,8 +446,11 @@ class Checker:
     @staticmethod
     def _sources(run, flow, frows, sides, cap):
         """Every packet source address of each side (FS-02 counts the receiver's addresses)."""
+        if len(run.seen_pairs) == 2 * len(flow.conns):
+            return  # both directions of every conn of the flow were seen: nothing new can come
         conn_dir = cap.ev["conn"][frows].astype(np.int64) * 2 + cap.ev["dir"][frows]
         values, first = np.unique(conn_dir, return_index=True)
+        run.seen_pairs.update(values.tolist())
         for value, k in zip(values.tolist(), first.tolist()):
             conn, direction = divmod(value, 2)
             c = cap.conns[conn]
@@ -552,52 +555,52 @@ class NoteRun:
                 "frames": self.known + [frame] if frame not in self.known else list(frames(*self.known, frame)),
                 "message": f"{self.parts[0]}{self.numbers[k]}{self.parts[1]}"}
 
-    def json_line(self, flow):
-        """-> line(k): finding k as json.dumps writes it, with `flow` as reported; only its numbers are formatted."""
+    def json_lines(self, flow):
+        """Each finding as json.dumps writes it, with `flow` as reported; only its numbers are formatted."""
         head = (f'{{"rule": {json.dumps(self.rule)}, "severity": {json.dumps(self.severity)}, "flow": {json.dumps(flow)}, '
                 f'"direction": {json.dumps(self.direction)}, "frames": [{"".join(f"{f}, " for f in self.known)}')
         middle = f'], "message": {json.dumps(self.parts[0])[:-1]}'
         tail = json.dumps(self.parts[1])[1:] + "}"
-
-        def line(k):
-            frame = self.frames[k]
-            if frame in self.known:
-                return json.dumps(dict(self.finding(k), flow=flow))
-            return f"{head}{frame}{middle}{self.numbers[k]}{tail}"
-
-        return line
+        lines = [f"{head}{frame}{middle}{number}{tail}" for frame, number in zip(self.frames, self.numbers)]
+        for k, frame in enumerate(self.frames if self.known else ()):
+            if frame in self.known:  # (a handshake frame: frames() puts it last, once)
+                lines[k] = json.dumps(dict(self.finding(k), flow=flow))
+        return lines
 
 
 class Findings:
     """A capture's findings sorted by breaking frame (then flow, rule, the order they were made): finding
     dicts, each with its seq, and NoteRuns. Iterating gives dicts (made once); json_lines writes the
-    report's lines without making the runs' dicts."""
+    report's lines without making the runs' dicts. Both line up every finding (the dicts, then each run's
+    rows) and take them in `order`, a permutation of that line-up."""
 
     def __init__(self, found, seqs, runs):
         self.found, self.seqs, self.runs = list(found), list(seqs), list(runs)
-        keys = [np.concatenate([np.array([f["frames"][-1] for f in self.found], np.int64)] +
-                               [np.array(r.frames, np.int64) for r in self.runs])]
-        for key in (lambda f: -1 if f["flow"] is None else f["flow"], lambda f: RULE_RANK.get(f["rule"], -1)):
-            keys.append(np.array([key(f) for f in self.found], np.int64))
         lengths = [len(r.frames) for r in self.runs]
-        keys[1] = np.concatenate((keys[1], np.repeat(np.array([r.flow for r in self.runs], np.int64), lengths)))
-        keys[2] = np.concatenate((keys[2], np.repeat(np.array([RULE_RANK[r.rule] for r in self.runs], np.int64),
-                                                     lengths)))
-        seq = np.concatenate((np.array(self.seqs, np.int64), np.repeat(np.array([r.seq for r in self.runs], np.int64),
-                                                                       lengths)))
-        order = np.lexsort((seq, keys[2], keys[1], keys[0]))  # stable: a run's rows keep their order
-        source = np.repeat(np.arange(-1, len(self.runs)), [len(self.found)] + lengths)
-        index = np.concatenate((np.arange(len(self.found)), *[np.arange(n) for n in lengths])) if lengths else \
-            np.arange(len(self.found))
-        self.order = list(zip(source[order].tolist(), index[order].tolist()))
+
+        def lined_up(of_found, of_run):
+            return np.concatenate([np.array([of_found(f) for f in self.found], np.int64)] +
+                                  [np.full(n, of_run(r), np.int64) for r, n in zip(self.runs, lengths)])
+
+        frame = np.concatenate([np.array([f["frames"][-1] for f in self.found], np.int64)] +
+                               [np.array(r.frames, np.int64) for r in self.runs])
+        flow = lined_up(lambda f: -1 if f["flow"] is None else f["flow"], lambda r: r.flow)
+        rank = lined_up(lambda f: RULE_RANK.get(f["rule"], -1), lambda r: RULE_RANK[r.rule])
+        seq = np.concatenate([np.array(self.seqs, np.int64)] + [np.full(n, r.seq, np.int64) for r, n in zip(self.runs, lengths)])
+        self.order = np.lexsort((seq, rank, flow, frame))  # stable: a run's rows keep their order
         self._list = None
 
     def __len__(self):
         return len(self.order)
 
+    def _in_order(self, items):
+        line_up = np.empty(len(self.order), object)
+        line_up[:] = items
+        return line_up[self.order].tolist()
+
     def __iter__(self):
         if self._list is None:
-            self._list = [self.found[k] if run < 0 else self.runs[run].finding(k) for run, k in self.order]
+            self._list = self._in_order(self.found + [run.finding(k) for run in self.runs for k in range(len(run.frames))])
         return iter(self._list)
 
     def at_least(self, keep):
@@ -610,9 +613,10 @@ class Findings:
     def json_lines(self, label=None):
         """Each finding as one JSON line (json.dumps); label: flow written "LABEL:ID" (several captures)."""
         named = (lambda flow: flow) if label is None else (lambda flow: f"{label}:{flow if flow is not None else '-'}")
-        lines = [run.json_line(named(run.flow)) for run in self.runs]
-        return [json.dumps(self.found[k] if label is None else dict(self.found[k], flow=named(self.found[k]["flow"])))
-                if run < 0 else lines[run](k) for run, k in self.order]
+        lines = [json.dumps(f if label is None else dict(f, flow=named(f["flow"]))) for f in self.found]
+        for run in self.runs:
+            lines += run.json_lines(named(run.flow))
+        return self._in_order(lines)
 
 
 DIRECTION_KINDS = {I.DATA, I.ACK, I.INIT, I.INIT_ACK, I.SYN, I.SYN_ACK}
