@@ -53,18 +53,25 @@ def text_report(results):
     return "\n".join(lines)
 
 
-def json_report(results):
-    """One finding per line: readable, and written by json's C encoder (indent= takes its Python one, which
-    costs more than checking the capture when an NR-01 note stands on every ack); flow as "CAPTURE:ID" when
-    there are several captures."""
+def json_report_parts(results, batch=4096):
+    """The json report in pieces of up to `batch` findings (tens of thousands of notes need not be one
+    string): one finding per line, written by json's C encoder or from a run's template (indent= takes
+    json's Python encoder, which costs more than checking the capture when an NR-01 note stands on every
+    ack); flow as "CAPTURE:ID" when there are several captures."""
     from nrsack.analyzer.checker import json_lines
 
-    lines = []
+    opening = '{"findings": [\n'
     for path, _, findings in results:
-        lines += json_lines(findings, os.path.basename(path) if len(results) > 1 else None)
-    if not lines:
-        return '{"findings": []}'
-    return '{"findings": [\n' + ",\n".join(lines) + "\n]}"
+        lines = []
+        for line in json_lines(findings, os.path.basename(path) if len(results) > 1 else None):
+            lines.append(line)
+            if len(lines) == batch:
+                yield opening + ",\n".join(lines)
+                opening, lines = ",\n", []
+        if lines:
+            yield opening + ",\n".join(lines)
+            opening = ",\n"
+    yield '{"findings": []}' if opening.startswith("{") else "\n]}"
 
 
 def junit_report(results, rule_ids):
@@ -159,16 +166,20 @@ def check(captures, rule_ids, severity, fmt, out_file):
     junit: one test case per rule per flow, error findings fail it. Exit status 0 without an error
     finding, 1 with one, 2 for unusable input."""
     results = run(captures, rule_ids, severity)
-    report = {"text": lambda: text_report(results), "json": lambda: json_report(results),
-              "junit": lambda: junit_report(results, rule_ids), "sarif": lambda: sarif_report(results, rule_ids)}[fmt]()
+    report = {"text": lambda: [text_report(results)], "json": lambda: json_report_parts(results),
+              "junit": lambda: [junit_report(results, rule_ids)], "sarif": lambda: [sarif_report(results, rule_ids)]}[fmt]()
     if out_file:
         try:
             with open(out_file, "w") as handle:
-                handle.write(report + "\n")
+                for part in report:
+                    handle.write(part)
+                handle.write("\n")
         except OSError as error:
             fail(f"{out_file}: {error.strerror}")
     else:
-        click.echo(report)
+        for part in report:
+            click.echo(part, nl=False)
+        click.echo()
     from nrsack.analyzer.checker import at_least
 
     sys.exit(1 if any(len(at_least(findings, "error")) for _, _, findings in results) else 0)

@@ -409,7 +409,7 @@ class Checker:
                                 sender=lane.sender, conn=conn)
                 self.note_runs.append(NoteRun(
                     rule_id, "note" if note else REGISTRY[rule_id].severity, flow.id, self._direction(flow, where),
-                    list(frames(*hs)), lane.frame[mine].tolist(), numbers[mine].tolist(), parts,
+                    list(frames(*hs)), lane.frame[mine], numbers[mine], parts,
                     2 * len(self.found) - 1))
 
     @staticmethod
@@ -538,7 +538,7 @@ RULE_RANK = {rule_id: k for k, rule_id in enumerate(sorted(REGISTRY))}
 
 class NoteRun:
     """One rule's findings on a run of quiet acks (Checker._negotiation: NR-01 / NR-06 / TN-01 / MN-01): they
-    differ only in the ack's frame and one number in the message, so they stay two lists of numbers until a
+    differ only in the ack's frame and one number in the message, so they stay two arrays of numbers until a
     finding dict or a JSON line is asked for (a note stands on every NR-SACK of a capture without its
     handshake: tens of thousands). parts: the message around the number; seq: where the run stands among
     the checker's findings in the order they were made."""
@@ -547,60 +547,63 @@ class NoteRun:
 
     def __init__(self, rule, severity, flow, direction, known, frames, numbers, parts, seq):
         self.rule, self.severity, self.flow, self.direction = rule, severity, flow, direction
-        self.known, self.frames, self.numbers, self.parts, self.seq = known, frames, numbers, parts, seq
+        self.known, self.parts, self.seq = known, parts, seq
+        self.frames, self.numbers = np.asarray(frames, np.int64), np.asarray(numbers, np.int64)
+
+    def __len__(self):
+        return len(self.frames)
 
     def finding(self, k):
-        frame = self.frames[k]
+        frame = int(self.frames[k])
         return {"rule": self.rule, "severity": self.severity, "flow": self.flow, "direction": self.direction,
                 "frames": self.known + [frame] if frame not in self.known else list(frames(*self.known, frame)),
-                "message": f"{self.parts[0]}{self.numbers[k]}{self.parts[1]}"}
+                "message": f"{self.parts[0]}{int(self.numbers[k])}{self.parts[1]}"}
 
-    def json_lines(self, flow):
-        """Each finding as json.dumps writes it, with `flow` as reported; only its numbers are formatted."""
+    def json_lines(self, flow, ks):
+        """Findings ks as json.dumps writes them, with `flow` as reported; only their numbers are formatted."""
         head = (f'{{"rule": {json.dumps(self.rule)}, "severity": {json.dumps(self.severity)}, "flow": {json.dumps(flow)}, '
                 f'"direction": {json.dumps(self.direction)}, "frames": [{"".join(f"{f}, " for f in self.known)}')
         middle = f'], "message": {json.dumps(self.parts[0])[:-1]}'
         tail = json.dumps(self.parts[1])[1:] + "}"
-        lines = [f"{head}{frame}{middle}{number}{tail}" for frame, number in zip(self.frames, self.numbers)]
-        for k, frame in enumerate(self.frames if self.known else ()):
-            if frame in self.known:  # (a handshake frame: frames() puts it last, once)
-                lines[k] = json.dumps(dict(self.finding(k), flow=flow))
+        lines = [f"{head}{frame}{middle}{number}{tail}"
+                 for frame, number in zip(self.frames[ks].tolist(), self.numbers[ks].tolist())]
+        if self.known:  # a handshake frame: frames() puts it last, once
+            for at in np.flatnonzero(np.isin(self.frames[ks], self.known)).tolist():
+                lines[at] = json.dumps(dict(self.finding(ks[at]), flow=flow))
         return lines
 
 
 class Findings:
     """A capture's findings sorted by breaking frame (then flow, rule, the order they were made): finding
     dicts, each with its seq, and NoteRuns. Iterating gives dicts (made once); json_lines writes the
-    report's lines without making the runs' dicts. Both line up every finding (the dicts, then each run's
-    rows) and take them in `order`, a permutation of that line-up."""
+    report's lines a batch at a time without making the runs' dicts. Both line up every finding (the
+    dicts, then each run's rows) and take them in `order`, a permutation of that line-up."""
 
     def __init__(self, found, seqs, runs):
         self.found, self.seqs, self.runs = list(found), list(seqs), list(runs)
-        lengths = [len(r.frames) for r in self.runs]
+        lengths = [len(r) for r in self.runs]
+        self.starts = np.cumsum([0, len(self.found)] + lengths)  # where each part of the line-up starts
 
         def lined_up(of_found, of_run):
             return np.concatenate([np.array([of_found(f) for f in self.found], np.int64)] +
                                   [np.full(n, of_run(r), np.int64) for r, n in zip(self.runs, lengths)])
 
-        frame = np.concatenate([np.array([f["frames"][-1] for f in self.found], np.int64)] +
-                               [np.array(r.frames, np.int64) for r in self.runs])
+        frame = np.concatenate([np.array([f["frames"][-1] for f in self.found], np.int64)] + [r.frames for r in self.runs])
         flow = lined_up(lambda f: -1 if f["flow"] is None else f["flow"], lambda r: r.flow)
         rank = lined_up(lambda f: RULE_RANK.get(f["rule"], -1), lambda r: RULE_RANK[r.rule])
-        seq = np.concatenate([np.array(self.seqs, np.int64)] + [np.full(n, r.seq, np.int64) for r, n in zip(self.runs, lengths)])
+        seq = lined_up(lambda f: 0, lambda r: r.seq)
+        seq[:len(self.found)] = self.seqs
         self.order = np.lexsort((seq, rank, flow, frame))  # stable: a run's rows keep their order
         self._list = None
 
     def __len__(self):
         return len(self.order)
 
-    def _in_order(self, items):
-        line_up = np.empty(len(self.order), object)
-        line_up[:] = items
-        return line_up[self.order].tolist()
-
     def __iter__(self):
         if self._list is None:
-            self._list = self._in_order(self.found + [run.finding(k) for run in self.runs for k in range(len(run.frames))])
+            line_up = np.empty(len(self.order), object)
+            line_up[:] = self.found + [run.finding(k) for run in self.runs for k in range(len(run))]
+            self._list = line_up[self.order].tolist()
         return iter(self._list)
 
     def at_least(self, keep):
@@ -610,13 +613,26 @@ class Findings:
         return Findings([self.found[k] for k in mine], [self.seqs[k] for k in mine],
                         [r for r in self.runs if r.severity in keep])
 
-    def json_lines(self, label=None):
-        """Each finding as one JSON line (json.dumps); label: flow written "LABEL:ID" (several captures)."""
+    def json_lines(self, label=None, batch=4096):
+        """Each finding as one JSON line (json.dumps), in order, made `batch` at a time (a report of a capture
+        without its handshake need not hold every line); label: flow written "LABEL:ID" (several captures)."""
         named = (lambda flow: flow) if label is None else (lambda flow: f"{label}:{flow if flow is not None else '-'}")
-        lines = [json.dumps(f if label is None else dict(f, flow=named(f["flow"]))) for f in self.found]
-        for run in self.runs:
-            lines += run.json_lines(named(run.flow))
-        return self._in_order(lines)
+        for first in range(0, len(self.order), batch):
+            taken = self.order[first:first + batch]
+            part = np.searchsorted(self.starts, taken, "right") - 1  # 0: the dicts, 1 + r: run r
+            lines = [None] * len(taken)
+            for p in np.unique(part).tolist():
+                at = np.flatnonzero(part == p)
+                ks = taken[at] - self.starts[p]
+                if p == 0:
+                    made = [json.dumps(f if label is None else dict(f, flow=named(f["flow"])))
+                            for f in (self.found[k] for k in ks.tolist())]
+                else:
+                    run = self.runs[p - 1]
+                    made = run.json_lines(named(run.flow), ks)
+                for a, line in zip(at.tolist(), made):
+                    lines[a] = line
+            yield from lines
 
 
 DIRECTION_KINDS = {I.DATA, I.ACK, I.INIT, I.INIT_ACK, I.SYN, I.SYN_ACK}
@@ -654,11 +670,12 @@ def at_least(findings, severity):
 
 
 def json_lines(findings, label=None):
-    """Each finding as one JSON line; label: flow written "LABEL:ID" (a report of several captures)."""
+    """Each finding as one JSON line, in order (an iterator); label: flow written "LABEL:ID" (a report of
+    several captures)."""
     if isinstance(findings, Findings):
         return findings.json_lines(label)
-    return [json.dumps(f if label is None else dict(f, flow=f"{label}:{f['flow'] if f['flow'] is not None else '-'}"))
-            for f in findings]
+    return (json.dumps(f if label is None else dict(f, flow=f"{label}:{f['flow'] if f['flow'] is not None else '-'}"))
+            for f in findings)
 
 
 def findings_frame(found):
