@@ -13,9 +13,10 @@ rows no rule can fire on: data neither below the cum ack nor over NR-acked units
 nor leave NR-acked units out, nor hold a unit in an R and an NR block, nor (SCTP) cover unsent data or break a
 block list's own rules, nor (TCP, MPTCP) carry NR blocks. Their effect on the state (highest sent, cum ack and
 its recent steps, MPTCP mappings) is applied at once (state.advance_quietly); every other row becomes an
-Event and goes through state.advance and its rules one by one. Quiet SCTP acks of the chunk type the handshake
-did not agree on (NR-01 / NR-06: the notes on every NR-SACK of a capture without its handshake) are judged
-as runs, their findings made without an Event each. A flow's chunk that holds any FSACK chunk (or a flow that
+Event and goes through state.advance and its rules one by one. Quiet acks that only the handshake can fault
+(NR-01 / NR-06 by SCTP chunk type, TN-01 / MN-01 for NR blocks: the notes on every ack of a capture without
+its handshake) are judged as runs: a NoteRun keeps their frames and numbers, and Findings makes their dicts
+or JSON lines only when asked. A flow's chunk that holds any FSACK chunk (or a flow that
 ever had FSACK: FS-04 / FS-05 look at every ack and DATA) is taken whole; in a chunk that holds its handshake
 every ack is an event (what was negotiated changes there).
 
