@@ -93,3 +93,100 @@ def test_bad_block_indices_raise():
         assert "block index out of range" in str(error)
     else:
         raise AssertionError("no error")
+
+
+class UnitModel:
+    """The ledger unit by unit: each NR-acked unit above the cum ack tagged with (frame, block) of the ack block
+    that first NR-acked it; a piece is a run of consecutive units of one tag."""
+
+    def __init__(self):
+        self.cum = self.snd_max = None
+        self.tag = {}
+        self.blocks = 0
+
+    @staticmethod
+    def runs(units, tag):
+        out = []
+        for u in sorted(units):
+            if out and out[-1][1] == u and tag[u] == tag[u - 1]:
+                out[-1][1] = u + 1
+            else:
+                out.append([u, u + 1])
+        return [(lo, hi, tag[lo][0]) for lo, hi in out]
+
+    def pieces(self):
+        return self.runs(self.tag, self.tag)
+
+    def ack(self, cum, blocks, frame, never_renege, in_span):
+        covered = lambda u, spans: any(lo <= u < hi for lo, hi in spans)
+        r = [(lo, hi) for lo, hi, nr in blocks if not nr]
+        nr = [(lo, hi) for lo, hi, nr in blocks if nr]
+        reported = nr + (r if never_renege else [])
+        alive = [u for u in self.tag if u >= cum]
+        if in_span:
+            claimed = ([] if never_renege else r) + ([(min(lo for lo, _ in reported), max(hi for _, hi in reported))]
+                                                      if reported else [])
+            left = [u for u in alive if covered(u, claimed) and not covered(u, reported)]
+        else:
+            left = [u for u in alive if not covered(u, reported)]
+        lost = self.runs(left, self.tag)
+        both = any(covered(u, nr) for lo, hi in r for u in range(lo, hi))
+        facts = (len(lost),) + (lost[0] if lost else (0, 0, -1)) + (int(both),)
+        if self.cum is None or cum > self.cum:
+            self.cum = cum
+            self.tag = {u: t for u, t in self.tag.items() if u >= cum}
+        clipped = sorted((max(lo, self.cum), hi if self.snd_max is None else min(hi, self.snd_max)) for lo, hi in reported)
+        joined = []
+        for lo, hi in clipped:
+            if hi <= lo:
+                continue
+            if joined and lo < joined[-1][1]:
+                joined[-1][1] = max(joined[-1][1], hi)
+            else:
+                joined.append([lo, hi])
+        for lo, hi in joined:
+            self.blocks += 1
+            for u in range(lo, hi):
+                self.tag.setdefault(u, (frame, self.blocks))
+        return facts
+
+    def data(self, lo, hi):
+        hit = [u for u in range(lo, hi) if u in self.tag]
+        facts = (0, 0, 0, -1, 0)
+        if hit:
+            piece = next(p for p in self.pieces() if p[0] <= hit[0] < p[1])
+            facts = (1, max(piece[0], lo), min(piece[1], hi), piece[2], 0)
+        self.snd_max = hi if self.snd_max is None else max(self.snd_max, hi)
+        return facts
+
+
+def test_the_ledger_equals_a_unit_by_unit_model_on_random_rows():
+    import random
+
+    rng = random.Random(7)
+    for case in range(300):
+        never_renege, in_span = rng.random() < 0.3, rng.random() < 0.5
+        ledger, model = _reader.NrLedger(), UnitModel()
+        if rng.random() < 0.3:
+            feed(ledger, [(START, 100, 100, 100, 1, [])])
+            model.snd_max, model.cum = 100, 100
+        cum = 100
+        for chunk in range(3):
+            rows, want = [], []
+            for k in range(rng.randint(1, 12)):
+                frame = 10 + 100 * chunk + k
+                if rng.random() < 0.4:
+                    lo = rng.randint(95, 140)
+                    hi = lo + rng.randint(1, 6)
+                    rows.append((DATA, lo, hi, 0, frame, []))
+                    want.append(model.data(lo, hi))
+                else:
+                    cum = max(95, cum + rng.randint(-3, 5))
+                    blocks = []
+                    for _ in range(rng.randint(0, 5)):
+                        lo = rng.randint(cum - 3, cum + 30)
+                        blocks.append((lo, lo + rng.randint(-2, 8), int(rng.random() < 0.6)))
+                    rows.append((ACK, 0, 0, cum, frame, blocks))
+                    want.append(model.ack(cum, blocks, frame, never_renege, in_span))
+            assert feed(ledger, rows, never_renege, in_span) == want, (case, chunk, rows)
+            assert ledger.pieces() == model.pieces(), (case, chunk)
