@@ -41,7 +41,11 @@ class EntrySpill:
 
     def put(self, fid, entries):
         """Only the summaries are kept (the tables of a spilled entry were never made)."""
-        blob = pickle.dumps([(e.summary, [p.summary for p in e.paths]) for e in entries], pickle.HIGHEST_PROTOCOL)
+        self.put_summaries(fid, [(e.summary, [p.summary for p in e.paths]) for e in entries])
+
+    def put_summaries(self, fid, summaries):
+        """summaries: [(an entry's summary, [its paths' summaries])] of flow `fid`."""
+        blob = pickle.dumps(summaries, pickle.HIGHEST_PROTOCOL)
         if fid >= len(self.offset):
             grow = max(fid + 1, 2 * len(self.offset)) - len(self.offset)
             self.offset = np.concatenate((self.offset, np.full(grow, -1, np.int64)))
@@ -51,7 +55,7 @@ class EntrySpill:
             self.file.seek(self.end)
             self.moved = False
         self.file.write(blob)
-        self.offset[fid], self.length[fid], self.count[fid] = self.end, len(blob), len(entries)
+        self.offset[fid], self.length[fid], self.count[fid] = self.end, len(blob), len(summaries)
         self.end += len(blob)
 
     def spilled(self) -> np.ndarray:
@@ -122,7 +126,10 @@ class Pipeline:
         sorted_flows = live_flow[order]
         starts = np.flatnonzero(np.diff(sorted_flows, prepend=-1))
         stops = np.append(starts[1:], len(order))
+        short = self._finish_short(cap, order, side_of[order], sorted_flows[starts], starts, stops)
         for fid, lo, hi in zip(sorted_flows[starts].tolist(), starts.tolist(), stops.tolist()):
+            if fid in short:
+                continue
             rows = order[lo:hi]
             events = F.FlowEvents(cap, rows, side_of[rows])
             for sender in self._senders(self.table.flows[fid]):
@@ -134,12 +141,45 @@ class Pipeline:
             last = np.append(starts[1:], len(order)) - 1
             self.last_ns[sorted_flows[last]] = cap.ev["time_ns"][order[last]]
             self.active[sorted_flows[starts]] = True
+        if short:
+            finished = np.fromiter(short, np.int64, len(short))
+            self.released[finished] = True
+            self.active[finished] = False
         idle = np.flatnonzero(self.active & (self.last_ns < self.end_ns - IDLE_NS))
-        for fid in sorted(set(self._ended) | set(idle.tolist())):
+        for fid in sorted((set(self._ended) - short) | set(idle.tolist())):
             self._release(fid)
         if hasattr(self.store, "flush"):
             self.store.flush()
         return flow_of, side_of
+
+    def _finish_short(self, cap, rows, side, group_flow, lo, hi) -> set:
+        """The TCP connections that begin and end in this chunk, finished and spilled in one compiled pass
+        (analysis.short_tcp_summaries) instead of a Sender per direction: -> their flow ids. Only for the
+        summary alone (finish_ended) and with nobody reading the levels (the checker's hooks)."""
+        if self.spill is None or self.on_part is not None or self.on_chunk is not None or self.keep_serials \
+                or not self._ended:
+            return set()
+        ending = np.zeros(len(self.released), bool)
+        ending[list(self._ended)] = True
+        flows = self.table.flows
+        # no earlier live event: no Sender yet, the whole connection is in this chunk
+        groups = [k for k in np.flatnonzero(ending[group_flow] & (self.last_ns[group_flow] == _NEVER)).tolist()
+                  if flows[group_flow[k]].protocol == "tcp"]
+        if not groups:
+            return set()
+        picked = [flows[f] for f in group_flow[groups].tolist()]
+        done = set()
+        for flow, summaries in zip(picked, A.short_tcp_summaries(cap, rows, side, lo[groups], hi[groups], picked,
+                                                                 self.sndbuf)):
+            if summaries is None:  # a transfer that did not complete: a Sender finishes it at the end
+                continue
+            if summaries:
+                self.spill.put_summaries(flow.id, [(summary, []) for summary in summaries])
+            for conn in flow.conns:
+                self.fins.pop(conn, None)
+            self.table.forget(flow, self.conns)
+            done.add(flow.id)
+        return done
 
     def _grow(self, flows, conns):
         more = flows - len(self.released)
@@ -321,9 +361,7 @@ class Pipeline:
 
     def _entry(self, item, sndbuf, sinks):
         flow, side, entry_id, main, paths = item
-        base = {"protocol": flow.protocol, "src": flow.endpoints[side], "dst": flow.endpoints[1 - side],
-                "flow": flow.id, "side": side, "level": "association" if flow.protocol == "sctp" else "connection",
-                "vantage": A.vantage(flow, side)}
+        base = A.entry_base(flow, side)
         never_renege = flow.never_renege[1 - side]
         nr_sack = flow.negotiated_nr or main.level.nr_seen or never_renege
         entry = main.finish(entry_id, base, nr_sack, sndbuf, self.end_ns, *(sinks(entry_id) if sinks else ()))
