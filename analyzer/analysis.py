@@ -282,22 +282,20 @@ def short_tcp_summaries(cap, rows, side, lo, hi, flows, sndbuf) -> list:
                          | FLOW_NEVER_RENEGE_1 * f.never_renege[1] for f in flows), np.int8, len(flows))
     records = _reader.short_tcp_entries(cap.ev, cap.blocks, rows, side, lo, hi, conn, flags,
                                         -1 if sndbuf is None else int(sndbuf))
-    records = np.frombuffer(records, np.int64).reshape(len(flows), 2, len(SHORT_FIELDS)).tolist()
-    out = []
-    for flow, pair in zip(flows, records):
-        if any(r[0] and not r[1] for r in pair):
-            out.append(None)
-            continue
-        summaries = []
-        for side_, record in enumerate(pair):
-            (has_data, complete, nr_sack, first_frame, _, q_ns, p_ns, b_ns, data_bytes, capacity, max_sack, max_nr,
-             max_whatif, acked, intervals, max_payload, retransmissions, far, far_frame) = record
-            if has_data:
-                summaries.append(entry_summary(
-                    entry_base(flow, side_), f"{flow.id}{'ab'[side_]}", nr_sack, sndbuf is None, capacity, data_bytes,
-                    (max_sack, max_nr, max_whatif), q_ns, p_ns, b_ns, acked, intervals, bool(complete), max_payload,
-                    retransmissions, first_frame, far, far_frame))
-        out.append(summaries)
+    records = np.frombuffer(records, np.int64).reshape(len(flows), 2, len(SHORT_FIELDS))
+    has_data = records[:, :, 0] != 0
+    finished = ~(has_data & (records[:, :, 1] == 0)).any(1)
+    out = [[] if ok else None for ok in finished.tolist()]
+    kept = has_data & finished[:, None]
+    flow_of, side_of = np.nonzero(kept)  # (in flow, then side order)
+    for k, side, (_, complete, nr_sack, first_frame, _, q_ns, p_ns, b_ns, data_bytes, capacity, max_sack, max_nr,
+                  max_whatif, acked, intervals, max_payload, retransmissions, far, far_frame) in zip(
+            flow_of.tolist(), side_of.tolist(), records[kept].tolist()):
+        flow = flows[k]
+        out[k].append(entry_summary(
+            entry_base(flow, side), f"{flow.id}{'ab'[side]}", nr_sack, sndbuf is None, capacity, data_bytes,
+            (max_sack, max_nr, max_whatif), q_ns, p_ns, b_ns, acked, intervals, bool(complete), max_payload,
+            retransmissions, first_frame, far, far_frame))
     return out
 
 

@@ -28,34 +28,41 @@ _NEVER = np.iinfo(np.int64).min
 
 
 class EntrySpill:
-    """Finished flows' entries in a temporary file (the summaries, pickled per flow), read back in flow
-    order; the index is three numbers a flow in arrays (a dict of tuples would be ~200 bytes a flow)."""
+    """Finished flows' entries in a temporary file (the summaries, pickled a batch of flows at a time:
+    one pickle.dumps for the short flows a chunk finishes), read back in flow order; the index is four
+    numbers a flow in arrays (a dict of tuples would be ~200 bytes a flow)."""
 
     def __init__(self, folder=None):
         self.file = tempfile.TemporaryFile(dir=folder, prefix="nrsack-entries-")
-        self.offset = np.full(0, -1, np.int64)    # per flow id (-1: not spilled)
+        self.offset = np.full(0, -1, np.int64)    # per flow id: its batch (-1: not spilled)
         self.length = np.zeros(0, np.int32)
+        self.slot = np.zeros(0, np.int32)         # the flow's place in its batch (-1: alone)
         self.count = np.zeros(0, np.int16)        # entries of the flow
         self.end = 0
         self.moved = False
 
     def put(self, fid, entries):
         """Only the summaries are kept (the tables of a spilled entry were never made)."""
-        self.put_summaries(fid, [(e.summary, [p.summary for p in e.paths]) for e in entries])
+        self.put_summaries([fid], [[(e.summary, [p.summary for p in e.paths]) for e in entries]], alone=True)
 
-    def put_summaries(self, fid, summaries):
-        """summaries: [(an entry's summary, [its paths' summaries])] of flow `fid`."""
+    def put_summaries(self, fids, summaries, alone=False):
+        """summaries[k]: [(an entry's summary, [its paths' summaries])] of flow fids[k]; `alone`: one flow
+        finished on its own (not kept loaded when read: the batches around it are)."""
         blob = pickle.dumps(summaries, pickle.HIGHEST_PROTOCOL)
-        if fid >= len(self.offset):
-            grow = max(fid + 1, 2 * len(self.offset)) - len(self.offset)
+        top = max(fids)
+        if top >= len(self.offset):
+            grow = max(top + 1, 2 * len(self.offset)) - len(self.offset)
             self.offset = np.concatenate((self.offset, np.full(grow, -1, np.int64)))
             self.length = np.concatenate((self.length, np.zeros(grow, np.int32)))
+            self.slot = np.concatenate((self.slot, np.zeros(grow, np.int32)))
             self.count = np.concatenate((self.count, np.zeros(grow, np.int16)))
         if self.moved:  # a reading moved the file's position from the end
             self.file.seek(self.end)
             self.moved = False
         self.file.write(blob)
-        self.offset[fid], self.length[fid], self.count[fid] = self.end, len(blob), len(summaries)
+        self.offset[fids], self.length[fids] = self.end, len(blob)
+        self.slot[fids] = -1 if alone else np.arange(len(fids))
+        self.count[fids] = [len(entries) for entries in summaries]
         self.end += len(blob)
 
     def spilled(self) -> np.ndarray:
@@ -70,7 +77,9 @@ class EntrySpill:
 
 
 class SpilledEntries:
-    """The spilled entries in flow order, as a re-iterable sequence (read from the file each time)."""
+    """The spilled entries in flow order, as a re-iterable sequence (read from the file each time). A
+    batch holds the short flows of one chunk, first seen in it: their ids lie above those of every
+    earlier batch, so one batch at a time is loaded, and a flow spilled alone is read around it."""
 
     def __init__(self, spill: EntrySpill):
         self.spill = spill
@@ -82,9 +91,19 @@ class SpilledEntries:
     def __iter__(self):
         file, spill = self.spill.file, self.spill
         spill.moved = True
-        for fid in spill.spilled().tolist():
-            file.seek(int(spill.offset[fid]))
-            for summary, paths in pickle.loads(file.read(int(spill.length[fid]))):
+        fids = spill.spilled()
+        loaded, batch = None, None
+        for offset, length, slot in zip(spill.offset[fids].tolist(), spill.length[fids].tolist(),
+                                        spill.slot[fids].tolist()):
+            if slot < 0:
+                file.seek(offset)
+                entries = pickle.loads(file.read(length))[0]
+            else:
+                if offset != loaded:
+                    file.seek(offset)
+                    loaded, batch = offset, pickle.loads(file.read(length))
+                entries = batch[slot]
+            for summary, paths in entries:
                 yield A.Entry(summary, {}, {}, paths=[A.Entry(p, {}, {}) for p in paths])
 
 
@@ -109,6 +128,7 @@ class Pipeline:
         self.conn_closed = np.zeros(0, bool)
         self.fins = {}     # TCP conn -> [FIN end dir 0, FIN end dir 1, dir 0's FIN acked, dir 1's FIN acked]
         self.late = [0, None]  # events after their flow's end: how many, the first frame
+        self.short_flows = 0   # flows finished by _finish_short
 
     def feed(self, cap: E.Capture):
         flow_of, side_of = self.table.assign(cap)
@@ -168,17 +188,21 @@ class Pipeline:
         if not groups:
             return set()
         picked = [flows[f] for f in group_flow[groups].tolist()]
-        done = set()
+        done, spilled, batch = set(), [], []
         for flow, summaries in zip(picked, A.short_tcp_summaries(cap, rows, side, lo[groups], hi[groups], picked,
                                                                  self.sndbuf)):
             if summaries is None:  # a transfer that did not complete: a Sender finishes it at the end
                 continue
-            if summaries:
-                self.spill.put_summaries(flow.id, [(summary, []) for summary in summaries])
+            if summaries:  # (no data either way: nothing to spill)
+                spilled.append(flow.id)
+                batch.append([(summary, []) for summary in summaries])
             for conn in flow.conns:
                 self.fins.pop(conn, None)
             self.table.forget(flow, self.conns)
             done.add(flow.id)
+        if spilled:
+            self.spill.put_summaries(spilled, batch)
+        self.short_flows += len(done)
         return done
 
     def _grow(self, flows, conns):
@@ -249,25 +273,26 @@ class Pipeline:
         if self.fins:
             start[list(self.fins)] = -1
         follow = np.flatnonzero(tcp & (np.arange(len(ev)) >= start[conn]))
-        seq, ack, length, direction = ev["seq"], ev["ack"], ev["len"], ev["dir"]
-        for r, c, d, flags in zip(follow.tolist(), conn[follow].tolist(), direction[follow].tolist(),
-                                  tf[follow].tolist()):
-            if self.conn_closed[c]:
+        closed = self.conn_closed
+        # (Python lists: indexing numpy arrays an element at a time costs more than these few rows' work)
+        for r, c, d, flags, seq, ack, length, f in zip(
+                follow.tolist(), conn[follow].tolist(), ev["dir"][follow].tolist(), tf[follow].tolist(),
+                ev["seq"][follow].tolist(), ev["ack"][follow].tolist(), ev["len"][follow].tolist(), fid[follow].tolist()):
+            if closed[c]:
                 continue
             if not flags & E.TCP_RST:
                 state = self.fins.setdefault(c, [None, None, False, False])
                 other = state[1 - d]
-                if flags & TCP_ACK and other is not None and (int(ack[r]) - other) & 0xFFFFFFFF < 1 << 31:
+                if flags & TCP_ACK and other is not None and (ack - other) & 0xFFFFFFFF < 1 << 31:
                     state[3 - d] = True
                 if flags & E.TCP_FIN:  # the FIN takes one sequence number after the segment's data
-                    state[d] = (int(seq[r]) + int(length[r]) + 1 + (1 if flags & E.TCP_SYN else 0)) & 0xFFFFFFFF
+                    state[d] = (seq + length + 1 + (1 if flags & E.TCP_SYN else 0)) & 0xFFFFFFFF
                 if not (state[2] and state[3]):
                     continue
             self.fins.pop(c, None)
-            self.conn_closed[c] = True
-            f = int(fid[r])
+            closed[c] = True
             flow = self.table.flows[f]
-            if f not in ends and (flow.protocol != "mptcp" or self.conn_closed[flow.conns].all()):
+            if f not in ends and (flow.protocol != "mptcp" or closed[flow.conns].all()):
                 ends[f] = r
         return ends
 
