@@ -6,6 +6,8 @@
 #include <Python.h>
 #include <stdint.h>
 
+#include "nrsack_core.h"
+
 /* ---- event record (keep in step with events.py EVENT_DTYPE) ---- */
 typedef struct {
     int64_t time_ns;
@@ -54,7 +56,27 @@ enum { BK_R = 1, BK_NR = 2, BK_DUP = 3, BK_TCP_SACK = 4, BK_TCP_NR = 5, BK_MPTCP
 typedef struct { Py_buffer b; int ok; } buf_t;
 int get_buf(PyObject *o, buf_t *b, size_t itemsize, Py_ssize_t n, int writable, const char *who);
 
+/* ---- a level's rows (_levels.c; flows.Part): also read by the short-flow pass of _scoreboard.c ---- */
+enum { LEVEL_TCP = 0, LEVEL_SCTP = 1 };
+typedef struct {
+    int protocol, sender, never_renege;
+    int32_t conn;  /* TCP: the conn of the connection or subflow */
+} level_t;
+typedef struct {   /* where level_row writes: Part's row columns, then its block columns */
+    int64_t *pos, *lo, *hi, *size, *bstart, *time_ns;
+    int8_t *kind;
+    int32_t *bcount, *conn;
+    uint32_t *frame;
+    int64_t *blo, *bhi;
+    int8_t *bnr;
+} part_out_t;
+enum { LEVEL_ROW_NONE, LEVEL_ROW_KEPT, LEVEL_ROW_FAR };
+int level_row(const level_t *lv, serial_space_t *space, const event_t *x, int mine, Py_ssize_t pos,
+              const block_t *blocks, Py_ssize_t n_blocks, const part_out_t *o, Py_ssize_t j, Py_ssize_t *jb,
+              int *nr_seen);
+
 int add_board_type(PyObject *module);                 /* _scoreboard.c */
+PyObject *short_tcp_entries(PyObject *self, PyObject *args); /* _scoreboard.c */
 PyObject *level_part(PyObject *self, PyObject *args); /* _levels.c */
 PyObject *unwrap_serials(PyObject *self, PyObject *args); /* _levels.c */
 

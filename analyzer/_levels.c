@@ -13,7 +13,6 @@
 
 #include <string.h>
 
-enum { LEVEL_TCP = 0, LEVEL_SCTP = 1 };
 enum { TCP_FLAG_RST = 0x04 };
 enum { SCTP_DATA = 0, SCTP_SACK = 3, SCTP_NR_SACK = 16 };
 
@@ -47,11 +46,6 @@ static PyObject *space_to_py(const serial_space_t *s) {
     if (!s->candidate_set) return Py_BuildValue("(KO)", (unsigned long long)s->highest, Py_None);
     return Py_BuildValue("(KK)", (unsigned long long)s->highest, (unsigned long long)s->candidate);
 }
-
-typedef struct {
-    int protocol, sender, never_renege;
-    int32_t conn;  /* TCP: the conn of the connection or subflow */
-} level_t;
 
 enum { ROLE_NONE, ROLE_DATA, ROLE_ACK };
 
@@ -103,6 +97,46 @@ out:
     return result;
 }
 
+/* One event of the level's flow -> LEVEL_ROW_KEPT (written as row j, its blocks from *jb on),
+ * LEVEL_ROW_NONE (not the level's) or LEVEL_ROW_FAR (its serial left out); -1 with an exception set.
+ * `pos` is what the row's pos column holds (its index in the flow's rows). */
+int level_row(const level_t *lv, serial_space_t *space, const event_t *x, int mine, Py_ssize_t pos,
+              const block_t *blocks, Py_ssize_t n_blocks, const part_out_t *o, Py_ssize_t j, Py_ssize_t *jb,
+              int *nr_seen) {
+    if (lv->protocol == LEVEL_SCTP && !mine && x->chunk == SCTP_NR_SACK) *nr_seen = 1;
+    int role = row_role(lv, x, mine);
+    if (!role) return LEVEL_ROW_NONE;
+    if (x->blk_start < 0 || x->blk_start + x->blk_count > n_blocks) {
+        PyErr_SetString(PyExc_IndexError, "level_part: block out of range");
+        return -1;
+    }
+    uint64_t serial;
+    if (serial_unwrap(space, role == ROLE_DATA ? x->seq : x->ack, &serial) != SERIAL_OK) return LEVEL_ROW_FAR;
+    int64_t u = (int64_t)serial;
+    int64_t length = role == ROLE_DATA ? x->len : 0;
+    o->pos[j] = pos; o->kind[j] = role == ROLE_DATA ? 0 : 1; o->lo[j] = u;
+    o->hi[j] = lv->protocol == LEVEL_TCP ? u + length : u + 1;
+    o->size[j] = length; o->bstart[j] = *jb; o->bcount[j] = 0;
+    o->conn[j] = x->conn; o->time_ns[j] = x->time_ns; o->frame[j] = x->frame;
+    for (int k = 0; k < x->blk_count; k++) {
+        const block_t *b = blocks + x->blk_start + k;
+        if (!block_wanted(lv, b->kind)) continue;
+        if (b->kind == BK_TCP_NR) *nr_seen = 1;  /* as TcpLevel: any NR block of the level's rows */
+        if (role == ROLE_DATA) continue;         /* a data segment's own blocks ack the other way */
+        Py_ssize_t jj = (*jb)++;
+        if (lv->protocol == LEVEL_TCP) {
+            o->blo[jj] = (int64_t)serial_near(serial, (uint32_t)b->lo);
+            o->bhi[jj] = (int64_t)serial_near(serial, (uint32_t)b->hi);
+            o->bnr[jj] = b->kind == BK_TCP_NR || lv->never_renege;
+        } else {  /* gap blocks are offsets from the cum TSN ack; End is inclusive */
+            o->blo[jj] = u + (int64_t)b->lo; o->bhi[jj] = u + (int64_t)b->hi + 1;
+            o->bnr[jj] = b->kind == BK_NR;
+        }
+        o->bcount[j]++;
+    }
+    return LEVEL_ROW_KEPT;
+}
+
 /* level_part(events, blocks, rows, side, protocol, conn, sender, state, never_renege)
  *   -> (row arrays (Part order), block arrays (lo, hi, nr), state, nr_seen, (rows left out as far, first
  *   such frame)) */
@@ -135,13 +169,10 @@ PyObject *level_part(PyObject *self, PyObject *args) {
         if (!(row_out[a] = new_array(n_rows, row_itemsize[a], &rp[a]))) goto out;
     for (int a = 0; a < N_BLOCK_ARRAYS; a++)
         if (!(block_out[a] = new_array(n_blocks, block_itemsize[a], &bp[a]))) goto out;
-    int64_t *pos = (int64_t *)rp[P_POS], *lo = (int64_t *)rp[P_LO], *hi = (int64_t *)rp[P_HI];
-    int64_t *size = (int64_t *)rp[P_SIZE], *bstart = (int64_t *)rp[P_BSTART], *time_ns = (int64_t *)rp[P_TIME];
-    int8_t *kind_out = (int8_t *)rp[P_KIND];
-    int32_t *bcount = (int32_t *)rp[P_BCOUNT], *conn = (int32_t *)rp[P_CONN];
-    uint32_t *frame = (uint32_t *)rp[P_FRAME];
-    int64_t *blo = (int64_t *)bp[B_LO], *bhi = (int64_t *)bp[B_HI];
-    int8_t *bnr = (int8_t *)bp[B_NR];
+    part_out_t o = {(int64_t *)rp[P_POS], (int64_t *)rp[P_LO], (int64_t *)rp[P_HI], (int64_t *)rp[P_SIZE],
+                    (int64_t *)rp[P_BSTART], (int64_t *)rp[P_TIME], (int8_t *)rp[P_KIND], (int32_t *)rp[P_BCOUNT],
+                    (int32_t *)rp[P_CONN], (uint32_t *)rp[P_FRAME], (int64_t *)bp[B_LO], (int64_t *)bp[B_HI],
+                    (int8_t *)bp[B_NR]};
     int nr_seen = 0;
     Py_ssize_t j = 0, jb = 0;
     Py_ssize_t far = 0; uint32_t far_frame = 0;
@@ -153,40 +184,10 @@ PyObject *level_part(PyObject *self, PyObject *args) {
         if (i + 8 < n_rows) __builtin_prefetch(e + row[i + 8]);  /* the rows are scattered over the chunk */
         const event_t *x = e + row[i];
         int mine = sides[i] == lv.sender;
-        if (lv.protocol == LEVEL_SCTP && !mine && x->chunk == SCTP_NR_SACK) nr_seen = 1;
-        int role = row_role(&lv, x, mine);
-        if (!role) continue;
-        if (x->blk_start < 0 || x->blk_start + x->blk_count > n_blocks) {
-            PyErr_SetString(PyExc_IndexError, "level_part: block out of range");
-            goto out;
-        }
-        uint64_t serial;
-        if (serial_unwrap(&space, role == ROLE_DATA ? x->seq : x->ack, &serial) != SERIAL_OK) {
-            if (!far++) far_frame = x->frame;
-            continue;
-        }
-        int64_t u = (int64_t)serial;
-        int64_t length = role == ROLE_DATA ? x->len : 0;
-        pos[j] = i; kind_out[j] = role == ROLE_DATA ? 0 : 1; lo[j] = u;
-        hi[j] = lv.protocol == LEVEL_TCP ? u + length : u + 1;
-        size[j] = length; bstart[j] = jb; bcount[j] = 0;
-        conn[j] = x->conn; time_ns[j] = x->time_ns; frame[j] = x->frame;
-        for (int k = 0; k < x->blk_count; k++) {
-            const block_t *b = blocks + x->blk_start + k;
-            if (!block_wanted(&lv, b->kind)) continue;
-            if (b->kind == BK_TCP_NR) nr_seen = 1;  /* as TcpLevel: any NR block of the level's rows */
-            if (role == ROLE_DATA) continue;        /* a data segment's own blocks ack the other way */
-            if (lv.protocol == LEVEL_TCP) {
-                blo[jb] = (int64_t)serial_near(serial, (uint32_t)b->lo);
-                bhi[jb] = (int64_t)serial_near(serial, (uint32_t)b->hi);
-                bnr[jb] = b->kind == BK_TCP_NR || lv.never_renege;
-            } else {  /* gap blocks are offsets from the cum TSN ack; End is inclusive */
-                blo[jb] = u + (int64_t)b->lo; bhi[jb] = u + (int64_t)b->hi + 1;
-                bnr[jb] = b->kind == BK_NR;
-            }
-            jb++; bcount[j]++;
-        }
-        j++;
+        int kept = level_row(&lv, &space, x, mine, i, blocks, n_blocks, &o, j, &jb, &nr_seen);
+        if (kept < 0) goto out;
+        if (kept == LEVEL_ROW_FAR && !far++) far_frame = x->frame;
+        j += kept == LEVEL_ROW_KEPT;
     }
     for (int a = 0; a < N_ROW_ARRAYS; a++)
         if (PyByteArray_Resize(row_out[a], j * (Py_ssize_t)row_itemsize[a]) < 0) goto out;

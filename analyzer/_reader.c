@@ -1026,6 +1026,9 @@ static PyMethodDef module_methods[] = {
      "level_part(events, blocks, rows, side, protocol (0 TCP, 1 SCTP), conn, sender, state, never_renege) -> "
      "(row arrays, block arrays, state, nr_seen, (far rows left out, first frame)): one sender direction's "
      "scoreboard input (see _levels.c)"},
+    {"short_tcp_entries", short_tcp_entries, METH_VARARGS,
+     "short_tcp_entries(events, blocks, rows, side, group_lo, group_hi, conn, flow_flags, sndbuf) -> int64 records: "
+     "Sender.feed and finish of TCP connections wholly in one chunk, in one call (see _scoreboard.c)"},
     {"unwrap", unwrap_serials, METH_VARARGS,
      "unwrap(values u8, state) -> (serials i8, kept b1, state, (far rows left out, first index)): core/serial.c's rule"},
     {NULL}

@@ -593,3 +593,180 @@ int add_board_type(PyObject *module) {
     Py_INCREF(&NrLedgerType);
     return PyModule_AddObject(module, "NrLedger", (PyObject *)&NrLedgerType);
 }
+
+/* ---- short TCP connections, many in one call ----
+ * short_tcp_entries(events, blocks, rows, side, group_lo, group_hi, conn, flow_flags, sndbuf) -> int64
+ * records, ENTRY_FIELDS per sender direction (side 0 then side 1 of each group): what Sender.feed
+ * and Sender.finish (analysis.py) make of a TCP connection whose every event is rows[group_lo[g] ..
+ * group_hi[g]) (in capture order, `side` per row), fed to a fresh level and Board in one go. The
+ * pipeline sends here the connections that begin and end in one chunk: a call per flow direction of
+ * the general path cost more than the work. flow_flags: FLOW_NEGOTIATED_NR | FLOW_NEVER_RENEGE_0 |
+ * FLOW_NEVER_RENEGE_1 (Flow.negotiated_nr, never_renege); sndbuf < 0: estimated. */
+enum { FLOW_NEGOTIATED_NR = 1, FLOW_NEVER_RENEGE_0 = 2, FLOW_NEVER_RENEGE_1 = 4 };
+enum {
+    ENTRY_HAS_DATA, ENTRY_COMPLETE, ENTRY_NR_SACK, ENTRY_FIRST_FRAME, ENTRY_T_START, ENTRY_Q_NS, ENTRY_P_NS,
+    ENTRY_B_NS, ENTRY_DATA_BYTES, ENTRY_CAPACITY, ENTRY_MAX_SACK, ENTRY_MAX_NR, ENTRY_MAX_WHATIF, ENTRY_ACKED,
+    ENTRY_INTERVALS, ENTRY_MAX_PAYLOAD, ENTRY_RETRANSMISSIONS, ENTRY_FAR, ENTRY_FAR_FRAME, ENTRY_FIELDS
+};
+
+typedef struct {  /* one direction's Board outputs per row (Board.feed's) */
+    int64_t *sack, *sacked, *nr, *acked;
+    int32_t *flags;
+} board_rows_t;
+
+/* The level's rows in `o` (n of them) through a fresh scoreboard in b: the figures per row in r. */
+static int feed_fresh(Board *b, const part_out_t *o, Py_ssize_t n, const board_rows_t *r) {
+    sb_free(&b->sb);
+    sb_init(&b->sb, 0);
+    b->revoked.n = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t fl = 0; int64_t freed = 0;
+        int rc = o->kind[i] == 0 ? feed_data(b, o->lo[i], o->hi[i], o->size[i], &fl)
+                                 : feed_ack(b, i, o->hi[i], o->blo + o->bstart[i], o->bhi + o->bstart[i],
+                                            o->bnr + o->bstart[i], o->bcount[i], REVOKE_IN_SPAN, o->conn[i], &fl, &freed);
+        if (rc < 0) return -1;
+        if (b->sb.gap_open) fl |= FLAG_GAP_OPEN;
+        r->sack[i] = (int64_t)b->sb.sent.weight; r->sacked[i] = (int64_t)b->sb.sacked.weight;
+        r->nr[i] = (int64_t)b->sb.nracked.weight; r->acked[i] = (int64_t)b->sb.acked_bytes;
+        r->flags[i] = fl;
+    }
+    return 0;
+}
+
+/* Sender.feed's tallies and Sender.finish's window (p, b, blocking runs) over one direction's rows. */
+static void summarize(const Board *b, const part_out_t *o, Py_ssize_t n, const board_rows_t *r, int nr_known,
+                      long long sndbuf, int64_t *e) {
+    Py_ssize_t first = -1, last_data = -1, done = -1;
+    int64_t max_sack = 0, max_nr = 0, max_whatif = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (o->kind[i] == 0) {
+            if (first < 0) first = i;
+            last_data = i;
+            if (o->size[i] > e[ENTRY_MAX_PAYLOAD]) e[ENTRY_MAX_PAYLOAD] = o->size[i];
+        }
+        if (r->sack[i] > max_sack) max_sack = r->sack[i];
+        if (r->sack[i] - r->nr[i] > max_nr) max_nr = r->sack[i] - r->nr[i];
+        if (r->sack[i] - r->sacked[i] > max_whatif) max_whatif = r->sack[i] - r->sacked[i];
+        e[ENTRY_RETRANSMISSIONS] += (r->flags[i] & FLAG_RETRANSMISSION) != 0;
+    }
+    e[ENTRY_MAX_SACK] = max_sack; e[ENTRY_MAX_NR] = max_nr; e[ENTRY_MAX_WHATIF] = max_whatif;
+    e[ENTRY_DATA_BYTES] = (int64_t)b->sb.data_bytes;
+    if (first < 0) return;
+    e[ENTRY_HAS_DATA] = 1;
+    e[ENTRY_FIRST_FRAME] = o->frame[first];
+    e[ENTRY_T_START] = o->time_ns[first];
+    /* the first ack after the last data that cum-acks all of it ends the transfer */
+    for (Py_ssize_t i = last_data + 1; i < n && done < 0; i++)
+        if (o->kind[i] != 0 && r->acked[i] >= e[ENTRY_DATA_BYTES]) done = i;
+    if (done < 0) return;  /* incomplete: q runs to the end of the capture (the general path) */
+    e[ENTRY_COMPLETE] = 1;
+    int nr_sack = e[ENTRY_NR_SACK] = nr_known;
+    int64_t capacity = e[ENTRY_CAPACITY] = sndbuf >= 0 ? sndbuf : nr_sack ? max_nr : max_sack;
+    int was_blocked = 0, was_gap = 0;
+    for (Py_ssize_t i = first; i <= done; i++) {
+        int64_t rtxq = nr_sack ? r->sack[i] - r->nr[i] : r->sack[i];
+        int blocked = capacity - rtxq < e[ENTRY_MAX_PAYLOAD], gap = (r->flags[i] & FLAG_GAP_OPEN) != 0;
+        if (was_blocked) {  /* a row's time counts until the next row */
+            int64_t dt = o->time_ns[i] - o->time_ns[i - 1];
+            e[ENTRY_B_NS] += dt;
+            if (was_gap) e[ENTRY_P_NS] += dt;
+        }
+        e[ENTRY_INTERVALS] += blocked && !was_blocked;
+        was_blocked = blocked; was_gap = gap;
+    }
+    e[ENTRY_ACKED] = r->acked[done];
+    e[ENTRY_Q_NS] = o->time_ns[done] - o->time_ns[first];
+}
+
+PyObject *short_tcp_entries(PyObject *self, PyObject *args) {
+    PyObject *o_ev, *o_bk, *o_rows, *o_side, *o_lo, *o_hi, *o_conn, *o_flags;
+    long long sndbuf;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOL", &o_ev, &o_bk, &o_rows, &o_side, &o_lo, &o_hi, &o_conn, &o_flags, &sndbuf))
+        return NULL;
+    buf_t ev = {0}, bk = {0}, rows = {0}, side = {0}, glo = {0}, ghi = {0}, gconn = {0}, gflags = {0};
+    PyObject *records = NULL, *result = NULL;
+    Board b;
+    memset(&b, 0, sizeof b);
+    sb_init(&b.sb, 0);
+    int64_t *scratch = NULL;
+    if (get_buf(o_ev, &ev, sizeof(event_t), -1, 0, "short_tcp_entries") < 0 ||
+        get_buf(o_bk, &bk, sizeof(block_t), -1, 0, "short_tcp_entries") < 0 ||
+        get_buf(o_rows, &rows, 8, -1, 0, "short_tcp_entries") < 0 ||
+        get_buf(o_side, &side, 1, rows.b.len / 8, 0, "short_tcp_entries") < 0 ||
+        get_buf(o_lo, &glo, 8, -1, 0, "short_tcp_entries") < 0 ||
+        get_buf(o_hi, &ghi, 8, glo.b.len / 8, 0, "short_tcp_entries") < 0 ||
+        get_buf(o_conn, &gconn, 4, glo.b.len / 8, 0, "short_tcp_entries") < 0 ||
+        get_buf(o_flags, &gflags, 1, glo.b.len / 8, 0, "short_tcp_entries") < 0)
+        goto out;
+    const event_t *e = ev.b.buf;
+    const block_t *blocks = bk.b.buf;
+    const int64_t *row = rows.b.buf, *lo = glo.b.buf, *hi = ghi.b.buf;
+    const int8_t *sides = side.b.buf, *flow_flags = gflags.b.buf;
+    const int32_t *conn = gconn.b.buf;
+    Py_ssize_t n_rows = rows.b.len / 8, n_groups = glo.b.len / 8, n_events = ev.b.len / (Py_ssize_t)sizeof(event_t);
+    Py_ssize_t n_blocks = bk.b.len / (Py_ssize_t)sizeof(block_t), longest = 0;
+    for (Py_ssize_t g = 0; g < n_groups; g++) {
+        if (lo[g] < 0 || hi[g] < lo[g] || hi[g] > n_rows) {
+            PyErr_SetString(PyExc_IndexError, "short_tcp_entries: group out of range");
+            goto out;
+        }
+        if (hi[g] - lo[g] > longest) longest = hi[g] - lo[g];
+    }
+    for (Py_ssize_t i = 0; i < n_rows; i++)
+        if (row[i] < 0 || row[i] >= n_events) {
+            PyErr_SetString(PyExc_IndexError, "short_tcp_entries: row out of range");
+            goto out;
+        }
+    /* per row: pos lo hi size bstart time_ns, sack sacked nr acked (int64), kind, bcount conn frame flags;
+     * per block of the chunk: blo bhi bnr */
+    size_t L = (size_t)longest + 1, B = (size_t)n_blocks + 1;
+    scratch = malloc(L * (10 * 8 + 1 + 4 * 4) + B * (2 * 8 + 1));
+    if (!scratch) { PyErr_NoMemory(); goto out; }
+    int64_t *p64 = scratch;
+    part_out_t o = {p64, p64 + L, p64 + 2 * L, p64 + 3 * L, p64 + 4 * L, p64 + 5 * L};
+    board_rows_t r = {p64 + 6 * L, p64 + 7 * L, p64 + 8 * L, p64 + 9 * L};
+    o.blo = p64 + 10 * L; o.bhi = o.blo + B;
+    int32_t *p32 = (int32_t *)(o.bhi + B);
+    o.bcount = p32; o.conn = p32 + L; o.frame = (uint32_t *)(p32 + 2 * L); r.flags = p32 + 3 * L;
+    o.kind = (int8_t *)(p32 + 4 * L); o.bnr = o.kind + L;
+    char *out;
+    if (!(records = PyByteArray_FromStringAndSize(NULL, n_groups * 2 * ENTRY_FIELDS * 8))) goto out;
+    out = PyByteArray_AS_STRING(records);
+    memset(out, 0, (size_t)n_groups * 2 * ENTRY_FIELDS * 8);
+    for (Py_ssize_t g = 0; g < n_groups; g++) {
+        for (int sender = 0; sender < 2; sender++) {
+            int64_t *entry = (int64_t *)out + (2 * g + sender) * ENTRY_FIELDS;
+            int peer_never_renege = (flow_flags[g] & (sender ? FLOW_NEVER_RENEGE_0 : FLOW_NEVER_RENEGE_1)) != 0;
+            level_t lv = {LEVEL_TCP, sender, peer_never_renege, conn[g]};
+            serial_space_t space;
+            memset(&space, 0, sizeof space);
+            Py_ssize_t j = 0, jb = 0;
+            int nr_seen = 0;
+            for (Py_ssize_t i = lo[g]; i < hi[g]; i++) {
+                const event_t *x = e + row[i];
+                int kept = level_row(&lv, &space, x, sides[i] == sender, i - lo[g], blocks, n_blocks, &o, j, &jb,
+                                     &nr_seen);
+                if (kept < 0) goto out;
+                if (kept == LEVEL_ROW_FAR && !entry[ENTRY_FAR]++) entry[ENTRY_FAR_FRAME] = x->frame;
+                j += kept == LEVEL_ROW_KEPT;
+            }
+            if (feed_fresh(&b, &o, j, &r) < 0) { PyErr_NoMemory(); goto out; }
+            summarize(&b, &o, j, &r, nr_seen || peer_never_renege || (flow_flags[g] & FLOW_NEGOTIATED_NR), sndbuf,
+                      entry);
+        }
+    }
+    result = records;
+    records = NULL;
+out:
+    Py_XDECREF(records);
+    free(scratch);
+    sb_free(&b.sb);
+    iset_free(&b.r);
+    iset_free(&b.nr);
+    iset_free(&b.revoked);
+    free(b.revoked_rows);
+    buf_t *held[] = {&ev, &bk, &rows, &side, &glo, &ghi, &gconn, &gflags};
+    for (size_t k = 0; k < sizeof held / sizeof *held; k++)
+        if (held[k]->ok) PyBuffer_Release(&held[k]->b);
+    return result;
+}

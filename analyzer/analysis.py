@@ -214,36 +214,89 @@ class Sender:
                 rtxq_sink(_rtxq_columns(rows, rtxq, blocked, gap_open, self.level.units))
             start += len(rtxq)
         t_end = window.close(end_ns, complete, blocking_sink)
-        q_ns = t_end - self.t_start
-        summary = dict(base)
-        summary.update({
-            "id": entry_id,
-            "nr_sack": bool(nr_sack),
-            "data_bytes": self.board.data_bytes if self.board is not None else self.data_bytes,
-            "q_s": q_ns / 1e9, "p_s": window.p_ns / 1e9, "b_s": window.b_ns / 1e9,
-            "p_over_q": window.p_ns / q_ns if q_ns > 0 else 0.0,
-            "b_over_q": window.b_ns / q_ns if q_ns > 0 else 0.0,
-            "sndbuf_bytes": capacity,
-            "sndbuf_estimated": estimated,
-            "max_rtxq_sack_bytes": self.max_rtxq["sack"],
-            "max_rtxq_nr_bytes": self.max_rtxq["nr"],
-            "max_rtxq_whatif_bytes": self.max_rtxq["whatif"],
-            "throughput_bps": window.acked * 8e9 / q_ns if q_ns > 0 else 0.0,
-            "blocking_intervals": window.intervals,
-            "complete": complete,
-            "max_payload_bytes": self.max_payload,
-            "acked_bytes": window.acked,
-            "retransmissions": self.retransmissions,
-            "first_frame": self.first_frame,
-            "q_ns": q_ns, "p_ns": window.p_ns, "b_ns": window.b_ns,
-        })
-        far = getattr(self.level, "far", None)
-        if far is not None and far.count:  # said once per entry (views.summary_dict lists it as a finding)
-            summary.update(far_serials_ignored=far.count, far_serials_first_frame=far.first_frame)
+        far = getattr(self.level, "far", None)  # (a CMT path's level has none: its association counts)
+        summary = entry_summary(
+            base, entry_id, nr_sack, estimated, capacity,
+            self.board.data_bytes if self.board is not None else self.data_bytes,
+            (self.max_rtxq["sack"], self.max_rtxq["nr"], self.max_rtxq["whatif"]), t_end - self.t_start,
+            window.p_ns, window.b_ns, window.acked, window.intervals, complete, self.max_payload,
+            self.retransmissions, self.first_frame, *((far.count, far.first_frame) if far is not None else (0, None)))
         serials = None
         if self.serials:
             serials = tuple(np.concatenate(part) for part in zip(*self.serials))
         return Entry(summary, join_columns(kept_rtxq), join_columns(kept_blocking, NO_INTERVALS), serials)
+
+
+def entry_base(flow: F.Flow, side) -> dict:
+    """The summary's keys that name a sender direction of `flow` (its paths' add to them)."""
+    return {"protocol": flow.protocol, "src": flow.endpoints[side], "dst": flow.endpoints[1 - side],
+            "flow": flow.id, "side": side, "level": "association" if flow.protocol == "sctp" else "connection",
+            "vantage": vantage(flow, side)}
+
+
+def entry_summary(base, entry_id, nr_sack, estimated, capacity, data_bytes, max_rtxq, q_ns, p_ns, b_ns, acked,
+                  intervals, complete, max_payload, retransmissions, first_frame, far_count, far_frame) -> dict:
+    """An entry's summary from its figures (integers; max_rtxq: sack, nr, whatif): the one place its
+    keys, their order and the ratios are made."""
+    summary = dict(base)
+    summary.update({
+        "id": entry_id,
+        "nr_sack": bool(nr_sack),
+        "data_bytes": data_bytes,
+        "q_s": q_ns / 1e9, "p_s": p_ns / 1e9, "b_s": b_ns / 1e9,
+        "p_over_q": p_ns / q_ns if q_ns > 0 else 0.0,
+        "b_over_q": b_ns / q_ns if q_ns > 0 else 0.0,
+        "sndbuf_bytes": capacity,
+        "sndbuf_estimated": estimated,
+        "max_rtxq_sack_bytes": max_rtxq[0],
+        "max_rtxq_nr_bytes": max_rtxq[1],
+        "max_rtxq_whatif_bytes": max_rtxq[2],
+        "throughput_bps": acked * 8e9 / q_ns if q_ns > 0 else 0.0,
+        "blocking_intervals": intervals,
+        "complete": complete,
+        "max_payload_bytes": max_payload,
+        "acked_bytes": acked,
+        "retransmissions": retransmissions,
+        "first_frame": first_frame,
+        "q_ns": q_ns, "p_ns": p_ns, "b_ns": b_ns,
+    })
+    if far_count:  # said once per entry (views.summary_dict lists it as a finding)
+        summary.update(far_serials_ignored=far_count, far_serials_first_frame=far_frame)
+    return summary
+
+
+# _scoreboard.c short_tcp_entries: the fields of its record per sender direction, and its flow flags
+SHORT_FIELDS = ("has_data", "complete", "nr_sack", "first_frame", "t_start", "q_ns", "p_ns", "b_ns", "data_bytes",
+                "capacity", "max_sack", "max_nr", "max_whatif", "acked", "intervals", "max_payload",
+                "retransmissions", "far", "far_frame")
+FLOW_NEGOTIATED_NR, FLOW_NEVER_RENEGE_0, FLOW_NEVER_RENEGE_1 = 1, 2, 4
+
+
+def short_tcp_summaries(cap, rows, side, lo, hi, flows, sndbuf) -> list:
+    """Sender.feed and Sender.finish of TCP connections whose every event is in this chunk, all in one
+    compiled call: `flows[k]`'s events are rows[lo[k]:hi[k]] (chunk indices, in order; `side` per row).
+    -> per flow the summaries of its directions with data, or None when one of them did not complete
+    (its q runs to the end of the capture: Sender finishes it)."""
+    conn = np.fromiter((f.conns[0] for f in flows), np.int32, len(flows))
+    flags = np.fromiter((FLOW_NEGOTIATED_NR * f.negotiated_nr | FLOW_NEVER_RENEGE_0 * f.never_renege[0]
+                         | FLOW_NEVER_RENEGE_1 * f.never_renege[1] for f in flows), np.int8, len(flows))
+    records = _reader.short_tcp_entries(cap.ev, cap.blocks, rows, side, lo, hi, conn, flags,
+                                        -1 if sndbuf is None else int(sndbuf))
+    records = np.frombuffer(records, np.int64).reshape(len(flows), 2, len(SHORT_FIELDS))
+    has_data = records[:, :, 0] != 0
+    finished = ~(has_data & (records[:, :, 1] == 0)).any(1)
+    out = [[] if ok else None for ok in finished.tolist()]
+    kept = has_data & finished[:, None]
+    flow_of, side_of = np.nonzero(kept)  # (in flow, then side order)
+    for k, side, (_, complete, nr_sack, first_frame, _, q_ns, p_ns, b_ns, data_bytes, capacity, max_sack, max_nr,
+                  max_whatif, acked, intervals, max_payload, retransmissions, far, far_frame) in zip(
+            flow_of.tolist(), side_of.tolist(), records[kept].tolist()):
+        flow = flows[k]
+        out[k].append(entry_summary(
+            entry_base(flow, side), f"{flow.id}{'ab'[side]}", nr_sack, sndbuf is None, capacity, data_bytes,
+            (max_sack, max_nr, max_whatif), q_ns, p_ns, b_ns, acked, intervals, bool(complete), max_payload,
+            retransmissions, first_frame, far, far_frame))
+    return out
 
 
 @dataclass

@@ -103,6 +103,21 @@ class ConnList(Sequence):
         return Conn(i, int(r["proto"]), bool(r["udp"]), address_text(r["a"].tobytes()), int(r["pa"]),
                     address_text(r["b"].tobytes()), int(r["pb"]))
 
+    def endpoints(self, ids, flips) -> list:
+        """[side 0, side 1] as "addr:port" (Conn.endpoint) of each conn in `ids`, whose endpoint B is side 0
+        where `flips` is 1: all at once, as indexing a Conn costs microseconds (a million connections)."""
+        rows = self._rows[np.asarray(ids, np.int64)]
+        texts = []
+        for column, port in (("a", "pa"), ("b", "pb")):
+            raw = rows[column]
+            # IPv4-mapped addresses (::ffff:a.b.c.d) in dotted form without the ipaddress module
+            mapped = ~raw[:, :10].any(1) & (raw[:, 10] == 255) & (raw[:, 11] == 255)
+            ends = []
+            for is_v4, address, p in zip(mapped.tolist(), raw.tolist(), rows[port].tolist()):
+                ends.append("%d.%d.%d.%d:%d" % (*address[12:], p) if is_v4 else format_endpoint(address_text(bytes(address)), p))
+            texts.append(ends)
+        return [[b, a] if flip else [a, b] for a, b, flip in zip(*texts, np.asarray(flips).tolist())]
+
     @property
     def ports(self) -> np.ndarray:
         """(conns, 2) int64: port A, port B of every conn."""

@@ -226,7 +226,7 @@ class FlowTable:
                     if flow.tags[side] is None:
                         flow.tags[side] = _tag(keys_of.get(end))
             if primary_conn is not None:
-                flow.endpoints = _endpoints(cap.conns[primary_conn], int(self._conn_flip[primary_conn]))
+                flow.endpoints = cap.conns.endpoints([primary_conn], [self._conn_flip[primary_conn]])[0]
         return created
 
     def _learn_tags(self, cap):
@@ -257,17 +257,25 @@ class FlowTable:
         if not len(rows):
             return joins
         tf = ev["tcp_flags"][rows]
-        first_syn = _first_per_conn(ev, rows[((tf & E.TCP_SYN) != 0) & ((tf & 0x10) == 0)])
-        for c in np.flatnonzero(np.bincount(ev["conn"][rows])).tolist():
-            syn = first_syn.get(c)
-            flip = int(ev["dir"][syn]) if syn is not None else 0
-            self._conn_flip[c] = flip
-            if syn is not None and ev["flags"][syn] & E.MP_JOIN:
-                joins.append((c, flip, int(ev["aux"][syn])))
-                continue
-            mptcp = bool(syn is not None and ev["flags"][syn] & E.MP_CAPABLE)
-            flow = Flow(-1, "mptcp" if mptcp else "tcp", [c], _endpoints(cap.conns[c], flip))
-            if syn is None:
+        syn_rows = rows[((tf & E.TCP_SYN) != 0) & ((tf & 0x10) == 0)]
+        conns = np.flatnonzero(np.bincount(ev["conn"][rows]))
+        # per new conn its first SYN (-1: none seen), all at once (a million connections)
+        syn_conns, first = np.unique(ev["conn"][syn_rows], return_index=True)
+        syn = np.full(len(self._conn_flow), -1, np.int64)
+        syn[syn_conns] = syn_rows[first]
+        syn = syn[conns]
+        has_syn = syn >= 0
+        flips = np.where(has_syn, ev["dir"][syn], 0).astype(np.int8)
+        flags = np.where(has_syn, ev["flags"][syn], 0)
+        self._conn_flip[conns] = flips
+        join = (flags & E.MP_JOIN) != 0
+        joins = list(zip(conns[join].tolist(), flips[join].tolist(), ev["aux"][syn[join]].tolist()))
+        opened = ~join
+        for c, flip_, mptcp, seen, ends in zip(conns[opened].tolist(), flips[opened].tolist(),
+                                               ((flags[opened] & E.MP_CAPABLE) != 0).tolist(), has_syn[opened].tolist(),
+                                               cap.conns.endpoints(conns[opened], flips[opened])):
+            flow = Flow(-1, "mptcp" if mptcp else "tcp", [c], ends)
+            if not seen:
                 flow.firsts = None  # no opening seen: nothing to wait for
             created.append(flow)
         return joins
@@ -279,7 +287,7 @@ class FlowTable:
             self._conn_flip[conn] = flip ^ (1 - owner)
             flow.conns.append(conn)
         else:  # a subflow whose connection was not captured: a TCP flow of its own
-            flow = Flow(len(self.flows), "tcp", [conn], _endpoints(cap.conns[conn], flip))
+            flow = Flow(len(self.flows), "tcp", [conn], cap.conns.endpoints([conn], [flip])[0])
             self.flows.append(flow)
         self._conn_flow[conn] = flow.id
 
@@ -292,8 +300,7 @@ class FlowTable:
             self._pending = []
             return
         watched = np.zeros(len(self._conn_flow), bool)
-        for flow in pending:
-            watched[flow.conns if flow.protocol == "sctp" else flow.conns[:1]] = True
+        watched[[c for flow in pending for c in (flow.conns if flow.protocol == "sctp" else flow.conns[:1])]] = True
         rows = np.flatnonzero(watched[ev["conn"]])
         sctp = rows[(ev["proto"][rows] == E.PROTO_SCTP) & np.isin(ev["chunk"][rows], (1, 2, 10))]
         for r in sctp.tolist():
@@ -316,19 +323,24 @@ class FlowTable:
         ev = cap.ev
         conn, tf = ev["conn"][rows], ev["tcp_flags"][rows]
 
+        flows = self.flows
+
         def note(kind, mask):
             conns, first = np.unique(conn[mask], return_index=True)  # each conn's first row of the kind
-            for c, r in zip(conns.tolist(), rows[mask][first].tolist()):
-                firsts = self.flows[self._conn_flow[c]].firsts
+            picked = rows[mask][first]
+            for f, r, t, fl in zip(self._conn_flow[conns].tolist(), picked.tolist(), ev["time_ns"][picked].tolist(),
+                                   ev["flags"][picked].tolist()):
+                firsts = flows[f].firsts
                 if kind not in firsts:
-                    firsts[kind] = (cap.offset + r, int(ev["time_ns"][r]), int(ev["flags"][r]))
+                    firsts[kind] = (cap.offset + r, t, fl)
 
         note("syn", ((tf & E.TCP_SYN) != 0) & ((tf & 0x10) == 0))
         note("synack", (tf & 0x12) == 0x12)
         # the opener's first ACK at or after the SYN-ACK (of this chunk or an earlier one)
         synack_ns = np.full(len(self._conn_flow), np.iinfo(np.int64).max)
-        for c in np.unique(conn).tolist():
-            firsts = self.flows[self._conn_flow[c]].firsts
+        conns = np.unique(conn)
+        for c, f in zip(conns.tolist(), self._conn_flow[conns].tolist()):
+            firsts = flows[f].firsts
             if "synack" in firsts and "ack" not in firsts:
                 synack_ns[c] = firsts["synack"][1]
         note("ack", (ev["dir"][rows] == self._conn_flip[conn]) & ((tf & 0x10) != 0)
@@ -368,11 +380,6 @@ class FlowTable:
             flow.handshake_ns = [f[k][1] for k in kinds]
             if flow.protocol != "mptcp" or None not in flow.keys:
                 flow.firsts = None
-
-
-def _endpoints(conn: E.Conn, flip) -> list:
-    """[side 0, side 1] as "addr:port" of a conn whose endpoint B is side 0 when flip is 1."""
-    return [conn.endpoint(flip), conn.endpoint(1 - flip)]
 
 
 def _first_per_conn(ev, rows) -> dict:

@@ -28,30 +28,41 @@ _NEVER = np.iinfo(np.int64).min
 
 
 class EntrySpill:
-    """Finished flows' entries in a temporary file (the summaries, pickled per flow), read back in flow
-    order; the index is three numbers a flow in arrays (a dict of tuples would be ~200 bytes a flow)."""
+    """Finished flows' entries in a temporary file (the summaries, pickled a batch of flows at a time:
+    one pickle.dumps for the short flows a chunk finishes), read back in flow order; the index is four
+    numbers a flow in arrays (a dict of tuples would be ~200 bytes a flow)."""
 
     def __init__(self, folder=None):
         self.file = tempfile.TemporaryFile(dir=folder, prefix="nrsack-entries-")
-        self.offset = np.full(0, -1, np.int64)    # per flow id (-1: not spilled)
+        self.offset = np.full(0, -1, np.int64)    # per flow id: its batch (-1: not spilled)
         self.length = np.zeros(0, np.int32)
+        self.slot = np.zeros(0, np.int32)         # the flow's place in its batch (-1: alone)
         self.count = np.zeros(0, np.int16)        # entries of the flow
         self.end = 0
         self.moved = False
 
     def put(self, fid, entries):
         """Only the summaries are kept (the tables of a spilled entry were never made)."""
-        blob = pickle.dumps([(e.summary, [p.summary for p in e.paths]) for e in entries], pickle.HIGHEST_PROTOCOL)
-        if fid >= len(self.offset):
-            grow = max(fid + 1, 2 * len(self.offset)) - len(self.offset)
+        self.put_summaries([fid], [[(e.summary, [p.summary for p in e.paths]) for e in entries]], alone=True)
+
+    def put_summaries(self, fids, summaries, alone=False):
+        """summaries[k]: [(an entry's summary, [its paths' summaries])] of flow fids[k]; `alone`: one flow
+        finished on its own (not kept loaded when read: the batches around it are)."""
+        blob = pickle.dumps(summaries, pickle.HIGHEST_PROTOCOL)
+        top = max(fids)
+        if top >= len(self.offset):
+            grow = max(top + 1, 2 * len(self.offset)) - len(self.offset)
             self.offset = np.concatenate((self.offset, np.full(grow, -1, np.int64)))
             self.length = np.concatenate((self.length, np.zeros(grow, np.int32)))
+            self.slot = np.concatenate((self.slot, np.zeros(grow, np.int32)))
             self.count = np.concatenate((self.count, np.zeros(grow, np.int16)))
         if self.moved:  # a reading moved the file's position from the end
             self.file.seek(self.end)
             self.moved = False
         self.file.write(blob)
-        self.offset[fid], self.length[fid], self.count[fid] = self.end, len(blob), len(entries)
+        self.offset[fids], self.length[fids] = self.end, len(blob)
+        self.slot[fids] = -1 if alone else np.arange(len(fids))
+        self.count[fids] = [len(entries) for entries in summaries]
         self.end += len(blob)
 
     def spilled(self) -> np.ndarray:
@@ -66,7 +77,9 @@ class EntrySpill:
 
 
 class SpilledEntries:
-    """The spilled entries in flow order, as a re-iterable sequence (read from the file each time)."""
+    """The spilled entries in flow order, as a re-iterable sequence (read from the file each time). A
+    batch holds the short flows of one chunk, first seen in it: their ids lie above those of every
+    earlier batch, so one batch at a time is loaded, and a flow spilled alone is read around it."""
 
     def __init__(self, spill: EntrySpill):
         self.spill = spill
@@ -78,9 +91,19 @@ class SpilledEntries:
     def __iter__(self):
         file, spill = self.spill.file, self.spill
         spill.moved = True
-        for fid in spill.spilled().tolist():
-            file.seek(int(spill.offset[fid]))
-            for summary, paths in pickle.loads(file.read(int(spill.length[fid]))):
+        fids = spill.spilled()
+        loaded, batch = None, None
+        for offset, length, slot in zip(spill.offset[fids].tolist(), spill.length[fids].tolist(),
+                                        spill.slot[fids].tolist()):
+            if slot < 0:
+                file.seek(offset)
+                entries = pickle.loads(file.read(length))[0]
+            else:
+                if offset != loaded:
+                    file.seek(offset)
+                    loaded, batch = offset, pickle.loads(file.read(length))
+                entries = batch[slot]
+            for summary, paths in entries:
                 yield A.Entry(summary, {}, {}, paths=[A.Entry(p, {}, {}) for p in paths])
 
 
@@ -105,6 +128,7 @@ class Pipeline:
         self.conn_closed = np.zeros(0, bool)
         self.fins = {}     # TCP conn -> [FIN end dir 0, FIN end dir 1, dir 0's FIN acked, dir 1's FIN acked]
         self.late = [0, None]  # events after their flow's end: how many, the first frame
+        self.short_flows = 0   # flows finished by _finish_short
 
     def feed(self, cap: E.Capture):
         flow_of, side_of = self.table.assign(cap)
@@ -122,7 +146,10 @@ class Pipeline:
         sorted_flows = live_flow[order]
         starts = np.flatnonzero(np.diff(sorted_flows, prepend=-1))
         stops = np.append(starts[1:], len(order))
+        short = self._finish_short(cap, order, side_of[order], sorted_flows[starts], starts, stops)
         for fid, lo, hi in zip(sorted_flows[starts].tolist(), starts.tolist(), stops.tolist()):
+            if fid in short:
+                continue
             rows = order[lo:hi]
             events = F.FlowEvents(cap, rows, side_of[rows])
             for sender in self._senders(self.table.flows[fid]):
@@ -134,12 +161,49 @@ class Pipeline:
             last = np.append(starts[1:], len(order)) - 1
             self.last_ns[sorted_flows[last]] = cap.ev["time_ns"][order[last]]
             self.active[sorted_flows[starts]] = True
+        if short:
+            finished = np.fromiter(short, np.int64, len(short))
+            self.released[finished] = True
+            self.active[finished] = False
         idle = np.flatnonzero(self.active & (self.last_ns < self.end_ns - IDLE_NS))
-        for fid in sorted(set(self._ended) | set(idle.tolist())):
+        for fid in sorted((set(self._ended) - short) | set(idle.tolist())):
             self._release(fid)
         if hasattr(self.store, "flush"):
             self.store.flush()
         return flow_of, side_of
+
+    def _finish_short(self, cap, rows, side, group_flow, lo, hi) -> set:
+        """The TCP connections that begin and end in this chunk, finished and spilled in one compiled pass
+        (analysis.short_tcp_summaries) instead of a Sender per direction: -> their flow ids. Only for the
+        summary alone (finish_ended) and with nobody reading the levels (the checker's hooks)."""
+        if self.spill is None or self.on_part is not None or self.on_chunk is not None or self.keep_serials \
+                or not self._ended:
+            return set()
+        ending = np.zeros(len(self.released), bool)
+        ending[list(self._ended)] = True
+        flows = self.table.flows
+        # no earlier live event: no Sender yet, the whole connection is in this chunk
+        groups = [k for k in np.flatnonzero(ending[group_flow] & (self.last_ns[group_flow] == _NEVER)).tolist()
+                  if flows[group_flow[k]].protocol == "tcp"]
+        if not groups:
+            return set()
+        picked = [flows[f] for f in group_flow[groups].tolist()]
+        done, spilled, batch = set(), [], []
+        for flow, summaries in zip(picked, A.short_tcp_summaries(cap, rows, side, lo[groups], hi[groups], picked,
+                                                                 self.sndbuf)):
+            if summaries is None:  # a transfer that did not complete: a Sender finishes it at the end
+                continue
+            if summaries:  # (no data either way: nothing to spill)
+                spilled.append(flow.id)
+                batch.append([(summary, []) for summary in summaries])
+            for conn in flow.conns:
+                self.fins.pop(conn, None)
+            self.table.forget(flow, self.conns)
+            done.add(flow.id)
+        if spilled:
+            self.spill.put_summaries(spilled, batch)
+        self.short_flows += len(done)
+        return done
 
     def _grow(self, flows, conns):
         more = flows - len(self.released)
@@ -209,25 +273,26 @@ class Pipeline:
         if self.fins:
             start[list(self.fins)] = -1
         follow = np.flatnonzero(tcp & (np.arange(len(ev)) >= start[conn]))
-        seq, ack, length, direction = ev["seq"], ev["ack"], ev["len"], ev["dir"]
-        for r, c, d, flags in zip(follow.tolist(), conn[follow].tolist(), direction[follow].tolist(),
-                                  tf[follow].tolist()):
-            if self.conn_closed[c]:
+        closed = self.conn_closed
+        # (Python lists: indexing numpy arrays an element at a time costs more than these few rows' work)
+        for r, c, d, flags, seq, ack, length, f in zip(
+                follow.tolist(), conn[follow].tolist(), ev["dir"][follow].tolist(), tf[follow].tolist(),
+                ev["seq"][follow].tolist(), ev["ack"][follow].tolist(), ev["len"][follow].tolist(), fid[follow].tolist()):
+            if closed[c]:
                 continue
             if not flags & E.TCP_RST:
                 state = self.fins.setdefault(c, [None, None, False, False])
                 other = state[1 - d]
-                if flags & TCP_ACK and other is not None and (int(ack[r]) - other) & 0xFFFFFFFF < 1 << 31:
+                if flags & TCP_ACK and other is not None and (ack - other) & 0xFFFFFFFF < 1 << 31:
                     state[3 - d] = True
                 if flags & E.TCP_FIN:  # the FIN takes one sequence number after the segment's data
-                    state[d] = (int(seq[r]) + int(length[r]) + 1 + (1 if flags & E.TCP_SYN else 0)) & 0xFFFFFFFF
+                    state[d] = (seq + length + 1 + (1 if flags & E.TCP_SYN else 0)) & 0xFFFFFFFF
                 if not (state[2] and state[3]):
                     continue
             self.fins.pop(c, None)
-            self.conn_closed[c] = True
-            f = int(fid[r])
+            closed[c] = True
             flow = self.table.flows[f]
-            if f not in ends and (flow.protocol != "mptcp" or self.conn_closed[flow.conns].all()):
+            if f not in ends and (flow.protocol != "mptcp" or closed[flow.conns].all()):
                 ends[f] = r
         return ends
 
@@ -321,9 +386,7 @@ class Pipeline:
 
     def _entry(self, item, sndbuf, sinks):
         flow, side, entry_id, main, paths = item
-        base = {"protocol": flow.protocol, "src": flow.endpoints[side], "dst": flow.endpoints[1 - side],
-                "flow": flow.id, "side": side, "level": "association" if flow.protocol == "sctp" else "connection",
-                "vantage": A.vantage(flow, side)}
+        base = A.entry_base(flow, side)
         never_renege = flow.never_renege[1 - side]
         nr_sack = flow.negotiated_nr or main.level.nr_seen or never_renege
         entry = main.finish(entry_id, base, nr_sack, sndbuf, self.end_ns, *(sinks(entry_id) if sinks else ()))

@@ -1,0 +1,119 @@
+"""TCP connections that begin and end in one chunk are finished in one compiled pass for the summary
+alone (pipeline.Pipeline._finish_short, _scoreboard.c short_tcp_entries): their summaries must be
+those of the general path (a Sender per direction), whatever the blocks, losses, wrap, far acks or
+end; a transfer that did not complete goes the general way."""
+
+import random
+
+import pytest
+from scapy.layers.l2 import Ether
+
+from nrsack.analyzer import analyze, events as E, pipeline as P, stream, views
+from support import pcaps
+
+
+def connection(rng, k, t0):
+    """One connection k: handshake (NR-SACK permitted or not, never-renege flags), data one way or
+    both with random losses, retransmissions, duplicates and acks with SACK and / or NR blocks (some
+    far away), then FINs both ways acked, a RST, or a FIN never acked."""
+    ends = [(f"10.1.{k % 250}.{1 + k // 250}", 1024 + k), ("10.255.0.1", 80)]
+    isn = [rng.choice([rng.randrange(1 << 32), (1 << 32) - rng.randrange(1, 3000)]), rng.randrange(1 << 32)]
+    permitted = [rng.random() < 0.7, rng.random() < 0.7]
+    frames = []
+    clock = [t0]
+
+    def send(side, seq, ack, flags, options=(), payload=0, dt=0.001):
+        clock[0] += dt
+        (src, sport), (dst, dport) = ends[side], ends[1 - side]
+        frame = pcaps.tcp_packet(clock[0], src, dst, sport, dport, seq, ack, flags, list(options), payload=payload)
+        frame[Ether].src, frame[Ether].dst = "02:00:00:00:00:01", "02:00:00:00:00:02"  # nothing to resolve
+        frames.append(frame)
+
+    def syn_options(side):
+        nr = [pcaps.nr_permitted_option(rng.choice([0, 1]))] if permitted[side] else []
+        return [("MSS", 1460), ("SAckOK", b"")] + nr
+
+    send(0, isn[0], 0, "S", syn_options(0))
+    send(1, isn[1], isn[0] + 1, "SA", syn_options(1), dt=rng.uniform(0.001, 0.05))
+    send(0, isn[0] + 1, isn[1] + 1, "A", dt=rng.uniform(0.0001, 0.05))
+    nxt = [isn[0] + 1, isn[1] + 1]
+    loss = rng.choice([0, 0.2, 0.4])
+    for sender in [0] if rng.random() < 0.7 else [0, 1]:
+        start = pos = nxt[sender]
+        pending = []
+        for _ in range(rng.randrange(0, 7)):
+            size = rng.randrange(1, 1400)
+            pending.append((pos, size))
+            pos += size
+        nxt[sender], got = pos, set()
+        for _ in range(5):  # rounds of (re)transmissions
+            lost = []
+            for seq, size in pending:
+                send(sender, seq, nxt[1 - sender], "PA", payload=size)
+                if rng.random() < loss:
+                    lost.append((seq, size))
+                    continue
+                got.add((seq, size))
+                cum = start
+                for lo, length in sorted(got):
+                    cum = max(cum, lo + length) if lo <= cum else cum
+                blocks = []
+                for lo, length in sorted(got):
+                    if lo > cum:
+                        if blocks and blocks[-1][1] == lo:
+                            blocks[-1][1] = lo + length
+                        else:
+                            blocks.append([lo, lo + length])
+                options, kind = [], rng.random()
+                if blocks and kind < 0.4:
+                    options.append(("SAck", tuple(x & 0xFFFFFFFF for b in blocks[:3] for x in b)))
+                elif blocks and kind < 0.8:
+                    options.append(pcaps.nr_blocks_option([tuple(b) for b in blocks[:3]]))
+                elif blocks:
+                    options += [("SAck", tuple(x & 0xFFFFFFFF for x in blocks[0])),
+                                pcaps.nr_blocks_option([tuple(b) for b in blocks[1:3]])]
+                far = (1 << 31) if rng.random() < 0.03 else 0
+                send(1 - sender, nxt[1 - sender], cum + far, "A", options)
+                if rng.random() < 0.05:
+                    send(sender, seq, nxt[1 - sender], "PA", payload=size, dt=0.0001)
+            pending = lost
+    end = rng.random()
+    if end < 0.1:
+        send(rng.randrange(2), nxt[0], nxt[1], "R")
+    elif end < 0.2:
+        send(0, nxt[0], nxt[1], "FA")  # never acked: the connection stays open
+    else:
+        send(0, nxt[0], nxt[1], "FA")
+        send(1, nxt[1], nxt[0] + 1, "A")
+        send(1, nxt[1], nxt[0] + 1, "FA")
+        send(0, nxt[0] + 1, nxt[1] + 1, "A")
+    return frames
+
+
+@pytest.fixture(scope="module")
+def capture(tmp_path_factory):
+    rng = random.Random(17)
+    frames = [f for k in range(60) for f in connection(rng, k, rng.uniform(0, 1.0))]
+    return pcaps.write(tmp_path_factory.mktemp("short") / "short.pcap", sorted(frames, key=lambda f: float(f.time)))
+
+
+@pytest.mark.parametrize("sndbuf", [None, 3000])
+def test_short_connections_summed_as_the_general_path_does(capture, sndbuf):
+    general = views.summary_dict(analyze(capture, sndbuf=sndbuf))  # a Sender per direction, in memory
+    assert views.summary_dict(stream.analyze_to_files(capture, sndbuf=sndbuf)) == general
+    # the same pipeline fed by hand: most connections took the one-pass way
+    spill_run = P.Pipeline(stream.DiskStore(), finish_ended=True, sndbuf=sndbuf)
+    for cap in E.read_chunks(capture):
+        spill_run.feed(cap)
+    assert spill_run.short_flows >= 40
+    complete = [f for f in general["flows"] if f["complete"]]
+    assert any(f["retransmissions"] for f in complete) and any(f["nr_sack"] for f in complete)
+    assert any(f["blocking_intervals"] for f in complete) and any(f["p_ns"] for f in complete)
+    assert any(f.get("far_serials_ignored") for f in complete)
+    assert any(not f["complete"] for f in general["flows"])  # the FINs never acked: the general path
+
+
+def test_short_connections_in_small_chunks_match(capture):
+    # in chunks of 7 frames almost no connection fits in one: the general path, the same figures
+    whole = views.summary_dict(stream.analyze_to_files(capture))
+    assert views.summary_dict(stream.analyze_to_files(capture, chunk_frames=7)) == whole
