@@ -14,10 +14,20 @@ from nrsack.analyzer import analysis as A
 from nrsack.analyzer.rules.inputs import far_reason
 
 
-def _ordered(summary):
+_ORDERS = {}  # a summary's keys -> the same keys in the JSON's order (most summaries share one)
+
+
+def _order(summary) -> tuple:
     """The contract's keys first, in metrics.md's order, then the extras."""
-    keys = A.SUMMARY_KEYS + [k for k in summary if k not in A.SUMMARY_KEYS]
-    return {k: _plain(summary[k]) for k in keys}
+    keys = tuple(summary)
+    order = _ORDERS.get(keys)
+    if order is None:
+        order = _ORDERS[keys] = tuple(A.SUMMARY_KEYS + [k for k in keys if k not in A.SUMMARY_KEYS])
+    return order
+
+
+def _ordered(summary):
+    return {k: _plain(summary[k]) for k in _order(summary)}
 
 
 def _plain(value):
@@ -60,9 +70,11 @@ def write_json(analysis, out, entry_ids=None, findings=None):
     out.write(f'{{\n  "capture": {json.dumps(analysis.capture.path)},\n  "frames": {json.dumps(analysis.capture.frames)},'
               f'\n  "flows": ')
     opened = False
-    for item in _flow_items(analysis, entry_ids):
+    for entry in analysis.entries:
+        if entry_ids is not None and entry.summary["id"] not in entry_ids:
+            continue
         out.write(",\n" if opened else "[\n")
-        out.write(_indented_item(item))
+        out.write(_indented_entry(entry))
         opened = True
     out.write("\n  ]" if opened else "[]")
     if findings is None:  # analyze --check passes the checker's, which include the reader's GEN ones
@@ -72,21 +84,25 @@ def write_json(analysis, out, entry_ids=None, findings=None):
 
 
 _VALUES = json.JSONEncoder(separators=("\0", ":"))
+_ENCODED_AS_IS = {str, int, float, bool, type(None)}  # float NaN too: its "NaN" becomes null below
 _LAYOUTS = {}
 
 
-def _indented_item(item) -> str:
-    """json.dumps(item, indent=2) as it sits in the flows list (4 more spaces a line), for a dict of
-    scalars and at most a list of such dicts (`paths`)."""
-    keys = tuple(item)
+def _indented_entry(entry) -> str:
+    """json.dumps(item, indent=2) of the entry's flow item as it sits in the flows list (4 more spaces a
+    line): its summary's values in one call of the C encoder, into a layout made once per key set."""
+    order = _order(entry.summary)
+    values = [entry.summary[k] for k in order]
+    values = [v if type(v) in _ENCODED_AS_IS else _plain(v) for v in values]
+    encoded = _VALUES.encode(values)[1:-1].split("\0")
+    if "NaN" in encoded:  # a string NaN would be quoted: this is a float's
+        encoded = ["null" if v == "NaN" else v for v in encoded]
+    keys = order + ("paths",) if entry.paths else order
     layout = _LAYOUTS.get(keys)
     if layout is None:
         layout = _LAYOUTS[keys] = "{\n" + ",\n".join(f"      {json.dumps(k).replace('%', '%%')}: %s" for k in keys) + "\n    }"
-    values = [v if not isinstance(v, list) else None for v in item.values()]
-    encoded = _VALUES.encode(values)[1:-1].split("\0")
-    for i, v in enumerate(item.values()):
-        if isinstance(v, list):  # paths: rare, the generic encoder
-            encoded[i] = json.dumps(v, indent=2).replace("\n", "\n      ")
+    if entry.paths:  # rare: the generic encoder
+        encoded.append(json.dumps([_ordered(p.summary) for p in entry.paths], indent=2).replace("\n", "\n      "))
     return "    " + layout % tuple(encoded)
 
 

@@ -5,10 +5,12 @@ and spilled, so what the pipeline holds stays bounded by the flows open at once.
 
 import io
 
+import numpy as np
 import pytest
 
 from nrsack.analyzer import analyze, events as E, pipeline as P, stream, views
 from support import pcaps
+from support.paths import SAMPLES
 from support.samples import PCAPS
 
 A, B = "10.0.0.1", "10.0.0.2"
@@ -128,6 +130,17 @@ def test_streamed_json_is_the_json_document(pcap):
     out = io.StringIO()
     views.write_json(analysis, out)
     assert out.getvalue() == views.dump_json(views.summary_dict(analysis)) + "\n"
+
+
+def test_streamed_json_writes_nan_and_numpy_values_as_the_document_does():
+    analysis = analyze(SAMPLES / "sctp-nrsack-fig4.pcap")
+    summary = analysis.entries[0].summary
+    summary.update(p_over_q=float("nan"), data_bytes=np.int64(7), b_over_q=np.float64(0.25), complete=np.bool_(True))
+    summary["note"] = "NaN"  # a string, not a float: stays a string
+    out = io.StringIO()
+    views.write_json(analysis, out)
+    assert out.getvalue() == views.dump_json(views.summary_dict(analysis)) + "\n"
+    assert '"p_over_q": null' in out.getvalue() and '"note": "NaN"' in out.getvalue()
 
 
 def mptcp_connection(late):
