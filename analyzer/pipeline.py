@@ -223,18 +223,7 @@ class Pipeline:
         n = len(flow_of)
         has_flow = flow_of >= 0
         fid = np.where(has_flow, flow_of, 0)
-        # after an idle gap: the flow was released before this event
-        order = np.argsort(fid, kind="stable")
-        f_sorted, t_sorted = fid[order], ev["time_ns"][order]
-        first = np.ones(n, bool)
-        first[1:] = f_sorted[1:] != f_sorted[:-1]
-        prev = np.empty(n, np.int64)
-        prev[1:] = t_sorted[:-1]
-        prev[first] = self.last_ns[f_sorted[first]]
-        gap = (prev != _NEVER) & (t_sorted - prev > IDLE_NS)
-        dead_sorted = _from_first(gap, first)
-        dead = np.empty(n, bool)
-        dead[order] = dead_sorted
+        dead = self._after_idle_gap(ev["time_ns"], fid)
         dead |= self.released[fid] | ~has_flow
         ends = self._ending_rows(cap, fid, ~dead)
         if ends:
@@ -248,6 +237,29 @@ class Pipeline:
                 self.late[1] = int(ev["frame"][np.argmax(late)])
             self.late[0] += int(late.sum())
         return np.where(dead, -1, flow_of)
+
+    def _after_idle_gap(self, times, fid) -> np.ndarray:
+        """Per event: whether an idle gap in its flow (in this chunk or since the flow's last event before
+        it) lies before it, so the flow was released before this event."""
+        n = len(fid)
+        if not n:
+            return np.zeros(0, bool)
+        lasts = self.last_ns[fid]
+        lasts = lasts[lasts != _NEVER]
+        floor = min(int(times.min()), int(lasts.min())) if len(lasts) else int(times.min())
+        if int(times.max()) - floor <= IDLE_NS:
+            return np.zeros(n, bool)  # no two times of the chunk lie that far apart: no flow idled (the usual case)
+        order = np.argsort(fid, kind="stable")
+        f_sorted, t_sorted = fid[order], times[order]
+        first = np.ones(n, bool)
+        first[1:] = f_sorted[1:] != f_sorted[:-1]
+        prev = np.empty(n, np.int64)
+        prev[1:] = t_sorted[:-1]
+        prev[first] = self.last_ns[f_sorted[first]]
+        gap = (prev != _NEVER) & (t_sorted - prev > IDLE_NS)
+        dead = np.empty(n, bool)
+        dead[order] = _from_first(gap, first)
+        return dead
 
     def _ending_rows(self, cap, fid, live) -> dict:
         """flow id -> the chunk row at which it ends (SCTP SHUTDOWN-COMPLETE / ABORT, TCP FINs acked or
