@@ -1105,8 +1105,10 @@ local function sctp_sack(s, off, ctype, clen, pinfo, a, from, fr)
     end
     local need = hdr + 4 * (n_r + n_nr + n_dup)
     if need ~= clen then
+        -- counts the chunk cannot hold: nothing of it is trusted (decisions.md 40), only this finding
         raise(fr, nr_sack and "NR-05" or "GEN-01", false, string.format(
-            "block counts (%d R, %d NR, %d dup) need %d bytes, chunk has %d", n_r, n_nr, n_dup, need, clen))
+            "block counts (%d R, %d NR, %d dup) need %d bytes, chunk has %d; not analysed", n_r, n_nr, n_dup, need, clen))
+        return
     end
     local handshake = a.init_seen and a.init_ack_seen
     if nr_sack then
@@ -1121,7 +1123,6 @@ local function sctp_sack(s, off, ctype, clen, pinfo, a, from, fr)
     if path and tostring(pinfo.net_src) ~= path then
         raise(fr, "FS-04", false, string.format("%s sent from %s, FSACK path is %s", name, tostring(pinfo.net_src), path))
     end
-    if need ~= clen then return end -- a chunk that fails its own length check feeds nothing (docs/scoreboard.md)
 
     local cum64 = unwrap(fr, d, cum, "cumulative TSN ack")
     if not cum64 then return end
@@ -1302,11 +1303,11 @@ local function sctp_dissect(s, source, start, captured, reported, pinfo, tree, f
         elseif is_fsack_type(ctype) then
             sctp_fsack(s, source:range(start, captured), off, ctype, clen, pinfo, tree, a, from, fr)
         elseif (ctype == CHUNK_ABORT or ctype == CHUNK_SHUTDOWN_COMPLETE) and a then
-            a.ended = true
+            sctp_release(a)
+            a = nil -- the packet's later chunks come after the end: not analysed, as in the analyzer
         end
         off = off + clen + (4 - clen % 4) % 4
     end
-    if a and a.ended then sctp_release(a) end
 end
 
 -- The bytes sctp_dissect reads, as a Lua string. A packet whose only chunk is DATA needs just the
@@ -1450,7 +1451,10 @@ local function parse_segment(s, base, tree)
     if #s < 20 then return nil end
     local sp1, sp2, dp1, dp2, q1, q2, q3, q4, a1, a2, a3, a4, data_off, flags = sbyte(s, 1, 14)
     local hlen = (data_off - data_off % 16) / 4
-    if hlen < 20 or hlen > #s then return nil end
+    if hlen < 20 then return nil end
+    -- a header longer than its bytes (IP says less follows, or the capture cut it) is not analysed, but
+    -- the options within the bytes still show, as Wireshark's option table shows them to the C plugin
+    local stop = math.min(hlen, #s)
     local seg = scratch_seg
     seg.sport, seg.dport = sp1 * 256 + sp2, dp1 * 256 + dp2
     seg.seq = ((q1 * 256 + q2) * 256 + q3) * 256 + q4
@@ -1459,17 +1463,17 @@ local function parse_segment(s, base, tree)
     seg.syn_flag, seg.ack_flag = has_flag(flags, TCP_FLAG_SYN), has_flag(flags, TCP_FLAG_ACK)
     seg.n_sack, seg.n_mptcp, seg.nr, seg.nr_overruns = 0, 0, nil, false
     local off = 20
-    while off < hlen do
+    while off < stop do
         local kind = sbyte(s, off + 1)
         if kind == OPT_EOL then break end
         if kind == OPT_NOP then
             off = off + 1
         else
-            if off + 2 > hlen then break end
+            if off + 2 > stop then break end
             local len = sbyte(s, off + 2)
-            if len < 2 or off + len > hlen then
+            if len < 2 or off + len > stop then
                 -- Wireshark's TCP dissector reports the bad option; ours is also TN-05
-                seg.nr_overruns = (kind == OPT_EXP_FD or kind == OPT_EXP_FE) and off + 4 <= hlen
+                seg.nr_overruns = (kind == OPT_EXP_FD or kind == OPT_EXP_FE) and off + 4 <= stop
                     and u16(s, off + 2) == state.prefs.tcp_exid
                 break
             end
@@ -1495,6 +1499,7 @@ local function parse_segment(s, base, tree)
             off = off + len
         end
     end
+    if hlen > #s then return nil end
     return seg
 end
 
@@ -2050,8 +2055,7 @@ local function tcp_release(c, seg)
 end
 
 local function tcp_track_end(c, seg, from, payload_len)
-    -- a real RST carries no data; one on a data segment is a damaged flags byte, not an end
-    if has_flag(seg.flags, TCP_FLAG_RST) and payload_len == 0 then return tcp_release(c, seg) end
+    if has_flag(seg.flags, TCP_FLAG_RST) then return tcp_release(c, seg) end -- with data too (decisions.md 44)
     if has_flag(seg.flags, TCP_FLAG_FIN) then
         c.fin_end = c.fin_end or {}
         c.fin_end[from] = (seg.seq + payload_len + 1) % TWO32
@@ -2281,7 +2285,15 @@ function nrsack.dissector(tvb, pinfo, tree)
         -- the TCP item starts with the header (it covers just the header when a tree is built)
         local base = layer.range
         local len_fi = f_tcp_len()
-        ok, err = pcall(tcp_dissect, base:raw(), base, pinfo, subtree, len_fi and len_fi.value or 0, fr)
+        local header = base:raw()
+        if not len_fi then
+            -- no tcp.len: IP says less follows than the header claims (Wireshark's "short segment"), so
+            -- the header is read only as far as IP says, as the C plugin reads its TCP tvb
+            local source, start = layer.source, layer.offset
+            local stop = math.min(enclosing_end(start, source, source == tvb) or math.huge, source:reported_len())
+            header = header:sub(1, math.max(0, stop - start))
+        end
+        ok, err = pcall(tcp_dissect, header, base, pinfo, subtree, len_fi and len_fi.value or 0, fr)
     end
     if not ok and fr then
         -- a bug here must not hide the packet: report it where users look
