@@ -787,8 +787,8 @@ local function flow_dir_new(stream, index, protocol, tsn_units, rule_rtx_after_a
     }
 end
 
--- A flow that ended gives its scoreboards back (issue 17: memory bounded by the live flows); the
--- stored frame results keep the direction table for its label alone.
+-- A flow that ended gives its scoreboards back (issue 17: memory bounded by the live flows); once out
+-- of the lookups its tables go too, the stored frame results keeping only its labels.
 local function release_dirs(dirs)
     for i = 0, 1 do
         if dirs[i] then dirs[i].sb = nil end
@@ -2125,11 +2125,11 @@ local function queue_u32(v)
     return v
 end
 
--- Stored results: state.rec is one flat array (numbers, shared direction tables, rare lists), and
+-- Stored results: state.rec is one flat array (numbers, shared label strings, rare lists), and
 -- state.rec_at[frame number] is where the frame's record starts:
 --   stream|false, rtt_ms|false, findings|false, n_upd, then n_upd times:
---   direction, rtxq_sack, nr_acked, sacked, freed_bytes|false (not an ack), nr_figure, blocked, gap_open,
---   revoked|false
+--   direction label (not its table: an ended flow's tables can go), rtxq_sack, nr_acked, sacked,
+--   freed_bytes|false (not an ack), nr_figure, blocked, gap_open, revoked|false
 local UPD_SLOTS = 9
 
 local function store_result(fr)
@@ -2139,7 +2139,7 @@ local function store_result(fr)
     local k = i + 4
     for n = 1, fr.n_upd do
         local u = fr.upd[n]
-        rec[k], rec[k + 1], rec[k + 2], rec[k + 3] = u.dir, u.rtxq_sack, u.nr_acked, u.sacked
+        rec[k], rec[k + 1], rec[k + 2], rec[k + 3] = u.dir.label, u.rtxq_sack, u.nr_acked, u.sacked
         rec[k + 4], rec[k + 5], rec[k + 6], rec[k + 7] = u.is_ack and u.freed_bytes, u.nr_figure, u.blocked, u.gap_open
         rec[k + 8] = u.revoked ~= NO_ITEMS and u.revoked
         k = k + UPD_SLOTS
@@ -2156,11 +2156,11 @@ local function emit_result(i, tree)
     local show_blocked = state.prefs.sndbuf > 0
     local k = i + 4
     for _ = 1, n_upd do
-        local d, rtxq_sack, nr_acked, sacked = rec[k], rec[k + 1], rec[k + 2], rec[k + 3]
+        local label, rtxq_sack, nr_acked, sacked = rec[k], rec[k + 1], rec[k + 2], rec[k + 3]
         local freed_bytes, nr_figure, blocked, gap_open, revoked = rec[k + 4], rec[k + 5], rec[k + 6], rec[k + 7], rec[k + 8]
         local rtxq_nr = rtxq_sack - nr_acked
         -- one generated item per update holds its figures: marking each one costs a call per field
-        local t = tree:add(hf.direction, d.label)
+        local t = tree:add(hf.direction, label)
         t:set_generated()
         t:add(hf.rtxq_bytes, queue_u32(nr_figure and rtxq_nr or rtxq_sack))
         t:add(hf.rtxq_sack_bytes, queue_u32(rtxq_sack))
