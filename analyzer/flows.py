@@ -481,8 +481,24 @@ _BLOCK_DTYPES = (np.int64, np.int64, np.int8)
 LEVEL_TCP, LEVEL_SCTP = 0, 1  # _levels.c
 
 
+def handshake_space(events: "FlowEvents", protocol, conn, sender):
+    """A fresh space anchored as in the plugins (docs/scoreboard.md "anchor") when this chunk holds the
+    sender's handshake: TCP, its SYN's ISN + 1 (the first byte); SCTP, the initial TSN of its INIT (side
+    0) or INIT-ACK (side 1). Else None: the first serial seen anchors."""
+    ev, mine = events.cap.ev, events.rows[events.side == sender]
+    if protocol == LEVEL_TCP:
+        opening = mine[(ev["conn"][mine] == conn) & ((ev["tcp_flags"][mine] & E.TCP_SYN) != 0)][:1]
+        initial = ev["seq"][opening].astype(np.uint64) + 1
+    else:
+        opening = mine[ev["chunk"][mine] == (2 if sender else 1)][:1]
+        initial = ev["seq"][opening].astype(np.uint64)
+    return _reader.unwrap(initial & 0xFFFFFFFF, None)[2] if len(opening) else None
+
+
 def _compiled_part(level, events: "FlowEvents", protocol, conn, never_renege) -> Part:
     """_levels.c's one pass over the flow's rows; carries the level's `space` and `nr_seen`."""
+    if level.space is None:
+        level.space = handshake_space(events, protocol, conn, level.sender)
     rows, blocks, level.space, nr_seen, (far, far_frame) = _reader.level_part(
         events.cap.ev, events.blocks, events.rows, events.side, protocol, conn, level.sender, level.space, never_renege)
     level.nr_seen |= nr_seen

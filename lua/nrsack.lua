@@ -787,8 +787,8 @@ local function flow_dir_new(stream, index, protocol, tsn_units, rule_rtx_after_a
     }
 end
 
--- A flow that ended gives its scoreboards back (issue 17: memory bounded by the live flows); the
--- stored frame results keep the direction table for its label alone.
+-- A flow that ended gives its scoreboards back (issue 17: memory bounded by the live flows); once out
+-- of the lookups its tables go too, the stored frame results keeping only its labels.
 local function release_dirs(dirs)
     for i = 0, 1 do
         if dirs[i] then dirs[i].sb = nil end
@@ -1105,8 +1105,10 @@ local function sctp_sack(s, off, ctype, clen, pinfo, a, from, fr)
     end
     local need = hdr + 4 * (n_r + n_nr + n_dup)
     if need ~= clen then
+        -- counts the chunk cannot hold: nothing of it is trusted (decisions.md 40), only this finding
         raise(fr, nr_sack and "NR-05" or "GEN-01", false, string.format(
-            "block counts (%d R, %d NR, %d dup) need %d bytes, chunk has %d", n_r, n_nr, n_dup, need, clen))
+            "block counts (%d R, %d NR, %d dup) need %d bytes, chunk has %d; not analysed", n_r, n_nr, n_dup, need, clen))
+        return
     end
     local handshake = a.init_seen and a.init_ack_seen
     if nr_sack then
@@ -1121,7 +1123,6 @@ local function sctp_sack(s, off, ctype, clen, pinfo, a, from, fr)
     if path and tostring(pinfo.net_src) ~= path then
         raise(fr, "FS-04", false, string.format("%s sent from %s, FSACK path is %s", name, tostring(pinfo.net_src), path))
     end
-    if need ~= clen then return end -- a chunk that fails its own length check feeds nothing (docs/scoreboard.md)
 
     local cum64 = unwrap(fr, d, cum, "cumulative TSN ack")
     if not cum64 then return end
@@ -1302,11 +1303,11 @@ local function sctp_dissect(s, source, start, captured, reported, pinfo, tree, f
         elseif is_fsack_type(ctype) then
             sctp_fsack(s, source:range(start, captured), off, ctype, clen, pinfo, tree, a, from, fr)
         elseif (ctype == CHUNK_ABORT or ctype == CHUNK_SHUTDOWN_COMPLETE) and a then
-            a.ended = true
+            sctp_release(a)
+            a = nil -- the packet's later chunks come after the end: not analysed, as in the analyzer
         end
         off = off + clen + (4 - clen % 4) % 4
     end
-    if a and a.ended then sctp_release(a) end
 end
 
 -- The bytes sctp_dissect reads, as a Lua string. A packet whose only chunk is DATA needs just the
@@ -1450,7 +1451,10 @@ local function parse_segment(s, base, tree)
     if #s < 20 then return nil end
     local sp1, sp2, dp1, dp2, q1, q2, q3, q4, a1, a2, a3, a4, data_off, flags = sbyte(s, 1, 14)
     local hlen = (data_off - data_off % 16) / 4
-    if hlen < 20 or hlen > #s then return nil end
+    if hlen < 20 then return nil end
+    -- a header longer than its bytes (IP says less follows, or the capture cut it) is not analysed, but
+    -- the options within the bytes still show, as Wireshark's option table shows them to the C plugin
+    local stop = math.min(hlen, #s)
     local seg = scratch_seg
     seg.sport, seg.dport = sp1 * 256 + sp2, dp1 * 256 + dp2
     seg.seq = ((q1 * 256 + q2) * 256 + q3) * 256 + q4
@@ -1459,17 +1463,17 @@ local function parse_segment(s, base, tree)
     seg.syn_flag, seg.ack_flag = has_flag(flags, TCP_FLAG_SYN), has_flag(flags, TCP_FLAG_ACK)
     seg.n_sack, seg.n_mptcp, seg.nr, seg.nr_overruns = 0, 0, nil, false
     local off = 20
-    while off < hlen do
+    while off < stop do
         local kind = sbyte(s, off + 1)
         if kind == OPT_EOL then break end
         if kind == OPT_NOP then
             off = off + 1
         else
-            if off + 2 > hlen then break end
+            if off + 2 > stop then break end
             local len = sbyte(s, off + 2)
-            if len < 2 or off + len > hlen then
+            if len < 2 or off + len > stop then
                 -- Wireshark's TCP dissector reports the bad option; ours is also TN-05
-                seg.nr_overruns = (kind == OPT_EXP_FD or kind == OPT_EXP_FE) and off + 4 <= hlen
+                seg.nr_overruns = (kind == OPT_EXP_FD or kind == OPT_EXP_FE) and off + 4 <= stop
                     and u16(s, off + 2) == state.prefs.tcp_exid
                 break
             end
@@ -1495,6 +1499,7 @@ local function parse_segment(s, base, tree)
             off = off + len
         end
     end
+    if hlen > #s then return nil end
     return seg
 end
 
@@ -2050,8 +2055,7 @@ local function tcp_release(c, seg)
 end
 
 local function tcp_track_end(c, seg, from, payload_len)
-    -- a real RST carries no data; one on a data segment is a damaged flags byte, not an end
-    if has_flag(seg.flags, TCP_FLAG_RST) and payload_len == 0 then return tcp_release(c, seg) end
+    if has_flag(seg.flags, TCP_FLAG_RST) then return tcp_release(c, seg) end -- with data too (decisions.md 44)
     if has_flag(seg.flags, TCP_FLAG_FIN) then
         c.fin_end = c.fin_end or {}
         c.fin_end[from] = (seg.seq + payload_len + 1) % TWO32
@@ -2121,11 +2125,11 @@ local function queue_u32(v)
     return v
 end
 
--- Stored results: state.rec is one flat array (numbers, shared direction tables, rare lists), and
+-- Stored results: state.rec is one flat array (numbers, shared label strings, rare lists), and
 -- state.rec_at[frame number] is where the frame's record starts:
 --   stream|false, rtt_ms|false, findings|false, n_upd, then n_upd times:
---   direction, rtxq_sack, nr_acked, sacked, freed_bytes|false (not an ack), nr_figure, blocked, gap_open,
---   revoked|false
+--   direction label (not its table: an ended flow's tables can go), rtxq_sack, nr_acked, sacked,
+--   freed_bytes|false (not an ack), nr_figure, blocked, gap_open, revoked|false
 local UPD_SLOTS = 9
 
 local function store_result(fr)
@@ -2135,7 +2139,7 @@ local function store_result(fr)
     local k = i + 4
     for n = 1, fr.n_upd do
         local u = fr.upd[n]
-        rec[k], rec[k + 1], rec[k + 2], rec[k + 3] = u.dir, u.rtxq_sack, u.nr_acked, u.sacked
+        rec[k], rec[k + 1], rec[k + 2], rec[k + 3] = u.dir.label, u.rtxq_sack, u.nr_acked, u.sacked
         rec[k + 4], rec[k + 5], rec[k + 6], rec[k + 7] = u.is_ack and u.freed_bytes, u.nr_figure, u.blocked, u.gap_open
         rec[k + 8] = u.revoked ~= NO_ITEMS and u.revoked
         k = k + UPD_SLOTS
@@ -2152,11 +2156,11 @@ local function emit_result(i, tree)
     local show_blocked = state.prefs.sndbuf > 0
     local k = i + 4
     for _ = 1, n_upd do
-        local d, rtxq_sack, nr_acked, sacked = rec[k], rec[k + 1], rec[k + 2], rec[k + 3]
+        local label, rtxq_sack, nr_acked, sacked = rec[k], rec[k + 1], rec[k + 2], rec[k + 3]
         local freed_bytes, nr_figure, blocked, gap_open, revoked = rec[k + 4], rec[k + 5], rec[k + 6], rec[k + 7], rec[k + 8]
         local rtxq_nr = rtxq_sack - nr_acked
         -- one generated item per update holds its figures: marking each one costs a call per field
-        local t = tree:add(hf.direction, d.label)
+        local t = tree:add(hf.direction, label)
         t:set_generated()
         t:add(hf.rtxq_bytes, queue_u32(nr_figure and rtxq_nr or rtxq_sack))
         t:add(hf.rtxq_sack_bytes, queue_u32(rtxq_sack))
@@ -2281,7 +2285,15 @@ function nrsack.dissector(tvb, pinfo, tree)
         -- the TCP item starts with the header (it covers just the header when a tree is built)
         local base = layer.range
         local len_fi = f_tcp_len()
-        ok, err = pcall(tcp_dissect, base:raw(), base, pinfo, subtree, len_fi and len_fi.value or 0, fr)
+        local header = base:raw()
+        if not len_fi then
+            -- no tcp.len: IP says less follows than the header claims (Wireshark's "short segment"), so
+            -- the header is read only as far as IP says, as the C plugin reads its TCP tvb
+            local source, start = layer.source, layer.offset
+            local stop = math.min(enclosing_end(start, source, source == tvb) or math.huge, source:reported_len())
+            header = header:sub(1, math.max(0, stop - start))
+        end
+        ok, err = pcall(tcp_dissect, header, base, pinfo, subtree, len_fi and len_fi.value or 0, fr)
     end
     if not ok and fr then
         -- a bug here must not hide the packet: report it where users look

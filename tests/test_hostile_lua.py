@@ -3,11 +3,10 @@
 Every capture: tshark exits as it does with the C plugin (0, or its own complaint about a cut-short or
 damaged file: the plugin adds no failure), no Lua error anywhere in the output, and every figure within
 its bounds (0 <= rtxq_nr, whatif <= rtxq_sack <= what the capture's frames can hold; nr_acked <= sacked).
-Then the same nrsack fields and findings as the C plugin, except on the captures listed in
-LUA_FOLLOWS_CORE, where Lua already runs the scoreboard core (docs/scoreboard.md) and the C plugin of
-main does not yet (the plugin branch ports it): there Lua's RtxQ after every frame equals
-`nrsack analyze`'s where the analyzer has the same rule (ANALYZER_AGREES), and only the bounds hold
-otherwise, each with its reason.
+Then the same nrsack fields and findings as the C plugin on every capture: both follow the scoreboard
+core (docs/scoreboard.md) and the same flow ends (decisions.md 44). On the captures with acks far from
+the window (ANALYZER_AGREES) Lua's RtxQ after every frame also equals `nrsack analyze`'s: the three
+tools share the far-value rule (SERIAL_FAR, decisions.md 33).
 """
 
 from __future__ import annotations
@@ -25,18 +24,6 @@ pytestmark = pytest.mark.tshark
 CAPTURES = {name: data for name, data, _ in build_all()}
 LUA_ERRORS = ("analysis stopped", "Lua: Error", "Lua error", "attempt to ", "stack traceback")
 
-FAR = "one ack 2^31 away is not adopted (SERIAL_FAR, decisions 33); C of main adopts it"
-LUA_FOLLOWS_CORE = {
-    "tcp-ack-2pow31-away": FAR,
-    "tcp-acks-random-far": FAR,
-    "sctp-ack-2pow31-away": FAR,
-    "sctp-clock-shuffled": "records out of order: the lowest TSN seen anchors (C anchors on the first, GEN-01)",
-    "sctp-nrsack-counts-lie": "an NR-SACK failing its length check feeds nothing; C and the analyzer of main "
-                              "still take its cum ack",
-    **{f"{kind}-bitflips-{seed}": "damaged fields: far serials not adopted, bad-count chunks fed nothing, a "
-                                  "damaged FIN or SHUTDOWN-COMPLETE ends the flow's state"
-       for kind in ("tcp", "sctp", "mptcp") for seed in range(3)},
-}
 ANALYZER_AGREES = {"tcp-ack-2pow31-away", "tcp-acks-random-far", "sctp-ack-2pow31-away"}
 
 
@@ -58,9 +45,9 @@ def hostile(tmp_path_factory):
     return paths
 
 
-def test_every_capture_is_classified():
+def test_the_suite_is_whole():
     assert len(CAPTURES) >= 100
-    assert set(LUA_FOLLOWS_CORE) <= set(CAPTURES) and ANALYZER_AGREES <= set(LUA_FOLLOWS_CORE)
+    assert ANALYZER_AGREES <= set(CAPTURES)
 
 
 def check_bounds(golden, bound):
@@ -87,7 +74,6 @@ def test_lua_on_hostile_capture(name, hostile, nrsack_c_plugin, tmp_path):
     golden = tshark.parse_golden(tshark.golden_output(path, LUA_PLUGIN, sndbuf=3000))
     frame_bound, mapping_bound = frame_bytes_bound(path)
     check_bounds(golden, mapping_bound if name.startswith("mptcp") else frame_bound)
-    if name not in LUA_FOLLOWS_CORE:
-        assert lua.stdout == c.stdout, "the Lua and C plugins differ (tests/test_lua_parity.py's diff helps)"
-    elif name in ANALYZER_AGREES:
+    assert lua.stdout == c.stdout, "the Lua and C plugins differ (tests/test_lua_parity.py's diff helps)"
+    if name in ANALYZER_AGREES:
         assert lua_rows(golden) == analyzer_rows(path, tmp_path)

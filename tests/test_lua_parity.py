@@ -39,11 +39,10 @@ def test_sample_capture_matches_c_plugin(pcap, nrsack_c_plugin):
     golden = golden_path(pcap)
     lua = tshark.golden_output(pcap, LUA_PLUGIN, sndbuf=golden_sndbuf(pcap))
     if golden.exists():
-        assert_same(golden.read_text(), lua, f"{pcap.name} vs {golden.name}", expected_name=str(golden.name),
-                    key=ident(pcap))
+        assert_same(golden.read_text(), lua, f"{pcap.name} vs {golden.name}", expected_name=str(golden.name))
     else:  # the C plugin has no checked-in golden file for it yet: compare with its live output
         c = tshark.golden_output(pcap, nrsack_c_plugin, sndbuf=golden_sndbuf(pcap))
-        assert_same(c, lua, f"{pcap.name} vs the C build", key=ident(pcap))
+        assert_same(c, lua, f"{pcap.name} vs the C build")
 
 
 @pytest.mark.parametrize("name", sorted(VECTORS))
@@ -52,7 +51,7 @@ def test_hand_built_capture_matches_c_plugin(name, sndbuf, vector_pcaps, nrsack_
     pcap = vector_pcaps[name]
     c = tshark.golden_output(pcap, nrsack_c_plugin, sndbuf=sndbuf)
     lua = tshark.golden_output(pcap, LUA_PLUGIN, sndbuf=sndbuf)
-    assert_same(c, lua, name, key=name)
+    assert_same(c, lua, name)
     # the vectors are built to raise findings; a silent run would make the comparison vacuous
     if name != "sctp-udp-ipv6":
         assert tshark.parse_golden(lua).expert, f"{name} raised no finding"

@@ -47,16 +47,21 @@ typedef struct {
 static wmem_map_t *assoc_by_endpoint; /* (port << 32 | tag) -> assoc: the endpoint owning the tag */
 static wmem_map_t *assoc_pending;     /* (src port << 16 | dst port) -> assoc whose dst tag is unknown */
 
+static gint64 endpoint_id(guint16 port, guint32 tag)
+{
+    return ((gint64)port << 32) | tag;
+}
+
 static gint64 *endpoint_key(guint16 port, guint32 tag)
 {
     gint64 *k = wmem_new(wmem_file_scope(), gint64);
-    *k = ((gint64)port << 32) | tag;
+    *k = endpoint_id(port, tag);
     return k;
 }
 
 static gpointer lookup_endpoint(guint16 port, guint32 tag)
 {
-    gint64 k = ((gint64)port << 32) | tag;
+    gint64 k = endpoint_id(port, tag);
     return wmem_map_lookup(assoc_by_endpoint, &k);
 }
 
@@ -133,6 +138,23 @@ static sctp_assoc_t *find_assoc(packet_info *pinfo, guint16 sport, guint16 dport
     wmem_map_insert(assoc_pending, GUINT_TO_POINTER(((guint)dport << 16) | sport), a);
     *from = 0;
     return a;
+}
+
+/* The association ended (SHUTDOWN-COMPLETE, ABORT): its scoreboards go and it leaves the lookups, so a
+ * later packet with its tags starts a new one, as a capture starting mid-association would (decisions.md
+ * 44); the frames keep what they showed (their records point at its directions, so it stays). */
+static void end_assoc(sctp_assoc_t *a)
+{
+    for (int ep = 0; ep < 2; ep++) {
+        gint64 k = endpoint_id(a->port[ep], a->tag[ep]);
+        if (a->tag_known[ep] && wmem_map_lookup(assoc_by_endpoint, &k) == a)
+            wmem_map_remove(assoc_by_endpoint, &k);
+        guint pending = ((guint)a->port[1 - ep] << 16) | a->port[ep];
+        if (wmem_map_lookup(assoc_pending, GUINT_TO_POINTER(pending)) == a)
+            wmem_map_remove(assoc_pending, GUINT_TO_POINTER(pending));
+    }
+    flow_dir_release(&a->dir[0]);
+    flow_dir_release(&a->dir[1]);
 }
 
 /* ---- INIT / INIT-ACK ---- */
@@ -427,9 +449,8 @@ void sctp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, frame_res
         } else if (fsack_type(type)) {
             dissect_fsack(tvb, off, type, len, pinfo, tree, a, from, fr);
         } else if ((type == CHUNK_SHUTDOWN_COMPLETE || type == CHUNK_ABORT) && a) {
-            /* the association ended: its scoreboards go, the frames keep what they showed (issue 17) */
-            flow_dir_release(&a->dir[0]);
-            flow_dir_release(&a->dir[1]);
+            end_assoc(a);
+            a = NULL; /* the packet's later chunks come after the end: not analysed, as in the analyzer */
         }
         off += (len + 3) & ~3u;
     }

@@ -199,9 +199,10 @@ static tcp_conn_t *find_conn(packet_info *pinfo, const tcp_seg_t *s, gboolean cr
     conn_key_t k;
     make_key(&k, &pinfo->net_src, s->sport, &pinfo->net_dst, s->dport);
     tcp_conn_t *c = (tcp_conn_t *)wmem_map_lookup(conn_table, &k);
-    /* a new SYN (not a retransmission of the first) after the old connection starts a new one */
-    if (c && create && (s->flags & (TCP_FLAG_SYN | TCP_FLAG_ACK)) == TCP_FLAG_SYN && c->isn_known[0] &&
-        c->isn[0] != s->seq && (c->dir[0].sb.snd_max || c->ended)) {
+    /* a new SYN (not a retransmission of the first) after the old connection's data starts a new one;
+     * so does any segment after its end, as in a capture starting mid-connection (decisions.md 44) */
+    if (c && create && (c->ended || ((s->flags & (TCP_FLAG_SYN | TCP_FLAG_ACK)) == TCP_FLAG_SYN &&
+                                     c->isn_known[0] && c->isn[0] != s->seq && c->dir[0].sb.snd_max))) {
         end_conn(c); /* superseded: it will see no more segments */
         c = NULL;
     }
