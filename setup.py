@@ -12,11 +12,11 @@ COMPILE_ARGS = ["-O2", "-std=c11", "-Wall", "-Wno-missing-field-initializers"]
 setup(
     ext_modules=[
         Extension(
-            "nrsack.analyzer._reader",
-            sources=["analyzer/_reader.c", "analyzer/_scoreboard.c", "analyzer/_levels.c",
+            "nrsack.analyzer._native",
+            sources=["analyzer/read/_reader.c", "analyzer/state/_scoreboard.c", "analyzer/state/_levels.c",
                      "core/serial.c", "core/iset.c", "core/scoreboard.c"],
             depends=["analyzer/_analyzer.h", "core/nrsack_core.h"],
-            include_dirs=["core"],
+            include_dirs=["analyzer", "core"],
             libraries=["pcap"],
             extra_compile_args=COMPILE_ARGS,
         ),

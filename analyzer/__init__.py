@@ -6,11 +6,14 @@ send-buffer blocking intervals and the blocking ratio p/q (docs/metrics.md).
     >>> a.summary[["id", "src", "dst", "p_over_q", "b_over_q"]]
     >>> a.rtxq.plot(x="time_s", y=["rtxq_sack_bytes", "rtxq_nr_bytes"])
 
-capture -> events (events.py, compiled reader) -> flows and sender directions (flows.py) ->
-scoreboard and figures (analysis.py) -> Analysis (model.py, DataFrames) -> views (views.py, cli.py).
+The subpackages follow the data, and import only from the ones before them (docs/architecture.md):
+read (capture -> events) -> state (flows, levels, the scoreboard per sender direction, the chunked
+pipeline) -> results.py (Analysis: pandas DataFrames) -> rules (findings, the checker) -> views (text,
+JSON, tables, figures, streamed files, the live table, the commands). _native is their compiled half
+(read/_reader.c, state/_levels.c, state/_scoreboard.c over the core in core/).
 """
 
-from nrsack.analyzer.events import CaptureError
+from nrsack.analyzer.read.events import CaptureError
 
 __all__ = ["Analysis", "CaptureError", "analyze", "check"]
 
@@ -18,11 +21,11 @@ __all__ = ["Analysis", "CaptureError", "analyze", "check"]
 def __getattr__(name):
     # imported on first use: they load pandas, which the summary alone (`nrsack analyze`) does without
     if name in ("Analysis", "analyze"):
-        from nrsack.analyzer import model
+        from nrsack.analyzer import results
 
-        return getattr(model, name)
+        return getattr(results, name)
     if name == "check":
-        from nrsack.analyzer.checker import check
+        from nrsack.analyzer.rules.checker import check
 
         return check
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

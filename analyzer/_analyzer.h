@@ -1,4 +1,4 @@
-/* Declarations shared by the C files of nrsack.analyzer._reader: the event and block records the
+/* Declarations shared by the C files of nrsack.analyzer._native: the event and block records the
  * reader writes and the levels read, the buffer helper, and what each file adds to the module. */
 #ifndef NRSACK_ANALYZER_H
 #define NRSACK_ANALYZER_H
@@ -56,7 +56,7 @@ enum { BK_R = 1, BK_NR = 2, BK_DUP = 3, BK_TCP_SACK = 4, BK_TCP_NR = 5, BK_MPTCP
 typedef struct { Py_buffer b; int ok; } buf_t;
 int get_buf(PyObject *o, buf_t *b, size_t itemsize, Py_ssize_t n, int writable, const char *who);
 
-/* ---- a level's rows (_levels.c; flows.Part): also read by the short-flow pass of _scoreboard.c ---- */
+/* ---- a level's rows (_levels.c; flows.ScoreboardInput): also read by the short-flow pass of _scoreboard.c ---- */
 enum { LEVEL_TCP = 0, LEVEL_SCTP = 1 };
 typedef struct {
     int protocol, sender, never_renege;

@@ -172,7 +172,7 @@ def child_summary(path):
 def child_parquet(path):
     import tempfile
 
-    from nrsack.analyzer import stream
+    from nrsack.analyzer.views import stream
 
     with tempfile.TemporaryDirectory(prefix="nrsack-bench-out-") as out:
         result = stream.analyze_to_files(path, out, "parquet")

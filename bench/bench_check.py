@@ -34,7 +34,7 @@ from bench_analyzer import build_capture  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the checker's files: at REV they replace this tree's, in a copy of the package
-CHECKER_FILES = ("analyzer/checker.py", "analyzer/check_cli.py")
+CHECKER_FILES = ("analyzer/rules/checker.py", "analyzer/views/check_cli.py")
 CHECKER_FOLDERS = ("analyzer/rules",)
 
 

@@ -43,7 +43,7 @@ def measure(path, old_tree=""):
 
 def baseline_tree(rev, folder):
     """The checker and rules of `rev`, extracted next to each other as a package path entry."""
-    archive = subprocess.run(["git", "-C", ROOT, "archive", rev, "analyzer/checker.py", "analyzer/rules"],
+    archive = subprocess.run(["git", "-C", ROOT, "archive", rev, "analyzer/rules/checker.py", "analyzer/rules"],
                              capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
     return os.path.join(folder, "analyzer")

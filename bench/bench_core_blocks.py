@@ -21,10 +21,10 @@ BASE = (1 << 32) + 1000
 def child(blocks, acks):
     import numpy as np
 
-    from nrsack.analyzer import _reader
+    from nrsack.analyzer import _native
 
     n = 4 * blocks
-    board = _reader.Board(units=True)
+    board = _native.Board(units=True)
     tsn = BASE + np.arange(n, dtype=np.int64)
 
     def feed(kind, lo, hi, size, bstart, bcount, blo, bhi, bnr, revoke):

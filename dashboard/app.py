@@ -18,7 +18,8 @@ import pandas as pd
 from dash import Input, Output, State, dash_table, dcc, html
 from werkzeug.serving import make_server
 
-from nrsack.analyzer import CaptureError, views
+from nrsack.analyzer import CaptureError
+from nrsack.analyzer.views import formats
 from nrsack.dashboard import figures as FIG, ladder as L, library as LIB
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -314,7 +315,7 @@ class Dashboard:
             runs = [self.library.analysis(c, sndbuf) for c in (capture_a, capture_b)]
         except (ValueError, CaptureError) as error:
             return EMPTY_FIGURE, [], f"Cannot compare: {error}"
-        result = views.compare_dict(*(views.summary_dict(r) for r in runs))
+        result = formats.compare_dict(*(formats.summary_dict(r) for r in runs))
         rows = [{"A": p["a"], "B": p["b"], "sender → receiver": f"{p['src']} → {p['dst']}",
                  "T_A kb/s": round(p["throughput_a_bps"] / 1e3, 2), "T_B kb/s": round(p["throughput_b_bps"] / 1e3, 2),
                  "gain %": "n/a" if p["gain_percent"] is None else round(p["gain_percent"], 2),

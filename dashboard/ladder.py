@@ -5,7 +5,7 @@ Labels come from the analyzer's events and blocks tables, in the notation of the
 `INIT ext=0x10`, `FSACK-INIT ts=...` (chunks of one packet joined with " + "); TCP `SYN nrsack=0x01`,
 `DATA 3`, `ACK 1 SACK 3-4 NR 5-5` (PDUs numbered from 1); MPTCP `S:7001 DSN:14001`,
 `A:7001 DA:14001 SACK:8401-9801 NR:5600-7000` (bytes relative to the ISN and IDSN). Retransmissions and lost data come from the
-direction's unwrapped serial numbers (the analyzer's Entry.serials): a DATA is lost when the same
+direction's unwrapped serial numbers (the analyzer's DirectionResult.serials): a DATA is lost when the same
 data leaves again later and no ack between the two transmissions covered it (cumulatively or by a
 gap / NR block).
 """
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from nrsack.analyzer import events as E
-from nrsack.analyzer.flows import near
+from nrsack.analyzer.read import events as E
+from nrsack.analyzer.state.flows import near
 
 MAX_ROWS = 120
 TCP_FLAG_NAMES = ((0x02, "SYN"), (0x01, "FIN"), (0x04, "RST"))
@@ -25,7 +25,7 @@ TCP_FLAG_NAMES = ((0x02, "SYN"), (0x01, "FIN"), (0x04, "RST"))
 
 @dataclass
 class Transmissions:
-    """Per data event of one sender direction (the analyzer's Entry.serials): retransmission or not,
+    """Per data event of one sender direction (the analyzer's DirectionResult.serials): retransmission or not,
     and where the same data leaves next. Positions index the entry's serial rows."""
 
     rows: np.ndarray        # event indices of the direction's data and acks, capture order

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nrsack.analyzer import events as E
+from nrsack.analyzer.read import events as E
 
 DATA, SACK, NR_SACK = 0, 3, 16
 

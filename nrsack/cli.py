@@ -16,11 +16,11 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # name -> "module:attribute" of a click command or group. Only working commands are listed.
 SUBCOMMANDS = {
     "generate": "nrsack.generator.cli:generate",
-    "analyze": "nrsack.analyzer.cli:analyze",
-    "plot": "nrsack.analyzer.cli:plot",
-    "compare": "nrsack.analyzer.cli:compare",
+    "analyze": "nrsack.analyzer.views.cli:analyze",
+    "plot": "nrsack.analyzer.views.cli:plot",
+    "compare": "nrsack.analyzer.views.cli:compare",
     "dashboard": "nrsack.dashboard.cli:dashboard",
-    "check": "nrsack.analyzer.check_cli:check",
+    "check": "nrsack.analyzer.views.check_cli:check",
     "reproduce": "nrsack.generator.sim.reproduce:reproduce",
     "lab": "nrsack.lab.cli:lab",
     "wireshark": "nrsack.wireshark.cli:wireshark",

@@ -11,7 +11,7 @@ from support import tshark
 from support.paths import REPO
 
 # Compiled at install by setup.py; an editable install does not rebuild them when their C changes.
-COMPILED = {"nrsack.analyzer._reader": ["analyzer/_reader.c", "analyzer/_scoreboard.c", "analyzer/_levels.c",
+COMPILED = {"nrsack.analyzer._native": ["analyzer/read/_reader.c", "analyzer/state/_scoreboard.c", "analyzer/state/_levels.c",
                                         "analyzer/_analyzer.h"],
             "nrsack.generator.sim._fastsim": ["generator/sim/_fastsim.c"],
             "nrsack.lab._usrsctp_lab": ["lab/_usrsctp_lab.c"]}

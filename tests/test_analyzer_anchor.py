@@ -1,6 +1,6 @@
 """The analyzer anchors each sender direction on the handshake, as the plugins do (docs/scoreboard.md
 "anchor", decisions.md 49): a fresh serial space starts at the INIT / INIT-ACK initial TSN or the SYN /
-SYN-ACK ISN + 1 when the flow's chunk holds it (analyzer/flows.py handshake_space), not at the first
+SYN-ACK ISN + 1 when the flow's chunk holds it (analyzer/state/flows.py handshake_space), not at the first
 serial seen.
 
 Where it shows: a capture whose first serial after the handshake lies more than SERIAL_FAR (2^30) from
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from nrsack.analyzer import flows
+from nrsack.analyzer.state import flows
 from support import pcaps, tcp_scenario, tshark
 from support.lua_compare import analyzer_rows, lua_rows
 from support.sctp_scenario import A, B, ack, data, handshake, nr

@@ -11,8 +11,8 @@ import pytest
 from scapy.utils import RawPcapNgWriter
 
 from nrsack.analyzer import analyze
-from nrsack.analyzer import events as E
-from nrsack.analyzer.checker import check
+from nrsack.analyzer.read import events as E
+from nrsack.analyzer.rules.checker import check
 from support import pcaps
 from support.frames import EPOCH, LINKS, TSN0, ip_packets, sctp_packets, write_pcap
 from support.lab import lab_run

@@ -8,7 +8,11 @@ import io
 import numpy as np
 import pytest
 
-from nrsack.analyzer import analyze, events as E, pipeline as P, stream, views
+from nrsack.analyzer import analyze
+from nrsack.analyzer.read import events as E
+from nrsack.analyzer.state import pipeline as P
+from nrsack.analyzer.views import stream
+from nrsack.analyzer.views import formats
 from support import pcaps
 from support.paths import SAMPLES
 from support.samples import PCAPS
@@ -43,15 +47,15 @@ def by_time(*groups):
 
 
 def late_notes(analysis):
-    return [f for f in views.summary_dict(analysis)["findings"] if "after their flow ended" in f["message"]]
+    return [f for f in formats.summary_dict(analysis)["findings"] if "after their flow ended" in f["message"]]
 
 
 def same_in_every_chunking(path):
     whole = analyze(path)
     for frames in (1, 4):
-        assert views.summary_dict(analyze(path, chunk_frames=frames)) == views.summary_dict(whole)
+        assert formats.summary_dict(analyze(path, chunk_frames=frames)) == formats.summary_dict(whole)
     streamed = stream.analyze_to_files(path, chunk_frames=3)
-    assert views.summary_dict(streamed) == views.summary_dict(whole)
+    assert formats.summary_dict(streamed) == formats.summary_dict(whole)
     return whole
 
 
@@ -79,7 +83,7 @@ def test_events_after_the_end_are_not_analysed_and_noted(tmp_path, close):
     # a data segment with new bytes after the end: analysed, it would change data_bytes and q
     late = pcaps.write(tmp_path / "late.pcap", tcp_connection(0, 20000, close, after=[(0, 2000)]))
     before, after = same_in_every_chunking(clean), same_in_every_chunking(late)
-    assert views.summary_dict(after)["flows"] == views.summary_dict(before)["flows"]
+    assert formats.summary_dict(after)["flows"] == formats.summary_dict(before)["flows"]
     notes = late_notes(after)
     assert len(notes) == 1 and notes[0]["severity"] == "note" and notes[0]["frames"] == [before.capture.frames + 1]
     assert notes[0]["message"].startswith("GEN-01 1 events came after their flow ended")
@@ -128,8 +132,8 @@ def test_streamed_json_is_the_json_document(pcap):
     except E.CaptureError:
         return
     out = io.StringIO()
-    views.write_json(analysis, out)
-    assert out.getvalue() == views.dump_json(views.summary_dict(analysis)) + "\n"
+    formats.write_json(analysis, out)
+    assert out.getvalue() == formats.dump_json(formats.summary_dict(analysis)) + "\n"
 
 
 def test_streamed_json_writes_nan_and_numpy_values_as_the_document_does():
@@ -138,8 +142,8 @@ def test_streamed_json_writes_nan_and_numpy_values_as_the_document_does():
     summary.update(p_over_q=float("nan"), data_bytes=np.int64(7), b_over_q=np.float64(0.25), complete=np.bool_(True))
     summary["note"] = "NaN"  # a string, not a float: stays a string
     out = io.StringIO()
-    views.write_json(analysis, out)
-    assert out.getvalue() == views.dump_json(views.summary_dict(analysis)) + "\n"
+    formats.write_json(analysis, out)
+    assert out.getvalue() == formats.dump_json(formats.summary_dict(analysis)) + "\n"
     assert '"p_over_q": null' in out.getvalue() and '"note": "NaN"' in out.getvalue()
 
 
@@ -173,5 +177,5 @@ def test_mptcp_connection_ends_when_its_subflows_have(tmp_path):
     before = same_in_every_chunking(pcaps.write(tmp_path / "mptcp.pcap", mptcp_connection(False)))
     after = same_in_every_chunking(pcaps.write(tmp_path / "late.pcap", mptcp_connection(True)))
     assert before.entries[0].summary["protocol"] == "mptcp" and before.entries[0].summary["data_bytes"] == 2000
-    assert views.summary_dict(after)["flows"] == views.summary_dict(before)["flows"]
+    assert formats.summary_dict(after)["flows"] == formats.summary_dict(before)["flows"]
     assert [n["frames"] for n in late_notes(after)] == [[after.capture.frames]]

@@ -8,7 +8,11 @@ import random
 import pytest
 from scapy.layers.l2 import Ether
 
-from nrsack.analyzer import analyze, events as E, pipeline as P, stream, views
+from nrsack.analyzer import analyze
+from nrsack.analyzer.read import events as E
+from nrsack.analyzer.state import pipeline as P
+from nrsack.analyzer.views import stream
+from nrsack.analyzer.views import formats
 from support import pcaps
 
 
@@ -99,8 +103,8 @@ def capture(tmp_path_factory):
 
 @pytest.mark.parametrize("sndbuf", [None, 3000])
 def test_short_connections_summed_as_the_general_path_does(capture, sndbuf):
-    general = views.summary_dict(analyze(capture, sndbuf=sndbuf))  # a Sender per direction, in memory
-    assert views.summary_dict(stream.analyze_to_files(capture, sndbuf=sndbuf)) == general
+    general = formats.summary_dict(analyze(capture, sndbuf=sndbuf))  # a Sender per direction, in memory
+    assert formats.summary_dict(stream.analyze_to_files(capture, sndbuf=sndbuf)) == general
     # the same pipeline fed by hand: most connections took the one-pass way
     spill_run = P.Pipeline(stream.DiskStore(), finish_ended=True, sndbuf=sndbuf)
     for cap in E.read_chunks(capture):
@@ -115,5 +119,5 @@ def test_short_connections_summed_as_the_general_path_does(capture, sndbuf):
 
 def test_short_connections_in_small_chunks_match(capture):
     # in chunks of 7 frames almost no connection fits in one: the general path, the same figures
-    whole = views.summary_dict(stream.analyze_to_files(capture))
-    assert views.summary_dict(stream.analyze_to_files(capture, chunk_frames=7)) == whole
+    whole = formats.summary_dict(stream.analyze_to_files(capture))
+    assert formats.summary_dict(stream.analyze_to_files(capture, chunk_frames=7)) == whole

@@ -11,7 +11,9 @@ import subprocess
 import pandas as pd
 import pytest
 
-from nrsack.analyzer import CaptureError, analyze, stream, views
+from nrsack.analyzer import CaptureError, analyze
+from nrsack.analyzer.views import stream
+from nrsack.analyzer.views import formats
 from nrsack.generator.sim.model import PathConfig, SimConfig, simulate
 from nrsack.generator.sim.wire import write_pcap
 from support.samples import PCAPS
@@ -85,7 +87,7 @@ def test_simulated_transfers_do_not_depend_on_the_chunk_size(simulated, name):
 def test_streamed_files_are_the_in_memory_files(simulated, tmp_path, monkeypatch, name, fmt):
     monkeypatch.setattr(stream.TableWriter, "ROWS_PER_WRITE", 250)  # many writes, mixing entries
     whole = analyze(simulated[name], sndbuf=9000)
-    written = views.write_tables(whole, tmp_path / "memory", fmt)
+    written = formats.write_tables(whole, tmp_path / "memory", fmt)
     result = stream.analyze_to_files(simulated[name], tmp_path / "stream", fmt, sndbuf=9000, chunk_frames=101)
     assert [p.name for p in result.files] == [p.name for p in written]
     for path in written:
@@ -94,7 +96,7 @@ def test_streamed_files_are_the_in_memory_files(simulated, tmp_path, monkeypatch
             assert streamed.read_bytes() == path.read_bytes(), path.name
         else:
             pd.testing.assert_frame_equal(pd.read_parquet(streamed), pd.read_parquet(path), obj=path.name)
-    assert views.summary_dict(result) == views.summary_dict(whole)
+    assert formats.summary_dict(result) == formats.summary_dict(whole)
     assert not list((tmp_path / "stream").glob("nrsack-rows-*")), "the spill file is removed"
 
 
@@ -128,7 +130,7 @@ def test_streamed_files_of_samples(tmp_path, name):
     """Also a capture whose flows sent no data: empty tables with their columns."""
     capture = next(p for p in PCAPS if p.name == name)
     for fmt in ("csv", "parquet"):
-        written = views.write_tables(analyze(capture), tmp_path / f"memory-{fmt}", fmt)
+        written = formats.write_tables(analyze(capture), tmp_path / f"memory-{fmt}", fmt)
         stream.analyze_to_files(capture, tmp_path / f"stream-{fmt}", fmt)
         for path in written:
             streamed = tmp_path / f"stream-{fmt}" / path.name
@@ -146,12 +148,12 @@ def test_stream_summary_only(simulated, tmp_path, name):
     capture = simulated[name]
     result = stream.analyze_to_files(capture, sndbuf=None)
     assert result.files == []
-    assert views.summary_dict(result) == views.summary_dict(analyze(capture))
+    assert formats.summary_dict(result) == formats.summary_dict(analyze(capture))
     for sndbuf in (None, 9000):
         option = [] if sndbuf is None else ["--sndbuf", str(sndbuf)]
         for mode in ([], ["--stream"]):
             cli = subprocess.run(["nrsack", "analyze", capture, "--format", "json", *option, *mode], cwd=tmp_path,
                                  check=True, capture_output=True, text=True)
-            in_memory = views.dump_json(views.summary_dict(analyze(capture, sndbuf=sndbuf)))
+            in_memory = formats.dump_json(formats.summary_dict(analyze(capture, sndbuf=sndbuf)))
             assert json.loads(cli.stdout) == json.loads(in_memory)
     assert list(tmp_path.iterdir()) == [], "json without --out writes no file"

@@ -6,8 +6,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from nrsack.analyzer.check_cli import check
-from nrsack.analyzer.cli import analyze
+from nrsack.analyzer.views.check_cli import check
+from nrsack.analyzer.views.cli import analyze
 from support.paths import CONFORMANCE, SAMPLES
 
 CAPTURES = sorted(CONFORMANCE.glob("*.pcap")) + sorted(SAMPLES.glob("*.pcap"))

@@ -11,7 +11,7 @@ from scapy.layers.l2 import ARP, Ether
 from scapy.utils import wrpcap
 
 from nrsack.analyzer import CaptureError, check
-from nrsack.analyzer.checker import COLUMNS, applies
+from nrsack.analyzer.rules.checker import COLUMNS, applies
 from nrsack.analyzer.rules import REGISTRY
 from nrsack.cli import main
 from support.paths import CONFORMANCE as VECTORS

@@ -8,7 +8,8 @@ import collections
 
 import pytest
 
-from nrsack.analyzer import checker as C, events as E
+from nrsack.analyzer.rules import checker as C
+from nrsack.analyzer.read import events as E
 from support.paths import SAMPLES
 
 STALE, BEYOND_SENT, R_AND_NR, REVOKED = 8, 16, 128, 512

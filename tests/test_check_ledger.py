@@ -1,9 +1,9 @@
-"""The checker's NR ledger (analyzer/_scoreboard.c NrLedger): the NR-acked pieces of one direction, each with
+"""The checker's NR ledger (analyzer/state/_scoreboard.c NrLedger): the NR-acked pieces of one direction, each with
 the frame that first NR-acked it, and the per-row facts the revocation and retransmission rules read."""
 
 import numpy as np
 
-from nrsack.analyzer import _reader
+from nrsack.analyzer import _native
 
 DATA, ACK, START = 0, 1, 2
 
@@ -22,7 +22,7 @@ def feed(ledger, rows, never_renege=False, in_span=False):
 
 
 def test_pieces_keep_their_frame_and_touching_blocks_stay_apart():
-    ledger = _reader.NrLedger()
+    ledger = _native.NrLedger()
     facts = feed(ledger, [(DATA, 100, 110, 0, 1, []),
                           (ACK, 0, 0, 100, 5, [(102, 104, 1), (104, 106, 1)]),
                           (ACK, 0, 0, 100, 6, [(103, 108, 1)])])
@@ -33,7 +33,7 @@ def test_pieces_keep_their_frame_and_touching_blocks_stay_apart():
 
 
 def test_revocation_counts_ranges_and_data_names_the_nr_ack():
-    ledger = _reader.NrLedger()
+    ledger = _native.NrLedger()
     feed(ledger, [(DATA, 100, 110, 0, 1, []), (ACK, 0, 0, 100, 5, [(102, 104, 1), (104, 106, 1)])])
     facts = feed(ledger, [(ACK, 0, 0, 100, 7, [(103, 105, 1)]), (DATA, 105, 107, 0, 8, []),
                           (ACK, 0, 0, 105, 9, [(105, 106, 1)]), (DATA, 103, 104, 0, 10, [])])
@@ -45,23 +45,23 @@ def test_revocation_counts_ranges_and_data_names_the_nr_ack():
 
 
 def test_blocks_are_clipped_to_what_was_sent_and_to_the_cum_ack():
-    ledger = _reader.NrLedger()
+    ledger = _native.NrLedger()
     feed(ledger, [(START, 100, 100, 100, 1, []), (DATA, 100, 110, 0, 2, []),
                   (ACK, 0, 0, 103, 3, [(101, 105, 1), (108, 120, 1)])])
     assert ledger.pieces() == [(103, 105, 3), (108, 110, 3)]
 
 
 def test_before_the_handshake_or_data_blocks_are_not_clipped_above():
-    ledger = _reader.NrLedger()
+    ledger = _native.NrLedger()
     feed(ledger, [(ACK, 0, 0, 100, 3, [(102, 104, 1)])])
     assert ledger.pieces() == [(102, 104, 3)]
-    started = _reader.NrLedger()
+    started = _native.NrLedger()
     feed(started, [(START, 100, 100, 100, 1, []), (ACK, 0, 0, 100, 3, [(102, 104, 1)])])
     assert started.pieces() == []  # the handshake says nothing was sent yet
 
 
 def test_in_span_reading_leaves_out_only_units_inside_the_nr_span_or_reported_renegable():
-    ledger = _reader.NrLedger()
+    ledger = _native.NrLedger()
     feed(ledger, [(DATA, 100, 200, 0, 1, []), (ACK, 0, 0, 100, 2, [(110, 120, 1), (150, 160, 1)])], in_span=True)
     # NR span 105-130 covers 110-120 without repeating it; 150-160 lies outside the span: not revoked
     facts = feed(ledger, [(ACK, 0, 0, 100, 3, [(105, 108, 1), (125, 130, 1)])], in_span=True)
@@ -76,14 +76,14 @@ def test_in_span_reading_leaves_out_only_units_inside_the_nr_span_or_reported_re
 
 
 def test_a_unit_in_an_r_and_an_nr_block():
-    ledger = _reader.NrLedger()
+    ledger = _native.NrLedger()
     facts = feed(ledger, [(DATA, 100, 110, 0, 1, []), (ACK, 0, 0, 100, 2, [(102, 104, 0), (103, 105, 1)]),
                           (ACK, 0, 0, 100, 3, [(102, 104, 0), (104, 105, 1)])])
     assert facts[1][4] == 1 and facts[2][4] == 0
 
 
 def test_bad_block_indices_raise():
-    ledger = _reader.NrLedger()
+    ledger = _native.NrLedger()
     facts = np.empty((1, 5), np.int64)
     one = lambda v, t=np.int64: np.array([v], t)
     try:
@@ -166,7 +166,7 @@ def test_the_ledger_equals_a_unit_by_unit_model_on_random_rows():
     rng = random.Random(7)
     for case in range(300):
         never_renege, in_span = rng.random() < 0.3, rng.random() < 0.5
-        ledger, model = _reader.NrLedger(), UnitModel()
+        ledger, model = _native.NrLedger(), UnitModel()
         if rng.random() < 0.3:
             feed(ledger, [(START, 100, 100, 100, 1, [])])
             model.snd_max, model.cum = 100, 100

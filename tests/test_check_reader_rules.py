@@ -7,7 +7,7 @@ from scapy.layers.l2 import Ether
 from scapy.layers.sctp import SCTP
 from scapy.utils import wrpcap
 
-from nrsack.analyzer import events as E
+from nrsack.analyzer.read import events as E
 from nrsack.generator.layers import MPTCPDSS, MPTCPNRBlock, SCTPChunkNRSACK
 
 ADDRS = dict(src="192.0.2.1", dst="198.51.100.1")

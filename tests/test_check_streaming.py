@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from nrsack.analyzer import checker as C
+from nrsack.analyzer.rules import checker as C
 from support.paths import REPO, SAMPLES
 
 CAPTURES = sorted(p for p in SAMPLES.rglob("*") if p.suffix in (".pcap", ".pcapng"))
@@ -50,7 +50,7 @@ def test_long_lossy_capture_streams_to_the_same_findings(lossy_capture):
 
 
 def test_check_capture_of_a_whole_capture_is_the_streamed_result(lossy_capture):
-    from nrsack.analyzer import events as E
+    from nrsack.analyzer.read import events as E
 
     flows, found = C.check_capture(E.read_capture(lossy_capture))
     assert found == findings(lossy_capture)

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from nrsack.analyzer import check
-from nrsack.analyzer import events as E
+from nrsack.analyzer.read import events as E
 from nrsack.cli import main
 from nrsack.lab.linux_tcp import namespace_problem
 

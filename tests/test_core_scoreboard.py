@@ -1,6 +1,6 @@
 """The scoreboard core (core/*.c) through the analyzer's Board, against a small pure-Python reading of
 docs/scoreboard.md written here (sets of units, no intervals, no running totals), and the serial
-unwrapping rule (core/serial.c) through _reader.unwrap.
+unwrapping rule (core/serial.c) through _native.unwrap.
 
 Random event sequences (hypothesis) check every figure and fact per row; named cases pin the
 situations the issue names: a TSN below the first one seen, wrap, far values, revocation modes,
@@ -10,8 +10,8 @@ stale acks and a 16,000-block NR-SACK.
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from nrsack.analyzer import _reader
-from nrsack.analyzer.analysis import BOARD_OUTPUTS, BOARD_RECEIVED, REVOKE_ALL, REVOKE_IN_SPAN, REVOKE_NONE
+from nrsack.analyzer import _native
+from nrsack.analyzer.state.scoreboard import BOARD_OUTPUTS, BOARD_RECEIVED, REVOKE_ALL, REVOKE_IN_SPAN, REVOKE_NONE
 
 CHANGED, GAP_OPEN, RETRANSMISSION, STALE, BEYOND_SENT = 1, 2, 4, 8, 16
 BELOW_CUM, WAS_NRACKED, R_AND_NR, OUT_OF_WINDOW, REVOKED = 32, 64, 128, 256, 512
@@ -137,7 +137,7 @@ def revoked_units(board):
 
 
 def check_against_reference(units, rows):
-    board, ref = _reader.Board(units=units), Reference(units)
+    board, ref = _native.Board(units=units), Reference(units)
     out, flags = feed(board, rows)
     revoked = revoked_units(board)
     for i, row in enumerate(rows):
@@ -193,8 +193,8 @@ def test_fork_and_chunking_change_nothing(case, cut, keep_data):
     """Feeding in two calls equals one; a fork with keep_data goes on exactly as the original."""
     units, rows = case
     cut = min(cut, len(rows))
-    whole, whole_flags = feed(_reader.Board(units=units), rows)
-    board = _reader.Board(units=units)
+    whole, whole_flags = feed(_native.Board(units=units), rows)
+    board = _native.Board(units=units)
     first, first_flags = feed(board, rows[:cut])
     twin = board.fork(True)
     for b in (board, twin):
@@ -274,7 +274,7 @@ def test_sixteen_thousand_blocks():
     nr = [(BASE + 4 * i + 3, BASE + 4 * i + 4, 1) for i in range(n)]
     rows.append(("ack", BASE, r[::-1] + nr, REVOKE_ALL))
     rows.append(("ack", BASE, r + nr[1:], REVOKE_ALL))
-    board = _reader.Board(units=True)
+    board = _native.Board(units=True)
     out, flags = feed(board, rows)  # the reference's per-row totals would be quadratic here
     assert out["units_sacked"][-2] == 2 * n and out["units_nr"][-2] == n and out["freed"][-2] == 100 * n
     assert out["sack"][-1] == 400 * n and out["sacked"][-1] == 200 * n and out["freed"][-1] == 0
@@ -291,7 +291,7 @@ def test_an_ack_telling_nothing_new_on_another_path_is_older():
     subset = ("ack", BASE, [(BASE + 2, BASE + 3, 1)], REVOKE_ALL)  # leaves 3 out, tells nothing new
     news = ("ack", BASE, [(BASE + 2, BASE + 3, 1), (BASE + 5, BASE + 6, 1)], REVOKE_ALL)  # leaves 3 out, tells 5
     for path, second, older in [(1, subset, True), (0, subset, False), (1, news, False)]:
-        board = _reader.Board(units=True)
+        board = _native.Board(units=True)
         rows = data + [first, second]
         out, flags = feed(board, rows, [0] * (len(rows) - 1) + [path])
         assert bool(flags[-1] & OLDER) == older, (path, second)
@@ -331,7 +331,7 @@ def reference_unwrap(values, state=None):
 
 
 def unwrap(values, state=None):
-    serials, kept, state, far = _reader.unwrap(np.array(values, np.uint64), state)
+    serials, kept, state, far = _native.unwrap(np.array(values, np.uint64), state)
     return np.frombuffer(serials, np.int64).tolist(), np.frombuffer(kept, np.bool_).tolist(), state, far
 
 

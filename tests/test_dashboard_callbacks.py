@@ -11,7 +11,7 @@ from pathlib import Path
 import dash
 import pytest
 
-from nrsack.analyzer import views
+from nrsack.analyzer.views import formats
 from nrsack.dashboard import app as APP, library as LIB
 from support.paths import SAMPLES
 
@@ -169,7 +169,7 @@ def test_cmt_and_mptcp_kpis_list_each_subflow(board):
 def test_compare_reports_the_analyzers_gain(board):
     a, b = capture_id(board, "sctp-nrsack-fig4.pcap"), capture_id(board, "sctp-sack-fig2.pcap")
     fig, rows, _ = board.compare(a, b, "8000")
-    result = views.compare_dict(*(views.summary_dict(board.library.analysis(c, 8000)) for c in (a, b)))
+    result = formats.compare_dict(*(formats.summary_dict(board.library.analysis(c, 8000)) for c in (a, b)))
     assert rows[0]["gain %"] == round(result["pairs"][0]["gain_percent"], 2) and rows[0]["gain %"] > 0
     assert len(fig.data) == 4
 

@@ -10,7 +10,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.sctp import SCTP, SCTPChunkData, SCTPChunkInit, SCTPChunkInitAck, SCTPChunkSACK
 from scapy.utils import rdpcap
 
-from nrsack.analyzer.events import format_endpoint
+from nrsack.analyzer.read.events import format_endpoint
 from nrsack.generator.layers import (
     SCTPChunkFsackAck,
     SCTPChunkFsackComplete,

@@ -16,12 +16,14 @@ ROOT = Path(__file__).resolve().parent.parent
 CHILD = r'''
 import glob, importlib.util, os, pathlib, sys, tempfile
 sys.path.insert(0, sys.argv[2])
-so = glob.glob(sys.argv[1] + "/nrsack/analyzer/_reader*.so")[0]
-spec = importlib.util.spec_from_file_location("nrsack.analyzer._reader", so)
+so = glob.glob(sys.argv[1] + "/nrsack/analyzer/_native*.so")[0]
+spec = importlib.util.spec_from_file_location("nrsack.analyzer._native", so)
 module = importlib.util.module_from_spec(spec)
-sys.modules["nrsack.analyzer._reader"] = module  # before nrsack.analyzer imports the installed one
+sys.modules["nrsack.analyzer._native"] = module  # before nrsack.analyzer imports the installed one
 spec.loader.exec_module(module)
-from nrsack.analyzer import checker as C, events as E, stream
+from nrsack.analyzer.rules import checker as C
+from nrsack.analyzer.read import events as E
+from nrsack.analyzer.views import stream
 from support.hostile import build_all
 folder = pathlib.Path(tempfile.mkdtemp())
 read = 0

@@ -41,7 +41,7 @@ def test_analyzer_sees_one_mptcp_flow_with_two_subflows(mptcp_run):
     entry = sender_entry(out / "sender.pcap")
     s = entry.summary
     assert s["protocol"] == "mptcp" and s["complete"]
-    # Two readings of the analyzer's data level (analyzer/flows.py): Linux sends the first data in the
+    # Two readings of the analyzer's data level (analyzer/state/flows.py): Linux sends the first data in the
     # MP_CAPABLE third ACK (RFC 8684 3.1: no DSS, implicitly at IDSN + 1), which the data level does
     # not map, so it starts one segment late; and it counts the DATA_FIN's sequence number, so its q
     # ends at the DATA_FIN's ack, which close() sends after the truth's end (all data acked): up to

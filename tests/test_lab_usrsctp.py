@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from nrsack.analyzer import analyze, check
-from nrsack.analyzer import events as E
+from nrsack.analyzer.read import events as E
 from nrsack.cli import main
 from support import tshark
 from support.lab import lab_run

@@ -2,7 +2,7 @@
 association (their `sender` is the side that sent them); acks are checked against the FSACK path."""
 
 from nrsack import constants as C
-from nrsack.analyzer.events import EXT_FSACK
+from nrsack.analyzer.read.events import EXT_FSACK
 from nrsack.analyzer.rules import Verdict, frames, rule
 from nrsack.analyzer.rules import inputs as I
 from nrsack.analyzer.rules.sctp import negotiated

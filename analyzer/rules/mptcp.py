@@ -1,7 +1,7 @@
 """MPTCP data-level NR-SACK rules MN-01 .. MN-05 (rules.md; wire-formats.md section 4); units are data
 sequence numbers."""
 
-from nrsack.analyzer import events as E
+from nrsack.analyzer.read import events as E
 from nrsack.analyzer.rules import Verdict, frames, rule
 from nrsack.analyzer.rules import inputs as I
 from nrsack.analyzer.rules.common import retransmission, revocation_in_room

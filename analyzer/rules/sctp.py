@@ -1,6 +1,6 @@
 """SCTP NR-SACK rules NR-01 .. NR-09 (rules.md; wire-formats.md section 1)."""
 
-from nrsack.analyzer.events import EXT_NRSACK
+from nrsack.analyzer.read.events import EXT_NRSACK
 from nrsack.analyzer.rules import Verdict, frames, rule
 from nrsack.analyzer.rules import inputs as I
 from nrsack.analyzer.rules.common import first_overlap, retransmission, revoked

@@ -1,7 +1,7 @@
 """TCP NR-SACK rules TN-01 .. TN-05 (rules.md; wire-formats.md section 3). They run on every TCP
 connection, MPTCP subflows included; units are sequence numbers."""
 
-from nrsack.analyzer import events as E
+from nrsack.analyzer.read import events as E
 from nrsack.analyzer.rules import Verdict, frames, rule
 from nrsack.analyzer.rules import inputs as I
 from nrsack.analyzer.rules.common import first_overlap, retransmission, revocation_in_room

@@ -1,4 +1,4 @@
-/* level_part(): the scoreboard input (flows.Part) of one TCP connection or SCTP association
+/* level_part(): the scoreboard input (flows.ScoreboardInput) of one TCP connection or SCTP association
  * direction from one chunk's events, in one pass over the flow's rows. Doing this with numpy meant
  * gathering every field per flow and a dozen passes over them, which cost more than reading the
  * capture. The semantics are flows.TcpLevel's and flows.SctpLevel's docstrings; the numpy levels
@@ -138,7 +138,7 @@ int level_row(const level_t *lv, serial_space_t *space, const event_t *x, int mi
 }
 
 /* level_part(events, blocks, rows, side, protocol, conn, sender, state, never_renege)
- *   -> (row arrays (Part order), block arrays (lo, hi, nr), state, nr_seen, (rows left out as far, first
+ *   -> (row arrays (ScoreboardInput order), block arrays (lo, hi, nr), state, nr_seen, (rows left out as far, first
  *   such frame)) */
 PyObject *level_part(PyObject *self, PyObject *args) {
     PyObject *o_ev, *o_bk, *o_rows, *o_side, *o_state;

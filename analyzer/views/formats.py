@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-from nrsack.analyzer import analysis as A
+from nrsack.analyzer.state import scoreboard as A
 from nrsack.analyzer.rules.inputs import far_reason
 
 

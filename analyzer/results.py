@@ -8,8 +8,9 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from nrsack.analyzer import analysis as A, events as E
-from nrsack.analyzer.pipeline import Pipeline
+from nrsack.analyzer.state import scoreboard as A
+from nrsack.analyzer.read import events as E
+from nrsack.analyzer.state.pipeline import Pipeline
 
 CHUNK_NAMES = {0: "DATA", 1: "INIT", 2: "INIT-ACK", 3: "SACK", 4: "HEARTBEAT", 5: "HEARTBEAT-ACK", 6: "ABORT",
                7: "SHUTDOWN", 8: "SHUTDOWN-ACK", 9: "ERROR", 10: "COOKIE-ECHO", 11: "COOKIE-ACK",
@@ -25,7 +26,7 @@ class Analysis:
     flow_list: list
     flow_of: np.ndarray
     side_of: np.ndarray
-    entries: list               # analysis.Entry per sender direction (paths / subflows nested)
+    entries: list               # scoreboard.DirectionResult per sender direction (paths / subflows nested)
     sndbuf: int = None
     serials: dict = field(default_factory=dict)
 

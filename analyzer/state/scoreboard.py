@@ -1,8 +1,8 @@
 """Flows and scoreboard -> results, in two passes that each hold one chunk of rows at a time.
 
-Pass 1 (Sender.feed, per chunk of the capture): a sender direction's level (flows.py) builds the
-scoreboard input, the compiled Board runs it, the per-row figures go to a row store and the Sender
-keeps running tallies. Pass 2 (Sender.finish, once the capture is read): the send buffer (given, or
+Pass 1 (DirectionAccumulator.feed, per chunk of the capture): a sender direction's level (flows.py) builds the
+scoreboard input, the compiled Board runs it, the per-row figures go to a row store and the DirectionAccumulator
+keeps running tallies. Pass 2 (DirectionAccumulator.finish, once the capture is read): the send buffer (given, or
 estimated as the largest RtxQ), the largest payload and the end of the transfer are known; the rows
 come back in batches to mark the blocked ones, sum p, b and q, and give the RtxQ and blocking
 tables. The definitions are docs/metrics.md with the readings of docs/decisions.md.
@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from nrsack.analyzer import _reader, flows as F
+from nrsack.analyzer import _native
+from nrsack.analyzer.state import flows as F
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -38,7 +39,7 @@ REVOKE_NONE, REVOKE_ALL, REVOKE_IN_SPAN, BOARD_RECEIVED = 0, 1, 2, 4
 SCTP_NR_SACK = 16
 
 
-def revoke_modes(level, events: F.FlowEvents, part: F.Part) -> np.ndarray:
+def revoke_modes(level, events: F.FlowEvents, part: F.ScoreboardInput) -> np.ndarray:
     """Per row of `part`: which earlier NR-acked units the ack must still report (decisions.md 16)."""
     if isinstance(level, (F.SctpLevel, F.SctpPathLevel)):
         chunk = events.cap.ev["chunk"][events.rows[part.pos]]  # the part's rows only, not the flow's
@@ -59,7 +60,7 @@ def _constant_modes(mode, n) -> np.ndarray:
 
 
 @dataclass
-class Entry:
+class DirectionResult:
     """Results of one sender direction, path or subflow (columns as numpy arrays)."""
 
     summary: dict
@@ -113,15 +114,15 @@ class MemoryStore:
 
 
 def IGNORE(columns):
-    """The sink of a table nobody reads (Sender.finish skips making its rows)."""
+    """The sink of a table nobody reads (DirectionAccumulator.finish skips making its rows)."""
 
 
-class Sender:
+class DirectionAccumulator:
     """Pass 1 of one entry (sender direction, path or subflow): its level, its Board, its tallies."""
 
     def __init__(self, key, level, store, keep_serials=False):
         self.key, self.level, self.store = key, level, store
-        self.board = _reader.Board(units=level.units)
+        self.board = _native.Board(units=level.units)
         self.rows = 0                  # rows fed so far
         self.first_data = None         # row index of the first data row
         self.first_frame = self.t_start = None
@@ -170,8 +171,8 @@ class Sender:
             self.serials.append((events.cap.offset + events.rows[part.pos], part.serial, is_data))
 
     def fork(self, key, level, keep_data):
-        """A Sender for `level` in this one's state (keep_data) or in the state of its acks only."""
-        twin = Sender(key, level, self.store, self.serials is not None)
+        """A DirectionAccumulator for `level` in this one's state (keep_data) or in the state of its acks only."""
+        twin = DirectionAccumulator(key, level, self.store, self.serials is not None)
         twin.board = self.board.fork(keep_data)
         if keep_data:
             twin.serials = None if self.serials is None else list(self.serials)
@@ -193,9 +194,9 @@ class Sender:
             self.level = EndedLevel(self.level.units, self.level.gap_from_sacked, getattr(self.level, "far", None),
                                     self.level.nr_seen)
 
-    def finish(self, entry_id, base, nr_sack, sndbuf, end_ns, rtxq_sink=None, blocking_sink=None) -> Entry:
+    def finish(self, entry_id, base, nr_sack, sndbuf, end_ns, rtxq_sink=None, blocking_sink=None) -> DirectionResult:
         """Pass 2. The RtxQ and blocking rows go to the sinks (callables taking a column dict) when
-        given, else into the Entry; with the sink IGNORE they are not even made."""
+        given, else into the DirectionResult; with the sink IGNORE they are not even made."""
         estimated = sndbuf is None
         capacity = self.max_rtxq["nr" if nr_sack else "sack"] if estimated else int(sndbuf)
         complete = self.done is not None
@@ -224,7 +225,7 @@ class Sender:
         serials = None
         if self.serials:
             serials = tuple(np.concatenate(part) for part in zip(*self.serials))
-        return Entry(summary, join_columns(kept_rtxq), join_columns(kept_blocking, NO_INTERVALS), serials)
+        return DirectionResult(summary, join_columns(kept_rtxq), join_columns(kept_blocking, NO_INTERVALS), serials)
 
 
 def entry_base(flow: F.Flow, side) -> dict:
@@ -273,14 +274,14 @@ FLOW_NEGOTIATED_NR, FLOW_NEVER_RENEGE_0, FLOW_NEVER_RENEGE_1 = 1, 2, 4
 
 
 def short_tcp_summaries(cap, rows, side, lo, hi, flows, sndbuf) -> list:
-    """Sender.feed and Sender.finish of TCP connections whose every event is in this chunk, all in one
+    """Sender.feed and DirectionAccumulator.finish of TCP connections whose every event is in this chunk, all in one
     compiled call: `flows[k]`'s events are rows[lo[k]:hi[k]] (chunk indices, in order; `side` per row).
     -> per flow the summaries of its directions with data, or None when one of them did not complete
-    (its q runs to the end of the capture: Sender finishes it)."""
+    (its q runs to the end of the capture: DirectionAccumulator finishes it)."""
     conn = np.fromiter((f.conns[0] for f in flows), np.int32, len(flows))
     flags = np.fromiter((FLOW_NEGOTIATED_NR * f.negotiated_nr | FLOW_NEVER_RENEGE_0 * f.never_renege[0]
                          | FLOW_NEVER_RENEGE_1 * f.never_renege[1] for f in flows), np.int8, len(flows))
-    records = _reader.short_tcp_entries(cap.ev, cap.blocks, rows, side, lo, hi, conn, flags,
+    records = _native.short_tcp_entries(cap.ev, cap.blocks, rows, side, lo, hi, conn, flags,
                                         -1 if sndbuf is None else int(sndbuf))
     records = np.frombuffer(records, np.int64).reshape(len(flows), 2, len(SHORT_FIELDS))
     has_data = records[:, :, 0] != 0
@@ -301,7 +302,7 @@ def short_tcp_summaries(cap, rows, side, lo, hi, flows, sndbuf) -> list:
 
 @dataclass
 class EndedLevel:
-    """What finish() and the pipeline read of a released Sender's level."""
+    """What finish() and the pipeline read of a released DirectionAccumulator's level."""
 
     units: bool
     gap_from_sacked: bool

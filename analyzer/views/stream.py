@@ -7,7 +7,7 @@ and appends the RtxQ and blocking tables to the output files. Memory: a chunk, t
 and the window of each direction's scoreboard (a flow's goes when it ends: pipeline.py), and an
 index of the spilled pieces; without files (the summary alone) a flow is finished when it ends and
 only its summary row is kept, on disk. The files hold exactly what `analyze(...)` and
-views.write_tables would write.
+formats.write_tables would write.
 """
 
 from dataclasses import dataclass
@@ -18,8 +18,10 @@ import tempfile
 
 import numpy as np
 
-from nrsack.analyzer import analysis as A, events as E, views
-from nrsack.analyzer.pipeline import Pipeline
+from nrsack.analyzer.state import scoreboard as A
+from nrsack.analyzer.read import events as E
+from nrsack.analyzer.views import formats
+from nrsack.analyzer.state.pipeline import Pipeline
 
 GC_YOUNG_THRESHOLD = 20000
 ROW_DTYPE = np.dtype([(name, "<i8") for name in A.BOARD_OUTPUTS]
@@ -96,7 +98,7 @@ class TableWriter:
             self._flush()
 
     def _frame(self):
-        entries = [A.Entry({"id": entry_id}, *(2 * (A.join_columns(parts),))) for entry_id, parts in self.pending]
+        entries = [A.DirectionResult({"id": entry_id}, *(2 * (A.join_columns(parts),))) for entry_id, parts in self.pending]
         self.pending, self.pending_rows = [], 0
         frame = A.rtxq_frame(entries, self.nullable) if self.table == "rtxq" else A.blocking_frame(entries)
         frame["flow"] = frame["flow"].cat.set_categories(self.ids)
@@ -116,13 +118,13 @@ class TableWriter:
         table = pa.Table.from_pandas(frame, preserve_index=False, nthreads=1)
         if self.writer is None:
             self.writer = pq.ParquetWriter(self.path, table.schema,
-                                           use_dictionary=views.dictionary_columns(table.column_names))
+                                           use_dictionary=formats.dictionary_columns(table.column_names))
         self.writer.write_table(table.cast(self.writer.schema))
 
     def close(self):
         self._flush()
         if self.writer is None:  # nothing written: the empty table, with its columns
-            views.write_table(self._frame(), self.path, self.fmt)
+            formats.write_table(self._frame(), self.path, self.fmt)
         elif self.fmt == "parquet":
             self.writer.close()
 
@@ -199,7 +201,7 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
         if keep is not None:
             summary = summary[summary["id"].map(keep).astype(bool)]
         written = out / f"summary.{fmt}"
-        views.write_table(summary, written, fmt)
+        formats.write_table(summary, written, fmt)
         result.files.append(written)
         for writer in writers.values():
             writer.close()

@@ -9,9 +9,10 @@ p/q against the send buffer estimated so far), the final table is the usual one.
 
 import time
 
-from nrsack.analyzer import analysis as A, events as E
-from nrsack.analyzer.pipeline import Pipeline
-from nrsack.analyzer.stream import StreamedAnalysis
+from nrsack.analyzer.state import scoreboard as A
+from nrsack.analyzer.read import events as E
+from nrsack.analyzer.state.pipeline import Pipeline
+from nrsack.analyzer.views.stream import StreamedAnalysis
 
 FOLLOW_FRAMES = 64      # frames per chunk: a live transfer of a few packets a second still refreshes
 REFRESH_S = 1.0         # at most one redraw a second, as top

@@ -1,4 +1,4 @@
-/* nrsack.analyzer._reader.Board: a thin Python wrapper over the scoreboard core (core/scoreboard.c,
+/* nrsack.analyzer._native.Board: a thin Python wrapper over the scoreboard core (core/scoreboard.c,
  * docs/scoreboard.md), kept between calls so that a capture can be fed to it chunk by chunk (memory:
  * the window, not the capture). Positions are 64-bit serials unwrapped by the levels; SCTP boards
  * (units=True) count TSNs that weigh their first transmission's payload bytes.
@@ -232,7 +232,7 @@ static PyGetSetDef Board_getset[] = {
 
 static PyTypeObject BoardType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "nrsack.analyzer._reader.Board",
+    .tp_name = "nrsack.analyzer._native.Board",
     .tp_basicsize = sizeof(Board),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,
@@ -577,7 +577,7 @@ static PyMethodDef NrLedger_methods[] = {
 
 static PyTypeObject NrLedgerType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "nrsack.analyzer._reader.NrLedger",
+    .tp_name = "nrsack.analyzer._native.NrLedger",
     .tp_basicsize = sizeof(NrLedger),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,
@@ -596,8 +596,8 @@ int add_board_type(PyObject *module) {
 
 /* ---- short TCP connections, many in one call ----
  * short_tcp_entries(events, blocks, rows, side, group_lo, group_hi, conn, flow_flags, sndbuf) -> int64
- * records, ENTRY_FIELDS per sender direction (side 0 then side 1 of each group): what Sender.feed
- * and Sender.finish (analysis.py) make of a TCP connection whose every event is rows[group_lo[g] ..
+ * records, ENTRY_FIELDS per sender direction (side 0 then side 1 of each group): what DirectionAccumulator.feed
+ * and DirectionAccumulator.finish (analysis.py) make of a TCP connection whose every event is rows[group_lo[g] ..
  * group_hi[g]) (in capture order, `side` per row), fed to a fresh level and Board in one go. The
  * pipeline sends here the connections that begin and end in one chunk: a call per flow direction of
  * the general path cost more than the work. flow_flags: FLOW_NEGOTIATED_NR | FLOW_NEVER_RENEGE_0 |
@@ -633,7 +633,7 @@ static int feed_fresh(Board *b, const part_out_t *o, Py_ssize_t n, const board_r
     return 0;
 }
 
-/* Sender.feed's tallies and Sender.finish's window (p, b, blocking runs) over one direction's rows. */
+/* DirectionAccumulator.feed's tallies and DirectionAccumulator.finish's window (p, b, blocking runs) over one direction's rows. */
 static void summarize(const Board *b, const part_out_t *o, Py_ssize_t n, const board_rows_t *r, int nr_known,
                       long long sndbuf, int64_t *e) {
     Py_ssize_t first = -1, last_data = -1, done = -1;

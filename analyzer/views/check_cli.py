@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 
 import click
 
-from nrsack.analyzer.cli import fail, warn_truncated
+from nrsack.analyzer.views.cli import fail, warn_truncated
 from nrsack.analyzer.rules import REGISTRY, SEVERITIES
 
 FORMATS = ["text", "json", "junit", "sarif"]
@@ -20,8 +20,8 @@ SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 def run(captures, rule_ids, severity):
     """-> [(capture, flows, findings)]; exits 2 on unusable input or an unknown rule ID."""
-    from nrsack.analyzer import checker as C
-    from nrsack.analyzer import events as E
+    from nrsack.analyzer.rules import checker as C
+    from nrsack.analyzer.read import events as E
 
     results = []
     for path in captures:
@@ -58,7 +58,7 @@ def json_report_parts(results, batch=4096):
     string): one finding per line, written by json's C encoder or from a run's template (indent= takes
     json's Python encoder, which costs more than checking the capture when an NR-01 note stands on every
     ack); flow as "CAPTURE:ID" when there are several captures."""
-    from nrsack.analyzer.checker import json_lines
+    from nrsack.analyzer.rules.checker import json_lines
 
     opening = '{"findings": [\n'
     for path, _, findings in results:
@@ -77,7 +77,7 @@ def json_report_parts(results, batch=4096):
 def junit_report(results, rule_ids):
     """One <testsuite> per capture, one <testcase> per rule per flow (the rules of the flow's protocol);
     error findings fail the test case, warnings and notes are listed in its system-out."""
-    from nrsack.analyzer.checker import applies, select
+    from nrsack.analyzer.rules.checker import applies, select
 
     rules = select(rule_ids)
     root = ET.Element("testsuites", name="nrsack check")
@@ -120,7 +120,7 @@ def junit_report(results, rule_ids):
 def sarif_report(results, rule_ids):
     """SARIF 2.1.0: one run, the rules as reportingDescriptors, a result per finding located in the capture
     file; frames, flow and direction in the result's properties."""
-    from nrsack.analyzer.checker import select
+    from nrsack.analyzer.rules.checker import select
 
     level = {"error": "error", "warning": "warning", "note": "note"}
     rules = select(rule_ids)
@@ -180,6 +180,6 @@ def check(captures, rule_ids, severity, fmt, out_file):
         for part in report:
             click.echo(part, nl=False)
         click.echo()
-    from nrsack.analyzer.checker import at_least
+    from nrsack.analyzer.rules.checker import at_least
 
     sys.exit(1 if any(len(at_least(findings, "error")) for _, _, findings in results) else 0)

@@ -1,4 +1,4 @@
-/* nrsack.analyzer._reader: the hot path of the analyzer.
+/* nrsack.analyzer._native: the hot path of the analyzer.
  *
  * Reader: libpcap (pcap, nanosecond pcap, pcapng) -> link layer -> IPv4/IPv6 -> SCTP (over IP or
  * UDP 9899) / TCP (with SACK, NR-SACK and MPTCP options) -> one fixed-size event record per SCTP
@@ -998,7 +998,7 @@ static PyMethodDef Reader_methods[] = {
 
 static PyTypeObject ReaderType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "nrsack.analyzer._reader.Reader",
+    .tp_name = "nrsack.analyzer._native.Reader",
     .tp_basicsize = sizeof(Reader),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,
@@ -1034,13 +1034,13 @@ static PyMethodDef module_methods[] = {
     {NULL}
 };
 
-static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_reader", "libpcap reader and scoreboard", -1, module_methods};
+static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_native", "the compiled half of nrsack.analyzer: reader, levels, scoreboard", -1, module_methods};
 
-PyMODINIT_FUNC PyInit__reader(void) {
+PyMODINIT_FUNC PyInit__native(void) {
     if (PyType_Ready(&ReaderType) < 0) return NULL;
     PyObject *m = PyModule_Create(&moduledef);
     if (!m) return NULL;
-    ReaderError = PyErr_NewException("nrsack.analyzer._reader.ReaderError", PyExc_ValueError, NULL);
+    ReaderError = PyErr_NewException("nrsack.analyzer._native.ReaderError", PyExc_ValueError, NULL);
     Py_INCREF(&ReaderType);
     PyModule_AddObject(m, "Reader", (PyObject *)&ReaderType);
     PyModule_AddObject(m, "ReaderError", ReaderError);

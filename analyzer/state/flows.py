@@ -19,7 +19,8 @@ import hashlib
 
 import numpy as np
 
-from nrsack.analyzer import _reader, events as E
+from nrsack.analyzer import _native
+from nrsack.analyzer.read import events as E
 
 TWO32 = 1 << 32
 
@@ -30,7 +31,7 @@ def unwrap32(values, state, frames, far: "FarSerials"):
     seen; a far value is left out (counted in `far`) unless the next far value confirms it. `state` is
     None for a fresh space, else the state the previous chunk returned."""
     values = np.ascontiguousarray(np.asarray(values, np.uint64) & np.uint64(0xFFFFFFFF))
-    serials, kept, state, (count, first) = _reader.unwrap(values, state)
+    serials, kept, state, (count, first) = _native.unwrap(values, state)
     if count:
         far.add(count, frames[first])
     return np.frombuffer(serials, np.int64), np.frombuffer(kept, np.bool_), state
@@ -450,7 +451,7 @@ class FlowEvents:
 
 
 @dataclass
-class Part:
+class ScoreboardInput:
     """The scoreboard's input from one chunk for one level: pos (positions in FlowEvents, in order),
     kind 0 data [lo, hi) of `size` payload bytes / 1 ack (cum = hi, blocks bstart .. + bcount), and
     per row the event's conn, time and frame."""
@@ -472,7 +473,7 @@ class Part:
 
     def rows(self, keep):
         """The rows where `keep` holds, with all the blocks."""
-        return Part(*(getattr(self, name)[keep] for name in ROW_FIELDS), self.blo, self.bhi, self.bnr, self.serial[keep])
+        return ScoreboardInput(*(getattr(self, name)[keep] for name in ROW_FIELDS), self.blo, self.bhi, self.bnr, self.serial[keep])
 
 
 ROW_FIELDS = ("pos", "kind", "lo", "hi", "size", "bstart", "bcount", "conn", "time_ns", "frame")
@@ -492,24 +493,24 @@ def handshake_space(events: "FlowEvents", protocol, conn, sender):
     else:
         opening = mine[ev["chunk"][mine] == (2 if sender else 1)][:1]
         initial = ev["seq"][opening].astype(np.uint64)
-    return _reader.unwrap(initial & 0xFFFFFFFF, None)[2] if len(opening) else None
+    return _native.unwrap(initial & 0xFFFFFFFF, None)[2] if len(opening) else None
 
 
-def _compiled_part(level, events: "FlowEvents", protocol, conn, never_renege) -> Part:
+def _compiled_part(level, events: "FlowEvents", protocol, conn, never_renege) -> ScoreboardInput:
     """_levels.c's one pass over the flow's rows; carries the level's `space` and `nr_seen`."""
     if level.space is None:
         level.space = handshake_space(events, protocol, conn, level.sender)
-    rows, blocks, level.space, nr_seen, (far, far_frame) = _reader.level_part(
+    rows, blocks, level.space, nr_seen, (far, far_frame) = _native.level_part(
         events.cap.ev, events.blocks, events.rows, events.side, protocol, conn, level.sender, level.space, never_renege)
     level.nr_seen |= nr_seen
     level.far.add(far, far_frame)
     row_arrays = [np.frombuffer(a, t) for a, t in zip(rows, _ROW_DTYPES)]
-    return Part(*row_arrays, *(np.frombuffer(a, t) for a, t in zip(blocks, _BLOCK_DTYPES)), row_arrays[2])
+    return ScoreboardInput(*row_arrays, *(np.frombuffer(a, t) for a, t in zip(blocks, _BLOCK_DTYPES)), row_arrays[2])
 
 
 def _part(events, pos, is_data, lo, hi, size, blocks, serial):
     bstart, bcount, blo, bhi, bnr = blocks
-    return Part(pos, np.where(is_data, 0, 1).astype(np.int8), lo.astype(np.int64), hi.astype(np.int64),
+    return ScoreboardInput(pos, np.where(is_data, 0, 1).astype(np.int8), lo.astype(np.int64), hi.astype(np.int64),
                 size.astype(np.int64), bstart.astype(np.int64), bcount.astype(np.int32), events["conn"][pos],
                 events["time_ns"][pos], events["frame"][pos], blo.astype(np.int64), bhi.astype(np.int64),
                 bnr.astype(np.int8), serial)
@@ -550,7 +551,7 @@ class TcpLevel:
         self.nr_seen = False
         self.far = FarSerials()
 
-    def build(self, events: FlowEvents) -> Part:
+    def build(self, events: FlowEvents) -> ScoreboardInput:
         never_renege = self.flow is not None and self.flow.never_renege[1 - self.sender]
         return _compiled_part(self, events, LEVEL_TCP, self.conn, never_renege)
 
@@ -572,9 +573,9 @@ class SctpLevel:
         self.cum_tsn = np.iinfo(np.int64).min
         self.first_tsn = np.empty(0, np.int64)  # sorted
         self.first_conn = np.empty(0, np.int32)
-        self.part = self.path_of = None        # the last chunk's Part and per row the path it counts for
+        self.part = self.path_of = None        # the last chunk's ScoreboardInput and per row the path it counts for
 
-    def build(self, events: FlowEvents) -> Part:
+    def build(self, events: FlowEvents) -> ScoreboardInput:
         self.part = part = _compiled_part(self, events, LEVEL_SCTP, -1, False)
         self.path_of = self._paths(part.conn, part.lo, part.kind == 0)
         return part
@@ -615,7 +616,7 @@ class SctpPathLevel:
     def nr_seen(self):
         return self.association.nr_seen
 
-    def build(self, events: FlowEvents) -> Part:
+    def build(self, events: FlowEvents) -> ScoreboardInput:
         part, path = self.association.part, self.association.path_of
         return part.rows((part.kind == 1) | ((path == self.conn) & (part.conn == self.conn)))
 
@@ -635,7 +636,7 @@ class MptcpLevel:
         self.far = FarSerials()
         self.subflows = {}  # conn -> _SubflowMap
 
-    def build(self, events: FlowEvents) -> Part:
+    def build(self, events: FlowEvents) -> ScoreboardInput:
         fl = events["flags"]
         mine = events.side == self.sender
         data = mine & ((fl & E.DSS_MAP) != 0) & (events["dss_len"] > 0)

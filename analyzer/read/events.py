@@ -1,6 +1,6 @@
 """Capture -> events: the compiled reader's records as numpy columns, read in chunks.
 
-One record per SCTP chunk or TCP segment (analyzer/_reader.c, `event_t`), one schema for SCTP, TCP
+One record per SCTP chunk or TCP segment (analyzer/read/_reader.c, `event_t`), one schema for SCTP, TCP
 and MPTCP; gap blocks, NR blocks, duplicate TSNs and addresses live in a side table (`blocks`) that
 each event points into with `blk_start` / `blk_count`. Serial numbers arrive as on the wire (32 bit);
 flows.py unwraps them to 64 bit once, per sequence space, before anything else looks at them.
@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 
-from nrsack.analyzer import _reader
+from nrsack.analyzer import _native
 
 EVENT_DTYPE = np.dtype([
     ("time_ns", "<i8"), ("dsn", "<u8"), ("data_ack", "<u8"), ("key", "<u8"), ("blk_start", "<i8"),
@@ -24,7 +24,7 @@ EVENT_DTYPE = np.dtype([
     ("dir", "u1"), ("proto", "u1"), ("chunk", "u1"), ("tcp_flags", "u1"),
 ])
 BLOCK_DTYPE = np.dtype([("event", "<i8"), ("lo", "<u8"), ("hi", "<u8"), ("kind", "u1"), ("_pad", "V7")])
-assert EVENT_DTYPE.itemsize == _reader.EVENT_SIZE and BLOCK_DTYPE.itemsize == _reader.BLOCK_SIZE
+assert EVENT_DTYPE.itemsize == _native.EVENT_SIZE and BLOCK_DTYPE.itemsize == _native.BLOCK_SIZE
 
 # event flags (EV_* in _reader.c)
 DATA, ACK, NRSACK, UNORDERED = 1 << 0, 1 << 1, 1 << 2, 1 << 3
@@ -172,10 +172,10 @@ def read_chunks(path, frames=CHUNK_FRAMES, progress=None):
     if os.path.isdir(path):
         raise CaptureError(f"{path}: is a folder, not a capture")
     try:
-        reader = _reader.Reader(path)
-    except _reader.ReaderError as error:
+        reader = _native.Reader(path)
+    except _native.ReaderError as error:
         raise CaptureError(f"{path}: not a readable capture: {error}") from None
-    _reader.keep_freed_memory()
+    _native.keep_freed_memory()
     conns = ConnList()
     offset = 0
     done = False
@@ -185,7 +185,7 @@ def read_chunks(path, frames=CHUNK_FRAMES, progress=None):
             step = min(wanted, CHUNK_FRAMES)
             try:
                 got = reader.read(step)
-            except _reader.ReaderError as error:
+            except _native.ReaderError as error:
                 raise CaptureError(f"{path}: damaged or truncated capture, {error}") from None
             if progress is not None:
                 progress(reader.position())

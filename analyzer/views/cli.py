@@ -56,9 +56,11 @@ def run_analysis(path, sndbuf):
 def run_streaming(path, sndbuf, flow_filter, out_dir, fmt, checker=None):
     """-> (the summary as the views take it, the files written); `checker` (checker.Checker) rides along
     on the same pass (analyze --check)."""
-    from nrsack.analyzer import CaptureError, stream, views
+    from nrsack.analyzer import CaptureError
+    from nrsack.analyzer.views import stream
+    from nrsack.analyzer.views import formats
 
-    keep = None if flow_filter is None else (lambda entry_id: views.id_matches(entry_id, flow_filter))
+    keep = None if flow_filter is None else (lambda entry_id: formats.id_matches(entry_id, flow_filter))
     observe = None if checker is None else checker.attach
     try:
         with _progress(path) as progress:
@@ -71,7 +73,7 @@ def run_streaming(path, sndbuf, flow_filter, out_dir, fmt, checker=None):
 def check_findings(checker, flow_filter, severity):
     """The findings of `analyze --check`: those of the flows --flow names (and of no flow), at `severity` or
     more severe."""
-    from nrsack.analyzer.checker import at_least
+    from nrsack.analyzer.rules.checker import at_least
 
     found = at_least(checker.finish()[1], severity)
     if flow_filter is not None:
@@ -86,14 +88,16 @@ def run_follow(path, sndbuf, flow_filter):
     from rich.console import Console
     from rich.live import Live
 
-    from nrsack.analyzer import CaptureError, follow as F, views
+    from nrsack.analyzer import CaptureError
+    from nrsack.analyzer.views import follow as F
+    from nrsack.analyzer.views import formats
 
     console = Console() if sys.stdout.isatty() else Console(width=200)
 
     def table(analysis, final):
-        ids = views.selected_ids(analysis, flow_filter)
+        ids = formats.selected_ids(analysis, flow_filter)
         title = "final" if final else f"following, {analysis.capture.frames} frames so far"
-        shown = views.rich_table(analysis, ids)
+        shown = formats.rich_table(analysis, ids)
         shown.caption = title
         return shown
 
@@ -137,7 +141,7 @@ def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream, follow, check, s
     """RtxQ evolution, send-buffer blocking and p/q of every sender direction in CAPTURE ('-': standard input).
 
     With --check, exit status as `nrsack check`: 0 without an error finding, 1 with one, 2 for unusable input."""
-    from nrsack.analyzer import views
+    from nrsack.analyzer.views import formats
 
     if follow:
         return run_follow(capture, sndbuf, flow_filter)
@@ -148,7 +152,7 @@ def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream, follow, check, s
     streaming = stream or not files_wanted or check
     checker = None
     if check:
-        from nrsack.analyzer.checker import Checker
+        from nrsack.analyzer.rules.checker import Checker
 
         checker = Checker()
     if streaming:
@@ -156,27 +160,27 @@ def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream, follow, check, s
                                           checker)
     else:
         analysis = run_analysis(capture, sndbuf)
-    ids = views.selected_ids(analysis, flow_filter)
+    ids = formats.selected_ids(analysis, flow_filter)
     if ids is not None and not ids:
         fail(f"no flow {flow_filter!r} in {capture}")
     found = check_findings(checker, flow_filter, severity) if check else None
     if fmt == "json":
         # a flow at a time: a million flows are a GB of text; with --check, the checker's findings
-        views.write_json(analysis, sys.stdout, ids, findings=found)
+        formats.write_json(analysis, sys.stdout, ids, findings=found)
     elif fmt == "table":
         from rich.console import Console
 
         # piped output is not limited to 80 columns: the table stays one line per entry
         console = Console() if sys.stdout.isatty() else Console(width=200)
-        console.print(views.rich_table(analysis, ids))
+        console.print(formats.rich_table(analysis, ids))
         for frame, reason in analysis.capture.findings:
             console.print(f"GEN-01 frame {frame}: {reason}", markup=False)
-        for finding in views.summary_dict(analysis, ids)["findings"]:
+        for finding in formats.summary_dict(analysis, ids)["findings"]:
             if finding["rule"] != "GEN-01" or finding["severity"] == "note":
                 console.print(f"{finding['rule']} {finding['severity']} frame {finding['frames'][0]}: "
                               f"{finding['message'].split(' ', 1)[1]}", markup=False)
         if check:
-            from nrsack.analyzer.check_cli import text_report
+            from nrsack.analyzer.views.check_cli import text_report
 
             console.print(text_report([(capture, None, found)]), markup=False, highlight=False)
     warn_truncated(analysis.capture)
@@ -184,7 +188,7 @@ def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream, follow, check, s
         for path in written:
             click.echo(f"wrote {path}", err=fmt == "json")
     elif files_wanted:
-        for path in views.write_tables(analysis, out_dir or ".", tables, ids):
+        for path in formats.write_tables(analysis, out_dir or ".", tables, ids):
             click.echo(f"wrote {path}", err=fmt == "json")
     if check and any(f["severity"] == "error" for f in found):
         sys.exit(1)
@@ -198,14 +202,14 @@ def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream, follow, check, s
               help="HTML file to write (default: CAPTURE with .html).")
 def plot(capture, sndbuf, flow_filter, out_file):
     """Interactive HTML of RtxQ vs time: send-buffer line, blocked time shaded, rtxq_sack and rtxq_nr."""
-    from nrsack.analyzer import views
+    from nrsack.analyzer.views import formats
 
     analysis = run_analysis(capture, sndbuf)
-    ids = views.selected_ids(analysis, flow_filter)
+    ids = formats.selected_ids(analysis, flow_filter)
     if ids is not None and not ids:
         fail(f"no flow {flow_filter!r} in {capture}")
     out_file = out_file or os.path.splitext(os.path.basename(capture))[0] + ".html"
-    views.figure(analysis, ids).write_html(out_file, include_plotlyjs=True)
+    formats.figure(analysis, ids).write_html(out_file, include_plotlyjs=True)
     click.echo(f"wrote {out_file}")
 
 
@@ -219,7 +223,7 @@ def compare(run_a, run_b, sndbuf, fmt):
 
     Each run is a capture or the JSON of `nrsack analyze --format json`; sender directions are
     paired in order."""
-    from nrsack.analyzer import views
+    from nrsack.analyzer.views import formats
 
     summaries = []
     for run in (run_a, run_b):
@@ -231,10 +235,10 @@ def compare(run_a, run_b, sndbuf, fmt):
                 fail(f"{run}: not an analyzer JSON summary ({error})")
         else:
             summary_only, _ = run_streaming(run, sndbuf, None, out_dir=None, fmt="csv")  # fmt unused: no files
-            summaries.append(views.summary_dict(summary_only))
-    result = views.compare_dict(*summaries)
+            summaries.append(formats.summary_dict(summary_only))
+    result = formats.compare_dict(*summaries)
     if fmt == "json":
-        click.echo(views.dump_json(result))
+        click.echo(formats.dump_json(result))
         return
     from rich.console import Console
     from rich.table import Table

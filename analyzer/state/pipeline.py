@@ -1,4 +1,4 @@
-"""The pipeline under every analysis: chunks of events -> FlowTable (flows.py) -> one Sender per
+"""The pipeline under every analysis: chunks of events -> FlowTable (flows.py) -> one DirectionAccumulator per
 sender direction, path and subflow (analysis.py, pass 1) -> Entries (pass 2). No pandas here: the
 summary of a capture is made without it (model.py and stream.py turn results into DataFrames).
 
@@ -6,7 +6,7 @@ A flow's state is released when it ends: an SCTP association at its SHUTDOWN-COM
 TCP connection when both FINs are acked or at a RST, an MPTCP connection when all its subflows
 have so ended; or when it has sent nothing for IDLE_NS of capture time (docs/decisions.md 44).
 Its events after that point are not analysed (counted: `late`), in whichever chunk they come, so
-the figures do not depend on the chunk size. Released, a Sender keeps its tallies, not its
+the figures do not depend on the chunk size. Released, a DirectionAccumulator keeps its tallies, not its
 scoreboard; with `finish_ended` (the summary alone is wanted) a flow whose every direction
 completed its transfer is finished at once and its entries spilled to a temporary file
 (EntrySpill), so the memory a capture needs does not grow with its flows.
@@ -17,7 +17,9 @@ import tempfile
 
 import numpy as np
 
-from nrsack.analyzer import analysis as A, events as E, flows as F
+from nrsack.analyzer.state import scoreboard as A
+from nrsack.analyzer.read import events as E
+from nrsack.analyzer.state import flows as F
 
 # A transfer making progress is never silent this long: TCP's largest RTO is 120 s (Linux
 # TCP_RTO_MAX), SCTP's 60 s (RFC 9260 RTO.Max); 300 s leaves room for two of either.
@@ -104,11 +106,11 @@ class SpilledEntries:
                     loaded, batch = offset, pickle.loads(file.read(length))
                 entries = batch[slot]
             for summary, paths in entries:
-                yield A.Entry(summary, {}, {}, paths=[A.Entry(p, {}, {}) for p in paths])
+                yield A.DirectionResult(summary, {}, {}, paths=[A.DirectionResult(p, {}, {}) for p in paths])
 
 
 class Pipeline:
-    """Feeds chunks of a capture to the flow table and to every entry's Sender; -> entries."""
+    """Feeds chunks of a capture to the flow table and to every entry's DirectionAccumulator; -> entries."""
 
     def __init__(self, store, keep_serials=False, finish_ended=False, sndbuf=None, spill_folder=None, on_part=None):
         self.table = F.FlowTable()
@@ -117,7 +119,7 @@ class Pipeline:
         self.senders = {}  # flow id -> {"main": [side 0, side 1], conn: [side 0, side 1] (paths, subflows)}
         self.end_ns = 0
         self.conns = []    # every conn seen so far (the reader's list, growing chunk by chunk)
-        self.on_part = on_part  # the checker's hook: each level's rows of a chunk (Sender.on_part)
+        self.on_part = on_part  # the checker's hook: each level's rows of a chunk (DirectionAccumulator.on_part)
         self.on_chunk = None    # and after each chunk: on_chunk(cap, flow_of, side_of)
         self.sndbuf = sndbuf
         self.spill = EntrySpill(spill_folder) if finish_ended else None
@@ -174,7 +176,7 @@ class Pipeline:
 
     def _finish_short(self, cap, rows, side, group_flow, lo, hi) -> set:
         """The TCP connections that begin and end in this chunk, finished and spilled in one compiled pass
-        (analysis.short_tcp_summaries) instead of a Sender per direction: -> their flow ids. Only for the
+        (analysis.short_tcp_summaries) instead of a DirectionAccumulator per direction: -> their flow ids. Only for the
         summary alone (finish_ended) and with nobody reading the levels (the checker's hooks)."""
         if self.spill is None or self.on_part is not None or self.on_chunk is not None or self.keep_serials \
                 or not self._ended:
@@ -182,7 +184,7 @@ class Pipeline:
         ending = np.zeros(len(self.released), bool)
         ending[list(self._ended)] = True
         flows = self.table.flows
-        # no earlier live event: no Sender yet, the whole connection is in this chunk
+        # no earlier live event: no DirectionAccumulator yet, the whole connection is in this chunk
         groups = [k for k in np.flatnonzero(ending[group_flow] & (self.last_ns[group_flow] == _NEVER)).tolist()
                   if flows[group_flow[k]].protocol == "tcp"]
         if not groups:
@@ -191,7 +193,7 @@ class Pipeline:
         done, spilled, batch = set(), [], []
         for flow, summaries in zip(picked, A.short_tcp_summaries(cap, rows, side, lo[groups], hi[groups], picked,
                                                                  self.sndbuf)):
-            if summaries is None:  # a transfer that did not complete: a Sender finishes it at the end
+            if summaries is None:  # a transfer that did not complete: a DirectionAccumulator finishes it at the end
                 continue
             if summaries:  # (no data either way: nothing to spill)
                 spilled.append(flow.id)
@@ -334,14 +336,14 @@ class Pipeline:
     def _senders(self, flow):
         mine = self.senders.setdefault(flow.id, {})
         if "main" not in mine:
-            mine["main"] = [A.Sender((flow.id, side), self._level(flow, side), self.store, self.keep_serials)
+            mine["main"] = [A.DirectionAccumulator((flow.id, side), self._level(flow, side), self.store, self.keep_serials)
                             for side in (0, 1)]
             for sender in mine["main"]:
                 sender.on_part = self.on_part
         if flow.protocol == "mptcp":
             for conn in flow.conns:
                 if conn not in mine:
-                    mine[conn] = [A.Sender((flow.id, side, conn), F.TcpLevel(conn, side), self.store, self.keep_serials)
+                    mine[conn] = [A.DirectionAccumulator((flow.id, side, conn), F.TcpLevel(conn, side), self.store, self.keep_serials)
                                   for side in (0, 1)]
                     for sender in mine[conn]:
                         sender.on_part = self.on_part
@@ -363,7 +365,7 @@ class Pipeline:
         return F.MptcpLevel(side)
 
     def plan(self):
-        """-> [(flow, side, entry id, main Sender, [(path id, conn, Sender)])] of every direction that sent data
+        """-> [(flow, side, entry id, main DirectionAccumulator, [(path id, conn, DirectionAccumulator)])] of every direction that sent data
         (flows finished early into the spill are not in it)."""
         return [item for flow in self.table.flows if flow is not None for item in self._plan_flow(flow)]
 
@@ -379,14 +381,14 @@ class Pipeline:
             entry_id = f"{flow.id}{'ab'[side]}"
             paths = []
             if flow.protocol == "mptcp" or len(flow.conns) > 1:
-                # (a conn that joined after the flow ended has no Sender)
+                # (a conn that joined after the flow ended has no DirectionAccumulator)
                 paths = [(f"{entry_id}.{k}", conn, mine[conn][side]) for k, conn in enumerate(flow.conns)
                          if conn in mine and mine[conn][side].has_data]
             out.append((flow, side, entry_id, main, paths))
         return out
 
     def entries(self, sndbuf, sinks=None):
-        """Pass 2 of every Sender with data, in flow / side / path order; sinks(entry_id) -> (rtxq, blocking).
+        """Pass 2 of every DirectionAccumulator with data, in flow / side / path order; sinks(entry_id) -> (rtxq, blocking).
         With finish_ended: the spilled entries of every flow, the ones still open finished now."""
         if self.spill is None:
             return [self._entry(item, sndbuf, sinks) for item in self.plan()]

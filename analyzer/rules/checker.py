@@ -2,12 +2,12 @@
 
 The capture is read in chunks through the analyzer's own Pipeline (pipeline.py): the same flows and the
 same levels (flows.py, _levels.c), so every serial number is unwrapped once, by the level that feeds the
-scoreboard. The pipeline hands the checker each level's rows of a chunk (Sender.on_part); the checker keeps
+scoreboard. The pipeline hands the checker each level's rows of a chunk (DirectionAccumulator.on_part); the checker keeps
 per flow only its rule state (rules/state.py) from chunk to chunk, so memory is a chunk plus per-flow state
 plus the findings.
 
 Python work follows the rows that matter, not every row. Per direction and chunk, the NR ledger (C,
-analyzer/_scoreboard.c NrLedger: the NR-acked pieces with the frame that first NR-acked each) takes every row
+analyzer/state/_scoreboard.c NrLedger: the NR-acked pieces with the frame that first NR-acked each) takes every row
 in one call and writes per row the facts the revocation and retransmission rules read; numpy then picks the
 rows no rule can fire on: data neither below the cum ack nor over NR-acked units, acks that neither go back,
 nor leave NR-acked units out, nor hold a unit in an R and an NR block, nor (SCTP) cover unsent data or break a
@@ -32,8 +32,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from nrsack.analyzer import _reader, analysis as A, events as E, flows as F
-from nrsack.analyzer.pipeline import Pipeline
+from nrsack.analyzer import _native
+from nrsack.analyzer.state import scoreboard as A
+from nrsack.analyzer.read import events as E
+from nrsack.analyzer.state import flows as F
+from nrsack.analyzer.state.pipeline import Pipeline
 from nrsack.analyzer.rules import REGISTRY, SEVERITIES, frames
 from nrsack.analyzer.rules import inputs as I
 from nrsack.analyzer.rules import state as S
@@ -278,7 +281,7 @@ class Checker:
         facts per row go to lane.facts. Returns what _pick reads of the wire blocks."""
         ledger = run.ledgers.get(lane.key)
         if ledger is None:
-            ledger = run.ledgers[lane.key] = _reader.NrLedger()
+            ledger = run.ledgers[lane.key] = _native.NrLedger()
         is_ack = lane.kind == 1
         bstart, bcount, blo, bhi, bnr, owner, wlo, whi = I.lane_blocks(cap, lane.level, lane.row, is_ack, lane.lo)
         kind, lo, hi = lane.kind.astype(np.int8), lane.lo, lane.hi

@@ -1,0 +1,1 @@
+"""Capture -> events: the compiled libpcap / pcapng reader (_reader.c) and the event arrays it fills."""
