@@ -8,7 +8,7 @@
  * within SERIAL_FAR of that candidate, the space really jumped (a capture that missed a gigabyte) and
  * the second value is adopted as the new reference. Any value near the reference clears the
  * candidate. Serials never go below 0. Values 64 bits wide (MPTCP's 8-octet DSNs) pass the same guard
- * (serial_take64): 157 GB of data level from one random DSS must not be adopted either (issue 17). */
+ * (serial_take64): 157 GB of data level from one random DSS must not be adopted either (docs/decisions.md 40). */
 #include "nrsack_core.h"
 
 uint64_t serial_near(uint64_t reference, uint32_t v) {

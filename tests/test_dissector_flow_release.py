@@ -1,4 +1,4 @@
-"""C plugin, per-flow state (issue 17): a flow's scoreboard (the core's malloc'ed sets) is released when
+"""C plugin, per-flow state (docs/decisions.md 44): a flow's scoreboard (the core's malloc'ed sets) is released when
 the flow ends (SCTP SHUTDOWN-COMPLETE or ABORT; TCP RST, or a FIN each way, each acked) and, for every
 flow still open, when the capture file closes; the frames keep what they showed, on every pass.
 

@@ -1,7 +1,7 @@
 """Conformance rules of docs/rules.md, one small pure function per rule ID.
 
 A rule is called for every event of the kinds it names, in frame order per flow, with
-(event, state before, state after, context) and yields `Verdict`s; the checker (analyzer/check.py)
+(event, state before, state after, context) and yields `Verdict`s; the checker (rules/checker.py)
 turns them into findings with the rule's ID, severity, flow and direction. `REGISTRY` maps each ID
 to its `Rule`. Adding a rule: one decorated function in the module of its protocol family (sctp,
 tcp, mptcp, fsack, general) plus its test vectors; nothing else changes.

@@ -1,4 +1,4 @@
-"""One truth harness (issue 18): long simulated captures through every consumer of a capture (the
+"""One truth harness (docs/scoreboard.md): long simulated captures through every consumer of a capture (the
 analyzer, `nrsack check`, the C plugin, the Lua plugin), each compared row by row with the simulator's
 truth (generator/sim/truth.py) or, where no truth applies (captures not taken at the sender, captures
 that start mid-association), with the analyzer.
@@ -14,7 +14,7 @@ a first transmission or an ack): RtxQ bytes under SACK, under NR-SACK and what-i
     checker_findings(capture)   `nrsack check --format json` findings
     first_difference(want, got) None, or where two row tables first disagree and how
     record(case, consumer, n)   appends "case consumer rows" to build/truth-harness/rows.tsv (the counts
-                                the lead reports) and prints it
+                                a closing note quotes) and prints it
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """One way to run tshark (4.0 natively, 4.4 and 4.6 in Debian chroots) with an nrsack plugin, shared by
-the C plugin's tests and the Lua plugin's parity tests. Stable interface (changes need the Lua engineer's
-and the lead's agreement):
+the C plugin's tests and the Lua plugin's parity tests. Stable interface (both plugins' suites
+rely on it: change it in both at once):
 
     Plugin                      which plugin a run loads: Plugin.c(folder), Plugin.lua(script), Plugin.none()
     c_plugin_folder(so_path)    lays out a WIRESHARK_PLUGIN_DIR folder (DIR/<release>/epan/nrsack.so) for a built .so

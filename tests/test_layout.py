@@ -1,0 +1,42 @@
+"""The analyzer's subpackages follow the data (docs/architecture.md): a module imports only from its own
+stage or the ones before it, so data flows one way and no module reaches forward."""
+
+import ast
+
+from support.paths import REPO
+
+STAGES = ["_native", "read", "state", "results", "rules", "views"]
+ANALYZER = REPO / "analyzer"
+
+
+def stage(module: str):
+    parts = module.split(".")
+    if parts[:2] != ["nrsack", "analyzer"] or len(parts) < 3 or parts[2] not in STAGES:
+        return None  # outside the analyzer, or its public face (nrsack.analyzer itself)
+    return STAGES.index(parts[2])
+
+
+def imported(tree):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            yield node.module
+            yield from (f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+
+
+def test_every_analyzer_module_sits_in_a_stage():
+    loose = [p.name for p in ANALYZER.glob("*.py") if p.stem not in ("__init__", *STAGES)]
+    assert loose == [], "a module outside the stages: move it into read/, state/, rules/ or views/"
+
+
+def test_imports_point_one_way():
+    backwards = []
+    for path in sorted(ANALYZER.rglob("*.py")):
+        module = ".".join(["nrsack", "analyzer", *path.relative_to(ANALYZER).with_suffix("").parts])
+        mine = stage(module)
+        if mine is None:
+            continue
+        backwards += [f"{module} imports {name}" for name in imported(ast.parse(path.read_text()))
+                      if (theirs := stage(name)) is not None and theirs > mine]
+    assert backwards == []
