@@ -1,7 +1,7 @@
 """Benchmark of the analyzer against two baselines measured in the same run.
 
     python3 bench/bench_analyzer.py [--packets 1000000] [--flows 16] [--keep DIR]
-                                    [--stream-packets 10000000 [--stream-tshark]]
+                                    [--stream-packets 10000000 [--stream-tshark]] [--baseline PYTHON]
 
 Writes a capture of interleaved lossy TCP (SACK) and SCTP (NR-SACK) transfers, snaplen 70 as
 `tcpdump -s 70` would (headers whole, payload lengths from the IP headers), then times, each in a
@@ -15,6 +15,8 @@ fresh process (CPU time and peak RSS):
   - tshark:   `tshark -T fields` of the fields the analysis needs, read into pandas (fields only:
               no scoreboard, so the ratio favours tshark);
   - dpkt:     a Python loop over the capture with dpkt decoding the same fields into pandas.
+  - baseline: the summary again, run by another checkout's interpreter (--baseline, e.g. a venv with
+              an older nrsack installed), so a change's cost is a ratio measured in the same run.
 Each analyzer mode also runs on a capture half as long, so the memory growth per packet is visible.
 --stream-packets N streams a capture of N packets (e.g. 10M) with summary and parquet and reports
 their speed and peak memory; --stream-tshark also runs tshark on it (minutes), for the ratio at that
@@ -164,9 +166,14 @@ def child_analyzer(path):
             "events": len(analysis.capture.ev)}
 
 
-def child_summary(path):
-    out = subprocess.run(["nrsack", "analyze", path, "--format", "json"], capture_output=True, text=True, check=True)
+def child_summary(path, python=None):
+    command = [python, "-I", "-c", "from nrsack.cli import main; main()"] if python else ["nrsack"]
+    out = subprocess.run([*command, "analyze", path, "--format", "json"], capture_output=True, text=True, check=True)
     return {"entries": len(json.loads(out.stdout)["flows"])}
+
+
+def child_baseline(path):
+    return child_summary(path, os.environ["NRSACK_BENCH_BASELINE"])
 
 
 def child_parquet(path):
@@ -230,7 +237,7 @@ def child_dpkt(path):
 
 
 CHILDREN = {"summary": child_summary, "analyzer": child_analyzer, "parquet": child_parquet, "tshark": child_tshark,
-            "dpkt": child_dpkt}
+            "dpkt": child_dpkt, "baseline": child_baseline}
 MINE = ("summary", "analyzer", "parquet")
 
 
@@ -261,6 +268,7 @@ def main():
     parser.add_argument("--stream-packets", type=int, default=0, metavar="N",
                         help="also stream a capture of N packets (e.g. 10000000): speed and peak memory")
     parser.add_argument("--stream-tshark", action="store_true", help="also run tshark on the --stream-packets capture")
+    parser.add_argument("--baseline", metavar="PYTHON", help="an interpreter with another nrsack: its summary too")
     parser.add_argument("--child", nargs=2, metavar=("NAME", "PATH"), help=argparse.SUPPRESS)
     parser.add_argument("--build", nargs=2, metavar=("PACKETS", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -292,6 +300,9 @@ def main():
         results["tshark"] = measure("tshark", big)
     if "dpkt" not in skip:
         results["dpkt"] = measure("dpkt", big)
+    if args.baseline:
+        os.environ["NRSACK_BENCH_BASELINE"] = args.baseline
+        results["baseline"] = measure("baseline", big)
     print(f"{'contender':<10} {'wall s':>8} {'CPU s':>8} {'packets/s (CPU)':>16} {'peak RSS MB':>12}")
     for name, r in results.items():
         print(f"{name:<10} {r['wall_s']:8.2f} {r['cpu_s']:8.2f} {n / r['cpu_s']:16,.0f} {r['peak_rss_mb']:12.0f}")
@@ -304,6 +315,10 @@ def main():
         print(f"{mine} peak RSS: {halves[mine]['peak_rss_mb']:.0f} MB at {n_half} packets, "
               f"{results[mine]['peak_rss_mb']:.0f} MB at {n}: {grow:.0f} bytes per packet"
               + (" (streamed: grows only until the first chunks of 65,536 frames are full)" if mine != "analyzer" else ""))
+    if "baseline" in results:
+        print(f"summary against the baseline ({args.baseline}): "
+              f"{results['baseline']['cpu_s'] / results['summary']['cpu_s']:.2f}x its CPU, "
+              f"{results['summary']['peak_rss_mb'] / results['baseline']['peak_rss_mb']:.2f}x its peak RSS")
     print(f"analyzer output: {results['analyzer']['entries']} entries, {results['analyzer']['rtxq_rows']} RtxQ rows, "
           f"{results['analyzer']['blocking_rows']} blocking intervals")
     if args.stream_packets:
