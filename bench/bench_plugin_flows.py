@@ -9,7 +9,7 @@ The capture is bench/bench_many_flows.py's (10 frames a complete connection, 200
 run reads it with `-T fields` (frame.number and tcp.stream; with a plugin also nrsack.stream,
 nrsack.rtxq.bytes and nrsack.gap_open: fields make tshark build the tree, so the plugins analyse every
 packet) in a fresh child process, so the child's peak RSS is that tshark's alone. Both plugins give a
-flow's state back when it ends (issue 17, decisions.md 44): what they add over tshark alone should be
+flow's state back when it ends (decisions.md 44): what they add over tshark alone should be
 their per-frame results, not every flow's scoreboard. Printed per run: wall s, CPU s, peak RSS MB, and
 per plugin the ratios to tshark alone and the memory it adds per flow (peak minus tshark's, divided by
 the flow count); with --repeat > 1 the medians. --lua-baseline SCRIPT also runs another version of

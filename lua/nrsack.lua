@@ -787,7 +787,7 @@ local function flow_dir_new(stream, index, protocol, tsn_units, rule_rtx_after_a
     }
 end
 
--- A flow that ended gives its scoreboards back (issue 17: memory bounded by the live flows); once out
+-- A flow that ended gives its scoreboards back (decisions.md 44: memory bounded by the live flows); once out
 -- of the lookups its tables go too, the stored frame results keeping only its labels.
 local function release_dirs(dirs)
     for i = 0, 1 do
@@ -1762,7 +1762,7 @@ local function parse_dss(s, off, len, m)
         p = p + w + 6
     end
     -- RFC 8684 3.3: without N the flags fix the length exactly (the checksum, 2 octets after a mapping,
-    -- when negotiated: either length is legal), as the analyzer's reader checks it (issue 17)
+    -- when negotiated: either length is legal), as the analyzer's reader checks it
     if not has_flag(flags, DSS_N) then
         if p == stop or (d.has_map and p + 2 == stop) then return d end
         return nil

@@ -1,6 +1,6 @@
 """TCP connections that begin and end in one chunk are finished in one compiled pass for the summary
 alone (pipeline.Pipeline._finish_short, _scoreboard.c short_tcp_entries): their summaries must be
-those of the general path (a Sender per direction), whatever the blocks, losses, wrap, far acks or
+those of the general path (a DirectionAccumulator per direction), whatever the blocks, losses, wrap, far acks or
 end; a transfer that did not complete goes the general way."""
 
 import random
@@ -103,7 +103,7 @@ def capture(tmp_path_factory):
 
 @pytest.mark.parametrize("sndbuf", [None, 3000])
 def test_short_connections_summed_as_the_general_path_does(capture, sndbuf):
-    general = formats.summary_dict(analyze(capture, sndbuf=sndbuf))  # a Sender per direction, in memory
+    general = formats.summary_dict(analyze(capture, sndbuf=sndbuf))  # a DirectionAccumulator per direction, in memory
     assert formats.summary_dict(stream.analyze_to_files(capture, sndbuf=sndbuf)) == general
     # the same pipeline fed by hand: most connections took the one-pass way
     spill_run = P.Pipeline(stream.DiskStore(), finish_ended=True, sndbuf=sndbuf)

@@ -274,7 +274,7 @@ FLOW_NEGOTIATED_NR, FLOW_NEVER_RENEGE_0, FLOW_NEVER_RENEGE_1 = 1, 2, 4
 
 
 def short_tcp_summaries(cap, rows, side, lo, hi, flows, sndbuf) -> list:
-    """Sender.feed and DirectionAccumulator.finish of TCP connections whose every event is in this chunk, all in one
+    """DirectionAccumulator.feed and .finish of TCP connections whose every event is in this chunk, all in one
     compiled call: `flows[k]`'s events are rows[lo[k]:hi[k]] (chunk indices, in order; `side` per row).
     -> per flow the summaries of its directions with data, or None when one of them did not complete
     (its q runs to the end of the capture: DirectionAccumulator finishes it)."""

@@ -186,7 +186,7 @@ static gboolean parse_dss(tvbuff_t *tvb, int off, int len, const mptcp_conn_t *m
         p += w + 6;
     }
     /* RFC 8684 3.3: without N the flags fix the length exactly (the checksum, 2 octets after a mapping,
-     * when negotiated: either length is legal), as the analyzer's reader checks it (issue 17) */
+     * when negotiated: either length is legal), as the analyzer's reader checks it */
     if (!(d->flags & DSS_N))
         return p == end || (d->has_map && p + 2 == end);
     d->has_nr = TRUE;

@@ -180,7 +180,7 @@ void tcp_init_state(void)
     conn_table = wmem_map_new(wmem_file_scope(), key_hash, key_equal);
 }
 
-/* The connection (or subflow) ended: its state goes (issue 17); its frames keep what they showed. */
+/* The connection (or subflow) ended: its state goes (decisions.md 44); its frames keep what they showed. */
 static void end_conn(tcp_conn_t *c)
 {
     if (c->ended)
