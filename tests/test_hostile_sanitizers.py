@@ -14,7 +14,7 @@ from support.hostile import build_all
 ROOT = Path(__file__).resolve().parent.parent
 
 CHILD = r'''
-import glob, importlib.util, os, pathlib, sys, tempfile
+import glob, importlib.util, os, pathlib, signal, sys, tempfile
 sys.path.insert(0, sys.argv[2])
 so = glob.glob(sys.argv[1] + "/nrsack/analyzer/_native*.so")[0]
 spec = importlib.util.spec_from_file_location("nrsack.analyzer._native", so)
@@ -33,6 +33,11 @@ for name, data, _ in build_all():
     fifo = folder / f"{name}.fifo"
     os.mkfifo(fifo)
     if os.fork() == 0:  # a pipe too: the reader's pipe path (the first bytes given back)
+        # if the reader dies (a sanitizer report), this writer must neither hold the report's pipes open
+        # nor wait for a reader for ever
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+        os.dup2(1, 2)
+        signal.alarm(60)
         with open(fifo, "wb") as writer:
             try:
                 writer.write(data)

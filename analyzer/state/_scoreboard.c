@@ -367,7 +367,7 @@ static void ledger_trim(NrLedger *l, uint64_t cut) {
 /* Adds the blocks in l->claimed (any order; clipped already) as pieces of `frame` where no piece lies yet. */
 static int ledger_add(NrLedger *l, int64_t frame) {
     iset_t *b = &l->claimed;
-    qsort(b->v, b->n, sizeof *b->v, by_lo_hi);
+    if (b->n > 1) qsort(b->v, b->n, sizeof *b->v, by_lo_hi);  /* none yet: v may be NULL */
     size_t m = 0;  /* join overlapping blocks; touching ones stay apart, as sent */
     for (size_t k = 0; k < b->n; k++) {
         if (b->v[k].hi <= b->v[k].lo) continue;
