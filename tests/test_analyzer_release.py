@@ -59,6 +59,7 @@ def same_in_every_chunking(path):
     return whole
 
 
+@pytest.mark.slow  # seconds: not in the inner loop (make test-fast)
 def test_many_connections_hold_only_the_open_ones(tmp_path):
     # 60 connections, two open at a time
     frames = by_time(*(tcp_connection(0.05 * k, 20000 + k) for k in range(60)))

@@ -100,6 +100,7 @@ def test_streamed_files_are_the_in_memory_files(simulated, tmp_path, monkeypatch
     assert not list((tmp_path / "stream").glob("nrsack-rows-*")), "the spill file is removed"
 
 
+@pytest.mark.slow  # seconds: not in the inner loop (make test-fast)
 def test_stream_cli_keeps_the_flow_filter(simulated, tmp_path):
     capture = simulated["cmt-nrsack-2-sender"]
     for mode, folder in (([], "memory"), (["--stream"], "stream")):

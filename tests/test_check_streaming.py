@@ -41,6 +41,7 @@ def lossy_capture(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow  # seconds: not in the inner loop (make test-fast)
 def test_long_lossy_capture_streams_to_the_same_findings(lossy_capture):
     reference = findings(lossy_capture, chunk_frames=None, every_row=True)
     assert len(reference) > 1000  # NR-SACKs without a captured handshake, malformed blocks

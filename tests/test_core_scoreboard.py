@@ -8,6 +8,7 @@ stale acks and a 16,000-block NR-SACK.
 """
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from nrsack.analyzer import _native
@@ -180,6 +181,7 @@ def event_sequences(draw):
     return units, rows
 
 
+@pytest.mark.slow  # seconds: not in the inner loop (make test-fast)
 @settings(max_examples=300, deadline=None)
 @given(event_sequences())
 def test_core_matches_the_reference(case):

@@ -5,11 +5,13 @@ import subprocess
 import sys
 import urllib.request
 
+import pytest
 from click.testing import CliRunner
 
 from nrsack.cli import main
 
 
+@pytest.mark.slow  # starts the dashboard's server: seconds, not in the inner loop
 def test_serves_the_samples_on_localhost_and_prints_the_url():
     process = subprocess.Popen([sys.executable, "-c", "from nrsack.cli import main; main()", "dashboard", "--port", "0"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
