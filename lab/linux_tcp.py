@@ -350,7 +350,9 @@ def run(cfg, out_dir):
                                 timeout=cfg.timeout_s + 30)
         if sender.returncode != 0:
             raise RuntimeError(f"the sender failed: {sender.stderr.strip()[-300:]}")
-        receiver.wait(timeout=30)
+        # the receiver ends after the connection's close, which the lossy link (resends after backed-off
+        # timeouts) and a loaded machine can delay past a fixed 30 s: it gets the run's bound, as the sender does
+        receiver.wait(timeout=cfg.timeout_s + 30)
         time.sleep(0.2)
         for d in dumps:
             d.send_signal(signal.SIGINT)
