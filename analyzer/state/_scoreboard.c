@@ -597,7 +597,7 @@ int add_board_type(PyObject *module) {
 /* ---- short TCP connections, many in one call ----
  * short_tcp_entries(events, blocks, rows, side, group_lo, group_hi, conn, flow_flags, sndbuf) -> int64
  * records, ENTRY_FIELDS per sender direction (side 0 then side 1 of each group): what DirectionAccumulator.feed
- * and DirectionAccumulator.finish (analysis.py) make of a TCP connection whose every event is rows[group_lo[g] ..
+ * and DirectionAccumulator.finish (state/scoreboard.py) make of a TCP connection whose every event is rows[group_lo[g] ..
  * group_hi[g]) (in capture order, `side` per row), fed to a fresh level and Board in one go. The
  * pipeline sends here the connections that begin and end in one chunk: a call per flow direction of
  * the general path cost more than the work. flow_flags: FLOW_NEGOTIATED_NR | FLOW_NEVER_RENEGE_0 |

@@ -1,6 +1,6 @@
 """The pipeline under every analysis: chunks of events -> FlowTable (flows.py) -> one DirectionAccumulator per
-sender direction, path and subflow (analysis.py, pass 1) -> Entries (pass 2). No pandas here: the
-summary of a capture is made without it (model.py and stream.py turn results into DataFrames).
+sender direction, path and subflow (scoreboard.py, pass 1) -> DirectionResults (pass 2). No pandas here: the
+summary of a capture is made without it (results.py and views/stream.py turn results into DataFrames).
 
 A flow's state is released when it ends: an SCTP association at its SHUTDOWN-COMPLETE or ABORT, a
 TCP connection when both FINs are acked or at a RST, an MPTCP connection when all its subflows
@@ -176,7 +176,7 @@ class Pipeline:
 
     def _finish_short(self, cap, rows, side, group_flow, lo, hi) -> set:
         """The TCP connections that begin and end in this chunk, finished and spilled in one compiled pass
-        (analysis.short_tcp_summaries) instead of a DirectionAccumulator per direction: -> their flow ids. Only for the
+        (scoreboard.short_tcp_summaries) instead of a DirectionAccumulator per direction: -> their flow ids. Only for the
         summary alone (finish_ended) and with nobody reading the levels (the checker's hooks)."""
         if self.spill is None or self.on_part is not None or self.on_chunk is not None or self.keep_serials \
                 or not self._ended:

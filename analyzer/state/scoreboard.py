@@ -261,7 +261,7 @@ def entry_summary(base, entry_id, nr_sack, estimated, capacity, data_bytes, max_
         "first_frame": first_frame,
         "q_ns": q_ns, "p_ns": p_ns, "b_ns": b_ns,
     })
-    if far_count:  # said once per entry (views.summary_dict lists it as a finding)
+    if far_count:  # said once per entry (views/formats.py summary_dict lists it as a finding)
         summary.update(far_serials_ignored=far_count, far_serials_first_frame=far_frame)
     return summary
 
