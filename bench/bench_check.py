@@ -78,6 +78,9 @@ def checker_at(rev, folder):
     shutil.rmtree(os.path.join(analyzer, "rules"))
     names = subprocess.run(["git", "-C", REPO, "ls-tree", "-r", "--name-only", rev, *CHECKER_FOLDERS, *CHECKER_FILES],
                            capture_output=True, text=True, check=True).stdout.split()
+    if CHECKER_FILES[0] not in names:  # its rules import the flat analyzer modules of before the subpackages
+        raise SystemExit(f"--before {rev}: that revision predates the analyzer's subpackages ({CHECKER_FILES[0]}); "
+                         "its checker cannot run over this tree")
     for name in names:
         target = os.path.join(root, name)
         os.makedirs(os.path.dirname(target), exist_ok=True)
