@@ -30,9 +30,10 @@ _NEVER = np.iinfo(np.int64).min
 
 
 class EntrySpill:
-    """Finished flows' entries in a temporary file (the summaries, pickled a batch of flows at a time:
-    one pickle.dumps for the short flows a chunk finishes), read back in flow order; the index is four
-    numbers a flow in arrays (a dict of tuples would be ~200 bytes a flow)."""
+    """Finished flows' entries in a temporary file (their summaries as scoreboard.summary_row makes them,
+    pickled a batch of flows at a time: one pickle.dumps for the short flows a chunk finishes), read
+    back in flow order; the index is four numbers a flow in arrays (a dict of tuples would be ~200 bytes
+    a flow)."""
 
     def __init__(self, folder=None):
         self.file = tempfile.TemporaryFile(dir=folder, prefix="nrsack-entries-")
@@ -45,12 +46,13 @@ class EntrySpill:
 
     def put(self, fid, entries):
         """Only the summaries are kept (the tables of a spilled entry were never made)."""
-        self.put_summaries([fid], [[(e.summary, [p.summary for p in e.paths]) for e in entries]], alone=True)
+        self.put_rows([fid], [[(*A.summary_row(e.summary), [A.summary_row(p.summary) for p in e.paths])
+                               for e in entries]], alone=True)
 
-    def put_summaries(self, fids, summaries, alone=False):
-        """summaries[k]: [(an entry's summary, [its paths' summaries])] of flow fids[k]; `alone`: one flow
-        finished on its own (not kept loaded when read: the batches around it are)."""
-        blob = pickle.dumps(summaries, pickle.HIGHEST_PROTOCOL)
+    def put_rows(self, fids, rows, alone=False):
+        """rows[k]: [(keys, values, [its paths' (keys, values)])] of the entries of flow fids[k] (summary_row's);
+        `alone`: one flow finished on its own (not kept loaded when read: the batches around it are)."""
+        blob = pickle.dumps(rows, pickle.HIGHEST_PROTOCOL)
         top = max(fids)
         if top >= len(self.offset):
             grow = max(top + 1, 2 * len(self.offset)) - len(self.offset)
@@ -64,7 +66,7 @@ class EntrySpill:
         self.file.write(blob)
         self.offset[fids], self.length[fids] = self.end, len(blob)
         self.slot[fids] = -1 if alone else np.arange(len(fids))
-        self.count[fids] = [len(entries) for entries in summaries]
+        self.count[fids] = [len(entries) for entries in rows]
         self.end += len(blob)
 
     def spilled(self) -> np.ndarray:
@@ -81,7 +83,10 @@ class EntrySpill:
 class SpilledEntries:
     """The spilled entries in flow order, as a re-iterable sequence (read from the file each time). A
     batch holds the short flows of one chunk, first seen in it: their ids lie above those of every
-    earlier batch, so one batch at a time is loaded, and a flow spilled alone is read around it."""
+    earlier batch, so one batch at a time is loaded, and a flow spilled alone is read around it.
+    Iterated: DirectionResults; rows(): the same as summary rows, which the JSON writer takes as they are."""
+
+    ROWS_AT_ONCE = 4096
 
     def __init__(self, spill: EntrySpill):
         self.spill = spill
@@ -91,22 +96,32 @@ class SpilledEntries:
         return self.count
 
     def __iter__(self):
+        for rows in self.rows():
+            for keys, values, paths in rows:
+                yield A.DirectionResult(dict(zip(keys, values)), {}, {},
+                                        paths=[A.DirectionResult(dict(zip(*path)), {}, {}) for path in paths])
+
+    def rows(self):
+        """-> lists of (keys, values, paths) (EntrySpill.put_rows's), in flow order, ROWS_AT_ONCE or so at a time."""
         file, spill = self.spill.file, self.spill
         spill.moved = True
         fids = spill.spilled()
-        loaded, batch = None, None
+        loaded, batch, out = None, None, []
         for offset, length, slot in zip(spill.offset[fids].tolist(), spill.length[fids].tolist(),
                                         spill.slot[fids].tolist()):
             if slot < 0:
                 file.seek(offset)
-                entries = pickle.loads(file.read(length))[0]
+                out += pickle.loads(file.read(length))[0]
             else:
                 if offset != loaded:
                     file.seek(offset)
                     loaded, batch = offset, pickle.loads(file.read(length))
-                entries = batch[slot]
-            for summary, paths in entries:
-                yield A.DirectionResult(summary, {}, {}, paths=[A.DirectionResult(p, {}, {}) for p in paths])
+                out += batch[slot]
+            if len(out) >= self.ROWS_AT_ONCE:
+                yield out
+                out = []
+        if out:
+            yield out
 
 
 class Pipeline:
@@ -176,7 +191,7 @@ class Pipeline:
 
     def _finish_short(self, cap, rows, side, group_flow, lo, hi) -> set:
         """The TCP connections that begin and end in this chunk, finished and spilled in one compiled pass
-        (scoreboard.short_tcp_summaries) instead of a DirectionAccumulator per direction: -> their flow ids. Only for the
+        (scoreboard.short_tcp_rows) instead of a DirectionAccumulator per direction: -> their flow ids. Only for the
         summary alone (finish_ended) and with nobody reading the levels (the checker's hooks)."""
         if self.spill is None or self.on_part is not None or self.on_chunk is not None or self.keep_serials \
                 or not self._ended:
@@ -191,19 +206,19 @@ class Pipeline:
             return set()
         picked = [flows[f] for f in group_flow[groups].tolist()]
         done, spilled, batch = set(), [], []
-        for flow, summaries in zip(picked, A.short_tcp_summaries(cap, rows, side, lo[groups], hi[groups], picked,
-                                                                 self.sndbuf)):
+        for flow, summaries in zip(picked, A.short_tcp_rows(cap, rows, side, lo[groups], hi[groups], picked,
+                                                            self.sndbuf)):
             if summaries is None:  # a transfer that did not complete: a DirectionAccumulator finishes it at the end
                 continue
             if summaries:  # (no data either way: nothing to spill)
                 spilled.append(flow.id)
-                batch.append([(summary, []) for summary in summaries])
+                batch.append([(keys, values, ()) for keys, values in summaries])
             for conn in flow.conns:
                 self.fins.pop(conn, None)
             self.table.forget(flow, self.conns)
             done.add(flow.id)
         if spilled:
-            self.spill.put_summaries(spilled, batch)
+            self.spill.put_rows(spilled, batch)
         self.short_flows += len(done)
         return done
 

@@ -238,21 +238,22 @@ def entry_base(flow: F.Flow, side) -> dict:
 def entry_summary(base, entry_id, nr_sack, estimated, capacity, data_bytes, max_rtxq, q_ns, p_ns, b_ns, acked,
                   intervals, complete, max_payload, retransmissions, first_frame, far_count, far_frame) -> dict:
     """An entry's summary from its figures (integers; max_rtxq: sack, nr, whatif): the one place its
-    keys, their order and the ratios are made."""
+    keys and their order are made (short_tcp_rows writes the same keys as rows)."""
     summary = dict(base)
+    q_s, p_s, b_s, p_over_q, b_over_q, throughput = entry_ratios(q_ns, p_ns, b_ns, acked)
     summary.update({
         "id": entry_id,
         "nr_sack": bool(nr_sack),
         "data_bytes": data_bytes,
-        "q_s": q_ns / 1e9, "p_s": p_ns / 1e9, "b_s": b_ns / 1e9,
-        "p_over_q": p_ns / q_ns if q_ns > 0 else 0.0,
-        "b_over_q": b_ns / q_ns if q_ns > 0 else 0.0,
+        "q_s": q_s, "p_s": p_s, "b_s": b_s,
+        "p_over_q": p_over_q,
+        "b_over_q": b_over_q,
         "sndbuf_bytes": capacity,
         "sndbuf_estimated": estimated,
         "max_rtxq_sack_bytes": max_rtxq[0],
         "max_rtxq_nr_bytes": max_rtxq[1],
         "max_rtxq_whatif_bytes": max_rtxq[2],
-        "throughput_bps": acked * 8e9 / q_ns if q_ns > 0 else 0.0,
+        "throughput_bps": throughput,
         "blocking_intervals": intervals,
         "complete": complete,
         "max_payload_bytes": max_payload,
@@ -266,6 +267,32 @@ def entry_summary(base, entry_id, nr_sack, estimated, capacity, data_bytes, max_
     return summary
 
 
+def entry_ratios(q_ns, p_ns, b_ns, acked) -> tuple:
+    """-> q, p and b in seconds, p/q, b/q and the throughput in bit/s: the one place they are made."""
+    if q_ns > 0:
+        return q_ns / 1e9, p_ns / 1e9, b_ns / 1e9, p_ns / q_ns, b_ns / q_ns, acked * 8e9 / q_ns
+    return q_ns / 1e9, p_ns / 1e9, b_ns / 1e9, 0.0, 0.0, 0.0
+
+
+_ORDERS = {}  # a summary's keys -> the same keys in the JSON's order (most summaries share one)
+
+
+def summary_order(keys) -> tuple:
+    """A summary's keys (a dict or a tuple) in the JSON summary's order: the contract's keys first, in
+    metrics.md's order, then the extras as they come."""
+    keys = tuple(keys)
+    order = _ORDERS.get(keys)
+    if order is None:
+        order = _ORDERS[keys] = tuple(SUMMARY_KEYS + [k for k in keys if k not in SUMMARY_KEYS])
+    return order
+
+
+def summary_row(summary) -> tuple:
+    """-> (keys in the JSON's order, the values in that order): how a summary is spilled and written."""
+    keys = summary_order(summary)
+    return keys, tuple([summary[k] for k in keys])
+
+
 # _scoreboard.c short_tcp_entries: the fields of its record per sender direction, and its flow flags
 SHORT_FIELDS = ("has_data", "complete", "nr_sack", "first_frame", "t_start", "q_ns", "p_ns", "b_ns", "data_bytes",
                 "capacity", "max_sack", "max_nr", "max_whatif", "acked", "intervals", "max_payload",
@@ -273,11 +300,13 @@ SHORT_FIELDS = ("has_data", "complete", "nr_sack", "first_frame", "t_start", "q_
 FLOW_NEGOTIATED_NR, FLOW_NEVER_RENEGE_0, FLOW_NEVER_RENEGE_1 = 1, 2, 4
 
 
-def short_tcp_summaries(cap, rows, side, lo, hi, flows, sndbuf) -> list:
+def short_tcp_rows(cap, rows, side, lo, hi, flows, sndbuf) -> list:
     """DirectionAccumulator.feed and .finish of TCP connections whose every event is in this chunk, all in one
     compiled call: `flows[k]`'s events are rows[lo[k]:hi[k]] (chunk indices, in order; `side` per row).
-    -> per flow the summaries of its directions with data, or None when one of them did not complete
-    (its q runs to the end of the capture: DirectionAccumulator finishes it)."""
+    -> per flow the summaries of its directions with data as summary_row makes them (keys, values), or
+    None when one of them did not complete (its q runs to the end of the capture: DirectionAccumulator
+    finishes it). The rows are made here, not through entry_summary: a dict a flow cost more than the
+    flow's analysis."""
     conn = np.fromiter((f.conns[0] for f in flows), np.int32, len(flows))
     flags = np.fromiter((FLOW_NEGOTIATED_NR * f.negotiated_nr | FLOW_NEVER_RENEGE_0 * f.never_renege[0]
                          | FLOW_NEVER_RENEGE_1 * f.never_renege[1] for f in flows), np.int8, len(flows))
@@ -289,14 +318,17 @@ def short_tcp_summaries(cap, rows, side, lo, hi, flows, sndbuf) -> list:
     out = [[] if ok else None for ok in finished.tolist()]
     kept = has_data & finished[:, None]
     flow_of, side_of = np.nonzero(kept)  # (in flow, then side order)
+    estimated = sndbuf is None
     for k, side, (_, complete, nr_sack, first_frame, _, q_ns, p_ns, b_ns, data_bytes, capacity, max_sack, max_nr,
                   max_whatif, acked, intervals, max_payload, retransmissions, far, far_frame) in zip(
             flow_of.tolist(), side_of.tolist(), records[kept].tolist()):
         flow = flows[k]
-        out[k].append(entry_summary(
-            entry_base(flow, side), f"{flow.id}{'ab'[side]}", nr_sack, sndbuf is None, capacity, data_bytes,
-            (max_sack, max_nr, max_whatif), q_ns, p_ns, b_ns, acked, intervals, bool(complete), max_payload,
-            retransmissions, first_frame, far, far_frame))
+        q_s, p_s, b_s, p_over_q, b_over_q, throughput = entry_ratios(q_ns, p_ns, b_ns, acked)
+        values = (f"{flow.id}{'ab'[side]}", "tcp", flow.endpoints[side], flow.endpoints[1 - side], bool(nr_sack),
+                  data_bytes, q_s, p_s, b_s, p_over_q, b_over_q, capacity, estimated, max_sack, max_nr, max_whatif,
+                  throughput, intervals, vantage(flow, side), bool(complete), flow.id, side, "connection",
+                  max_payload, acked, retransmissions, first_frame, q_ns, p_ns, b_ns)
+        out[k].append((SHORT_KEYS_FAR, values + (far, far_frame)) if far else (SHORT_KEYS, values))
     return out
 
 
@@ -550,3 +582,10 @@ def _stack(entries, attribute, dtypes) -> dict:
 def gain(throughput_a, throughput_b):
     """Gain of run A over run B in percent (metrics.md); None when B moved no data."""
     return (throughput_a - throughput_b) / throughput_b * 100 if throughput_b else None
+
+
+# the keys of short_tcp_rows's rows, as entry_summary makes them for a TCP connection's direction
+SHORT_KEYS = summary_order(entry_summary(
+    dict.fromkeys(("protocol", "src", "dst", "flow", "side", "level", "vantage")), "", False, True, 0, 0, (0, 0, 0),
+    1, 0, 0, 0, 0, True, 0, 0, 0, 0, None))
+SHORT_KEYS_FAR = summary_order(SHORT_KEYS + ("far_serials_ignored", "far_serials_first_frame"))

@@ -10,24 +10,13 @@ import sys
 
 import numpy as np
 
+from nrsack.analyzer import _native
 from nrsack.analyzer.state import scoreboard as A
 from nrsack.analyzer.rules.inputs import far_reason
 
 
-_ORDERS = {}  # a summary's keys -> the same keys in the JSON's order (most summaries share one)
-
-
-def _order(summary) -> tuple:
-    """The contract's keys first, in metrics.md's order, then the extras."""
-    keys = tuple(summary)
-    order = _ORDERS.get(keys)
-    if order is None:
-        order = _ORDERS[keys] = tuple(A.SUMMARY_KEYS + [k for k in keys if k not in A.SUMMARY_KEYS])
-    return order
-
-
 def _ordered(summary):
-    return {k: _plain(summary[k]) for k in _order(summary)}
+    return {k: _plain(summary[k]) for k in A.summary_order(summary)}
 
 
 def _plain(value):
@@ -64,57 +53,105 @@ def _flow_items(analysis, entry_ids):
 
 
 def write_json(analysis, out, entry_ids=None, findings=None):
-    """dump_json(summary_dict(analysis, entry_ids)) written to `out` a flow at a time: a million flows'
-    summary is never one document in memory. The flows are encoded by the C encoder (values only,
-    between NUL separators, which it escapes inside strings) into the indented layout."""
+    """dump_json(summary_dict(analysis, entry_ids)) written to `out` a few thousand flows at a time: a
+    million flows' summary is never one document in memory. Flows with the same keys are filled into
+    the indented layout by one compiled call (_native.fill_layout) per batch."""
     out.write(f'{{\n  "capture": {json.dumps(analysis.capture.path)},\n  "frames": {json.dumps(analysis.capture.frames)},'
               f'\n  "flows": ')
+    far = []  # (frame, entry id, count) of the entries that left far serial numbers out: for the findings
     opened = False
-    for entry in analysis.entries:
-        if entry_ids is not None and entry.summary["id"] not in entry_ids:
-            continue
-        out.write(",\n" if opened else "[\n")
-        out.write(_indented_entry(entry))
-        opened = True
+    for rows in _summary_rows(analysis.entries):
+        text = _indented_rows(rows, far, entry_ids)
+        if text:
+            out.write(text if opened else "[" + text[1:])
+            opened = True
     out.write("\n  ]" if opened else "[]")
     if findings is None:  # analyze --check passes the checker's, which include the reader's GEN ones
-        findings = _findings(analysis, entry_ids)
+        findings = _findings(analysis, entry_ids, far)
     encoded = json.dumps(findings, indent=2).replace("\n", "\n  ")
     out.write(f',\n  "findings": {encoded}\n}}\n')
 
 
-_VALUES = json.JSONEncoder(separators=("\0", ":"))
-_ENCODED_AS_IS = {str, int, float, bool, type(None)}  # float NaN too: its "NaN" becomes null below
-_LAYOUTS = {}
+def _summary_rows(entries, at_once=4096):
+    """The entries as lists of (keys, values, paths' (keys, values)) (scoreboard.summary_row's): the spilled
+    ones as they were spilled, the others made here."""
+    if hasattr(entries, "rows"):
+        yield from entries.rows()
+        return
+    rows = []
+    for entry in entries:
+        rows.append((*A.summary_row(entry.summary), [A.summary_row(p.summary) for p in entry.paths]))
+        if len(rows) == at_once:
+            yield rows
+            rows = []
+    yield rows
 
 
-def _indented_entry(entry) -> str:
-    """json.dumps(item, indent=2) of the entry's flow item as it sits in the flows list (4 more spaces a
-    line): its summary's values in one call of the C encoder, into a layout made once per key set."""
-    order = _order(entry.summary)
-    values = [entry.summary[k] for k in order]
-    values = [v if type(v) in _ENCODED_AS_IS else _plain(v) for v in values]
-    encoded = _VALUES.encode(values)[1:-1].split("\0")
-    if "NaN" in encoded:  # a string NaN would be quoted: this is a float's
-        encoded = ["null" if v == "NaN" else v for v in encoded]
-    keys = order + ("paths",) if entry.paths else order
-    layout = _LAYOUTS.get(keys)
-    if layout is None:
-        layout = _LAYOUTS[keys] = "{\n" + ",\n".join(f"      {json.dumps(k).replace('%', '%%')}: %s" for k in keys) + "\n    }"
-    if entry.paths:  # rare: the generic encoder
-        encoded.append(json.dumps([_ordered(p.summary) for p in entry.paths], indent=2).replace("\n", "\n      "))
-    return "    " + layout % tuple(encoded)
+_PIECES = {}  # (keys, with paths) -> the layout around the values, for _native.fill_layout
 
 
-def _findings(analysis, entry_ids):
+def _pieces(keys, paths) -> tuple:
+    """json.dumps(item, indent=2) of a flow item as it sits in the flows list (4 more spaces a line), cut
+    where its values go; each item begins ",\n"; with paths it ends where their list goes."""
+    pieces = _PIECES.get((keys, paths))
+    if pieces is None:
+        names = [json.dumps(k) for k in keys]
+        pieces = _PIECES[keys, paths] = tuple([f",\n    {{\n      {names[0]}: "] + [f",\n      {n}: " for n in names[1:]]
+                                               + [',\n      "paths": ' if paths else "\n    }"])
+    return pieces
+
+
+def _indented_rows(rows, far, entry_ids) -> str:
+    """The flow items of `rows` (summary rows) whose id entry_ids holds (None: all), each after ",\n";
+    notes in `far` the far serials every entry and path reports (the findings filter them)."""
+    parts, run, run_keys = [], [], None
+    for keys, values, paths in rows:
+        if "far_serials_ignored" in keys:
+            _note_far(keys, values, far)
+        for path in paths:
+            if "far_serials_ignored" in path[0]:
+                _note_far(*path, far)
+        if entry_ids is not None and values[0] not in entry_ids:
+            continue
+        if keys is not run_keys or paths:
+            if run:
+                parts.append(_native.fill_layout(_pieces(run_keys, False), run, _json_value))
+            run, run_keys = [], keys
+        if paths:  # rare (paths, subflows): their list by the generic encoder
+            parts.append(_native.fill_layout(_pieces(keys, True), list(values), _json_value))
+            parts.append(json.dumps([{k: _plain(v) for k, v in zip(*path)} for path in paths], indent=2)
+                         .replace("\n", "\n      ") + "\n    }")
+            run_keys = None
+        else:
+            run += values
+    if run:
+        parts.append(_native.fill_layout(_pieces(run_keys, False), run, _json_value))
+    return "".join(parts)
+
+
+def _note_far(keys, values, far):
+    summary = dict(zip(keys, values))
+    if summary.get("far_serials_ignored"):
+        far.append((summary["far_serials_first_frame"], summary["id"], summary["far_serials_ignored"]))
+
+
+def _json_value(value) -> str:
+    """The JSON text of a value fill_layout leaves to Python (numpy and pandas scalars, big ints, escaped text)."""
+    return json.dumps(_plain(value))
+
+
+def _findings(analysis, entry_ids, far=None):
+    """far: the (frame, entry id, count) of the entries that left far serial numbers out, when the caller
+    went through the entries already (else found here)."""
     findings = [{"rule": "GEN-01", "severity": "error", "frames": [frame], "message": f"GEN-01 {reason}"}
                 for frame, reason in analysis.capture.findings]
     findings += [general_finding(*found) for found in analysis.capture.rule_findings if found[1].startswith("GEN-")]
-    for entry in analysis.all_entries():
-        far = entry.summary.get("far_serials_ignored")
-        if far and (entry_ids is None or entry.summary["id"] in entry_ids):
-            findings.append(general_finding(entry.summary["far_serials_first_frame"], "GEN-01.note",
-                                            f"entry {entry.summary['id']}: {far_reason(far)}"))
+    if far is None:
+        far = [(s["far_serials_first_frame"], s["id"], s["far_serials_ignored"])
+               for s in (entry.summary for entry in analysis.all_entries()) if s.get("far_serials_ignored")]
+    for frame, entry_id, count in far:
+        if entry_ids is None or entry_id in entry_ids:
+            findings.append(general_finding(frame, "GEN-01.note", f"entry {entry_id}: {far_reason(count)}"))
     findings.sort(key=lambda f: f["frames"][0])
     return findings
 
