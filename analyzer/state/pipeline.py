@@ -82,11 +82,13 @@ class EntrySpill:
 
 class SpilledEntries:
     """The spilled entries in flow order, as a re-iterable sequence (read from the file each time). A
-    batch holds the short flows of one chunk, first seen in it: their ids lie above those of every
-    earlier batch, so one batch at a time is loaded, and a flow spilled alone is read around it.
+    batch holds the short flows of one chunk, first seen in it or in the chunk before (held back): their
+    ids lie above those of every batch but the one before, so a few batches at a time are loaded, and a
+    flow spilled alone is read around them.
     Iterated: DirectionResults; rows(): the same as summary rows, which the JSON writer takes as they are."""
 
     ROWS_AT_ONCE = 4096
+    BATCHES_LOADED = 3  # a chunk's batch also holds the connections held back from the chunk before (Pipeline._hold)
 
     def __init__(self, spill: EntrySpill):
         self.spill = spill
@@ -106,16 +108,19 @@ class SpilledEntries:
         file, spill = self.spill.file, self.spill
         spill.moved = True
         fids = spill.spilled()
-        loaded, batch, out = None, None, []
+        loaded, out = {}, []  # batch offset -> its rows, the last few loaded
         for offset, length, slot in zip(spill.offset[fids].tolist(), spill.length[fids].tolist(),
                                         spill.slot[fids].tolist()):
             if slot < 0:
                 file.seek(offset)
                 out += pickle.loads(file.read(length))[0]
             else:
-                if offset != loaded:
+                batch = loaded.get(offset)
+                if batch is None:
+                    if len(loaded) == self.BATCHES_LOADED:
+                        del loaded[next(iter(loaded))]
                     file.seek(offset)
-                    loaded, batch = offset, pickle.loads(file.read(length))
+                    batch = loaded[offset] = pickle.loads(file.read(length))
                 out += batch[slot]
             if len(out) >= self.ROWS_AT_ONCE:
                 yield out
@@ -146,8 +151,14 @@ class Pipeline:
         self.fins = {}     # TCP conn -> [FIN end dir 0, FIN end dir 1, dir 0's FIN acked, dir 1's FIN acked]
         self.late = [0, None]  # events after their flow's end: how many, the first frame
         self.short_flows = 0   # flows finished by _finish_short
+        self.held = None       # (events, blocks, the chunk's header) of the connections _hold held back
+        self.replayed = 0      # rows of this chunk replayed from the one before
+        self.flushing = False
 
     def feed(self, cap: E.Capture):
+        """-> the flow and side of each event of the chunk (with the connections held back from the chunk
+        before replayed at its head: _hold)."""
+        cap = self._replay_held(cap)
         flow_of, side_of = self.table.assign(cap)
         self.conns = cap.conns
         if not len(cap.ev):
@@ -164,8 +175,9 @@ class Pipeline:
         starts = np.flatnonzero(np.diff(sorted_flows, prepend=-1))
         stops = np.append(starts[1:], len(order))
         short = self._finish_short(cap, order, side_of[order], sorted_flows[starts], starts, stops)
+        held = self._hold(cap, flow_of, live_flow, order[starts], sorted_flows[starts], short)
         for fid, lo, hi in zip(sorted_flows[starts].tolist(), starts.tolist(), stops.tolist()):
-            if fid in short:
+            if fid in short or fid in held:
                 continue
             rows = order[lo:hi]
             events = F.FlowEvents(cap, rows, side_of[rows])
@@ -178,6 +190,10 @@ class Pipeline:
             last = np.append(starts[1:], len(order)) - 1
             self.last_ns[sorted_flows[last]] = cap.ev["time_ns"][order[last]]
             self.active[sorted_flows[starts]] = True
+            if held:  # not analysed yet: as if not seen
+                unseen = np.fromiter(held, np.int64, len(held))
+                self.last_ns[unseen] = _NEVER
+                self.active[unseen] = False
         if short:
             finished = np.fromiter(short, np.int64, len(short))
             self.released[finished] = True
@@ -189,12 +205,69 @@ class Pipeline:
             self.store.flush()
         return flow_of, side_of
 
+    def _one_pass(self) -> bool:
+        """Whether short connections may be finished in one pass: for the summary alone (finish_ended)
+        and with nobody reading the levels (the checker's hooks)."""
+        return self.spill is not None and self.on_part is None and self.on_chunk is None and not self.keep_serials
+
+    def _hold(self, cap, flow_of, live_flow, first_row, group_flow, short) -> set:
+        """The TCP connections that begin in this chunk and do not end in it, held back: their events are
+        replayed at the head of the next chunk, where most end and take the one-pass way (_finish_short),
+        not a DirectionAccumulator per direction (a connection cut by a chunk's end cost as much as ~40
+        short ones). -> their flow ids. Held once: replayed, a connection goes the general way; one with
+        an event left out (late) is not held (its count would be made twice)."""
+        if not self._one_pass() or self.flushing:
+            return set()
+        fresh = (self.last_ns[group_flow] == _NEVER) & (first_row >= self.replayed)
+        late = flow_of[(flow_of >= 0) & (live_flow < 0)]
+        ended = list(self._ended)
+        fresh &= ~np.isin(group_flow, ended) & ~np.isin(group_flow, late)
+        flows = self.table.flows
+        held = {f for f in group_flow[fresh].tolist() if f not in short and flows[f].protocol == "tcp"}
+        if not held:
+            return held
+        rows = np.flatnonzero(np.isin(live_flow, np.fromiter(held, np.int64, len(held))))
+        ev = cap.ev[rows]
+        counts = ev["blk_count"].astype(np.int64)
+        start = np.cumsum(counts) - counts
+        blocks = cap.blocks[np.repeat(ev["blk_start"] - start, counts) + np.arange(int(counts.sum()))]
+        blocks["event"] = np.repeat(np.arange(len(ev)), counts)
+        ev["blk_start"] = start
+        self.held = (ev, blocks, E.Capture(cap.path, cap.linktype, cap.frames, cap.ev[:0].copy(), cap.blocks[:0].copy(),
+                                           cap.conns, cap.findings, cap.rule_findings, cap.offset + len(cap.ev),
+                                           cap.truncated))
+        for f in held:  # replayed, their FINs are followed again from the start
+            for conn in flows[f].conns:
+                self.fins.pop(conn, None)
+        return held
+
+    def _replay_held(self, cap):
+        """cap with the events held back from the chunk before (_hold) at its head."""
+        self.replayed = 0
+        if self.held is None:
+            return cap
+        ev, blocks, _ = self.held
+        self.held = None
+        self.replayed = len(ev)
+        joined = np.concatenate((ev, cap.ev))
+        joined["blk_start"][len(ev):] += len(blocks)
+        joined_blocks = np.concatenate((blocks, cap.blocks))
+        joined_blocks["event"][len(blocks):] += len(ev)
+        # (the held events' capture-wide indices are not offset + row: nothing reads them on the one-pass way)
+        return E.Capture(cap.path, cap.linktype, cap.frames, joined, joined_blocks, cap.conns, cap.findings,
+                         cap.rule_findings, cap.offset - len(ev), cap.truncated)
+
+    def _flush_held(self):
+        """The held connections once no chunk follows: replayed alone (the general way where they did not end)."""
+        if self.held is not None:
+            self.flushing = True
+            self.feed(self.held[2])
+            self.flushing = False
+
     def _finish_short(self, cap, rows, side, group_flow, lo, hi) -> set:
         """The TCP connections that begin and end in this chunk, finished and spilled in one compiled pass
-        (scoreboard.short_tcp_rows) instead of a DirectionAccumulator per direction: -> their flow ids. Only for the
-        summary alone (finish_ended) and with nobody reading the levels (the checker's hooks)."""
-        if self.spill is None or self.on_part is not None or self.on_chunk is not None or self.keep_serials \
-                or not self._ended:
+        (scoreboard.short_tcp_rows) instead of a DirectionAccumulator per direction: -> their flow ids (_one_pass)."""
+        if not self._one_pass() or not self._ended:
             return set()
         ending = np.zeros(len(self.released), bool)
         ending[list(self._ended)] = True
@@ -405,6 +478,7 @@ class Pipeline:
     def entries(self, sndbuf, sinks=None):
         """Pass 2 of every DirectionAccumulator with data, in flow / side / path order; sinks(entry_id) -> (rtxq, blocking).
         With finish_ended: the spilled entries of every flow, the ones still open finished now."""
+        self._flush_held()
         if self.spill is None:
             return [self._entry(item, sndbuf, sinks) for item in self.plan()]
         for flow in self.table.flows:
@@ -431,6 +505,7 @@ class Pipeline:
 
     def late_note(self):
         """[(frame, "GEN-01.note", reason)] when events came after their flow ended (else [])."""
+        self._flush_held()
         count, frame = self.late
         if not count:
             return []

@@ -11,6 +11,7 @@ tables. The definitions are docs/metrics.md with the readings of docs/decisions.
 from __future__ import annotations  # pandas is imported only where tables are made
 
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -318,17 +319,20 @@ def short_tcp_rows(cap, rows, side, lo, hi, flows, sndbuf) -> list:
     out = [[] if ok else None for ok in finished.tolist()]
     kept = has_data & finished[:, None]
     flow_of, side_of = np.nonzero(kept)  # (in flow, then side order)
-    estimated = sndbuf is None
-    for k, side, (_, complete, nr_sack, first_frame, _, q_ns, p_ns, b_ns, data_bytes, capacity, max_sack, max_nr,
-                  max_whatif, acked, intervals, max_payload, retransmissions, far, far_frame) in zip(
-            flow_of.tolist(), side_of.tolist(), records[kept].tolist()):
-        flow = flows[k]
-        q_s, p_s, b_s, p_over_q, b_over_q, throughput = entry_ratios(q_ns, p_ns, b_ns, acked)
-        values = (f"{flow.id}{'ab'[side]}", "tcp", flow.endpoints[side], flow.endpoints[1 - side], bool(nr_sack),
-                  data_bytes, q_s, p_s, b_s, p_over_q, b_over_q, capacity, estimated, max_sack, max_nr, max_whatif,
-                  throughput, intervals, vantage(flow, side), bool(complete), flow.id, side, "connection",
-                  max_payload, acked, retransmissions, first_frame, q_ns, p_ns, b_ns)
-        out[k].append((SHORT_KEYS_FAR, values + (far, far_frame)) if far else (SHORT_KEYS, values))
+    flow_of, side_of = flow_of.tolist(), side_of.tolist()
+    picked = [flows[k] for k in flow_of]
+    # a column at a time (lists), the rows zipped from them: a Python statement a row cost more
+    (_, complete, nr_sack, first_frame, _, q_ns, p_ns, b_ns, data_bytes, capacity, max_sack, max_nr, max_whatif,
+     acked, intervals, max_payload, retransmissions, far, far_frame) = records[kept].T.tolist()
+    q_s, p_s, b_s, p_over_q, b_over_q, throughput = zip(*map(entry_ratios, q_ns, p_ns, b_ns, acked)) if picked else [()] * 6
+    rows = zip([f"{flow.id}{'ab'[side]}" for flow, side in zip(picked, side_of)], repeat("tcp"),
+               [flow.endpoints[side] for flow, side in zip(picked, side_of)],
+               [flow.endpoints[1 - side] for flow, side in zip(picked, side_of)], map(bool, nr_sack), data_bytes,
+               q_s, p_s, b_s, p_over_q, b_over_q, capacity, repeat(sndbuf is None), max_sack, max_nr, max_whatif,
+               throughput, intervals, map(vantage, picked, side_of), map(bool, complete), [flow.id for flow in picked],
+               side_of, repeat("connection"), max_payload, acked, retransmissions, first_frame, q_ns, p_ns, b_ns)
+    for k, values, far_count, far_first in zip(flow_of, rows, far, far_frame):
+        out[k].append((SHORT_KEYS_FAR, values + (far_count, far_first)) if far_count else (SHORT_KEYS, values))
     return out
 
 
