@@ -17,6 +17,7 @@ import tempfile
 
 import numpy as np
 
+from nrsack.analyzer import _native
 from nrsack.analyzer.state import scoreboard as A
 from nrsack.analyzer.read import events as E
 from nrsack.analyzer.state import flows as F
@@ -25,7 +26,6 @@ from nrsack.analyzer.state import flows as F
 # TCP_RTO_MAX), SCTP's 60 s (RFC 9260 RTO.Max); 300 s leaves room for two of either.
 IDLE_NS = 300 * 1_000_000_000
 SCTP_ABORT, SCTP_SHUTDOWN_COMPLETE = 6, 14
-TCP_ACK = 0x10
 _NEVER = np.iinfo(np.int64).min
 
 
@@ -148,7 +148,11 @@ class Pipeline:
         self.active = np.zeros(0, bool)
         self.last_ns = np.zeros(0, np.int64)
         self.conn_closed = np.zeros(0, bool)
-        self.fins = {}     # TCP conn -> [FIN end dir 0, FIN end dir 1, dir 0's FIN acked, dir 1's FIN acked]
+        # per TCP conn (_native.tcp_fin_closes): the sequence number after each direction's FIN (-1: none
+        # yet), whether the other side acked it, whether the conn has such state
+        self.fin_end = np.zeros((0, 2), np.int64)
+        self.fin_acked = np.zeros((0, 2), bool)
+        self.fin_open = np.zeros(0, bool)
         self.late = [0, None]  # events after their flow's end: how many, the first frame
         self.short_flows = 0   # flows finished by _finish_short
         self.held = None       # (events, blocks, the chunk's header) of the connections _hold held back
@@ -236,9 +240,8 @@ class Pipeline:
         self.held = (ev, blocks, E.Capture(cap.path, cap.linktype, cap.frames, cap.ev[:0].copy(), cap.blocks[:0].copy(),
                                            cap.conns, cap.findings, cap.rule_findings, cap.offset + len(cap.ev),
                                            cap.truncated))
-        for f in held:  # replayed, their FINs are followed again from the start
-            for conn in flows[f].conns:
-                self.fins.pop(conn, None)
+        # replayed, their FINs are followed again from the start
+        self._clear_fins([conn for f in held for conn in flows[f].conns])
         return held
 
     def _replay_held(self, cap):
@@ -278,7 +281,7 @@ class Pipeline:
         if not groups:
             return set()
         picked = [flows[f] for f in group_flow[groups].tolist()]
-        done, spilled, batch = set(), [], []
+        done, spilled, batch, finished_conns = set(), [], [], []
         for flow, summaries in zip(picked, A.short_tcp_rows(cap, rows, side, lo[groups], hi[groups], picked,
                                                             self.sndbuf)):
             if summaries is None:  # a transfer that did not complete: a DirectionAccumulator finishes it at the end
@@ -286,10 +289,10 @@ class Pipeline:
             if summaries:  # (no data either way: nothing to spill)
                 spilled.append(flow.id)
                 batch.append([(keys, values, ()) for keys, values in summaries])
-            for conn in flow.conns:
-                self.fins.pop(conn, None)
+            finished_conns += flow.conns
             self.table.forget(flow, self.conns)
             done.add(flow.id)
+        self._clear_fins(finished_conns)
         if spilled:
             self.spill.put_rows(spilled, batch)
         self.short_flows += len(done)
@@ -301,8 +304,18 @@ class Pipeline:
             self.released = np.concatenate((self.released, np.zeros(more, bool)))
             self.active = np.concatenate((self.active, np.zeros(more, bool)))
             self.last_ns = np.concatenate((self.last_ns, np.full(more, _NEVER, np.int64)))
-        if conns > len(self.conn_closed):
-            self.conn_closed = np.concatenate((self.conn_closed, np.zeros(conns - len(self.conn_closed), bool)))
+        more = conns - len(self.conn_closed)
+        if more > 0:
+            self.conn_closed = np.concatenate((self.conn_closed, np.zeros(more, bool)))
+            self.fin_end = np.concatenate((self.fin_end, np.full((more, 2), -1, np.int64)))
+            self.fin_acked = np.concatenate((self.fin_acked, np.zeros((more, 2), bool)))
+            self.fin_open = np.concatenate((self.fin_open, np.zeros(more, bool)))
+
+    def _clear_fins(self, conns):
+        """The conns' FIN state back to none (their flow finished, or is replayed)."""
+        self.fin_end[conns] = -1
+        self.fin_acked[conns] = False
+        self.fin_open[conns] = False
 
     # -- where flows end
 
@@ -366,35 +379,24 @@ class Pipeline:
             return ends
         conn, tf = ev["conn"], ev["tcp_flags"]
         closing = np.flatnonzero(tcp & ((tf & (E.TCP_FIN | E.TCP_RST)) != 0))
-        if not len(closing) and not self.fins:
+        open_before = self.fin_open.any()
+        if not len(closing) and not open_before:
             return ends
         # the rows to follow one by one: a conn's from its first FIN or RST on (few per connection)
         start = np.full(len(self.conn_closed), np.iinfo(np.int64).max)
         conns, first = np.unique(conn[closing], return_index=True)
         start[conns] = closing[first]
-        if self.fins:
-            start[list(self.fins)] = -1
+        if open_before:
+            start[self.fin_open] = -1
         follow = np.flatnonzero(tcp & (np.arange(len(ev)) >= start[conn]))
-        closed = self.conn_closed
-        # (Python lists: indexing numpy arrays an element at a time costs more than these few rows' work)
-        for r, c, d, flags, seq, ack, length, f in zip(
-                follow.tolist(), conn[follow].tolist(), ev["dir"][follow].tolist(), tf[follow].tolist(),
-                ev["seq"][follow].tolist(), ev["ack"][follow].tolist(), ev["len"][follow].tolist(), fid[follow].tolist()):
-            if closed[c]:
-                continue
-            if not flags & E.TCP_RST:
-                state = self.fins.setdefault(c, [None, None, False, False])
-                other = state[1 - d]
-                if flags & TCP_ACK and other is not None and (ack - other) & 0xFFFFFFFF < 1 << 31:
-                    state[3 - d] = True
-                if flags & E.TCP_FIN:  # the FIN takes one sequence number after the segment's data
-                    state[d] = (seq + length + 1 + (1 if flags & E.TCP_SYN else 0)) & 0xFFFFFFFF
-                if not (state[2] and state[3]):
-                    continue
-            self.fins.pop(c, None)
-            closed[c] = True
-            flow = self.table.flows[f]
-            if f not in ends and (flow.protocol != "mptcp" or closed[flow.conns].all()):
+        closes = np.frombuffer(_native.tcp_fin_closes(ev, follow, self.fin_end, self.fin_acked, self.fin_open,
+                                                      self.conn_closed), np.int64)
+        flows, closed = self.table.flows, self.conn_closed
+        for r, f in zip(closes.tolist(), fid[closes].tolist()):
+            flow = flows[f]
+            if flow.protocol != "mptcp":
+                ends.setdefault(f, r)
+            elif closed[flow.conns].all():  # (closes come in order: the last of its subflows to close ends it)
                 ends[f] = r
         return ends
 
@@ -402,8 +404,7 @@ class Pipeline:
         self.released[fid] = True
         self.active[fid] = False
         flow = self.table.flows[fid]
-        for conn in flow.conns:
-            self.fins.pop(conn, None)
+        self._clear_fins(flow.conns)
         mine = self.senders.get(fid, {})
         for pair in mine.values():
             for sender in pair:
