@@ -10,7 +10,7 @@ import pytest
 
 from nrsack.analyzer import analyze
 from nrsack.dashboard.ladder import ladder_rows
-from nrsack.generator.timelines import all_timelines, notation_sctp
+from nrsack.generator.timelines import all_timelines, conformance, notation_sctp
 from nrsack.generator.timelines.timeline import Step, Timeline, write_pcap as write_timeline
 from nrsack.generator.sim.model import DATA, RTX, PathConfig, SimConfig, simulate
 from nrsack.generator.sim.wire import write_pcap
@@ -143,3 +143,18 @@ def test_data_a_block_covered_is_not_lost_across_the_wrap(tmp_path, name, lost, 
         assert frames[first[covered]] == "data"
         if lost:
             assert frames[first[lost]] == "lost"
+
+
+def test_mptcp_data_a_subflow_sack_covered_is_not_lost(tmp_path, monkeypatch):
+    """The data level counts the DSNs a subflow SACK covers as received (decision 12): a DSN reinjected
+    after its subflow SACKed it was not lost (the ladder's own arithmetic, before, read only the DATA
+    ACK's NR blocks and marked it lost); on its subflow the reinjection is new data."""
+    rows = conformance.mptcp_handshake() + conformance.mptcp_data(0, 1, 2) + [
+        ("R", "A:1 DA:1 SACK:1401-2801"), ("S", "S:4201 DSN:1401"), ("S", "S:1 DSN:1")]
+    monkeypatch.setitem(conformance.VECTORS, "reinjected-after-subflow-sack", ("mptcp", rows, []))
+    analysis = analyze(write_timeline(conformance.build("reinjected-after-subflow-sack"), tmp_path / "m.pcap"))
+    data_level, subflow = analysis.entries[0], analysis.entries[0].paths[0]
+    for entry, styles_of in ((data_level, ["lost", "data", "data", "ack", "rtx", "rtx"]),
+                             (subflow, ["lost", "data", "data", "ack", "data", "rtx"])):
+        rows, _ = ladder_rows(analysis, entry, 0, 4e9)
+        assert rows["style"].tolist()[3:] == styles_of, entry.summary["id"]
