@@ -1,7 +1,8 @@
-"""The ladder's lost label across the 32-bit serial wrap (the sample captures do not wrap): simulated
-transfers whose TSNs / sequence numbers wrap inside them, with scripted losses just before, across and
-after the wrap. The ladder reads the blocks the analyzer's level unwrapped (DirectionResult.serials);
-the simulator says which first transmissions were lost."""
+"""The ladder's lost label, which reads the gap / NR blocks as the analyzer's level unwrapped them
+(DirectionResult.serials), across the 32-bit serial wrap (the sample captures do not wrap): simulated
+transfers with scripted losses just before, across and after the wrap (the simulator says which first
+transmissions were lost); every sample and conformance timeline replayed across the wrap; the vectors
+where a block decides that data sent again was not lost."""
 
 import re
 
@@ -119,8 +120,8 @@ def styles(pcap):
 @pytest.mark.parametrize("name", sorted(TIMELINES))
 def test_wrapping_the_serials_changes_no_ladder_style(tmp_path, name):
     timeline = TIMELINES[name]
-    plain, wrap = styles(write_timeline(timeline, tmp_path / "plain.pcap")), \
-        styles(write_timeline(wrapped(timeline), tmp_path / "wrap.pcap"))
+    plain = styles(write_timeline(timeline, tmp_path / "plain.pcap"))
+    wrap = styles(write_timeline(wrapped(timeline), tmp_path / "wrap.pcap"))
     assert plain.keys() == wrap.keys() and plain
     for entry_id, (frames, _) in plain.items():
         assert wrap[entry_id][0] == frames, entry_id
