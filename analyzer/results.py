@@ -28,7 +28,7 @@ class Analysis:
     side_of: np.ndarray
     entries: list               # scoreboard.DirectionResult per sender direction (paths / subflows nested)
     sndbuf: int = None
-    serials: dict = field(default_factory=dict)
+    serials: dict = field(default_factory=dict)  # entry id -> scoreboard.Serials of the transport levels
 
     def all_entries(self):
         for entry in self.entries:
@@ -144,10 +144,10 @@ class Analysis:
         # TSN / TCP ack of acks (a TCP segment may be both); MPTCP: the subflow's
         for name, want_data in (("seq64", True), ("ack64", False)):
             values, missing = np.zeros(len(ev), np.int64), np.ones(len(ev), bool)
-            for rows, serial, is_data in self.serials.values():
-                pick = is_data == want_data
-                values[rows[pick]] = serial[pick]
-                missing[rows[pick]] = False
+            for kept in self.serials.values():
+                pick = kept.is_data == want_data
+                values[kept.rows[pick]] = kept.serial[pick]
+                missing[kept.rows[pick]] = False
             frame[name] = pd.arrays.IntegerArray(values, missing)
         return frame
 

@@ -5,9 +5,9 @@ Labels come from the analyzer's events and blocks tables, in the notation of the
 `INIT ext=0x10`, `FSACK-INIT ts=...` (chunks of one packet joined with " + "); TCP `SYN nrsack=0x01`,
 `DATA 3`, `ACK 1 SACK 3-4 NR 5-5` (PDUs numbered from 1); MPTCP `S:7001 DSN:14001`,
 `A:7001 DA:14001 SACK:8401-9801 NR:5600-7000` (bytes relative to the ISN and IDSN). Retransmissions and lost data come from the
-direction's unwrapped serial numbers (the analyzer's DirectionResult.serials): a DATA is lost when the same
-data leaves again later and no ack between the two transmissions covered it (cumulatively or by a
-gap / NR block).
+entry's rows as its level unwrapped them (the analyzer's DirectionResult.serials, with the acks' blocks the
+Board was fed): a DATA is lost when the same data leaves again later and no ack between the two
+transmissions covered it (cumulatively or by a gap / NR block).
 """
 
 import hashlib
@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from nrsack.analyzer.read import events as E
-from nrsack.analyzer.state.flows import near
+from nrsack.analyzer.state.scoreboard import Serials
 
 MAX_ROWS = 120
 TCP_FLAG_NAMES = ((0x02, "SYN"), (0x01, "FIN"), (0x04, "RST"))
@@ -28,12 +28,11 @@ class Transmissions:
     """Per data event of one sender direction (the analyzer's DirectionResult.serials): retransmission or not,
     and where the same data leaves next. Positions index the entry's serial rows."""
 
-    rows: np.ndarray        # event indices of the direction's data and acks, capture order
-    serial: np.ndarray      # unwrapped TSN / seq / DSN of data; cum ack of acks
+    kept: Serials           # the entry's rows and its acks' blocks, in its level's units
     data_pos: np.ndarray    # positions of the data rows
     is_rtx: np.ndarray      # per data row
     next_pos: np.ndarray    # per data row: position of the next transmission of the same data, -1 if none
-    cum_max: np.ndarray     # per position: the highest cumulative ack so far
+    acked_to: np.ndarray    # per position: the furthest cumulative ack so far (its level's end)
 
 
 _cache = {}
@@ -46,53 +45,37 @@ def transmissions(entry) -> Transmissions:
         return cached[1]
     if len(_cache) > 32:
         _cache.clear()
-    rows, serial, is_data = (np.asarray(part) for part in entry.serials)
-    data = np.flatnonzero(is_data)
-    first = serial[data]
+    kept = entry.serials
+    data = np.flatnonzero(kept.is_data)
+    first = kept.serial[data]
     order = np.lexsort((data, first))
     repeat = first[order][1:] == first[order][:-1]
     is_rtx = np.zeros(len(data), bool)
     is_rtx[order[1:][repeat]] = True
     next_pos = np.full(len(data), -1, np.int64)
     next_pos[order[:-1][repeat]] = data[order[1:][repeat]]
-    acks = np.where(is_data, np.iinfo(np.int64).min, serial)
-    made = Transmissions(rows, serial, data, is_rtx, next_pos, np.maximum.accumulate(acks) if len(acks) else acks)
+    acks = np.where(kept.is_data, np.iinfo(np.int64).min, kept.end)
+    made = Transmissions(kept, data, is_rtx, next_pos, np.maximum.accumulate(acks) if len(acks) else acks)
     _cache[id(entry)] = (entry, made)
     return made
 
 
-def _covers(protocol, ack_serial, blocks, start, end) -> bool:
-    """Does one ack's gap / NR blocks cover the data [start, end) (TSNs: [tsn, tsn + 1))?"""
-    if protocol == "sctp":
-        part = blocks[blocks["kind"].isin(["r", "nr"])]
-        lo, hi = ack_serial + part["lo"].to_numpy(np.int64), ack_serial + part["hi"].to_numpy(np.int64) + 1
-    elif protocol == "tcp":
-        part = blocks[blocks["kind"].isin(["sack", "tcp_nr"])]
-        # wire edges (32 bit) placed next to the unwrapped ack
-        lo, hi = near(ack_serial, part["lo"].to_numpy(np.int64)), near(ack_serial, part["hi"].to_numpy(np.int64))
-    else:
-        part = blocks[blocks["kind"] == "mptcp_nr"]  # offsets from the DATA ACK
-        lo, hi = ack_serial + part["lo"].to_numpy(np.int64), ack_serial + part["hi"].to_numpy(np.int64)
-    return bool(np.any((lo <= start) & (hi >= end)))
-
-
-def is_lost(analysis, protocol, tx: Transmissions, k: int, block_events) -> bool:
-    """Data row k (index into tx.data_pos) left again later with no ack covering it in between."""
+def is_lost(tx: Transmissions, k: int) -> bool:
+    """Data row k (index into tx.data_pos) left again later with no ack covering it in between: the
+    level's data [serial, end) against the cum acks and the acks' gap / NR blocks, all unwrapped by
+    the analyzer's level (SCTP: TSNs, a DATA is [tsn, tsn + 1); TCP: bytes; MPTCP: data-level bytes,
+    its DATA ACKs' NR blocks and the DSNs their subflow acks cover)."""
     here, again = int(tx.data_pos[k]), int(tx.next_pos[k])
     if again < 0:
         return False
-    start = int(tx.serial[here])
-    end = start + (1 if protocol == "sctp" else int(analysis.capture.ev["len"][tx.rows[here]]))
-    # SCTP acks carry the last TSN received in sequence, TCP and MPTCP the next byte expected
-    if tx.cum_max[again] + (1 if protocol == "sctp" else 0) >= end:
+    kept = tx.kept
+    start, end = int(kept.serial[here]), int(kept.end[here])
+    if tx.acked_to[again] >= end:
         return False
-    between = np.arange(here + 1, again)
-    for position in between[np.isin(between, tx.data_pos, invert=True)]:
-        event = int(tx.rows[position])
-        own = analysis.blocks.iloc[np.searchsorted(block_events, event, "left"):np.searchsorted(block_events, event, "right")]
-        if len(own) and _covers(protocol, int(tx.serial[position]), own, start, end):
-            return False
-    return True
+    # the blocks of the acks between the two transmissions
+    lo = np.searchsorted(kept.block_rows, kept.rows[here], "right")
+    hi = np.searchsorted(kept.block_rows, kept.rows[again], "left")
+    return not np.any((kept.block_lo[lo:hi] <= start) & (kept.block_hi[lo:hi] >= end))
 
 
 def _given(value) -> bool:
@@ -209,8 +192,9 @@ def _path_name(paths, src, dst) -> str:
 
 def _data_row(tx: Transmissions, event: int):
     """Index of `event` among the direction's data rows, or None if it is not one."""
-    position = int(np.searchsorted(tx.rows, event))
-    if position == len(tx.rows) or tx.rows[position] != event:
+    rows = tx.kept.rows
+    position = int(np.searchsorted(rows, event))
+    if position == len(rows) or rows[position] != event:
         return None
     k = int(np.searchsorted(tx.data_pos, position))
     return k if k < len(tx.data_pos) and tx.data_pos[k] == position else None
@@ -231,7 +215,7 @@ def ladder_rows(analysis, entry, t0, t1, limit=MAX_ROWS) -> tuple:
     window = window[np.isin(frames_in_window, keep_frames)]
     events = analysis.events.iloc[window]
     blocks = analysis.blocks
-    block_events = blocks["event"].to_numpy()
+    block_events = blocks["event"].to_numpy()  # (the labels show the blocks as on the wire)
     tx = transmissions(entry)
     # CMT paths / MPTCP subflows: each packet names the one it took (the entry's path ids)
     paths = {frozenset((p.summary["src"], p.summary["dst"])): p.summary["id"] for p in entry.paths}
@@ -243,7 +227,7 @@ def ladder_rows(analysis, entry, t0, t1, limit=MAX_ROWS) -> tuple:
         k = _data_row(tx, index)
         style = "control"
         if k is not None:
-            style = "lost" if is_lost(analysis, summary["protocol"], tx, k, block_events) else "rtx" if tx.is_rtx[k] else "data"
+            style = "lost" if is_lost(tx, k) else "rtx" if tx.is_rtx[k] else "data"
             if tx.is_rtx[k]:
                 label += " rtx"
         elif event["ack"]:

@@ -36,7 +36,7 @@ from nrsack.analyzer import _native
 from nrsack.analyzer.state import scoreboard as A
 from nrsack.analyzer.read import events as E
 from nrsack.analyzer.state import flows as F
-from nrsack.analyzer.state.pipeline import Pipeline
+from nrsack.analyzer.state.pipeline import Pipeline, grouped_order
 from nrsack.analyzer.rules import REGISTRY, SEVERITIES, frames
 from nrsack.analyzer.rules import inputs as I
 from nrsack.analyzer.rules import state as S
@@ -186,7 +186,7 @@ class Checker:
         rows = I.ChunkRows(cap, side_of)
         per_flow = self._reader_events(cap, rows, flow_of)
         if len(cap.ev):
-            order = np.argsort(flow_of, kind="stable")
+            order = grouped_order(flow_of)
             bounds = np.searchsorted(flow_of[order], np.arange(len(self.pipeline.table.flows) + 1))
             for fid in np.flatnonzero(np.diff(bounds)).tolist():
                 self._flow_chunk(self.pipeline.table.flows[fid], order[bounds[fid]:bounds[fid + 1]], rows,

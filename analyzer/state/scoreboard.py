@@ -12,7 +12,7 @@ from __future__ import annotations  # pandas is imported only where tables are m
 
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -60,6 +60,18 @@ def _constant_modes(mode, n) -> np.ndarray:
     return modes[:n]
 
 
+class Serials(NamedTuple):
+    """An entry's rows as its level unwrapped them (kept for the in-memory analysis only: keep_serials)."""
+
+    rows: np.ndarray         # event indices of its data and acks, capture order
+    serial: np.ndarray       # unwrapped 64-bit TSN / seq / DSN of data, cum ack of acks
+    is_data: np.ndarray
+    end: np.ndarray          # where the data ends / what the cum ack covers up to (exclusive), level units
+    block_rows: np.ndarray   # per gap / NR block of an ack (the Board's blocks, ack order): its event index
+    block_lo: np.ndarray     # and the units it covers, [lo, hi)
+    block_hi: np.ndarray
+
+
 @dataclass
 class DirectionResult:
     """Results of one sender direction, path or subflow (columns as numpy arrays)."""
@@ -67,7 +79,7 @@ class DirectionResult:
     summary: dict
     rtxq_columns: dict
     blocking_columns: dict
-    serials: tuple = None  # (event indices, unwrapped 64-bit TSN / seq / DSN or cum ack, is data)
+    serials: Serials = None
     paths: list = field(default_factory=list)
 
     @property
@@ -169,7 +181,10 @@ class DirectionAccumulator:
         self.rows += n
         self.store.append(self.key, dict(out, time_ns=times, frame=frames, flags=flags, is_data=is_data))
         if self.serials is not None:
-            self.serials.append((events.cap.offset + events.rows[part.pos], part.serial, is_data))
+            rows = events.cap.offset + events.rows[part.pos]
+            blocks = F._expand(part.bstart, part.bcount)  # the rows' own (a CMT path's part shares the association's)
+            self.serials.append((rows, part.serial, is_data, part.hi, np.repeat(rows, part.bcount), part.blo[blocks],
+                                 part.bhi[blocks]))
 
     def fork(self, key, level, keep_data):
         """A DirectionAccumulator for `level` in this one's state (keep_data) or in the state of its acks only."""
@@ -225,7 +240,7 @@ class DirectionAccumulator:
             self.retransmissions, self.first_frame, *((far.count, far.first_frame) if far is not None else (0, None)))
         serials = None
         if self.serials:
-            serials = tuple(np.concatenate(part) for part in zip(*self.serials))
+            serials = Serials(*(np.concatenate(part) for part in zip(*self.serials)))
         return DirectionResult(summary, join_columns(kept_rtxq), join_columns(kept_blocking, NO_INTERVALS), serials)
 
 
