@@ -288,7 +288,7 @@ class Pipeline:
                 continue
             if summaries:  # (no data either way: nothing to spill)
                 spilled.append(flow.id)
-                batch.append([(keys, values, ()) for keys, values in summaries])
+                batch.append(summaries)
             finished_conns += flow.conns
             self.table.forget(flow, self.conns)
             done.add(flow.id)

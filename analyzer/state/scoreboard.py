@@ -319,10 +319,10 @@ FLOW_NEGOTIATED_NR, FLOW_NEVER_RENEGE_0, FLOW_NEVER_RENEGE_1 = 1, 2, 4
 def short_tcp_rows(cap, rows, side, lo, hi, flows, sndbuf) -> list:
     """DirectionAccumulator.feed and .finish of TCP connections whose every event is in this chunk, all in one
     compiled call: `flows[k]`'s events are rows[lo[k]:hi[k]] (chunk indices, in order; `side` per row).
-    -> per flow the summaries of its directions with data as summary_row makes them (keys, values), or
-    None when one of them did not complete (its q runs to the end of the capture: DirectionAccumulator
-    finishes it). The rows are made here, not through entry_summary: a dict a flow cost more than the
-    flow's analysis."""
+    -> per flow the summaries of its directions with data as the spill takes them (summary_row's keys and
+    values, no paths: EntrySpill.put_rows), or None when one of them did not complete (its q runs to the
+    end of the capture: DirectionAccumulator finishes it). The rows are made here, not through
+    entry_summary: a dict a flow cost more than the flow's analysis."""
     conn = np.fromiter((f.conns[0] for f in flows), np.int32, len(flows))
     flags = np.fromiter((FLOW_NEGOTIATED_NR * f.negotiated_nr | FLOW_NEVER_RENEGE_0 * f.never_renege[0]
                          | FLOW_NEVER_RENEGE_1 * f.never_renege[1] for f in flows), np.int8, len(flows))
@@ -347,7 +347,7 @@ def short_tcp_rows(cap, rows, side, lo, hi, flows, sndbuf) -> list:
                throughput, intervals, map(vantage, picked, side_of), map(bool, complete), [flow.id for flow in picked],
                side_of, repeat("connection"), max_payload, acked, retransmissions, first_frame, q_ns, p_ns, b_ns)
     for k, values, far_count, far_first in zip(flow_of, rows, far, far_frame):
-        out[k].append((SHORT_KEYS_FAR, values + (far_count, far_first)) if far_count else (SHORT_KEYS, values))
+        out[k].append((SHORT_KEYS_FAR, values + (far_count, far_first), ()) if far_count else (SHORT_KEYS, values, ()))
     return out
 
 
