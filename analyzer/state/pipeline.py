@@ -9,7 +9,9 @@ Its events after that point are not analysed (counted: `late`), in whichever chu
 the figures do not depend on the chunk size. Released, a DirectionAccumulator keeps its tallies, not its
 scoreboard; with `finish_ended` (the summary alone is wanted) a flow whose every direction
 completed its transfer is finished at once and its entries spilled to a temporary file
-(EntrySpill), so the memory a capture needs does not grow with its flows.
+(EntrySpill), so the memory a capture needs does not grow with its flows; a TCP connection that
+begins and ends in one chunk is finished in one compiled pass (_finish_short), and one cut by a
+chunk's end is held back into the next (_hold).
 """
 
 import pickle
