@@ -154,7 +154,9 @@ LEVEL_BLOCKS = {"sctp": (E.BK_R, E.BK_NR), "tcp": (E.BK_TCP_SACK, E.BK_TCP_NR), 
 class LaneBlocks(NamedTuple):
     """The wire blocks of a lane's acks, in wire order: per lane row (bstart, bcount) into the others; owner:
     the lane row of each; (blo, bhi) the units the level placed them at; nr: a non-renegable block by its
-    wire kind; (wlo, whi) as on the wire (SCTP Start / End offsets, TCP edges, MPTCP offsets)."""
+    wire kind (not the level's bnr, which on TCP also marks a never-renege receiver's SACK blocks: TN-02
+    and the rules' r / nr read the option each came in); (wlo, whi) as on the wire (SCTP Start / End
+    offsets, TCP edges, MPTCP offsets)."""
 
     bstart: np.ndarray
     bcount: np.ndarray
@@ -186,8 +188,8 @@ def lane_blocks(cap, level, rows, is_ack, part):
     if level == "mptcp":
         wire = part.bnr[pick] == 1
         pick = pick[wire]
-        placed = np.bincount(np.repeat(np.arange(n), np.where(is_ack, part.bcount, 0))[wire], minlength=n)
-    if not np.array_equal(placed, bcount):
+        placed = np.bincount(np.repeat(np.arange(n), placed)[wire], minlength=n)
+    if not np.array_equal(placed, bcount):  # units paired with another block's wire values: never silently
         raise RuntimeError(f"{level} level placed {int(placed.sum())} blocks where its acks carry {len(at)}")
     return LaneBlocks(np.cumsum(bcount) - bcount, bcount, owner, part.blo[pick], part.bhi[pick], nr,
                       cap.blocks["lo"][at].astype(np.int64), cap.blocks["hi"][at].astype(np.int64))
