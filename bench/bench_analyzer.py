@@ -2,7 +2,7 @@
 
     python3 bench/bench_analyzer.py [--packets 1000000] [--flows 16] [--keep DIR]
                                     [--stream-packets 10000000 [--stream-tshark]] [--baseline PYTHON]
-                                    [--repeat 3]
+                                    [--repeat 3] [--instructions]
 
 Writes a capture of interleaved lossy TCP (SACK) and SCTP (NR-SACK) transfers, snaplen 70 as
 `tcpdump -s 70` would (headers whole, payload lengths from the IP headers), then times, each in a
@@ -20,6 +20,8 @@ fresh process (CPU time and peak RSS):
               an older nrsack installed), so a change's cost is a ratio measured in the same run.
 Each analyzer mode also runs on a capture half as long, so the memory growth per packet is visible.
 --repeat N runs the contenders N times in turn, and each one's fastest run (CPU) counts.
+--instructions (with --baseline) also counts both summaries' instructions on the half capture under
+valgrind's callgrind: a ratio that a loaded machine cannot move.
 --stream-packets N streams a capture of N packets (e.g. 10M) with summary and parquet and reports
 their speed and peak memory; --stream-tshark also runs tshark on it (minutes), for the ratio at that
 size in the same run (without it, the ratio uses tshark's CPU time per packet at --packets).
@@ -261,6 +263,16 @@ def measure(name, path):
     return info
 
 
+def instructions(program, path, module=False) -> int:
+    """Instructions `nrsack analyze PATH --format json` executes (valgrind's callgrind): a figure load cannot move."""
+    command = [program, "-I", "-c", "from nrsack.cli import main; main()"] if module else [program]
+    with tempfile.TemporaryDirectory() as scratch:
+        out = os.path.join(scratch, "callgrind.out")
+        run = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *command, "analyze", path,
+                              "--format", "json"], capture_output=True, text=True, check=True)
+    return int(run.stderr.rsplit("refs:", 1)[1].split()[0].replace(",", ""))
+
+
 def fastest(name, path, repeat):
     return min((measure(name, path) for _ in range(max(1, repeat))), key=lambda run: run["cpu_s"])
 
@@ -276,6 +288,8 @@ def main():
     parser.add_argument("--stream-tshark", action="store_true", help="also run tshark on the --stream-packets capture")
     parser.add_argument("--baseline", metavar="PYTHON", help="an interpreter with another nrsack: its summary too")
     parser.add_argument("--repeat", type=int, default=1, help="runs per contender, round robin; the fastest (CPU) counts")
+    parser.add_argument("--instructions", action="store_true",
+                        help="with --baseline: also count both summaries' instructions under valgrind (~1 min each)")
     parser.add_argument("--child", nargs=2, metavar=("NAME", "PATH"), help=argparse.SUPPRESS)
     parser.add_argument("--build", nargs=2, metavar=("PACKETS", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -336,6 +350,10 @@ def main():
         print(f"summary against the baseline ({args.baseline}): "
               f"{results['baseline']['cpu_s'] / results['summary']['cpu_s']:.2f}x its CPU, "
               f"{results['summary']['peak_rss_mb'] / results['baseline']['peak_rss_mb']:.2f}x its peak RSS")
+        if args.instructions:
+            ours, theirs = instructions(shutil.which("nrsack"), half), instructions(args.baseline, half, module=True)
+            print(f"summary on {n_half} packets under callgrind: {ours / 1e9:.3f}G instructions against the baseline's "
+                  f"{theirs / 1e9:.3f}G ({ours / theirs:.3f}x; counts do not depend on the machine's load)")
     print(f"analyzer output: {results['analyzer']['entries']} entries, {results['analyzer']['rtxq_rows']} RtxQ rows, "
           f"{results['analyzer']['blocking_rows']} blocking intervals")
     if args.stream_packets:

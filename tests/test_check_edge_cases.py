@@ -1,6 +1,7 @@
 """Cases the conformance vectors do not hold: TCP keep-alives are not TN-04
 retransmissions, the later segments of one MPTCP mapping are not MN-04 data-level retransmissions
-(decisions 21), and a revocation across the TSN wrap is found and named by its wire TSN.
+(decisions 21), a revocation across the TSN wrap is found and named by its wire TSN, and a never-renege
+receiver's SACK block still meets its NR block in TN-02.
 Captures are built here with Scapy and the project's option layers."""
 
 from scapy.layers.inet import IP, TCP
@@ -9,6 +10,7 @@ from scapy.utils import wrpcap
 
 from nrsack.analyzer import check
 from nrsack.generator.layers import MPTCPCapable, MPTCPDSS, TCPOptNRSackPermitted, tcp_option
+from support import pcaps, tcp_scenario
 
 CLIENT, SERVER = ("192.0.2.1", 40000), ("198.51.100.1", 5001)
 ISN_C, ISN_S = 1000, 5000
@@ -83,3 +85,16 @@ def test_revocation_across_the_tsn_wrap(tmp_path):
     assert [(r.rule, list(r.frames)) for r in found.itertuples()] == [("NR-03", [9, 10])]
     assert "TSN 0," in found.message[0]
     assert list(check(capture("kept", ["N:4294967293;2-3", "N:0", "N:1"])).rule) == []
+
+
+def test_never_renege_receiver_sack_and_nr_block_over_one_byte_is_tn02(tmp_path):
+    """A never-renege receiver's SACK blocks count as NR for the scoreboard (its level marks them so), yet
+    TN-02 is about the option each block came in: one byte in a SACK and an NR-SACK block of one segment
+    breaks it all the same. The checker reads the block's kind from the wire, its units from the level."""
+    both = tcp_scenario.ack(0.3, 1000, sack=[(2000, 3000)], nr=[(2500, 4000)])
+    apart = tcp_scenario.ack(0.3, 1000, sack=[(2000, 3000)], nr=[(3000, 4000)])
+    for never_renege in (0x00, 0x01):
+        packets = tcp_scenario.handshake(nr_flags=(0x00, never_renege)) + tcp_scenario.four_segments()
+        found = check(pcaps.write(tmp_path / "both.pcap", packets + [both]))
+        assert [(r.rule, list(r.frames)) for r in found.itertuples()] == [("TN-02", [8])], never_renege
+        assert list(check(pcaps.write(tmp_path / "apart.pcap", packets + [apart])).rule) == [], never_renege

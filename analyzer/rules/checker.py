@@ -120,6 +120,7 @@ class Lane:
     conn: np.ndarray
     aux: np.ndarray        # MPTCP data: the mapping's subflow sequence number
     older: np.ndarray      # acks the core judged maybe sent before one already seen (FLAG_OLDER)
+    part: F.ScoreboardInput  # the level's rows: their blocks' units (inputs.lane_blocks)
     facts: np.ndarray = None   # rows x FACTS: the NR ledger's facts (Checker._facts)
     quiet: np.ndarray = None   # rows no rule reading the direction's state can fire on (Checker._pick)
     told: np.ndarray = None    # quiet rows the negotiation rules still judge
@@ -129,7 +130,7 @@ def _lane(key, level, sender, frows, part, flags, ev):
     row = frows[part.pos]
     cum = part.hi if level == "sctp" else part.lo
     return Lane(key, level, sender, row, part.kind, part.lo, part.hi, np.where(part.kind == 1, cum, LOWEST), part.frame,
-                part.time_ns, part.conn, ev["aux"][row] if level == "mptcp" else None, (flags & FLAG_OLDER) != 0)
+                part.time_ns, part.conn, ev["aux"][row] if level == "mptcp" else None, (flags & FLAG_OLDER) != 0, part)
 
 
 FACTS = 5  # NrLedger.feed's facts per row: count, lo, hi, frame, r_and_nr
@@ -217,8 +218,8 @@ class Checker:
         started = []
         for row, level, sender, conn in starts:
             reference = levels.get((level, conn if level == "tcp" else -1, sender))
-            space = getattr(reference, "space", None)  # none once the flow ended (EndedLevel)  # (highest serial, candidate)
-            started.append(I.start_event(rows, row, level, sender, int(space[0]) if space else None))
+            space = getattr(reference, "space", None)  # none once the flow ended (EndedLevel)
+            started.append(I.start_event(rows, row, level, sender, space))
         events += started
         lanes = self._lanes(flow, frows)
         whole = run.fsack or self.every_row
@@ -235,10 +236,11 @@ class Checker:
             screen = self._facts(run, lane, mine, never and lane.level == "tcp", cap)
             self._pick(lane, d, whole, loud_acks, listed, ev, screen)
             loud = ~lane.quiet
-            events += [I.lane_event(rows, lane.level, lane.sender, row, kind, lo, hi, never, older, facts)
-                       for row, kind, lo, hi, older, facts in zip(
+            events += [I.lane_event(rows, lane.level, lane.sender, row, kind, lo, hi, never, older, facts, blocks)
+                       for row, kind, lo, hi, older, facts, blocks in zip(
                            lane.row[loud].tolist(), lane.kind[loud].tolist(), lane.lo[loud].tolist(),
-                           lane.hi[loud].tolist(), lane.older[loud].tolist(), lane.facts[loud].tolist())]
+                           lane.hi[loud].tolist(), lane.older[loud].tolist(), lane.facts[loud].tolist(),
+                           I.ack_blocks(screen, np.flatnonzero(loud)))]
         events.sort(key=lambda e: (e.index, e.level != "tcp"))
         self._sources(run, flow, frows, sides, cap)
         ctx = Context(flow, [A.vantage(flow, s) for s in (0, 1)], self._addresses(run, flow))
@@ -283,7 +285,8 @@ class Checker:
         if ledger is None:
             ledger = run.ledgers[lane.key] = _native.NrLedger()
         is_ack = lane.kind == 1
-        bstart, bcount, blo, bhi, bnr, owner, wlo, whi = I.lane_blocks(cap, lane.level, lane.row, is_ack, lane.lo)
+        blocks = I.lane_blocks(cap, lane.level, lane.row, is_ack, lane.part)
+        bstart, bcount = blocks.bstart, blocks.bcount
         kind, lo, hi = lane.kind.astype(np.int8), lane.lo, lane.hi
         cum, frame = np.where(is_ack, lane.cum, 0), lane.frame.astype(np.int64)
         if starts:  # a start is fed before the rows of its own packet and after the earlier ones
@@ -293,9 +296,12 @@ class Checker:
             cum, frame = np.insert(cum, at, [e.cum for e in starts]), np.insert(frame, at, [e.frame for e in starts])
             bstart, bcount = np.insert(bstart, at, 0), np.insert(bcount, at, 0)
         facts = np.empty((len(kind), FACTS), np.int64)
-        ledger.feed(kind, lo, hi, cum, frame, bstart, bcount, blo, bhi, bnr, facts, never_renege, lane.level != "sctp")
+        # NR by wire kind: a TCP level marks a never-renege receiver's SACK blocks NR too, but the ledger takes that
+        # from never_renege and its R-and-NR fact must still see them as SACK blocks
+        ledger.feed(kind, lo, hi, cum, frame, bstart, bcount, blocks.blo, blocks.bhi, blocks.nr, facts, never_renege,
+                    lane.level != "sctp")
         lane.facts = np.delete(facts, at + np.arange(len(at)), axis=0) if starts else facts
-        return owner, blo, bhi, bnr, wlo, whi
+        return blocks
 
     @staticmethod
     def _pick(lane, d, whole, loud_acks, listed, ev, screen):
@@ -313,7 +319,7 @@ class Checker:
             facts = lane.facts
             data = is_data & (lane.lo >= cum_before) & (facts[:, 0] == 0)
             ack = ~is_data & (lane.cum >= cum_before) & (facts[:, 0] == 0) & (facts[:, 4] == 0)
-            owner, blo, bhi, bnr, wlo, whi = screen
+            owner, blo, bhi, bnr, wlo, whi = screen.owner, screen.blo, screen.bhi, screen.nr, screen.wlo, screen.whi
             if lane.level == "sctp":
                 sent = np.where(is_data, lane.hi, LOWEST)
                 sent_before = np.maximum.accumulate(np.concatenate(([LOWEST if d.snd_max is None else d.snd_max],

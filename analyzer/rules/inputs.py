@@ -1,7 +1,9 @@
 """The rules' input: one `Event` per SCTP chunk / TCP segment / MPTCP mapping or DATA ACK that a rule must
 see, made from a chunk of the capture and the serials the analyzer's levels unwrapped (flows.py,
-_levels.c): nothing is unwrapped here; block edges are placed next to their ack's serial, with their wire
-values kept beside them. checker.py decides which rows become Events.
+_levels.c): nothing is unwrapped here. An ack's block edges are the units its level placed them at (the
+level's part, lane_blocks), with their wire values kept beside them; an INIT / SYN, which no level feeds
+on, is unwrapped by the core's rule against its level's space (start_event). checker.py decides which
+rows become Events.
 
 Units: SCTP TSNs (a DATA chunk is [tsn, tsn + 1), a cum ack c means "first unit not acked" c + 1);
 TCP sequence numbers (a segment's data [seq, seq + len); SYN / SYN-ACK events mark the ISN); MPTCP
@@ -13,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from nrsack.analyzer.read import events as E
+from nrsack.analyzer.state import flows as F
 
 TWO32 = 1 << 32
 
@@ -115,11 +118,12 @@ class ChunkRows:
                     flags=rec[_FLAGS], tcp_flags=rec[_TCP_FLAGS])
 
 
-def lane_event(rows: ChunkRows, level, sender, row, kind, lo, hi, never_renege=False, older=False, facts=None):
+def lane_event(rows: ChunkRows, level, sender, row, kind, lo, hi, never_renege=False, older=False, facts=None,
+               blocks=((), (), (), ())):
     """The Event of one row a level fed to the scoreboard: data [lo, hi) or an ack whose cum is `hi` (SCTP:
-    cum TSN + 1) or `lo` (TCP, MPTCP), unwrapped by the level; blocks placed next to it from the wire.
-    older: the scoreboard core's fact on an ack (maybe sent before one already seen, decisions.md 46);
-    facts: the NR ledger's row (count, lo, hi, frame, r_and_nr)."""
+    cum TSN + 1) or `lo` (TCP, MPTCP), unwrapped by the level; blocks: an ack's (r, nr, wire_r, wire_nr)
+    (ack_blocks). older: the scoreboard core's fact on an ack (maybe sent before one already seen,
+    decisions.md 46); facts: the NR ledger's row (count, lo, hi, frame, r_and_nr)."""
     rec = rows.record(row)
     base = rows.base(row, rec, sender, LEVEL_OFFSET[level] if kind == 0 else 0.0)
     if facts is not None and facts[0]:
@@ -129,74 +133,98 @@ def lane_event(rows: ChunkRows, level, sender, row, kind, lo, hi, never_renege=F
             base["lost_count"], base["lost"] = facts[0], tuple(facts[1:4])
     if kind != 0:
         base["older"] = older
-    if level == "sctp":
-        if kind == 0:
-            return Event(kind=DATA, level="sctp", lo=lo, hi=hi, wire_seq=rec[_SEQ], **base)
-        r, nr = rows.blocks_of(rec, (E.BK_R,)), rows.blocks_of(rec, (E.BK_NR,))
-        return Event(kind=ACK, level="sctp", cum=hi, wire_seq=rec[_ACK], r=tuple((lo + s, lo + e + 1) for s, e in r),
-                     nr=tuple((lo + s, lo + e + 1) for s, e in nr), wire_r=tuple(r), wire_nr=tuple(nr), **base)
-    if level == "tcp":
-        if kind == 0:
-            return Event(kind=DATA, level="tcp", lo=lo, hi=hi, wire_seq=rec[_SEQ], **base)
-        sack, nr = rows.blocks_of(rec, (E.BK_TCP_SACK,)), rows.blocks_of(rec, (E.BK_TCP_NR,))
-        near = lambda edges: tuple((lo + (((a - lo) + (1 << 31)) % TWO32) - (1 << 31),
-                                    lo + (((b - lo) + (1 << 31)) % TWO32) - (1 << 31)) for a, b in edges)
-        return Event(kind=ACK, level="tcp", cum=lo, wire_seq=rec[_ACK], r=near(sack), nr=near(nr), wire_r=tuple(sack),
-                     wire_nr=tuple(nr), never_renege=never_renege, **base)
-    if kind == 0:
+    if kind == 0 and level == "mptcp":
         return Event(kind=DATA, level="mptcp", lo=lo, hi=hi, aux=rec[_AUX], wire_seq=rec[_DSN], **base)
-    nr = rows.blocks_of(rec, (E.BK_MPTCP_NR,))
-    return Event(kind=ACK, level="mptcp", cum=lo, wire_seq=rec[_DATA_ACK], nr=tuple((lo + s, lo + e) for s, e in nr),
-                 wire_nr=tuple(nr), **base)
+    if kind == 0:
+        return Event(kind=DATA, level=level, lo=lo, hi=hi, wire_seq=rec[_SEQ], **base)
+    r, nr, wire_r, wire_nr = blocks
+    if level == "sctp":
+        return Event(kind=ACK, level="sctp", cum=hi, wire_seq=rec[_ACK], r=r, nr=nr, wire_r=wire_r, wire_nr=wire_nr,
+                     **base)
+    if level == "tcp":
+        return Event(kind=ACK, level="tcp", cum=lo, wire_seq=rec[_ACK], r=r, nr=nr, wire_r=wire_r, wire_nr=wire_nr,
+                     never_renege=never_renege, **base)
+    return Event(kind=ACK, level="mptcp", cum=lo, wire_seq=rec[_DATA_ACK], nr=nr, wire_nr=wire_nr, **base)
 
 
-# per level: the block kinds of its renegable and non-renegable lists (MPTCP: its wire blocks are NR only)
+# per level: the wire block kinds of its renegable and non-renegable lists (MPTCP: its wire blocks are NR only)
 LEVEL_BLOCKS = {"sctp": (E.BK_R, E.BK_NR), "tcp": (E.BK_TCP_SACK, E.BK_TCP_NR), "mptcp": (-1, E.BK_MPTCP_NR)}
 
 
-def lane_blocks(cap, level, rows, is_ack, lo):
-    """The wire blocks of a level's ack rows (numpy, vectorised), placed in units as lane_event places them:
-    (bstart, bcount) per row into the kept blocks' (blo, bhi, bnr) and their wire (start, end) values."""
+class LaneBlocks(NamedTuple):
+    """The wire blocks of a lane's acks, in wire order: per lane row (bstart, bcount) into the others; owner:
+    the lane row of each; (blo, bhi) the units the level placed them at; nr: a non-renegable block by its
+    wire kind (not the level's bnr, which on TCP also marks a never-renege receiver's SACK blocks: TN-02
+    and the rules' r / nr read the option each came in); (wlo, whi) as on the wire (SCTP Start / End
+    offsets, TCP edges, MPTCP offsets)."""
+
+    bstart: np.ndarray
+    bcount: np.ndarray
+    owner: np.ndarray
+    blo: np.ndarray
+    bhi: np.ndarray
+    nr: np.ndarray
+    wlo: np.ndarray
+    whi: np.ndarray
+
+
+def lane_blocks(cap, level, rows, is_ack, part):
+    """The wire blocks of a level's ack rows (numpy, vectorised): their units from the level's part (a
+    flows.ScoreboardInput whose rows are `rows`), their kinds and wire values from the chunk's blocks.
+    The level keeps, per ack, its blocks of the level's kinds in wire order (_levels.c block_wanted, all
+    of them: the malformed ones too; flows.MptcpLevel: the DATA ACK's NR blocks, then the renegable
+    blocks decision 12 derives from subflow acks, which are no wire blocks: bnr 0)."""
     n = len(rows)
     count = np.where(is_ack, cap.ev["blk_count"][rows], 0).astype(np.int64)
-    first = cap.ev["blk_start"][rows].astype(np.int64)
-    total = int(count.sum())
     owner = np.repeat(np.arange(n), count)
-    at = np.repeat(first - (np.cumsum(count) - count), count) + np.arange(total)
+    at = F._expand(cap.ev["blk_start"][rows], count)
     kind = cap.blocks["kind"][at]  # field by field: gathering the records (with their pad) costs 15 times more
     r_kind, nr_kind = LEVEL_BLOCKS[level]
     keep = (kind == r_kind) | (kind == nr_kind)
-    owner, at, is_nr = owner[keep], at[keep], kind[keep] == nr_kind
-    wlo, whi = cap.blocks["lo"][at].astype(np.int64), cap.blocks["hi"][at].astype(np.int64)
-    base = lo[owner]
-    if level == "sctp":
-        blo, bhi = base + wlo, base + whi + 1
-    elif level == "tcp":
-        blo = base + (wlo - base + (1 << 31)) % TWO32 - (1 << 31)
-        bhi = base + (whi - base + (1 << 31)) % TWO32 - (1 << 31)
-    else:
-        blo, bhi = base + wlo, base + whi
+    owner, at, nr = owner[keep], at[keep], (kind[keep] == nr_kind).astype(np.int8)
     bcount = np.bincount(owner, minlength=n).astype(np.int64)
-    return np.cumsum(bcount) - bcount, bcount, blo, bhi, is_nr.astype(np.int8), owner, wlo, whi
+    placed = np.where(is_ack, part.bcount, 0).astype(np.int64)
+    pick = F._expand(part.bstart, placed)
+    if level == "mptcp":
+        wire = part.bnr[pick] == 1
+        pick = pick[wire]
+        placed = np.bincount(np.repeat(np.arange(n), placed)[wire], minlength=n)
+    if not np.array_equal(placed, bcount):  # units paired with another block's wire values: never silently
+        raise RuntimeError(f"{level} level placed {int(placed.sum())} blocks where its acks carry {len(at)}")
+    return LaneBlocks(np.cumsum(bcount) - bcount, bcount, owner, part.blo[pick], part.bhi[pick], nr,
+                      cap.blocks["lo"][at].astype(np.int64), cap.blocks["hi"][at].astype(np.int64))
 
 
-def near_serial(reference, value32):
-    """A 32-bit serial placed next to the level's unwrapped `reference` (None: the level's first-value rule)."""
-    if reference is None:
-        return value32 + TWO32
-    return reference + (((value32 - reference) + (1 << 31)) % TWO32) - (1 << 31)
+def ack_blocks(blocks: LaneBlocks, acks):
+    """Per lane row in `acks` (acks): its (r, nr, wire_r, wire_nr) as tuples of (lo, hi) pairs, the Event's."""
+    count = blocks.bcount[acks]
+    pick = F._expand(blocks.bstart[acks], count)
+    blo, bhi, nr = blocks.blo[pick].tolist(), blocks.bhi[pick].tolist(), blocks.nr[pick].tolist()
+    wlo, whi = blocks.wlo[pick].tolist(), blocks.whi[pick].tolist()
+    out, k = [], 0
+    for c in count.tolist():
+        placed, wire = ([], []), ([], [])
+        for j in range(k, k + c):
+            placed[nr[j]].append((blo[j], bhi[j]))
+            wire[nr[j]].append((wlo[j], whi[j]))
+        out.append((tuple(placed[0]), tuple(placed[1]), tuple(wire[0]), tuple(wire[1])))
+        k += c
+    return out
 
 
-def start_event(rows: ChunkRows, row, level, sender, reference):
+def start_event(rows: ChunkRows, row, level, sender, space):
     """INIT / INIT-ACK (the initial TSN - 1 is the cum ack of "nothing sent yet") or SYN / SYN-ACK (the ISN
-    counts one) of direction `sender`, placed next to its level's serials."""
+    counts one) of direction `sender`, unwrapped by the core's rule (flows.unwrap32) against its level's
+    serial space `space` (None: fresh). The level's space stays as it is: the level feeds on no INIT / SYN
+    (its handshake anchors it, flows.handshake_space), so where the capture holds one it unwraps its
+    serial here, once."""
     rec = rows.record(row)
     base = rows.base(row, rec, sender)
+    wire = (rec[_SEQ] - 1) % TWO32 if level == "sctp" else rec[_SEQ]
+    value = int(F.unwrap32([wire], space, [rec[_FRAME]], F.FarSerials())[0][0])
     if level == "sctp":
-        value = near_serial(reference, (rec[_SEQ] - 1) % TWO32)
         return Event(kind=INIT if rec[_CHUNK] == 1 else INIT_ACK, level="sctp", cum=value + 1, lo=value + 1, hi=value + 1,
                      wire_seq=rec[_SEQ], **base)
-    value = near_serial(reference, rec[_SEQ])
     return Event(kind=SYN_ACK if rec[_TCP_FLAGS] & 0x10 else SYN, level="tcp", lo=value, hi=value + 1, cum=value + 1,
                  wire_seq=rec[_SEQ], **base)
 
