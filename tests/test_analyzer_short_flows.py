@@ -132,3 +132,22 @@ def test_short_connections_in_small_chunks_match(capture, chunk_frames):
     entries = spill_run.entries(None)
     assert held >= 5 and spill_run.held is None
     assert [e.summary for e in entries] == [e.summary for e in stream.analyze_to_files(capture).entries]
+
+
+def test_a_long_transfer_cut_by_a_chunk_is_not_held(tmp_path):
+    # more events in its first chunk than a short exchange has: replaying them would only cost (HOLD_MAX_EVENTS)
+    from support import hostile
+
+    path = tmp_path / "long.pcap"
+    segments = P.HOLD_MAX_EVENTS  # data and acks: about twice as many events
+    path.write_bytes(hostile.pcap_bytes(hostile.plain_records(hostile.ip_frames(hostile.tcp_transfer(segments)))))
+    chunk = P.HOLD_MAX_EVENTS + 100
+    run = P.Pipeline(stream.DiskStore(), finish_ended=True)
+    caps = E.read_chunks(path, chunk)
+    run.feed(next(caps))
+    assert run.held is None
+    for cap in caps:
+        run.feed(cap)
+    whole = formats.summary_dict(stream.analyze_to_files(path))
+    assert formats.summary_dict(stream.analyze_to_files(path, chunk_frames=chunk)) == whole
+    assert whole["flows"][0]["complete"]

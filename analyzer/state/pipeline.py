@@ -29,6 +29,10 @@ from nrsack.analyzer.state import flows as F
 IDLE_NS = 300 * 1_000_000_000
 SCTP_ABORT, SCTP_SHUTDOWN_COMPLETE = 6, 14
 _NEVER = np.iinfo(np.int64).min
+# A connection with more events than this in its first chunk is a transfer, not a short exchange: replaying
+# its events in the next chunk (_hold) would cost more than the general path saves (a long transfer's first
+# chunk was copied and assigned twice).
+HOLD_MAX_EVENTS = 256
 
 
 class EntrySpill:
@@ -181,7 +185,7 @@ class Pipeline:
         starts = np.flatnonzero(np.diff(sorted_flows, prepend=-1))
         stops = np.append(starts[1:], len(order))
         short = self._finish_short(cap, order, side_of[order], sorted_flows[starts], starts, stops)
-        held = self._hold(cap, flow_of, live_flow, order[starts], sorted_flows[starts], short)
+        held = self._hold(cap, flow_of, live_flow, order[starts], sorted_flows[starts], stops - starts, short)
         for fid, lo, hi in zip(sorted_flows[starts].tolist(), starts.tolist(), stops.tolist()):
             if fid in short or fid in held:
                 continue
@@ -216,7 +220,7 @@ class Pipeline:
         and with nobody reading the levels (the checker's hooks)."""
         return self.spill is not None and self.on_part is None and self.on_chunk is None and not self.keep_serials
 
-    def _hold(self, cap, flow_of, live_flow, first_row, group_flow, short) -> set:
+    def _hold(self, cap, flow_of, live_flow, first_row, group_flow, group_size, short) -> set:
         """The TCP connections that begin in this chunk and do not end in it, held back: their events are
         replayed at the head of the next chunk, where most end and take the one-pass way (_finish_short),
         not a DirectionAccumulator per direction (a connection cut by a chunk's end cost as much as ~40
@@ -224,7 +228,7 @@ class Pipeline:
         an event left out (late) is not held (its count would be made twice)."""
         if not self._one_pass() or self.flushing:
             return set()
-        fresh = (self.last_ns[group_flow] == _NEVER) & (first_row >= self.replayed)
+        fresh = (self.last_ns[group_flow] == _NEVER) & (first_row >= self.replayed) & (group_size <= HOLD_MAX_EVENTS)
         late = flow_of[(flow_of >= 0) & (live_flow < 0)]
         ended = list(self._ended)
         fresh &= ~np.isin(group_flow, ended) & ~np.isin(group_flow, late)
