@@ -8,6 +8,9 @@
 
 #include "nrsack_core.h"
 
+/* TCP header flags, as event_t.tcp_flags holds them (the header's byte) */
+enum { TCP_FLAG_FIN = 0x01, TCP_FLAG_SYN = 0x02, TCP_FLAG_RST = 0x04, TCP_FLAG_ACK = 0x10 };
+
 /* ---- event record (keep in step with events.py EVENT_DTYPE) ---- */
 typedef struct {
     int64_t time_ns;
@@ -77,6 +80,8 @@ int level_row(const level_t *lv, serial_space_t *space, const event_t *x, int mi
 
 int add_board_type(PyObject *module);                 /* _scoreboard.c */
 PyObject *short_tcp_entries(PyObject *self, PyObject *args); /* _scoreboard.c */
+PyObject *fill_layout(PyObject *self, PyObject *args);       /* _scoreboard.c */
+PyObject *tcp_fin_closes(PyObject *self, PyObject *args);    /* _scoreboard.c */
 PyObject *level_part(PyObject *self, PyObject *args); /* _levels.c */
 PyObject *unwrap_serials(PyObject *self, PyObject *args); /* _levels.c */
 

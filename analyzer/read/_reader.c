@@ -1033,6 +1033,12 @@ static PyMethodDef module_methods[] = {
     {"short_tcp_entries", short_tcp_entries, METH_VARARGS,
      "short_tcp_entries(events, blocks, rows, side, group_lo, group_hi, conn, flow_flags, sndbuf) -> int64 records: "
      "Sender.feed and finish of TCP connections wholly in one chunk, in one call (see _scoreboard.c)"},
+    {"fill_layout", fill_layout, METH_VARARGS,
+     "fill_layout(pieces, values, fallback) -> str: the values' JSON text between the pieces, len(pieces) - 1 "
+     "values a run (views/formats.py)"},
+    {"tcp_fin_closes", tcp_fin_closes, METH_VARARGS,
+     "tcp_fin_closes(events, rows, fin_end, fin_acked, closed) -> int64 rows where a TCP connection closed "
+     "(state/pipeline.py)"},
     {"unwrap", unwrap_serials, METH_VARARGS,
      "unwrap(values u8, state) -> (serials i8, kept b1, state, (far rows left out, first index)): core/serial.c's rule"},
     {NULL}

@@ -13,7 +13,6 @@
 
 #include <string.h>
 
-enum { TCP_FLAG_RST = 0x04 };
 enum { SCTP_DATA = 0, SCTP_SACK = 3, SCTP_NR_SACK = 16 };
 
 /* per selected row, in Part's order and dtypes */

@@ -586,10 +586,8 @@ static PyTypeObject NrLedgerType = {
     .tp_doc = "NrLedger(): one direction's NR-acked pieces with the frame that first NR-acked each (the checker's)",
 };
 
-int add_module_functions(PyObject *module);  /* (at the end of this file) */
-
 int add_board_type(PyObject *module) {
-    if (PyType_Ready(&BoardType) < 0 || PyType_Ready(&NrLedgerType) < 0 || add_module_functions(module) < 0) return -1;
+    if (PyType_Ready(&BoardType) < 0 || PyType_Ready(&NrLedgerType) < 0) return -1;
     Py_INCREF(&BoardType);
     if (PyModule_AddObject(module, "Board", (PyObject *)&BoardType) < 0) return -1;
     Py_INCREF(&NrLedgerType);
@@ -846,7 +844,7 @@ static int text_put_value(text_t *t, PyObject *v, PyObject *fallback) {
     return rc;
 }
 
-static PyObject *fill_layout(PyObject *self, PyObject *args) {
+PyObject *fill_layout(PyObject *self, PyObject *args) {
     PyObject *pieces, *values, *fallback;
     if (!PyArg_ParseTuple(args, "O!O!O:fill_layout", &PyTuple_Type, &pieces, &PyList_Type, &values, &fallback))
         return NULL;
@@ -881,30 +879,27 @@ out:
 }
 
 /* ---- where TCP connections close (state/pipeline.py Pipeline._ending_rows) ----
- * tcp_fin_closes(events, rows, fin_end, fin_acked, fin_open, closed) -> int64 rows: follows the events
+ * tcp_fin_closes(events, rows, fin_end, fin_acked, closed) -> int64 rows: follows the events
  * rows[...] (in order, TCP) through each connection's FIN state and returns the rows at which one
  * closed: both FINs acked, or a RST. Per conn c: fin_end[2c + dir] the sequence number after dir's FIN
- * (-1: none yet), fin_acked[2c + dir] whether the other side acked it, fin_open[c] whether the conn has
- * FIN state, closed[c] (rows of a closed conn are passed over); all four updated in place. */
-enum { TCP_FIN = 0x01, TCP_SYN = 0x02, TCP_RST = 0x04, TCP_ACK = 0x10 };
-
-static PyObject *tcp_fin_closes(PyObject *self, PyObject *args) {
-    PyObject *o_ev, *o_rows, *o_end, *o_acked, *o_open, *o_closed;
-    if (!PyArg_ParseTuple(args, "OOOOOO:tcp_fin_closes", &o_ev, &o_rows, &o_end, &o_acked, &o_open, &o_closed))
+ * (-1: none yet), fin_acked[2c + dir] whether the other side acked it, closed[c] (rows of a closed conn
+ * are passed over); all three updated in place. */
+PyObject *tcp_fin_closes(PyObject *self, PyObject *args) {
+    PyObject *o_ev, *o_rows, *o_end, *o_acked, *o_closed;
+    if (!PyArg_ParseTuple(args, "OOOOO:tcp_fin_closes", &o_ev, &o_rows, &o_end, &o_acked, &o_closed))
         return NULL;
-    buf_t ev = {0}, rows = {0}, end = {0}, acked = {0}, open = {0}, closed = {0};
+    buf_t ev = {0}, rows = {0}, end = {0}, acked = {0}, closed = {0};
     PyObject *out = NULL, *result = NULL;
     if (get_buf(o_ev, &ev, sizeof(event_t), -1, 0, "tcp_fin_closes") < 0 ||
         get_buf(o_rows, &rows, 8, -1, 0, "tcp_fin_closes") < 0 ||
         get_buf(o_closed, &closed, 1, -1, 1, "tcp_fin_closes") < 0 ||
-        get_buf(o_open, &open, 1, closed.b.len, 1, "tcp_fin_closes") < 0 ||
         get_buf(o_end, &end, 8, 2 * closed.b.len, 1, "tcp_fin_closes") < 0 ||
         get_buf(o_acked, &acked, 1, 2 * closed.b.len, 1, "tcp_fin_closes") < 0)
         goto out;
     const event_t *e = ev.b.buf;
     const int64_t *row = rows.b.buf;
     int64_t *fin_end = end.b.buf;
-    uint8_t *fin_acked = acked.b.buf, *fin_open = open.b.buf, *is_closed = closed.b.buf;
+    uint8_t *fin_acked = acked.b.buf, *is_closed = closed.b.buf;
     Py_ssize_t n_rows = rows.b.len / 8, n_events = ev.b.len / (Py_ssize_t)sizeof(event_t), n_conns = closed.b.len;
     if (!(out = PyByteArray_FromStringAndSize(NULL, n_rows * 8))) goto out;
     int64_t *closes = (int64_t *)PyByteArray_AS_STRING(out);
@@ -918,16 +913,14 @@ static PyObject *tcp_fin_closes(PyObject *self, PyObject *args) {
         Py_ssize_t c = x->conn;
         int d = x->dir;
         if (is_closed[c]) continue;
-        if (!(x->tcp_flags & TCP_RST)) {
-            fin_open[c] = 1;
+        if (!(x->tcp_flags & TCP_FLAG_RST)) {
             int64_t other = fin_end[2 * c + 1 - d];
-            if ((x->tcp_flags & TCP_ACK) && other >= 0 && (((int64_t)x->ack - other) & 0xFFFFFFFF) < ((int64_t)1 << 31))
+            if ((x->tcp_flags & TCP_FLAG_ACK) && other >= 0 && (((int64_t)x->ack - other) & 0xFFFFFFFF) < ((int64_t)1 << 31))
                 fin_acked[2 * c + 1 - d] = 1;
-            if (x->tcp_flags & TCP_FIN)  /* the FIN takes one sequence number after the segment's data */
-                fin_end[2 * c + d] = ((int64_t)x->seq + x->len + 1 + ((x->tcp_flags & TCP_SYN) != 0)) & 0xFFFFFFFF;
+            if (x->tcp_flags & TCP_FLAG_FIN)  /* the FIN takes one sequence number after the segment's data */
+                fin_end[2 * c + d] = ((int64_t)x->seq + x->len + 1 + ((x->tcp_flags & TCP_FLAG_SYN) != 0)) & 0xFFFFFFFF;
             if (!(fin_acked[2 * c] && fin_acked[2 * c + 1])) continue;
         }
-        fin_open[c] = 0;
         fin_end[2 * c] = fin_end[2 * c + 1] = -1;
         fin_acked[2 * c] = fin_acked[2 * c + 1] = 0;
         is_closed[c] = 1;
@@ -938,22 +931,8 @@ static PyObject *tcp_fin_closes(PyObject *self, PyObject *args) {
     out = NULL;
 out:
     Py_XDECREF(out);
-    buf_t *held[] = {&ev, &rows, &end, &acked, &open, &closed};
+    buf_t *held[] = {&ev, &rows, &end, &acked, &closed};
     for (size_t k = 0; k < sizeof held / sizeof *held; k++)
         if (held[k]->ok) PyBuffer_Release(&held[k]->b);
     return result;
-}
-
-static PyMethodDef module_functions[] = {
-    {"fill_layout", fill_layout, METH_VARARGS,
-     "fill_layout(pieces, values, fallback) -> str: the values' JSON text between the pieces, len(pieces) - 1 "
-     "values a run (views/formats.py)"},
-    {"tcp_fin_closes", tcp_fin_closes, METH_VARARGS,
-     "tcp_fin_closes(events, rows, fin_end, fin_acked, fin_open, closed) -> int64 rows where a TCP connection closed "
-     "(state/pipeline.py)"},
-    {NULL, NULL, 0, NULL},
-};
-
-int add_module_functions(PyObject *module) {
-    return PyModule_AddFunctions(module, module_functions);
 }

@@ -155,10 +155,9 @@ class Pipeline:
         self.last_ns = np.zeros(0, np.int64)
         self.conn_closed = np.zeros(0, bool)
         # per TCP conn (_native.tcp_fin_closes): the sequence number after each direction's FIN (-1: none
-        # yet), whether the other side acked it, whether the conn has such state
+        # yet), whether the other side acked it
         self.fin_end = np.zeros((0, 2), np.int64)
         self.fin_acked = np.zeros((0, 2), bool)
-        self.fin_open = np.zeros(0, bool)
         self.late = [0, None]  # events after their flow's end: how many, the first frame
         self.short_flows = 0   # flows finished by _finish_short
         self.held = None       # (events, blocks, the chunk's header) of the connections _hold held back
@@ -315,13 +314,11 @@ class Pipeline:
             self.conn_closed = np.concatenate((self.conn_closed, np.zeros(more, bool)))
             self.fin_end = np.concatenate((self.fin_end, np.full((more, 2), -1, np.int64)))
             self.fin_acked = np.concatenate((self.fin_acked, np.zeros((more, 2), bool)))
-            self.fin_open = np.concatenate((self.fin_open, np.zeros(more, bool)))
 
     def _clear_fins(self, conns):
         """The conns' FIN state back to none (their flow finished, or is replayed)."""
         self.fin_end[conns] = -1
         self.fin_acked[conns] = False
-        self.fin_open[conns] = False
 
     # -- where flows end
 
@@ -388,18 +385,18 @@ class Pipeline:
             return ends
         conn, tf = ev["conn"], ev["tcp_flags"]
         closing = np.flatnonzero(tcp & ((tf & (E.TCP_FIN | E.TCP_RST)) != 0))
-        open_before = self.fin_open.any()
-        if not len(closing) and not open_before:
+        # conns with a FIN seen and not yet closed: followed from this chunk's start
+        open_before = (self.fin_end >= 0).any(axis=1)
+        if not len(closing) and not open_before.any():
             return ends
         # the rows to follow one by one: a conn's from its first FIN or RST on (few per connection)
         start = np.full(len(self.conn_closed), np.iinfo(np.int64).max)
         conns, first = np.unique(conn[closing], return_index=True)
         start[conns] = closing[first]
-        if open_before:
-            start[self.fin_open] = -1
+        start[open_before] = -1
         follow = np.flatnonzero(tcp & (np.arange(len(ev)) >= start[conn]))
-        closes = np.frombuffer(_native.tcp_fin_closes(ev, follow, self.fin_end, self.fin_acked, self.fin_open,
-                                                      self.conn_closed), np.int64)
+        closes = np.frombuffer(_native.tcp_fin_closes(ev, follow, self.fin_end, self.fin_acked, self.conn_closed),
+                               np.int64)
         flows, closed = self.table.flows, self.conn_closed
         for r, f in zip(closes.tolist(), fid[closes].tolist()):
             flow = flows[f]
