@@ -177,14 +177,14 @@ def lane_blocks(cap, level, rows, is_ack, part):
     n = len(rows)
     count = np.where(is_ack, cap.ev["blk_count"][rows], 0).astype(np.int64)
     owner = np.repeat(np.arange(n), count)
-    at = F._expand(cap.ev["blk_start"][rows], count)
+    at = F.expand_runs(cap.ev["blk_start"][rows], count)
     kind = cap.blocks["kind"][at]  # field by field: gathering the records (with their pad) costs 15 times more
     r_kind, nr_kind = LEVEL_BLOCKS[level]
     keep = (kind == r_kind) | (kind == nr_kind)
     owner, at, nr = owner[keep], at[keep], (kind[keep] == nr_kind).astype(np.int8)
     bcount = np.bincount(owner, minlength=n).astype(np.int64)
     placed = np.where(is_ack, part.bcount, 0).astype(np.int64)
-    pick = F._expand(part.bstart, placed)
+    pick = F.expand_runs(part.bstart, placed)
     if level == "mptcp":
         wire = part.bnr[pick] == 1
         pick = pick[wire]
@@ -198,7 +198,7 @@ def lane_blocks(cap, level, rows, is_ack, part):
 def ack_blocks(blocks: LaneBlocks, acks):
     """Per lane row in `acks` (acks): its (r, nr, wire_r, wire_nr) as tuples of (lo, hi) pairs, the Event's."""
     count = blocks.bcount[acks]
-    pick = F._expand(blocks.bstart[acks], count)
+    pick = F.expand_runs(blocks.bstart[acks], count)
     blo, bhi, nr = blocks.blo[pick].tolist(), blocks.bhi[pick].tolist(), blocks.nr[pick].tolist()
     wlo, whi = blocks.wlo[pick].tolist(), blocks.whi[pick].tolist()
     out, k = [], 0

@@ -519,11 +519,8 @@ def _part(events, pos, is_data, lo, hi, size, blocks, serial):
 def _by_owner(events, pos, kinds):
     """Blocks of the given kinds belonging to the events at `pos` (in order) and per-row local start/count."""
     counts = events["blk_count"][pos].astype(np.int64)
-    starts = events["blk_start"][pos]
-    total = int(counts.sum())
     owner = np.repeat(np.arange(len(pos)), counts)
-    first = np.repeat(starts - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
-    index = first + np.arange(total)
+    index = expand_runs(events["blk_start"][pos], counts)
     keep = np.isin(events.blocks["kind"][index], kinds)
     index, owner = index[keep], owner[keep]
     bcount = np.bincount(owner, minlength=len(pos)).astype(np.int32)
@@ -531,32 +528,40 @@ def _by_owner(events, pos, kinds):
     return index, owner, bstart, bcount
 
 
-def _expand(starts, counts) -> np.ndarray:
+def expand_runs(starts, counts) -> np.ndarray:
     """starts[i] .. starts[i] + counts[i] - 1 for every i, concatenated."""
     counts = np.asarray(counts, np.int64)
     offsets = np.cumsum(counts) - counts
     return (np.repeat(np.asarray(starts, np.int64) - offsets, counts) + np.arange(int(counts.sum()))).astype(np.int64)
 
 
-class TcpLevel:
+class _SpaceLevel:
+    """What every level with a sequence space of its own carries from chunk to chunk."""
+
+    def __init__(self, sender):
+        self.sender = sender
+        self.space = None  # the sequence space's unwrapping state (flows.unwrap32)
+        self.nr_seen = False
+        self.far = FarSerials()
+
+
+class TcpLevel(_SpaceLevel):
     """TCP level of one conn in direction `sender`: the sender's seq space, its data and the peer's acks."""
 
     units = False
     gap_from_sacked = False
 
     def __init__(self, conn, sender, flow=None):
+        super().__init__(sender)
         # the peer's never-renege flag comes with the handshake, which may end in a later chunk
-        self.conn, self.sender, self.flow = conn, sender, flow
-        self.space = None  # the sequence space's unwrapping state (flows.unwrap32)
-        self.nr_seen = False
-        self.far = FarSerials()
+        self.conn, self.flow = conn, flow
 
     def build(self, events: FlowEvents) -> ScoreboardInput:
         never_renege = self.flow is not None and self.flow.never_renege[1 - self.sender]
         return _compiled_part(self, events, LEVEL_TCP, self.conn, never_renege)
 
 
-class SctpLevel:
+class SctpLevel(_SpaceLevel):
     """One SCTP association direction. Positions are TSNs: data t covers [t, t + 1), a cum ack c ends
     at c + 1, a gap block covers cum + Start .. cum + End. For its paths (SctpPathLevel) it also
     tells, per data row, the path of the TSN's first transmission, from a table kept from the cum
@@ -566,10 +571,7 @@ class SctpLevel:
     gap_from_sacked = False
 
     def __init__(self, sender):
-        self.sender = sender
-        self.space = None  # the sequence space's unwrapping state (flows.unwrap32)
-        self.nr_seen = False
-        self.far = FarSerials()
+        super().__init__(sender)
         self.cum_tsn = np.iinfo(np.int64).min
         self.first_tsn = np.empty(0, np.int64)  # sorted
         self.first_conn = np.empty(0, np.int32)
@@ -621,7 +623,7 @@ class SctpPathLevel:
         return part.rows((part.kind == 1) | ((path == self.conn) & (part.conn == self.conn)))
 
 
-class MptcpLevel:
+class MptcpLevel(_SpaceLevel):
     """MPTCP data level of direction `sender`: DSS mappings of the sender's subflows, DATA ACKs of the
     peer with its NR blocks and, as renegable blocks, the DSNs its subflow acks cover (decision 12:
     `sacked` at the data level)."""
@@ -630,10 +632,7 @@ class MptcpLevel:
     gap_from_sacked = True
 
     def __init__(self, sender):
-        self.sender = sender
-        self.space = None  # the sequence space's unwrapping state (flows.unwrap32)
-        self.nr_seen = False
-        self.far = FarSerials()
+        super().__init__(sender)
         self.subflows = {}  # conn -> _SubflowMap
 
     def build(self, events: FlowEvents) -> ScoreboardInput:
@@ -712,7 +711,7 @@ class _SubflowMap:
         if len(cum):
             self.acked_to = int(reached[-1])
         count = sub.bcount[acks]
-        pick = _expand(sub.bstart[acks], count)
+        pick = expand_runs(sub.bstart[acks], count)
         ranges.append((np.repeat(ack_rows, count), sub.blo[pick], sub.bhi[pick]))
         out = ([], [], [])
         for owner_rows, lo, hi in ranges:
@@ -721,7 +720,7 @@ class _SubflowMap:
             i = np.searchsorted(self.map_hi, lo, "right")
             j = np.searchsorted(self.map_lo, hi, "left")
             n = np.maximum(j - i, 0)
-            k = _expand(i, n)  # the mappings each range overlaps
+            k = expand_runs(i, n)  # the mappings each range overlaps
             a = np.maximum(np.repeat(lo, n), self.map_lo[k])
             b = np.minimum(np.repeat(hi, n), self.map_hi[k])
             out[0].append(np.searchsorted(pos, np.repeat(owner_rows, n)))

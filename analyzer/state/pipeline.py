@@ -238,10 +238,9 @@ class Pipeline:
         rows = np.flatnonzero(np.isin(live_flow, np.fromiter(held, np.int64, len(held))))
         ev = cap.ev[rows]
         counts = ev["blk_count"].astype(np.int64)
-        start = np.cumsum(counts) - counts
-        blocks = cap.blocks[np.repeat(ev["blk_start"] - start, counts) + np.arange(int(counts.sum()))]
+        blocks = cap.blocks[F.expand_runs(ev["blk_start"], counts)]
         blocks["event"] = np.repeat(np.arange(len(ev)), counts)
-        ev["blk_start"] = start
+        ev["blk_start"] = np.cumsum(counts) - counts
         self.held = (ev, blocks, E.Capture(cap.path, cap.linktype, cap.frames, cap.ev[:0].copy(), cap.blocks[:0].copy(),
                                            cap.conns, cap.findings, cap.rule_findings, cap.offset + len(cap.ev),
                                            cap.truncated))

@@ -182,7 +182,7 @@ class DirectionAccumulator:
         self.store.append(self.key, dict(out, time_ns=times, frame=frames, flags=flags, is_data=is_data))
         if self.serials is not None:
             rows = events.cap.offset + events.rows[part.pos]
-            blocks = F._expand(part.bstart, part.bcount)  # the rows' own (a CMT path's part shares the association's)
+            blocks = F.expand_runs(part.bstart, part.bcount)  # the rows' own (a CMT path's part shares the association's)
             self.serials.append((rows, part.serial, is_data, part.hi, np.repeat(rows, part.bcount), part.blo[blocks],
                                  part.bhi[blocks]))
 
