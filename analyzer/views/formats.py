@@ -106,11 +106,11 @@ def _indented_rows(rows, far, entry_ids) -> str:
     notes in `far` the far serials every entry and path reports (the findings filter them)."""
     parts, run, run_keys = [], [], None
     for keys, values, paths in rows:
-        if "far_serials_ignored" in keys:
-            _note_far(keys, values, far)
-        for path in paths:
-            if "far_serials_ignored" in path[0]:
-                _note_far(*path, far)
+        for summary_keys, summary_values in ((keys, values), *paths):
+            if "far_serials_ignored" in summary_keys:
+                note = _far_note(dict(zip(summary_keys, summary_values)))
+                if note:
+                    far.append(note)
         if entry_ids is not None and values[0] not in entry_ids:
             continue
         if keys is not run_keys or paths:
@@ -129,10 +129,10 @@ def _indented_rows(rows, far, entry_ids) -> str:
     return "".join(parts)
 
 
-def _note_far(keys, values, far):
-    summary = dict(zip(keys, values))
-    if summary.get("far_serials_ignored"):
-        far.append((summary["far_serials_first_frame"], summary["id"], summary["far_serials_ignored"]))
+def _far_note(summary):
+    """(first frame, entry id, count) of an entry that left far serial numbers out, else None."""
+    count = summary.get("far_serials_ignored")
+    return (summary["far_serials_first_frame"], summary["id"], count) if count else None
 
 
 def _json_value(value) -> str:
@@ -147,8 +147,7 @@ def _findings(analysis, entry_ids, far=None):
                 for frame, reason in analysis.capture.findings]
     findings += [general_finding(*found) for found in analysis.capture.rule_findings if found[1].startswith("GEN-")]
     if far is None:
-        far = [(s["far_serials_first_frame"], s["id"], s["far_serials_ignored"])
-               for s in (entry.summary for entry in analysis.all_entries()) if s.get("far_serials_ignored")]
+        far = [note for note in (_far_note(entry.summary) for entry in analysis.all_entries()) if note]
     for frame, entry_id, count in far:
         if entry_ids is None or entry_id in entry_ids:
             findings.append(general_finding(frame, "GEN-01.note", f"entry {entry_id}: {far_reason(count)}"))
