@@ -15,6 +15,7 @@ from nrsack.generator.timelines import all_timelines, conformance, notation_sctp
 from nrsack.generator.timelines.timeline import Step, Timeline, write_pcap as write_timeline
 from nrsack.generator.sim.model import DATA, RTX, PathConfig, SimConfig, simulate
 from nrsack.generator.sim.wire import write_pcap
+from support.hostile import build_all
 from support.paths import SAMPLES
 
 PAYLOAD = 1000  # the simulator's default unit size in bytes
@@ -159,3 +160,20 @@ def test_mptcp_data_a_subflow_sack_covered_is_not_lost(tmp_path, monkeypatch):
                              (subflow, ["lost", "data", "data", "ack", "data", "rtx"])):
         rows, _ = ladder_rows(analysis, entry, 0, 4e9)
         assert rows["style"].tolist()[3:] == styles_of, entry.summary["id"]
+
+
+HOSTILE_USABLE = {name: data for name, data, expectation in build_all() if expectation == "usable"}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_USABLE))
+def test_the_ladder_of_a_hostile_capture_labels_every_frame_without_failing(tmp_path, name):
+    # cut, clock-stepped, far-acked, DSS-garbled captures: the kept blocks and serials still make a ladder
+    path = tmp_path / f"{name}.pcap"
+    path.write_bytes(HOSTILE_USABLE[name])
+    analysis = analyze(path)
+    for entry in [e for top in analysis.entries for e in (top, *top.paths)]:
+        rows, total = ladder_rows(analysis, entry, 0, 2**40, limit=10**6)
+        assert len(rows) == total
+        assert set(rows["style"]) <= {"lost", "rtx", "data", "ack", "control"}
+        lost = rows[rows["style"] == "lost"]
+        assert lost["from_sender"].all()  # only the sender's data can be lost
