@@ -160,7 +160,7 @@ static void deadline_after(struct timespec *ts, int64_t at_us)
 static int fail(const char *fmt, ...);
 
 /* The two AF_CONN addresses at the same place in every run. The cookie's HMAC covers them although
- * they never reach the wire (usrsctp clears them after signing, netinet/sctp_output.c:6700-6729), so
+ * they never reach the wire (usrsctp clears them after signing, netinet/sctp_output.c:6611-6637), so
  * addresses that move with ASLR would change the INIT-ACK's signature from run to run. */
 #define TOKEN_PAGE ((void *)0x6e7273000000) /* "nrs" */
 static int place_tokens(void)
@@ -200,13 +200,14 @@ static double uniform(int d, uint64_t index, int draw)
     return (h >> 11) * (1.0 / 9007199254740992.0);
 }
 
-/* The virtual clock. usrsctp reads time two ways (sctplab/usrsctp, the code of Debian's 0.9.5):
- *  - its timers count ticks that only sctp_handle_tick advances (netinet/sctp_callout.c:68-76 and
- *    166-190); usrsctp_handle_timers calls it (user_socket.c:3336) when usrsctp_init_nothreads
- *    (user_socket.c:120) started no timer thread, which otherwise ticks every 10 ms
- *    (netinet/sctp_callout.c:193-215): the loop below does the same on the virtual clock;
+/* The virtual clock. usrsctp reads time two ways (sctplab/usrsctp at tag 0.9.5.0, which Debian's
+ * 0.9.5.0-2 packages):
+ *  - its timers count ticks that only sctp_handle_tick advances (netinet/sctp_callout.c:68-75 and
+ *    153-181); usrsctp_handle_timers calls it (user_socket.c:3355) when usrsctp_init_nothreads
+ *    (user_socket.c:117) started no timer thread, which otherwise ticks every 10 ms
+ *    (netinet/sctp_callout.c:193-218): the loop below does the same on the virtual clock;
  *  - timestamps (RTT samples, cookie lifetime, the last send) through SCTP_GETTIME_TIMEVAL, libc's
- *    gettimeofday in user space (netinet/sctp_constants.h:991).
+ *    gettimeofday in user space (netinet/sctp_constants.h:995).
  * Its randomness (verification tags, initial TSNs, the cookie's secret, the AUTH random parameter) is
  * read_random: the getrandom system call through libc's syscall() (user_environment.c:259-300).
  * libusrsctp.so.2 imports exactly these (nm -D: gettimeofday, syscall; no clock_gettime, no time).
@@ -661,6 +662,14 @@ static void subscribe_dry(struct socket *s)
     usrsctp_setsockopt(s, IPPROTO_SCTP, SCTP_EVENT, &ev, sizeof ev);
 }
 
+/* after SHUT_WR, the receiver's last moment to read the association's end: bounded, since a lost
+ * SHUTDOWN costs an RTO */
+static int64_t end_of_shutdown(int64_t deadline)
+{
+    int64_t until = now_us() + 5000000;
+    return until < deadline + 5000000 ? until : deadline + 5000000;
+}
+
 #define WROTE 1
 #define WAIT_FOR_ROOM 2
 
@@ -755,12 +764,8 @@ static int run_threads(struct socket *listener, struct socket *s, const unsigned
         }
         if (r->dry_us >= 0) {
             usrsctp_shutdown(s, SHUT_WR);
-            /* the receiver reads the end of the association; bounded, a lost SHUTDOWN costs an RTO */
-            int64_t until = now_us() + 5000000;
-            if (until > deadline + 5000000)
-                until = deadline + 5000000;
             struct timespec ts;
-            deadline_after(&ts, until);
+            deadline_after(&ts, end_of_shutdown(deadline));
             pthread_mutex_lock(&L.lock);
             while (!L.receiver_done && pthread_cond_timedwait(&L.app_wake, &L.lock, &ts) != ETIMEDOUT)
                 ;
@@ -853,9 +858,7 @@ static int sender_step(struct virtual_app *a, int millisecond)
     if (r->dry_us < 0 && sender_dry(a->sender)) {
         r->dry_us = now_us();
         usrsctp_shutdown(a->sender, SHUT_WR);
-        a->until = now_us() + 5000000; /* as in real time: a lost SHUTDOWN costs an RTO */
-        if (a->until > a->deadline + 5000000)
-            a->until = a->deadline + 5000000;
+        a->until = end_of_shutdown(a->deadline);
     }
     return 0;
 }
