@@ -4,6 +4,13 @@
  * Loaded with ctypes by nrsack.lab.usrsctp in a child process per run: usrsctp keeps global state
  * (one init per process, threads that outlive the sockets), so a run never shares a process.
  *
+ * Two clocks. Real: the stack's timer thread, a link thread, a sampler thread and the two
+ * applications' threads run against CLOCK_MONOTONIC. Virtual (the default): one thread runs one event
+ * loop on a clock of its own; the link's deliveries, the stack's timers (usrsctp_init_nothreads,
+ * usrsctp_handle_timers), the 1 ms samples and the applications' writes and reads are its events, and
+ * the stack's own clock and random reads are answered here (see "The virtual clock" below), so the
+ * same seed gives the same bytes, as fast as the CPU allows.
+ *
  * The link, per direction: a drop-tail queue of `queue` packets in front of a serialiser at the
  * bandwidth, then a constant propagation delay. Loss is decided per packet from (seed, direction,
  * packet index) alone, so the same seed drops the same packet numbers however the threads are
@@ -20,7 +27,8 @@
  *   acks.csv     every SACK / NR-SACK delivered to the sender: cumulative TSN, gap and NR gap blocks
  *   unsent.csv   when the buffer starts and stops holding written data not yet sent (cwnd-limited)
  */
-#define _GNU_SOURCE /* clock_nanosleep, CLOCK_MONOTONIC under -std=c11 */
+#define _GNU_SOURCE /* clock_nanosleep, CLOCK_MONOTONIC, RTLD_NOLOAD, syscall under -std=c11 */
+#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -29,7 +37,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 #include <usrsctp.h>
 
 #include "_usrsctp_send.h"
@@ -70,6 +82,7 @@ struct lab_params { /* mirrored by nrsack.lab.usrsctp.Params */
     int32_t rto_min_ms;    /* 0: the stack's default */
     int32_t sack_delay_ms; /* 0: the stack's default */
     int32_t drain;         /* sctp_do_drain: 0 = the receiver never reneges, so it NR-acks all it holds */
+    int32_t virtual_clock; /* 1: one event loop on a virtual clock; 0: threads in real time */
 };
 
 struct lab_result { /* mirrored by nrsack.lab.usrsctp.Result */
@@ -120,13 +133,18 @@ static struct {
     FILE *link_log, *blocked_log, *stack_log, *ack_log, *unsent_log;
     int unsent; /* written > sent_new, as last logged */
     struct socket *sender;
-    int token[2]; /* AF_CONN addresses: their addresses identify the two ends */
+    int *token; /* token[0], token[1]: AF_CONN addresses, their addresses identify the two ends */
     char *err;
     int errlen;
+    int virtual_clock;
+    int64_t virtual_now_us;
+    uint64_t clock_reads, random_bytes; /* the stack's, answered from the virtual clock and the seed */
 } L;
 
 static int64_t now_us(void)
 {
+    if (L.virtual_clock)
+        return L.virtual_now_us;
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (int64_t)(t.tv_sec - L.t0.tv_sec) * 1000000 + (t.tv_nsec - L.t0.tv_nsec) / 1000;
@@ -137,6 +155,25 @@ static void deadline_after(struct timespec *ts, int64_t at_us)
     int64_t ns = (int64_t)L.t0.tv_nsec + (at_us % 1000000) * 1000;
     ts->tv_sec = L.t0.tv_sec + at_us / 1000000 + ns / 1000000000;
     ts->tv_nsec = ns % 1000000000;
+}
+
+static int fail(const char *fmt, ...);
+
+/* The two AF_CONN addresses at the same place in every run. The cookie's HMAC covers them although
+ * they never reach the wire (usrsctp clears them after signing, netinet/sctp_output.c:6611-6637), so
+ * addresses that move with ASLR would change the INIT-ACK's signature from run to run. */
+#define TOKEN_PAGE ((void *)0x6e7273000000) /* "nrs" */
+static int place_tokens(void)
+{
+    void *page = mmap(TOKEN_PAGE, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+                      -1, 0);
+    if (page != TOKEN_PAGE) {
+        if (page != MAP_FAILED)
+            munmap(page, 4096);
+        return fail("cannot map the AF_CONN addresses at %p: %s", TOKEN_PAGE, strerror(errno));
+    }
+    L.token = page;
+    return 0;
 }
 
 static int fail(const char *fmt, ...)
@@ -161,6 +198,68 @@ static double uniform(int d, uint64_t index, int draw)
 {
     uint64_t h = splitmix64(L.p->seed ^ splitmix64(((uint64_t)d << 62) ^ ((uint64_t)draw << 60) ^ index));
     return (h >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* The virtual clock. usrsctp reads time two ways (sctplab/usrsctp at tag 0.9.5.0, which Debian's
+ * 0.9.5.0-2 packages):
+ *  - its timers count ticks that only sctp_handle_tick advances (netinet/sctp_callout.c:68-75 and
+ *    153-181); usrsctp_handle_timers calls it (user_socket.c:3355) when usrsctp_init_nothreads
+ *    (user_socket.c:117) started no timer thread, which otherwise ticks every 10 ms
+ *    (netinet/sctp_callout.c:193-218): the loop below does the same on the virtual clock;
+ *  - timestamps (RTT samples, cookie lifetime, the last send) through SCTP_GETTIME_TIMEVAL, libc's
+ *    gettimeofday in user space (netinet/sctp_constants.h:995).
+ * Its randomness (verification tags, initial TSNs, the cookie's secret, the AUTH random parameter) is
+ * read_random: the getrandom system call through libc's syscall() (user_environment.c:259-300).
+ * libusrsctp.so.2 imports exactly these (nm -D: gettimeofday, syscall; no clock_gettime, no time).
+ * In a virtual run both are answered here: nrsack.lab.usrsctp loads this library with RTLD_DEEPBIND,
+ * which puts the scope of the objects that dlopen loads (this library, then libusrsctp, then libc)
+ * ahead of the global scope, so libusrsctp's references bind to the definitions below, not to libc's
+ * (a plain RTLD_LOCAL dlopen would not do: libc, already global, comes first). The run fails if the
+ * stack read neither, so a loader that did not interpose cannot pass for a virtual run. Outside a
+ * virtual run both forward to libc. */
+#define VIRTUAL_EPOCH_S 1700000000 /* as the captures' timestamps */
+
+int gettimeofday(struct timeval *restrict tv, void *restrict tz)
+{
+    (void)tz;
+    if (L.virtual_clock) {
+        L.clock_reads++;
+        tv->tv_sec = VIRTUAL_EPOCH_S + L.virtual_now_us / 1000000;
+        tv->tv_usec = L.virtual_now_us % 1000000;
+        return 0;
+    }
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    tv->tv_sec = t.tv_sec;
+    tv->tv_usec = t.tv_nsec / 1000;
+    return 0;
+}
+
+long syscall(long number, ...)
+{
+    va_list ap;
+    long a[6];
+    va_start(ap, number);
+    for (int i = 0; i < 6; i++) /* the kernel takes at most 6; extra reads are unused registers */
+        a[i] = va_arg(ap, long);
+    va_end(ap);
+    if (number == SYS_getrandom && L.virtual_clock) {
+        unsigned char *buf = (unsigned char *)a[0];
+        size_t len = (size_t)a[1];
+        for (size_t i = 0; i < len; i++) /* a stream from the seed alone */
+            buf[i] = (unsigned char)splitmix64(L.p->seed ^ splitmix64(0x72616E64ULL << 32 ^ L.random_bytes++));
+        return (long)len;
+    }
+    static long (*libc_syscall)(long, ...);
+    if (!libc_syscall) {
+        void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+        libc_syscall = libc ? (long (*)(long, ...))dlsym(libc, "syscall") : NULL;
+        if (!libc_syscall) {
+            errno = ENOSYS;
+            return -1;
+        }
+    }
+    return libc_syscall(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 /* Bernoulli, or Gilbert-Elliott with the given mean rate and mean burst (loss in the bad state only):
@@ -342,44 +441,73 @@ static void log_acks(int64_t t, const unsigned char *b, size_t len)
     }
 }
 
-/* delivers packets at their arrival times; conninput runs unlocked because the stack may answer
- * (conn_output) from inside it */
+/* the direction whose next packet arrives first (forward on a tie), -1 if the link is empty; lock held */
+static int next_arrival(void)
+{
+    struct direction *f = &L.dir[FWD], *r = &L.dir[REV];
+    if (f->head && (!r->head || f->head->arrive_us <= r->head->arrive_us))
+        return FWD;
+    return r->head ? REV : -1;
+}
+
+/* hands direction d's first packet to the stack at `now`; called with the lock held and returns with
+ * it held: conninput runs unlocked because the stack may answer (conn_output) from inside it */
+static void deliver_first(int d, int64_t now)
+{
+    struct packet *pk = L.dir[d].head;
+    L.dir[d].head = pk->next;
+    if (!pk->next)
+        L.dir[d].tail = NULL;
+    pcap_record(L.pcap[d == FWD ? 1 : 0], d, now, pk->data, pk->len);
+    if (d == REV)
+        log_acks(now, pk->data, pk->len);
+    pthread_mutex_unlock(&L.lock);
+    usrsctp_conninput(&L.token[1 - d], pk->data, pk->len, 0);
+    free(pk);
+    pthread_mutex_lock(&L.lock);
+}
+
+/* real time: delivers packets at their arrival times */
 static void *link_thread(void *arg)
 {
     (void)arg;
     pthread_mutex_lock(&L.lock);
     while (!L.stopped) {
-        struct direction *f = &L.dir[FWD], *r = &L.dir[REV];
-        int d = -1;
-        if (f->head && (!r->head || f->head->arrive_us <= r->head->arrive_us))
-            d = FWD;
-        else if (r->head)
-            d = REV;
+        int d = next_arrival();
         if (d < 0) {
             pthread_cond_wait(&L.link_wake, &L.lock);
             continue;
         }
-        struct packet *pk = L.dir[d].head;
         int64_t now = now_us();
-        if (pk->arrive_us > now) {
+        if (L.dir[d].head->arrive_us > now) {
             struct timespec ts;
-            deadline_after(&ts, pk->arrive_us);
+            deadline_after(&ts, L.dir[d].head->arrive_us);
             pthread_cond_timedwait(&L.link_wake, &L.lock, &ts);
             continue;
         }
-        L.dir[d].head = pk->next;
-        if (!pk->next)
-            L.dir[d].tail = NULL;
-        pcap_record(L.pcap[d == FWD ? 1 : 0], d, now, pk->data, pk->len);
-        if (d == REV)
-            log_acks(now, pk->data, pk->len);
-        pthread_mutex_unlock(&L.lock);
-        usrsctp_conninput(&L.token[1 - d], pk->data, pk->len, 0);
-        free(pk);
-        pthread_mutex_lock(&L.lock);
+        deliver_first(d, now);
     }
     pthread_mutex_unlock(&L.lock);
     return NULL;
+}
+
+/* one line of stack.csv: the sender's association as the stack reports it at `t` */
+static void sample_stack(int64_t t)
+{
+    struct sctp_status st;
+    struct sctp_sockstat ss;
+    memset(&st, 0, sizeof st);
+    memset(&ss, 0, sizeof ss);
+    socklen_t len = sizeof st, sslen = sizeof ss;
+    pthread_mutex_lock(&L.lock);
+    int64_t written = L.written, sent_new = L.sent_new;
+    pthread_mutex_unlock(&L.lock);
+    if (usrsctp_getsockopt(L.sender, IPPROTO_SCTP, SCTP_STATUS, &st, &len) == 0 &&
+        usrsctp_getsockopt(L.sender, IPPROTO_SCTP, SCTP_GET_SNDBUF_USE, &ss, &sslen) == 0)
+        fprintf(L.stack_log, "%lld,%d,%u,%u,%u,%u,%u,%u,%u,%lld,%lld\n", (long long)t, st.sstat_state,
+                st.sstat_rwnd, st.sstat_unackdata, st.sstat_penddata, st.sstat_primary.spinfo_cwnd,
+                st.sstat_primary.spinfo_srtt, st.sstat_primary.spinfo_rto, ss.ss_total_sndbuf,
+                (long long)written, (long long)sent_new);
 }
 
 static void *sampler_thread(void *arg)
@@ -392,21 +520,7 @@ static void *sampler_thread(void *arg)
         pthread_mutex_unlock(&L.lock);
         if (stopped)
             break;
-        struct sctp_status st;
-        struct sctp_sockstat ss;
-        memset(&st, 0, sizeof st);
-        memset(&ss, 0, sizeof ss);
-        socklen_t len = sizeof st, sslen = sizeof ss;
-        int64_t t = now_us();
-        pthread_mutex_lock(&L.lock);
-        int64_t written = L.written, sent_new = L.sent_new;
-        pthread_mutex_unlock(&L.lock);
-        if (usrsctp_getsockopt(L.sender, IPPROTO_SCTP, SCTP_STATUS, &st, &len) == 0 &&
-            usrsctp_getsockopt(L.sender, IPPROTO_SCTP, SCTP_GET_SNDBUF_USE, &ss, &sslen) == 0)
-            fprintf(L.stack_log, "%lld,%d,%u,%u,%u,%u,%u,%u,%u,%lld,%lld\n", (long long)t, st.sstat_state,
-                    st.sstat_rwnd, st.sstat_unackdata, st.sstat_penddata, st.sstat_primary.spinfo_cwnd,
-                    st.sstat_primary.spinfo_srtt, st.sstat_primary.spinfo_rto, ss.ss_total_sndbuf,
-                    (long long)written, (long long)sent_new);
+        sample_stack(now_us());
         next += 1000;
         struct timespec ts;
         deadline_after(&ts, next);
@@ -474,25 +588,31 @@ static int configure(struct socket *s)
     return 0;
 }
 
+#define RECEIVE_BUFFER (1 << 16)
+
+/* one read of the receiving application, its user data counted in *received; -> usrsctp_recvv's
+ * return (0: the association's end, -1: errno says why) */
+static ssize_t receive_once(struct socket *conn, char *buffer, int64_t *received)
+{
+    struct sctp_rcvinfo info;
+    socklen_t fromlen = 0, infolen = sizeof info;
+    unsigned int infotype = 0;
+    int flags = 0;
+    ssize_t n = usrsctp_recvv(conn, buffer, RECEIVE_BUFFER, NULL, &fromlen, &info, &infolen, &infotype, &flags);
+    if (n > 0 && !(flags & MSG_NOTIFICATION))
+        *received += n;
+    return n;
+}
+
 static void *receiver_thread(void *arg)
 {
     struct socket *listener = arg;
     struct socket *conn = usrsctp_accept(listener, NULL, NULL);
-    char *buffer = malloc(1 << 16);
+    char *buffer = malloc(RECEIVE_BUFFER);
     int64_t received = 0;
-    if (conn && buffer) {
-        for (;;) {
-            struct sctp_rcvinfo info;
-            socklen_t fromlen = 0, infolen = sizeof info;
-            unsigned int infotype = 0;
-            int flags = 0;
-            ssize_t n = usrsctp_recvv(conn, buffer, 1 << 16, NULL, &fromlen, &info, &infolen, &infotype, &flags);
-            if (n <= 0)
-                break;
-            if (!(flags & MSG_NOTIFICATION))
-                received += n;
-        }
-    }
+    if (conn && buffer)
+        while (receive_once(conn, buffer, &received) > 0)
+            ;
     free(buffer);
     pthread_mutex_lock(&L.lock);
     L.r->bytes_received = received;
@@ -531,58 +651,277 @@ static int sender_dry(struct socket *s)
     }
 }
 
-/* the application: writes `bytes` in messages, timing every wait for send-buffer space */
-static int send_all(struct socket *s, int64_t deadline)
+/* subscribed only once everything is written: subscribing while nothing is queued yields a DRY event at once */
+static void subscribe_dry(struct socket *s)
 {
-    unsigned char *payload = malloc(L.p->message);
-    if (!payload)
-        return fail("out of memory");
-    memset(payload, 'n', L.p->message);
+    struct sctp_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.se_assoc_id = SCTP_FUTURE_ASSOC;
+    ev.se_on = 1;
+    ev.se_type = SCTP_SENDER_DRY_EVENT;
+    usrsctp_setsockopt(s, IPPROTO_SCTP, SCTP_EVENT, &ev, sizeof ev);
+}
+
+/* after SHUT_WR, the receiver's last moment to read the association's end: bounded, since a lost
+ * SHUTDOWN costs an RTO */
+static int64_t end_of_shutdown(int64_t deadline)
+{
+    int64_t until = now_us() + 5000000;
+    return until < deadline + 5000000 ? until : deadline + 5000000;
+}
+
+#define WROTE 1
+#define WAIT_FOR_ROOM 2
+
+/* the application's next write, timing its wait for send-buffer space: -> WROTE, WAIT_FOR_ROOM (the
+ * stack refused it for want of room), 0 (refused past the deadline: stop), -1 (an error, in err) */
+static int write_next(struct socket *s, const unsigned char *payload, int64_t deadline, int64_t *blocked_since)
+{
+    int64_t left = L.p->bytes - L.r->bytes_sent;
+    int64_t size = left < L.p->message ? left : L.p->message;
+    struct sctp_sndinfo info;
+    memset(&info, 0, sizeof info);
+    info.snd_flags = L.p->unordered ? SCTP_UNORDERED : 0;
+    int64_t woken = last_event_time();
+    ssize_t n = usrsctp_sendv(s, payload, (size_t)size, NULL, 0, &info, sizeof info, SCTP_SENDV_SNDINFO, 0);
+    int64_t t = now_us();
+    if (n >= 0) {
+        if (*blocked_since >= 0) {
+            /* room came with the last upcall before this attempt (earlier ones left too little) */
+            int64_t room = woken > *blocked_since ? woken : t;
+            fprintf(L.blocked_log, "%lld,%lld,%lld\n", (long long)*blocked_since, (long long)room, (long long)t);
+            L.r->blocked_us += room - *blocked_since;
+            L.r->blocked_waits++;
+            *blocked_since = -1;
+        }
+        L.r->bytes_sent += n;
+        pthread_mutex_lock(&L.lock);
+        L.written++;
+        note_unsent(now_us());
+        pthread_mutex_unlock(&L.lock);
+        return WROTE;
+    }
+    int refused = after_refused_write(t, deadline, blocked_since);
+    if (refused < 0)
+        return fail("usrsctp_sendv: %s", strerror(errno));
+    return refused ? WAIT_FOR_ROOM : 0;
+}
+
+/* timed out while blocked: the wait so far counts */
+static void close_wait(int64_t blocked_since)
+{
+    if (blocked_since >= 0)
+        fprintf(L.blocked_log, "%lld,%lld,%lld\n", (long long)blocked_since, (long long)now_us(), (long long)now_us());
+}
+
+/* real time: the application writes `bytes` in messages */
+static int send_all(struct socket *s, const unsigned char *payload, int64_t deadline)
+{
     int64_t blocked_since = -1;
     L.r->first_send_us = now_us();
     while (L.r->bytes_sent < L.p->bytes) {
-        int64_t size = L.p->bytes - L.r->bytes_sent < L.p->message ? L.p->bytes - L.r->bytes_sent : L.p->message;
-        struct sctp_sndinfo info;
-        memset(&info, 0, sizeof info);
-        info.snd_flags = L.p->unordered ? SCTP_UNORDERED : 0;
         unsigned long seen = events_seen();
-        int64_t woken = last_event_time();
-        ssize_t n = usrsctp_sendv(s, payload, (size_t)size, NULL, 0, &info, sizeof info, SCTP_SENDV_SNDINFO, 0);
-        int64_t t = now_us();
-        if (n >= 0) {
-            if (blocked_since >= 0) {
-                /* room came with the last upcall before this attempt (earlier ones left too little) */
-                int64_t room = woken > blocked_since ? woken : t;
-                fprintf(L.blocked_log, "%lld,%lld,%lld\n", (long long)blocked_since, (long long)room, (long long)t);
-                L.r->blocked_us += room - blocked_since;
-                L.r->blocked_waits++;
-                blocked_since = -1;
+        int w = write_next(s, payload, deadline, &blocked_since);
+        if (w < 0)
+            return -1;
+        if (w == 0)
+            break;
+        if (w == WAIT_FOR_ROOM)
+            wait_for_event(seen);
+    }
+    close_wait(blocked_since);
+    return 0;
+}
+
+/* real time: the stack's threads, the link, the sampler and the two applications each in a thread */
+static int run_threads(struct socket *listener, struct socket *s, const unsigned char *payload)
+{
+    int rc = -1;
+    const struct lab_params *p = L.p;
+    struct lab_result *r = L.r;
+    pthread_t link, receiver, sampler;
+    pthread_create(&link, NULL, link_thread, NULL);
+    pthread_create(&receiver, NULL, receiver_thread, listener);
+    struct sockaddr_conn peer = conn_address(FWD, p->port[1]);
+    if (usrsctp_connect(s, (struct sockaddr *)&peer, sizeof peer) < 0) {
+        fail("usrsctp_connect: %s", strerror(errno));
+        goto stop;
+    }
+    pthread_create(&sampler, NULL, sampler_thread, NULL);
+    usrsctp_set_upcall(s, upcall, NULL);
+    usrsctp_set_non_blocking(s, 1);
+    int64_t deadline = (int64_t)(p->timeout_s * 1e6);
+    rc = send_all(s, payload, deadline);
+    if (rc == 0 && r->bytes_sent == p->bytes) {
+        subscribe_dry(s);
+        while (now_us() < deadline) {
+            unsigned long seen = events_seen();
+            if (sender_dry(s)) {
+                r->dry_us = now_us();
+                break;
             }
-            L.r->bytes_sent += n;
+            wait_for_event(seen);
+        }
+        if (r->dry_us >= 0) {
+            usrsctp_shutdown(s, SHUT_WR);
+            struct timespec ts;
+            deadline_after(&ts, end_of_shutdown(deadline));
             pthread_mutex_lock(&L.lock);
-            L.written++;
-            note_unsent(now_us());
+            while (!L.receiver_done && pthread_cond_timedwait(&L.app_wake, &L.lock, &ts) != ETIMEDOUT)
+                ;
             pthread_mutex_unlock(&L.lock);
+        }
+    }
+    r->end_us = now_us();
+    pthread_mutex_lock(&L.lock);
+    L.stopped = 1;
+    pthread_cond_broadcast(&L.link_wake);
+    pthread_mutex_unlock(&L.lock);
+    pthread_join(sampler, NULL);
+stop:
+    pthread_mutex_lock(&L.lock);
+    L.stopped = 1;
+    pthread_cond_broadcast(&L.link_wake);
+    pthread_mutex_unlock(&L.lock);
+    pthread_join(link, NULL);
+    /* the receiver thread may still sit in accept or recv: the child process ends with it */
+    (void)receiver;
+    return rc;
+}
+
+/* Virtual time. The applications as the loop's reactions: after every event the receiver reads all the
+ * stack holds and the sender writes until refused; a refused sender retries after an upcall or at the
+ * next millisecond, as the real one waits up to 1 ms for one. */
+#define SAMPLE_US 1000
+#define TIMER_TICK_US 10000 /* usrsctp's timer thread ticks every 10 ms (netinet/sctp_callout.c:193) */
+
+struct virtual_app {
+    struct socket *listener, *receiver, *sender;
+    char *buffer;
+    const unsigned char *payload;
+    int connected, gave_up, dry_subscribed;
+    int64_t deadline, blocked_since, until; /* until: the receiver's last moment to read the end */
+    unsigned long seen;                     /* upcalls when the last write was refused */
+};
+
+static void receiver_step(struct virtual_app *a)
+{
+    if (!a->receiver) {
+        a->receiver = usrsctp_accept(a->listener, NULL, NULL);
+        if (!a->receiver)
+            return;
+        usrsctp_set_non_blocking(a->receiver, 1);
+    }
+    while (!L.receiver_done) {
+        ssize_t n = receive_once(a->receiver, a->buffer, &L.r->bytes_received);
+        if (n > 0)
+            continue;
+        /* EWOULDBLOCK: nothing more for now; the end of the association or an error: done */
+        L.receiver_done = n == 0 || !(errno == EWOULDBLOCK || errno == EAGAIN);
+        break;
+    }
+}
+
+/* -> -1 on an error (in err) */
+static int sender_step(struct virtual_app *a, int millisecond)
+{
+    struct lab_result *r = L.r;
+    if (!a->connected) {
+        struct sctp_status st;
+        socklen_t len = sizeof st;
+        memset(&st, 0, sizeof st);
+        if (usrsctp_getsockopt(a->sender, IPPROTO_SCTP, SCTP_STATUS, &st, &len) < 0 ||
+            st.sstat_state != SCTP_ESTABLISHED)
+            return 0;
+        a->connected = 1; /* where the real application's blocking connect returns */
+        r->first_send_us = now_us();
+    }
+    if (r->bytes_sent < L.p->bytes) {
+        if (a->gave_up || (a->blocked_since >= 0 && L.app_events == a->seen && !millisecond))
+            return 0;
+        for (;;) {
+            a->seen = L.app_events;
+            int w = write_next(a->sender, a->payload, a->deadline, &a->blocked_since);
+            if (w < 0)
+                return -1;
+            a->gave_up = w == 0;
+            if (w != WROTE || r->bytes_sent == L.p->bytes)
+                break;
+        }
+        if (r->bytes_sent < L.p->bytes)
+            return 0;
+    }
+    if (!a->dry_subscribed) {
+        subscribe_dry(a->sender);
+        a->dry_subscribed = 1;
+    }
+    if (r->dry_us < 0 && sender_dry(a->sender)) {
+        r->dry_us = now_us();
+        usrsctp_shutdown(a->sender, SHUT_WR);
+        a->until = end_of_shutdown(a->deadline);
+    }
+    return 0;
+}
+
+static int finished(const struct virtual_app *a)
+{
+    int64_t now = now_us();
+    if (L.r->dry_us >= 0)
+        return L.receiver_done || now >= a->until;
+    return a->gave_up || now >= a->deadline;
+}
+
+static int run_virtual(struct socket *listener, struct socket *s, const unsigned char *payload)
+{
+    struct virtual_app a = {.listener = listener, .sender = s, .payload = payload, .blocked_since = -1,
+                            .deadline = (int64_t)(L.p->timeout_s * 1e6)};
+    a.buffer = malloc(RECEIVE_BUFFER);
+    if (!a.buffer)
+        return fail("out of memory");
+    usrsctp_set_non_blocking(listener, 1);
+    usrsctp_set_upcall(s, upcall, NULL);
+    usrsctp_set_non_blocking(s, 1);
+    struct sockaddr_conn peer = conn_address(FWD, L.p->port[1]);
+    int rc = 0;
+    if (usrsctp_connect(s, (struct sockaddr *)&peer, sizeof peer) < 0 && errno != EINPROGRESS)
+        rc = fail("usrsctp_connect: %s", strerror(errno));
+    int64_t next_ms = SAMPLE_US;
+    int millisecond = 0;
+    pthread_mutex_lock(&L.lock); /* uncontended: this thread is the only one that takes it */
+    while (rc == 0) {
+        pthread_mutex_unlock(&L.lock);
+        receiver_step(&a);
+        rc = sender_step(&a, millisecond);
+        pthread_mutex_lock(&L.lock);
+        if (rc < 0 || finished(&a))
+            break;
+        int d = next_arrival();
+        millisecond = d < 0 || L.dir[d].head->arrive_us > next_ms;
+        if (!millisecond) {
+            L.virtual_now_us = L.dir[d].head->arrive_us;
+            deliver_first(d, L.virtual_now_us);
             continue;
         }
-        int refused = after_refused_write(t, deadline, &blocked_since);
-        if (refused < 0) {
-            free(payload);
-            return fail("usrsctp_sendv: %s", strerror(errno));
-        }
-        if (refused == 0)
-            break;
-        wait_for_event(seen);
+        L.virtual_now_us = next_ms;
+        next_ms += SAMPLE_US;
+        pthread_mutex_unlock(&L.lock);
+        if (L.virtual_now_us % TIMER_TICK_US == 0)
+            usrsctp_handle_timers(TIMER_TICK_US / 1000);
+        if (a.connected)
+            sample_stack(L.virtual_now_us);
+        pthread_mutex_lock(&L.lock);
     }
-    if (blocked_since >= 0) /* timed out while blocked: the wait so far counts */
-        fprintf(L.blocked_log, "%lld,%lld,%lld\n", (long long)blocked_since, (long long)now_us(), (long long)now_us());
-    free(payload);
-    return 0;
+    L.r->end_us = now_us();
+    L.stopped = 1;
+    pthread_mutex_unlock(&L.lock);
+    if (L.r->bytes_sent < L.p->bytes)
+        close_wait(a.blocked_since);
+    free(a.buffer);
+    return rc;
 }
 
 int lab_usrsctp_run(const struct lab_params *p, const char *out_dir, struct lab_result *r, char *err, int errlen)
 {
-    int rc = -1;
     memset(&L, 0, sizeof L);
     memset(r, 0, sizeof *r);
     L.p = p, L.r = r, L.err = err, L.errlen = errlen;
@@ -610,7 +949,13 @@ int lab_usrsctp_run(const struct lab_params *p, const char *out_dir, struct lab_
     pcap_header(L.pcap[0]);
     pcap_header(L.pcap[1]);
 
-    usrsctp_init(0, conn_output, NULL);
+    if (place_tokens() < 0)
+        return -1;
+    L.virtual_clock = p->virtual_clock != 0;
+    if (L.virtual_clock)
+        usrsctp_init_nothreads(0, conn_output, NULL);
+    else
+        usrsctp_init(0, conn_output, NULL);
     usrsctp_sysctl_set_sctp_nrsack_enable(p->nrsack != 0);
     usrsctp_sysctl_set_sctp_ecn_enable(0);
     usrsctp_sysctl_set_sctp_do_drain(p->drain != 0);
@@ -640,67 +985,20 @@ int lab_usrsctp_run(const struct lab_params *p, const char *out_dir, struct lab_
         return fail("receiver bind/listen: %s", strerror(errno));
     if (usrsctp_bind(s, (struct sockaddr *)&here, sizeof here) < 0)
         return fail("sender bind: %s", strerror(errno));
+    unsigned char *payload = malloc(p->message);
+    if (!payload)
+        return fail("out of memory");
+    memset(payload, 'n', p->message);
 
-    pthread_t link, receiver, sampler;
-    pthread_create(&link, NULL, link_thread, NULL);
-    pthread_create(&receiver, NULL, receiver_thread, listener);
-    struct sockaddr_conn peer = conn_address(FWD, p->port[1]);
-    if (usrsctp_connect(s, (struct sockaddr *)&peer, sizeof peer) < 0) {
-        fail("usrsctp_connect: %s", strerror(errno));
-        goto stop;
-    }
-    pthread_create(&sampler, NULL, sampler_thread, NULL);
-    usrsctp_set_upcall(s, upcall, NULL);
-    usrsctp_set_non_blocking(s, 1);
-    int64_t deadline = (int64_t)(p->timeout_s * 1e6);
-    rc = send_all(s, deadline);
-    if (rc == 0 && r->bytes_sent == p->bytes) {
-        /* subscribed only now: subscribing while nothing is queued yields a DRY event at once */
-        struct sctp_event ev;
-        memset(&ev, 0, sizeof ev);
-        ev.se_assoc_id = SCTP_FUTURE_ASSOC;
-        ev.se_on = 1;
-        ev.se_type = SCTP_SENDER_DRY_EVENT;
-        usrsctp_setsockopt(s, IPPROTO_SCTP, SCTP_EVENT, &ev, sizeof ev);
-        while (now_us() < deadline) {
-            unsigned long seen = events_seen();
-            if (sender_dry(s)) {
-                r->dry_us = now_us();
-                break;
-            }
-            wait_for_event(seen);
-        }
-        if (r->dry_us >= 0) {
-            usrsctp_shutdown(s, SHUT_WR);
-            /* the receiver reads the end of the association; bounded, a lost SHUTDOWN costs an RTO */
-            int64_t until = now_us() + 5000000;
-            if (until > deadline + 5000000)
-                until = deadline + 5000000;
-            struct timespec ts;
-            deadline_after(&ts, until);
-            pthread_mutex_lock(&L.lock);
-            while (!L.receiver_done && pthread_cond_timedwait(&L.app_wake, &L.lock, &ts) != ETIMEDOUT)
-                ;
-            pthread_mutex_unlock(&L.lock);
-        }
-    }
+    int rc = L.virtual_clock ? run_virtual(listener, s, payload) : run_threads(listener, s, payload);
     r->complete = r->dry_us >= 0;
-    r->end_us = now_us();
-    pthread_mutex_lock(&L.lock);
-    L.stopped = 1;
-    pthread_cond_broadcast(&L.link_wake);
-    pthread_mutex_unlock(&L.lock);
-    pthread_join(sampler, NULL);
-stop:
-    pthread_mutex_lock(&L.lock);
-    L.stopped = 1;
-    pthread_cond_broadcast(&L.link_wake);
-    pthread_mutex_unlock(&L.lock);
-    pthread_join(link, NULL);
-    /* the receiver thread may still sit in accept or recv: the child process ends with it */
+    free(payload);
     FILE *files[] = {L.pcap[0], L.pcap[1], L.link_log, L.blocked_log, L.stack_log, L.ack_log, L.unsent_log};
     for (unsigned i = 0; i < sizeof files / sizeof *files; i++)
         fclose(files[i]);
-    (void)receiver;
+    if (L.virtual_clock && (L.clock_reads == 0 || L.random_bytes == 0))
+        return fail("the stack's clock and random reads were not answered by the lab (%llu, %llu): load the "
+                    "library with RTLD_DEEPBIND (nrsack.lab.usrsctp.library) or use --clock real",
+                    (unsigned long long)L.clock_reads, (unsigned long long)L.random_bytes);
     return err[0] ? -1 : rc;
 }

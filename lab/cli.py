@@ -44,6 +44,16 @@ def _per_path(kw):
     return list(zip(*(values * (n // len(values)) for values in lists.values())))
 
 
+DRAIN_HELP = ("usrsctp's sctp_do_drain. --drain (the stack's default): the receiver may renege, so it reports "
+              "ordered data held behind a gap renegable (R blocks) and NR-SACKs free only unordered data; "
+              "--no-drain: it never reneges and NR-acks all it holds, ordered data too")
+CLOCK_HELP = ("virtual: usrsctp's timers, the link and the applications on one event-driven clock (same seed, "
+              "same bytes; faster than real time); real: threads in real time. [default: virtual for usrsctp, "
+              "real for the other stacks, which run in real time only]")
+RENEGABLE_NOTE = ("note: with --drain (usrsctp's default) ordered data held behind a gap is reported renegable, "
+                  "so NR-SACKs free only unordered data; --no-drain lets them free ordered data too")
+
+
 def run_options(f):
     options = [
         click.option("--stack", type=click.Choice(STACKS), default="usrsctp", show_default=True),
@@ -66,8 +76,8 @@ def run_options(f):
         click.option("--unordered", is_flag=True, help="send every message unordered"),
         click.option("--rto-min", type=click.IntRange(min=0), default=0, help="ms; 0: the stack's default"),
         click.option("--sack-delay", type=click.IntRange(min=0), default=0, help="ms; 0: the stack's default"),
-        click.option("--drain/--no-drain", default=True, show_default=True,
-                     help="usrsctp's sctp_do_drain: off, the receiver never reneges and NR-acks ordered data too"),
+        click.option("--drain/--no-drain", default=True, show_default=True, help=DRAIN_HELP),
+        click.option("--clock", type=click.Choice(["virtual", "real"]), default=None, help=CLOCK_HELP),
         click.option("--seed", type=int, default=1, show_default=True),
         click.option("--timeout", type=float, default=300.0, show_default=True, help="seconds per run"),
     ]
@@ -91,7 +101,8 @@ def config_from(kw):
                          ack_loss=kw["ack_loss"], loss_model=kw["loss_model"], burst=kw["burst"],
                          delay_ms=delay, bandwidth_mbps=bandwidth, more_paths=tuple(more_paths), queue=kw["queue"],
                          seed=kw["seed"], unordered=kw["unordered"], timeout_s=kw["timeout"],
-                         rto_min_ms=kw["rto_min"], sack_delay_ms=kw["sack_delay"], drain=kw["drain"])
+                         rto_min_ms=kw["rto_min"], sack_delay_ms=kw["sack_delay"], drain=kw["drain"],
+                         clock=kw["clock"])
     except ValueError as e:
         raise click.UsageError(str(e))
 
@@ -104,6 +115,8 @@ def run(out_dir, **kw):
     from .runner import LabError, run_config
 
     cfg = config_from(kw)
+    if cfg.stack.startswith("usrsctp") and cfg.ack == "nrsack" and cfg.drain and not cfg.unordered:
+        click.echo(RENEGABLE_NOTE, err=True)
     t0 = time.perf_counter()
     try:
         s = run_config(cfg, out_dir)
@@ -129,7 +142,8 @@ def run(out_dir, **kw):
 @click.option("--message", type=click.IntRange(1, 65000), default=None,
               help="bytes per write [default: 1000; linux-tcp 1448, one segment]")
 @click.option("--seeds", type=click.IntRange(min=1), default=2, show_default=True)
-@click.option("--drain/--no-drain", default=True, show_default=True)
+@click.option("--drain/--no-drain", default=True, show_default=True, help=DRAIN_HELP)
+@click.option("--clock", type=click.Choice(["virtual", "real"]), default=None, help=CLOCK_HELP)
 @click.option("--rto-min", type=click.IntRange(min=0), default=0, help="ms; 0: the stack's default")
 @click.option("--timeout", type=float, default=300.0, show_default=True, help="seconds per run")
 @click.option("--threshold", type=float, default=5.0, show_default=True,
@@ -137,8 +151,8 @@ def run(out_dir, **kw):
 @click.option("--scheduler", default=None, help="address of a Dask scheduler (default: local cluster)")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="local cluster workers")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
-def sweep(stack, sndbufs, losses, delay, bandwidth, nbytes, message, seeds, drain, rto_min, timeout, threshold,
-          scheduler, workers, out_dir):
+def sweep(stack, sndbufs, losses, delay, bandwidth, nbytes, message, seeds, drain, clock, rto_min, timeout,
+          threshold, scheduler, workers, out_dir):
     """Loss x send buffer for SACK and NR-SACK on a real stack; writes runs.csv, gain.csv and
     regions.csv as `nrsack generate sweep` does, and every run's files under runs/. linux-tcp:
     runs.csv and whatif.csv (what NR-SACKs would have freed, from the analyzer)."""
@@ -154,7 +168,7 @@ def sweep(stack, sndbufs, losses, delay, bandwidth, nbytes, message, seeds, drai
         raise click.UsageError(f"{stack} runs one at a time on this machine (root, namespaces): no --scheduler")
     try:
         base = LabConfig(stack=stack, delay_ms=delay, bandwidth_mbps=bandwidth, bytes=nbytes, drain=drain,
-                         rto_min_ms=rto_min, timeout_s=timeout, message=message or (1000 if paired else 1448),
+                         clock=clock, rto_min_ms=rto_min, timeout_s=timeout, message=message or (1000 if paired else 1448),
                          more_paths=((0.0, delay, bandwidth),) if stack in MULTIPATH_STACKS else ())
         configs = sw.grid(base, [int(_one(b, "--sndbuf")) for b in sndbufs.split(",") if b.strip()],
                           [_one(x, "--loss") for x in losses.split(",") if x.strip()], seeds)

@@ -32,8 +32,16 @@ class LabConfig:
     drain: bool = True
     # paths after the first, each (loss, delay_ms, bandwidth_mbps); the first is loss/delay_ms/bandwidth_mbps
     more_paths: tuple = ()
+    # virtual: the usrsctp lab's one event loop on a clock of its own (deterministic, faster than real
+    # time); real: threads against the machine's clock. None: virtual for usrsctp, real for the rest
+    clock: str = None
 
     def __post_init__(self):
+        if self.clock is None:
+            object.__setattr__(self, "clock", "virtual" if self.stack == "usrsctp" else "real")
+        self._check()
+
+    def _check(self):
         problems = []
         if self.stack not in STACKS:
             problems.append(f"stack must be one of {', '.join(STACKS)}")
@@ -75,6 +83,11 @@ class LabConfig:
             problems.append("timeout must be in (0, 86400] s")
         if self.rto_min_ms < 0 or self.sack_delay_ms < 0:
             problems.append("rto-min and sack-delay must not be negative")
+        if self.clock not in ("virtual", "real"):
+            problems.append("clock must be virtual or real")
+        elif self.clock == "virtual" and self.stack != "usrsctp":
+            problems.append(f"{self.stack} runs in real time only (--clock real): the virtual clock is the "
+                            "usrsctp lab's own event loop")
         if problems:
             raise ValueError("; ".join(dict.fromkeys(problems)))
 

@@ -29,7 +29,7 @@ class Params(ctypes.Structure):
                 ("queue_packets", ctypes.c_int32 * 2), ("ip", ctypes.c_uint32 * 2),
                 ("port", ctypes.c_uint16 * 2), ("timeout_s", ctypes.c_double),
                 ("rto_min_ms", ctypes.c_int32), ("sack_delay_ms", ctypes.c_int32),
-                ("drain", ctypes.c_int32)]
+                ("drain", ctypes.c_int32), ("virtual_clock", ctypes.c_int32)]
 
 
 class Result(ctypes.Structure):
@@ -46,7 +46,9 @@ def library():
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
         candidate = here / f"_usrsctp_lab{suffix}"
         if candidate.exists():
-            lib = ctypes.CDLL(str(candidate))
+            # RTLD_DEEPBIND: libusrsctp's clock and random reads bind to the lab's definitions
+            # (the virtual clock; _usrsctp_lab.c says why a plain dlopen would not do)
+            lib = ctypes.CDLL(str(candidate), mode=os.RTLD_DEEPBIND | os.RTLD_NOW)
             lib.lab_usrsctp_run.restype = ctypes.c_int
             lib.lab_usrsctp_run.argtypes = [ctypes.POINTER(Params), ctypes.c_char_p, ctypes.POINTER(Result),
                                             ctypes.c_char_p, ctypes.c_int]
@@ -75,6 +77,7 @@ def params_of(cfg, ips, ports):
     p.port[:] = list(ports)
     p.timeout_s = cfg.timeout_s
     p.rto_min_ms, p.sack_delay_ms, p.drain = cfg.rto_min_ms, cfg.sack_delay_ms, cfg.drain
+    p.virtual_clock = cfg.clock == "virtual"
     return p
 
 
