@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Interval sets of serials with their units and weight kept as they change, and the TSN weights
  * window (docs/scoreboard.md "State"). Lookups are binary searches; a large batch of intervals
  * joins a set in one merge walk, so an ack with thousands of blocks costs a sort and linear walks. */

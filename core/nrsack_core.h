@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* nrsack's scoreboard core: one sender direction's state machine (docs/scoreboard.md), in plain C11
  * (no glib, no Python, no Wireshark headers), compiled into the C plugin (CMake) and into the
  * analyzer's extension (setuptools). The Lua plugin translates it line by line with the same names;

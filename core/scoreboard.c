@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The scoreboard of one sender direction (docs/scoreboard.md): events in, facts and figures out.
  * Every figure is a set's units or weight, kept by iset.c as the sets change. */
 #include "nrsack_core.h"

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-or-later
 -- nrsack.lua: the NR-SACK / FSACK Wireshark plugin in Lua, for any Wireshark from 4.0 on.
 --
 -- Mirrors the C plugin (dissector/): protocol `nrsack`, the fields of docs/fields.md, expert
@@ -59,6 +60,15 @@ local NO_ITEMS = setmetatable({}, {__newindex = function() error("NO_ITEMS is sh
 ------------------------------------------------------------------------------------------------
 -- Protocol, fields, preferences, expert info
 ------------------------------------------------------------------------------------------------
+
+-- What `tshark -G plugins` and About > Plugins show. The version is the repository's VERSION (a test
+-- keeps them equal); spdx_id is read by releases that ask plugins for their licence, ignored by older.
+local NRSACK_VERSION = "0.1.0"
+set_plugin_info({
+    version = NRSACK_VERSION,
+    description = "NR-SACK and FSACK analysis of SCTP, TCP and MPTCP: RtxQ, send-buffer blocking, rule findings",
+    spdx_id = "GPL-2.0-or-later",
+})
 
 -- The C plugin registers the same protocol and fields: when it is loaded, it does the job, and this
 -- script steps aside instead of failing on the duplicate protocol.

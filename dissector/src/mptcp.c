@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* MPTCP: data-level NR-SACK (wire-formats.md section 4). Subflows are tied to their MPTCP connection by
  * the tokens of RFC 8684 (SHA-1 of the key in version 0, SHA-256 in version 1); the data-level
  * scoreboard of each direction lives in the MPTCP connection, so acks on any subflow count. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Shared declarations of the nrsack plugin: fields, preferences, per-frame results, flow directions. */
 #ifndef NRSACK_H
 #define NRSACK_H

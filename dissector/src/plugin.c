@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* nrsack plugin: registration (protocol, fields, preferences), the handles that follow Wireshark's SCTP
  * and TCP dissectors with ours on the same bytes, and the per-frame result cache that makes every pass
  * show the same analysis. */

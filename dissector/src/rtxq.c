@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* RtxQ bookkeeping of one sender direction (metrics.md, docs/decisions.md 1-9): applies data and ack
  * events to the scoreboard and records the figures after them in the frame's result. */
 #include "nrsack.h"

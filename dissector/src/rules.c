@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The rule table of rules.md and its expert-info registration. Findings are computed once per frame
  * (first pass) and kept in the frame's result, so every later pass shows the same ones. */
 #include "nrsack.h"

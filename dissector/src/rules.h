@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Rules of docs/rules.md, by ID; raised as expert info nrsack.rule.<ID without dash>. */
 #ifndef NRSACK_RULES_H
 #define NRSACK_RULES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* SCTP: NR-SACK / SACK / DATA events, Supported Extensions negotiation and FSACK chunks.
  * SCTP's chunk switch is closed to plugins, so plugin.c hands us the bytes Wireshark's SCTP dissector
  * had and we re-read them here: decode fields on every pass, analysis once (fr != NULL). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* TCP: the NR-SACK options (kind 253/254 with our ExID) in the tcp.option table, and the per-connection
  * analysis of SACK / NR-SACK blocks. Every other ExID goes to Wireshark's own handler unchanged. */
 #include "tcp.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* TCP segment parsing and connection state shared by tcp.c and mptcp.c. */
 #ifndef NRSACK_TCP_H
 #define NRSACK_TCP_H

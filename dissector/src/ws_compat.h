@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* One source tree for Wireshark 4.0, 4.4 and 4.6: the plugin is written against the newest API, and
  * this header maps it onto the older releases. Keyed on the version the plugin is built for
  * (WIRESHARK_VERSION_MAJOR/MINOR: ws_version.h, or the CMake definitions of the same names). */
