@@ -9,9 +9,11 @@
 # checkfiltername.pl, check_*.py, fix-encoding-args.pl, cppcheck/, wireshark_words.txt) and, if the copy
 # has it, epan/tfs.c beside them (check_tfs.py reads ../epan/tfs.c). The scripts are Wireshark's, not
 # ours, so the repository does not carry them. They expect Wireshark's layout and to run from its top, so
-# the plugin's and the core's sources are laid out in a scratch tree as plugins/epan/nrsack/, where
-# check_dissector.py selects them, and our word list (dissector/spelling-words.txt) is added to
-# Wireshark's. Needs perl, python3 with pyspellchecker (check_spelling.py) and cppcheck.
+# the plugin's sources are laid out in a scratch tree as plugins/epan/nrsack/, where check_dissector.py
+# selects them, and our word list (dissector/spelling-words.txt) is added to Wireshark's. The scoreboard
+# core (core/) is a library the plugin links, not a dissector: it gets the checks Wireshark runs on its
+# libraries' C (checkAPIs.pl, check_spelling.py, cppcheck), not the field and filter-name ones.
+# Needs perl, python3 with pyspellchecker (check_spelling.py) and cppcheck.
 set -euo pipefail
 
 tools="${1:-${WIRESHARK_TOOLS:-}}"
@@ -31,8 +33,19 @@ for item in "$tools"/*; do
 done
 cat "$repo/dissector/spelling-words.txt" >>"$tree/tools/wireshark_words.txt"
 plugin="$tree/plugins/epan/nrsack"
-cp "$repo"/dissector/src/*.[ch] "$repo"/core/*.[ch] "$plugin/"
+mkdir -p "$tree/core"
+cp "$repo"/dissector/src/*.[ch] "$plugin/"
+cp "$repo"/core/*.[ch] "$tree/core/"
 (cd "$tree" && ls plugins/epan/nrsack/*.c) >"$tree/files.txt"
 
 cd "$tree"
+for tool in $(sed -n "s/^ *('\(tools\/[^ ']*\).*/\1/p" tools/check_dissector.py); do
+  [ "$tool" = tools/check_static.py ] && continue  # runs only with --build-folder
+  [ -e "$tool" ] || echo "(this copy of Wireshark's tools has no $tool: check_dissector.py reports it as not found)"
+done
+echo "== the plugin: tools/check_dissector.py"
 python3 tools/check_dissector.py --file-list files.txt 2>&1 | sed "s|$tree/||g"
+echo "== the core (a library): checkAPIs.pl, check_spelling.py, cppcheck"
+perl tools/checkAPIs.pl core/*.c
+python3 tools/check_spelling.py --comments --no-wikipedia $(printf -- '--file %s ' core/*.c)
+tools/cppcheck/cppcheck.sh core/*.c

@@ -17,7 +17,6 @@ typedef enum {
 typedef struct frame_result frame_result_t;
 typedef struct finding finding_t;
 
-void rules_register(int proto);
 const char *rule_name(rule_t rule); /* "NR-03" */
 /* Records a finding on this frame; `note` selects the note variant the rule allows
  * (handshake not captured). The message is prefixed with the rule ID. */

@@ -20,7 +20,7 @@
 #define tvb_get_uint8 tvb_get_guint8
 #endif
 
-/* 4.6 renames pntoh32 (and pntoh64) and deprecates dissector_try_uint_new in favour of the _with_data name. */
+/* 4.6 renames pntoh32 (and pntoh64) and deprecates dissector_try_uint_new in favor of the _with_data name. */
 #if !NRSACK_WS_AT_LEAST(4, 6)
 #define pntohu32 pntoh32
 #define pntohu64 pntoh64
