@@ -713,8 +713,8 @@ static void proto_register_nrsack(void)
     proto_nrsack = proto_register_protocol("NR-SACK analysis", "NRSACK", "nrsack");
     proto_register_field_array(proto_nrsack, hf, array_length(hf));
     proto_register_subtree_array(ett, array_length(ett));
-    /* Wireshark 4.0 gives an expert item's filter field the description EXPFILL leaves empty; later
-     * releases use the summary, as this does for every release. */
+    /* An expert item's filter field takes its description from the template EXPFILL leaves empty
+     * (`tshark -G fields` shows none); the summary describes it. */
     for (guint i = 0; i < array_length(ei); i++)
         ei[i].eiinfo.hf_info.hfinfo.blurb = ei[i].eiinfo.summary;
     expert_module_t *expert_nrsack = expert_register_protocol(proto_nrsack);
