@@ -31,7 +31,7 @@ mkdir -p "$tree/tools" "$tree/epan" "$tree/plugins/epan/nrsack"
 for item in "$tools"/*; do
   if [ "$(basename "$item")" = epan ]; then cp -r "$item"/. "$tree/epan/"; else cp -r "$item" "$tree/tools/"; fi
 done
-cat "$repo/dissector/spelling-words.txt" >>"$tree/tools/wireshark_words.txt"
+{ echo; cat "$repo/dissector/spelling-words.txt"; } >>"$tree/tools/wireshark_words.txt"
 plugin="$tree/plugins/epan/nrsack"
 mkdir -p "$tree/core"
 cp "$repo"/dissector/src/*.[ch] "$plugin/"
