@@ -41,7 +41,7 @@ test: setup
 # C output (samples), and the C output is checked against the expected files.
 WIRESHARK_SUITES ?= trixie forky
 PLUGIN_VERSION_TESTS ?= tests/test_dissector_versions.py tests/test_dissector_samples.py tests/test_dissector_tap.py \
-  tests/test_dissector_fuzz.py tests/test_lua_parity.py tests/test_dissector_profile.py
+  tests/test_dissector_fuzz.py tests/test_lua_parity.py tests/test_dissector_profile.py tests/test_fields_table.py
 .PHONY: test-wireshark-versions
 test-wireshark-versions:
 	@if [ "$$(id -u)" = 0 ] && command -v debootstrap >/dev/null; then \
@@ -54,3 +54,10 @@ test-wireshark-versions:
 # The inner loop: no set-up, no tshark, root, browser or chroot; under a minute.
 test-fast:
 	python3 -m pytest -q -n 2 -m "$(FAST)" $(PYTEST_ARGS)
+
+# Wireshark's own dissector checks (check_dissector.py's battery) on the C plugin and the core, from a
+# copy of Wireshark's tools/ folder: `make wireshark-checks WIRESHARK_TOOLS=DIR` (scripts/wireshark-checks.sh).
+.PHONY: wireshark-checks
+wireshark-checks:
+	@test -n "$(WIRESHARK_TOOLS)" || { echo "usage: make wireshark-checks WIRESHARK_TOOLS=DIR (a copy of Wireshark's tools/)"; exit 2; }
+	scripts/wireshark-checks.sh "$(WIRESHARK_TOOLS)"

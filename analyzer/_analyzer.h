@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Declarations shared by the C files of nrsack.analyzer._native: the event and block records the
  * reader writes and the levels read, the buffer helper, and what each file adds to the module. */
 #ifndef NRSACK_ANALYZER_H

@@ -1,7 +1,9 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Interval sets of serials with their units and weight kept as they change, and the TSN weights
  * window (docs/scoreboard.md "State"). Lookups are binary searches; a large batch of intervals
  * joins a set in one merge walk, so an ack with thousands of blocks costs a sort and linear walks. */
 #include "nrsack_core.h"
+#include "nrsack_core_alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +23,7 @@ static int weights_reserve(weights_t *w, size_t need) {
     if (need <= w->cap) return 0;
     size_t cap = w->cap ? w->cap : 64;
     while (cap < need) cap *= 2;
-    uint32_t *size = realloc(w->size, cap * sizeof *size);
+    uint32_t *size = core_realloc(w->size, cap * sizeof *size);
     if (!size) return -1;
     w->size = size;
     w->cap = cap;
@@ -59,14 +61,14 @@ void weights_drop_below(weights_t *w, uint64_t cut) {
         return;
     }
     size_t drop = (size_t)(cut - w->base);
-    if (drop * 2 < w->n) return;  /* moved when half of it is dead: amortised O(1) per TSN */
+    if (drop * 2 < w->n) return;  /* moved when half of it is dead: amortized O(1) per TSN */
     memmove(w->size, w->size + drop, (w->n - drop) * sizeof *w->size);
     w->n -= drop;
     w->base = cut;
 }
 
 void weights_free(weights_t *w) {
-    free(w->size);
+    core_free(w->size);
     memset(w, 0, sizeof *w);
 }
 
@@ -85,7 +87,7 @@ static int iset_reserve(iset_t *s, size_t need) {
     if (need <= s->cap) return 0;
     size_t cap = s->cap ? s->cap * 2 : 8;
     while (cap < need) cap *= 2;
-    ival_t *v = realloc(s->v, cap * sizeof *v);
+    ival_t *v = core_realloc(s->v, cap * sizeof *v);
     if (!v) return -1;
     s->v = v;
     s->cap = cap;
@@ -99,7 +101,7 @@ int iset_append(iset_t *out, uint64_t lo, uint64_t hi) {
 }
 
 void iset_free(iset_t *s) {
-    free(s->v);
+    core_free(s->v);
     memset(s, 0, sizeof *s);
 }
 
@@ -172,7 +174,7 @@ int iset_union(iset_t *s, const ival_t *v, size_t n, const weights_t *w, uint64_
     }
     /* the union, merged into a new array */
     size_t cap = s->n + n;
-    ival_t *out = malloc(cap * sizeof *out);
+    ival_t *out = core_realloc(NULL, cap * sizeof *out);
     if (!out) return -1;
     size_t a = 0, b = 0, m = 0;
     while (a < s->n || b < n) {
@@ -183,7 +185,7 @@ int iset_union(iset_t *s, const ival_t *v, size_t n, const weights_t *w, uint64_
             out[m++] = next;
         }
     }
-    free(s->v);
+    core_free(s->v);
     s->v = out;
     s->n = m;
     s->cap = cap;

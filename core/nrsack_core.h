@@ -1,14 +1,21 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* nrsack's scoreboard core: one sender direction's state machine (docs/scoreboard.md), in plain C11
- * (no glib, no Python, no Wireshark headers), compiled into the C plugin (CMake) and into the
- * analyzer's extension (setuptools). The Lua plugin translates it line by line with the same names;
- * the simulator keeps its own engines on purpose (the independent oracle).
+ * (no Python, no Wireshark headers; the allocator is the build's, see "Memory" below), compiled into
+ * the C plugin (CMake) and into the analyzer's extension (setuptools). The Lua plugin translates it
+ * line by line with the same names; the simulator keeps its own engines on purpose (the independent
+ * oracle).
  *
  * Units are bytes (TCP, MPTCP data level) or TSNs (SCTP: each TSN weighs the payload bytes of its
  * first captured transmission). Serials are 64-bit unwrapped sequence numbers; every figure is kept
  * as the state changes, so reading one costs nothing.
  *
  * Functions that allocate return 0, or -1 when memory ran out (the state is then unchanged or only
- * partly updated and must be freed); callers raise or mark that, they never go on silently. */
+ * partly updated and must be freed); callers raise or mark that, they never go on silently.
+ *
+ * Memory: the core allocates only through core_realloc(p, size) (NULL p: a new block; NULL result: out
+ * of memory) and core_free(p), which each build defines in its own nrsack_core_alloc.h on its include
+ * path: the analyzer's extension maps them to the C library (analyzer/), the Wireshark plugin to GLib
+ * (dissector/src/), since Wireshark code must not call malloc, realloc or free. */
 #ifndef NRSACK_CORE_H
 #define NRSACK_CORE_H
 

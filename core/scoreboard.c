@@ -1,8 +1,9 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The scoreboard of one sender direction (docs/scoreboard.md): events in, facts and figures out.
  * Every figure is a set's units or weight, kept by iset.c as the sets change. */
 #include "nrsack_core.h"
+#include "nrsack_core_alloc.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 enum { WORK_R, WORK_NR, WORK_ALL, WORK_CLIP };
@@ -83,12 +84,12 @@ static int normalized(iset_t *out, const ival_t *v, size_t n) {
     out->n = 0;
     if (!n) return 0;
     if (n > out->cap) {
-        ival_t *grown = realloc(out->v, n * sizeof *grown);
+        ival_t *grown = core_realloc(out->v, n * sizeof *grown);
         if (!grown) return -1;
         out->v = grown;
         out->cap = n;
     }
-    if (n) memcpy(out->v, v, n * sizeof *v);
+    memcpy(out->v, v, n * sizeof *v);
     out->n = ivals_normalize(out->v, n);
     return 0;
 }
@@ -181,7 +182,7 @@ int sb_ack(scoreboard_t *sb, uint64_t cum, const ival_t *r, size_t n_r, const iv
     if (reported == all) {
         if (normalized(all, R->v, R->n) < 0) return -1;
         if (all->n + N->n > all->cap) {
-            ival_t *grown = realloc(all->v, (all->n + N->n) * sizeof *grown);
+            ival_t *grown = core_realloc(all->v, (all->n + N->n) * sizeof *grown);
             if (!grown) return -1;
             all->v = grown;
             all->cap = all->n + N->n;

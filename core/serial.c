@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Serial-number unwrapping: the one rule of docs/scoreboard.md "Units and serial numbers".
  *
  * A 32-bit value becomes the 64-bit serial nearest to the highest serial seen in its space (RFC 1982

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The usrsctp lab: FreeBSD's SCTP stack (usrsctp) as sender and receiver in one process, joined over
  * AF_CONN by an emulated link, with pcaps of what crosses the link and the stack's own truth.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* What both lab programs do when usrsctp_sendv refused a write (shared by _usrsctp_lab.c and
  * _usrsctp_udp.c, both in the lab's extension). */
 #ifndef NRSACK_USRSCTP_SEND_H

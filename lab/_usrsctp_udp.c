@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* usrsctp over UDP encapsulation (RFC 6951, port 9899), one end per process, for multi-homed runs
  * with CMT in network namespaces (nrsack.lab.usrsctp_udp). AF_CONN cannot multi-home (docs/lab.md),
  * so these ends use the kernel's UDP sockets and addresses; the namespaces' forwarders are the link.

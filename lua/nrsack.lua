@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-or-later
 -- nrsack.lua: the NR-SACK / FSACK Wireshark plugin in Lua, for any Wireshark from 4.0 on.
 --
 -- Mirrors the C plugin (dissector/): protocol `nrsack`, the fields of docs/fields.md, expert
@@ -60,6 +61,15 @@ local NO_ITEMS = setmetatable({}, {__newindex = function() error("NO_ITEMS is sh
 -- Protocol, fields, preferences, expert info
 ------------------------------------------------------------------------------------------------
 
+-- What `tshark -G plugins` and About > Plugins show. The version is the repository's VERSION (a test
+-- keeps them equal); spdx_id is read by releases that ask plugins for their license, ignored by older.
+local NRSACK_VERSION = "0.1.0"
+set_plugin_info({
+    version = NRSACK_VERSION,
+    description = "NR-SACK and FSACK analysis of SCTP, TCP and MPTCP: RtxQ, send-buffer blocking, rule findings",
+    spdx_id = "GPL-2.0-or-later",
+})
+
 -- The C plugin registers the same protocol and fields: when it is loaded, it does the job, and this
 -- script steps aside instead of failing on the duplicate protocol.
 if pcall(Field.new, "nrsack.stream") then
@@ -69,38 +79,71 @@ end
 
 local nrsack = Proto("nrsack", "NR-SACK analysis")
 
+-- Labels and descriptions: docs/fields.md's table, word for word as the C plugin registers them
+-- (tests/test_fields_table.py checks both through `tshark -G fields`).
 local hf = {
-    fsack_type        = ProtoField.uint8("nrsack.fsack.type", "FSACK chunk type", base.HEX),
-    fsack_timestamp   = ProtoField.uint32("nrsack.fsack.timestamp", "FSACK timestamp (ms)", base.DEC),
-    fsack_address_v4  = ProtoField.ipv4("nrsack.fsack.address_v4", "FSACK path address"),
-    fsack_address_v6  = ProtoField.ipv6("nrsack.fsack.address_v6", "FSACK path address"),
-    fsack_rtt_ms      = ProtoField.uint32("nrsack.fsack.rtt_ms", "FSACK RTT (ms)", base.DEC),
-    sctp_ext_nr_sack  = ProtoField.bool("nrsack.sctp.ext_nr_sack", "Supported Extensions lists NR-SACK (0x10)"),
-    sctp_ext_fsack    = ProtoField.bool("nrsack.sctp.ext_fsack", "Supported Extensions lists FSACK-INIT"),
-    tcp_permitted     = ProtoField.bool("nrsack.tcp.permitted", "NR-SACK-Permitted"),
-    tcp_never_renege  = ProtoField.bool("nrsack.tcp.never_renege", "Never renege"),
-    tcp_flags         = ProtoField.uint8("nrsack.tcp.flags", "NR-SACK-Permitted flags", base.HEX),
-    tcp_exid          = ProtoField.uint16("nrsack.tcp.exid", "Experiment ID", base.HEX),
-    tcp_block_left    = ProtoField.uint32("nrsack.tcp.block.left", "NR-SACK block left edge", base.DEC),
-    tcp_block_right   = ProtoField.uint32("nrsack.tcp.block.right", "NR-SACK block right edge", base.DEC),
-    tcp_block_count   = ProtoField.uint8("nrsack.tcp.block_count", "NR-SACK blocks", base.DEC),
-    mptcp_capable     = ProtoField.bool("nrsack.mptcp.capable", "MPTCP data-level NR-SACK capable"),
-    mptcp_block_start = ProtoField.uint64("nrsack.mptcp.block.start", "NR block start (DSN)", base.DEC),
-    mptcp_block_end   = ProtoField.uint64("nrsack.mptcp.block.end", "NR block end (DSN, exclusive)", base.DEC),
-    mptcp_block_count = ProtoField.uint8("nrsack.mptcp.block_count", "NR blocks", base.DEC),
-    mptcp_wide        = ProtoField.bool("nrsack.mptcp.wide", "8-octet block offsets"),
-    stream            = ProtoField.uint32("nrsack.stream", "Stream index", base.DEC),
-    direction         = ProtoField.string("nrsack.direction", "Data sender direction"),
-    rtxq_bytes        = ProtoField.uint32("nrsack.rtxq.bytes", "RtxQ (bytes)", base.DEC),
-    rtxq_sack_bytes   = ProtoField.uint32("nrsack.rtxq.sack_bytes", "RtxQ under SACK semantics (bytes)", base.DEC),
-    rtxq_nr_bytes     = ProtoField.uint32("nrsack.rtxq.nr_bytes", "RtxQ under NR-SACK semantics (bytes)", base.DEC),
-    rtxq_nr_acked_bytes = ProtoField.uint32("nrsack.rtxq.nr_acked_bytes", "NR-acked above the cum ack (bytes)", base.DEC),
-    rtxq_sacked_bytes = ProtoField.uint32("nrsack.rtxq.sacked_bytes", "Gap-acked above the cum ack (bytes)", base.DEC),
-    rtxq_whatif_bytes = ProtoField.uint32("nrsack.rtxq.whatif_bytes", "RtxQ had every SACK been an NR-SACK (bytes)", base.DEC),
-    freed_bytes       = ProtoField.uint32("nrsack.freed_bytes", "Freed beyond the cum ack (bytes)", base.DEC),
-    blocked           = ProtoField.bool("nrsack.blocked", "Send buffer blocked"),
-    gap_open          = ProtoField.bool("nrsack.gap_open", "Gap open"),
-    revoked           = ProtoField.uint32("nrsack.revoked", "Revoked TSN / byte", base.DEC),
+    fsack_type = ProtoField.uint8("nrsack.fsack.type", "FSACK chunk type", base.HEX, nil, nil,
+        "Type of this FSACK chunk: FSACK-INIT, FSACK-ACK or FSACK-COMPLETE (0xA0, 0xA1, 0xA2 unless the preferences say otherwise)"),
+    fsack_timestamp = ProtoField.uint32("nrsack.fsack.timestamp", "FSACK timestamp (ms)", base.DEC, nil, nil,
+        "Sender's clock in milliseconds, modulo 2^32, sent in an FSACK-INIT and echoed in the FSACK-ACK"),
+    fsack_address_v4 = ProtoField.ipv4("nrsack.fsack.address_v4", "FSACK path address",
+        "IPv4 address an FSACK-COMPLETE names as the path SACKs must take"),
+    fsack_address_v6 = ProtoField.ipv6("nrsack.fsack.address_v6", "FSACK path address",
+        "IPv6 address an FSACK-COMPLETE names as the path SACKs must take"),
+    fsack_rtt_ms = ProtoField.uint32("nrsack.fsack.rtt_ms", "FSACK RTT (ms)", base.DEC, nil, nil,
+        "On an FSACK-ACK seen at the sender: its arrival time minus the timestamp it echoes, in milliseconds"),
+    sctp_ext_nr_sack = ProtoField.bool("nrsack.sctp.ext_nr_sack", "Supported Extensions lists NR-SACK (0x10)", base.NONE, nil, nil,
+        "The INIT or INIT-ACK Supported Extensions parameter lists chunk type 0x10 (NR-SACK)"),
+    sctp_ext_fsack = ProtoField.bool("nrsack.sctp.ext_fsack", "Supported Extensions lists FSACK-INIT", base.NONE, nil, nil,
+        "The INIT or INIT-ACK Supported Extensions parameter lists the FSACK-INIT chunk type"),
+    tcp_exid = ProtoField.uint16("nrsack.tcp.exid", "Experiment ID", base.HEX, nil, nil,
+        "RFC 6994 experiment ID of the TCP NR-SACK option"),
+    tcp_permitted = ProtoField.bool("nrsack.tcp.permitted", "NR-SACK-Permitted", base.NONE, nil, nil,
+        "The option is NR-SACK-Permitted (SYN or SYN-ACK)"),
+    tcp_flags = ProtoField.uint8("nrsack.tcp.flags", "NR-SACK-Permitted flags", base.HEX, nil, nil,
+        "Flags octet of NR-SACK-Permitted: 0x01 never renege, 0x02 MPTCP data-level NR-SACK"),
+    tcp_never_renege = ProtoField.bool("nrsack.tcp.never_renege", "Never renege", base.NONE, nil, nil,
+        "NR-SACK-Permitted flag 0x01: this endpoint never reneges, so its SACK blocks count as NR-acked"),
+    tcp_block_count = ProtoField.uint8("nrsack.tcp.block_count", "NR-SACK blocks", base.DEC, nil, nil,
+        "Number of NR-SACK blocks in the option"),
+    tcp_block_left = ProtoField.uint32("nrsack.tcp.block.left", "NR-SACK block left edge", base.DEC, nil, nil,
+        "First sequence number of an NR-SACK block (absolute)"),
+    tcp_block_right = ProtoField.uint32("nrsack.tcp.block.right", "NR-SACK block right edge", base.DEC, nil, nil,
+        "Sequence number just after an NR-SACK block (absolute)"),
+    mptcp_capable = ProtoField.bool("nrsack.mptcp.capable", "MPTCP data-level NR-SACK capable", base.NONE, nil, nil,
+        "NR-SACK-Permitted flag 0x02: NR blocks may follow in MPTCP DSS options"),
+    mptcp_wide = ProtoField.bool("nrsack.mptcp.wide", "8-octet block offsets", base.NONE, nil, nil,
+        "DSS flag n: the NR block offsets are 8 octets wide, else 4"),
+    mptcp_block_count = ProtoField.uint8("nrsack.mptcp.block_count", "NR blocks", base.DEC, nil, nil,
+        "Number of NR blocks in the DSS option"),
+    mptcp_block_start = ProtoField.uint64("nrsack.mptcp.block.start", "NR block start (DSN)", base.DEC, nil, nil,
+        "First data sequence number of an MPTCP NR block (absolute)"),
+    mptcp_block_end = ProtoField.uint64("nrsack.mptcp.block.end", "NR block end (DSN, exclusive)", base.DEC, nil, nil,
+        "Data sequence number just after an MPTCP NR block (absolute)"),
+    stream = ProtoField.uint32("nrsack.stream", "Stream index", base.DEC, nil, nil,
+        "Index of the SCTP association or TCP / MPTCP connection, counted as tcp.stream is"),
+    direction = ProtoField.string("nrsack.direction", "Data sender direction", base.NONE,
+        "Sender -> receiver of the data whose retransmission queue the figures that follow describe"),
+    rtxq_bytes = ProtoField.uint32("nrsack.rtxq.bytes", "RtxQ (bytes)", base.DEC, nil, nil,
+        "After this packet: the sender's retransmission queue under the semantics the capture used (NR-SACK when negotiated or seen, else SACK)"),
+    rtxq_sack_bytes = ProtoField.uint32("nrsack.rtxq.sack_bytes", "RtxQ under SACK semantics (bytes)", base.DEC, nil, nil,
+        "After this packet: bytes sent and not yet cumulatively acked, as a plain SACK sender keeps them"),
+    rtxq_nr_acked_bytes = ProtoField.uint32("nrsack.rtxq.nr_acked_bytes", "NR-acked above the cum ack (bytes)", base.DEC, nil, nil,
+        "After this packet: bytes above the cumulative ack that an ack reported non-renegable"),
+    rtxq_nr_bytes = ProtoField.uint32("nrsack.rtxq.nr_bytes", "RtxQ under NR-SACK semantics (bytes)", base.DEC, nil, nil,
+        "After this packet: the SACK-semantics queue minus the NR-acked bytes, as a sender that honors NR-SACKs keeps it"),
+    rtxq_sacked_bytes = ProtoField.uint32("nrsack.rtxq.sacked_bytes", "Gap-acked above the cum ack (bytes)", base.DEC, nil, nil,
+        "After this packet: bytes above the cumulative ack that any gap block (renegable or not) reported"),
+    rtxq_whatif_bytes = ProtoField.uint32("nrsack.rtxq.whatif_bytes", "RtxQ had every SACK been an NR-SACK (bytes)", base.DEC, nil, nil,
+        "After this packet: the SACK-semantics queue minus the gap-acked bytes, the queue had every SACK been an NR-SACK"),
+    freed_bytes = ProtoField.uint32("nrsack.freed_bytes", "Freed beyond the cum ack (bytes)", base.DEC, nil, nil,
+        "Bytes this ack reports non-renegable for the first time: what it lets the sender free beyond what the cumulative ack frees"),
+    blocked = ProtoField.bool("nrsack.blocked", "Send buffer blocked", base.NONE, nil, nil,
+        "After this packet the send buffer has no room for another full-size packet (needs the sndbuf preference; 0 turns it off)"),
+    gap_open = ProtoField.bool("nrsack.gap_open", "Gap open", base.NONE, nil, nil,
+        "The last ack of this direction reports a gap block above its cumulative ack: data is out of order at the receiver (loss recovery)"),
+    revoked = ProtoField.uint32("nrsack.revoked", "Revoked TSN / byte", base.DEC, nil, nil,
+        "A TSN, or the first byte of a range, that this ack revokes after an earlier ack reported it non-renegable"),
 }
 local hf_list = {}
 for _, f in pairs(hf) do hf_list[#hf_list + 1] = f end
@@ -305,7 +348,7 @@ local function weights_drop_below(w, cut)
         return
     end
     local drop = cut - w.base
-    if drop * 2 < w.n then return end -- moved when half of it is dead: amortised O(1) per TSN
+    if drop * 2 < w.n then return end -- moved when half of it is dead: amortized O(1) per TSN
     local old, new = w.size, {}
     for i = drop, w.n - 1 do new[i - drop] = old[i] end
     w.size = new
@@ -759,7 +802,7 @@ local function raise(fr, id, note, message)
     fr.findings[#fr.findings + 1] = {id = id, note = is_note, message = id .. ": " .. message}
 end
 
--- The frame being analysed: one scratch result, reset per frame and then stored compactly
+-- The frame being analyzed: one scratch result, reset per frame and then stored compactly
 -- (store_result), since a table per frame kept for the whole capture makes every GC cycle walk it.
 local function new_update()
     return {dir = nil, is_ack = false, freed_bytes = 0, revoked = NO_ITEMS, rtxq_sack = 0, nr_acked = 0,
@@ -774,7 +817,7 @@ local function new_frame_result()
 end
 
 ------------------------------------------------------------------------------------------------
--- RtxQ bookkeeping of one sender direction (rtxq.c): events -> scoreboard -> frame result
+-- RtxQ bookkeeping of one sender direction (packet-nrsack-rtxq.c): events -> scoreboard -> frame result
 ------------------------------------------------------------------------------------------------
 
 local state -- per-capture state, reset in init
@@ -837,7 +880,7 @@ local function rtxq_on_data(fr, d, lo, hi, payload_bytes)
     sb_data(sb, lo, hi, payload_bytes, f)
     local below_cum, was_nracked = f.below_cum, f.was_nracked
     if f.out_of_window then
-        raise(fr, "GEN-01", false, string.format("TSN %d lies more than %d TSNs above the oldest unacked one; not analysed",
+        raise(fr, "GEN-01", false, string.format("TSN %d lies more than %d TSNs above the oldest unacked one; not analyzed",
             lo % TWO32, SB_TSN_WINDOW))
         return
     end
@@ -908,7 +951,7 @@ local function unwrap(fr, d, v, what, take64, wire)
         if not d.far_reported then
             d.far_reported = true
             raise(fr, "GEN-01", true, string.format(
-                "%s %s lies more than 2^30 from the highest seen in %s; not analysed (later ones: not reported)",
+                "%s %s lies more than 2^30 from the highest seen in %s; not analyzed (later ones: not reported)",
                 what, wire or string.format("%d", v), d.label or "this direction"))
         end
         return nil
@@ -958,7 +1001,7 @@ local function endpoint_str(addr, port)
 end
 
 ------------------------------------------------------------------------------------------------
--- SCTP (sctp.c): NR-SACK / SACK / DATA events, Supported Extensions, FSACK chunks
+-- SCTP (packet-nrsack-sctp.c): NR-SACK / SACK / DATA events, Supported Extensions, FSACK chunks
 ------------------------------------------------------------------------------------------------
 
 local CHUNK_DATA, CHUNK_INIT, CHUNK_INIT_ACK, CHUNK_SACK, CHUNK_COOKIE_ECHO, CHUNK_NR_SACK = 0x00, 0x01, 0x02, 0x03, 0x0A, 0x10
@@ -1107,7 +1150,7 @@ local function sctp_sack(s, off, ctype, clen, pinfo, a, from, fr)
     if need ~= clen then
         -- counts the chunk cannot hold: nothing of it is trusted (decisions.md 40), only this finding
         raise(fr, nr_sack and "NR-05" or "GEN-01", false, string.format(
-            "block counts (%d R, %d NR, %d dup) need %d bytes, chunk has %d; not analysed", n_r, n_nr, n_dup, need, clen))
+            "block counts (%d R, %d NR, %d dup) need %d bytes, chunk has %d; not analyzed", n_r, n_nr, n_dup, need, clen))
         return
     end
     local handshake = a.init_seen and a.init_ack_seen
@@ -1304,7 +1347,7 @@ local function sctp_dissect(s, source, start, captured, reported, pinfo, tree, f
             sctp_fsack(s, source:range(start, captured), off, ctype, clen, pinfo, tree, a, from, fr)
         elseif (ctype == CHUNK_ABORT or ctype == CHUNK_SHUTDOWN_COMPLETE) and a then
             sctp_release(a)
-            a = nil -- the packet's later chunks come after the end: not analysed, as in the analyzer
+            a = nil -- the packet's later chunks come after the end: not analyzed, as in the analyzer
         end
         off = off + clen + (4 - clen % 4) % 4
     end
@@ -1399,7 +1442,7 @@ local function sha256_token_idsn(key)
 end
 
 ------------------------------------------------------------------------------------------------
--- TCP (tcp.c): NR-SACK options, SACK / NR-SACK blocks, per-connection analysis
+-- TCP (packet-nrsack-tcp.c): NR-SACK options, SACK / NR-SACK blocks, per-connection analysis
 ------------------------------------------------------------------------------------------------
 
 local OPT_EOL, OPT_NOP, OPT_SACK_PERM, OPT_SACK, OPT_MPTCP, OPT_EXP_FD, OPT_EXP_FE = 0, 1, 4, 5, 30, 253, 254
@@ -1444,7 +1487,7 @@ local function add_nr_option_fields(tree, base, o)
 end
 
 -- The TCP header's options; every NR-SACK option with our ExID is decoded into the tree, the first
--- one is analysed. Returns nil when the header itself is unusable. The segment is one scratch table
+-- one is analyzed. Returns nil when the header itself is unusable. The segment is one scratch table
 -- reused for every packet (nothing keeps it): counts say how much of its lists is this packet's.
 local scratch_seg = {sack_left = {}, sack_right = {}, mptcp_off = {}, mptcp_len = {}}
 local function parse_segment(s, base, tree)
@@ -1452,7 +1495,7 @@ local function parse_segment(s, base, tree)
     local sp1, sp2, dp1, dp2, q1, q2, q3, q4, a1, a2, a3, a4, data_off, flags = sbyte(s, 1, 14)
     local hlen = (data_off - data_off % 16) / 4
     if hlen < 20 then return nil end
-    -- a header longer than its bytes (IP says less follows, or the capture cut it) is not analysed, but
+    -- a header longer than its bytes (IP says less follows, or the capture cut it) is not analyzed, but
     -- the options within the bytes still show, as Wireshark's option table shows them to the C plugin
     local stop = math.min(hlen, #s)
     local seg = scratch_seg
@@ -1565,7 +1608,7 @@ local function init_tcp_dirs(c)
     end
 end
 
-local function analyse_tcp(seg, payload_len, c, from, fr)
+local function analyze_tcp(seg, payload_len, c, from, fr)
     local mine, peer = c.dir[from], c.dir[1 - from]
     if payload_len > 0 then
         local seq = unwrap(fr, mine, seg.seq, "sequence number")
@@ -1632,7 +1675,7 @@ local function analyse_tcp(seg, payload_len, c, from, fr)
 end
 
 ------------------------------------------------------------------------------------------------
--- MPTCP (mptcp.c): data-level NR-SACK; subflows tied to their connection by RFC 8684 tokens
+-- MPTCP (packet-nrsack-mptcp.c): data-level NR-SACK; subflows tied to their connection by RFC 8684 tokens
 ------------------------------------------------------------------------------------------------
 
 local SUB_MP_CAPABLE, SUB_MP_JOIN, SUB_DSS = 0x0, 0x1, 0x2
@@ -1648,7 +1691,7 @@ local function new_mptcp_conn(sub)
     local stream = new_stream_index()
     local m = {stream = stream, handshake_seen = false, capable = false, csum_known = false, csum = false,
                token_known = {}, token = {}, dir = {}, live = 1, -- live: subflows not ended
-               idsn_anchor = {}, wide_offset_hi = {}} -- as mptcp.c's
+               idsn_anchor = {}, wide_offset_hi = {}} -- as packet-nrsack-mptcp.c's
     for i = 0, 1 do
         m.dir[i] = flow_dir_new(stream, i, "mptcp", false, "MN-04", "MN-03")
         m.dir[i].gap_from_sacked = true
@@ -1662,7 +1705,7 @@ end
 
 -- A 64-bit data-level number (high, low words) of m.dir[side] as a serial: from 2^52 up made relative
 -- to the direction's first one less 256 * 2^32 (whole multiples of 2^32 keep the low 32 bits, which
--- 4-octet numbers unwrap against), so serials stay exact doubles (mptcp.c's wide_serial).
+-- 4-octet numbers unwrap against), so serials stay exact doubles (packet-nrsack-mptcp.c's wide_serial).
 local WIDE_AS_IS_BELOW_HI = 1048576 -- 2^20 high words: 2^52
 local function wide_serial(m, side, hi, lo)
     if not m.wide_offset_hi[side] then
@@ -1681,7 +1724,7 @@ local function learn_key(sub, ep, s, off)
     if sub.mp_version == 0 then token, idsn_hi, idsn_lo = sha1_token_idsn(key)
     else token, idsn_hi, idsn_lo = sha256_token_idsn(key) end
     local space = m.dir[side].sb.space
-    if not space.anchored then -- the first data byte is IDSN + 1; a key learnt after the data anchors nothing
+    if not space.anchored then -- the first data byte is IDSN + 1; a key learned after the data anchors nothing
         if idsn_lo == TWO32 - 1 then idsn_hi, idsn_lo = (idsn_hi + 1) % TWO32, 0 else idsn_lo = idsn_lo + 1 end
         serial_take64(space, wide_serial(m, side, idsn_hi, idsn_lo))
         m.idsn_anchor[side] = true
@@ -1813,7 +1856,7 @@ end
 
 
 -- The first data-level number on the wire of direction side, against the IDSN + 1 its key gave: the
--- wire anchors instead when it lies more than SERIAL_FAR away (mptcp.c's check_idsn_anchor, decisions 40).
+-- wire anchors instead when it lies more than SERIAL_FAR away (packet-nrsack-mptcp.c's check_idsn_anchor, decisions 40).
 local function check_idsn_anchor(m, side, hi, lo, wide)
     if not m.idsn_anchor[side] then return end
     m.idsn_anchor[side] = false
@@ -1936,7 +1979,7 @@ local function subflow_acked_dsns(seg, sub, dir)
     return out
 end
 
-local function analyse_dss(d, seg, payload_len, sub, from, fr)
+local function analyze_dss(d, seg, payload_len, sub, from, fr)
     local m = sub.mptcp
     local side = sub.mptcp_side[from]
     local mine, peer = m.dir[side], m.dir[1 - side]
@@ -2011,7 +2054,7 @@ local function mptcp_segment(s, base, tree, seg, payload_len, sub, from, fr)
                     add_dss_fields(tree, base, d)
                     if fr then
                         if not sub.mptcp then new_mptcp_conn(sub) end -- the handshake was not captured
-                        analyse_dss(d, seg, payload_len, sub, from, fr)
+                        analyze_dss(d, seg, payload_len, sub, from, fr)
                     end
                 end
             end
@@ -2109,7 +2152,7 @@ local function tcp_dissect(s, base, pinfo, tree, payload_len, fr)
         mptcp_segment(s, base, tree, seg, payload_len, c, from, fr)
     elseif fr then
         fr.stream = c.stream
-        analyse_tcp(seg, payload_len, c, from, fr)
+        analyze_tcp(seg, payload_len, c, from, fr)
     end
     if fr then tcp_track_end(c, seg, from, payload_len) end
 end
@@ -2266,7 +2309,7 @@ function nrsack.dissector(tvb, pinfo, tree)
         layer = f_tcp()
         if not layer then return end
     end
-    -- Analyse a frame the first time this plugin sees its layers (tshark -2 builds no tree in its first
+    -- Analyze a frame the first time this plugin sees its layers (tshark -2 builds no tree in its first
     -- pass unless a filter or tap needs one), then only show the cached result.
     local fr
     local number = pinfo.number

@@ -12,7 +12,8 @@ from support.paths import REPO
 
 # Compiled at install by setup.py; an editable install does not rebuild them when their C changes.
 COMPILED = {"nrsack.analyzer._native": ["analyzer/read/_reader.c", "analyzer/state/_scoreboard.c", "analyzer/state/_levels.c",
-                                        "analyzer/_analyzer.h"],
+                                        "analyzer/_analyzer.h", "analyzer/nrsack_core_alloc.h", "core/nrsack_core.h",
+                                        "core/serial.c", "core/iset.c", "core/scoreboard.c"],
             "nrsack.generator.sim._fastsim": ["generator/sim/_fastsim.c"],
             "nrsack.lab._usrsctp_lab": ["lab/_usrsctp_lab.c"]}
 

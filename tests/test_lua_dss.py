@@ -1,4 +1,4 @@
-"""MPTCP DSS shapes: the Lua plugin reads every one as the C plugin does (dissector/src/mptcp.c).
+"""MPTCP DSS shapes: the Lua plugin reads every one as the C plugin does (dissector/src/packet-nrsack-mptcp.c).
 
 A capture holds an MPTCP connection with NR-SACK capability, then one segment each way for every DSS
 shape: all 64 combinations of the flags A, a, M, m, N, n (RFC 8684 section 3.3 and the NR blocks of

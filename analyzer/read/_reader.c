@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* nrsack.analyzer._native: the hot path of the analyzer.
  *
  * Reader: libpcap (pcap, nanosecond pcap, pcapng) -> link layer -> IPv4/IPv6 -> SCTP (over IP or

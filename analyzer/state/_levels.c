@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* level_part(): the scoreboard input (flows.ScoreboardInput) of one TCP connection or SCTP association
  * direction from one chunk's events, in one pass over the flow's rows. Doing this with numpy meant
  * gathering every field per flow and a dozen passes over them, which cost more than reading the

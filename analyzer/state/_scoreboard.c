@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* nrsack.analyzer._native.Board: a thin Python wrapper over the scoreboard core (core/scoreboard.c,
  * docs/scoreboard.md), kept between calls so that a capture can be fed to it chunk by chunk (memory:
  * the window, not the capture). Positions are 64-bit serials unwrapped by the levels; SCTP boards

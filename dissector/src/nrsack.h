@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Shared declarations of the nrsack plugin: fields, preferences, per-frame results, flow directions. */
 #ifndef NRSACK_H
 #define NRSACK_H
@@ -9,20 +10,6 @@
 
 #include "nrsack_core.h"
 #include "rules.h"
-
-extern int proto_nrsack;
-
-typedef struct {
-    int fsack_type, fsack_timestamp, fsack_address_v4, fsack_address_v6, fsack_rtt_ms;
-    int sctp_ext_nr_sack, sctp_ext_fsack;
-    int tcp_permitted, tcp_never_renege, tcp_flags, tcp_exid, tcp_block_left, tcp_block_right, tcp_block_count;
-    int mptcp_capable, mptcp_block_start, mptcp_block_end, mptcp_block_count, mptcp_wide;
-    int stream, direction;
-    int rtxq_bytes, rtxq_sack_bytes, rtxq_nr_bytes, rtxq_nr_acked_bytes, rtxq_sacked_bytes, rtxq_whatif_bytes;
-    int freed_bytes, blocked, gap_open, revoked;
-} nrsack_hf_t;
-extern nrsack_hf_t nrsack_hf;
-extern int ett_nrsack, ett_nrsack_option, ett_nrsack_fsack;
 
 typedef struct {
     guint sndbuf;        /* bytes; 0 = blocked is not computed */
@@ -36,7 +23,7 @@ extern nrsack_prefs_t nrsack_prefs;
 typedef struct flow_dir {
     scoreboard_t sb;
     guint32 stream;
-    guint8 index;             /* 0: initiator's data, 1: responder's data */
+    guint8 sender_side;       /* 0: initiator's data, 1: responder's data */
     const char *protocol;     /* "sctp", "tcp", "mptcp" */
     char *sender, *receiver;  /* address:port */
     char *name;               /* "sender -> receiver" (decisions 13) */
@@ -46,7 +33,7 @@ typedef struct flow_dir {
     gboolean gap_from_sacked; /* MPTCP data level: gap_open is sacked > 0 (decisions 12) */
     rule_t rule_rtx_after_ack, rule_revoked;
     const gint8 *vantage;     /* the owner's capture vantage (VANTAGE_*, or the endpoint index) */
-    gboolean released;        /* the flow ended: its scoreboard is freed, later events are not analysed */
+    gboolean released;        /* the flow ended: its scoreboard is freed, later events are not analyzed */
     gboolean far_reported;    /* a serial far outside the window was reported (GEN-01 note, once) */
     guint32 far_count;
 } flow_dir_t;
@@ -62,7 +49,7 @@ typedef struct {
     gint8 vantage;
 } handshake_t;
 
-/* What one frame did to one sender direction's RtxQ, while the frame is analysed. */
+/* What one frame did to one sender direction's RtxQ, while the frame is analyzed. */
 #define NRSACK_MAX_REVOKED 16
 typedef struct {
     flow_dir_t *dir;
@@ -107,7 +94,7 @@ typedef struct {
 
 /* What every pass shows of a frame: its first pass's analysis. One per frame number, in chunks. */
 typedef struct {
-    gboolean analysed;
+    gboolean analyzed;
     guint8 has_stream, has_rtt, n_updates;
     guint32 stream, rtt_ms;
     finding_t *findings;
@@ -122,12 +109,18 @@ static inline const shown_update_t *frame_record_update(const frame_record_t *re
 
 enum { LAYER_SCTP, LAYER_TCP };
 
-/* plugin.c */
+/* packet-nrsack.c: registration, and the items of every field (the other files decode and analyze) */
 guint32 nrsack_new_stream_index(void);
 char *nrsack_endpoint_str(const address *addr, guint16 port);
+/* An INIT's or INIT-ACK's Supported Extensions parameter at off: whether it lists NR-SACK and FSACK-INIT. */
+void nrsack_tree_sctp_extensions(proto_tree *tree, tvbuff_t *tvb, int off, int len, gboolean nr_sack, gboolean fsack);
+/* An FSACK chunk's subtree (named `name`) with its type; its timestamp or address items go under it. */
+proto_tree *nrsack_tree_fsack_chunk(proto_tree *tree, tvbuff_t *tvb, int off, int len, const char *name, guint8 type);
+void nrsack_tree_fsack_timestamp(proto_tree *chunk_tree, tvbuff_t *tvb, int off);
+void nrsack_tree_fsack_address(proto_tree *chunk_tree, tvbuff_t *tvb, int off, gboolean ipv6);
 
-/* rtxq.c: the scoreboard events of one direction, recorded in the frame's result */
-void flow_dir_init(flow_dir_t *d, guint32 stream, guint8 index, const char *protocol, gboolean tsn_units,
+/* packet-nrsack-rtxq.c: the scoreboard events of one direction, recorded in the frame's result */
+void flow_dir_init(flow_dir_t *d, guint32 stream, guint8 sender_side, const char *protocol, gboolean tsn_units,
                    rule_t rule_rtx_after_ack, rule_t rule_revoked);
 /* Names the direction after its endpoints (address, port). */
 void flow_dir_set_endpoints(flow_dir_t *d, const address *sender, guint16 sport, const address *receiver, guint16 rport);
@@ -154,7 +147,7 @@ void rtxq_ack_before_data(frame_result_t *fr, flow_dir_t *d, guint64 cum, const 
 /* Units the receiver is known to hold beyond the ack's own blocks (MPTCP: DSNs its subflow ack covers). */
 void rtxq_on_received(frame_result_t *fr, flow_dir_t *d, const ival_t *r, guint n_r);
 
-/* sctp.c, tcp.c, mptcp.c: decode (every pass) and analyse (once, when fr != NULL) */
+/* packet-nrsack-sctp.c, -tcp.c, -mptcp.c: decode (every pass) and analyze (once, when fr != NULL) */
 void sctp_init_state(void);
 void sctp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, frame_result_t *fr);
 
@@ -164,7 +157,7 @@ void tcp_register_option_handoff(int proto);
 /* tvb: the TCP segment as Wireshark's TCP dissector had it (its reported length gives the payload's) */
 void tcp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, frame_result_t *fr);
 
-/* tap.c */
+/* packet-nrsack-tap.c */
 void nrsack_tap_register(void);
 void nrsack_tap_queue(packet_info *pinfo, const frame_record_t *rec);
 

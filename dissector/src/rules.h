@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* Rules of docs/rules.md, by ID; raised as expert info nrsack.rule.<ID without dash>. */
 #ifndef NRSACK_RULES_H
 #define NRSACK_RULES_H
@@ -16,7 +17,6 @@ typedef enum {
 typedef struct frame_result frame_result_t;
 typedef struct finding finding_t;
 
-void rules_register(int proto);
 const char *rule_name(rule_t rule); /* "NR-03" */
 /* Records a finding on this frame; `note` selects the note variant the rule allows
  * (handshake not captured). The message is prefixed with the rule ID. */

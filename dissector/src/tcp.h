@@ -1,4 +1,5 @@
-/* TCP segment parsing and connection state shared by tcp.c and mptcp.c. */
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* TCP segment parsing and connection state shared by packet-nrsack-tcp.c and packet-nrsack-mptcp.c. */
 #ifndef NRSACK_TCP_H
 #define NRSACK_TCP_H
 
@@ -10,6 +11,8 @@
 #define TCP_FLAG_ACK 0x10
 #define TCP_MAX_BLOCKS 4
 #define TCP_MAX_MPTCP_OPTS 4
+#define DSS_n 0x40            /* DSS flag n: 8-octet NR block offsets */
+#define MAX_NR_BLOCKS 32
 
 /* One NR-SACK option (wire-formats.md section 3). */
 typedef struct {
@@ -20,6 +23,22 @@ typedef struct {
     guint n_blocks;
     guint32 left[TCP_MAX_BLOCKS], right[TCP_MAX_BLOCKS];
 } nr_option_t;
+
+/* The DSS option of one segment, with its NR blocks (absolute start/end from the DATA ACK). */
+typedef struct {
+    guint8 flags;
+    gboolean has_ack, has_map;
+    guint64 data_ack, dsn;
+    gboolean ack_wide, dsn_wide;
+    guint32 ssn;
+    guint16 dll;
+    gboolean has_nr, nr_count_bad;
+    guint k;                  /* count byte */
+    int k_off;
+    guint n_blocks;
+    guint64 start[MAX_NR_BLOCKS], end[MAX_NR_BLOCKS]; /* offsets from the DATA ACK */
+    int block_off[MAX_NR_BLOCKS];
+} dss_t;
 
 typedef struct {
     guint16 sport, dport;
@@ -67,6 +86,11 @@ typedef struct tcp_conn {
     guint32 map_seq[2];        /* absolute subflow sequence number where map_dsn starts */
     struct sub_maps *sent_maps[2]; /* per direction: subflow bytes sent -> DSNs, for the peer's acks */
 } tcp_conn_t;
+
+/* packet-nrsack.c: the items of an NR-SACK option (tvb: the option alone, under an nrsack item of its
+ * own) and of a DSS option's NR blocks. */
+void nrsack_tree_tcp_option(proto_tree *tree, tvbuff_t *tvb, guint8 kind, const nr_option_t *o);
+void nrsack_tree_mptcp_blocks(proto_tree *tree, tvbuff_t *tvb, const dss_t *d);
 
 gboolean nr_option_parse(tvbuff_t *tvb, int off, int len, nr_option_t *o);
 

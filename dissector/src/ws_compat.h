@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* One source tree for Wireshark 4.0, 4.4 and 4.6: the plugin is written against the newest API, and
  * this header maps it onto the older releases. Keyed on the version the plugin is built for
  * (WIRESHARK_VERSION_MAJOR/MINOR: ws_version.h, or the CMake definitions of the same names). */
@@ -19,7 +20,7 @@
 #define tvb_get_uint8 tvb_get_guint8
 #endif
 
-/* 4.6 renames pntoh32 (and pntoh64) and deprecates dissector_try_uint_new in favour of the _with_data name. */
+/* 4.6 renames pntoh32 (and pntoh64) and deprecates dissector_try_uint_new in favor of the _with_data name. */
 #if !NRSACK_WS_AT_LEAST(4, 6)
 #define pntohu32 pntoh32
 #define pntohu64 pntoh64

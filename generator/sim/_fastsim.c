@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Compiled event loop of generator/sim/model.py for one path (SCTP and TCP).
  *
  * It mirrors Simulation in model.py statement for statement, with the same event order (time,

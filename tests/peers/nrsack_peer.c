@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A tiny usrsctp peer for the checker's real-peer test: NR-SACK on, SCTP over UDP (RFC 6951, port
  * 9899), one-to-one socket.
  *

@@ -98,7 +98,7 @@ WIRESHARK_RELEASE = _release()  # plugin folders are scanned as DIR/<release>/ep
 
 NOBODY = 65534
 
-# Every field of docs/fields.md, then the extras both plugins register, in golden-column order.
+# Every field of docs/fields.md (both plugins register them all), in golden-column order.
 NRSACK_FIELDS = [
     "nrsack.stream",
     "nrsack.direction",

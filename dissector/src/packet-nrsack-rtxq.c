@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* RtxQ bookkeeping of one sender direction (metrics.md, docs/decisions.md 1-9): applies data and ack
  * events to the scoreboard and records the figures after them in the frame's result. */
 #include "nrsack.h"
@@ -8,13 +9,13 @@
 /* Every direction of the file whose scoreboard may still hold memory: the file-close routine frees them. */
 static GPtrArray *live_dirs;
 
-void flow_dir_init(flow_dir_t *d, guint32 stream, guint8 index, const char *protocol, gboolean tsn_units,
+void flow_dir_init(flow_dir_t *d, guint32 stream, guint8 sender_side, const char *protocol, gboolean tsn_units,
                    rule_t rule_rtx_after_ack, rule_t rule_revoked)
 {
     memset(d, 0, sizeof(*d));
     sb_init(&d->sb, tsn_units);
     d->stream = stream;
-    d->index = index;
+    d->sender_side = sender_side;
     d->protocol = protocol;
     d->rule_rtx_after_ack = rule_rtx_after_ack;
     d->rule_revoked = rule_revoked;
@@ -40,10 +41,10 @@ void flow_dirs_release_all(void)
     g_ptr_array_set_size(live_dirs, 0);
 }
 
-/* The core ran out of memory: this direction's state is incomplete, so it is analysed no further. */
+/* The core ran out of memory: this direction's state is incomplete, so it is analyzed no further. */
 static void out_of_memory(frame_result_t *fr, flow_dir_t *d)
 {
-    rules_raise(fr, GEN01, FALSE, "out of memory: %s is not analysed from here on", d->name ? d->name : "this direction");
+    rules_raise(fr, GEN01, FALSE, "out of memory: %s is not analyzed from here on", d->name ? d->name : "this direction");
     flow_dir_release(d);
 }
 
@@ -54,7 +55,7 @@ static gboolean far_away(frame_result_t *fr, flow_dir_t *d, const char *what, gu
     d->far_count++;
     if (!d->far_reported) {
         d->far_reported = TRUE;
-        rules_raise(fr, GEN01, TRUE, "%s %" G_GUINT64_FORMAT " lies more than 2^30 from the highest seen in %s; not analysed (later ones: not reported)",
+        rules_raise(fr, GEN01, TRUE, "%s %" G_GUINT64_FORMAT " lies more than 2^30 from the highest seen in %s; not analyzed (later ones: not reported)",
                     what, v, d->name ? d->name : "this direction");
     }
     return FALSE;
@@ -114,7 +115,7 @@ static void refresh_figures(rtxq_update_t *u, flow_dir_t *d)
 
 /* Captures can claim any time (a pcapng if_tsresol of whole seconds with huge values): seconds are
  * clamped to +-2^62 ns, about 146 years either side of 1970, so the time and any difference of two
- * times stay inside 64 bits instead of overflowing (undefined behaviour in C). */
+ * times stay inside 64 bits instead of overflowing (undefined behavior in C). */
 #define TIME_LIMIT_S (G_GINT64_CONSTANT(4611686018))
 
 gint64 nrsack_time_ns(const packet_info *pinfo)
@@ -150,13 +151,13 @@ void rtxq_on_data(frame_result_t *fr, flow_dir_t *d, guint64 lo, guint64 hi, gui
         return;
     }
     if (res.out_of_window) {
-        rules_raise(fr, GEN01, FALSE, "TSN %u lies more than %u TSNs above the oldest unacked one; not analysed",
+        rules_raise(fr, GEN01, FALSE, "TSN %u lies more than %u TSNs above the oldest unacked one; not analyzed",
                     (guint32)lo, (guint32)SB_TSN_WINDOW);
         return;
     }
     if ((res.below_cum || res.was_nracked) && !keepalive) {
         /* strict only where the capture sits by the data sender (decisions 17) */
-        gboolean by_sender = d->vantage && *d->vantage == (gint8)d->index;
+        gboolean by_sender = d->vantage && *d->vantage == (gint8)d->sender_side;
         rules_raise(fr, d->rule_rtx_after_ack, !by_sender, "%s from %s retransmitted after it was %s%s",
                     d->sb.tsn_units ? "TSN" : "data", d->sender ? d->sender : "?",
                     res.was_nracked ? "NR-acked" : "cum-acked",

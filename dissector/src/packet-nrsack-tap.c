@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tshark -z nrsack,stat[,FILTER]: per flow direction data bytes, max and mean RtxQ (SACK and NR-SACK
  * semantics), blocked time and p/q (with the nrsack.sndbuf preference), and rule counts. */
 #include "nrsack.h"

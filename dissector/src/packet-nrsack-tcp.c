@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* TCP: the NR-SACK options (kind 253/254 with our ExID) in the tcp.option table, and the per-connection
  * analysis of SACK / NR-SACK blocks. Every other ExID goes to Wireshark's own handler unchanged. */
 #include "tcp.h"
@@ -52,22 +53,7 @@ static int dissect_option(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, v
             return call_dissector_with_data(builtin, tvb, pinfo, tree, data);
         return 0;
     }
-    proto_item *ti = proto_tree_add_item(tree, proto_nrsack, tvb, 0, len, ENC_NA);
-    proto_item_set_text(ti, "NR-SACK %s (kind %u)", o.permitted ? "Permitted" : "blocks", kind);
-    proto_tree *st = proto_item_add_subtree(ti, ett_nrsack_option);
-    proto_tree_add_item(st, nrsack_hf.tcp_exid, tvb, 2, 2, ENC_BIG_ENDIAN);
-    if (o.permitted) {
-        proto_tree_add_boolean(st, nrsack_hf.tcp_permitted, tvb, 0, len, TRUE);
-        proto_tree_add_item(st, nrsack_hf.tcp_flags, tvb, 4, 1, ENC_BIG_ENDIAN);
-        proto_tree_add_boolean(st, nrsack_hf.tcp_never_renege, tvb, 4, 1, o.flags & 0x01);
-        proto_tree_add_boolean(st, nrsack_hf.mptcp_capable, tvb, 4, 1, o.flags & 0x02);
-    } else {
-        proto_tree_add_uint(st, nrsack_hf.tcp_block_count, tvb, 1, 1, o.n_blocks);
-        for (guint i = 0; i < o.n_blocks; i++) {
-            proto_tree_add_item(st, nrsack_hf.tcp_block_left, tvb, 4 + 8 * i, 4, ENC_BIG_ENDIAN);
-            proto_tree_add_item(st, nrsack_hf.tcp_block_right, tvb, 8 + 8 * i, 4, ENC_BIG_ENDIAN);
-        }
-    }
+    nrsack_tree_tcp_option(tree, tvb, kind, &o);
     return len;
 }
 
@@ -243,7 +229,7 @@ static void blocks_near(guint64 cum, const guint32 *left, const guint32 *right, 
         out[i] = (ival_t){serial_near(cum, left[i]), serial_near(cum, right[i])};
 }
 
-static void analyse_tcp(const tcp_seg_t *s, packet_info *pinfo, guint32 payload_len, tcp_conn_t *c, int from,
+static void analyze_tcp(const tcp_seg_t *s, packet_info *pinfo, guint32 payload_len, tcp_conn_t *c, int from,
                         frame_result_t *fr)
 {
     flow_dir_t *mine = &c->dir[from], *peer = &c->dir[1 - from];
@@ -257,7 +243,7 @@ static void analyse_tcp(const tcp_seg_t *s, packet_info *pinfo, guint32 payload_
         if (!(c->nr_permitted[0] && c->nr_permitted[1]))
             rules_raise(fr, TN01, !handshake, "NR-SACK block option without NR-SACK-Permitted on both SYN and SYN-ACK");
         if (s->nr.bad_length)
-            rules_raise(fr, TN05, FALSE, "NR-SACK option length is not 4 + 8n with n = 1..4; its blocks are not analysed");
+            rules_raise(fr, TN05, FALSE, "NR-SACK option length is not 4 + 8n with n = 1..4; its blocks are not analyzed");
         for (guint i = 0; i < s->nr.n_blocks; i++) {
             if ((gint32)(s->nr.right[i] - s->nr.left[i]) <= 0)
                 rules_raise(fr, TN05, FALSE, "NR-SACK block %u: left %u >= right %u", i + 1, s->nr.left[i], s->nr.right[i]);
@@ -368,7 +354,7 @@ void tcp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, frame_resu
     } else if (fr) {
         fr->has_stream = TRUE;
         fr->stream = c->stream;
-        analyse_tcp(&s, pinfo, payload_len, c, from, fr);
+        analyze_tcp(&s, pinfo, payload_len, c, from, fr);
     }
     if (fr)
         track_end(c, &s, payload_len, from);

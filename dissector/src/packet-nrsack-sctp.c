@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* SCTP: NR-SACK / SACK / DATA events, Supported Extensions negotiation and FSACK chunks.
  * SCTP's chunk switch is closed to plugins, so plugin.c hands us the bytes Wireshark's SCTP dissector
  * had and we re-read them here: decode fields on every pass, analysis once (fr != NULL). */
@@ -175,8 +176,7 @@ static void dissect_init_params(tvbuff_t *tvb, int off, int end, packet_info *pi
                 nr |= ct == CHUNK_NR_SACK;
                 fs |= ct == nrsack_prefs.fsack_init;
             }
-            proto_tree_add_boolean(tree, nrsack_hf.sctp_ext_nr_sack, tvb, off, len, nr);
-            proto_tree_add_boolean(tree, nrsack_hf.sctp_ext_fsack, tvb, off, len, fs);
+            nrsack_tree_sctp_extensions(tree, tvb, off, len, nr, fs);
             if (a) {
                 a->ext_nr[ep] = nr;
                 a->ext_fsack[ep] = fs;
@@ -219,7 +219,7 @@ static guint read_blocks(tvbuff_t *tvb, int off, guint n, guint64 cum_tsn, const
     return kept;
 }
 
-static void analyse_sack(tvbuff_t *tvb, int off, guint8 type, guint16 len, packet_info *pinfo,
+static void analyze_sack(tvbuff_t *tvb, int off, guint8 type, guint16 len, packet_info *pinfo,
                          sctp_assoc_t *a, int from, frame_result_t *fr)
 {
     gboolean nr_sack = type == CHUNK_NR_SACK;
@@ -240,7 +240,7 @@ static void analyse_sack(tvbuff_t *tvb, int off, guint8 type, guint16 len, packe
     guint need = hdr + 4 * (n_r + n_nr + n_dup);
     if (need != len) {
         /* counts the chunk cannot hold: nothing of it is trusted, so nothing reaches the scoreboard */
-        rules_raise(fr, nr_sack ? NR05 : GEN01, FALSE, "block counts (%u R, %u NR, %u dup) need %u bytes, chunk has %u; not analysed",
+        rules_raise(fr, nr_sack ? NR05 : GEN01, FALSE, "block counts (%u R, %u NR, %u dup) need %u bytes, chunk has %u; not analyzed",
                     n_r, n_nr, n_dup, need, len);
         return;
     }
@@ -273,7 +273,7 @@ static void analyse_sack(tvbuff_t *tvb, int off, guint8 type, guint16 len, packe
     /* an ack before any DATA of the capture also covers TSNs it never saw sent (the core judges only
      * after some data); a note when the direction's initial TSN (INIT / INIT-ACK) was not captured */
     if (res.beyond_sent || (!d->released && !d->sb.have_data))
-        rules_raise(fr, NR09, !(d->index == 0 ? a->init_seen : a->init_ack_seen),
+        rules_raise(fr, NR09, !(d->sender_side == 0 ? a->init_seen : a->init_ack_seen),
                     "ack covers TSNs never sent (highest sent %u)", (guint32)(d->sb.snd_max - 1));
 }
 
@@ -288,8 +288,7 @@ static void dissect_fsack(tvbuff_t *tvb, int off, guint8 type, guint16 len, pack
                           sctp_assoc_t *a, int from, frame_result_t *fr)
 {
     const char *name = type == nrsack_prefs.fsack_init ? "FSACK-INIT" : type == nrsack_prefs.fsack_ack ? "FSACK-ACK" : "FSACK-COMPLETE";
-    proto_tree *st = proto_tree_add_subtree(tree, tvb, off, len, ett_nrsack_fsack, NULL, name);
-    proto_tree_add_uint(st, nrsack_hf.fsack_type, tvb, off, 1, type);
+    proto_tree *st = nrsack_tree_fsack_chunk(tree, tvb, off, len, name, type);
     gboolean handshake = a && a->init_seen && a->init_ack_seen;
     if (a && !(a->ext_fsack[0] && a->ext_fsack[1]))
         rules_raise(fr, FS06, !handshake, "%s although INIT and INIT-ACK did not both list 0x%02X", name, nrsack_prefs.fsack_init);
@@ -301,7 +300,7 @@ static void dissect_fsack(tvbuff_t *tvb, int off, guint8 type, guint16 len, pack
                 return;
         }
         guint32 ts = tvb_get_ntohl(tvb, off + 4);
-        proto_tree_add_item(st, nrsack_hf.fsack_timestamp, tvb, off + 4, 4, ENC_BIG_ENDIAN);
+        nrsack_tree_fsack_timestamp(st, tvb, off + 4);
         if (!a)
             return;
         if (type == nrsack_prefs.fsack_init) {
@@ -334,10 +333,10 @@ static void dissect_fsack(tvbuff_t *tvb, int off, guint8 type, guint16 len, pack
     address addr = ADDRESS_INIT_NONE;
     guint16 ptype = len >= 8 ? tvb_get_ntohs(tvb, off + 4) : 0, plen = len >= 8 ? tvb_get_ntohs(tvb, off + 6) : 0;
     if (ptype == PARAM_IPV4 && plen == 8 && len >= 12) {
-        proto_tree_add_item(st, nrsack_hf.fsack_address_v4, tvb, off + 8, 4, ENC_BIG_ENDIAN);
+        nrsack_tree_fsack_address(st, tvb, off + 8, FALSE);
         set_address_tvb(&addr, AT_IPv4, 4, tvb, off + 8);
     } else if (ptype == PARAM_IPV6 && plen == 20 && len >= 24) {
-        proto_tree_add_item(st, nrsack_hf.fsack_address_v6, tvb, off + 8, 16, ENC_NA);
+        nrsack_tree_fsack_address(st, tvb, off + 8, TRUE);
         set_address_tvb(&addr, AT_IPv6, 16, tvb, off + 8);
     } else {
         rules_raise(fr, GEN01, FALSE, "FSACK-COMPLETE without a valid address parameter");
@@ -445,12 +444,12 @@ void sctp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, frame_res
                     rtxq_on_data(fr, d, tsn, tsn + 1, len - 16);
             }
         } else if ((type == CHUNK_SACK || type == CHUNK_NR_SACK) && a) {
-            analyse_sack(tvb, off, type, len, pinfo, a, from, fr);
+            analyze_sack(tvb, off, type, len, pinfo, a, from, fr);
         } else if (fsack_type(type)) {
             dissect_fsack(tvb, off, type, len, pinfo, tree, a, from, fr);
         } else if ((type == CHUNK_SHUTDOWN_COMPLETE || type == CHUNK_ABORT) && a) {
             end_assoc(a);
-            a = NULL; /* the packet's later chunks come after the end: not analysed, as in the analyzer */
+            a = NULL; /* the packet's later chunks come after the end: not analyzed, as in the analyzer */
         }
         off += (len + 3) & ~3u;
     }

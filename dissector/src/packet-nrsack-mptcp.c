@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* MPTCP: data-level NR-SACK (wire-formats.md section 4). Subflows are tied to their MPTCP connection by
  * the tokens of RFC 8684 (SHA-1 of the key in version 0, SHA-256 in version 1); the data-level
  * scoreboard of each direction lives in the MPTCP connection, so acks on any subflow count. */
@@ -15,8 +16,6 @@
 #define DSS_M 0x04
 #define DSS_m 0x08
 #define DSS_N 0x20
-#define DSS_n 0x40
-#define MAX_NR_BLOCKS 32
 
 struct mptcp_conn {
     guint32 stream;
@@ -91,7 +90,7 @@ static void learn_key(tcp_conn_t *sub, int ep, tvbuff_t *tvb, int off)
      * a TCP direction's is ISN + 1), and it anchors the data level (docs/scoreboard.md "anchor"). All
      * 64 bits (less wide_serial's offset): DSNs of 4 and of 8 octets then unwrap into one space. */
     guint64 idsn = pntohu64(digest + gcry_md_get_algo_dlen(algo) - 8);
-    if (!m->dir[side].sb.space.anchored) { /* a key learnt after the data anchors nothing */
+    if (!m->dir[side].sb.space.anchored) { /* a key learned after the data anchors nothing */
         guint64 anchor;
         serial_take64(&m->dir[side].sb.space, wide_serial(m, side, idsn + 1), &anchor);
         m->idsn_anchor[side] = TRUE;
@@ -141,22 +140,6 @@ static void handle_mp_join(tvbuff_t *tvb, int off, int len, const tcp_seg_t *s, 
     sub->mptcp_side[from] = 1 - receiver_side;
     sub->mptcp_side[1 - from] = receiver_side;
 }
-
-/* The DSS option of one segment, with its NR blocks (absolute start/end from the DATA ACK). */
-typedef struct {
-    guint8 flags;
-    gboolean has_ack, has_map;
-    guint64 data_ack, dsn;
-    gboolean ack_wide, dsn_wide;
-    guint32 ssn;
-    guint16 dll;
-    gboolean has_nr, nr_count_bad;
-    guint k;                  /* count byte */
-    int k_off;
-    guint n_blocks;
-    guint64 start[MAX_NR_BLOCKS], end[MAX_NR_BLOCKS]; /* offsets from the DATA ACK */
-    int block_off[MAX_NR_BLOCKS];
-} dss_t;
 
 static gboolean parse_dss(tvbuff_t *tvb, int off, int len, const mptcp_conn_t *m, dss_t *d)
 {
@@ -217,22 +200,6 @@ static gboolean parse_dss(tvbuff_t *tvb, int off, int len, const mptcp_conn_t *m
         d->n_blocks++;
     }
     return TRUE;
-}
-
-static void add_dss_fields(tvbuff_t *tvb, proto_tree *tree, const dss_t *d)
-{
-    if (!d->has_nr || !tree)
-        return;
-    int bs = (d->flags & DSS_n) ? 16 : 8, w = bs / 2;
-    proto_tree *st = proto_tree_add_subtree(tree, tvb, d->k_off ? d->k_off : 0, 2 + (int)d->n_blocks * bs,
-                                            ett_nrsack_option, NULL, "MPTCP DSS NR blocks");
-    proto_tree_add_boolean(st, nrsack_hf.mptcp_wide, tvb, d->k_off, 1, (d->flags & DSS_n) != 0);
-    if (d->k_off)
-        proto_tree_add_uint(st, nrsack_hf.mptcp_block_count, tvb, d->k_off, 1, d->k);
-    for (guint i = 0; i < d->n_blocks; i++) {
-        proto_tree_add_uint64(st, nrsack_hf.mptcp_block_start, tvb, d->block_off[i], w, d->data_ack + d->start[i]);
-        proto_tree_add_uint64(st, nrsack_hf.mptcp_block_end, tvb, d->block_off[i] + w, w, d->data_ack + d->end[i]);
-    }
 }
 
 /* One direction of a subflow: its mapped segments (subflow bytes -> DSNs, sorted by subflow sequence
@@ -392,7 +359,7 @@ static gboolean unwrap_dl(frame_result_t *fr, mptcp_conn_t *m, int side, const c
     return rtxq_take64(fr, dir, what, wide_serial(m, side, v), v, out);
 }
 
-static void analyse_dss(packet_info *pinfo, const dss_t *d, const tcp_seg_t *s, guint32 payload_len, tcp_conn_t *sub,
+static void analyze_dss(packet_info *pinfo, const dss_t *d, const tcp_seg_t *s, guint32 payload_len, tcp_conn_t *sub,
                         int from, frame_result_t *fr)
 {
     mptcp_conn_t *m = sub->mptcp;
@@ -468,12 +435,12 @@ void mptcp_segment(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const tc
                             len >= 4 ? tvb_get_uint8(tvb, off + 3) : 0);
                 continue;
             }
-            add_dss_fields(tvb, tree, &d);
+            nrsack_tree_mptcp_blocks(tree, tvb, &d);
             if (!fr || sub->ended)
                 continue;
             if (!sub->mptcp)
                 new_mptcp_conn(sub); /* the handshake was not captured */
-            analyse_dss(pinfo, &d, s, payload_len, sub, from, fr);
+            analyze_dss(pinfo, &d, s, payload_len, sub, from, fr);
         }
     }
     if (!fr)

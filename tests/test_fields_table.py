@@ -1,0 +1,102 @@
+"""docs/fields.md is the one table of the nrsack fields (names, types, labels, descriptions, expert
+severities): both plugins, as `tshark -G fields` and `-G plugins` list them, must match it word for word,
+so every field is described and the C and Lua labels are the same (issue 30, "Every field described")."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from support.paths import REPO
+from support.tshark import LUA_PLUGIN, Plugin, run_tshark, target_unavailable
+
+pytestmark = [pytest.mark.tshark, pytest.mark.skipif(target_unavailable() is not None, reason=str(target_unavailable()))]
+
+FIELDS_MD = REPO / "docs" / "fields.md"
+# docs/fields.md's type words -> Wireshark's field types
+TYPES = {"uint8": "FT_UINT8", "uint16": "FT_UINT16", "uint32": "FT_UINT32", "uint64": "FT_UINT64",
+         "bool": "FT_BOOLEAN", "IPv4": "FT_IPv4", "IPv6": "FT_IPv6", "string": "FT_STRING"}
+SEVERITY = {"PI_ERROR": "error", "PI_WARN": "warning", "PI_NOTE": "note"}
+
+
+def doc_tables() -> tuple[dict, dict]:
+    """(ordinary fields: name -> (type, label, description), expert fields: name -> (severity, label))."""
+    fields, experts = {}, {}
+    for line in FIELDS_MD.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not cells[0].startswith("nrsack."):
+            continue
+        if len(cells) == 4:
+            fields[cells[0]] = tuple(cells[1:])
+        elif len(cells) == 3:
+            experts[cells[0]] = tuple(cells[1:])
+    return fields, experts
+
+
+def registered(plugin: Plugin) -> dict:
+    """name -> (type, label, description) of every nrsack field `tshark -G fields` lists."""
+    out = run_tshark(["-G", "fields"], plugin).stdout
+    rows = [line.split("\t") for line in out.splitlines() if line.startswith("F\t")]
+    return {r[2]: (r[3], r[1], r[7] if len(r) > 7 else "") for r in rows if r[4] == "nrsack"}
+
+
+@pytest.fixture(scope="module")
+def c_fields(nrsack_c_plugin):
+    return registered(nrsack_c_plugin)
+
+
+@pytest.fixture(scope="module")
+def lua_fields():
+    return registered(LUA_PLUGIN)
+
+
+def test_the_table_covers_every_golden_column_and_rule():
+    from support.tshark import NRSACK_FIELDS
+    fields, experts = doc_tables()
+    assert set(NRSACK_FIELDS) == set(fields)
+    # every rule of rules.md the plugins raise (the analyzer-only ones aside)
+    rules = [rule for rule, text in re.findall(r"^\| ((?:NR|TN|MN|FS|GEN)-\d\d) \|(.*)$", (REPO / "docs" / "rules.md").read_text(), re.M)
+             if "Analyzer-only" not in text]
+    assert {f"nrsack.rule.{r.replace('-', '')}" for r in rules} == {n for n in experts if not n.endswith(".note")}
+
+
+@pytest.mark.parametrize("which", ["c", "lua"])
+def test_each_plugin_registers_the_tables_fields_labels_and_descriptions(which, c_fields, lua_fields):
+    got = c_fields if which == "c" else lua_fields
+    fields, experts = doc_tables()
+    assert set(got) == set(fields) | set(experts), "fields missing from docs/fields.md or from the plugin"
+    for name, (kind, label, description) in fields.items():
+        assert description, f"{name}: no description in docs/fields.md"
+        assert got[name] == (TYPES[kind], label, description), name
+    for name, (_, label) in experts.items():
+        ftype, got_label, got_description = got[name]
+        assert (ftype, got_label) == ("FT_NONE", label), name
+        if which == "c":
+            assert got_description == label, name
+        else:
+            # Wireshark's Lua API takes no description for an expert field (ProtoExpert.new): none on 4.0
+            # to 4.6; should a release fill one in, the summary is the only right one.
+            assert got_description in ("", label), name
+
+
+def test_expert_severities_are_the_tables():
+    _, experts = doc_tables()
+    want = {name: severity for name, (severity, _) in experts.items()}
+    c_source = (REPO / "dissector" / "src" / "packet-nrsack.c").read_text()
+    c = {name: SEVERITY[s] for name, s in re.findall(r'\{"(nrsack\.rule\.[\w.]+)", PI_\w+, (PI_\w+),', c_source)}
+    assert c == want
+    # the Lua rule table: {"NR-01", E.severity.ERROR, E.group.PROTOCOL, <has a note variant>, ...}; notes are PI_NOTE
+    lua = {}
+    for rule, level, has_note in re.findall(r'\{"([A-Z]+-\d\d)", E\.severity\.(\w+), E\.group\.\w+, (true|false),',
+                                           (REPO / "lua" / "nrsack.lua").read_text()):
+        name = f"nrsack.rule.{rule.replace('-', '')}"
+        lua[name] = SEVERITY["PI_" + level]
+        if has_note == "true":
+            lua[name + ".note"] = "note"
+    assert lua == want
+
+
+def test_the_lua_plugin_shows_the_repository_version():
+    out = run_tshark(["-G", "plugins"], LUA_PLUGIN).stdout
+    (line,) = [line for line in out.splitlines() if line.split("\t")[0].endswith("nrsack.lua")]
+    assert line.split("\t")[1] == (REPO / "VERSION").read_text().strip()
