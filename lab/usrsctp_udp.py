@@ -80,7 +80,7 @@ def summary(cfg, m, out_dir):
     import pandas as pd
 
     from .runner import path_counters
-    from .truth import blocked_within
+    from .truth import blocked_keys, blocked_within
 
     r = json.loads((Path(out_dir) / "sender.json").read_text())
     start = r["first_send_us"] / 1e6
@@ -88,10 +88,14 @@ def summary(cfg, m, out_dir):
     end = r["done_us"] / 1e6 if complete else start
     q = end - start
     waits = pd.read_csv(Path(out_dir) / "truth_blocking.csv")
-    b = blocked_within(waits[["start_s", "end_s"]].to_numpy(), start, end)
+    app_blocked = blocked_within(waits[["start_s", "end_s"]].to_numpy(), start, end)
     src, dst = (f"10.0.0.{i + 1}:{port}" for i, port in enumerate(PORTS))
     s = {"id": f"{src} -> {dst}", "protocol": "sctp", "src": src, "dst": dst, "nr_sack": cfg.ack == "nrsack",
-         "cmt": len(cfg.paths()) > 1, "data_bytes": cfg.bytes, "q_s": q, "b_s": b, "b_over_q": b / q if q > 0 else 0.0,
+         "cmt": len(cfg.paths()) > 1, "data_bytes": cfg.bytes, "q_s": q,
+         # the sender's waits are not split by unsent data nor matched with its acks' gap blocks here
+         **blocked_keys(q, app_blocked, None, None, None),
+         "b_reason": "usrsctp-udp's truth has the writer's whole wait only (app_blocked_s), not the part with "
+                     "the buffer full of sent data",
          "sndbuf_bytes": cfg.sndbuf, "sndbuf_estimated": False,
          "throughput_bps": r["bytes_sent"] * 8 / q if complete and q > 0 else 0.0,
          "blocking_intervals": len(waits), "vantage": "sender", "complete": complete, "stack": cfg.stack,

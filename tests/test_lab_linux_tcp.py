@@ -68,8 +68,8 @@ def test_b_over_q_against_the_senders_measured_waits(tcp_run):
     differences were 0.04 to 0.055 over five runs, the analyzer always the higher."""
     out, truth = tcp_run
     flow = analyzed_at_kernel_capacity(out).summary
-    assert truth["b_over_q"] > 0.3, "the sender hardly waited"
-    assert abs(flow["b_over_q"] - truth["b_sent_full_s"] / truth["q_s"]) < 0.08, (flow["b_over_q"], truth)
+    assert truth["app_blocked_over_q"] > 0.3, "the sender hardly waited"
+    assert abs(flow["b_over_q"] - truth["b_over_q"]) < 0.08, (flow["b_over_q"], truth)
 
 
 def test_same_seed_same_drops(tcp_run, tmp_path):
