@@ -244,6 +244,10 @@ def send(host, total, sndbuf, message, out, timeout_s, mptcp=False, cc=""):
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
     s.connect((host, PORT))
     s.setblocking(False)
+    try:  # the congestion control in use, as the kernel reports it
+        cc_used = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).split(b"\0")[0].decode()
+    except OSError:
+        cc_used = None
     samples, subflow_samples, stop = [], [], threading.Event()
 
     def unacked():
@@ -291,7 +295,7 @@ def send(host, total, sndbuf, message, out, timeout_s, mptcp=False, cc=""):
     stop.set()
     time.sleep(0.01)
     s.close()
-    Path(out).write_text(json.dumps({"start": start, "done": done, "sent": sent, "waits": waits,
+    Path(out).write_text(json.dumps({"start": start, "done": done, "sent": sent, "waits": waits, "cc": cc_used,
                                      "samples": samples, "subflow_samples": subflow_samples}))
 
 

@@ -151,7 +151,7 @@ def tcp_summary(cfg, m, out_dir):
                "sndbuf_estimated": False,
                "throughput_bps": m["sent"] * 8 / q if complete and q > 0 else 0.0,
                "blocking_intervals": len(m["waits"]), "vantage": "sender", "complete": complete,
-               "stack": cfg.stack,
+               "stack": cfg.stack, "congestion_control": m.get("cc"), "gso": cfg.gso,
                "truth_source": "sender process and " + ("MPTCP_INFO, MPTCP_TCPINFO" if mptcp else "TCP_INFO")
                + ", SO_MEMINFO, SIOCOUTQ",
                "counters": {"bytes_sent": m["sent"], **counters},
