@@ -90,10 +90,10 @@ def _connection_samples(cfg, m, out_dir):
     sequence_flags = 2 * per_time.size().reindex(conn.time_s, fill_value=0).to_numpy()
     conn["subflow_acked_above_data_ack"] = np.maximum(
         sub_acked - conn.bytes_acked.to_numpy() - conn.bytes_retrans.to_numpy() - sequence_flags, 0)
+    conn["gap_open"] = (sub_sacked > 0) | (conn.subflow_acked_above_data_ack.to_numpy() > 0)
     conn.to_csv(out_dir / "truth_mptcp_info.csv", index=False, float_format="%.6f")
-    gap = (sub_sacked > 0) | (conn.subflow_acked_above_data_ack.to_numpy() > 0)
     mss = float(subflows.snd_mss.median()) if len(subflows) else 1448.0
-    return conn.time_s, conn.notsent_bytes, gap, conn.unacked_bytes - conn.notsent_bytes, mss
+    return conn.time_s, conn.notsent_bytes, conn.gap_open.to_numpy(), conn.unacked_bytes - conn.notsent_bytes, mss
 
 
 def path_counters(logs):
