@@ -187,7 +187,8 @@ def test_check_finds_no_error_on_usrsctp_traffic(runs):
 @pytest.mark.parametrize("args", [
     ["--loss", "1.5"], ["--sndbuf", "0"], ["--delay", "fast"], ["--bandwidth", "100,10"],
     ["--bandwidth", "0"], ["--queue", "0"], ["--stack", "quic"], ["--ack-loss", "-0.1"],
-    ["--stack", "linux-tcp", "--ack", "nrsack"],
+    ["--stack", "linux-tcp", "--ack", "nrsack"], ["--cc", "bbr"], ["--gso"], ["--stack", "linux-tcp", "--cc", "vegas"],
+    ["--stack", "linux-tcp", "--sndbuf", "-1"],
 ])
 def test_bad_parameters_are_a_usage_error(tmp_path, args):
     result = CliRunner().invoke(main, ["lab", "run", *args, "--out", str(tmp_path / "x")])
