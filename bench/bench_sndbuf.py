@@ -14,7 +14,8 @@ the stacks, so any --limit covers each. Runs are sized to take seconds (0.3-2 MB
 
 The report runs `nrsack analyze --format json` (no --sndbuf) on every sender capture and prints per
 run the truth, the estimate and the errors of b/q and p/q, and per stack the share of runs within
-0.05 and 0.1 (a null estimate counts as not within and is listed with its reason).
+0.05 and 0.1 (a null estimate counts as not within and is listed with its reason); the per-run
+figures also go to OUT/report.tsv.
 """
 
 import argparse
@@ -176,7 +177,18 @@ def report(out, manifest):
             nulls = sum(1 for t, e, err in judged if e is None)
             cells.append(f"{within[0]:>9.0%} {within[1]:>6.0%} {off:>5} {nulls:>4}")
         print(f"{stack:12} {len(mine):>4}  {cells[0]}  {cells[1]}")
+    write_report(out / "report.tsv", rows)
     return rows
+
+
+def write_report(path, rows):
+    """The per-run figures as a table, so two analyzers' reports can be compared run by run."""
+    with path.open("w") as f:
+        f.write("run_id\tstack\ttruth_b_over_q\test_b_over_q\terr_b\ttruth_p_over_q\test_p_over_q\terr_p\tnull_reason\n")
+        for r in rows:
+            cells = [_fmt(x) for key in ("b_over_q", "p_over_q") for x in r[key]]
+            why = r["b_over_q_why"] or r["p_over_q_why"] or ""
+            f.write("\t".join([r["run_id"], r["stack"], *cells, why.replace("\t", " ")]) + "\n")
 
 
 def main():
