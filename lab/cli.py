@@ -110,7 +110,7 @@ def truth_beside_analyzer(truth, out_dir):
     the same names, and the writer's whole wait under its own: one line each."""
     from .capture import sender_entry
 
-    lines = ["truth:   " + json.dumps({k: truth.get(k) for k in SHARED_KEYS + ("b_reason",) if k in truth})]
+    lines = ["truth:   " + json.dumps({k: truth.get(k) for k in SHARED_KEYS if k in truth})]
     try:
         a = sender_entry(Path(out_dir) / "sender.pcap").summary
         reasons = {k: v for k, v in a.items() if k.endswith("_reason") and v}

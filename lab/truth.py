@@ -69,9 +69,9 @@ def intersect(starts, ends, on_starts, on_ends):
 
 def blocked_keys(q, app_blocked, app_unsent, b, p):
     """truth.json's blocking figures, seconds: the analyzer's names (b, p: a buffer full of sent data)
-    and the writer's own. b or p None: the stack's truth cannot tell (then with `b_reason`)."""
-    ratio = lambda x: None if x is None else (x / q if q > 0 else 0.0)  # noqa: E731
-    assert b is None or p is None or -1e-9 <= p <= b + 1e-9 <= app_blocked + 2e-9, (p, b, app_blocked)
+    and the writer's own."""
+    ratio = lambda x: x / q if q > 0 else 0.0  # noqa: E731
+    assert -1e-9 <= p <= b + 1e-9 <= app_blocked + 2e-9, (p, b, app_blocked)
     return {"b_s": b, "p_s": p, "b_over_q": ratio(b), "p_over_q": ratio(p),
             "app_blocked_s": app_blocked, "app_blocked_unsent_s": app_unsent,
             "app_blocked_over_q": ratio(app_blocked)}
