@@ -14,7 +14,7 @@ from support.paths import REPO
 COMPILED = {"nrsack.analyzer._native": ["analyzer/read/_reader.c", "analyzer/state/_scoreboard.c", "analyzer/state/_levels.c",
                                         "analyzer/_analyzer.h"],
             "nrsack.generator.sim._fastsim": ["generator/sim/_fastsim.c"],
-            "nrsack.lab._usrsctp_lab": ["lab/_usrsctp_lab.c"]}
+            "nrsack.lab._usrsctp_lab": ["lab/_usrsctp_lab.c", "lab/_usrsctp_udp.c", "lab/_usrsctp_send.h"]}
 
 
 def pytest_sessionstart(session):
