@@ -187,7 +187,8 @@ static int send_all(const struct udp_params *p, FILE *waits, struct udp_result *
         int64_t t = wall_us();
         if (n >= 0) {
             if (blocked_since >= 0) {
-                fprintf(waits, "%.6f,%.6f\n", blocked_since / 1e6, t / 1e6);
+                /* with the bytes written before the wait: what the buffer held, sent or not */
+                fprintf(waits, "%.6f,%.6f,%lld\n", blocked_since / 1e6, t / 1e6, (long long)r->bytes_sent);
                 r->blocked_us += t - blocked_since;
                 r->blocked_waits++;
                 blocked_since = -1;
@@ -229,7 +230,7 @@ int lab_udp_run(const struct udp_params *p, int role, const char *waits_path, st
     FILE *waits = fopen(waits_path, "w");
     if (!waits)
         return fail("cannot write %s: %s", waits_path, strerror(errno));
-    fprintf(waits, "start_s,end_s\n");
+    fprintf(waits, "start_s,end_s,written_bytes\n");
     int rc = send_all(p, waits, r);
     fclose(waits);
     return rc;

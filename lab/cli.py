@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .config import MULTIPATH_STACKS, STACKS
+from .config import CONGESTION_CONTROLS, MULTIPATH_STACKS, STACKS
 
 
 def _numbers(text, name, kind=float):
@@ -58,8 +58,12 @@ def run_options(f):
     options = [
         click.option("--stack", type=click.Choice(STACKS), default="usrsctp", show_default=True),
         click.option("--ack", type=click.Choice(["sack", "nrsack"]), default="sack", show_default=True),
-        click.option("--sndbuf", type=click.IntRange(1, 1 << 30), default=32768, show_default=True,
-                     help="the sender's send buffer, bytes (SO_SNDBUF)"),
+        click.option("--sndbuf", type=click.IntRange(0, 1 << 30), default=32768, show_default=True,
+                     help="the sender's send buffer, bytes (SO_SNDBUF; 0 on linux stacks: none set, autotuned)"),
+        click.option("--cc", type=click.Choice(CONGESTION_CONTROLS), default=None,
+                     help="linux stacks: congestion control [default: the kernel's]"),
+        click.option("--gso/--no-gso", default=False, show_default=True,
+                     help="linux stacks: keep the sender's GSO/TSO (its capture shows multi-segment frames)"),
         click.option("--rcvbuf", type=click.IntRange(1, 1 << 30), default=1 << 20, show_default=True),
         click.option("--loss", default="0.01", show_default=True, help="forward loss rate (linux-mptcp: one per path, comma-separated)"),
         click.option("--ack-loss", type=float, default=0.0, show_default=True, help="loss rate of the ack path"),
@@ -102,9 +106,30 @@ def config_from(kw):
                          delay_ms=delay, bandwidth_mbps=bandwidth, more_paths=tuple(more_paths), queue=kw["queue"],
                          seed=kw["seed"], unordered=kw["unordered"], timeout_s=kw["timeout"],
                          rto_min_ms=kw["rto_min"], sack_delay_ms=kw["sack_delay"], drain=kw["drain"],
-                         clock=kw["clock"])
+                         clock=kw["clock"], cc=kw["cc"] or "", gso=kw["gso"])
     except ValueError as e:
         raise click.UsageError(str(e))
+
+
+SHARED_KEYS = ("q_s", "b_s", "p_s", "b_over_q", "p_over_q", "sndbuf_bytes", "throughput_bps", "complete")
+WRITER_KEYS = ("app_blocked_s", "app_blocked_unsent_s", "app_blocked_wakeup_s", "app_blocked_over_q")
+
+
+def truth_beside_analyzer(truth, out_dir):
+    """The stack's truth and `nrsack analyze` on the sender's capture (its own B: no --sndbuf) under
+    the same names, and the writer's whole wait under its own: one line each."""
+    from .capture import sender_entry
+
+    lines = ["truth:   " + json.dumps({k: truth.get(k) for k in SHARED_KEYS if k in truth})]
+    try:
+        a = sender_entry(Path(out_dir) / "sender.pcap").summary
+        reasons = {k: v for k, v in a.items() if k.endswith("_reason") and v}
+        lines.append("analyze: " + json.dumps({k: a.get(k) for k in SHARED_KEYS + ("sndbuf_estimated",) if k in a}
+                                              | reasons, default=float))
+    except Exception as e:  # the run stands; the analyzer's failure is one line beside it
+        lines.append(f"analyze: cannot analyze the sender's capture: {e}")
+    lines.append("writer:  " + json.dumps({k: truth[k] for k in WRITER_KEYS if k in truth}))
+    return lines
 
 
 @lab.command()
@@ -124,8 +149,8 @@ def run(out_dir, **kw):
         raise click.ClickException(str(e))
     click.echo(f"{cfg.stack} {cfg.ack}: {s['counters']['packets_forward']} packets forward "
                f"({s['counters']['lost_forward']} lost), wall {time.perf_counter() - t0:.2f} s")
-    click.echo(json.dumps({k: s[k] for k in ("throughput_bps", "q_s", "p_s", "b_s", "p_over_q", "b_over_q",
-                                             "b_sent_full_s", "complete") if k in s}))
+    for line in truth_beside_analyzer(s, out_dir):
+        click.echo(line)
     if not s["complete"]:
         click.echo("warning: the transfer did not complete within the time limit", err=True)
 

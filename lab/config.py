@@ -3,6 +3,8 @@
 from dataclasses import asdict, dataclass
 
 STACKS = ("usrsctp", "linux-tcp", "linux-mptcp", "usrsctp-udp")
+LINUX_STACKS = ("linux-tcp", "linux-mptcp")
+CONGESTION_CONTROLS = ("cubic", "bbr", "reno")  # linux stacks: TCP_CONGESTION (each subflow on mptcp)
 # usrsctp-udp: usrsctp multi-homed over UDP encapsulation in namespaces, CMT on with 2+ paths
 MULTIPATH_STACKS = ("linux-mptcp", "usrsctp-udp")  # the stacks that take one --loss/--delay/--bandwidth per path
 
@@ -35,6 +37,10 @@ class LabConfig:
     # virtual: the usrsctp lab's one event loop on a clock of its own (deterministic, faster than real
     # time); real: threads against the machine's clock. None: virtual for usrsctp, real for the rest
     clock: str = None
+    # linux stacks: the congestion control ("": the kernel's default) and whether the sender's device
+    # segments (GSO/TSO on, as real hosts capture: the sender's capture shows segments of many MSS)
+    cc: str = ""
+    gso: bool = False
 
     def __post_init__(self):
         if self.clock is None:
@@ -58,9 +64,15 @@ class LabConfig:
             problems.append("usrsctp-udp runs over 1 to 8 paths")
         if self.loss_model not in ("bernoulli", "gilbert"):
             problems.append("loss model must be bernoulli or gilbert")
-        for name in ("sndbuf", "rcvbuf", "bytes", "message", "queue"):
+        for name in ("rcvbuf", "bytes", "message", "queue"):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be at least 1")
+        if self.sndbuf < (0 if self.stack in LINUX_STACKS else 1):
+            problems.append("sndbuf must be at least 1 (0, the kernel's autotuning, on linux stacks only)")
+        if self.stack not in LINUX_STACKS and (self.cc or self.gso):
+            problems.append(f"{self.stack} has no choice of congestion control or GSO (linux stacks only)")
+        if self.cc and self.cc not in CONGESTION_CONTROLS:
+            problems.append(f"cc must be one of {', '.join(CONGESTION_CONTROLS)}")
         if self.sndbuf > 1 << 30 or self.rcvbuf > 1 << 30:
             problems.append("sndbuf and rcvbuf must be at most 1 GiB")
         if self.message > 65000:

@@ -4,8 +4,10 @@ The middle namespace has no addresses: a user-space forwarder (this module, `for
 Ethernet frames between its two veths through AF_PACKET sockets, holding each for the one-way
 delay (this kernel has no netem) and dropping data segments (forward) or acks (reverse) by a draw
 from the seed and the frame's number, so the same seed drops the same frame numbers. A token bucket
-(tbf) on each middle veth is the bottleneck. The sender has `gso_max_segs 1` (else un-acked data may
-exceed SO_SNDBUF by a GSO burst); tcpdump captures on the sender's and the receiver's veth.
+(tbf) on each middle veth is the bottleneck. By default the sender has `gso_max_segs 1` (else
+un-acked data may exceed SO_SNDBUF by a GSO burst); with `gso` on it keeps veth's GSO/TSO, as real
+hosts capture (segments of many MSS in the sender's capture), and the forwarder cuts them into
+wire-sized segments. tcpdump captures on the sender's and the receiver's veth.
 
 Sender and receiver are this module too (`send`, `receive`), run inside their namespaces; the
 sender times every wait from EAGAIN until a write succeeds and samples TCP_INFO every millisecond.
@@ -59,6 +61,45 @@ def _without_udp_checksum(frame):
     return frame[:offset] + b"\0\0" + frame[offset + 2:]
 
 
+MTU = 1500
+
+
+def _ip_checksum(header):
+    total = sum(struct.unpack(f"!{len(header) // 2}H", header))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return (~total) & 0xFFFF
+
+
+def wire_segments(frame):
+    """A TCP frame larger than the MTU (a GSO/TSO segment, as the sender's device hands it over) cut
+    into MTU-sized segments as the device would: sequence numbers advanced, PSH and FIN on the last
+    only, CWR on the first only, IP lengths, ids and checksums rewritten (TCP's by the caller)."""
+    ihl = (frame[14] & 0x0F) * 4
+    total = int.from_bytes(frame[16:18], "big")
+    if frame[23] != 6 or total <= MTU:
+        return [frame]
+    tcp = 14 + ihl
+    thl = (frame[tcp + 12] >> 4) * 4
+    payload = frame[tcp + thl:14 + total]
+    mss = MTU - ihl - thl
+    seq, ip_id, flags = int.from_bytes(frame[tcp + 4:tcp + 8], "big"), int.from_bytes(frame[18:20], "big"), frame[tcp + 13]
+    out = []
+    for k, at in enumerate(range(0, len(payload), mss)):
+        last = at + mss >= len(payload)
+        part = payload[at:at + mss]
+        ip = bytearray(frame[14:tcp])
+        ip[2:4] = (ihl + thl + len(part)).to_bytes(2, "big")
+        ip[4:6] = ((ip_id + k) & 0xFFFF).to_bytes(2, "big")
+        ip[10:12] = b"\0\0"
+        ip[10:12] = _ip_checksum(bytes(ip)).to_bytes(2, "big")
+        head = bytearray(frame[tcp:tcp + thl])
+        head[4:8] = ((seq + at) & 0xFFFFFFFF).to_bytes(4, "big")
+        head[13] = flags & ~(0x09 if not last else 0) & ~(0x80 if k else 0)  # FIN|PSH, CWR
+        out.append(frame[:14] + bytes(ip) + bytes(head) + part)
+    return out
+
+
 def forward(dev_a, dev_b, delay_s, loss, ack_loss, seed, log_path, path=0):
     """Frames a -> b (towards the receiver) and b -> a, each after `delay_s`, TCP frames dropped as
     drawn (path p draws as directions 2p, 2p + 1); runs until SIGTERM, then writes its drop log."""
@@ -89,15 +130,18 @@ def forward(dev_a, dev_b, delay_s, loss, ack_loss, seed, log_path, path=0):
             if meta[2] == socket.PACKET_OUTGOING:  # our own sends on this interface
                 continue
             proto = frame[23] if len(frame) >= 34 and frame[12:14] == b"\x08\x00" else None
-            if proto in (6, 17):  # TCP, or UDP carrying usrsctp's SCTP
+            if proto not in (6, 17):
+                queues[d].append((time.monotonic() + delay_s, frame))
+                continue
+            for segment in wire_segments(frame):  # TCP, or UDP carrying usrsctp's SCTP
                 i = index[d]
                 index[d] += 1
                 rate = loss if d == 0 else ack_loss
                 if rate > 0 and _draw(seed, 2 * path + d, i) < rate:
                     log.append((d, i, time.time()))
                     continue
-                frame = _with_tcp_checksum(frame) if proto == 6 else _without_udp_checksum(frame)
-            queues[d].append((time.monotonic() + delay_s, frame))
+                segment = _with_tcp_checksum(segment) if proto == 6 else _without_udp_checksum(segment)
+                queues[d].append((time.monotonic() + delay_s, segment))
     Path(log_path).write_text(json.dumps({"drops": log, "frames": index}))
 
 
@@ -112,9 +156,34 @@ def _stream_socket(mptcp):
 
 
 def _tcp_info(raw):
-    """unacked, sacked, lost, retrans, snd_mss, snd_cwnd, notsent_bytes of one struct tcp_info."""
+    """unacked, sacked, lost, retrans, snd_mss, snd_cwnd, notsent_bytes, bytes_acked of one struct
+    tcp_info (sacked: segments SACKed above snd_una, the kernel's gap-open state)."""
     f = struct.unpack_from("8x19I", raw)
-    return f[4], f[5], f[6], f[7], f[2], f[18], struct.unpack_from("I", raw, 144)[0]
+    return (f[4], f[5], f[6], f[7], f[2], f[18], struct.unpack_from("I", raw, 144)[0],
+            struct.unpack_from("Q", raw, 120)[0])
+
+
+SO_MEMINFO = 55
+SK_MEMINFO_SNDBUF, SK_MEMINFO_WMEM_QUEUED = 3, 5
+TIOCOUTQ = 0x5411
+
+
+def buffer_state(s):
+    """The socket's send buffer as the kernel sees it: sk_sndbuf and sk_wmem_queued (SO_MEMINFO,
+    bytes with skb overhead: the buffer is full when queued >= sndbuf) and the payload bytes written
+    and not yet acked (SIOCOUTQ). -1 where the socket does not report it."""
+    import fcntl
+
+    try:
+        meminfo = struct.unpack("9I", s.getsockopt(socket.SOL_SOCKET, SO_MEMINFO, 36))
+        sndbuf, queued = meminfo[SK_MEMINFO_SNDBUF], meminfo[SK_MEMINFO_WMEM_QUEUED]
+    except OSError:
+        sndbuf, queued = -1, -1
+    try:
+        outq = struct.unpack("i", fcntl.ioctl(s.fileno(), TIOCOUTQ, b"\0" * 4))[0]
+    except OSError:
+        outq = -1
+    return sndbuf, queued, outq
 
 
 def mptcp_info(s):
@@ -167,11 +236,18 @@ def receive(host, mptcp=False):
     print(f"received {total}", flush=True)
 
 
-def send(host, total, sndbuf, message, out, timeout_s, mptcp=False):
+def send(host, total, sndbuf, message, out, timeout_s, mptcp=False, cc=""):
     s = _stream_socket(mptcp)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
+    if sndbuf:  # 0: none set, the kernel autotunes (tcp_wmem)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
+    if cc:  # MPTCP: every subflow inherits it
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
     s.connect((host, PORT))
     s.setblocking(False)
+    try:  # the congestion control in use, as the kernel reports it
+        cc_used = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).split(b"\0")[0].decode()
+    except OSError:
+        cc_used = None
     samples, subflow_samples, stop = [], [], threading.Event()
 
     def unacked():
@@ -184,10 +260,11 @@ def send(host, total, sndbuf, message, out, timeout_s, mptcp=False):
         while not stop.is_set():
             now = time.time()
             if mptcp:
-                samples.append((now, *mptcp_info(s)))
+                samples.append((now, *mptcp_info(s), *buffer_state(s)))
                 subflow_samples.extend((now, i, *info) for i, info in enumerate(subflow_infos(s)))
             else:
-                samples.append((now, *_tcp_info(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_SIZE))))
+                samples.append((now, *_tcp_info(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_SIZE)),
+                                *buffer_state(s)))
             time.sleep(0.001)
 
     threading.Thread(target=sample, daemon=True).start()
@@ -218,7 +295,7 @@ def send(host, total, sndbuf, message, out, timeout_s, mptcp=False):
     stop.set()
     time.sleep(0.01)
     s.close()
-    Path(out).write_text(json.dumps({"start": start, "done": done, "sent": sent, "waits": waits,
+    Path(out).write_text(json.dumps({"start": start, "done": done, "sent": sent, "waits": waits, "cc": cc_used,
                                      "samples": samples, "subflow_samples": subflow_samples}))
 
 
@@ -309,7 +386,8 @@ def run(cfg, out_dir):
             sh("ip", "addr", "add", f"{receiver_ip}/24", "dev", r_dev, name="r")
             for name, dev in (("s", s_dev), ("m", ms_dev), ("m", mr_dev), ("r", r_dev)):
                 sh("ip", "link", "set", dev, "up", name=name)
-            sh("ip", "link", "set", s_dev, "gso_max_segs", "1", name="s")
+            if not cfg.gso:
+                sh("ip", "link", "set", s_dev, "gso_max_segs", "1", name="s")
             limit = str(max(cfg.queue, 2) * 1514)
             for dev in (ms_dev, mr_dev):
                 sh("tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", f"{bandwidth}mbit", "burst", "16kb",
@@ -343,7 +421,7 @@ def run(cfg, out_dir):
         else:
             receive_cmd = [*me, "receive", ADDRESSES[1], *mode]
             send_cmd = [*me, "send", ADDRESSES[1], str(cfg.bytes), str(cfg.sndbuf), str(cfg.message),
-                        str(out_dir / "sender.json"), str(cfg.timeout_s), *mode]
+                        str(out_dir / "sender.json"), str(cfg.timeout_s), cfg.cc or "-", *mode]
         receiver = spawn("r", *receive_cmd, stdout=subprocess.PIPE)
         assert receiver.stdout.readline().strip() == "ready"
         sender = subprocess.run(["ip", "netns", "exec", ns["s"], *send_cmd], capture_output=True, text=True,
@@ -388,4 +466,5 @@ if __name__ == "__main__":
     elif role == "receive":
         receive(args[0], mptcp=args[1:] == ["mptcp"])
     elif role == "send":
-        send(args[0], int(args[1]), int(args[2]), int(args[3]), args[4], float(args[5]), mptcp=args[6:] == ["mptcp"])
+        send(args[0], int(args[1]), int(args[2]), int(args[3]), args[4], float(args[5]), mptcp=args[7:] == ["mptcp"],
+             cc="" if args[6] == "-" else args[6])

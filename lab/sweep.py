@@ -39,7 +39,8 @@ def run_point(cfg, out_dir):
     row = dict(protocol=s["protocol"], profile=cfg.stack, stack=cfg.stack, ack=cfg.ack, sndbuf=cfg.sndbuf,
                loss=cfg.loss, bandwidth_mbps=cfg.bandwidth_mbps, delay_ms=cfg.delay_ms, bytes=cfg.bytes,
                seed=cfg.seed, throughput_bps=s["throughput_bps"], q_s=s["q_s"], p_s=s.get("p_s"), b_s=s["b_s"],
-               p_over_q=s.get("p_over_q"), b_over_q=s["b_over_q"], complete=s["complete"],
+               p_over_q=s.get("p_over_q"), b_over_q=s["b_over_q"], app_blocked_over_q=s.get("app_blocked_over_q"),
+               complete=s["complete"],
                lost_forward=s["counters"]["lost_forward"], wall_s=s.get("wall_s"))
     if cfg.stack not in PAIRED_STACKS:
         row.update(capture_row(run_dir))
@@ -65,7 +66,8 @@ def capture_row(run_dir):
 
 def whatif_table(runs):
     """One row per grid point of a SACK-only sweep: throughput (mean, spread), the sender's measured
-    b/q, the analyzer's p/q and b/q, the largest RtxQ with SACK and what it would have been had
+    waits (app_blocked_over_q) and the stack's b/q and p/q (a buffer full of sent data), the
+    analyzer's p/q and b/q, the largest RtxQ with SACK and what it would have been had
     the receiver NR-acked every block it SACKed, the share of that peak NR-SACKs would have freed
     (freed_pct) and the time-weighted share of the RtxQ that was SACKed data (sacked_share_pct:
     what NR-SACKs would have freed on average)."""
@@ -76,8 +78,10 @@ def whatif_table(runs):
         "seeds": g.size(),
         "T_sack_mbps": g.throughput_bps.mean() / 1e6,
         "T_sack_std": g.throughput_bps.std(ddof=0) / 1e6,
+        "app_blocked_over_q": g.app_blocked_over_q.mean(),
         "b_over_q": g.b_over_q.mean(),
         "b_over_q_capture": g.b_over_q_capture.mean(),
+        "p_over_q": g.p_over_q.mean(),
         "p_over_q_capture": g.p_over_q_capture.mean(),
         "max_rtxq_sack_kb": g.max_rtxq_sack_bytes.mean() / 1e3,
         "max_rtxq_whatif_kb": g.max_rtxq_whatif_bytes.mean() / 1e3,

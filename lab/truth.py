@@ -1,15 +1,18 @@
 """The truth of a lab run from the stack and the sending application, in docs/metrics.md's terms and
 the simulator's layout (truth.json with the summary keys, truth_*.csv).
 
-q runs from the application's first write to the moment the sender's stack reports all data acked
-(SCTP_SENDER_DRY_EVENT); b is the time the application waited for send-buffer space inside q (up to
-the stack's wake-up; the thread's own scheduling delay after it is `b_wakeup_s`, apart); p is
-the part of b during which the last ack the sender's stack received reported a gap block.
+The analyzer's key names keep the analyzer's meaning (docs/lab.md, "Truth in the analyzer's
+language"): `b_s` is the time the writer waited for send-buffer space while the buffer was full of
+SENT data (what a capture can see: B - rtxq < S), `p_s` the part of it during which the last ack
+the sender's stack received reported a gap block. The writer's whole wait has names of its own:
+`app_blocked_s`, of which `app_blocked_unsent_s` while the buffer held written data not yet sent
+(cwnd, not the buffer, held it back: slow start, after a loss) and, for usrsctp, the thread's own
+scheduling delay after the stack's wake-up, `app_blocked_wakeup_s`, apart.
 
-b splits in two: the application also waits while the buffer holds data that cwnd does not yet let
-out (slow start, after a loss): messages written (one DATA chunk each) exceed the distinct TSNs sent,
-logged as it changes (unsent.csv), not sampled, so a descheduled sampler cannot stretch it. A capture cannot see unsent data, so the analyzer's b (B - rtxq < S) is
-comparable with `b_sent_full_s`; the rest is `b_unsent_s`. (The stack's own counts do not tell this:
+usrsctp: q runs from the application's first write to the moment the sender's stack reports all
+data acked (SCTP_SENDER_DRY_EVENT); the waits end at the stack's wake-up. Unsent data: messages
+written (one DATA chunk each) exceed the distinct TSNs sent, logged as it changes (unsent.csv), not
+sampled, so a descheduled sampler cannot stretch it. (The stack's own counts do not tell this:
 usrsctp frees the buffer of NR-acked chunks but keeps them on the sent queue, sstat_unackdata.)
 """
 
@@ -53,6 +56,27 @@ def gap_intervals(acks, end_us):
     return starts, ends
 
 
+def intersect(starts, ends, on_starts, on_ends):
+    """The intersection of two sets of disjoint sorted intervals, as (starts, ends)."""
+    lo, hi = [], []
+    for s, e in zip(starts, ends):
+        a, b = np.maximum(on_starts, s), np.minimum(on_ends, e)
+        keep = b > a
+        lo.extend(a[keep])
+        hi.extend(b[keep])
+    return np.asarray(lo, np.int64), np.asarray(hi, np.int64)
+
+
+def blocked_keys(q, app_blocked, app_unsent, b, p):
+    """truth.json's blocking figures, seconds: the analyzer's names (b, p: a buffer full of sent data)
+    and the writer's own."""
+    ratio = lambda x: x / q if q > 0 else 0.0  # noqa: E731
+    assert -1e-9 <= p <= b + 1e-9 <= app_blocked + 2e-9, (p, b, app_blocked)
+    return {"b_s": b, "p_s": p, "b_over_q": ratio(b), "p_over_q": ratio(p),
+            "app_blocked_s": app_blocked, "app_blocked_unsent_s": app_unsent,
+            "app_blocked_over_q": ratio(app_blocked)}
+
+
 def blocked_within(waits, start, end):
     """Total of the [start, end) waits clipped to the transfer [start, end]."""
     w = np.asarray(waits, dtype=float).reshape(-1, 2)
@@ -88,20 +112,23 @@ class LabTruth:
         self.flow = f"{src} -> {dst}"
         b_start = np.clip(self.blocked.start_us.to_numpy(), self.first_us, self.end_us)
         b_end = np.clip(self.blocked.end_us.to_numpy(), self.first_us, self.end_us)
-        self.b_us = int((b_end - b_start).sum())
+        self.app_blocked_us = int((b_end - b_start).sum())
         g_start, g_end = gap_intervals(self.acks, self.end_us)
-        self.p_us = _overlap_us(b_start, b_end, g_start, g_end)
         self.blocking_gap = [(_overlap_us([s], [e], g_start, g_end) > 0) for s, e in zip(b_start, b_end)]
-        self.b_unsent_us = self._blocked_with_unsent_us(b_start, b_end)
+        u_start, u_end = self._unsent_intervals()
+        self.app_unsent_us = _overlap_us(b_start, b_end, u_start, u_end)
+        # p: the waits with the buffer full of sent data (not unsent) and a gap open
+        both_start, both_end = intersect(b_start, b_end, u_start, u_end)
+        self.p_us = (_overlap_us(b_start, b_end, g_start, g_end)
+                     - _overlap_us(both_start, both_end, g_start, g_end))
         resumed = np.clip(self.blocked.resumed_us.to_numpy(), self.first_us, self.end_us)
         self.wakeup_us = int((resumed - b_end).sum())
 
-    def _blocked_with_unsent_us(self, b_start, b_end):
-        """Blocked time during which the buffer held chunks not yet sent."""
+    def _unsent_intervals(self):
+        """When the buffer held chunks not yet sent."""
         changes = self.unsent
         t, on = changes.time_us.to_numpy(), changes.unsent.to_numpy().astype(bool)
-        starts, ends = t[on], np.append(t[1:], self.end_us)[on]
-        return _overlap_us(b_start, b_end, starts, ends)
+        return t[on], np.append(t[1:], self.end_us)[on]
 
     @property
     def q_s(self):
@@ -150,10 +177,10 @@ class LabTruth:
         sent = r["bytes_sent"] if self.complete else 0
         return {
             "id": self.flow, "protocol": "sctp", "src": src, "dst": dst, "nr_sack": cfg.ack == "nrsack",
-            "data_bytes": cfg.bytes, "q_s": q, "p_s": self.p_us / 1e6, "b_s": self.b_us / 1e6,
-            "p_over_q": self.p_us / 1e6 / q if q > 0 else 0.0,
-            "b_over_q": self.b_us / 1e6 / q if q > 0 else 0.0,
-            "b_wakeup_s": self.wakeup_us / 1e6, "b_unsent_s": self.b_unsent_us / 1e6, "b_sent_full_s": (self.b_us - self.b_unsent_us) / 1e6,
+            "data_bytes": cfg.bytes, "q_s": q,
+            **blocked_keys(q, self.app_blocked_us / 1e6, self.app_unsent_us / 1e6, (self.app_blocked_us - self.app_unsent_us) / 1e6,
+                           self.p_us / 1e6),
+            "app_blocked_wakeup_s": self.wakeup_us / 1e6,
             "sndbuf_bytes": cfg.sndbuf, "sndbuf_estimated": False,
             "throughput_bps": sent * 8 / q if q > 0 else 0.0,
             "blocking_intervals": len(self.blocked), "vantage": "sender", "complete": self.complete,

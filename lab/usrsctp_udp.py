@@ -74,28 +74,86 @@ if __name__ == "__main__":
     os._exit(code)
 
 
+def wire_events(pcap):
+    """The sender's capture (Ethernet, IPv4, UDP, SCTP; whole frames): per DATA chunk (time_us, TSN
+    relative to the first), per SACK / NR-SACK (time_us, gap blocks, NR gap blocks)."""
+    data, acks = [], []
+    raw = Path(pcap).read_bytes()
+    nano = raw[:4] in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
+    order = "<" if raw[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    off, first = 24, None
+    while off + 16 <= len(raw):
+        sec, frac, incl, _ = struct.unpack_from(order + "IIII", raw, off)
+        frame, off = raw[off + 16:off + 16 + incl], off + 16 + incl
+        t = sec * 1_000_000 + (frac // 1000 if nano else frac)
+        if len(frame) < 34 or frame[12:14] != b"\x08\x00" or frame[23] != 17:
+            continue
+        at = 14 + (frame[14] & 0x0F) * 4 + 8 + 12  # past IP, UDP and SCTP's common header
+        while at + 4 <= len(frame):
+            kind, length = frame[at], struct.unpack_from("!H", frame, at + 2)[0]
+            if length < 4:
+                break
+            if kind == 0 and at + 8 <= len(frame):
+                tsn = struct.unpack_from("!I", frame, at + 4)[0]
+                first = tsn if first is None else first
+                data.append((t, (tsn - first) % 2**32))
+            elif kind in (3, 16) and at + 16 <= len(frame):
+                gaps, more = struct.unpack_from("!HH", frame, at + 12)
+                acks.append((t, gaps, more if kind == 16 else 0))
+            at += (length + 3) & ~3
+    return data, acks
+
+
+def sent_full_and_gaps(waits, message, pcap, start_us, end_us):
+    """The waits split by whether the buffer held written data not yet sent, and the gap-open
+    intervals, from the waits' written bytes and the sender's capture (this lab's usrsctp runs in
+    its own process over the kernel's UDP, so the DATA and acks on its veth are what it sent and
+    received): a wait is on unsent data until the capture shows as many TSNs first sent as chunks
+    written (one a write). -> ((unsent starts, ends), (sent-full starts, ends), (gap starts, ends)), us."""
+    import numpy as np
+    import pandas as pd
+
+    from .truth import gap_intervals
+
+    data, acks = wire_events(pcap)
+    first_sent = pd.DataFrame(data, columns=["time_us", "tsn"]).groupby("tsn").time_us.min().sort_values()
+    sent_at = first_sent.to_numpy()  # the k-th distinct TSN's first departure, k = 1, 2, ...
+    w_start = np.clip((waits.start_s.to_numpy() * 1e6).astype(np.int64), start_us, end_us)
+    w_end = np.clip((waits.end_s.to_numpy() * 1e6).astype(np.int64), start_us, end_us)
+    chunks = -(-waits.written_bytes.to_numpy() // message)
+    all_sent = np.array([sent_at[k - 1] if 0 < k <= len(sent_at) else end_us for k in chunks], np.int64)
+    split = np.clip(all_sent, w_start, w_end)
+    gaps = pd.DataFrame(acks, columns=["time_us", "gaps", "nr_gaps"])
+    return (w_start, split), (split, w_end), gap_intervals(gaps, end_us)
+
+
 def summary(cfg, m, out_dir):
     """truth.json of a usrsctp-udp run: q from the first write to the stack's "nothing unacked or
-    pending" (SCTP_STATUS, polled every 0.2 ms), b the sender's waits (truth_blocking.csv)."""
+    pending" (SCTP_STATUS, polled every 0.2 ms), the writer's waits (truth_blocking.csv) split by
+    unsent data and matched with the acks' gap blocks from the sender's capture (sent_full_and_gaps)."""
     import pandas as pd
 
     from .runner import path_counters
-    from .truth import blocked_within
+    from .truth import _overlap_us, blocked_keys
 
     r = json.loads((Path(out_dir) / "sender.json").read_text())
-    start = r["first_send_us"] / 1e6
+    start = r["first_send_us"]
     complete = bool(r["complete"])
-    end = r["done_us"] / 1e6 if complete else start
-    q = end - start
+    end = r["done_us"] if complete else start
+    q = (end - start) / 1e6
     waits = pd.read_csv(Path(out_dir) / "truth_blocking.csv")
-    b = blocked_within(waits[["start_s", "end_s"]].to_numpy(), start, end)
+    unsent, sent_full, gaps = sent_full_and_gaps(waits, cfg.message, Path(out_dir) / "sender.pcap", start, end)
+    app_unsent = float((unsent[1] - unsent[0]).sum()) / 1e6
+    b = float((sent_full[1] - sent_full[0]).sum()) / 1e6
+    p = _overlap_us(*sent_full, *gaps) / 1e6
     src, dst = (f"10.0.0.{i + 1}:{port}" for i, port in enumerate(PORTS))
     s = {"id": f"{src} -> {dst}", "protocol": "sctp", "src": src, "dst": dst, "nr_sack": cfg.ack == "nrsack",
-         "cmt": len(cfg.paths()) > 1, "data_bytes": cfg.bytes, "q_s": q, "b_s": b, "b_over_q": b / q if q > 0 else 0.0,
+         "cmt": len(cfg.paths()) > 1, "data_bytes": cfg.bytes, "q_s": q,
+         **blocked_keys(q, app_unsent + b, app_unsent, b, p),
          "sndbuf_bytes": cfg.sndbuf, "sndbuf_estimated": False,
          "throughput_bps": r["bytes_sent"] * 8 / q if complete and q > 0 else 0.0,
          "blocking_intervals": len(waits), "vantage": "sender", "complete": complete, "stack": cfg.stack,
-         "truth_source": "sender process and SCTP_STATUS",
+         "truth_source": "sender process, SCTP_STATUS and the sender's capture (TSNs sent, acks' gap blocks)",
          "counters": {"bytes_sent": r["bytes_sent"], **path_counters(m["paths"])}, "parameters": cfg.as_dict()}
     (Path(out_dir) / "truth.json").write_text(json.dumps(s, indent=1) + "\n")
     return s

@@ -15,7 +15,7 @@ COMPILED = {"nrsack.analyzer._native": ["analyzer/read/_reader.c", "analyzer/sta
                                         "analyzer/_analyzer.h", "analyzer/nrsack_core_alloc.h", "core/nrsack_core.h",
                                         "core/serial.c", "core/iset.c", "core/scoreboard.c"],
             "nrsack.generator.sim._fastsim": ["generator/sim/_fastsim.c"],
-            "nrsack.lab._usrsctp_lab": ["lab/_usrsctp_lab.c"]}
+            "nrsack.lab._usrsctp_lab": ["lab/_usrsctp_lab.c", "lab/_usrsctp_udp.c", "lab/_usrsctp_send.h"]}
 
 
 def pytest_sessionstart(session):

@@ -19,7 +19,7 @@ from nrsack.generator.layers import (
 )
 from nrsack.generator.timelines import write_all
 from support.tshark import Plugin, run_tshark
-from support.paths import SAMPLES
+from support.paths import SAMPLES, timeline_pcaps
 
 EXPECTED = sorted(SAMPLES.rglob("*.expected.json"))
 # Keys of an expected packet that describe it rather than a decoded value.
@@ -63,14 +63,14 @@ def endpoints(packet):
 
 def test_generate_timelines_reproduces_sample_pcaps_byte_for_byte(tmp_path):
     written = {p.relative_to(tmp_path) for p in write_all(tmp_path)}
-    committed = {p.relative_to(SAMPLES) for p in SAMPLES.rglob("*.pcap")}
+    committed = {p.relative_to(SAMPLES) for p in timeline_pcaps()}
     assert written == committed
     for relative in sorted(written):
         assert (tmp_path / relative).read_bytes() == (SAMPLES / relative).read_bytes(), relative
 
 
 def test_every_sample_pcap_has_an_expected_file():
-    pcaps = {p.with_suffix("") for p in SAMPLES.rglob("*.pcap")}
+    pcaps = {p.with_suffix("") for p in timeline_pcaps()}
     assert pcaps == {p.with_suffix("").with_suffix("") for p in EXPECTED}
 
 

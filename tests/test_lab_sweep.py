@@ -58,7 +58,8 @@ def test_linux_tcp_sweep_tables_the_whatif(tmp_path):
     # no loss, no SACK blocks: nothing to free; under loss the SACKed data held is what NR-SACKs free
     assert whatif.freed_pct[0.0] == 0 and whatif.freed_pct[0.02] > 0
     assert whatif.sacked_share_pct[0.0] == 0 and 0 < whatif.sacked_share_pct[0.02] < 100
-    assert whatif.b_over_q.min() > 0.3 and not (tmp_path / "gain.csv").exists()
+    assert whatif.app_blocked_over_q.min() > 0.3 and not (tmp_path / "gain.csv").exists()
+    assert (whatif.p_over_q <= whatif.b_over_q).all() and (whatif.b_over_q <= whatif.app_blocked_over_q).all()
 
 
 def test_linux_tcp_sweep_runs_here_only(tmp_path):

@@ -123,8 +123,11 @@ def test_analyzer_q_matches_and_b_over_q_matches_the_senders_full_buffer_time(ru
     assert flow["q_s"] == pytest.approx(truth["q_s"], abs=0.005)
     # the application also waits while cwnd holds data back in the buffer; a capture cannot see
     # unsent data, so the analyzer's b is the blocked time with the buffer full of sent data
-    assert abs(flow["b_over_q"] - truth["b_sent_full_s"] / truth["q_s"]) < 0.05
-    assert truth["b_unsent_s"] <= truth["b_s"]
+    assert abs(flow["b_over_q"] - truth["b_over_q"]) < 0.05, (flow["b_over_q"], truth)
+    # p under the same name: the stack's own acks' gap blocks during those waits
+    assert abs(flow["p_over_q"] - truth["p_over_q"]) < 0.05, (flow["p_over_q"], truth)
+    assert 0 <= truth["p_s"] <= truth["b_s"] <= truth["app_blocked_s"]
+    assert truth["b_s"] + truth["app_blocked_unsent_s"] == pytest.approx(truth["app_blocked_s"])
 
 
 @pytest.mark.parametrize("ack", ["sack", "nrsack", "nrsack-no-drain"])
@@ -152,8 +155,8 @@ def test_analyzer_b_over_q_matches_the_application_when_the_buffer_limits(tmp_pa
     truth = lab_run(tmp_path, "--ack", "nrsack", "--sndbuf", "8192", "--loss", "0", "--delay", "5",
                     "--bytes", "3000000")
     flow = analyze(tmp_path / "sender.pcap", sndbuf=8192).summary.iloc[0]
-    assert truth["b_over_q"] > 0.3, "the send buffer did not limit the transfer"
-    assert abs(flow["b_over_q"] - truth["b_over_q"]) < 0.05, (flow["b_over_q"], truth)
+    assert truth["app_blocked_over_q"] > 0.3, "the send buffer did not limit the transfer"
+    assert abs(flow["b_over_q"] - truth["app_blocked_over_q"]) < 0.05, (flow["b_over_q"], truth)
 
 
 def test_same_seed_same_drops(tmp_path):
@@ -184,7 +187,8 @@ def test_check_finds_no_error_on_usrsctp_traffic(runs):
 @pytest.mark.parametrize("args", [
     ["--loss", "1.5"], ["--sndbuf", "0"], ["--delay", "fast"], ["--bandwidth", "100,10"],
     ["--bandwidth", "0"], ["--queue", "0"], ["--stack", "quic"], ["--ack-loss", "-0.1"],
-    ["--stack", "linux-tcp", "--ack", "nrsack"],
+    ["--stack", "linux-tcp", "--ack", "nrsack"], ["--cc", "bbr"], ["--gso"], ["--stack", "linux-tcp", "--cc", "vegas"],
+    ["--stack", "linux-tcp", "--sndbuf", "-1"],
 ])
 def test_bad_parameters_are_a_usage_error(tmp_path, args):
     result = CliRunner().invoke(main, ["lab", "run", *args, "--out", str(tmp_path / "x")])

@@ -57,7 +57,7 @@ def test_the_stack_reads_the_virtual_clock(tmp_path):
     established = stack[stack.state == 8]
     assert truth["complete"] and len(established) > 500
     assert set(established.srtt_ms) <= {90, 91}, established.srtt_ms.value_counts()
-    assert truth["b_wakeup_s"] == 0.0
+    assert truth["app_blocked_wakeup_s"] == 0.0
 
 
 def test_real_clock_still_runs(tmp_path):

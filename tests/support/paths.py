@@ -7,6 +7,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = Path(os.environ.get("NRSACK_SAMPLE_PCAPS", REPO / "sample-pcaps"))
 CONFORMANCE = SAMPLES / "conformance"
+# real-stack captures from `nrsack lab run`, each with the stack's truth (NAME.truth.json) instead of a
+# hand-written expected file and golden output: not generated timelines
+LAB_SAMPLES = SAMPLES / "lab"
+
+
+def timeline_pcaps():
+    """The sample captures `nrsack generate timelines` writes (all but the lab's)."""
+    return sorted(p for p in SAMPLES.rglob("*.pcap") if LAB_SAMPLES not in p.parents)
 
 
 def source_copy(dest: Path) -> Path:

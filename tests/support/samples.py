@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from support import tshark
-from support.paths import REPO, SAMPLES
+from support.paths import LAB_SAMPLES, REPO, SAMPLES
 
 GOLDEN = REPO / "tests" / "golden"
-PCAPS = sorted(p for p in SAMPLES.rglob("*.pcap*") if not p.name.endswith(".json"))
+PCAPS = sorted(p for p in SAMPLES.rglob("*.pcap*") if not p.name.endswith(".json") and LAB_SAMPLES not in p.parents)
 
 # expected-file key -> nrsack field
 RTXQ_FIELDS = {
