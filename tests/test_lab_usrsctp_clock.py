@@ -92,7 +92,8 @@ def test_nrsack_with_drain_says_nr_sacks_free_only_unordered_data(tmp_path, args
     assert len(notes) == (1 if noted else 0), result.stderr
     if noted:
         assert "only unordered data" in notes[0] and "--no-drain" in notes[0]
-    json.loads(result.stdout.splitlines()[-1])  # the summary line stays the last of stdout
+    label, _, summary = result.stdout.splitlines()[-1].partition(" ")
+    assert label == "writer:" and json.loads(summary)  # the note goes to stderr, the summary lines stay on stdout
 
 
 def test_drain_help_says_which_does_what():
