@@ -55,7 +55,15 @@ typedef struct {
     uint8_t proto, v6, used, udp;
     int32_t id;
     uint32_t repaired, repaired_frame;  /* packets whose payload length came from the frame, the first */
+    /* what tells a new flow on the same endpoints (decisions.md "A flow after a flow"): per
+     * direction the opening's number (TCP: the SYN's ISN; SCTP: the INIT / INIT-ACK's initiate tag),
+     * and how the flow ended (END_FIN << dir: that direction's FIN; END_CLOSED: RST,
+     * SHUTDOWN-COMPLETE or ABORT) */
+    uint8_t retired, have_open[2], ended;
+    uint32_t open[2];
 } conn_t;
+
+enum { END_FIN = 1, END_CLOSED = 4 };
 
 static uint32_t rd16(const uint8_t *p) { return (uint32_t)p[0] << 8 | p[1]; }
 static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
@@ -127,10 +135,23 @@ static int32_t conn_lookup(Reader *r, uint8_t proto, int v6, int udp, const uint
             *dir = 0;
             return c->id;
         }
-        if (c->proto != proto) continue;
+        if (c->proto != proto || c->retired) continue;
         if (c->pa == sp && c->pb == dp && !memcmp(c->a, src, 16) && !memcmp(c->b, dst, 16)) { *dir = 0; return c->id; }
         if (c->pa == dp && c->pb == sp && !memcmp(c->a, dst, 16) && !memcmp(c->b, src, 16)) { *dir = 1; return c->id; }
     }
+}
+
+/* A new flow opens on a conn's endpoints: its slot is retired (its id keeps naming the old flow's
+ * events) and the lookup makes a fresh conn whose direction 0 is the opener. */
+static int32_t conn_renew(Reader *r, int32_t conn, uint8_t proto, int v6, int udp, const uint8_t *src,
+                          const uint8_t *dst, uint16_t sp, uint16_t dp, uint8_t *dir) {
+    r->table[r->order[conn]].retired = 1;
+    return conn_lookup(r, proto, v6, udp, src, dst, sp, dp, dir);
+}
+
+static void conn_opened(Reader *r, int32_t conn, uint8_t dir, uint32_t number) {
+    conn_t *c = &r->table[r->order[conn]];
+    c->have_open[dir] = 1; c->open[dir] = number;
 }
 
 static int table_grow(Reader *r) {
@@ -243,6 +264,13 @@ static int parse_sctp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, siz
     uint32_t vtag = rd32(p + 4);
     uint8_t dir;
     int32_t conn = conn_lookup(r, 132, k->v6, udp, k->src, k->dst, sp, dp, &dir);
+    if (conn >= 0 && n >= 32 && cap >= 32 && p[12] == 0x01 && rd16(p + 14) >= 20) {
+        /* an INIT (alone in its packet, RFC 9260 6.10) after SHUTDOWN-COMPLETE / ABORT, or with a tag
+         * other than its sender's (a restart, RFC 9260 5.2.4): a new association */
+        const conn_t *c = &r->table[r->order[conn]];
+        if ((c->ended & END_CLOSED) || (c->have_open[dir] && c->open[dir] != rd32(p + 16)))
+            conn = conn_renew(r, conn, 132, k->v6, udp, k->src, k->dst, sp, dp, &dir);
+    }
     if (conn < 0) { PyErr_NoMemory(); return -1; }
     note_repair(r, k, conn);
     size_t off = 12;
@@ -258,6 +286,7 @@ static int parse_sctp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, siz
         if (!e) { PyErr_NoMemory(); return -1; }
         e->conn = conn; e->dir = dir; e->proto = 132; e->chunk = type; e->tag = vtag;
         if (udp) e->flags |= EV_SCTP_UDP;
+        if (type == 0x0E || type == 0x06) r->table[r->order[conn]].ended |= END_CLOSED;
         switch (type) {
         case 0x00: /* DATA */
             if (clen < 16) return finding(r, "SCTP DATA chunk shorter than its header (%u)", clen);
@@ -302,6 +331,7 @@ static int parse_sctp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, siz
             if (clen < 20) return finding(r, "SCTP INIT chunk shorter than its header (%u)", clen);
             if (avail < 20) return finding(r, "SCTP INIT chunk cut by the snapshot length");
             e->tag = rd32(c + 4); e->wnd = rd32(c + 8); e->seq = rd32(c + 16);
+            conn_opened(r, conn, dir, e->tag);
             int rc = sctp_params(r, e, c + 20, clen - 20, avail - 20);
             if (rc < 0) { PyErr_NoMemory(); return -1; }
             if (rc > 0) { if (finding(r, "SCTP INIT parameters: bad parameter length") < 0) return -1; }
@@ -336,7 +366,19 @@ static int parse_tcp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, size
     if (thl < 20 || thl > n) return finding(r, "TCP data offset %zu invalid for a segment of %zu bytes", thl, n);
     uint8_t dir;
     int32_t conn = conn_lookup(r, 6, k->v6, 0, k->src, k->dst, rd16(p), rd16(p + 2), &dir);
+    uint8_t flags = p[13];
+    if (conn >= 0 && (flags & 0x12) == 0x02) {
+        /* a SYN with a new ISN after RST or both FINs (closed, or TIME-WAIT: RFC 9293 3.10.7.4 and
+         * RFC 6191 let a new connection in): a new connection on the same 4-tuple */
+        const conn_t *c = &r->table[r->order[conn]];
+        if ((c->ended & END_CLOSED || (c->ended & (END_FIN | END_FIN << 1)) == (END_FIN | END_FIN << 1))
+            && !(c->have_open[dir] && c->open[dir] == rd32(p + 4)))
+            conn = conn_renew(r, conn, 6, k->v6, 0, k->src, k->dst, rd16(p), rd16(p + 2), &dir);
+    }
     if (conn < 0) { PyErr_NoMemory(); return -1; }
+    if (flags & 0x02) conn_opened(r, conn, dir, rd32(p + 4));
+    if (flags & 0x04) r->table[r->order[conn]].ended |= END_CLOSED;
+    if (flags & 0x01) r->table[r->order[conn]].ended |= END_FIN << dir;
     note_repair(r, k, conn);
     event_t *e = new_event(r, k);
     if (!e) { PyErr_NoMemory(); return -1; }
