@@ -183,7 +183,8 @@ static int finding(Reader *r, const char *fmt, ...) {
 }
 
 /* A malformation that rules.md gives its own rule (NR-05, TN-05, MN-02) rather than GEN-01: the
- * checker reports it under that ID; the packet is still analysed with what fits. */
+ * checker reports it under that ID; the rest of the packet is still analysed (an SCTP ack chunk
+ * whose counts fail feeds nothing of itself, decisions.md 40). */
 static int rule_finding(Reader *r, const char *rule, const char *fmt, ...) {
     char msg[256];
     va_list ap; va_start(ap, fmt); vsnprintf(msg, sizeof msg, fmt, ap); va_end(ap);
@@ -305,18 +306,15 @@ static int parse_sctp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, siz
             uint32_t ndup = type == 0x10 ? rd16(c + 16) : rd16(c + 14);
             size_t need = hdr + 4 * (size_t)(nr_r + nr_nr + ndup);
             if (need != clen) {
-                /* NR-05 for an NR-SACK (GEN-01 for a SACK, as the C plugin); the blocks that fit are used */
-                const char *what = type == 3 ? "SACK" : "NR-SACK";
+                /* NR-05 for an NR-SACK (GEN-01 for a SACK, as the C plugin): counts that do not fit the
+                 * length leave the whole ack unreadable, so nothing of it is fed (decisions.md 40) */
                 int rc = type == 0x10
                     ? rule_finding(r, "NR-05", "NR-SACK counts (%u R, %u NR, %u dup) need %zu bytes, chunk length is %u",
                                    nr_r, nr_nr, ndup, need, clen)
-                    : finding(r, "SCTP %s chunk: %u+%u blocks and %u dup TSNs need %zu bytes, chunk length is %u",
-                              what, nr_r, nr_nr, ndup, need, clen);
+                    : finding(r, "SCTP SACK chunk: %u+%u blocks and %u dup TSNs need %zu bytes, chunk length is %u",
+                              nr_r, nr_nr, ndup, need, clen);
                 if (rc < 0) return -1;
-                uint32_t room = (uint32_t)((clen - hdr) / 4);
-                if (nr_r > room) nr_r = room;
-                if (nr_nr > room - nr_r) nr_nr = room - nr_r;
-                if (ndup > room - nr_r - nr_nr) ndup = room - nr_r - nr_nr;
+                break;
             }
             e->flags |= EV_ACK | (type == 0x10 ? EV_NRSACK : 0);
             e->ack = rd32(c + 4); e->wnd = rd32(c + 8);

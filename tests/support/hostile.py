@@ -131,6 +131,15 @@ def shifted(transfer, dt):
     return [(t + dt, direction, payload, proto) for t, direction, payload, proto in transfer]
 
 
+def nr_sack_too_short():
+    """nplab packetdrill's nr-sack-too-short-2: an NR-SACK chunk of 20 bytes whose counts (65,535 R,
+    NR and dup each) need 786,440, its cum ack beyond every TSN sent; the rest a clean transfer."""
+    transfer = sctp_transfer()
+    bogus = chunk(NR_SACK, struct.pack("!IIHHHH", 0x7FFF0000, 65536, 0xFFFF, 0xFFFF, 0xFFFF, 0))
+    transfer.insert(7, (transfer[6][0] + 0.0001, 1, sctp_packet(0x1111, [bogus], 5001, 5000), 132))
+    return transfer
+
+
 def flows_after_flows():
     """A second flow on the same endpoints after the first: {name: transfer}. TCP: a new SYN (new ISN)
     121 s after both FINs (TIME-WAIT: the last ACK is not captured) or after a RST; SCTP: a restart
@@ -296,6 +305,7 @@ def build_all():
     bad_counts.insert(7, (bad_counts[6][0] + 0.0001, 1, sctp_packet(0x1111, [nr_sack_chunk(
         0xFFFFFFF8, nr_gaps=[(2, 1)], n_r=4000, n_nr=4000)], 5001, 5000), 132))
     put("sctp-nrsack-counts-lie", pcap_bytes(plain_records(ip_frames(bad_counts))))
+    put("sctp-nrsack-too-short", pcap_bytes(plain_records(ip_frames(nr_sack_too_short()))))
     for name, transfer in flows_after_flows().items():
         put(name, pcap_bytes(plain_records(ip_frames(transfer))))
     # DSS options with random flags and lengths
