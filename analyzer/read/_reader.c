@@ -93,7 +93,7 @@ typedef struct {
      * second sections): the file, the section's byte order, its interfaces */
     FILE *ng;
     int ng_swap;
-    struct ng_iface { int linktype, supported, noted; uint64_t units, offset_s; int64_t offset_sign; uint32_t snaplen; } *ifaces;
+    struct ng_iface { int linktype, supported, noted; unsigned __int128 units; uint64_t offset_s; int64_t offset_sign; uint32_t snaplen; } *ifaces;
     size_t n_ifaces, ifaces_cap;
     uint8_t *block; size_t block_cap;
     char *iobuf;  /* the FILE's buffer: it must outlive the FILE, so the Reader owns it */
@@ -681,12 +681,13 @@ static uint16_t ng16(const Reader *r, const uint8_t *p) {
     return r->ng_swap ? __builtin_bswap16(v) : v;
 }
 
-/* Units per second of if_tsresol (0 when no 64-bit count can hold them: the interface is refused). */
-static uint64_t ng_units(uint8_t tsresol) {
+/* Units per second of if_tsresol: 10^n, or 2^n with the top bit, n up to 127; 0 stands for more than
+ * 128 bits hold (10^39 and up), where a 64-bit count of them is under a picosecond. */
+static unsigned __int128 ng_units(uint8_t tsresol) {
     unsigned n = tsresol & 0x7f;
-    if (tsresol & 0x80) return n < 64 ? 1ULL << n : 0;
-    uint64_t u = 1;
-    for (unsigned i = 0; i < n; i++) { if (u > UINT64_MAX / 10) return 0; u *= 10; }
+    if (tsresol & 0x80) return (unsigned __int128)1 << n;
+    unsigned __int128 u = 1;
+    for (unsigned i = 0; i < n; i++) { if (u > ~(unsigned __int128)0 / 10) return 0; u *= 10; }
     return u;
 }
 
@@ -715,14 +716,18 @@ static int ng_interface(Reader *r, const uint8_t *b, size_t len) {
         }
         off += 4 + ((olen + 3u) & ~3u);
     }
-    if (!f->units) { f->supported = 0; return finding(r, "pcapng interface %zu: timestamp resolution beyond 64 bits", r->n_ifaces - 1); }
     return 0;
 }
 
-/* ticks of an interface -> ns since the epoch, saturating (no overflow whatever the resolution) */
+/* ticks of an interface -> ns since the epoch, saturating (no overflow whatever the resolution). A
+ * resolution beyond 64 bits (if_tsresol 20..127, 2^64..2^127) is read as written, as tshark reads it:
+ * every 64-bit count is under a second, most under a nanosecond, so the frames share the offset's time. */
 static uint64_t ng_time(const struct ng_iface *f, uint64_t ticks) {
-    uint64_t sec = ticks / f->units, frac = ticks % f->units;
-    uint64_t ns = (uint64_t)((unsigned __int128)frac * 1000000000u / f->units);
+    uint64_t sec = 0, ns = 0;
+    if (f->units) {
+        sec = (uint64_t)(ticks / f->units);
+        ns = (uint64_t)((unsigned __int128)(ticks % f->units) * 1000000000u / f->units);
+    }
     if (f->offset_sign > 0) sec = sec > UINT64_MAX - f->offset_s ? UINT64_MAX : sec + f->offset_s;
     else sec = sec > f->offset_s ? sec - f->offset_s : 0;
     return ns_of(sec, ns);

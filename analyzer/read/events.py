@@ -156,6 +156,15 @@ def block_address(lo: int, hi: int) -> str:
     return address_text(int(lo).to_bytes(8, "big") + int(hi).to_bytes(8, "big"))
 
 
+def no_flows(path, cap: "Capture | None") -> CaptureError:
+    """The error for a capture that holds no SCTP or TCP flow, with the reader's first reason when it
+    had one (frames it could not read: an interface it does not take, a damaged header)."""
+    if cap is None:
+        return CaptureError(f"{path}: no SCTP or TCP flows in 0 frames")
+    why = f" (frame {cap.findings[0][0]}: {cap.findings[0][1]})" if cap.findings else ""
+    return CaptureError(f"{path}: no SCTP or TCP flows in {cap.frames} frames{why}")
+
+
 def read_capture(path, progress=None) -> Capture:
     """The whole capture at once (the checker and the in-memory API need every event)."""
     return next(read_chunks(path, None, progress))

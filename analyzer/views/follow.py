@@ -53,7 +53,7 @@ def follow(path, sndbuf, draw, frames=FOLLOW_FRAMES, refresh_s=REFRESH_S):
                 store.keep = False
             drawn = time.monotonic()
     if not pipeline.table.flows:
-        raise E.CaptureError(f"{path}: no SCTP or TCP flows in {header.frames if header else 0} frames")
+        raise E.no_flows(path, header)
     final = StreamedAnalysis(header, pipeline.entries(sndbuf, lambda entry_id: (A.IGNORE, A.IGNORE)), [])
     draw(final, True)
     return final

@@ -270,6 +270,9 @@ def build_all():
         put(f"{kind}-pcapng-us", pcapng_bytes(frames))
         put(f"{kind}-pcapng-seconds-large", pcapng_bytes(frames, tsresol=0, start=(1 << 62)))
         put(f"{kind}-pcapng-2pow-large", pcapng_bytes(frames, tsresol=0x80 | 30, start=(1 << 40)))
+        # resolutions a 64-bit count cannot reach a second in (tshark reads them: every frame at time 0)
+        put(f"{kind}-pcapng-tsresol-2pow127", pcapng_bytes(frames, tsresol=0xFF))
+        put(f"{kind}-pcapng-tsresol-10pow30", pcapng_bytes(frames, tsresol=30))
         # cut short: inside the last record's data, inside its header, and in the first record
         whole = pcap_bytes(records)
         put(f"{kind}-cut-last-data", whole[:-5])
@@ -323,6 +326,7 @@ def build_all():
     put("header-only", pcap_bytes([]), "unusable")
     put("text-file", b"not a capture\n" * 40, "unusable")
     put("unknown-linktype", pcap_bytes(plain_records(frames), link=147), "unusable")
+    put("pcapng-unknown-linktype", pcapng_bytes(frames, interfaces=((147,),)), "unusable")
     put("udp-only", pcap_bytes(plain_records([(0.0, b"\x02\0\0\0\0\x02\x02\0\0\0\0\x01\x08\x00" + ipv4(
         A, B, 17, struct.pack("!HHHH", 53, 53, 12, 0) + b"abcd"))])), "unusable")
     return made
