@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <unistd.h>
 #include <fcntl.h>
+#include <poll.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -97,6 +98,7 @@ typedef struct {
     size_t n_ifaces, ifaces_cap;
     uint8_t *block; size_t block_cap;
     char *iobuf;  /* the FILE's buffer: it must outlive the FILE, so the Reader owns it */
+    struct peek_s *peek;  /* a pipe's reading state (NULL for a file), owned by the FILE */
 } Reader;
 
 static uint64_t load64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
@@ -816,20 +818,45 @@ static Py_ssize_t ng_read(Reader *r, Py_ssize_t max_frames) {
 /* A FILE that first gives back the bytes already peeked at, then reads on from `fd`: libpcap reads
  * classic pcap from the start of a pipe whose first bytes told pcap from pcapng. One read() per
  * call, whatever it returns: a live pipe (tcpdump -w -) is read as packets arrive, not per buffer. */
-typedef struct { int fd; uint8_t peeked[4]; size_t n, pos; } peek_t;
+typedef struct peek_s {
+    int fd; uint8_t peeked[4]; size_t n, pos;
+    PyObject *exc_type, *exc_value, *exc_tb;  /* a signal's exception (Ctrl-C) raised while waiting */
+} peek_t;
 
+/* The wait for input lets other threads run (`analyze --follow` feeds a growing file through a
+ * pipe from one); a signal whose handler raises (Ctrl-C) ends the input there, its exception kept
+ * for Reader.read to raise once libpcap has returned. */
 static ssize_t peek_read(void *cookie, char *buf, size_t size) {
     peek_t *c = cookie;
     size_t out = 0;
     while (c->pos < c->n && out < size) buf[out++] = (char)c->peeked[c->pos++];
     if (out) return (ssize_t)out;
-    ssize_t got;
-    do got = read(c->fd, buf, size); while (got < 0 && errno == EINTR);
-    return got;
+    for (;;) {
+        ssize_t got; int error;
+        Py_BEGIN_ALLOW_THREADS
+        got = read(c->fd, buf, size);
+        error = errno;
+        Py_END_ALLOW_THREADS
+        if (got >= 0 || error != EINTR) { errno = error; return got; }
+        if (PyErr_CheckSignals() < 0) {
+            if (!c->exc_type) PyErr_Fetch(&c->exc_type, &c->exc_value, &c->exc_tb);
+            else PyErr_Clear();
+            return 0;
+        }
+    }
+}
+
+/* Raises the exception a signal left while the reader waited for input: -> 1 when there was one. */
+static int peek_interrupted(peek_t *c) {
+    if (!c || !c->exc_type) return 0;
+    PyErr_Restore(c->exc_type, c->exc_value, c->exc_tb);
+    c->exc_type = c->exc_value = c->exc_tb = NULL;
+    return 1;
 }
 
 static int peek_close(void *cookie) {
     peek_t *c = cookie;
+    Py_XDECREF(c->exc_type); Py_XDECREF(c->exc_value); Py_XDECREF(c->exc_tb);
     int rc = close(c->fd);
     free(c);
     return rc;
@@ -848,12 +875,14 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kw) {
      * read on through a FILE that gives the four bytes back first */
     uint8_t first[4] = {0};
     size_t n_first = 0;
+    Py_BEGIN_ALLOW_THREADS  /* a pipe's writer may be a thread of this process */
     while (n_first < 4) {
         ssize_t got = read(fd, first + n_first, 4 - n_first);
         if (got < 0 && errno == EINTR) continue;
         if (got <= 0) break;
         n_first += (size_t)got;
     }
+    Py_END_ALLOW_THREADS
     FILE *file;
     if (lseek(fd, 0, SEEK_SET) == 0) {
         file = fdopen(fd, "rb");
@@ -864,6 +893,7 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kw) {
         cookie_io_functions_t io = {.read = peek_read, .close = peek_close};
         file = fopencookie(peek, "rb", io);
         if (!file) free(peek);
+        else self->peek = peek;
     }
     if (!file) { close(fd); PyErr_NoMemory(); return -1; }
     /* libpcap reads record by record through stdio: a large buffer saves a read() per 4 kB (a
@@ -911,6 +941,7 @@ static PyObject *Reader_read(Reader *self, PyObject *args) {
     if (self->ng) {
         if (self->done) return PyLong_FromLong(0);
         Py_ssize_t got = ng_read(self, max_frames);
+        if (peek_interrupted(self->peek)) return NULL;
         if (got < 0) return NULL;
         if (self->linktype < 0 && self->n_ifaces) self->linktype = self->ifaces[0].linktype;
         return PyLong_FromSsize_t(got);
@@ -920,6 +951,7 @@ static PyObject *Reader_read(Reader *self, PyObject *args) {
     while (got < max_frames) {
         struct pcap_pkthdr *h; const u_char *data;
         int rc = pcap_next_ex(self->pcap, &h, &data);
+        if (peek_interrupted(self->peek)) { self->done = 1; return NULL; }
         if (rc == PCAP_ERROR_BREAK) { self->done = 1; break; }
         if (rc == PCAP_ERROR) {
             /* a file cut short in its last record (still being written, or a full disk): what came
@@ -965,6 +997,26 @@ static PyObject *Reader_take_chunk(Reader *self, PyObject *unused) {
     self->ev.n = self->ev.cap = self->bk.n = self->bk.cap = 0;
     self->n_events = self->n_blocks = 0;
     return r;
+}
+
+/* ready(timeout_s) -> whether reading on would find input (bytes buffered, or the pipe readable or
+ * at its end) within timeout_s, waiting with the GIL released: a live input's frames so far are
+ * shown rather than held behind a read that blocks. A file is always ready. */
+static PyObject *Reader_ready(Reader *self, PyObject *args) {
+    double timeout_s;
+    if (!PyArg_ParseTuple(args, "d", &timeout_s)) return NULL;
+    FILE *f = self->ng ? self->ng : self->pcap ? pcap_file(self->pcap) : NULL;
+    if (!self->peek || self->done || !f) Py_RETURN_TRUE;
+    /* glibc's FILE: what a read would take from its buffer before it calls peek_read */
+    if (f->_IO_read_ptr < f->_IO_read_end || self->peek->pos < self->peek->n) Py_RETURN_TRUE;
+    struct pollfd p = {.fd = self->peek->fd, .events = POLLIN};
+    int rc, error;
+    Py_BEGIN_ALLOW_THREADS
+    rc = poll(&p, 1, timeout_s > 0 ? (int)(timeout_s * 1000) : 0);
+    error = errno;
+    Py_END_ALLOW_THREADS
+    if (rc < 0 && error == EINTR && PyErr_CheckSignals() < 0) return NULL;
+    return PyBool_FromLong(rc > 0);
 }
 
 static PyObject *Reader_position(Reader *self, PyObject *unused) {
@@ -1035,6 +1087,7 @@ static PyMethodDef Reader_methods[] = {
     {"take", (PyCFunction)Reader_take, METH_NOARGS, "(events bytearray, bytes used, blocks bytearray, bytes used)"},
     {"take_chunk", (PyCFunction)Reader_take_chunk, METH_NOARGS, "take() of the records since the last take_chunk()"},
     {"position", (PyCFunction)Reader_position, METH_NOARGS, "byte offset in the file"},
+    {"ready", (PyCFunction)Reader_ready, METH_VARARGS, "ready(timeout_s) -> whether input is there to read"},
     {"conns", (PyCFunction)Reader_conns, METH_VARARGS, "conns(start=0): the connection table from id start on"},
     {"findings", (PyCFunction)Reader_findings, METH_NOARGS, "GEN-01 findings: [(frame, reason)]"},
     {"rule_findings", (PyCFunction)Reader_rule_findings, METH_NOARGS, "NR-05 / TN-05 / MN-02 findings: [(frame, rule, reason)]"},
