@@ -7,13 +7,11 @@ import json
 import re
 
 import pytest
-from click.testing import CliRunner
-
 from nrsack.analyzer import analyze
 from nrsack.analyzer.views import formats
-from nrsack.cli import main
 from support import tshark
-from support.hostile import flows_after_flows, ip_frames, pcap_bytes, plain_records
+from support.cli import invoke as run
+from support.hostile import flows_after_flows, write_transfers
 from support.tshark import LUA_PLUGIN
 
 CAPTURES = flows_after_flows()
@@ -21,18 +19,7 @@ CAPTURES = flows_after_flows()
 
 @pytest.fixture(scope="module")
 def captures(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("flow-after-flow")
-    paths = {}
-    for name, transfer in CAPTURES.items():
-        paths[name] = folder / f"{name}.pcap"
-        paths[name].write_bytes(pcap_bytes(plain_records(ip_frames(transfer))))
-    return paths
-
-
-def run(*args):
-    result = CliRunner().invoke(main, [str(a) for a in args])
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    return result
+    return write_transfers(tmp_path_factory.mktemp("flow-after-flow"), CAPTURES)
 
 
 def sent_bytes(transfer):

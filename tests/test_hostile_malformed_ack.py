@@ -7,28 +7,16 @@ figures are those of the transfer without it."""
 import json
 
 import pytest
-from click.testing import CliRunner
-
-from nrsack.cli import main
 from support import tshark
-from support.hostile import ip_frames, nr_sack_too_short, pcap_bytes, plain_records, sctp_transfer
+from support.cli import invoke
+from support.hostile import nr_sack_too_short, sctp_transfer, write_transfers
 from support.tshark import LUA_PLUGIN
 
 
 @pytest.fixture(scope="module")
 def captures(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("too-short")
-    out = {}
-    for name, transfer in (("too-short", nr_sack_too_short()), ("clean", sctp_transfer())):
-        out[name] = folder / f"{name}.pcap"
-        out[name].write_bytes(pcap_bytes(plain_records(ip_frames(transfer))))
-    return out
-
-
-def invoke(*args):
-    result = CliRunner().invoke(main, [str(a) for a in args])
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    return result
+    return write_transfers(tmp_path_factory.mktemp("too-short"), {"too-short": nr_sack_too_short(),
+                                                                  "clean": sctp_transfer()})
 
 
 def test_check_reports_nr05_alone(captures):

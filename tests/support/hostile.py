@@ -332,6 +332,15 @@ def build_all():
     return made
 
 
+def write_transfers(folder, transfers):
+    """{name: transfer} -> {name: path of its pcap in folder}."""
+    paths = {}
+    for name, transfer in transfers.items():
+        paths[name] = folder / f"{name}.pcap"
+        paths[name].write_bytes(pcap_bytes(plain_records(ip_frames(transfer))))
+    return paths
+
+
 def many_blocks_capture(path, blocks, acks, data=True):
     """An NR-SACK association whose receiver sends `acks` NR-SACKs of `blocks` R and `blocks` NR gap
     blocks each (every other TSN of 4 * blocks outstanding TSNs: R, NR, R, NR ...); data=False leaves
