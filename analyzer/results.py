@@ -96,7 +96,7 @@ class Analysis:
         chunk_code[chunk_types] = np.arange(len(chunk_types))
         flows = np.unique(self.flow_of)
         is_data_chunk = sctp & (ev["chunk"] == 0)
-        is_ack_chunk = sctp & ((ev["chunk"] == 3) | (ev["chunk"] == 16))
+        is_ack_chunk = sctp & ((fl & E.ACK) != 0)  # SACK and NR-SACK, unless their counts failed (decisions.md 40)
         frame = pd.DataFrame({
             "frame": ev["frame"].astype(np.int64),
             "time_s": ev["time_ns"] / 1e9,
@@ -190,7 +190,7 @@ def analyze(path, sndbuf=None, progress=None, chunk_frames=None) -> Analysis:
     cap.rule_findings = sorted(cap.rule_findings + pipeline.late_note(), key=lambda f: f[0])
     flows = pipeline.table.flows
     if not flows:
-        raise E.CaptureError(f"{path}: no SCTP or TCP flows in {cap.frames} frames")
+        raise E.no_flows(path, cap)
     entries = pipeline.entries(sndbuf)
     serials = {}
     for entry in entries:

@@ -16,6 +16,7 @@ import dash
 import numpy as np
 import pandas as pd
 from dash import Input, Output, State, dash_table, dcc, html
+from werkzeug.exceptions import HTTPException
 from werkzeug.serving import make_server
 
 from nrsack.analyzer import CaptureError
@@ -83,10 +84,10 @@ class Dashboard:
         if not contents:
             return dash.no_update, dash.no_update, "", "message"
         try:
-            capture = self.library.upload(contents, filename)
+            capture, analysis = self.library.upload_analysed(contents, filename)
         except LIB.UploadRefused as refusal:
             return dash.no_update, dash.no_update, str(refusal), "message error"
-        read = self.library.analysis(capture.id).capture
+        read = analysis.capture
         if read.truncated:  # as `nrsack analyze`: what came before the cut is whole and analysed
             return (self.library.options(), capture.id, f"{capture.name}: uploaded; cut short, analysed up to frame "
                     f"{read.frames} (its last whole record)", "message warning")
@@ -458,6 +459,9 @@ class BadCallbackInput(Exception):
 
 
 NUMBER = (int, float)
+# where this thread's callback request is: Dash reads the body before our callback runs and fits the
+# result to the body's outputs after it; a failure there is the body's fault (refuse_unfit_bodies)
+_STAGE = threading.local()
 
 
 def checked(callback, *kinds):
@@ -473,12 +477,39 @@ def checked(callback, *kinds):
                 names = "/".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
                 raise BadCallbackInput(f"{callback.__name__}: input {position + 1} must be {names}, "
                                        f"not {type(value).__name__}")
+        _STAGE.name = "inside"
         try:
-            return callback(*args)
+            result = callback(*args)
         except (KeyError, TypeError, AttributeError, IndexError) as error:
             traceback.print_exc(file=sys.stderr)
             raise BadCallbackInput(f"{callback.__name__}: malformed input ({type(error).__name__})") from None
+        _STAGE.name = "after"
+        return result
     return guarded
+
+
+def refuse_unfit_bodies(app):
+    """A callback request whose body does not fit a callback of the page ({"output": "x"}, inputs that
+    are not a list of {id, property, value}, outputs that do not match what the callback returns)
+    fails in Dash's reading of it, before or after our callback: 400 with one line and no traceback,
+    as the request's fault. A failure inside a callback is `checked`'s (400) or, a bug of the app,
+    Flask's (500, logged)."""
+    endpoint = next(rule.endpoint for rule in app.server.url_map.iter_rules()
+                    if rule.rule.endswith("_dash-update-component"))
+    view = app.server.view_functions[endpoint]
+
+    @functools.wraps(view)
+    def guarded(*args, **kwargs):
+        _STAGE.name = "before"
+        try:
+            return view(*args, **kwargs)
+        except (HTTPException, BadCallbackInput, dash.exceptions.PreventUpdate):
+            raise  # answered by their own handlers
+        except Exception as error:
+            if _STAGE.name == "inside":
+                raise
+            return f"bad request: the body fits no callback of this page ({type(error).__name__})", 400
+    app.server.view_functions[endpoint] = guarded
 
 
 def request_dash_refused(error):
@@ -505,6 +536,7 @@ def create_app(paths=None, upload_limit=LIB.DEFAULT_UPLOAD_LIMIT, library=None, 
     app.board = board
     app.server.register_error_handler(BadCallbackInput, lambda error: (f"bad request: {error}", 400))
     app.server.register_error_handler(dash.exceptions.CallbackException, request_dash_refused)
+    refuse_unfit_bodies(app)
 
     app.callback(Output("capture", "options"), Output("capture", "value"), Output("upload-message", "children"),
                  Output("upload-message", "className"), Input("upload", "contents"), State("upload", "filename"),

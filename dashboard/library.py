@@ -13,7 +13,8 @@ import shutil
 import tempfile
 import threading
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,6 +98,7 @@ class Library:
         # stalls the other users; `_pending` lets a second request for the same analysis wait for the first
         self._lock = threading.RLock()
         self._pending = {}
+        self._in_use = Counter()  # capture id -> requests reading it now: never pruned from under them
         self._ids = -1
         self._uploads = 0
         self.sweeps = {str(i): path for i, path in enumerate(sweep_dirs(paths or []))}
@@ -112,6 +114,27 @@ class Library:
             self.captures[capture.id] = capture
         return capture
 
+    def _hold(self, capture_id):
+        """The capture (KeyError for an unknown id), kept from pruning until _release."""
+        with self._lock:
+            capture = self.captures[capture_id]
+            self._in_use[capture_id] += 1
+        return capture
+
+    def _release(self, capture_id):
+        with self._lock:
+            self._in_use[capture_id] -= 1
+            if not self._in_use[capture_id]:
+                del self._in_use[capture_id]
+
+    @contextmanager
+    def _using(self, capture_id):
+        capture = self._hold(capture_id)
+        try:
+            yield capture
+        finally:
+            self._release(capture_id)
+
     def _next_id(self):
         # ids are never reused: a pruned upload's id must not name a later capture in an open page
         self._ids += 1
@@ -126,7 +149,7 @@ class Library:
         Raises KeyError for an unknown id and CaptureError for an unreadable file."""
         key = (capture_id, sndbuf)
         with self._lock:
-            capture = self.captures[capture_id]
+            self.captures[capture_id]  # KeyError for an unknown id
             if key in self._analyses:
                 self._analyses.move_to_end(key)
                 return self._analyses[key]
@@ -140,7 +163,8 @@ class Library:
             running.wait()
             return self.analysis(capture_id, sndbuf)
         try:
-            result = analyze(capture.path, sndbuf=sndbuf)
+            with self._using(capture_id) as capture:
+                result = analyze(capture.path, sndbuf=sndbuf)
             # the ladder reads the events and blocks tables: made once here, not on the first click
             result.events, result.blocks
             with self._lock:
@@ -164,14 +188,19 @@ class Library:
         with self._lock:
             if capture_id in self._findings:
                 return self._findings[capture_id]
-            path = self.captures[capture_id].path
-        found = findings(self.analysis(capture_id), path)  # outside the lock: checking can take long
+        with self._using(capture_id) as capture:  # outside the lock: checking can take long
+            found = findings(self.analysis(capture_id), capture.path)
         with self._lock:
             return self._findings.setdefault(capture_id, found)
 
     def upload(self, contents: str, filename: str) -> Capture:
         """Keeps a dcc.Upload payload ("data:...;base64,...") if it is a readable capture within
         the size limit; raises UploadRefused with a message for the page otherwise."""
+        return self.upload_analysed(contents, filename)[0]
+
+    def upload_analysed(self, contents: str, filename: str):
+        """upload() -> (Capture, its Analysis): the analysis is the caller's even when a later upload
+        prunes the capture before the caller answers (concurrent uploads)."""
         name = display_name(filename)
         _, _, encoded = (contents or "").partition(",")
         if len(encoded) * 3 // 4 > self.upload_limit + 3:
@@ -189,26 +218,32 @@ class Library:
             self._uploads += 1
             stored = self.upload_dir / f"upload-{self._uploads:04d}{'.pcapng' if data[:4] == PCAPNG_MAGIC else '.pcap'}"
         stored.write_bytes(data)
-        capture = self.add(name, str(stored), uploaded=True)
-        self.prune_uploads(keep=capture.id)
+        with self._lock:  # added and in use at once: a concurrent upload's prune cannot take it first
+            capture = self.add(name, str(stored), uploaded=True)
+            self._hold(capture.id)
         try:
-            self.analysis(capture.id)
+            self.prune_uploads(keep=capture.id)
+            result = self.analysis(capture.id)
         except CaptureError as error:
-            del self.captures[capture.id]
+            with self._lock:
+                del self.captures[capture.id]
             stored.unlink(missing_ok=True)
             raise UploadRefused(f"{name}: cannot be analysed: {str(error).replace(str(stored), name)}") from None
-        return capture
+        finally:
+            self._release(capture.id)
+        self.prune_uploads(keep=capture.id)  # what concurrent uploads kept while in use goes now
+        return capture, result
 
     def prune_uploads(self, keep=None):
         """Forgets and deletes uploads older than upload_max_age_s and all but the newest kept_uploads
-        (never `keep`, the one just made)."""
+        (never `keep`, the one just made, nor one a request is reading: the next prune takes it)."""
         now = time.monotonic()
         with self._lock:
             uploads = [c for c in self.captures.values() if c.uploaded and c.id != keep]
             fresh = [c for c in uploads if now - c.created <= self.upload_max_age_s]
             keep_count = max(self.kept_uploads - (keep is not None), 0)
-            kept = set(c.id for c in fresh[len(fresh) - keep_count:]) if keep_count else set()
-            gone = [c for c in uploads if c.id not in kept]
+            kept = set(c.id for c in fresh[max(len(fresh) - keep_count, 0):]) if keep_count else set()
+            gone = [c for c in uploads if c.id not in kept and not self._in_use[c.id]]
             for c in gone:
                 del self.captures[c.id]
                 self._findings.pop(c.id, None)

@@ -28,9 +28,9 @@ def test_nrsack_counts_longer_and_shorter_than_the_chunk(tmp_path):
     cap = read(tmp_path, SCTP(sport=1, dport=2, tag=7) / too_many, SCTP(sport=1, dport=2, tag=7) / too_long)
     assert [(f, rule) for f, rule, _ in cap.rule_findings] == [(1, "NR-05"), (2, "NR-05")]
     assert cap.findings == []
-    # the blocks that fit the chunk are still decoded
+    # an ack whose counts fail its length is unreadable as a whole: no ack, no block (decisions.md 40)
     acks = cap.ev[cap.ev["chunk"] == 16]
-    assert list(acks["blk_count"]) == [1, 1]
+    assert list(acks["blk_count"]) == [0, 0] and not (acks["flags"] & E.ACK).any()
     assert "need 32 bytes, chunk length is 24" in cap.rule_findings[0][2]
 
 

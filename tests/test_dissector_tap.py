@@ -7,7 +7,9 @@ import re
 
 import pytest
 
+from nrsack.analyzer import analyze
 from support import tshark
+from support.hostile import build_all
 from support.paths import SAMPLES
 
 pytestmark = pytest.mark.tshark
@@ -41,3 +43,25 @@ def test_stat_matches_expected_file(nrsack_c_plugin, expected):
 def test_stat_counts_rules(nrsack_c_plugin):
     out, _ = stat_rows(nrsack_c_plugin, SAMPLES / "broken" / "nr03-revocation.pcap", 0)
     assert "Rule findings: NR-03=1" in out
+
+
+CLOCK_CAPTURES = [f"{kind}-clock-{step}" for kind in ("tcp", "sctp", "mptcp")
+                  for step in ("back-1h", "back-years", "forward-years", "back-10ms", "shuffled", "zero")]
+
+
+@pytest.mark.parametrize("name", CLOCK_CAPTURES)
+def test_stat_clock_never_runs_backwards(nrsack_c_plugin, tmp_path, name):
+    """A clock that steps back (or far forward) gives no negative q, b or p: the tap reads the clock as
+    the analyzer does (GEN-02, decisions.md 30), so its q is the analyzer's, and q ends at the ack of
+    the last data, not at the peer's FIN-ACK after it (metrics.md)."""
+    path = tmp_path / f"{name}.pcap"
+    path.write_bytes({n: data for n, data, _ in build_all()}[name])
+    out, rows = stat_rows(nrsack_c_plugin, path, 3000)
+    assert rows, out
+    q_of = {f"{e.summary['src']} -> {e.summary['dst']}": e.summary["q_ns"] / 1e9
+            for e in analyze(path).entries if e.summary["data_bytes"] and "." not in e.summary["id"]}
+    for sender, row in rows.items():
+        b, p, q = (float(row.group(g)) for g in (7, 8, 9))
+        assert 0 <= p <= b <= q, (sender, out)
+        if not name.endswith("shuffled"):  # out of order, a retransmission after the end reopens the analyzer's q only
+            assert q == pytest.approx(q_of[sender], abs=1e-6), (sender, out)

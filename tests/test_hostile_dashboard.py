@@ -120,6 +120,58 @@ def test_uploads_are_pruned_by_count_and_by_age(tmp_path):
     library.close()
 
 
+def test_the_prune_keeps_the_number_it_says(tmp_path):
+    library = LIB.Library([SAMPLES], upload_dir=tmp_path / "uploads")
+    for k in range(1, LIB.KEPT_UPLOADS + 5):
+        library.upload(payload(SAMPLES / "sctp-nrsack-fig4.pcap"), f"u{k}.pcap")
+        uploads = [c.name for c in library.captures.values() if c.uploaded]
+        assert uploads == [f"u{j}.pcap" for j in range(max(k - LIB.KEPT_UPLOADS, 0) + 1, k + 1)]
+        assert len(list((tmp_path / "uploads").iterdir())) == len(uploads)
+    library.close()
+
+
+def test_twenty_concurrent_uploads_all_succeed_and_the_prune_keeps_its_count(served):
+    # each upload's capture is in use until its answer is made: a concurrent upload's prune waits for it
+    url, library = served
+    answers = [None] * 20
+
+    def send(k):
+        answers[k] = update(url, UPLOAD_OUT, [("upload", "contents", payload(SAMPLES / "sctp-nrsack-fig4.pcap"))],
+                            [("upload", "filename", f"u{k}.pcap")])
+
+    threads = [threading.Thread(target=send, args=(k,)) for k in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [status for status, _ in answers] == [200] * 20, [a for a in answers if a[0] != 200][:2]
+    assert all("uploaded and analysed" in body for _, body in answers)
+    assert len([c for c in library.captures.values() if c.uploaded]) == LIB.KEPT_UPLOADS
+    assert len(list(library.upload_dir.iterdir())) == LIB.KEPT_UPLOADS
+
+
+UNFIT_BODIES = [{"output": "x"}, {}, [], "x", 5, None, {"output": UPLOAD_OUT, "outputs": 3},
+                {"output": "flows.data", "inputs": [{"id": "capture", "property": "value", "value": "c0"}]},
+                {"output": "..flows.data...flows.active_cell...flows-message.children..", "inputs": 7},
+                {"output": "..flows.data...flows.active_cell...flows-message.children..", "outputs": [],
+                 "inputs": [{}], "changedPropIds": 5},
+                {"output": "..flows.data...flows.active_cell...flows-message.children..",
+                 "outputs": [{"id": "flows", "property": "data"}],  # one output of the callback's three
+                 "inputs": [{"id": "capture", "property": "value", "value": "c0"},
+                            {"id": "sndbuf", "property": "value", "value": None}], "changedPropIds": ["capture.value"]}]
+
+
+def test_every_body_that_fits_no_callback_is_a_400_without_a_traceback(served, capfd):
+    url, _ = served
+    for body in UNFIT_BODIES:
+        request = urllib.request.Request(url + "_dash-update-component", json.dumps(body).encode(),
+                                         {"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as answer:
+            urllib.request.urlopen(request, timeout=60)
+        assert answer.value.code == 400 and answer.value.read().decode().startswith("bad request:"), body
+    assert "Traceback" not in capfd.readouterr().err
+
+
 @pytest.mark.slow  # processes started and stopped: seconds each
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
 def test_the_dashboard_removes_its_upload_folder_when_stopped(tmp_path, stop):

@@ -107,6 +107,29 @@ def test_mptcp_dss_whose_length_disagrees_with_its_flags_is_gen01(tmp_path):
     assert any("does not fit its flags" in f["message"] for f in s["findings"])
 
 
+@pytest.mark.parametrize("kind", ["tcp", "sctp", "mptcp"])
+@pytest.mark.parametrize("resolution", ["2pow127", "10pow30"])
+def test_pcapng_resolution_beyond_64_bits_is_read_as_tshark_reads_it(tmp_path, kind, resolution):
+    # if_tsresol 0xFF (2^127 units a second) or 30: a 64-bit count of them is under a picosecond, so
+    # every frame comes at the interface's offset, time 0 (tshark shows 0.000000000 for all of them)
+    clean, _ = summary(tmp_path, f"{kind}-clean")
+    s, path = summary(tmp_path, f"{kind}-pcapng-tsresol-{resolution}")
+    assert s["frames"] == clean["frames"] and s["findings"] == []
+    assert [f["data_bytes"] for f in s["flows"]] == [f["data_bytes"] for f in clean["flows"]]
+    assert [f["acked_bytes"] for f in s["flows"]] == [f["acked_bytes"] for f in clean["flows"]]
+    assert all(f["q_ns"] == 0 for f in s["flows"])
+
+
+def test_pcapng_without_an_interface_it_reads_says_why(tmp_path):
+    path = tmp_path / "link147.pcapng"
+    path.write_bytes(CAPTURES["pcapng-unknown-linktype"])
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        f"nrsack: error: {path}: no SCTP or TCP flows in 30 frames "
+        "(frame 1: pcapng interface 0: link type 147 not analysed, its frames are skipped)"]
+
+
 def test_pcapng_with_two_link_types_and_two_sections_reads_as_one_pcap(tmp_path):
     clean, _ = summary(tmp_path, "tcp-clean")
     for name in ("tcp-pcapng-two-linktypes", "tcp-pcapng-two-sections", "tcp-pcapng-us"):

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <unistd.h>
 #include <fcntl.h>
+#include <poll.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -56,7 +57,15 @@ typedef struct {
     uint8_t proto, v6, used, udp;
     int32_t id;
     uint32_t repaired, repaired_frame;  /* packets whose payload length came from the frame, the first */
+    /* what tells a new flow on the same endpoints (decisions.md "A flow after a flow"): per
+     * direction the opening's number (TCP: the SYN's ISN; SCTP: the INIT / INIT-ACK's initiate tag),
+     * and how the flow ended (END_FIN << dir: that direction's FIN; END_CLOSED: RST,
+     * SHUTDOWN-COMPLETE or ABORT) */
+    uint8_t retired, have_open[2], ended;
+    uint32_t open[2];
 } conn_t;
+
+enum { END_FIN = 1, END_CLOSED = 4 };
 
 static uint32_t rd16(const uint8_t *p) { return (uint32_t)p[0] << 8 | p[1]; }
 static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
@@ -86,10 +95,11 @@ typedef struct {
      * second sections): the file, the section's byte order, its interfaces */
     FILE *ng;
     int ng_swap;
-    struct ng_iface { int linktype, supported, noted; uint64_t units, offset_s; int64_t offset_sign; uint32_t snaplen; } *ifaces;
+    struct ng_iface { int linktype, supported, noted; unsigned __int128 units; uint64_t offset_s; int64_t offset_sign; uint32_t snaplen; } *ifaces;
     size_t n_ifaces, ifaces_cap;
     uint8_t *block; size_t block_cap;
     char *iobuf;  /* the FILE's buffer: it must outlive the FILE, so the Reader owns it */
+    struct peek_s *peek;  /* a pipe's reading state (NULL for a file), owned by the FILE */
 } Reader;
 
 static uint64_t load64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
@@ -128,10 +138,23 @@ static int32_t conn_lookup(Reader *r, uint8_t proto, int v6, int udp, const uint
             *dir = 0;
             return c->id;
         }
-        if (c->proto != proto) continue;
+        if (c->proto != proto || c->retired) continue;
         if (c->pa == sp && c->pb == dp && !memcmp(c->a, src, 16) && !memcmp(c->b, dst, 16)) { *dir = 0; return c->id; }
         if (c->pa == dp && c->pb == sp && !memcmp(c->a, dst, 16) && !memcmp(c->b, src, 16)) { *dir = 1; return c->id; }
     }
+}
+
+/* A new flow opens on a conn's endpoints: its slot is retired (its id keeps naming the old flow's
+ * events) and the lookup makes a fresh conn whose direction 0 is the opener. */
+static int32_t conn_renew(Reader *r, int32_t conn, uint8_t proto, int v6, int udp, const uint8_t *src,
+                          const uint8_t *dst, uint16_t sp, uint16_t dp, uint8_t *dir) {
+    r->table[r->order[conn]].retired = 1;
+    return conn_lookup(r, proto, v6, udp, src, dst, sp, dp, dir);
+}
+
+static void conn_opened(Reader *r, int32_t conn, uint8_t dir, uint32_t number) {
+    conn_t *c = &r->table[r->order[conn]];
+    c->have_open[dir] = 1; c->open[dir] = number;
 }
 
 static int table_grow(Reader *r) {
@@ -163,7 +186,8 @@ static int finding(Reader *r, const char *fmt, ...) {
 }
 
 /* A malformation that rules.md gives its own rule (NR-05, TN-05, MN-02) rather than GEN-01: the
- * checker reports it under that ID; the packet is still analysed with what fits. */
+ * checker reports it under that ID; the rest of the packet is still analysed (an SCTP ack chunk
+ * whose counts fail feeds nothing of itself, decisions.md 40). */
 static int rule_finding(Reader *r, const char *rule, const char *fmt, ...) {
     char msg[256];
     va_list ap; va_start(ap, fmt); vsnprintf(msg, sizeof msg, fmt, ap); va_end(ap);
@@ -244,6 +268,13 @@ static int parse_sctp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, siz
     uint32_t vtag = rd32(p + 4);
     uint8_t dir;
     int32_t conn = conn_lookup(r, 132, k->v6, udp, k->src, k->dst, sp, dp, &dir);
+    if (conn >= 0 && n >= 32 && cap >= 32 && p[12] == 0x01 && rd16(p + 14) >= 20) {
+        /* an INIT (alone in its packet, RFC 9260 6.10) after SHUTDOWN-COMPLETE / ABORT, or with a tag
+         * other than its sender's (a restart, RFC 9260 5.2.4): a new association */
+        const conn_t *c = &r->table[r->order[conn]];
+        if ((c->ended & END_CLOSED) || (c->have_open[dir] && c->open[dir] != rd32(p + 16)))
+            conn = conn_renew(r, conn, 132, k->v6, udp, k->src, k->dst, sp, dp, &dir);
+    }
     if (conn < 0) { PyErr_NoMemory(); return -1; }
     note_repair(r, k, conn);
     size_t off = 12;
@@ -259,6 +290,7 @@ static int parse_sctp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, siz
         if (!e) { PyErr_NoMemory(); return -1; }
         e->conn = conn; e->dir = dir; e->proto = 132; e->chunk = type; e->tag = vtag;
         if (udp) e->flags |= EV_SCTP_UDP;
+        if (type == 0x0E || type == 0x06) r->table[r->order[conn]].ended |= END_CLOSED;
         switch (type) {
         case 0x00: /* DATA */
             if (clen < 16) return finding(r, "SCTP DATA chunk shorter than its header (%u)", clen);
@@ -277,18 +309,15 @@ static int parse_sctp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, siz
             uint32_t ndup = type == 0x10 ? rd16(c + 16) : rd16(c + 14);
             size_t need = hdr + 4 * (size_t)(nr_r + nr_nr + ndup);
             if (need != clen) {
-                /* NR-05 for an NR-SACK (GEN-01 for a SACK, as the C plugin); the blocks that fit are used */
-                const char *what = type == 3 ? "SACK" : "NR-SACK";
+                /* NR-05 for an NR-SACK (GEN-01 for a SACK, as the C plugin): counts that do not fit the
+                 * length leave the whole ack unreadable, so nothing of it is fed (decisions.md 40) */
                 int rc = type == 0x10
                     ? rule_finding(r, "NR-05", "NR-SACK counts (%u R, %u NR, %u dup) need %zu bytes, chunk length is %u",
                                    nr_r, nr_nr, ndup, need, clen)
-                    : finding(r, "SCTP %s chunk: %u+%u blocks and %u dup TSNs need %zu bytes, chunk length is %u",
-                              what, nr_r, nr_nr, ndup, need, clen);
+                    : finding(r, "SCTP SACK chunk: %u+%u blocks and %u dup TSNs need %zu bytes, chunk length is %u",
+                              nr_r, nr_nr, ndup, need, clen);
                 if (rc < 0) return -1;
-                uint32_t room = (uint32_t)((clen - hdr) / 4);
-                if (nr_r > room) nr_r = room;
-                if (nr_nr > room - nr_r) nr_nr = room - nr_r;
-                if (ndup > room - nr_r - nr_nr) ndup = room - nr_r - nr_nr;
+                break;
             }
             e->flags |= EV_ACK | (type == 0x10 ? EV_NRSACK : 0);
             e->ack = rd32(c + 4); e->wnd = rd32(c + 8);
@@ -303,6 +332,7 @@ static int parse_sctp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, siz
             if (clen < 20) return finding(r, "SCTP INIT chunk shorter than its header (%u)", clen);
             if (avail < 20) return finding(r, "SCTP INIT chunk cut by the snapshot length");
             e->tag = rd32(c + 4); e->wnd = rd32(c + 8); e->seq = rd32(c + 16);
+            conn_opened(r, conn, dir, e->tag);
             int rc = sctp_params(r, e, c + 20, clen - 20, avail - 20);
             if (rc < 0) { PyErr_NoMemory(); return -1; }
             if (rc > 0) { if (finding(r, "SCTP INIT parameters: bad parameter length") < 0) return -1; }
@@ -337,7 +367,19 @@ static int parse_tcp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, size
     if (thl < 20 || thl > n) return finding(r, "TCP data offset %zu invalid for a segment of %zu bytes", thl, n);
     uint8_t dir;
     int32_t conn = conn_lookup(r, 6, k->v6, 0, k->src, k->dst, rd16(p), rd16(p + 2), &dir);
+    uint8_t flags = p[13];
+    if (conn >= 0 && (flags & 0x12) == 0x02) {
+        /* a SYN with a new ISN after RST or both FINs (closed, or TIME-WAIT: RFC 9293 3.10.7.4 and
+         * RFC 6191 let a new connection in): a new connection on the same 4-tuple */
+        const conn_t *c = &r->table[r->order[conn]];
+        if ((c->ended & END_CLOSED || (c->ended & (END_FIN | END_FIN << 1)) == (END_FIN | END_FIN << 1))
+            && !(c->have_open[dir] && c->open[dir] == rd32(p + 4)))
+            conn = conn_renew(r, conn, 6, k->v6, 0, k->src, k->dst, rd16(p), rd16(p + 2), &dir);
+    }
     if (conn < 0) { PyErr_NoMemory(); return -1; }
+    if (flags & 0x02) conn_opened(r, conn, dir, rd32(p + 4));
+    if (flags & 0x04) r->table[r->order[conn]].ended |= END_CLOSED;
+    if (flags & 0x01) r->table[r->order[conn]].ended |= END_FIN << dir;
     note_repair(r, k, conn);
     event_t *e = new_event(r, k);
     if (!e) { PyErr_NoMemory(); return -1; }
@@ -642,12 +684,13 @@ static uint16_t ng16(const Reader *r, const uint8_t *p) {
     return r->ng_swap ? __builtin_bswap16(v) : v;
 }
 
-/* Units per second of if_tsresol (0 when no 64-bit count can hold them: the interface is refused). */
-static uint64_t ng_units(uint8_t tsresol) {
+/* Units per second of if_tsresol: 10^n, or 2^n with the top bit, n up to 127; 0 stands for more than
+ * 128 bits hold (10^39 and up), where a 64-bit count of them is under a picosecond. */
+static unsigned __int128 ng_units(uint8_t tsresol) {
     unsigned n = tsresol & 0x7f;
-    if (tsresol & 0x80) return n < 64 ? 1ULL << n : 0;
-    uint64_t u = 1;
-    for (unsigned i = 0; i < n; i++) { if (u > UINT64_MAX / 10) return 0; u *= 10; }
+    if (tsresol & 0x80) return (unsigned __int128)1 << n;
+    unsigned __int128 u = 1;
+    for (unsigned i = 0; i < n; i++) { if (u > ~(unsigned __int128)0 / 10) return 0; u *= 10; }
     return u;
 }
 
@@ -676,14 +719,18 @@ static int ng_interface(Reader *r, const uint8_t *b, size_t len) {
         }
         off += 4 + ((olen + 3u) & ~3u);
     }
-    if (!f->units) { f->supported = 0; return finding(r, "pcapng interface %zu: timestamp resolution beyond 64 bits", r->n_ifaces - 1); }
     return 0;
 }
 
-/* ticks of an interface -> ns since the epoch, saturating (no overflow whatever the resolution) */
+/* ticks of an interface -> ns since the epoch, saturating (no overflow whatever the resolution). A
+ * resolution beyond 64 bits (if_tsresol 20..127, 2^64..2^127) is read as written, as tshark reads it:
+ * every 64-bit count is under a second, most under a nanosecond, so the frames share the offset's time. */
 static uint64_t ng_time(const struct ng_iface *f, uint64_t ticks) {
-    uint64_t sec = ticks / f->units, frac = ticks % f->units;
-    uint64_t ns = (uint64_t)((unsigned __int128)frac * 1000000000u / f->units);
+    uint64_t sec = 0, ns = 0;
+    if (f->units) {
+        sec = (uint64_t)(ticks / f->units);
+        ns = (uint64_t)((unsigned __int128)(ticks % f->units) * 1000000000u / f->units);
+    }
     if (f->offset_sign > 0) sec = sec > UINT64_MAX - f->offset_s ? UINT64_MAX : sec + f->offset_s;
     else sec = sec > f->offset_s ? sec - f->offset_s : 0;
     return ns_of(sec, ns);
@@ -772,20 +819,45 @@ static Py_ssize_t ng_read(Reader *r, Py_ssize_t max_frames) {
 /* A FILE that first gives back the bytes already peeked at, then reads on from `fd`: libpcap reads
  * classic pcap from the start of a pipe whose first bytes told pcap from pcapng. One read() per
  * call, whatever it returns: a live pipe (tcpdump -w -) is read as packets arrive, not per buffer. */
-typedef struct { int fd; uint8_t peeked[4]; size_t n, pos; } peek_t;
+typedef struct peek_s {
+    int fd; uint8_t peeked[4]; size_t n, pos;
+    PyObject *exc_type, *exc_value, *exc_tb;  /* a signal's exception (Ctrl-C) raised while waiting */
+} peek_t;
 
+/* The wait for input lets other threads run (`analyze --follow` feeds a growing file through a
+ * pipe from one); a signal whose handler raises (Ctrl-C) ends the input there, its exception kept
+ * for Reader.read to raise once libpcap has returned. */
 static ssize_t peek_read(void *cookie, char *buf, size_t size) {
     peek_t *c = cookie;
     size_t out = 0;
     while (c->pos < c->n && out < size) buf[out++] = (char)c->peeked[c->pos++];
     if (out) return (ssize_t)out;
-    ssize_t got;
-    do got = read(c->fd, buf, size); while (got < 0 && errno == EINTR);
-    return got;
+    for (;;) {
+        ssize_t got; int error;
+        Py_BEGIN_ALLOW_THREADS
+        got = read(c->fd, buf, size);
+        error = errno;
+        Py_END_ALLOW_THREADS
+        if (got >= 0 || error != EINTR) { errno = error; return got; }
+        if (PyErr_CheckSignals() < 0) {
+            if (!c->exc_type) PyErr_Fetch(&c->exc_type, &c->exc_value, &c->exc_tb);
+            else PyErr_Clear();
+            return 0;
+        }
+    }
+}
+
+/* Raises the exception a signal left while the reader waited for input: -> 1 when there was one. */
+static int peek_interrupted(peek_t *c) {
+    if (!c || !c->exc_type) return 0;
+    PyErr_Restore(c->exc_type, c->exc_value, c->exc_tb);
+    c->exc_type = c->exc_value = c->exc_tb = NULL;
+    return 1;
 }
 
 static int peek_close(void *cookie) {
     peek_t *c = cookie;
+    Py_XDECREF(c->exc_type); Py_XDECREF(c->exc_value); Py_XDECREF(c->exc_tb);
     int rc = close(c->fd);
     free(c);
     return rc;
@@ -804,12 +876,14 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kw) {
      * read on through a FILE that gives the four bytes back first */
     uint8_t first[4] = {0};
     size_t n_first = 0;
+    Py_BEGIN_ALLOW_THREADS  /* a pipe's writer may be a thread of this process */
     while (n_first < 4) {
         ssize_t got = read(fd, first + n_first, 4 - n_first);
         if (got < 0 && errno == EINTR) continue;
         if (got <= 0) break;
         n_first += (size_t)got;
     }
+    Py_END_ALLOW_THREADS
     FILE *file;
     if (lseek(fd, 0, SEEK_SET) == 0) {
         file = fdopen(fd, "rb");
@@ -820,6 +894,7 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kw) {
         cookie_io_functions_t io = {.read = peek_read, .close = peek_close};
         file = fopencookie(peek, "rb", io);
         if (!file) free(peek);
+        else self->peek = peek;
     }
     if (!file) { close(fd); PyErr_NoMemory(); return -1; }
     /* libpcap reads record by record through stdio: a large buffer saves a read() per 4 kB (a
@@ -867,6 +942,7 @@ static PyObject *Reader_read(Reader *self, PyObject *args) {
     if (self->ng) {
         if (self->done) return PyLong_FromLong(0);
         Py_ssize_t got = ng_read(self, max_frames);
+        if (peek_interrupted(self->peek)) return NULL;
         if (got < 0) return NULL;
         if (self->linktype < 0 && self->n_ifaces) self->linktype = self->ifaces[0].linktype;
         return PyLong_FromSsize_t(got);
@@ -876,6 +952,7 @@ static PyObject *Reader_read(Reader *self, PyObject *args) {
     while (got < max_frames) {
         struct pcap_pkthdr *h; const u_char *data;
         int rc = pcap_next_ex(self->pcap, &h, &data);
+        if (peek_interrupted(self->peek)) { self->done = 1; return NULL; }
         if (rc == PCAP_ERROR_BREAK) { self->done = 1; break; }
         if (rc == PCAP_ERROR) {
             /* a file cut short in its last record (still being written, or a full disk): what came
@@ -921,6 +998,26 @@ static PyObject *Reader_take_chunk(Reader *self, PyObject *unused) {
     self->ev.n = self->ev.cap = self->bk.n = self->bk.cap = 0;
     self->n_events = self->n_blocks = 0;
     return r;
+}
+
+/* ready(timeout_s) -> whether reading on would find input (bytes buffered, or the pipe readable or
+ * at its end) within timeout_s, waiting with the GIL released: a live input's frames so far are
+ * shown rather than held behind a read that blocks. A file is always ready. */
+static PyObject *Reader_ready(Reader *self, PyObject *args) {
+    double timeout_s;
+    if (!PyArg_ParseTuple(args, "d", &timeout_s)) return NULL;
+    FILE *f = self->ng ? self->ng : self->pcap ? pcap_file(self->pcap) : NULL;
+    if (!self->peek || self->done || !f) Py_RETURN_TRUE;
+    /* glibc's FILE: what a read would take from its buffer before it calls peek_read */
+    if (f->_IO_read_ptr < f->_IO_read_end || self->peek->pos < self->peek->n) Py_RETURN_TRUE;
+    struct pollfd p = {.fd = self->peek->fd, .events = POLLIN};
+    int rc, error;
+    Py_BEGIN_ALLOW_THREADS
+    rc = poll(&p, 1, timeout_s > 0 ? (int)(timeout_s * 1000) : 0);
+    error = errno;
+    Py_END_ALLOW_THREADS
+    if (rc < 0 && error == EINTR && PyErr_CheckSignals() < 0) return NULL;
+    return PyBool_FromLong(rc > 0);
 }
 
 static PyObject *Reader_position(Reader *self, PyObject *unused) {
@@ -991,6 +1088,7 @@ static PyMethodDef Reader_methods[] = {
     {"take", (PyCFunction)Reader_take, METH_NOARGS, "(events bytearray, bytes used, blocks bytearray, bytes used)"},
     {"take_chunk", (PyCFunction)Reader_take_chunk, METH_NOARGS, "take() of the records since the last take_chunk()"},
     {"position", (PyCFunction)Reader_position, METH_NOARGS, "byte offset in the file"},
+    {"ready", (PyCFunction)Reader_ready, METH_VARARGS, "ready(timeout_s) -> whether input is there to read"},
     {"conns", (PyCFunction)Reader_conns, METH_VARARGS, "conns(start=0): the connection table from id start on"},
     {"findings", (PyCFunction)Reader_findings, METH_NOARGS, "GEN-01 findings: [(frame, reason)]"},
     {"rule_findings", (PyCFunction)Reader_rule_findings, METH_NOARGS, "NR-05 / TN-05 / MN-02 findings: [(frame, rule, reason)]"},

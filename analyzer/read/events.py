@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import functools
 import ipaddress
 import os
+import time
 
 import numpy as np
 
@@ -156,37 +157,57 @@ def block_address(lo: int, hi: int) -> str:
     return address_text(int(lo).to_bytes(8, "big") + int(hi).to_bytes(8, "big"))
 
 
+def no_flows(path, cap: "Capture | None") -> CaptureError:
+    """The error for a capture that holds no SCTP or TCP flow, with the reader's first reason when it
+    had one (frames it could not read: an interface it does not take, a damaged header)."""
+    if cap is None:
+        return CaptureError(f"{path}: no SCTP or TCP flows in 0 frames")
+    why = f" (frame {cap.findings[0][0]}: {cap.findings[0][1]})" if cap.findings else ""
+    return CaptureError(f"{path}: no SCTP or TCP flows in {cap.frames} frames{why}")
+
+
 def read_capture(path, progress=None) -> Capture:
     """The whole capture at once (the checker and the in-memory API need every event)."""
     return next(read_chunks(path, None, progress))
 
 
-def read_chunks(path, frames=CHUNK_FRAMES, progress=None):
+def read_chunks(path, frames=CHUNK_FRAMES, progress=None, wait_s=None, name=None):
     """Yields the capture as Capture chunks of `frames` frames each (None: one chunk with everything);
     `progress(bytes_read)` after every CHUNK_FRAMES frames read. Findings accumulate: the last chunk
-    carries all of them."""
+    carries all of them. wait_s: a chunk also ends when input pauses, at most wait_s after its first
+    frame came (a slow live input; frames are then read one at a time). name: the capture's name in the Captures (its
+    path by default)."""
     path = os.fspath(path)
+    name = path if name is None else os.fspath(name)
     # "-" is standard input; FIFOs and character devices stream like files
     if path != "-" and not os.path.exists(path):
-        raise CaptureError(f"{path}: no such file")
+        raise CaptureError(f"{name}: no such file")
     if os.path.isdir(path):
-        raise CaptureError(f"{path}: is a folder, not a capture")
+        raise CaptureError(f"{name}: is a folder, not a capture")
     try:
         reader = _native.Reader(path)
     except _native.ReaderError as error:
-        raise CaptureError(f"{path}: not a readable capture: {error}") from None
+        raise CaptureError(f"{name}: not a readable capture: {error}") from None
     _native.keep_freed_memory()
     conns = ConnList()
     offset = 0
-    done = False
+    done = interrupted = False
     while not done:
         wanted = frames or CHUNK_FRAMES
+        first_at = None  # when the chunk's first frame came
         while True:
-            step = min(wanted, CHUNK_FRAMES)
+            step = 1 if wait_s is not None else min(wanted, CHUNK_FRAMES)
             try:
+                if first_at is not None:  # frames to show: no waiting past wait_s after the first of them
+                    left = wait_s - (time.monotonic() - first_at)
+                    if left <= 0 or not reader.ready(left):
+                        break
                 got = reader.read(step)
             except _native.ReaderError as error:
-                raise CaptureError(f"{path}: damaged or truncated capture, {error}") from None
+                raise CaptureError(f"{name}: damaged or truncated capture, {error}") from None
+            except KeyboardInterrupt:  # Ctrl-C while waiting for a live input: its frames so far still count
+                interrupted = done = True
+                break
             if progress is not None:
                 progress(reader.position())
             if got < step:
@@ -196,16 +217,20 @@ def read_chunks(path, frames=CHUNK_FRAMES, progress=None):
                 wanted -= got
                 if wanted == 0:
                     break
+            if wait_s is not None and first_at is None:
+                first_at = time.monotonic()
         # the reader's own buffers, handed over and viewed in place (no copy)
         ev_buffer, ev_used, block_buffer, block_used = reader.take_chunk()
         conns.add(reader.conns(len(conns)))
         ev = np.frombuffer(ev_buffer, EVENT_DTYPE, count=ev_used // EVENT_DTYPE.itemsize)
         blocks = np.frombuffer(block_buffer, BLOCK_DTYPE, count=block_used // BLOCK_DTYPE.itemsize)
         noted = [(int(frame), rule, reason) for frame, rule, reason in reader.rule_findings() + reader.notes()]
-        yield Capture(path, reader.linktype(), reader.frames(), ev, blocks, conns,
+        yield Capture(name, reader.linktype(), reader.frames(), ev, blocks, conns,
                       [(int(frame), reason) for frame, reason in reader.findings()],
                       sorted(noted, key=lambda f: f[0]), offset, reader.truncated())
         offset += len(ev)
+    if interrupted:
+        raise KeyboardInterrupt
 
 
 def join_chunks(chunks) -> Capture:

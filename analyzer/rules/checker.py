@@ -654,7 +654,7 @@ def check_capture(cap: E.Capture, rule_ids=None):
     checker = Checker(rule_ids)
     checker.feed(cap)
     if not checker.pipeline.table.flows:
-        raise E.CaptureError(f"{cap.path}: no SCTP or TCP flows in {cap.frames} frames")
+        raise E.no_flows(cap.path, cap)
     return checker.finish()
 
 
@@ -666,7 +666,7 @@ def check_path(path, rule_ids=None, chunk_frames=E.CHUNK_FRAMES, progress=None, 
     for cap in E.read_chunks(path, chunk_frames, progress):
         checker.feed(cap)
     if not checker.pipeline.table.flows:
-        raise E.CaptureError(f"{path}: no SCTP or TCP flows in {checker.last.frames} frames")
+        raise E.no_flows(path, checker.last)
     flows, found = checker.finish(lazy)
     return checker.last, flows, found
 

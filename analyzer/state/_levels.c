@@ -56,7 +56,8 @@ static inline int row_role(const level_t *lv, const event_t *e, int mine) {
         return e->flags & EV_ACK ? ROLE_ACK : ROLE_NONE;
     }
     if (mine) return e->chunk == SCTP_DATA ? ROLE_DATA : ROLE_NONE;
-    return e->chunk == SCTP_SACK || e->chunk == SCTP_NR_SACK ? ROLE_ACK : ROLE_NONE;
+    /* an ack chunk whose counts fail its length carries no EV_ACK: nothing of it is fed (decisions.md 40) */
+    return (e->chunk == SCTP_SACK || e->chunk == SCTP_NR_SACK) && (e->flags & EV_ACK) ? ROLE_ACK : ROLE_NONE;
 }
 
 /* Blocks of the level's kinds: TCP SACK and NR-SACK edges; SCTP gap blocks, R and NR. */

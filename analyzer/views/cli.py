@@ -82,7 +82,7 @@ def check_findings(checker, flow_filter, severity):
     return found
 
 
-def run_follow(path, sndbuf, flow_filter):
+def run_follow(path, sndbuf, flow_filter, idle_s):
     """--follow: on a terminal the table redraws in place (rich Live); piped, each refresh is printed
     after the one before, the final one last."""
     from rich.console import Console
@@ -104,9 +104,11 @@ def run_follow(path, sndbuf, flow_filter):
     try:
         if console.is_terminal:
             with Live(console=console, auto_refresh=False) as live:
-                result = F.follow(path, sndbuf, lambda a, final: live.update(table(a, final), refresh=True))
+                result = F.follow(path, sndbuf, lambda a, final: live.update(table(a, final), refresh=True),
+                                  idle_s=idle_s)
         else:
-            result = F.follow(path, sndbuf, lambda a, final: (console.print(table(a, final)), sys.stdout.flush()))
+            result = F.follow(path, sndbuf, lambda a, final: (console.print(table(a, final)), sys.stdout.flush()),
+                              idle_s=idle_s)
     except CaptureError as error:
         fail(str(error))
     warn_truncated(result.capture)
@@ -130,21 +132,24 @@ flow_option = click.option("--flow", "flow_filter", default=None, metavar="ID",
               help="Hold one chunk of the capture at a time (memory bounded by flows and window, not by the "
                    "capture's length); tables, when asked for, are written as they are made.")
 @click.option("--follow", is_flag=True,
-              help="A live table of every sender direction while CAPTURE is read (e.g. '-' from tcpdump -w -), "
-                   "like top; the final one at its end.")
+              help="A live table of every sender direction while CAPTURE is read (e.g. '-' from tcpdump -w -, or "
+                   "a file still being written), like top, redrawn every second; the final one at its end or Ctrl-C.")
+@click.option("--idle-timeout", "idle_s", type=click.FloatRange(min=0), default=10.0, show_default=True,
+              metavar="SECONDS",
+              help="With --follow on a file: read it as it grows (like tail -f) until it has not grown this long.")
 @click.option("--check", "check", is_flag=True,
               help="Also run every rule of rules.md in the same pass (as `nrsack check`): json lists its findings "
                    "under `findings`, the table adds the check report; exit 1 when one is an error.")
 @click.option("--severity", type=click.Choice(["error", "warning", "note"]), default="note", show_default=True,
               help="With --check: report findings of this severity or more severe.")
-def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream, follow, check, severity):
+def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream, follow, idle_s, check, severity):
     """RtxQ evolution, send-buffer blocking and p/q of every sender direction in CAPTURE ('-': standard input).
 
     With --check, exit status as `nrsack check`: 0 without an error finding, 1 with one, 2 for unusable input."""
     from nrsack.analyzer.views import formats
 
     if follow:
-        return run_follow(capture, sndbuf, flow_filter)
+        return run_follow(capture, sndbuf, flow_filter, idle_s)
 
     tables = "parquet" if fmt == "parquet" else "csv"
     files_wanted = fmt in ("csv", "parquet") or out_dir

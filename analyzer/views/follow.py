@@ -2,11 +2,16 @@
 refreshed while the capture is read (a pipe from `tcpdump -w -` runs for as long as tcpdump does)
 and final at its end, like `top`.
 
-The capture is read in small chunks so that a slow live input still moves the table; each refresh
-runs pass 2 over the rows so far without consuming them (figures as if the capture ended there:
-p/q against the send buffer estimated so far), the final table is the usual one.
+The capture is read in small chunks, each ending after at most a refresh's wait, so that a slow
+live input still moves the table; each refresh runs pass 2 over the rows so far without consuming
+them (figures as if the capture ended there: p/q against the send buffer estimated so far), the
+final table is the usual one. A regular file is followed as it grows, like `tail -f`: until it has
+not grown for `idle_s` seconds (its writer stopped) or Ctrl-C, which end the input where it is.
 """
 
+import os
+import stat
+import threading
 import time
 
 from nrsack.analyzer.state import scoreboard as A
@@ -14,8 +19,10 @@ from nrsack.analyzer.read import events as E
 from nrsack.analyzer.state.pipeline import Pipeline
 from nrsack.analyzer.views.stream import StreamedAnalysis
 
-FOLLOW_FRAMES = 64      # frames per chunk: a live transfer of a few packets a second still refreshes
+FOLLOW_FRAMES = 64      # frames per chunk at most; a chunk also ends after REFRESH_S of waiting
 REFRESH_S = 1.0         # at most one redraw a second, as top
+IDLE_S = 10.0           # a growing file whose size has not changed this long is finished
+POLL_S = 0.1            # how often a growing file is looked at
 
 
 class KeptStore(A.MemoryStore):
@@ -34,26 +41,64 @@ class KeptStore(A.MemoryStore):
             yield joined
 
 
-def follow(path, sndbuf, draw, frames=FOLLOW_FRAMES, refresh_s=REFRESH_S):
-    """Reads the capture at `path` ("-": standard input), calling draw(analysis, final) at most every
-    `refresh_s` while it runs and once at its end; -> the final StreamedAnalysis. Raises CaptureError."""
+def feed_growing_file(path, fd, idle_s, stop, poll_s=POLL_S):
+    """Copies the file at `path` into the pipe `fd` from its first byte as it grows, until it has not
+    grown for `idle_s` or `stop` is set; then closes `fd` (the reader sees the end of its input)."""
+    try:
+        with open(path, "rb") as source:
+            quiet_since = time.monotonic()
+            while not stop.is_set():
+                data = source.read(1 << 20)
+                if data:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view):]
+                    quiet_since = time.monotonic()
+                elif time.monotonic() - quiet_since >= idle_s:
+                    break
+                else:
+                    stop.wait(poll_s)
+    except OSError:  # the reader went away (a broken pipe) or the file did
+        pass
+    finally:
+        os.close(fd)
+
+
+def follow(path, sndbuf, draw, frames=FOLLOW_FRAMES, refresh_s=REFRESH_S, idle_s=IDLE_S):
+    """Reads the capture at `path` ("-": standard input; a regular file is followed as it grows),
+    calling draw(analysis, final) at most every `refresh_s` while it runs and once at its end (Ctrl-C
+    ends it too); -> the final StreamedAnalysis. Raises CaptureError."""
     store = KeptStore()
     pipeline = Pipeline(store)
     drawn, header = 0.0, None
-    for cap in E.read_chunks(path, frames):
-        pipeline.feed(cap)
-        header = E.Capture(cap.path, cap.linktype, cap.frames, cap.ev[:0], cap.blocks[:0], cap.conns,
-                           cap.findings, cap.rule_findings, truncated=cap.truncated)
-        if pipeline.table.flows and time.monotonic() - drawn >= refresh_s:
-            store.keep = True
-            try:
-                draw(StreamedAnalysis(header, pipeline.entries(sndbuf, lambda entry_id: (A.IGNORE, A.IGNORE)), []),
-                     False)
-            finally:
-                store.keep = False
-            drawn = time.monotonic()
+    source, stop, feeder = path, threading.Event(), None
+    if path != "-" and os.path.exists(path) and stat.S_ISREG(os.stat(path).st_mode):
+        read_end, write_end = os.pipe()
+        feeder = threading.Thread(target=feed_growing_file, args=(path, write_end, idle_s, stop), daemon=True)
+        feeder.start()
+        source = f"/dev/fd/{read_end}"
+    try:
+        for cap in E.read_chunks(source, frames, wait_s=refresh_s, name=path):
+            pipeline.feed(cap)
+            header = E.Capture(cap.path, cap.linktype, cap.frames, cap.ev[:0], cap.blocks[:0], cap.conns,
+                               cap.findings, cap.rule_findings, truncated=cap.truncated)
+            if pipeline.table.flows and time.monotonic() - drawn >= refresh_s:
+                drawn = time.monotonic()  # before drawing: the next chunk ends refresh_s after its first frame
+                store.keep = True
+                try:
+                    draw(StreamedAnalysis(header, pipeline.entries(sndbuf, lambda entry_id: (A.IGNORE, A.IGNORE)),
+                                          []), False)
+                finally:
+                    store.keep = False
+    except KeyboardInterrupt:
+        pass  # Ctrl-C: the input ends here, the final table is what was read
+    finally:
+        stop.set()
+        if feeder is not None:
+            os.close(read_end)
+            feeder.join()
     if not pipeline.table.flows:
-        raise E.CaptureError(f"{path}: no SCTP or TCP flows in {header.frames if header else 0} frames")
+        raise E.no_flows(path, header)
     final = StreamedAnalysis(header, pipeline.entries(sndbuf, lambda entry_id: (A.IGNORE, A.IGNORE)), [])
     draw(final, True)
     return final

@@ -179,7 +179,7 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
         if last is not None:
             last.rule_findings = sorted(last.rule_findings + pipeline.late_note(), key=lambda f: f[0])
         if not pipeline.table.flows:
-            raise E.CaptureError(f"{path}: no SCTP or TCP flows in {last.frames} frames")
+            raise E.no_flows(path, last)
         if out is None:
             return StreamedAnalysis(last, pipeline.entries(sndbuf, lambda entry_id: (A.IGNORE, A.IGNORE)), [])
         ids, units = [], set()

@@ -28,11 +28,32 @@ typedef struct {
     GPtrArray *order;   /* first-seen order */
     guint rule_count[RULE_COUNT];
     double last_frame_t;
+    gboolean have_clock;
+    gint64 clock_raw_ns, clock_ns; /* the last frame's time as written, and as the statistics count it */
 } nrsack_stat_t;
 
-static double ts_seconds(const nstime_t *t)
+/* The capture clock as the analyzer reads it (analyzer/read/_reader.c capture_clock, GEN-02,
+ * decisions.md 30), so q, b and p never run backwards: a step forward beyond a day counts as no
+ * time; a step back beyond a second is a new clock, time going on from the frame before; a frame a
+ * little older than the one before is held at that one's time. -> seconds since the first frame. */
+#define CLOCK_STEP_NS (G_GUINT64_CONSTANT(86400) * 1000000000)
+#define CLOCK_BACK_NS G_GUINT64_CONSTANT(1000000000)
+static double stat_clock(nrsack_stat_t *st, const packet_info *pinfo)
 {
-    return (double)t->secs + t->nsecs / 1e9;
+    gint64 raw = nrsack_time_ns(pinfo);
+    if (!st->have_clock) {
+        st->have_clock = TRUE;
+        st->clock_raw_ns = raw;
+        st->clock_ns = 0;
+    } else if (raw >= st->clock_raw_ns) {
+        guint64 step = (guint64)raw - (guint64)st->clock_raw_ns; /* unsigned: times +-2^62 apart fit */
+        if (step <= CLOCK_STEP_NS)
+            st->clock_ns += (gint64)step;
+        st->clock_raw_ns = raw;
+    } else if ((guint64)st->clock_raw_ns - (guint64)raw > CLOCK_BACK_NS) {
+        st->clock_raw_ns = raw;
+    }
+    return st->clock_ns / 1e9;
 }
 
 static void stat_reset(void *p)
@@ -42,6 +63,7 @@ static void stat_reset(void *p)
     g_ptr_array_set_size(st->order, 0);
     memset(st->rule_count, 0, sizeof(st->rule_count));
     st->last_frame_t = 0;
+    st->have_clock = FALSE;
 }
 
 /* Integrates blocked and blocked-during-loss-recovery time up to t (metrics.md: b and p). */
@@ -60,7 +82,7 @@ static tap_packet_status stat_packet(void *p, packet_info *pinfo, epan_dissect_t
 {
     nrsack_stat_t *st = (nrsack_stat_t *)p;
     const frame_record_t *rec = (const frame_record_t *)data;
-    double t = ts_seconds(&pinfo->abs_ts);
+    double t = stat_clock(st, pinfo);
     st->last_frame_t = t;
     for (const finding_t *f = rec->findings; f; f = f->next)
         st->rule_count[f->rule]++;
@@ -89,9 +111,11 @@ static tap_packet_status stat_packet(void *p, packet_info *pinfo, epan_dissect_t
         s->n_samples++;
         s->last_blocked = u->blocked;
         s->last_gap = u->gap_open;
-        /* q ends with the ack that cum-acks the last data seen; new data reopens it */
+        /* q ends with the ack that cum-acks the last data seen (metrics.md; a later ack of nothing
+         * new, the peer's FIN-ACK, leaves it there); new data reopens it */
+        gboolean was_complete = s->complete;
         s->complete = u->is_ack && u->rtxq_sack == 0;
-        if (s->complete)
+        if (s->complete && !was_complete)
             s->q_end_t = t;
     }
     return TAP_PACKET_REDRAW;

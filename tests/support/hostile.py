@@ -93,29 +93,67 @@ def tcp_transfer(segments=12, size=1000, isn=0x7FFFFF00, loss=(3,)):
     return out
 
 
-def sctp_transfer(chunks=12, size=800, tsn0=0xFFFFFFF8, loss=(2,)):
-    """An NR-SACK association A -> B; TSNs wrap inside the transfer."""
-    out = [(0.0, 0, sctp_packet(0, [init_chunk(0x1111, tsn0, ext=[NR_SACK, FSACK_INIT])]), 132),
-           (0.01, 1, sctp_packet(0x1111, [init_chunk(0x2222, 1, ext=[NR_SACK, FSACK_INIT], ack=True)], 5001, 5000), 132),
-           (0.011, 0, sctp_packet(0x2222, [chunk(0x0A, b"cookie00")]), 132),
-           (0.02, 1, sctp_packet(0x1111, [chunk(0x0B, b"")], 5001, 5000), 132)]
+def sctp_transfer(chunks=12, size=800, tsn0=0xFFFFFFF8, loss=(2,), tags=(0x1111, 0x2222)):
+    """An NR-SACK association A -> B (A's tag, B's tag); TSNs wrap inside the transfer."""
+    tag_a, tag_b = tags
+    out = [(0.0, 0, sctp_packet(0, [init_chunk(tag_a, tsn0, ext=[NR_SACK, FSACK_INIT])]), 132),
+           (0.01, 1, sctp_packet(tag_a, [init_chunk(tag_b, 1, ext=[NR_SACK, FSACK_INIT], ack=True)], 5001, 5000), 132),
+           (0.011, 0, sctp_packet(tag_b, [chunk(0x0A, b"cookie00")]), 132),
+           (0.02, 1, sctp_packet(tag_a, [chunk(0x0B, b"")], 5001, 5000), 132)]
     t = 0.03
     cum = tsn0 - 1
     got = set()
     for k in range(chunks):
         tsn = tsn0 + k
-        out.append((t, 0, sctp_packet(0x2222, [data_chunk(tsn, size)]), 132))
+        out.append((t, 0, sctp_packet(tag_b, [data_chunk(tsn, size)]), 132))
         t += 0.001
         if k not in loss:
             got.add(k)
             while (cum - tsn0 + 1) in got:
                 cum += 1
             nr = [(k2 - (cum - tsn0), k2 - (cum - tsn0)) for k2 in sorted(got) if tsn0 + k2 > cum]
-            out.append((t + 0.004, 1, sctp_packet(0x1111, [nr_sack_chunk(cum, nr_gaps=nr[:1])], 5001, 5000), 132))
+            out.append((t + 0.004, 1, sctp_packet(tag_a, [nr_sack_chunk(cum, nr_gaps=nr[:1])], 5001, 5000), 132))
     for k in loss:
-        out.append((t + 0.05, 0, sctp_packet(0x2222, [data_chunk(tsn0 + k, size)]), 132))
-    out.append((t + 0.06, 1, sctp_packet(0x1111, [nr_sack_chunk(tsn0 + chunks - 1)], 5001, 5000), 132))
+        out.append((t + 0.05, 0, sctp_packet(tag_b, [data_chunk(tsn0 + k, size)]), 132))
+    out.append((t + 0.06, 1, sctp_packet(tag_a, [nr_sack_chunk(tsn0 + chunks - 1)], 5001, 5000), 132))
     return out
+
+
+def sctp_shutdown(t, tags=(0x1111, 0x2222), cum=0):
+    """SHUTDOWN (A, with its cum ack of B's TSNs), SHUTDOWN-ACK (B), SHUTDOWN-COMPLETE (A) from time t."""
+    tag_a, tag_b = tags
+    return [(t, 0, sctp_packet(tag_b, [chunk(0x07, struct.pack("!I", cum & 0xFFFFFFFF))]), 132),
+            (t + 0.001, 1, sctp_packet(tag_a, [chunk(0x08, b"")], 5001, 5000), 132),
+            (t + 0.002, 0, sctp_packet(tag_b, [chunk(0x0E, b"")]), 132)]
+
+
+def shifted(transfer, dt):
+    return [(t + dt, direction, payload, proto) for t, direction, payload, proto in transfer]
+
+
+def nr_sack_too_short():
+    """nplab packetdrill's nr-sack-too-short-2: an NR-SACK chunk of 20 bytes whose counts (65,535 R,
+    NR and dup each) need 786,440, its cum ack beyond every TSN sent; the rest a clean transfer."""
+    transfer = sctp_transfer()
+    bogus = chunk(NR_SACK, struct.pack("!IIHHHH", 0x7FFF0000, 65536, 0xFFFF, 0xFFFF, 0xFFFF, 0))
+    transfer.insert(7, (transfer[6][0] + 0.0001, 1, sctp_packet(0x1111, [bogus], 5001, 5000), 132))
+    return transfer
+
+
+def flows_after_flows():
+    """A second flow on the same endpoints after the first: {name: transfer}. TCP: a new SYN (new ISN)
+    121 s after both FINs (TIME-WAIT: the last ACK is not captured) or after a RST; SCTP: a restart
+    (an INIT with new tags and a new initial TSN, no SHUTDOWN; RFC 9260 5.2.4) and a new association
+    after SHUTDOWN-COMPLETE."""
+    first_tcp = tcp_transfer(loss=())  # clean: tcp_transfer's NR blocks with a loss break TN-03
+    rst = first_tcp[:-2] + [(first_tcp[-2][0], 0, tcp(40000, 80, 0x7FFFFF01 + 12000, 8, 0x04), 6)]
+    second_tcp = shifted(tcp_transfer(isn=0x1234, loss=()), 121.0)
+    first_sctp = sctp_transfer()
+    second_sctp = shifted(sctp_transfer(tsn0=0x40000000, tags=(0x3333, 0x4444)), 30.0)
+    return {"tcp-reused-4tuple-timewait": first_tcp + second_tcp,
+            "tcp-reused-4tuple-rst": rst + second_tcp,
+            "sctp-restart": first_sctp + second_sctp,
+            "sctp-after-shutdown-complete": first_sctp + sctp_shutdown(first_sctp[-1][0] + 0.01) + second_sctp}
 
 
 def dss_option(flags, body):
@@ -232,6 +270,9 @@ def build_all():
         put(f"{kind}-pcapng-us", pcapng_bytes(frames))
         put(f"{kind}-pcapng-seconds-large", pcapng_bytes(frames, tsresol=0, start=(1 << 62)))
         put(f"{kind}-pcapng-2pow-large", pcapng_bytes(frames, tsresol=0x80 | 30, start=(1 << 40)))
+        # resolutions a 64-bit count cannot reach a second in (tshark reads them: every frame at time 0)
+        put(f"{kind}-pcapng-tsresol-2pow127", pcapng_bytes(frames, tsresol=0xFF))
+        put(f"{kind}-pcapng-tsresol-10pow30", pcapng_bytes(frames, tsresol=30))
         # cut short: inside the last record's data, inside its header, and in the first record
         whole = pcap_bytes(records)
         put(f"{kind}-cut-last-data", whole[:-5])
@@ -267,6 +308,9 @@ def build_all():
     bad_counts.insert(7, (bad_counts[6][0] + 0.0001, 1, sctp_packet(0x1111, [nr_sack_chunk(
         0xFFFFFFF8, nr_gaps=[(2, 1)], n_r=4000, n_nr=4000)], 5001, 5000), 132))
     put("sctp-nrsack-counts-lie", pcap_bytes(plain_records(ip_frames(bad_counts))))
+    put("sctp-nrsack-too-short", pcap_bytes(plain_records(ip_frames(nr_sack_too_short()))))
+    for name, transfer in flows_after_flows().items():
+        put(name, pcap_bytes(plain_records(ip_frames(transfer))))
     # DSS options with random flags and lengths
     for seed in range(12):
         put(f"mptcp-dss-random-{seed}", pcap_bytes(plain_records(ip_frames(mptcp_transfer(rng=random.Random(seed))))))
@@ -282,9 +326,19 @@ def build_all():
     put("header-only", pcap_bytes([]), "unusable")
     put("text-file", b"not a capture\n" * 40, "unusable")
     put("unknown-linktype", pcap_bytes(plain_records(frames), link=147), "unusable")
+    put("pcapng-unknown-linktype", pcapng_bytes(frames, interfaces=((147,),)), "unusable")
     put("udp-only", pcap_bytes(plain_records([(0.0, b"\x02\0\0\0\0\x02\x02\0\0\0\0\x01\x08\x00" + ipv4(
         A, B, 17, struct.pack("!HHHH", 53, 53, 12, 0) + b"abcd"))])), "unusable")
     return made
+
+
+def write_transfers(folder, transfers):
+    """{name: transfer} -> {name: path of its pcap in folder}."""
+    paths = {}
+    for name, transfer in transfers.items():
+        paths[name] = folder / f"{name}.pcap"
+        paths[name].write_bytes(pcap_bytes(plain_records(ip_frames(transfer))))
+    return paths
 
 
 def many_blocks_capture(path, blocks, acks, data=True):
