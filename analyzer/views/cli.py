@@ -97,9 +97,7 @@ def run_follow(path, sndbuf, flow_filter):
     def table(analysis, final):
         ids = formats.selected_ids(analysis, flow_filter)
         title = "final" if final else f"following, {analysis.capture.frames} frames so far"
-        shown = formats.rich_table(analysis, ids)
-        shown.caption = title
-        return shown
+        return formats.rich_table(analysis, ids, console.width, caption=title)
 
     try:
         if console.is_terminal:
@@ -118,7 +116,14 @@ flow_option = click.option("--flow", "flow_filter", default=None, metavar="ID",
                            help="Only this entry (e.g. 0a, 0a.1) or flow number (e.g. 0).")
 
 
-@click.command()
+def _table_legend():
+    from nrsack.analyzer.views.formats import legend_text
+
+    # \b keeps click from rewrapping the legend into one paragraph
+    return "The table's columns (docs/metrics.md defines each figure):\n\n\b\n" + legend_text()
+
+
+@click.command(epilog=_table_legend())
 @click.argument("capture", type=click.Path(dir_okay=False))
 @sndbuf_option
 @flow_option
@@ -172,7 +177,7 @@ def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream, follow, check, s
 
         # piped output is not limited to 80 columns: the table stays one line per entry
         console = Console() if sys.stdout.isatty() else Console(width=200)
-        console.print(formats.rich_table(analysis, ids))
+        console.print(formats.rich_table(analysis, ids, console.width))
         for frame, reason in analysis.capture.findings:
             console.print(f"GEN-01 frame {frame}: {reason}", markup=False)
         for finding in formats.summary_dict(analysis, ids)["findings"]:

@@ -210,24 +210,77 @@ def dictionary_columns(names) -> list:
     return [name for name in names if not name.endswith(("_s", "_ns", "frame"))]
 
 
-def rich_table(analysis, ids=None):
-    from rich.table import Table
+# What the table's headers mean (`nrsack analyze --help` shows it; metrics.md defines each figure).
+TABLE_LEGEND = (
+    ("id", "sender direction: flow number, a/b for its direction, .N a path or subflow"),
+    ("NR", "NR-SACKs negotiated or seen"),
+    ("q s", "transfer time q in seconds (* or (incomplete): to the end of the capture)"),
+    ("p/q", "time blocked during loss recovery (gap open) / q"),
+    ("b/q", "time blocked / q"),
+    ("B bytes", "send buffer B in payload bytes (est.: estimated as the largest RtxQ)"),
+    ("max rtxq nr", "largest RtxQ of a sender honouring NR-SACKs, bytes"),
+    ("T b/s", "throughput: acked payload bits / q"),
+    ("vantage", "where the capture was taken: sender, receiver, middle or unknown"),
+)
+NOT_AVAILABLE = "n/a"
 
-    table = Table(title=f"{analysis.capture.path}: {analysis.capture.frames} frames")
+
+def _fixed(value, digits) -> str:
+    """A figure to `digits` decimals; None (a figure the capture cannot support) as n/a."""
+    return NOT_AVAILABLE if value is None else f"{value:.{digits}f}"
+
+
+def _sndbuf_text(s) -> str:
+    if s["sndbuf_bytes"] is None:
+        return NOT_AVAILABLE
+    return f"{s['sndbuf_bytes']}{' est.' if s['sndbuf_estimated'] else ''}"
+
+
+def _shown_summaries(analysis, ids):
+    return [e.summary for e in analysis.all_entries() if ids is None or e.summary["id"] in ids]
+
+
+def rich_table(analysis, ids=None, width=200, caption=None):
+    """The summary table for a console `width` columns wide: one line per entry when it fits; else a
+    compact table of the figures with each entry's endpoints and vantage listed under it, so that no
+    value is cut (rich would shorten addresses and q to "192.…" and "0.30…")."""
+    from rich.console import Console, Group
+    from rich.measure import Measurement
+    from rich.table import Table
+    from rich.text import Text
+
+    title = f"{analysis.capture.path}: {analysis.capture.frames} frames"
+    summaries = _shown_summaries(analysis, ids)
+    wide = Table(title=title, caption=caption)
     for header in ("id", "sender -> receiver", "NR", "q s", "p/q", "b/q", "B bytes", "max rtxq nr", "T b/s",
                    "vantage"):
-        table.add_column(header, no_wrap=header in ("id", "p/q", "b/q"))
-    for entry in analysis.all_entries():
-        s = entry.summary
-        if ids is not None and s["id"] not in ids:
-            continue
-        table.add_row(
+        wide.add_column(header, no_wrap=True)
+    for s in summaries:
+        wide.add_row(
             ("  " if s.get("parent") else "") + s["id"], f"{s['protocol']} {s['src']} -> {s['dst']}",
-            "yes" if s["nr_sack"] else "no", f"{s['q_s']:.4f}" + ("" if s["complete"] else " (incomplete)"),
-            f"{s['p_over_q']:.4f}", f"{s['b_over_q']:.4f}",
-            f"{s['sndbuf_bytes']}{' est.' if s['sndbuf_estimated'] else ''}", f"{s['max_rtxq_nr_bytes']}",
-            f"{s['throughput_bps']:.0f}", s["vantage"])
-    return table
+            "yes" if s["nr_sack"] else "no", _fixed(s["q_s"], 4) + ("" if s["complete"] else " (incomplete)"),
+            _fixed(s["p_over_q"], 4), _fixed(s["b_over_q"], 4), _sndbuf_text(s), f"{s['max_rtxq_nr_bytes']}",
+            _fixed(s["throughput_bps"], 0), s["vantage"])
+    unbounded = Console(width=1 << 16)  # measures the table's natural width, not one clamped to the console
+    if Measurement.get(unbounded, unbounded.options, wide).maximum <= width:
+        return wide
+    compact = Table(title=title, caption=caption)
+    for header in ("id", "NR", "q s", "p/q", "b/q", "B bytes", "max rtxq nr", "T b/s"):
+        compact.add_column(header, no_wrap=header != "max rtxq nr")
+    where = []
+    for s in summaries:
+        entry = ("  " if s.get("parent") else "") + s["id"]
+        compact.add_row(entry, "yes" if s["nr_sack"] else "no", _fixed(s["q_s"], 4) + ("" if s["complete"] else "*"),
+                        _fixed(s["p_over_q"], 4), _fixed(s["b_over_q"], 4), _sndbuf_text(s),
+                        f"{s['max_rtxq_nr_bytes']}", _fixed(s["throughput_bps"], 0))
+        where.append(Text(f"{entry}: {s['protocol']} {s['src']} -> {s['dst']}, vantage {s['vantage']}"
+                          + ("" if s["complete"] else ", incomplete")))
+    return Group(compact, *where)
+
+
+def legend_text() -> str:
+    """The table's headers explained, one per line (for --help)."""
+    return "\n".join(f"{header}: {meaning}" for header, meaning in TABLE_LEGEND)
 
 
 def figure(analysis, ids=None):
