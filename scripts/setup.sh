@@ -7,7 +7,7 @@ DEBIAN_PACKAGES=(
   tshark wireshark-dev libwireshark-dev libglib2.0-dev libgcrypt20-dev libpcap-dev cmake gcc make pkg-config binutils wireshark-common
   lua5.2 tcpdump libusrsctp-dev iproute2 nftables util-linux
   chromium chromium-driver
-  debootstrap zstd
+  debootstrap zstd lz4
 )
 
 missing=()

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from nrsack.analyzer import analyze
 from nrsack.analyzer.views import formats
 from nrsack.cli import main
-from support.paths import SAMPLES
+from support.paths import REPO, SAMPLES
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -68,3 +68,45 @@ def test_a_figure_the_capture_cannot_support_shows_as_n_a():
         console = Console(width=width, record=True)
         console.print(formats.rich_table(analysis, None, width))
         assert console.export_text().count("n/a") == 3
+
+
+def every_command(group=main, path=()):
+    """-> [(words, command)] of every nrsack command and subcommand."""
+    import click
+
+    found = []
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        found.append(((*path, name), command))
+        if isinstance(command, click.Group):
+            found += every_command(command, (*path, name))
+    return found
+
+
+def test_nrsack_help_shows_every_command_line_whole():
+    helped = CliRunner().invoke(main, ["--help"], terminal_width=80).output
+    listed = helped.split("Commands:\n", 1)[1].splitlines()
+    assert len(listed) == len(main.list_commands(None))
+    for line in listed:
+        assert len(line) <= 80 and not line.rstrip().endswith(("...", "(e.g.", ".")), line
+        assert line.count("(") == line.count(")"), line
+
+
+def test_help_texts_cite_documents_the_installed_package_has():
+    """A help text names a document as `nrsack docs NAME`, which prints it from the package (no repository
+    needed); never as a path into the repository's docs/."""
+    cited = set()
+    for words, command in every_command():
+        helped = CliRunner().invoke(main, [*words, "--help"], terminal_width=200).output
+        assert not re.search(r"\w\.md\b", helped), (words, helped)
+        cited |= set(re.findall(r"nrsack docs ([\w-]+)", helped))
+    assert {"metrics", "rules", "simulator"} <= cited
+    for name in cited:
+        shown = CliRunner().invoke(main, ["docs", name])
+        assert shown.exit_code == 0 and shown.output == (REPO / "docs" / f"{name}.md").read_text(), name
+
+
+def test_an_unknown_document_lists_the_known_ones():
+    shown = CliRunner().invoke(main, ["docs", "metric"])
+    assert shown.exit_code == 2 and "metrics" in shown.output and "rules" in shown.output

@@ -22,6 +22,13 @@ def fail(message):
     sys.exit(2)
 
 
+def fail_no_flow(flow_filter, capture, analysis, shown=20):
+    """--flow named nothing: say which ids there are (the first `shown` of them; a capture may hold millions)."""
+    ids = [e.summary["id"] for e in analysis.all_entries()]
+    listed = ", ".join(ids[:shown]) + (f", ... ({len(ids)} in all)" if len(ids) > shown else "")
+    fail(f"no flow {flow_filter!r} in {capture}; its flows: {listed}")
+
+
 def warn_truncated(capture):
     """One line on stderr when the capture ended inside a record: the figures cover what came before."""
     if capture.truncated:
@@ -120,7 +127,7 @@ def _table_legend():
     from nrsack.analyzer.views.formats import legend_text
 
     # \b keeps click from rewrapping the legend into one paragraph
-    return "The table's columns (docs/metrics.md defines each figure):\n\n\b\n" + legend_text()
+    return "The table's columns (`nrsack docs metrics` defines each figure):\n\n\b\n" + legend_text()
 
 
 @click.command(epilog=_table_legend())
@@ -138,7 +145,7 @@ def _table_legend():
               help="A live table of every sender direction while CAPTURE is read (e.g. '-' from tcpdump -w -), "
                    "like top; the final one at its end.")
 @click.option("--check", "check", is_flag=True,
-              help="Also run every rule of rules.md in the same pass (as `nrsack check`): json lists its findings "
+              help="Also run every rule (`nrsack docs rules`) in the same pass (as `nrsack check`): json lists its findings "
                    "under `findings`, the table adds the check report; exit 1 when one is an error.")
 @click.option("--severity", type=click.Choice(["error", "warning", "note"]), default="note", show_default=True,
               help="With --check: report findings of this severity or more severe.")
@@ -167,7 +174,7 @@ def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream, follow, check, s
         analysis = run_analysis(capture, sndbuf)
     ids = formats.selected_ids(analysis, flow_filter)
     if ids is not None and not ids:
-        fail(f"no flow {flow_filter!r} in {capture}")
+        fail_no_flow(flow_filter, capture, analysis)
     found = check_findings(checker, flow_filter, severity) if check else None
     if fmt == "json":
         # a flow at a time: a million flows are a GB of text; with --check, the checker's findings
@@ -212,7 +219,7 @@ def plot(capture, sndbuf, flow_filter, out_file):
     analysis = run_analysis(capture, sndbuf)
     ids = formats.selected_ids(analysis, flow_filter)
     if ids is not None and not ids:
-        fail(f"no flow {flow_filter!r} in {capture}")
+        fail_no_flow(flow_filter, capture, analysis)
     out_file = out_file or os.path.splitext(os.path.basename(capture))[0] + ".html"
     formats.figure(analysis, ids).write_html(out_file, include_plotlyjs=True)
     click.echo(f"wrote {out_file}")
@@ -253,6 +260,11 @@ def compare(run_a, run_b, sndbuf, fmt):
         table.add_column(header)
     for p in result["pairs"]:
         gain = "n/a" if p["gain_percent"] is None else f"{p['gain_percent']:+.2f}"
-        table.add_row(p["a"], p["b"], f"{p['src']} -> {p['dst']}", f"{p['throughput_a_bps']:.0f}",
-                      f"{p['throughput_b_bps']:.0f}", gain, f"{p['p_over_q_a']:.4f}", f"{p['p_over_q_b']:.4f}")
-    Console().print(table)
+        table.add_row(p["a"], p["b"], f"{p['src']} -> {p['dst']}", formats.fixed(p["throughput_a_bps"], 0),
+                      formats.fixed(p["throughput_b_bps"], 0), gain, formats.fixed(p["p_over_q_a"], 4),
+                      formats.fixed(p["p_over_q_b"], 4))
+    console = Console()
+    console.print(table)
+    note = formats.estimated_sndbuf_note(result["pairs"])
+    if note:
+        console.print(note, markup=False, highlight=False)

@@ -225,7 +225,7 @@ TABLE_LEGEND = (
 NOT_AVAILABLE = "n/a"
 
 
-def _fixed(value, digits) -> str:
+def fixed(value, digits) -> str:
     """A figure to `digits` decimals; None (a figure the capture cannot support) as n/a."""
     return NOT_AVAILABLE if value is None else f"{value:.{digits}f}"
 
@@ -258,9 +258,9 @@ def rich_table(analysis, ids=None, width=200, caption=None):
     for s in summaries:
         wide.add_row(
             ("  " if s.get("parent") else "") + s["id"], f"{s['protocol']} {s['src']} -> {s['dst']}",
-            "yes" if s["nr_sack"] else "no", _fixed(s["q_s"], 4) + ("" if s["complete"] else " (incomplete)"),
-            _fixed(s["p_over_q"], 4), _fixed(s["b_over_q"], 4), _sndbuf_text(s), f"{s['max_rtxq_nr_bytes']}",
-            _fixed(s["throughput_bps"], 0), s["vantage"])
+            "yes" if s["nr_sack"] else "no", fixed(s["q_s"], 4) + ("" if s["complete"] else " (incomplete)"),
+            fixed(s["p_over_q"], 4), fixed(s["b_over_q"], 4), _sndbuf_text(s), f"{s['max_rtxq_nr_bytes']}",
+            fixed(s["throughput_bps"], 0), s["vantage"])
     unbounded = Console(width=1 << 16)  # measures the table's natural width, not one clamped to the console
     if Measurement.get(unbounded, unbounded.options, wide).maximum <= width:
         return wide
@@ -270,9 +270,9 @@ def rich_table(analysis, ids=None, width=200, caption=None):
     where = []
     for s in summaries:
         entry = ("  " if s.get("parent") else "") + s["id"]
-        compact.add_row(entry, "yes" if s["nr_sack"] else "no", _fixed(s["q_s"], 4) + ("" if s["complete"] else "*"),
-                        _fixed(s["p_over_q"], 4), _fixed(s["b_over_q"], 4), _sndbuf_text(s),
-                        f"{s['max_rtxq_nr_bytes']}", _fixed(s["throughput_bps"], 0))
+        compact.add_row(entry, "yes" if s["nr_sack"] else "no", fixed(s["q_s"], 4) + ("" if s["complete"] else "*"),
+                        fixed(s["p_over_q"], 4), fixed(s["b_over_q"], 4), _sndbuf_text(s),
+                        f"{s['max_rtxq_nr_bytes']}", fixed(s["throughput_bps"], 0))
         where.append(Text(f"{entry}: {s['protocol']} {s['src']} -> {s['dst']}, vantage {s['vantage']}"
                           + ("" if s["complete"] else ", incomplete")))
     return Group(compact, *where)
@@ -328,8 +328,24 @@ def compare_dict(run_a: dict, run_b: dict) -> dict:
         pairs.append({"a": a["id"], "b": b["id"], "src": a["src"], "dst": a["dst"],
                       "throughput_a_bps": a["throughput_bps"], "throughput_b_bps": b["throughput_bps"],
                       "gain_percent": A.gain(a["throughput_bps"], b["throughput_bps"]),
-                      "p_over_q_a": a["p_over_q"], "p_over_q_b": b["p_over_q"]})
+                      "p_over_q_a": a["p_over_q"], "p_over_q_b": b["p_over_q"],
+                      "sndbuf_a_bytes": a.get("sndbuf_bytes"), "sndbuf_b_bytes": b.get("sndbuf_bytes"),
+                      "sndbuf_a_estimated": a.get("sndbuf_estimated"), "sndbuf_b_estimated": b.get("sndbuf_estimated")})
     return {"run_a": run_a["capture"], "run_b": run_b["capture"], "pairs": pairs}
+
+
+def estimated_sndbuf_note(pairs) -> str | None:
+    """One line naming the entries of a comparison whose send buffer B was estimated, not given (p/q
+    depends on B: the reader must know), or None when every B was given."""
+    named = [f"run {run.upper()} {p[run]} {_sndbuf_bytes_text(p[f'sndbuf_{run}_bytes'])}"
+             for p in pairs for run in ("a", "b") if p[f"sndbuf_{run}_estimated"]]
+    if not named:
+        return None
+    return f"send buffer estimated as the largest RtxQ (--sndbuf gives it): {', '.join(named)}"
+
+
+def _sndbuf_bytes_text(value) -> str:
+    return NOT_AVAILABLE if value is None else f"{value} bytes"
 
 
 def dump_json(obj) -> str:
