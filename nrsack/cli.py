@@ -24,7 +24,7 @@ SUBCOMMANDS = {
     "docs": ("nrsack.cli:docs", "Print one of nrsack's documents (metrics, rules, ...)"),
     "generate": ("nrsack.generator.cli:generate", "Write captures: the papers' timelines, simulations"),
     "lab": ("nrsack.lab.cli:lab", "Real stacks over an emulated path, NR-SACK on and off"),
-    "plot": ("nrsack.analyzer.views.cli:plot", "An HTML plot of the RtxQ over time, blocking shaded"),
+    "plot": ("nrsack.dashboard.cli:plot", "An HTML plot of the RtxQ over time, blocking shaded"),
     "reproduce": ("nrsack.generator.sim.reproduce:reproduce", "Rerun a paper's figure beside its statements"),
     "wireshark": ("nrsack.wireshark.cli:wireshark", "Install, inspect or remove the Wireshark plugin"),
 }

@@ -1,4 +1,5 @@
-"""`nrsack analyze`, `nrsack plot`, `nrsack compare`: the analyzer's commands.
+"""`nrsack analyze`, `nrsack compare`: the analyzer's commands (`nrsack plot` draws as the dashboard does,
+so it lives there).
 
 Unusable input (not a capture, cut short before its first whole record, unknown link type, no
 flows) ends with one line on stderr and exit code 2; malformed packets inside a usable capture are
@@ -204,25 +205,6 @@ def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream, follow, check, s
             click.echo(f"wrote {path}", err=fmt == "json")
     if check and any(f["severity"] == "error" for f in found):
         sys.exit(1)
-
-
-@click.command()
-@click.argument("capture", type=click.Path(dir_okay=False))
-@sndbuf_option
-@flow_option
-@click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,
-              help="HTML file to write (default: CAPTURE with .html).")
-def plot(capture, sndbuf, flow_filter, out_file):
-    """Interactive HTML of RtxQ vs time: send-buffer line, blocked time shaded, rtxq_sack and rtxq_nr."""
-    from nrsack.analyzer.views import formats
-
-    analysis = run_analysis(capture, sndbuf)
-    ids = formats.selected_ids(analysis, flow_filter)
-    if ids is not None and not ids:
-        fail_no_flow(flow_filter, capture, analysis)
-    out_file = out_file or os.path.splitext(os.path.basename(capture))[0] + ".html"
-    formats.figure(analysis, ids).write_html(out_file, include_plotlyjs=True)
-    click.echo(f"wrote {out_file}")
 
 
 @click.command()

@@ -1,4 +1,5 @@
-"""Views of an Analysis: the JSON summary of metrics.md, files, rich table, Plotly figure.
+"""Views of an Analysis: the JSON summary of metrics.md, files, rich table (the RtxQ figure is the
+dashboard's: nrsack.dashboard.figures).
 
 Views read results; they never re-derive figures (architecture.md).
 """
@@ -281,44 +282,6 @@ def rich_table(analysis, ids=None, width=200, caption=None):
 def legend_text() -> str:
     """The table's headers explained, one per line (for --help)."""
     return "\n".join(f"{header}: {meaning}" for header, meaning in TABLE_LEGEND)
-
-
-def figure(analysis, ids=None):
-    """RtxQ vs time per sender direction (SCTP paper figs. 8-9, MPTCP paper figs. 7-8 style):
-    rtxq_sack and rtxq_nr as steps, rtxq_whatif dotted, the send-buffer line, blocked time shaded."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
-    entries = [e for e in analysis.all_entries() if ids is None or e.summary["id"] in ids]
-    if not entries:
-        entries = []
-    fig = make_subplots(rows=max(len(entries), 1), cols=1, shared_xaxes=False, vertical_spacing=0.08,
-                        subplot_titles=[f"{e.summary['id']} {e.summary['protocol']} {e.summary['src']} -> "
-                                        f"{e.summary['dst']} (vantage {e.summary['vantage']})" for e in entries])
-    for row, entry in enumerate(entries, start=1):
-        s, table = entry.summary, entry.rtxq
-        t = table["time_s"].to_numpy()
-        t = t - t[0] if len(t) else t
-        buffer_label = f"send buffer B = {s['sndbuf_bytes']} B ({'estimated' if s['sndbuf_estimated'] else 'given'})"
-        blocked_height = np.where(table["blocked"].to_numpy(), s["sndbuf_bytes"], 0)
-        first = row == 1
-        fig.add_trace(go.Scattergl(x=t, y=blocked_height, mode="lines", line={"shape": "hv", "width": 0},
-                                   fill="tozeroy", fillcolor="rgba(220,60,60,0.15)", name="blocked",
-                                   legendgroup="blocked", showlegend=first), row=row, col=1)
-        fig.add_trace(go.Scattergl(x=[t[0], t[-1]] if len(t) else [], y=[s["sndbuf_bytes"]] * 2, mode="lines",
-                                   line={"color": "black", "dash": "dash"}, name=buffer_label,
-                                   legendgroup=f"B{row}"), row=row, col=1)
-        for column, name, style in (("rtxq_sack_bytes", "rtxq_sack", {"color": "#1f77b4"}),
-                                    ("rtxq_nr_bytes", "rtxq_nr", {"color": "#2ca02c"}),
-                                    ("rtxq_whatif_bytes", "rtxq_whatif", {"color": "#7f7f7f", "dash": "dot"})):
-            fig.add_trace(go.Scattergl(x=t, y=table[column].to_numpy(), mode="lines", name=name,
-                                       line=dict(style, shape="hv"), legendgroup=name, showlegend=first),
-                          row=row, col=1)
-        fig.update_yaxes(title_text="bytes", row=row, col=1)
-        fig.update_xaxes(title_text="time since first data (s)", row=row, col=1)
-    fig.update_layout(title=f"RtxQ evolution: {analysis.capture.path}", height=max(360, 320 * len(entries)),
-                      template="plotly_white")
-    return fig
 
 
 def compare_dict(run_a: dict, run_b: dict) -> dict:
