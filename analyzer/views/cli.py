@@ -245,7 +245,8 @@ def compare(run_a, run_b, sndbuf, fmt):
         table.add_row(p["a"], p["b"], f"{p['src']} -> {p['dst']}", formats.fixed(p["throughput_a_bps"], 0),
                       formats.fixed(p["throughput_b_bps"], 0), gain, formats.fixed(p["p_over_q_a"], 4),
                       formats.fixed(p["p_over_q_b"], 4))
-    console = Console()
+    # piped output is not limited to 80 columns, as analyze's table
+    console = Console() if sys.stdout.isatty() else Console(width=200)
     console.print(table)
     note = formats.estimated_sndbuf_note(result["pairs"])
     if note:
