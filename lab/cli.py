@@ -8,6 +8,9 @@ import click
 
 from .config import MULTIPATH_STACKS, STACKS
 
+# how the per-path options take their values (README: --delay 10,20 --bandwidth 20,10)
+PER_PATH = "a comma-separated list gives one per path (" + ", ".join(MULTIPATH_STACKS) + ")"
+
 
 def _numbers(text, name, kind=float):
     parts = [x for x in str(text).split(",") if x.strip()]
@@ -42,10 +45,6 @@ def _per_path(kw):
             raise click.BadParameter(f"{kw['stack']} runs over one path: give exactly one value",
                                      param_hint=name)
     return list(zip(*(values * (n // len(values)) for values in lists.values())))
-
-
-# how the per-path options take their values (README: --delay 10,20 --bandwidth 20,10)
-PER_PATH = "a comma-separated list gives one per path (" + ", ".join(MULTIPATH_STACKS) + ")"
 
 
 def run_options(f):
