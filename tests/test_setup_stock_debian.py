@@ -23,12 +23,18 @@ pytestmark = [pytest.mark.chroot, pytest.mark.root, pytest.mark.slow, pytest.mar
 CLONE = "/srv/nrsack"  # where the newcomer's clone sits in the fresh system
 
 
+HOST_TRUST = "/etc/ssl/certs/nrsack-host-ca-bundle.crt"  # in the fresh system
+
+
 def inside(system: Path, command: str, timeout: float) -> subprocess.CompletedProcess:
     """`command` run by root's shell in the fresh system: its own /proc and /dev in a private mount
-    namespace (nothing stays mounted), the host's network and DNS, an environment of its own."""
+    namespace (nothing stays mounted), the host's network, DNS and TLS trust (a network that inspects
+    TLS needs its CA for PyPI, as this machine's pip does), an environment of its own."""
     shutil.copy("/etc/resolv.conf", system / "etc" / "resolv.conf")
+    shutil.copy(os.environ.get("PIP_CERT") or os.environ.get("SSL_CERT_FILE") or "/etc/ssl/certs/ca-certificates.crt",
+                system / HOST_TRUST.lstrip("/"))
     env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
-           "LANG": "C.UTF-8", "TERM": "dumb"}
+           "LANG": "C.UTF-8", "TERM": "dumb", "PIP_CERT": HOST_TRUST}
     script = 'mount -t proc proc "$1/proc"; mount --rbind /dev "$1/dev"; exec chroot "$1" /bin/sh -ec "$2"'
     return subprocess.run(["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-ec", script, "sh",
                            str(system), command], env=env, capture_output=True, text=True, timeout=timeout)
@@ -51,7 +57,9 @@ def test_make_demo_on_a_stock_debian_12(stock_debian):
     before = inside(stock_debian, "python3 -c pass || echo no-python; command -v pip pip3 || echo no-pip", 60)
     assert "no-pip" in before.stdout, before.stdout  # Debian's minimal system: no pip to misuse
     demo = inside(stock_debian, f"cd {CLONE} && make demo", 3600)
-    assert demo.returncode == 0, (demo.stdout[-4000:], demo.stderr[-4000:])
+    log = stock_debian.with_name(stock_debian.name + "-make-demo.log")  # kept: the chroot goes, the log stays
+    log.write_text(demo.stdout + demo.stderr)
+    assert demo.returncode == 0, f"make demo failed, log: {log}\n{demo.stderr[-2000:]}"
     for seen in ("nrsack analyze", "0.0059", "+25.82", "0 errors, 0 warnings, 0 notes"):
         assert seen in demo.stdout, seen
     # every user has nrsack, from Debian's own python3 in a virtual environment
