@@ -4,7 +4,12 @@ SACK_SAMPLE ?= sample-pcaps/sctp-sack-fig2.pcap
 SNDBUF ?= 8000
 PYTEST_ARGS ?=
 # What needs more than Python and the compiled parts (see pyproject.toml's markers).
-FAST = not tshark and not root and not browser and not chroot and not slow
+FAST = not tshark and not root and not browser and not chroot and not slow and not setup
+# scripts/setup.sh installs into a virtual environment of Debian's python3 under NRSACK_PREFIX (PEP 668:
+# nothing goes into the system's Python). Its bin/ comes first on PATH here, so python3, pytest and
+# nrsack below are that environment's (before set-up, as in test-fast on a fresh clone, the system's).
+export NRSACK_PREFIX ?= /opt/nrsack
+export PATH := $(NRSACK_PREFIX)/venv/bin:$(PATH)
 
 .PHONY: setup build demo test test-fast plugin
 
@@ -13,7 +18,7 @@ setup:
 
 # Rebuild the compiled parts after a C edit (an editable install does not); the tests refuse stale ones.
 build:
-	python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore --no-deps -e .
+	python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore --no-deps --no-build-isolation -e .
 
 plugin:
 	$(MAKE) -C dissector build
@@ -50,6 +55,12 @@ test-wireshark-versions:
 	  echo "== the plugin suites against Debian $$suite's Wireshark"; \
 	  NRSACK_WIRESHARK=$$suite python3 -m pytest -q -n 2 $(PYTEST_ARGS) $(PLUGIN_VERSION_TESTS) || status=1; \
 	done; exit $$status
+
+# The README's `make demo` in a fresh Debian 12 (bookworm) chroot with Debian's own python3: opt-in,
+# about 10 minutes of downloads into the fresh system (tests/test_setup_stock_debian.py).
+.PHONY: test-stock-debian
+test-stock-debian: setup
+	NRSACK_STOCK_DEBIAN=1 python3 -m pytest -q $(PYTEST_ARGS) tests/test_setup_stock_debian.py
 
 # The inner loop: no set-up, no tshark, root, browser or chroot; under a minute.
 test-fast:

@@ -1,8 +1,11 @@
-"""`nrsack dashboard`: serve the Dash app on localhost."""
+"""`nrsack dashboard`: serve the Dash app on localhost; `nrsack plot`: its RtxQ figures in one HTML file."""
 
+import os
 import signal
 
 import click
+
+from nrsack.analyzer.views.cli import fail_no_flow, flow_option, run_analysis, sndbuf_option
 
 
 @click.command()
@@ -38,3 +41,26 @@ def dashboard(captures, port, upload_limit):
     finally:
         server.server_close()
         library.close()
+
+
+@click.command()
+@click.argument("capture", type=click.Path(dir_okay=False))
+@sndbuf_option
+@flow_option
+@click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,
+              help="HTML file to write (default: CAPTURE's name with .html, in the current folder).")
+def plot(capture, sndbuf, flow_filter, out_file):
+    """An HTML page of the RtxQ over time of every sender direction, as the dashboard draws it: the
+    queues, the send-buffer line, blocked time shaded and loss recovery (a gap open) as a band."""
+    from nrsack.analyzer.views import formats
+    from nrsack.dashboard import figures
+
+    analysis = run_analysis(capture, sndbuf)
+    ids = formats.selected_ids(analysis, flow_filter)
+    if ids is not None and not ids:
+        fail_no_flow(flow_filter, capture, analysis)
+    entries = [e for e in analysis.all_entries() if ids is None or e.summary["id"] in ids]
+    out_file = out_file or os.path.splitext(os.path.basename(capture))[0] + ".html"
+    with open(out_file, "w") as page:
+        page.write(figures.rtxq_page(entries, f"RtxQ of {capture}"))
+    click.echo(f"wrote {out_file}")

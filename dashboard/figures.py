@@ -5,6 +5,7 @@ table), as in the papers' figures; the analyzer's tables keep capture time since
 """
 
 from dataclasses import dataclass
+import html
 
 import numpy as np
 import pandas as pd
@@ -65,14 +66,16 @@ def series(entry) -> Series:
 
 
 def shown_columns(summary):
-    """rtxq_sack and rtxq_nr on NR-SACK captures; rtxq_sack and the what-if on SACK-only ones."""
+    """rtxq_sack and rtxq_nr on NR-SACK captures; rtxq_sack and the what-if on SACK-only ones, each with
+    its label in words (the column names stay in the hover text)."""
     if summary["nr_sack"]:
-        return [("rtxq_sack", "rtxq_sack (SACK semantics)"), ("rtxq_nr", "rtxq_nr (NR-SACK: what this sender kept)")]
-    return [("rtxq_sack", "rtxq_sack (what this sender kept)"),
-            ("rtxq_whatif", "rtxq_whatif (had every SACK been an NR-SACK)")]
+        return [("rtxq_sack", "RtxQ had the SACKs been renegable"), ("rtxq_nr", "RtxQ this NR-SACK sender kept")]
+    return [("rtxq_sack", "RtxQ this sender kept"), ("rtxq_whatif", "RtxQ had every SACK been an NR-SACK")]
 
 
 def buffer_label(summary):
+    if summary["sndbuf_bytes"] is None:
+        return "send buffer B unknown"
     how = "estimated: the largest RtxQ seen" if summary["sndbuf_estimated"] else "given"
     return f"send buffer B = {int(summary['sndbuf_bytes'])} bytes ({how})"
 
@@ -105,15 +108,16 @@ def rtxq_figure(entry, x_range=None, pixels=PLOT_PIXELS, decimated=True, webgl=N
         else:
             tx, ty = s.t, s.columns[column]
         sent += len(tx)
-        data.append({"type": "scattergl", "x": tx, "y": ty, "mode": "lines", "name": name,
+        data.append({"type": "scattergl", "x": tx, "y": ty, "mode": "lines", "name": name, "legendgroup": column,
                      "line": {"shape": "hv", "width": 2, "color": COLORS[column],
                               "dash": "dot" if column == "rtxq_whatif" else "solid"},
                      "hovertemplate": "%{y:,} bytes at %{x:.6f} s<extra>" + column + "</extra>"})
-    capacity = int(summary["sndbuf_bytes"])
-    top = 1.1 * max(capacity, *(int(summary[f"max_{c}_bytes"]) for c, _ in shown_columns(summary)))
-    data.append({"type": "scattergl", "x": [min(x0, 0.0), max(x1, s.end)], "y": [capacity, capacity], "mode": "lines",
-                 "name": buffer_label(summary), "hoverinfo": "skip",
-                 "line": {"color": COLORS["buffer"], "dash": "dash", "width": 1.5}})
+    capacity = None if summary["sndbuf_bytes"] is None else int(summary["sndbuf_bytes"])
+    top = 1.1 * max(capacity or 1, *(int(summary[f"max_{c}_bytes"]) for c, _ in shown_columns(summary)))
+    if capacity is not None:  # no line for a send buffer the capture cannot tell
+        data.append({"type": "scattergl", "x": [min(x0, 0.0), max(x1, s.end)], "y": [capacity, capacity],
+                     "mode": "lines", "name": buffer_label(summary), "hoverinfo": "skip",
+                     "line": {"color": COLORS["buffer"], "dash": "dash", "width": 1.5}})
     pixel = width / pixels
     b_starts, b_ends, blocked_count = D.merge_intervals(*s.blocked, x0, x1, pixel, MAX_SHAPES)
     # gap_open as one WebGL band (0 or 3 % of the axis), decimated like the queues: it can have
@@ -123,13 +127,13 @@ def rtxq_figure(entry, x_range=None, pixels=PLOT_PIXELS, decimated=True, webgl=N
     for trace in data:
         trace["type"] = kind
     data.append({"type": kind, "x": g_t, "y": g_flag * (top * 0.03), "mode": "lines", "fill": "tozeroy",
-                 "name": "gap_open (loss recovery)", "hoverinfo": "skip", "fillcolor": GAP_FILL,
+                 "name": "loss recovery (a gap open)", "hoverinfo": "skip", "fillcolor": GAP_FILL,
                  "line": {"shape": "hv", "width": 0, "color": GAP_FILL}})
-    shapes = _interval_shapes(b_starts, b_ends, 0.0, 1.0, BLOCKED_FILL, "blocked (B - rtxq < S)")
+    shapes = _interval_shapes(b_starts, b_ends, 0.0, 1.0, BLOCKED_FILL, "blocked: send buffer full")
     layout = {
         "shapes": shapes, "template": TEMPLATE, "height": 430, "font": {"family": FONT, "size": 13},
         "margin": {"l": 70, "r": 20, "t": 40, "b": 50}, "hovermode": "x", "uirevision": summary["id"],
-        "title": {"text": f"RtxQ of {summary['src']} → {summary['dst']} ({summary['protocol'].upper()}, "
+        "title": {"text": f"RtxQ of {summary['id']}: {summary['src']} → {summary['dst']} ({summary['protocol'].upper()}, "
                           f"vantage: {summary['vantage']})", "font": {"size": 15}, "x": 0.01},
         "legend": {"orientation": "h", "y": -0.18, "x": 0},
         "xaxis": {"title": {"text": "time since first DATA (s)"}, "range": [x0, x1], "showspikes": True,
@@ -139,6 +143,18 @@ def rtxq_figure(entry, x_range=None, pixels=PLOT_PIXELS, decimated=True, webgl=N
                  "points": int(sent), "range": [x0, x1]},
     }
     return {"data": data, "layout": layout}
+
+
+def rtxq_page(entries, title) -> str:
+    """One HTML page of `entries`' RtxQ figures as the dashboard draws them, one under the other at the
+    dashboard's height, every point drawn (no server to decimate a zoom); plotly.js inline, once."""
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head>"
+             f"<body style='font-family: {FONT}'><h2>{html.escape(title)}</h2>"]
+    for i, entry in enumerate(entries):
+        figure = rtxq_figure(entry, decimated=False)
+        parts.append(pio.to_html(figure, full_html=False, include_plotlyjs=i == 0,
+                                 default_height=figure["layout"]["height"]))
+    return "".join(parts) + "</body></html>"
 
 
 def ladder_figure(rows, summary, origin_s, blocked=((), ())) -> dict:

@@ -33,7 +33,7 @@ def _profile_options(f):
     return click.option("--profile", type=click.Choice(sorted(PROFILES)), default="rfc",
                         show_default=True,
                         help="whose rules: rfc (RFC 9260 / FreeBSD-like) or ns2 (ns-2.35's SCTP "
-                             "module, the SCTP paper's simulator); docs/simulator.md")(f)
+                             "module, the SCTP paper's simulator); see `nrsack docs simulator`")(f)
 
 
 def _per_path(values, n, name):

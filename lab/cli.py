@@ -8,6 +8,9 @@ import click
 
 from .config import CONGESTION_CONTROLS, MULTIPATH_STACKS, STACKS
 
+# how the per-path options take their values (README: --delay 10,20 --bandwidth 20,10)
+PER_PATH = "a comma-separated list gives one per path (" + ", ".join(MULTIPATH_STACKS) + ")"
+
 
 def _numbers(text, name, kind=float):
     parts = [x for x in str(text).split(",") if x.strip()]
@@ -65,14 +68,14 @@ def run_options(f):
         click.option("--gso/--no-gso", default=False, show_default=True,
                      help="linux stacks: keep the sender's GSO/TSO (its capture shows multi-segment frames)"),
         click.option("--rcvbuf", type=click.IntRange(1, 1 << 30), default=1 << 20, show_default=True),
-        click.option("--loss", default="0.01", show_default=True, help="forward loss rate (linux-mptcp: one per path, comma-separated)"),
+        click.option("--loss", default="0.01", show_default=True, metavar="RATE[,RATE...]", help=f"forward loss rate; {PER_PATH}"),
         click.option("--ack-loss", type=float, default=0.0, show_default=True, help="loss rate of the ack path"),
         click.option("--loss-model", type=click.Choice(["bernoulli", "gilbert"]), default="bernoulli",
                      show_default=True),
         click.option("--burst", type=float, default=2.0, show_default=True,
                      help="Gilbert-Elliott mean burst length, packets"),
-        click.option("--delay", default="45", show_default=True, help="one-way delay, ms"),
-        click.option("--bandwidth", default="100", show_default=True, help="Mbit/s"),
+        click.option("--delay", default="45", show_default=True, metavar="MS[,MS...]", help=f"one-way delay, ms; {PER_PATH}"),
+        click.option("--bandwidth", default="100", show_default=True, metavar="MBPS[,MBPS...]", help=f"bandwidth, Mbit/s; {PER_PATH}"),
         click.option("--queue", type=int, default=100, show_default=True, help="drop-tail queue, packets"),
         click.option("--bytes", "nbytes", type=click.IntRange(min=1), default=1_000_000, show_default=True),
         click.option("--message", type=click.IntRange(1, 65000), default=1000, show_default=True,

@@ -4,9 +4,12 @@
 #   scripts/wireshark-chroot.sh exec SUITE [--user] -- CMD...
 #                                                     run CMD inside; --user drops to uid/gid 65534
 #   scripts/wireshark-chroot.sh version SUITE         the chroot's Wireshark version (e.g. 4.4.9)
-# SUITE: trixie (Debian 13, Wireshark 4.4) or forky (Debian testing, Wireshark 4.6). Needs root and
-# debootstrap. The chroot is cached outside the clone (NRSACK_CHROOT_CACHE, default /var/cache/nrsack)
-# as a tarball named after its package list, so CI re-runs on one machine and fresh clones reuse it.
+#   scripts/wireshark-chroot.sh fresh SUITE DIR       a throwaway copy of the cached chroot in DIR
+# SUITE: trixie (Debian 13, Wireshark 4.4) or forky (Debian testing, Wireshark 4.6); bookworm is a stock
+# Debian 12 as a newcomer has it (make and ca-certificates added, no Wireshark), to run the README's
+# commands in (tests/test_setup_stock_debian.py). Needs root and debootstrap. The chroot is cached
+# outside the clone (NRSACK_CHROOT_CACHE, default /var/cache/nrsack) as a tarball named after its
+# package list, so CI re-runs on one machine and fresh clones reuse it.
 # In `exec`, the clone and /tmp are bind-mounted at the same paths (a private mount namespace, so
 # nothing stays mounted), and paths mean the same inside and outside.
 set -euo pipefail
@@ -14,6 +17,7 @@ set -euo pipefail
 CACHE="${NRSACK_CHROOT_CACHE:-/var/cache/nrsack}"
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 PACKAGES=(tshark wireshark-dev libgcrypt20-dev cmake gcc make libc6-dev pkg-config util-linux)
+STOCK_PACKAGES=(make ca-certificates)  # bookworm: what the README's reader adds to a fresh Debian 12
 
 die() { echo "wireshark-chroot: $*" >&2; exit 2; }
 
@@ -27,7 +31,7 @@ mirror() {
 }
 
 suite_ok() {
-  case "$1" in trixie|forky) ;; *) die "unknown suite '$1' (trixie or forky)";; esac
+  case "$1" in trixie|forky) ;; bookworm) PACKAGES=("${STOCK_PACKAGES[@]}") ;; *) die "unknown suite '$1' (trixie, forky or bookworm)";; esac
 }
 
 stamp() {  # names a cache entry after what is inside it, so a changed package list makes a new one
@@ -87,7 +91,7 @@ ensure() {  # prints the ready chroot folder of SUITE
   echo "$dir"
 }
 
-[ $# -ge 2 ] || { sed -n '2,10p' "$0" >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,15p' "$0" >&2; exit 2; }
 command="$1" suite="$2"; shift 2
 suite_ok "$suite"
 case "$command" in
@@ -99,8 +103,13 @@ case "$command" in
     [ $# -gt 0 ] || die "exec needs a command"
     dir="$(ensure "$suite")"
     run_inside "$dir" "$user" "$@" ;;
+  fresh)
+    [ $# = 1 ] || die "fresh needs a folder"
+    ensure "$suite" >/dev/null
+    mkdir -p "$1"
+    tar --zstd -xf "$CACHE/$(stamp "$suite").tar.zst" -C "$1" ;;
   version)
     dir="$(ensure "$suite")"
     chroot "$dir" dpkg-query -W -f='${Version}' tshark | sed -E 's/^[0-9]+://; s/-.*//' ;;
-  *) die "unknown command '$command' (ensure, exec or version)" ;;
+  *) die "unknown command '$command' (ensure, exec, fresh or version)" ;;
 esac

@@ -117,14 +117,20 @@ def test_flow_filter(cmt):
     assert result.exit_code == 2 and "no flow '7'" in result.output
 
 
-def test_plot_writes_webgl_html_with_every_series(cmt, tmp_path):
+def test_plot_draws_the_dashboards_figure_of_every_entry(cmt, tmp_path):
+    """One figure per sender direction and path, at the dashboard's height, labelled in words, with the
+    loss-recovery (gap open) band and the blocked shading."""
     out = tmp_path / "cmt.html"
-    result = CliRunner().invoke(main, ["plot", str(cmt[True]), "--sndbuf", "3000", "--out", str(out)])
+    result = CliRunner().invoke(main, ["plot", str(SAMPLES / "cmt-nrsack.pcap"), "--sndbuf", "8000", "--out", str(out)])
     assert result.exit_code == 0, result.output
     html = out.read_text()
-    for name in ("rtxq_sack", "rtxq_nr", "rtxq_whatif", "blocked", "send buffer B = 3000 B (given)"):
+    for name in ("RtxQ had the SACKs been renegable", "RtxQ this NR-SACK sender kept", "loss recovery (a gap open)",
+                 "blocked: send buffer full", "send buffer B = 8000 bytes (given)", "RtxQ of 0a.0: ", "RtxQ of 0a.1: "):
         assert name in html, name
-    assert html.count('"type":"scattergl"') >= 5
+    assert '"name":"rtxq_' not in html  # no column names as legend labels
+    assert html.count('"height":430') == 3 and html.count("plotly.js v") == 1
+    result = CliRunner().invoke(main, ["plot", str(cmt[False]), "--flow", "0a", "--out", str(out)])
+    assert result.exit_code == 0 and "RtxQ had every SACK been an NR-SACK" in out.read_text()
 
 
 def test_compare_gives_the_gain(cmt):

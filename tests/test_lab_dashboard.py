@@ -39,6 +39,6 @@ def test_sender_capture_opens_with_the_runs_flow_and_buffer(runs, ack):
     selection = board.select_entry(active, rows)
     _, blocking = board.kpis(selection)
     assert len(blocking) > 0  # a 16 KB buffer under 2 % loss blocks the writer
-    names = [t["name"] for t in board.rtxq_view(selection, None, None, "selection")["data"]]
-    assert f"send buffer B = {truth['sndbuf_bytes']} bytes (given)" in names
-    assert any(n.startswith("rtxq_nr" if ack == "nrsack" else "rtxq_whatif") for n in names)
+    traces = board.rtxq_view(selection, None, None, "selection")["data"]
+    assert f"send buffer B = {truth['sndbuf_bytes']} bytes (given)" in [t["name"] for t in traces]
+    assert ("rtxq_nr" if ack == "nrsack" else "rtxq_whatif") in [t.get("legendgroup") for t in traces]

@@ -103,3 +103,11 @@ def test_dashboard_serves_the_bundled_samples(venv):
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_the_documents_the_help_texts_cite_come_with_the_wheel(venv):
+    bin_dir, cwd = venv
+    listed = run(bin_dir / "nrsack", "docs", cwd=cwd)
+    assert listed.returncode == 0 and {"metrics", "rules", "simulator"} <= {line.split()[0] for line in listed.stdout.splitlines()}
+    shown = run(bin_dir / "nrsack", "docs", "metrics", cwd=cwd)
+    assert shown.returncode == 0 and shown.stdout == (REPO / "docs" / "metrics.md").read_text()

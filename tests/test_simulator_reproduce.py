@@ -31,8 +31,14 @@ def test_quick_figure_7_writes_tables_plots_and_the_side_by_side_table(tmp_path)
     assert len(side) == len(R.FIGURES["7"].statements)
     assert {"paper", "ns2", "ns2_verdict", "rfc", "rfc_verdict"} <= set(side.columns)
     assert side.set_index("statement").loc["no gain without loss (Fig. 7)", "ns2_verdict"] == "holds"
-    # the printed table is the statements' table
+    # the printed table is the statements' table, its header saying what ± is
     assert "| 7 | 32K region of gain (Fig. 7) | [0.09 %, 2 %] (accepted:" in r.stdout
+    assert "| ns2: gain mean ± SD over 4 seeds | ns2_verdict |" in r.stdout
+    # the quick grid stops at 10 % loss: the paper's 8K claims (up to 65 %) are not judged on it
+    statements = side.set_index("statement")
+    for text in ("8K region of gain (Fig. 7)", "8K peak gain (Fig. 7)", "8K still gains at 65 % loss (Fig. 7)"):
+        assert statements.loc[text, ["ns2", "ns2_verdict", "rfc", "rfc_verdict"]].eq("not run (--quick)").all(), text
+    assert "differs by -0.0 " not in r.stdout and "differs by +0.0 " not in r.stdout
     # the gap-filler rule is what moves the 32K curve: ns2 gains more than rfc at 0.5 % loss
     at = gain[(gain.sndbuf == 32768) & (gain.loss == 0.005)].set_index("profile").gain_pct
     assert at["ns2"] > at["rfc"] + 3
@@ -119,3 +125,45 @@ def test_buffer_region_and_right_edge_verdicts():
     assert R.right_edge_order(dict(delay_ms=10.0), "loss", True)(t)[1] == "differs: not ordered"
     assert R.peak_order(dict(delay_ms=10.0), "loss", True)(t)[1] == "holds"
     assert R.peak_order(dict(delay_ms=10.0), "loss", False)(t)[1] == "differs at 0.5 % vs 5 %"
+
+
+def test_a_statement_whose_points_the_grid_did_not_run_is_not_judged():
+    """Figure 7's 8K curve reaches 65 % loss in the paper; a grid that stops at 10 % cannot say how far
+    its region or peak is from the paper's, only that it did not run them."""
+    rows = [dict(sndbuf=b, loss=x, gain_pct=g) for b in (8192, 32768, 65536)
+            for x, g in [(0.0, 0.0), (0.01, 40.0 * 32768 / b), (0.1, 80.0 * 32768 / b)]]
+    quick = table(rows)
+    for flag, label in ((True, "not run (--quick)"), (False, "not run")):
+        side = R.judge(R.FIGURES["7"], quick, quick=flag).set_index("statement")
+        for text in ("8K region of gain (Fig. 7)", "8K peak gain (Fig. 7)", "8K still gains at 65 % loss (Fig. 7)"):
+            assert side.loc[text, "ns2"] == side.loc[text, "ns2_verdict"] == label, text
+        assert side.loc["32K region of gain (Fig. 7)", "ns2_verdict"] != label  # its points ran
+    full = table(rows + [dict(sndbuf=8192, loss=x, gain_pct=300.0) for x in (0.3, 0.65)])
+    side = R.judge(R.FIGURES["7"], full, quick=False).set_index("statement")
+    assert side.loc["8K peak gain (Fig. 7)", "ns2_verdict"] == "holds"
+
+
+def test_a_verdict_never_differs_by_zero():
+    just_under = table([dict(loss=0.01, gain_pct=9.97)])
+    assert R.peak_statement(32768, at_least=10.0)(just_under)[1] == "differs by -0.03 pp"
+    assert R.peak_statement(32768, within=(10.0, 10.02))(table([dict(loss=0.01, gain_pct=10.03)]))[1] == \
+        "differs by +0.02 pp"
+    assert R.peak_statement(32768, at_least=10.0)(table([dict(loss=0.01, gain_pct=8.0)]))[1] == "differs by -2.0 pp"
+
+
+def test_the_printed_table_defines_the_spread():
+    side = pd.DataFrame([{"figure": "7", "statement": "s", "paper": "p", "ns2": "1.0 ± 0.5 %", "ns2_verdict": "holds"}])
+    header = R.markdown(side, R.spread_headers(["ns2"], 4)).splitlines()[0]
+    assert header == "| figure | statement | paper | ns2: gain mean ± SD over 4 seeds | ns2_verdict |"
+
+
+def test_the_two_gain_axes_put_zero_at_the_same_height():
+    """Figure 7's 8K curve (right axis) gains up to ~250 %, the others ~20 % with a dip below 0: the
+    right axis's 0 % must sit level with the left's, so small 8K gains do not look negative."""
+    left = table([dict(loss=0.01, gain_pct=18.0, gain_pct_std=2.0), dict(loss=0.1, gain_pct=-3.0, gain_pct_std=1.0)])
+    right = table([dict(loss=0.01, gain_pct=2.0, gain_pct_std=1.0), dict(loss=0.3, gain_pct=250.0, gain_pct_std=20.0)])
+    (l0, l1), (r0, r1) = R.aligned_zero_ranges(left, right)
+    assert l0 <= -4.0 and l1 >= 20.0 and r0 < 0 and r1 >= 270.0
+    assert -l0 / (l1 - l0) == pytest.approx(-r0 / (r1 - r0))
+    (l0, l1), (r0, r1) = R.aligned_zero_ranges(right, right)  # all above 0: both start at 0
+    assert l0 == r0 == 0

@@ -11,6 +11,10 @@ from dataclasses import dataclass, field
 import functools
 import ipaddress
 import os
+import re
+import shutil
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -184,10 +188,103 @@ def read_chunks(path, frames=CHUNK_FRAMES, progress=None, wait_s=None, name=None
         raise CaptureError(f"{name}: no such file")
     if os.path.isdir(path):
         raise CaptureError(f"{name}: is a folder, not a capture")
+    compression = _compression(path)
+    decompressing = None if compression is None else Decompressing(name, path, *compression)
     try:
-        reader = _native.Reader(path)
+        reader = _open_reader(path, name, decompressing)
+        yield from _read_chunks(name, reader, frames, progress, decompressing, wait_s)
+    finally:
+        if decompressing is not None:
+            reader = None  # closes the pipe: a decompressor still writing (the reading stopped early) ends
+            decompressing.stop()
+
+
+# the first bytes of the compressed files Wireshark opens -> (what it is, the command that streams it out)
+COMPRESSIONS = {b"\x1f\x8b": ("gzip", ["gzip", "-dc"]),
+                b"\x28\xb5\x2f\xfd": ("zstd", ["zstd", "-dcq"]),
+                b"\x04\x22\x4d\x18": ("lz4", ["lz4", "-dcq"])}
+# libpcap's words for a file shorter than its header
+_SHORT_HEADER = re.compile(r"truncated dump file; tried to read (\d+) file header bytes, only got (\d+)")
+
+
+def _compression(path):
+    """-> (name, command) when `path` is a regular file compressed as Wireshark reads them, else None.
+    Standard input is not peeked at: its first bytes would be gone for the reader."""
+    if path == "-" or not os.path.isfile(path):
+        return None
+    with open(path, "rb") as handle:
+        first = handle.read(4)
+    return next((found for magic, found in COMPRESSIONS.items() if first.startswith(magic)), None)
+
+
+class Decompressing:
+    """A compressed capture streamed through its decompressor's command into the reader, as a pipe:
+    bounded memory, and the reader reads pipes already."""
+
+    def __init__(self, shown, path, name, command):
+        if shutil.which(command[0]) is None:
+            raise CaptureError(f"{shown}: {name}-compressed; reading it needs the {command[0]} command "
+                               f"(Debian package {command[0]})")
+        self.name = name
+        self._complaint = None
+        self.process = subprocess.Popen([*command, path], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE)
+        self.source = f"/dev/fd/{self.process.stdout.fileno()}"
+
+    def opened(self):
+        """The reader has opened the pipe with a descriptor of its own: ours would keep it open."""
+        self.process.stdout.close()
+
+    def failure(self, wait_s=5.0):
+        """-> why the decompression failed ("gzip: ...: unexpected end of file"), or None when it did not
+        (or is still running after `wait_s`: then the bytes it gives are what is wrong)."""
+        try:
+            code = self.process.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            return None
+        if code <= 0:  # 0, or ended by SIGPIPE: the reading stopped early
+            return None
+        if self._complaint is None:
+            lines = self.process.stderr.read().decode(errors="replace").strip().splitlines()
+            self._complaint = f"{self.name} decompression failed: {lines[-1] if lines else f'exit status {code}'}"
+        return self._complaint
+
+    def stop(self):
+        self.process.stdout.close()
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        self.process.stderr.close()
+
+
+def _open_reader(path, name, decompressing=None):
+    """The compiled Reader of `path` (through `decompressing`, when compressed); libpcap's errors are
+    said in nrsack's words, of the capture called `name`."""
+    if os.path.isfile(path) and os.path.getsize(path) == 0:
+        raise CaptureError(f"{name}: not a readable capture: the file is empty")
+    try:
+        reader = _native.Reader(path if decompressing is None else decompressing.source)
     except _native.ReaderError as error:
-        raise CaptureError(f"{name}: not a readable capture: {error}") from None
+        message = str(error)
+        short = _SHORT_HEADER.search(message)
+        failed = None if decompressing is None else decompressing.failure(wait_s=1.0)
+        if failed:
+            message = failed
+        elif decompressing is not None and short and short.group(2) == "0":
+            message = f"empty inside its {decompressing.name} compression"
+        elif short:
+            message = f"cut short inside its file header ({short.group(2)} of {short.group(1)} bytes)"
+        elif "unknown file format" in message:
+            message = "neither pcap nor pcapng" + (f" inside its {decompressing.name} compression" if decompressing
+                                                   else " (nor a gzip, zstd or lz4 compressed one)")
+        raise CaptureError(f"{name}: not a readable capture: {message}") from None
+    finally:
+        if decompressing is not None:
+            decompressing.opened()
+    return reader
+
+
+def _read_chunks(name, reader, frames, progress, decompressing, wait_s):
     _native.keep_freed_memory()
     conns = ConnList()
     offset = 0
@@ -204,7 +301,8 @@ def read_chunks(path, frames=CHUNK_FRAMES, progress=None, wait_s=None, name=None
                         break
                 got = reader.read(step)
             except _native.ReaderError as error:
-                raise CaptureError(f"{name}: damaged or truncated capture, {error}") from None
+                failed = None if decompressing is None else decompressing.failure(wait_s=1.0)
+                raise CaptureError(f"{name}: damaged or truncated capture, {failed or error}") from None
             except KeyboardInterrupt:  # Ctrl-C while waiting for a live input: its frames so far still count
                 interrupted = done = True
                 break
@@ -225,9 +323,12 @@ def read_chunks(path, frames=CHUNK_FRAMES, progress=None, wait_s=None, name=None
         ev = np.frombuffer(ev_buffer, EVENT_DTYPE, count=ev_used // EVENT_DTYPE.itemsize)
         blocks = np.frombuffer(block_buffer, BLOCK_DTYPE, count=block_used // BLOCK_DTYPE.itemsize)
         noted = [(int(frame), rule, reason) for frame, rule, reason in reader.rule_findings() + reader.notes()]
+        truncated = reader.truncated()
+        if done and decompressing is not None:  # the capture ends where its decompression failed
+            truncated = "; ".join(filter(None, (truncated, decompressing.failure()))) or truncated
         yield Capture(name, reader.linktype(), reader.frames(), ev, blocks, conns,
                       [(int(frame), reason) for frame, reason in reader.findings()],
-                      sorted(noted, key=lambda f: f[0]), offset, reader.truncated())
+                      sorted(noted, key=lambda f: f[0]), offset, truncated)
         offset += len(ev)
     if interrupted:
         raise KeyboardInterrupt

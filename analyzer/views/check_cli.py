@@ -1,7 +1,7 @@
 """`nrsack check CAPTURE...`: the conformance checker's command and its report formats.
 
 Exit status: 0 when no reported finding is an error, 1 when one is, 2 for unusable input (one line on
-stderr). With several captures, `flow` in json / sarif is "CAPTURE:ID" instead of the flow id.
+stderr for each unusable capture, after which the others are still checked and reported). With several captures, `flow` in json / sarif is "CAPTURE:ID" instead of the flow id.
 """
 
 import json
@@ -19,21 +19,24 @@ SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
 def run(captures, rule_ids, severity):
-    """-> [(capture, flows, findings)]; exits 2 on unusable input or an unknown rule ID."""
+    """-> ([(capture, flows, findings)] of the usable captures, how many were unusable). An unusable
+    capture gets one line on stderr and the others are still checked; an unknown rule ID exits 2 at once."""
     from nrsack.analyzer.rules import checker as C
     from nrsack.analyzer.read import events as E
 
-    results = []
+    results, unusable = [], 0
     for path in captures:
         try:
             cap, flows, found = C.check_path(path, rule_ids, lazy=True)  # in chunks: bounded memory
             warn_truncated(cap)
         except E.CaptureError as error:
-            fail(str(error))
+            click.echo(f"nrsack: error: {error}", err=True)
+            unusable += 1
+            continue
         except KeyError as error:
             fail(f"unknown rule ID {error.args[0]} (known: {', '.join(REGISTRY)})")
         results.append((path, flows, C.at_least(found, severity)))
-    return results
+    return results, unusable
 
 
 def flow_name(flow):
@@ -153,19 +156,19 @@ def _rule_list(ctx, param, value):
 @click.command()
 @click.argument("captures", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--rules", "rule_ids", callback=_rule_list, default=None, metavar="ID,...",
-              help="Only these rules (default: every rule of rules.md).")
+              help="Only these rules (default: every rule of `nrsack docs rules`).")
 @click.option("--severity", type=click.Choice(list(SEVERITIES)), default="note", show_default=True,
               help="Report findings of this severity or more severe.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None, help="Write the report here.")
 def check(captures, rule_ids, severity, fmt, out_file):
-    """Conformance of the NR-SACK / FSACK peers in CAPTURE... to rules.md.
+    """Conformance of the NR-SACK / FSACK peers in CAPTURE... to the rules of `nrsack docs rules`.
 
     Each finding: rule ID, severity, flow (the analyzer's flow id; "CAPTURE:ID" with several captures),
     direction (data sender -> receiver), frames (1-based, the breaking frame last) and a message.
     junit: one test case per rule per flow, error findings fail it. Exit status 0 without an error
     finding, 1 with one, 2 for unusable input."""
-    results = run(captures, rule_ids, severity)
+    results, unusable = run(captures, rule_ids, severity)
     report = {"text": lambda: [text_report(results)], "json": lambda: json_report_parts(results),
               "junit": lambda: [junit_report(results, rule_ids)], "sarif": lambda: [sarif_report(results, rule_ids)]}[fmt]()
     if out_file:
@@ -176,10 +179,12 @@ def check(captures, rule_ids, severity, fmt, out_file):
                 handle.write("\n")
         except OSError as error:
             fail(f"{out_file}: {error.strerror}")
-    else:
+    elif results or fmt != "text":  # no text at all when no capture could be read
         for part in report:
             click.echo(part, nl=False)
         click.echo()
     from nrsack.analyzer.rules.checker import at_least
 
+    if unusable:
+        sys.exit(2)  # after the report of the usable ones: one bad file does not hide the others' findings
     sys.exit(1 if any(len(at_least(findings, "error")) for _, _, findings in results) else 0)

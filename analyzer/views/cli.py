@@ -1,4 +1,5 @@
-"""`nrsack analyze`, `nrsack plot`, `nrsack compare`: the analyzer's commands.
+"""`nrsack analyze`, `nrsack compare`: the analyzer's commands (`nrsack plot` draws as the dashboard does,
+so it lives there).
 
 Unusable input (not a capture, cut short before its first whole record, unknown link type, no
 flows) ends with one line on stderr and exit code 2; malformed packets inside a usable capture are
@@ -20,6 +21,13 @@ PROGRESS_MIN_BYTES = 32 << 20
 def fail(message):
     click.echo(f"nrsack: error: {message}", err=True)
     sys.exit(2)
+
+
+def fail_no_flow(flow_filter, capture, analysis, shown=20):
+    """--flow named nothing: say which ids there are (the first `shown` of them; a capture may hold millions)."""
+    ids = [e.summary["id"] for e in analysis.all_entries()]
+    listed = ", ".join(ids[:shown]) + (f", ... ({len(ids)} in all)" if len(ids) > shown else "")
+    fail(f"no flow {flow_filter!r} in {capture}; its flows: {listed}")
 
 
 def warn_truncated(capture):
@@ -97,9 +105,7 @@ def run_follow(path, sndbuf, flow_filter, idle_s):
     def table(analysis, final):
         ids = formats.selected_ids(analysis, flow_filter)
         title = "final" if final else f"following, {analysis.capture.frames} frames so far"
-        shown = formats.rich_table(analysis, ids)
-        shown.caption = title
-        return shown
+        return formats.rich_table(analysis, ids, console.width, caption=title)
 
     try:
         if console.is_terminal:
@@ -120,7 +126,14 @@ flow_option = click.option("--flow", "flow_filter", default=None, metavar="ID",
                            help="Only this entry (e.g. 0a, 0a.1) or flow number (e.g. 0).")
 
 
-@click.command()
+def _table_legend():
+    from nrsack.analyzer.views.formats import legend_text
+
+    # \b keeps click from rewrapping the legend into one paragraph
+    return "The table's columns (`nrsack docs metrics` defines each figure):\n\n\b\n" + legend_text()
+
+
+@click.command(epilog=_table_legend())
 @click.argument("capture", type=click.Path(dir_okay=False))
 @sndbuf_option
 @flow_option
@@ -138,7 +151,7 @@ flow_option = click.option("--flow", "flow_filter", default=None, metavar="ID",
               metavar="SECONDS",
               help="With --follow on a file: read it as it grows (like tail -f) until it has not grown this long.")
 @click.option("--check", "check", is_flag=True,
-              help="Also run every rule of rules.md in the same pass (as `nrsack check`): json lists its findings "
+              help="Also run every rule (`nrsack docs rules`) in the same pass (as `nrsack check`): json lists its findings "
                    "under `findings`, the table adds the check report; exit 1 when one is an error.")
 @click.option("--severity", type=click.Choice(["error", "warning", "note"]), default="note", show_default=True,
               help="With --check: report findings of this severity or more severe.")
@@ -167,7 +180,7 @@ def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream, follow, idle_s, 
         analysis = run_analysis(capture, sndbuf)
     ids = formats.selected_ids(analysis, flow_filter)
     if ids is not None and not ids:
-        fail(f"no flow {flow_filter!r} in {capture}")
+        fail_no_flow(flow_filter, capture, analysis)
     found = check_findings(checker, flow_filter, severity) if check else None
     if fmt == "json":
         # a flow at a time: a million flows are a GB of text; with --check, the checker's findings
@@ -177,7 +190,7 @@ def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream, follow, idle_s, 
 
         # piped output is not limited to 80 columns: the table stays one line per entry
         console = Console() if sys.stdout.isatty() else Console(width=200)
-        console.print(formats.rich_table(analysis, ids))
+        console.print(formats.rich_table(analysis, ids, console.width))
         for frame, reason in analysis.capture.findings:
             console.print(f"GEN-01 frame {frame}: {reason}", markup=False)
         for finding in formats.summary_dict(analysis, ids)["findings"]:
@@ -197,25 +210,6 @@ def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream, follow, idle_s, 
             click.echo(f"wrote {path}", err=fmt == "json")
     if check and any(f["severity"] == "error" for f in found):
         sys.exit(1)
-
-
-@click.command()
-@click.argument("capture", type=click.Path(dir_okay=False))
-@sndbuf_option
-@flow_option
-@click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None,
-              help="HTML file to write (default: CAPTURE with .html).")
-def plot(capture, sndbuf, flow_filter, out_file):
-    """Interactive HTML of RtxQ vs time: send-buffer line, blocked time shaded, rtxq_sack and rtxq_nr."""
-    from nrsack.analyzer.views import formats
-
-    analysis = run_analysis(capture, sndbuf)
-    ids = formats.selected_ids(analysis, flow_filter)
-    if ids is not None and not ids:
-        fail(f"no flow {flow_filter!r} in {capture}")
-    out_file = out_file or os.path.splitext(os.path.basename(capture))[0] + ".html"
-    formats.figure(analysis, ids).write_html(out_file, include_plotlyjs=True)
-    click.echo(f"wrote {out_file}")
 
 
 @click.command()
@@ -253,6 +247,12 @@ def compare(run_a, run_b, sndbuf, fmt):
         table.add_column(header)
     for p in result["pairs"]:
         gain = "n/a" if p["gain_percent"] is None else f"{p['gain_percent']:+.2f}"
-        table.add_row(p["a"], p["b"], f"{p['src']} -> {p['dst']}", f"{p['throughput_a_bps']:.0f}",
-                      f"{p['throughput_b_bps']:.0f}", gain, f"{p['p_over_q_a']:.4f}", f"{p['p_over_q_b']:.4f}")
-    Console().print(table)
+        table.add_row(p["a"], p["b"], f"{p['src']} -> {p['dst']}", formats.fixed(p["throughput_a_bps"], 0),
+                      formats.fixed(p["throughput_b_bps"], 0), gain, formats.fixed(p["p_over_q_a"], 4),
+                      formats.fixed(p["p_over_q_b"], 4))
+    # piped output is not limited to 80 columns, as analyze's table
+    console = Console() if sys.stdout.isatty() else Console(width=200)
+    console.print(table)
+    note = formats.estimated_sndbuf_note(result["pairs"])
+    if note:
+        console.print(note, markup=False, highlight=False)

@@ -1,4 +1,5 @@
-"""Views of an Analysis: the JSON summary of metrics.md, files, rich table, Plotly figure.
+"""Views of an Analysis: the JSON summary of metrics.md, files, rich table (the RtxQ figure is the
+dashboard's: nrsack.dashboard.figures).
 
 Views read results; they never re-derive figures (architecture.md).
 """
@@ -210,62 +211,77 @@ def dictionary_columns(names) -> list:
     return [name for name in names if not name.endswith(("_s", "_ns", "frame"))]
 
 
-def rich_table(analysis, ids=None):
-    from rich.table import Table
+# What the table's headers mean (`nrsack analyze --help` shows it; metrics.md defines each figure).
+TABLE_LEGEND = (
+    ("id", "sender direction: flow number, a/b for its direction, .N a path or subflow"),
+    ("NR", "NR-SACKs negotiated or seen"),
+    ("q s", "transfer time q in seconds (* or (incomplete): to the end of the capture)"),
+    ("p/q", "time blocked during loss recovery (gap open) / q"),
+    ("b/q", "time blocked / q"),
+    ("B bytes", "send buffer B in payload bytes (est.: estimated as the largest RtxQ)"),
+    ("max rtxq nr", "largest RtxQ of a sender honouring NR-SACKs, bytes"),
+    ("T b/s", "throughput: acked payload bits / q"),
+    ("vantage", "where the capture was taken: sender, receiver, middle or unknown"),
+)
+NOT_AVAILABLE = "n/a"
 
-    table = Table(title=f"{analysis.capture.path}: {analysis.capture.frames} frames")
+
+def fixed(value, digits) -> str:
+    """A figure to `digits` decimals; None (a figure the capture cannot support) as n/a."""
+    return NOT_AVAILABLE if value is None else f"{value:.{digits}f}"
+
+
+def _sndbuf_text(s) -> str:
+    if s["sndbuf_bytes"] is None:
+        return NOT_AVAILABLE
+    return f"{s['sndbuf_bytes']}{' est.' if s['sndbuf_estimated'] else ''}"
+
+
+def _shown_summaries(analysis, ids):
+    return [e.summary for e in analysis.all_entries() if ids is None or e.summary["id"] in ids]
+
+
+def rich_table(analysis, ids=None, width=200, caption=None):
+    """The summary table for a console `width` columns wide: one line per entry when it fits; else a
+    compact table of the figures with each entry's endpoints and vantage listed under it, so that no
+    value is cut (rich would shorten addresses and q to "192.…" and "0.30…")."""
+    from rich.console import Console, Group
+    from rich.measure import Measurement
+    from rich.table import Table
+    from rich.text import Text
+
+    title = f"{analysis.capture.path}: {analysis.capture.frames} frames"
+    summaries = _shown_summaries(analysis, ids)
+    wide = Table(title=title, caption=caption)
     for header in ("id", "sender -> receiver", "NR", "q s", "p/q", "b/q", "B bytes", "max rtxq nr", "T b/s",
                    "vantage"):
-        table.add_column(header, no_wrap=header in ("id", "p/q", "b/q"))
-    for entry in analysis.all_entries():
-        s = entry.summary
-        if ids is not None and s["id"] not in ids:
-            continue
-        table.add_row(
+        wide.add_column(header, no_wrap=True)
+    for s in summaries:
+        wide.add_row(
             ("  " if s.get("parent") else "") + s["id"], f"{s['protocol']} {s['src']} -> {s['dst']}",
-            "yes" if s["nr_sack"] else "no", f"{s['q_s']:.4f}" + ("" if s["complete"] else " (incomplete)"),
-            f"{s['p_over_q']:.4f}", f"{s['b_over_q']:.4f}",
-            f"{s['sndbuf_bytes']}{' est.' if s['sndbuf_estimated'] else ''}", f"{s['max_rtxq_nr_bytes']}",
-            f"{s['throughput_bps']:.0f}", s["vantage"])
-    return table
+            "yes" if s["nr_sack"] else "no", fixed(s["q_s"], 4) + ("" if s["complete"] else " (incomplete)"),
+            fixed(s["p_over_q"], 4), fixed(s["b_over_q"], 4), _sndbuf_text(s), f"{s['max_rtxq_nr_bytes']}",
+            fixed(s["throughput_bps"], 0), s["vantage"])
+    unbounded = Console(width=1 << 16)  # measures the table's natural width, not one clamped to the console
+    if Measurement.get(unbounded, unbounded.options, wide).maximum <= width:
+        return wide
+    compact = Table(title=title, caption=caption)
+    for header in ("id", "NR", "q s", "p/q", "b/q", "B bytes", "max rtxq nr", "T b/s"):
+        compact.add_column(header, no_wrap=header != "max rtxq nr")
+    where = []
+    for s in summaries:
+        entry = ("  " if s.get("parent") else "") + s["id"]
+        compact.add_row(entry, "yes" if s["nr_sack"] else "no", fixed(s["q_s"], 4) + ("" if s["complete"] else "*"),
+                        fixed(s["p_over_q"], 4), fixed(s["b_over_q"], 4), _sndbuf_text(s),
+                        f"{s['max_rtxq_nr_bytes']}", fixed(s["throughput_bps"], 0))
+        where.append(Text(f"{entry}: {s['protocol']} {s['src']} -> {s['dst']}, vantage {s['vantage']}"
+                          + ("" if s["complete"] else ", incomplete")))
+    return Group(compact, *where)
 
 
-def figure(analysis, ids=None):
-    """RtxQ vs time per sender direction (SCTP paper figs. 8-9, MPTCP paper figs. 7-8 style):
-    rtxq_sack and rtxq_nr as steps, rtxq_whatif dotted, the send-buffer line, blocked time shaded."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
-    entries = [e for e in analysis.all_entries() if ids is None or e.summary["id"] in ids]
-    if not entries:
-        entries = []
-    fig = make_subplots(rows=max(len(entries), 1), cols=1, shared_xaxes=False, vertical_spacing=0.08,
-                        subplot_titles=[f"{e.summary['id']} {e.summary['protocol']} {e.summary['src']} -> "
-                                        f"{e.summary['dst']} (vantage {e.summary['vantage']})" for e in entries])
-    for row, entry in enumerate(entries, start=1):
-        s, table = entry.summary, entry.rtxq
-        t = table["time_s"].to_numpy()
-        t = t - t[0] if len(t) else t
-        buffer_label = f"send buffer B = {s['sndbuf_bytes']} B ({'estimated' if s['sndbuf_estimated'] else 'given'})"
-        blocked_height = np.where(table["blocked"].to_numpy(), s["sndbuf_bytes"], 0)
-        first = row == 1
-        fig.add_trace(go.Scattergl(x=t, y=blocked_height, mode="lines", line={"shape": "hv", "width": 0},
-                                   fill="tozeroy", fillcolor="rgba(220,60,60,0.15)", name="blocked",
-                                   legendgroup="blocked", showlegend=first), row=row, col=1)
-        fig.add_trace(go.Scattergl(x=[t[0], t[-1]] if len(t) else [], y=[s["sndbuf_bytes"]] * 2, mode="lines",
-                                   line={"color": "black", "dash": "dash"}, name=buffer_label,
-                                   legendgroup=f"B{row}"), row=row, col=1)
-        for column, name, style in (("rtxq_sack_bytes", "rtxq_sack", {"color": "#1f77b4"}),
-                                    ("rtxq_nr_bytes", "rtxq_nr", {"color": "#2ca02c"}),
-                                    ("rtxq_whatif_bytes", "rtxq_whatif", {"color": "#7f7f7f", "dash": "dot"})):
-            fig.add_trace(go.Scattergl(x=t, y=table[column].to_numpy(), mode="lines", name=name,
-                                       line=dict(style, shape="hv"), legendgroup=name, showlegend=first),
-                          row=row, col=1)
-        fig.update_yaxes(title_text="bytes", row=row, col=1)
-        fig.update_xaxes(title_text="time since first data (s)", row=row, col=1)
-    fig.update_layout(title=f"RtxQ evolution: {analysis.capture.path}", height=max(360, 320 * len(entries)),
-                      template="plotly_white")
-    return fig
+def legend_text() -> str:
+    """The table's headers explained, one per line (for --help)."""
+    return "\n".join(f"{header}: {meaning}" for header, meaning in TABLE_LEGEND)
 
 
 def compare_dict(run_a: dict, run_b: dict) -> dict:
@@ -275,8 +291,24 @@ def compare_dict(run_a: dict, run_b: dict) -> dict:
         pairs.append({"a": a["id"], "b": b["id"], "src": a["src"], "dst": a["dst"],
                       "throughput_a_bps": a["throughput_bps"], "throughput_b_bps": b["throughput_bps"],
                       "gain_percent": A.gain(a["throughput_bps"], b["throughput_bps"]),
-                      "p_over_q_a": a["p_over_q"], "p_over_q_b": b["p_over_q"]})
+                      "p_over_q_a": a["p_over_q"], "p_over_q_b": b["p_over_q"],
+                      "sndbuf_a_bytes": a.get("sndbuf_bytes"), "sndbuf_b_bytes": b.get("sndbuf_bytes"),
+                      "sndbuf_a_estimated": a.get("sndbuf_estimated"), "sndbuf_b_estimated": b.get("sndbuf_estimated")})
     return {"run_a": run_a["capture"], "run_b": run_b["capture"], "pairs": pairs}
+
+
+def estimated_sndbuf_note(pairs) -> str | None:
+    """One line naming the entries of a comparison whose send buffer B was estimated, not given (p/q
+    depends on B: the reader must know), or None when every B was given."""
+    named = [f"run {run.upper()} {p[run]} {_sndbuf_bytes_text(p[f'sndbuf_{run}_bytes'])}"
+             for p in pairs for run in ("a", "b") if p[f"sndbuf_{run}_estimated"]]
+    if not named:
+        return None
+    return f"send buffer estimated as the largest RtxQ (--sndbuf gives it): {', '.join(named)}"
+
+
+def _sndbuf_bytes_text(value) -> str:
+    return NOT_AVAILABLE if value is None else f"{value} bytes"
 
 
 def dump_json(obj) -> str:

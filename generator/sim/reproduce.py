@@ -32,7 +32,8 @@ PAYLOAD = 1452  # ns-2's 1468-byte DATA chunks less their 16-byte header
 class Statement:
     text: str  # the paper's words, shortened
     paper: str  # its number or claim
-    judge: object  # table -> (reproduced value as text, verdict "holds" / "differs ...")
+    judge: object  # table -> (reproduced value as text, verdict "holds" / "differs ..." / NOT_RUN)
+    ran: object = None  # table -> whether the grid ran the points the paper's claim is about (None: any grid)
 
 
 @dataclass(frozen=True)
@@ -88,11 +89,28 @@ def _peak(part):
     return float(row.gain_pct), float(row.gain_pct_std), float(row.loss)
 
 
+NOT_RUN = "not run"  # a statement's points are not in the grid (judge() says why)
+
+
+def _differs_by(difference):
+    """"differs by +1.2 pp"; a difference that rounds to 0.0 keeps two significant digits (-0.03): it
+    decided the verdict, so it is not zero."""
+    shown = f"{difference:+.1f}"
+    if float(shown) == 0:
+        shown = f"{difference:+.2g}"
+    return f"differs by {shown} pp"
+
+
 def _near(value, paper, tolerance_pp=2.0, relative=0.3):
     """holds when within max(2 points, 30 %) of the paper's approximate number."""
     if abs(value - paper) <= max(tolerance_pp, relative * abs(paper)):
         return "holds"
-    return f"differs by {value - paper:+.1f} pp"
+    return _differs_by(value - paper)
+
+
+def loss_reaches(sndbuf, loss):
+    """Statement.ran for claims about a curve's high-loss end: the grid ran `sndbuf` at `loss` or more."""
+    return lambda table: bool((table[table.sndbuf == sndbuf].loss >= loss).any())
 
 
 # -- statements ------------------------------------------------------------------------------------
@@ -106,9 +124,9 @@ def never_worse(table):
 def no_gain_without_loss(table):
     lossless = table[table.loss == 0]
     if lossless.empty:
-        return "not run", "not run"
+        return NOT_RUN, NOT_RUN
     worst = float(lossless.gain_pct.abs().max())
-    return f"largest gain {worst:.2f} %", "holds" if worst < 0.5 else f"differs by {worst:.1f} pp"
+    return f"largest gain {worst:.2f} %", "holds" if worst < 0.5 else _differs_by(worst)
 
 
 def region_statement(sndbuf, starts_by=None, ends_within=None, inside=None, ends_at_least=None,
@@ -142,10 +160,10 @@ def peak_statement(sndbuf, paper=None, at_least=None, within=None, **where):
         gain, std, loss = _peak(part)
         value = f"{gain:.1f} ± {std:.1f} % at {_pct(loss)}"
         if at_least is not None:
-            return value, "holds" if gain >= at_least else f"differs by {gain - at_least:+.1f} pp"
+            return value, "holds" if gain >= at_least else _differs_by(gain - at_least)
         if within is not None:
             ok = within[0] <= gain <= within[1]
-            return value, "holds" if ok else f"differs by {gain - (within[0] + within[1]) / 2:+.1f} pp"
+            return value, "holds" if ok else _differs_by(gain - (within[0] + within[1]) / 2)
         return value, _near(gain, paper)
     return judge
 
@@ -155,7 +173,7 @@ def negligible_above(sndbuf, loss):
         part = _curve(table, sndbuf=sndbuf)
         part = part[part.loss > loss]
         if part.empty:
-            return "not run", "not run"
+            return NOT_RUN, NOT_RUN
         g = part.loc[part.gain_pct.idxmax()]
         value = f"up to {g.gain_pct:.1f} ± {g.gain_pct_std:.1f} % (at {_pct(g.loss)})"
         return value, "holds" if g.gain_pct < sw.GAIN_THRESHOLD_PCT else "differs"
@@ -173,7 +191,7 @@ def fig7_8k_high_loss(table):
     part = _curve(table, sndbuf=8192)
     top = part[part.loss >= 0.3]
     if top.empty:
-        return "not run (--quick)", "not run"
+        return NOT_RUN, NOT_RUN
     g = top.loc[top.loss.idxmax()]
     return (f"{g.gain_pct:.1f} ± {g.gain_pct_std:.1f} % at {_pct(g.loss)}",
             "holds" if g.gain_pct >= sw.GAIN_THRESHOLD_PCT else "differs: no gain")
@@ -198,7 +216,7 @@ def gain_at(loss, paper, **where):
         part = _curve(table, **where)
         row = part[part.loss == loss]
         if row.empty:
-            return "not run", "not run"
+            return NOT_RUN, NOT_RUN
         g = row.iloc[0]
         return f"{g.gain_pct:.1f} ± {g.gain_pct_std:.1f} %", _near(float(g.gain_pct), paper)
     return judge
@@ -224,13 +242,13 @@ def bandwidth_does_not_matter(table, bandwidths=(10.0, 100.0, 1000.0)):
         if excess > worst:
             worst, where = excess, loss
     value = f"largest gap beyond the spread {worst:.1f} pp" + (f" at {_pct(where)}" if where else "")
-    return value, "holds" if where is None else f"differs by {worst:.1f} pp"
+    return value, "holds" if where is None else _differs_by(worst)
 
 
 def small_bdp_less_gain(table, low=1.0, high=100.0):
     lo, hi = _curve(table, bandwidth_mbps=low), _curve(table, bandwidth_mbps=high)
     if lo.empty or hi.empty:
-        return "not run", "not run"
+        return NOT_RUN, NOT_RUN
     g_lo, g_hi = _peak(lo)[0], _peak(hi)[0]
     return (f"peak {g_lo:.1f} % at {low:g} Mbit/s vs {g_hi:.1f} % at {high:g} Mbit/s",
             "holds" if g_lo < g_hi else "differs")
@@ -260,10 +278,13 @@ FIGURES = {
                       peak_statement(65536, within=(4.0, 9.0))),
             Statement("64K: negligible gain above 1 % loss (Fig. 7)", "< 5 %",
                       negligible_above(65536, 0.01)),
+            # the paper's 8K region and peak lie above the quick grid's losses (to 65 %)
             Statement("8K region of gain (Fig. 7)", "[1 %, 65 %] (accepted: from <= 2 %, to >= 30 %)",
-                      region_statement(8192, starts_by=0.02, ends_at_least=0.3)),
-            Statement("8K peak gain (Fig. 7)", "> 250 %", peak_statement(8192, at_least=250.0)),
-            Statement("8K still gains at 65 % loss (Fig. 7)", ">= 5 %", fig7_8k_high_loss),
+                      region_statement(8192, starts_by=0.02, ends_at_least=0.3), ran=loss_reaches(8192, 0.3)),
+            Statement("8K peak gain (Fig. 7)", "> 250 %", peak_statement(8192, at_least=250.0),
+                      ran=loss_reaches(8192, 0.3)),
+            Statement("8K still gains at 65 % loss (Fig. 7)", ">= 5 %", fig7_8k_high_loss,
+                      ran=loss_reaches(8192, 0.3)),
             Statement("peak grows as the send buffer shrinks (Fig. 7)", "8K > 32K > 64K",
                       grows_as_buffer_shrinks),
         ), right_axis=(8192,)),
@@ -400,7 +421,7 @@ def buffer_region(loss, delay, paper_kb):
     def judge(table):
         part = _curve(table, loss=loss, delay_ms=delay).sort_values("sndbuf")
         if part.empty:
-            return "not run", "not run"
+            return NOT_RUN, NOT_RUN
         got = [int(b) // 1024 for b in part[part.gain_pct >= sw.GAIN_THRESHOLD_PCT].sndbuf]
         want = [] if paper_kb is None else [
             int(b) // 1024 for b in part.sndbuf if paper_kb[0] <= b / 1024 <= paper_kb[1]]
@@ -520,7 +541,7 @@ def buffer_gain(sndbuf, loss, delay, significant=None, paper=None):
     def judge(table):
         row = table[(table.sndbuf == sndbuf) & (table.loss == loss) & (table.delay_ms == delay)]
         if row.empty:
-            return "not run", "not run"
+            return NOT_RUN, NOT_RUN
         g = row.iloc[0]
         value = f"{g.gain_pct:.1f} ± {g.gain_pct_std:.1f} %"
         if paper is not None:
@@ -574,13 +595,19 @@ FIGURES["mptcp9-10"] = Figure(
     ))
 
 
-def judge(figure, table):
-    """The side-by-side rows: one per statement, with each profile's value and verdict."""
+def judge(figure, table, quick=False):
+    """The side-by-side rows: one per statement, with each profile's value and verdict. A statement
+    whose points the grid did not run says so ("not run (--quick)"), not how far the points it did
+    run are from the paper's."""
+    not_run = f"{NOT_RUN} (--quick)" if quick else NOT_RUN
     rows = []
     for st in figure.statements:
         row = {"figure": figure.key, "statement": st.text, "paper": st.paper}
         for prof in table.profile.unique():  # in the order they were asked for
-            value, verdict = st.judge(table[table.profile == prof])
+            part = table[table.profile == prof]
+            value, verdict = (NOT_RUN, NOT_RUN) if st.ran is not None and not st.ran(part) else st.judge(part)
+            if verdict == NOT_RUN:
+                value = verdict = not_run
             row[f"{prof}"] = value
             row[f"{prof}_verdict"] = verdict
         rows.append(row)
@@ -621,8 +648,11 @@ def plot(figure, table, html_path, png_path):
                       yaxis_title="throughput gain (%)", template="plotly_white",
                       legend=dict(x=1.08))
     if figure.right_axis:
-        fig.update_layout(yaxis2=dict(title="throughput gain (%), right-axis curves", overlaying="y",
-                                      side="right", showgrid=False))
+        on_right = table[figure.curve].isin(figure.right_axis)
+        left, right = aligned_zero_ranges(table[~on_right], table[on_right])
+        fig.update_layout(yaxis=dict(range=left),
+                          yaxis2=dict(title="throughput gain (%), right-axis curves", overlaying="y",
+                                      side="right", showgrid=False, range=right))
     fig.write_html(html_path, include_plotlyjs="cdn")
     browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if browser is None:
@@ -637,9 +667,30 @@ def plot(figure, table, html_path, png_path):
     return Path(png_path).exists() and Path(png_path).stat().st_size > 0
 
 
-def markdown(frame):
+def spread_headers(profiles, seeds):
+    """The printed table's profile columns, with what "±" is: the gains are means over the seeds, ±
+    their standard deviation (sweep.gain_table's gain_pct_std)."""
+    return {p: f"{p}: gain mean ± SD over {seeds} seeds" for p in profiles}
+
+
+def aligned_zero_ranges(left, right, margin=0.05):
+    """y ranges of two gain axes (gain_pct ± gain_pct_std of each side's rows) whose 0 % lines sit at the
+    same height, so that a small gain on one axis never looks negative against the other's grid."""
+    def extent(part):
+        low = float((part.gain_pct - part.gain_pct_std).min()) if len(part) else 0.0
+        high = float((part.gain_pct + part.gain_pct_std).max()) if len(part) else 1.0
+        low, high = min(low, 0.0), max(high, 0.0)
+        pad = margin * ((high - low) or 1.0)
+        return low - (pad if low < 0 else 0.0), high + pad
+    extents = [extent(left), extent(right)]
+    below = max(-low / (high - low) for low, high in extents)  # the share of each axis under 0
+    return [[-below / (1 - below) * high, high] for _, high in extents]
+
+
+def markdown(frame, headers=None):
+    """A markdown table of `frame`; `headers` renames columns in the header row only."""
     cols = list(frame.columns)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines = ["| " + " | ".join((headers or {}).get(c, c) for c in cols) + " |", "|" + "---|" * len(cols)]
     for _, r in frame.iterrows():
         lines.append("| " + " | ".join(str(r[c]) for c in cols) + " |")
     return "\n".join(lines)
@@ -688,10 +739,10 @@ def reproduce(figure, profiles, seeds, nbytes, quick, scheduler, workers, serial
     runs.to_csv(f"{stem}_runs.csv", index=False)
     table.to_csv(f"{stem}_gain.csv", index=False, float_format="%.6g")  # losses down to 0.003 %
     sw.regions_of_gain(table).to_csv(f"{stem}_regions.csv", index=False)
-    side = judge(fig, table)
+    side = judge(fig, table, quick)
     side.to_csv(f"{stem}_statements.csv", index=False)
     png = plot(fig, table, f"{stem}.html", f"{stem}.png")
-    click.echo(markdown(side))
+    click.echo(markdown(side, spread_headers(names, seeds)))
     click.echo(f"\n{len(points)} runs ({seeds} seeds, {nbytes} bytes, profiles {', '.join(names)}) "
                f"in {wall:.1f} s; tables, {stem.name}.html"
                + (f" and {stem.name}.png" if png else " (no PNG: Chromium not found)")

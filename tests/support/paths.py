@@ -28,4 +28,5 @@ def source_copy(dest: Path) -> Path:
         if source.is_file():
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(source.read_bytes())
+            target.chmod(source.stat().st_mode & 0o777)  # the scripts stay executable
     return dest
