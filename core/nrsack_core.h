@@ -175,6 +175,52 @@ int sb_blocked(const sb_figures_t *f, uint64_t sndbuf, uint64_t full_packet, int
 /* Bytes of [lo, hi) (TSN mode: the sizes of the TSNs in the window). */
 uint64_t sb_bytes(const scoreboard_t *sb, uint64_t lo, uint64_t hi);
 
+/* ---- the send buffer from the capture (docs/metrics.md, "Estimating B") ----
+ * A sender held back by a buffer full of sent data has nothing unsent: after it sent its last new data it
+ * waits for an ack to free room, and it waits at the same RtxQ, the buffer's size in payload, wait after
+ * wait. A sender limited by its congestion window also waits for acks, but at a level that moves with the
+ * window. sbe_* keeps, per semantics (SACK, NR), the RtxQ at the start of each wait for an ack that ended in
+ * new data (the tail after the last new data is not a wait: the writer is done), in bins of SBE_BIN bytes;
+ * sbe_decide reads a ceiling from them, or says why it cannot. */
+enum { SBE_SACK, SBE_NR, SBE_BIN = 64, SBE_MIN_WAITS = 16 };
+typedef struct { uint64_t bin, waits, top; } sbe_bin_t;  /* top: the highest RtxQ seen in the bin */
+typedef struct { sbe_bin_t *v; size_t n, cap; uint64_t waits; } sbe_levels_t;
+typedef struct {
+    sbe_levels_t levels[2];
+    uint64_t after_new[2];  /* the RtxQ after the last new data */
+    int sent_new;           /* new data seen */
+    int freed;              /* an ack freed room since the last new data */
+} sbe_t;
+typedef enum { SBE_HELD_BACK, SBE_NEVER, SBE_CANNOT_TELL } sbe_verdict_t;
+typedef enum {
+    SBE_CEILING,        /* held back: the waits began at a ceiling (sndbuf, at_ceiling of waits) */
+    SBE_ONE_FLIGHT,     /* never: all new data left before an ack freed room */
+    SBE_MOVING,         /* never: no ceiling, the levels of the top fifth of the waits spread over 4 packets */
+    SBE_NO_DATA,        /* cannot tell: no new data */
+    SBE_FEW_WAITS,      /* cannot tell: fewer than SBE_MIN_WAITS waits */
+    SBE_UNSETTLED,      /* cannot tell: the top levels are close together but no ceiling holds the waits */
+} sbe_why_t;
+typedef struct {
+    sbe_verdict_t verdict;
+    sbe_why_t why;
+    uint64_t sndbuf;      /* B: the top of the ceiling (held back), else 0 */
+    uint64_t threshold;   /* blocked while the RtxQ after the last new data is at least this (held back) */
+    uint64_t waits, at_ceiling, above;  /* the evidence: waits; of them at the ceiling, above it */
+} sbe_result_t;
+
+void sbe_init(sbe_t *e);
+void sbe_free(sbe_t *e);
+int sbe_copy(sbe_t *dst, const sbe_t *src);
+/* After a first transmission of data: the RtxQ of each semantics now. -1: out of memory. */
+int sbe_new_data(sbe_t *e, uint64_t rtxq_sack, uint64_t rtxq_nr);
+/* After an ack that freed room (moved the cum ack or NR-acked data). */
+void sbe_freeing_ack(sbe_t *e);
+/* The verdict for semantics `nr` (SBE_SACK / SBE_NR) and S, the largest payload of one packet. */
+void sbe_decide(const sbe_t *e, int nr, uint64_t full_packet, sbe_result_t *r);
+/* Estimated B: blocked while held back, the RtxQ after the last new data at the ceiling, and more new data
+ * still to come (`before_last_new`). */
+int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, int before_last_new);
+
 /* ---- wire blocks to units ---- */
 
 /* SCTP gap block (start, end offsets from the cum TSN ack) -> TSNs [cum_tsn + start, cum_tsn + end + 1);

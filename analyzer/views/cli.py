@@ -249,5 +249,5 @@ def compare(run_a, run_b, sndbuf, fmt):
     for p in result["pairs"]:
         gain = "n/a" if p["gain_percent"] is None else f"{p['gain_percent']:+.2f}"
         table.add_row(p["a"], p["b"], f"{p['src']} -> {p['dst']}", f"{p['throughput_a_bps']:.0f}",
-                      f"{p['throughput_b_bps']:.0f}", gain, f"{p['p_over_q_a']:.4f}", f"{p['p_over_q_b']:.4f}")
+                      f"{p['throughput_b_bps']:.0f}", gain, formats.ratio_text(p["p_over_q_a"]), formats.ratio_text(p["p_over_q_b"]))
     Console().print(table)

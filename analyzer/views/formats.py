@@ -210,6 +210,21 @@ def dictionary_columns(names) -> list:
     return [name for name in names if not name.endswith(("_s", "_ns", "frame"))]
 
 
+def ratio_text(value) -> str:
+    """p/q or b/q as the tables show it: None is a figure the capture cannot support."""
+    return "cannot tell" if value is None else f"{value:.4f}"
+
+
+def buffer_text(summary) -> str:
+    """The send buffer B as the tables show it: given, estimated, or the verdict and its reason."""
+    if summary["sndbuf_bytes"] is not None:
+        return f"{summary['sndbuf_bytes']}{' est.' if summary['sndbuf_estimated'] else ''}"
+    verdict = summary.get("sndbuf_verdict")
+    if verdict == "never":
+        return "never full"
+    return f"{verdict}: {summary.get('sndbuf_reason')}"
+
+
 def rich_table(analysis, ids=None):
     from rich.table import Table
 
@@ -224,8 +239,7 @@ def rich_table(analysis, ids=None):
         table.add_row(
             ("  " if s.get("parent") else "") + s["id"], f"{s['protocol']} {s['src']} -> {s['dst']}",
             "yes" if s["nr_sack"] else "no", f"{s['q_s']:.4f}" + ("" if s["complete"] else " (incomplete)"),
-            f"{s['p_over_q']:.4f}", f"{s['b_over_q']:.4f}",
-            f"{s['sndbuf_bytes']}{' est.' if s['sndbuf_estimated'] else ''}", f"{s['max_rtxq_nr_bytes']}",
+            ratio_text(s["p_over_q"]), ratio_text(s["b_over_q"]), buffer_text(s), f"{s['max_rtxq_nr_bytes']}",
             f"{s['throughput_bps']:.0f}", s["vantage"])
     return table
 
@@ -246,15 +260,19 @@ def figure(analysis, ids=None):
         s, table = entry.summary, entry.rtxq
         t = table["time_s"].to_numpy()
         t = t - t[0] if len(t) else t
-        buffer_label = f"send buffer B = {s['sndbuf_bytes']} B ({'estimated' if s['sndbuf_estimated'] else 'given'})"
-        blocked_height = np.where(table["blocked"].to_numpy(), s["sndbuf_bytes"], 0)
+        buffer_label = (f"send buffer B = {s['sndbuf_bytes']} B ({s['sndbuf_source']})" if s["sndbuf_bytes"] is not None
+                        else f"send buffer B: {buffer_text(s)}")
+        # with no B (never full, cannot tell) no line; nothing is blocked either
+        height = s["sndbuf_bytes"] if s["sndbuf_bytes"] is not None else s["max_rtxq_nr_bytes"]
+        blocked_height = np.where(table["blocked"].to_numpy(), height, 0)
         first = row == 1
         fig.add_trace(go.Scattergl(x=t, y=blocked_height, mode="lines", line={"shape": "hv", "width": 0},
                                    fill="tozeroy", fillcolor="rgba(220,60,60,0.15)", name="blocked",
                                    legendgroup="blocked", showlegend=first), row=row, col=1)
-        fig.add_trace(go.Scattergl(x=[t[0], t[-1]] if len(t) else [], y=[s["sndbuf_bytes"]] * 2, mode="lines",
-                                   line={"color": "black", "dash": "dash"}, name=buffer_label,
-                                   legendgroup=f"B{row}"), row=row, col=1)
+        if s["sndbuf_bytes"] is not None:
+            fig.add_trace(go.Scattergl(x=[t[0], t[-1]] if len(t) else [], y=[height] * 2, mode="lines",
+                                       line={"color": "black", "dash": "dash"}, name=buffer_label,
+                                       legendgroup=f"B{row}"), row=row, col=1)
         for column, name, style in (("rtxq_sack_bytes", "rtxq_sack", {"color": "#1f77b4"}),
                                     ("rtxq_nr_bytes", "rtxq_nr", {"color": "#2ca02c"}),
                                     ("rtxq_whatif_bytes", "rtxq_whatif", {"color": "#7f7f7f", "dash": "dot"})):
