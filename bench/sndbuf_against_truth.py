@@ -29,9 +29,9 @@ def runs(args):
 
 def truth_of(folder):
     t = json.loads((folder / "truth.json").read_text())
-    if "app_blocked_s" in t or t.get("stack") == "usrsctp":  # the truth's own names: b is a full buffer of sent data
+    if "app_blocked_s" in t:  # the truth's names since the writer's own waits got theirs: b is a full buffer of sent data
         return t["stack"], t.get("b_over_q"), t.get("p_over_q")
-    q = t["q_s"]  # a run from before: b_sent_full_s was that b
+    q = t["q_s"]  # a run from before: b_sent_full_s was that b (and p had no truth for TCP)
     return t["stack"], t["b_sent_full_s"] / q if q else 0.0, None
 
 

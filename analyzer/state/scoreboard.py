@@ -31,7 +31,7 @@ SUMMARY_KEYS = [
 # core/sndbuf.c: sbe_verdict_t and sbe_why_t, as the summary says them (docs/metrics.md, "Estimating B")
 HELD_BACK, NEVER, CANNOT_TELL = "held back", "never", "cannot tell"
 VERDICTS = (HELD_BACK, NEVER, CANNOT_TELL)
-MIN_WAITS = 16  # SBE_MIN_WAITS
+MIN_WAITS, LONG_WAIT = 16, 3  # SBE_MIN_WAITS, SBE_LONG_WAIT
 # the vantages whose timing shows when the sender sent and when acks reached it
 SENDER_SIDE = ("sender", "unknown")
 
@@ -39,17 +39,20 @@ SENDER_SIDE = ("sender", "unknown")
 def buffer_fields(given, capacity, estimate, vantage, b_ns) -> tuple:
     """The summary's send-buffer values: sndbuf_bytes, sndbuf_estimated, sndbuf_source, sndbuf_verdict,
     sndbuf_reason, and whether p and b can be told (not a key). given: B came from the user (capacity); else
-    estimate is Board.sndbuf_estimate's (verdict, why, sndbuf, threshold, waits, at_ceiling, above)."""
+    estimate is Board.sndbuf_estimate's (verdict, why, sndbuf, low, high, waits, long_waits, at_ceiling, above,
+    packet)."""
     if given:
         return capacity, False, "given", HELD_BACK if b_ns else NEVER, None, True
-    verdict, why, sndbuf, threshold, waits, at_ceiling, above = estimate
+    verdict, why, sndbuf, low, high, waits, long_waits, at_ceiling, above, packet = estimate
     reason = (
-        f"{at_ceiling} of {waits} waits for an ack began at an RtxQ of {threshold}-{sndbuf} bytes, {above} above",
+        f"{at_ceiling} of {waits} waits for an ack began at an RtxQ of {low}-{high} bytes, {above} above",
+        f"{long_waits} of {waits} waits for an ack outlasted {LONG_WAIT} acks, {at_ceiling} of them at an RtxQ of "
+        f"{low}-{high} bytes",
         "all new data left before an ack freed room",
-        f"the RtxQ at {waits} waits for an ack kept moving: no ceiling",
+        f"{waits - long_waits} of {waits} waits for an ack ended within {LONG_WAIT - 1} acks, at no ceiling",
         "no new data",
         f"too short: {waits} waits for an ack, {MIN_WAITS} needed",
-        f"the RtxQ at {waits} waits for an ack stayed near its top without a ceiling",
+        f"{long_waits} of {waits} waits for an ack outlasted {LONG_WAIT} acks, at no settled RtxQ",
     )[why]
     if vantage not in SENDER_SIDE:
         verdict, reason = 2, f"the capture is not by the sender (vantage {vantage})"
@@ -169,6 +172,7 @@ class DirectionAccumulator:
         self.done = None               # row index of the ack ending the transfer (after the last data)
         self.last_new = -1             # row index of the last new data (the first transmission of some)
         self.estimates = None          # release(): Board.sndbuf_estimate's, per nr_sack
+        self.data_level = isinstance(level, F.MptcpLevel)  # (core/sndbuf.c sbe_decide)
         self.max_payload = 0
         self.max_rtxq = {"sack": 0, "nr": 0, "whatif": 0}
         self.retransmissions = 0
@@ -239,7 +243,7 @@ class DirectionAccumulator:
         """The flow ended: the Board and the level's tables go, what finish() reads stays."""
         if self.board is not None:
             self.data_bytes = self.board.data_bytes
-            self.estimates = {nr: self.board.sndbuf_estimate(nr, self.max_payload) for nr in (False, True)}
+            self.estimates = {nr: self.board.sndbuf_estimate(nr, self.data_level) for nr in (False, True)}
             self.board = None
             self.level = EndedLevel(self.level.units, self.level.gap_from_sacked, getattr(self.level, "far", None),
                                     self.level.nr_seen)
@@ -251,8 +255,8 @@ class DirectionAccumulator:
         estimate = None
         if estimated:
             estimate = (self.estimates[bool(nr_sack)] if self.board is None
-                        else self.board.sndbuf_estimate(bool(nr_sack), self.max_payload))
-            held_back, capacity, threshold = estimate[0] == 0, estimate[2], estimate[3]
+                        else self.board.sndbuf_estimate(bool(nr_sack), self.data_level))
+            held_back, capacity, ceiling = estimate[0] == 0, estimate[2], estimate[3:5]
             after_new = 0  # the RtxQ after the last new data, carried from batch to batch
         else:
             capacity = int(sndbuf)
@@ -265,11 +269,12 @@ class DirectionAccumulator:
         start = 0
         for rows in self.store.batches(self.key):
             rtxq = rows["sack"] - rows["nr"] if nr_sack else rows["sack"]
+            gap_open = rows["sacked"] > 0 if self.level.gap_from_sacked else (rows["flags"] & 2) != 0
             if estimated:
-                blocked, after_new = estimated_blocked(rows, rtxq, start, after_new, held_back, threshold, self.last_new)
+                blocked, after_new = estimated_blocked(rows, rtxq, gap_open, start, after_new, held_back, ceiling,
+                                                       self.last_new)
             else:
                 blocked = (capacity - rtxq) < self.max_payload
-            gap_open = rows["sacked"] > 0 if self.level.gap_from_sacked else (rows["flags"] & 2) != 0
             window.add(start, rows, blocked, gap_open, rtxq, blocking_sink)
             if rtxq_sink is not IGNORE:
                 rtxq_sink(_rtxq_columns(rows, rtxq, blocked, gap_open, self.level.units))
@@ -289,16 +294,17 @@ class DirectionAccumulator:
         return DirectionResult(summary, join_columns(kept_rtxq), join_columns(kept_blocking, NO_INTERVALS), serials)
 
 
-def estimated_blocked(rows, rtxq, start, after_new, held_back, threshold, last_new) -> tuple:
+def estimated_blocked(rows, rtxq, gap_open, start, after_new, held_back, ceiling, last_new) -> tuple:
     """core/sndbuf.c sbe_blocked over a batch of rows starting at row `start`: -> (blocked, the RtxQ after
-    the last new data at the batch's end). after_new: that RtxQ before the batch."""
+    the last new data at the batch's end). after_new: that RtxQ before the batch; ceiling: (low, high)."""
     n = len(rtxq)
     if not held_back:
         return np.zeros(n, bool), after_new
     new = rows["is_data"] & ((rows["flags"] & 1) != 0)
     last = np.maximum.accumulate(np.where(new, np.arange(n), -1))
     level = np.where(last >= 0, rtxq[np.maximum(last, 0)], after_new)
-    blocked = (level >= threshold) & (np.arange(start, start + n) < last_new)
+    low, high = ceiling
+    blocked = (level >= low) & ((level <= high) | gap_open) & (np.arange(start, start + n) < last_new)
     return blocked, int(level[-1]) if n else after_new
 
 
@@ -379,8 +385,8 @@ def summary_row(summary) -> tuple:
 # _scoreboard.c short_tcp_entries: the fields of its record per sender direction, and its flow flags
 SHORT_FIELDS = ("has_data", "complete", "nr_sack", "first_frame", "t_start", "q_ns", "p_ns", "b_ns", "data_bytes",
                 "capacity", "max_sack", "max_nr", "max_whatif", "acked", "intervals", "max_payload",
-                "retransmissions", "far", "far_frame", "verdict", "why", "estimate_sndbuf", "threshold", "waits",
-                "at_ceiling", "above")
+                "retransmissions", "far", "far_frame", "verdict", "why", "estimate_sndbuf", "low", "high", "waits",
+                "long_waits", "at_ceiling", "above", "packet")
 FLOW_NEGOTIATED_NR, FLOW_NEVER_RENEGE_0, FLOW_NEVER_RENEGE_1 = 1, 2, 4
 
 
