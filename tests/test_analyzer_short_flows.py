@@ -14,7 +14,7 @@ from nrsack.analyzer.read import events as E
 from nrsack.analyzer.state import pipeline as P
 from nrsack.analyzer.views import stream
 from nrsack.analyzer.views import formats
-from support import pcaps
+from support import pcaps, tcp_scenario
 
 
 def connection(rng, k, t0):
@@ -95,52 +95,11 @@ def connection(rng, k, t0):
     return frames
 
 
-def held_back_connection(k, t0, window=8, rounds=40, lost_round=20, size=1000):
-    """A sender held back by its buffer: `window` segments in flight, each ack of two answered by two new
-    ones (the RtxQ back at the ceiling every wait), one segment lost in round `lost_round` and SACKed
-    around until its retransmission is acked (blocked with a gap open), then FINs both ways acked."""
-    ends = [(f"10.2.{k}.1", 2000 + k), ("10.255.0.2", 80)]
-    frames, clock = [], [t0]
-
-    def send(side, seq, ack, flags, options=(), payload=0, dt=0.001):
-        clock[0] += dt
-        (src, sport), (dst, dport) = ends[side], ends[1 - side]
-        frame = pcaps.tcp_packet(clock[0], src, dst, sport, dport, seq, ack, flags, list(options), payload=payload)
-        frame[Ether].src, frame[Ether].dst = "02:00:00:00:00:01", "02:00:00:00:00:02"
-        frames.append(frame)
-
-    sack = [("MSS", 1460), ("SAckOK", b"")]
-    send(0, 1000, 0, "S", sack)
-    send(1, 5000, 1001, "SA", sack, dt=0.01)
-    send(0, 1001, 5001, "A", dt=0.0001)
-    base = nxt = 1001
-    for _ in range(window):
-        send(0, nxt, 5001, "PA", payload=size, dt=0.0001)
-        nxt += size
-    cum = base
-    for r in range(rounds):
-        if r == lost_round:  # the segment at cum is lost: the acks SACK the rest, no new data leaves
-            for j in range(2, window, 2):
-                send(1, 5001, cum, "A", [("SAck", (cum + size, cum + j * size))], dt=0.002)
-            send(0, cum, 5001, "PA", payload=size, dt=0.002)
-        cum += 2 * size
-        send(1, 5001, cum, "A", dt=0.01 if r != lost_round else 0.005)
-        for _ in range(2):
-            send(0, nxt, 5001, "PA", payload=size, dt=0.0001)
-            nxt += size
-    send(1, 5001, nxt, "A", dt=0.01)
-    send(0, nxt, 5001, "FA")
-    send(1, 5001, nxt + 1, "A")
-    send(1, 5001, nxt + 1, "FA")
-    send(0, nxt + 1, 5002, "A")
-    return frames
-
-
 @pytest.fixture(scope="module")
 def capture(tmp_path_factory):
     rng = random.Random(17)
     frames = [f for k in range(60) for f in connection(rng, k, rng.uniform(0, 1.0))]
-    frames += [f for k in range(3) for f in held_back_connection(k, rng.uniform(0, 1.0), window=6 + 2 * k)]
+    frames += [f for k in range(3) for f in tcp_scenario.window_transfer(k, rng.uniform(0, 1.0), window=6 + 2 * k)]
     return pcaps.write(tmp_path_factory.mktemp("short") / "short.pcap", sorted(frames, key=lambda f: float(f.time)))
 
 

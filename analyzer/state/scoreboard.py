@@ -32,6 +32,7 @@ SUMMARY_KEYS = [
 HELD_BACK, NEVER, CANNOT_TELL = "held back", "never", "cannot tell"
 VERDICTS = (HELD_BACK, NEVER, CANNOT_TELL)
 MIN_WAITS, LONG_WAIT = 16, 3  # SBE_MIN_WAITS, SBE_LONG_WAIT
+ONE_FLIGHT = 2  # sbe_why_t SBE_ONE_FLIGHT
 # the vantages whose timing shows when the sender sent and when acks reached it
 SENDER_SIDE = ("sender", "unknown")
 
@@ -54,7 +55,7 @@ def buffer_fields(given, capacity, estimate, vantage, b_ns) -> tuple:
         f"too short: {waits} waits for an ack, {MIN_WAITS} needed",
         f"{long_waits} of {waits} waits for an ack outlasted {LONG_WAIT} acks, at no settled RtxQ",
     )[why]
-    if vantage not in SENDER_SIDE:
+    if vantage not in SENDER_SIDE and why != ONE_FLIGHT:  # (data seen before any ack left before it, anywhere)
         verdict, reason = 2, f"the capture is not by the sender (vantage {vantage})"
     return sndbuf if verdict == 0 else None, True, "estimated", VERDICTS[verdict], reason, verdict != 2
 
