@@ -198,12 +198,13 @@ typedef struct {
 typedef enum { SBE_HELD_BACK, SBE_NEVER, SBE_CANNOT_TELL } sbe_verdict_t;
 typedef enum {
     SBE_CEILING,      /* held back: 30 % of the waits began within a packet below one level, 10 % above it */
-    SBE_LONG_WAITS,   /* held back: long waits, half of them within 15 % of their median level */
+    SBE_LONG_WAITS,   /* held back: long waits, two thirds of them within 15 % of their median level */
     SBE_ONE_FLIGHT,   /* never: all new data left before an ack freed room */
     SBE_ANSWERED,     /* never: no ceiling, and at most 2 % of the waits were long */
     SBE_NO_DATA,      /* cannot tell: no new data */
     SBE_FEW_WAITS,    /* cannot tell: fewer than SBE_MIN_WAITS waits */
-    SBE_UNSETTLED,    /* cannot tell: long waits, but at no settled level (or at a data level, no ceiling) */
+    SBE_UNSETTLED,    /* cannot tell: long waits, but at no settled level */
+    SBE_DATA_LEVEL,   /* cannot tell: the data level of a connection over subflows (MPTCP) */
 } sbe_why_t;
 typedef struct {
     sbe_verdict_t verdict;
@@ -222,8 +223,8 @@ int sbe_new_data(sbe_t *e, uint64_t rtxq_sack, uint64_t rtxq_nr, uint64_t bytes)
 /* After an ack that freed room (moved the cum ack or NR-acked data); gap_open: as of that ack. */
 void sbe_freeing_ack(sbe_t *e, int gap_open);
 /* The verdict for semantics `nr` (SBE_SACK / SBE_NR). data_level: the waits are those of a connection's
- * data level over subflows (MPTCP), whose windows and scheduler also hold new data back: there, no
- * ceiling is no evidence of "never". */
+ * data level over subflows (MPTCP), whose windows, buffers and scheduler also hold new data back: beyond
+ * one flight or too few waits, it cannot tell. */
 void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r);
 /* Estimated B: blocked while held back, more new data still to come (`before_last_new`), and the RtxQ
  * after the last new data at the ceiling, or above it while a gap is open (loss recovery). */

@@ -7,7 +7,6 @@ import random
 
 import numpy as np
 import pytest
-from scapy.layers.l2 import Ether
 
 from nrsack.analyzer import analyze
 from nrsack.analyzer.read import events as E
@@ -24,15 +23,7 @@ def connection(rng, k, t0):
     ends = [(f"10.1.{k % 250}.{1 + k // 250}", 1024 + k), ("10.255.0.1", 80)]
     isn = [rng.choice([rng.randrange(1 << 32), (1 << 32) - rng.randrange(1, 3000)]), rng.randrange(1 << 32)]
     permitted = [rng.random() < 0.7, rng.random() < 0.7]
-    frames = []
-    clock = [t0]
-
-    def send(side, seq, ack, flags, options=(), payload=0, dt=0.001):
-        clock[0] += dt
-        (src, sport), (dst, dport) = ends[side], ends[1 - side]
-        frame = pcaps.tcp_packet(clock[0], src, dst, sport, dport, seq, ack, flags, list(options), payload=payload)
-        frame[Ether].src, frame[Ether].dst = "02:00:00:00:00:01", "02:00:00:00:00:02"  # nothing to resolve
-        frames.append(frame)
+    send, frames = tcp_scenario.timed_sender(ends, t0)
 
     def syn_options(side):
         nr = [pcaps.nr_permitted_option(rng.choice([0, 1]))] if permitted[side] else []

@@ -54,6 +54,7 @@ def buffer_fields(given, capacity, estimate, vantage, b_ns) -> tuple:
         "no new data",
         f"too short: {waits} waits for an ack, {MIN_WAITS} needed",
         f"{long_waits} of {waits} waits for an ack outlasted {LONG_WAIT} acks, at no settled RtxQ",
+        "an MPTCP data level: its subflows' windows and buffers also hold new data back (not estimated yet)",
     )[why]
     if vantage not in SENDER_SIDE and why != ONE_FLIGHT:  # (data seen before any ack left before it, anywhere)
         verdict, reason = 2, f"the capture is not by the sender (vantage {vantage})"

@@ -80,13 +80,9 @@ def mack(t, acked, nr=None, wide=False, count=None, with_ack=True, dport=PA, dst
     return pcaps.tcp_packet(t, B, dst, PB, dport, 5001, 1001, "A", [dss])
 
 
-def window_transfer(k, t0, window=8, rounds=40, lost_round=20, size=1000, grow=False):
-    """One connection's frames as a sender-side capture sees them: `window` segments in flight, each ack of
-    two answered at once by two new segments: the RtxQ back at the same level every wait, as a sender held
-    back by its buffer keeps it (grow: by three, a window that grows a segment a round). In round
-    `lost_round` the segment at the cum ack is lost and SACKed around, no new data leaving, until its
-    retransmission is acked; then FINs both ways acked. Connection k: 10.2.k.1:2000+k -> 10.255.0.2:80."""
-    ends = [(f"10.2.{k}.1", 2000 + k), ("10.255.0.2", 80)]
+def timed_sender(ends, t0):
+    """-> (send, frames): send(side, seq, ack, flags, options=(), payload=0, dt=0.001) appends to frames a
+    TCP frame from ends[side] to the other end, dt seconds after the one before (the first: after t0)."""
     frames, clock = [], [t0]
 
     def send(side, seq, ack, flags, options=(), payload=0, dt=0.001):
@@ -96,6 +92,16 @@ def window_transfer(k, t0, window=8, rounds=40, lost_round=20, size=1000, grow=F
         frame[Ether].src, frame[Ether].dst = "02:00:00:00:00:01", "02:00:00:00:00:02"  # nothing to resolve
         frames.append(frame)
 
+    return send, frames
+
+
+def window_transfer(k, t0, window=8, rounds=40, lost_round=20, size=1000, grow=False):
+    """One connection's frames as a sender-side capture sees them: `window` segments in flight, each ack of
+    two answered at once by two new segments: the RtxQ back at the same level every wait, as a sender held
+    back by its buffer keeps it (grow: by three, a window that grows a segment a round). In round
+    `lost_round` the segment at the cum ack is lost and SACKed around, no new data leaving, until its
+    retransmission is acked; then FINs both ways acked. Connection k: 10.2.k.1:2000+k -> 10.255.0.2:80."""
+    send, frames = timed_sender([(f"10.2.{k}.1", 2000 + k), ("10.255.0.2", 80)], t0)
     sack = [("MSS", 1460), ("SAckOK", b"")]
     send(0, 1000, 0, "S", sack)
     send(1, 5000, 1001, "SA", sack, dt=0.01)  # the reply a round trip later: a capture by the sender
