@@ -30,7 +30,8 @@ SUMMARY_KEYS = [
 
 # core/sndbuf.c: sbe_verdict_t and sbe_why_t, as the summary says them (docs/metrics.md, "Estimating B")
 HELD_BACK, NEVER, CANNOT_TELL = "held back", "never", "cannot tell"
-VERDICTS = (HELD_BACK, NEVER, CANNOT_TELL)
+VERDICTS = (HELD_BACK, NEVER, CANNOT_TELL)  # indexed by sbe_verdict_t
+SBE_HELD_BACK, SBE_CANNOT_TELL = 0, 2
 MIN_WAITS, LONG_WAIT = 16, 3  # SBE_MIN_WAITS, SBE_LONG_WAIT
 ONE_FLIGHT = 2  # sbe_why_t SBE_ONE_FLIGHT
 # the vantages whose timing shows when the sender sent and when acks reached it
@@ -57,8 +58,9 @@ def buffer_fields(given, capacity, estimate, vantage, b_ns) -> tuple:
         "an MPTCP data level: its subflows' windows and buffers also hold new data back (not estimated yet)",
     )[why]
     if vantage not in SENDER_SIDE and why != ONE_FLIGHT:  # (data seen before any ack left before it, anywhere)
-        verdict, reason = 2, f"the capture is not by the sender (vantage {vantage})"
-    return sndbuf if verdict == 0 else None, True, "estimated", VERDICTS[verdict], reason, verdict != 2
+        verdict, reason = SBE_CANNOT_TELL, f"the capture is not by the sender (vantage {vantage})"
+    return (sndbuf if verdict == SBE_HELD_BACK else None, True, "estimated", VERDICTS[verdict], reason,
+            verdict != SBE_CANNOT_TELL)
 
 # vantage: the capture sits next to the endpoint whose handshake gap is the short one (its own
 # processing time, against a round trip for the other); "short" means under 1/2.5 of the other gap.
@@ -258,7 +260,7 @@ class DirectionAccumulator:
         if estimated:
             estimate = (self.estimates[bool(nr_sack)] if self.board is None
                         else self.board.sndbuf_estimate(bool(nr_sack), self.data_level))
-            held_back, capacity, ceiling = estimate[0] == 0, estimate[2], estimate[3:5]
+            held_back, capacity, ceiling = estimate[0] == SBE_HELD_BACK, estimate[2], estimate[3:5]
             after_new = 0  # the RtxQ after the last new data, carried from batch to batch
         else:
             capacity = int(sndbuf)
@@ -297,8 +299,10 @@ class DirectionAccumulator:
 
 
 def estimated_blocked(rows, rtxq, gap_open, start, after_new, held_back, ceiling, last_new) -> tuple:
-    """core/sndbuf.c sbe_blocked over a batch of rows starting at row `start`: -> (blocked, the RtxQ after
-    the last new data at the batch's end). after_new: that RtxQ before the batch; ceiling: (low, high)."""
+    """core/sndbuf.c sbe_blocked over a batch of rows starting at row `start` (its array form, for pass 2's
+    batches; short_tcp_entries calls sbe_blocked itself, and tests/test_analyzer_short_flows.py holds the
+    two to the same figures): -> (blocked, the RtxQ after the last new data at the batch's end).
+    after_new: that RtxQ before the batch; ceiling: (low, high)."""
     n = len(rtxq)
     if not held_back:
         return np.zeros(n, bool), after_new
