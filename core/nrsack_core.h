@@ -204,7 +204,7 @@ typedef enum {
     SBE_NO_DATA,      /* cannot tell: no new data */
     SBE_FEW_WAITS,    /* cannot tell: fewer than SBE_MIN_WAITS waits */
     SBE_UNSETTLED,    /* cannot tell: long waits, but at no settled level */
-    SBE_DATA_LEVEL,   /* cannot tell: the data level of a connection over subflows (MPTCP) */
+    SBE_DATA_LEVEL,   /* cannot tell: data scheduled over several paths (MPTCP's data level, CMT) */
 } sbe_why_t;
 typedef struct {
     sbe_verdict_t verdict;
@@ -222,9 +222,9 @@ int sbe_copy(sbe_t *dst, const sbe_t *src);
 int sbe_new_data(sbe_t *e, uint64_t rtxq_sack, uint64_t rtxq_nr, uint64_t bytes);
 /* After an ack that freed room (moved the cum ack or NR-acked data); gap_open: as of that ack. */
 void sbe_freeing_ack(sbe_t *e, int gap_open);
-/* The verdict for semantics `nr` (SBE_SACK / SBE_NR). data_level: the waits are those of a connection's
- * data level over subflows (MPTCP), whose windows, buffers and scheduler also hold new data back: beyond
- * one flight or too few waits, it cannot tell. */
+/* The verdict for semantics `nr` (SBE_SACK / SBE_NR). data_level: the waits are those of data scheduled
+ * over several paths (MPTCP's data level, a CMT association), whose windows, buffers and scheduler also
+ * hold new data back: beyond one flight or too few waits, it cannot tell. */
 void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r);
 /* Estimated B: blocked while held back, more new data still to come (`before_last_new`), and the RtxQ
  * after the last new data at the ceiling, or above it while a gap is open (loss recovery). */

@@ -124,7 +124,7 @@ void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r) {
         r->why = SBE_FEW_WAITS;
         return;
     }
-    if (data_level) {  /* measured on the lab's MPTCP runs: as often wrong as right, so not told yet */
+    if (data_level) {  /* on the lab's MPTCP and CMT runs the rules below were as often wrong as right */
         r->why = SBE_DATA_LEVEL;
         return;
     }

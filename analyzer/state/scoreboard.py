@@ -55,7 +55,7 @@ def buffer_fields(given, capacity, estimate, vantage, b_ns) -> tuple:
         "no new data",
         f"too short: {waits} waits for an ack, {MIN_WAITS} needed",
         f"{long_waits} of {waits} waits for an ack outlasted {LONG_WAIT} acks, at no settled RtxQ",
-        "an MPTCP data level: its subflows' windows and buffers also hold new data back (not estimated yet)",
+        "data over several paths (MPTCP, CMT): their windows and buffers also hold it back (not estimated yet)",
     )[why]
     if vantage not in SENDER_SIDE and why != ONE_FLIGHT:  # (data seen before any ack left before it, anywhere)
         verdict, reason = SBE_CANNOT_TELL, f"the capture is not by the sender (vantage {vantage})"
@@ -175,8 +175,10 @@ class DirectionAccumulator:
         self.first_frame = self.t_start = None
         self.done = None               # row index of the ack ending the transfer (after the last data)
         self.last_new = -1             # row index of the last new data (the first transmission of some)
-        self.estimates = None          # release(): Board.sndbuf_estimate's, per nr_sack
-        self.data_level = isinstance(level, F.MptcpLevel)  # (core/sndbuf.c sbe_decide)
+        self.estimates = None          # release(): Board.sndbuf_estimate's, per (nr_sack, data_level)
+        # core/sndbuf.c sbe_decide's data_level: MPTCP's, or (the pipeline sets it) an association whose
+        # data went over more than one path
+        self.data_level = isinstance(level, F.MptcpLevel)
         self.max_payload = 0
         self.max_rtxq = {"sack": 0, "nr": 0, "whatif": 0}
         self.retransmissions = 0
@@ -247,7 +249,8 @@ class DirectionAccumulator:
         """The flow ended: the Board and the level's tables go, what finish() reads stays."""
         if self.board is not None:
             self.data_bytes = self.board.data_bytes
-            self.estimates = {nr: self.board.sndbuf_estimate(nr, self.data_level) for nr in (False, True)}
+            self.estimates = {(nr, level): self.board.sndbuf_estimate(nr, level) for nr in (False, True)
+                              for level in (False, True)}
             self.board = None
             self.level = EndedLevel(self.level.units, self.level.gap_from_sacked, getattr(self.level, "far", None),
                                     self.level.nr_seen)
@@ -258,7 +261,7 @@ class DirectionAccumulator:
         estimated = sndbuf is None
         estimate = None
         if estimated:
-            estimate = (self.estimates[bool(nr_sack)] if self.board is None
+            estimate = (self.estimates[bool(nr_sack), self.data_level] if self.board is None
                         else self.board.sndbuf_estimate(bool(nr_sack), self.data_level))
             held_back, capacity, ceiling = estimate[0] == SBE_HELD_BACK, estimate[2], estimate[3:5]
             after_new = 0  # the RtxQ after the last new data, carried from batch to batch
