@@ -14,7 +14,7 @@ setup(
         Extension(
             "nrsack.analyzer._native",
             sources=["analyzer/read/_reader.c", "analyzer/state/_scoreboard.c", "analyzer/state/_levels.c",
-                     "core/serial.c", "core/iset.c", "core/scoreboard.c"],
+                     "core/serial.c", "core/iset.c", "core/scoreboard.c", "core/sndbuf.c"],
             depends=["analyzer/_analyzer.h", "analyzer/nrsack_core_alloc.h", "core/nrsack_core.h"],
             include_dirs=["analyzer", "core"],
             libraries=["pcap"],

@@ -182,6 +182,61 @@ int sb_blocked(const sb_figures_t *f, uint64_t sndbuf, uint64_t full_packet, int
 /* Bytes of [lo, hi) (TSN mode: the sizes of the TSNs in the window). */
 uint64_t sb_bytes(const scoreboard_t *sb, uint64_t lo, uint64_t hi);
 
+/* ---- the send buffer from the capture (docs/metrics.md, "Estimating B") ----
+ * A sender held back by a buffer full of sent data has nothing unsent: after its last new data it waits
+ * for acks to free room, and the waits begin at the same RtxQ, the buffer's size in payload. Where the
+ * stack wakes the writer only once enough is free (Linux: a third of the buffer), a wait also outlasts
+ * several acks that freed room, which a sender limited by its congestion window answers at once. sbe_*
+ * keeps, per semantics (SACK, NR), the RtxQ at the start of each wait for an ack that ended in new data
+ * (after the last new data the writer is done: no wait), in bins of SBE_BIN bytes, all waits and apart
+ * those that outlasted SBE_LONG_WAIT freeing acks outside loss recovery; sbe_decide reads B from them, or
+ * says why it cannot. */
+enum { SBE_SACK, SBE_NR, SBE_BIN = 64, SBE_MIN_WAITS = 16, SBE_LONG_WAIT = 3, SBE_SIZES = 33, SBE_CEILING_BAND = 1 };
+typedef struct { uint64_t bin, waits, top; } sbe_bin_t;  /* top: the highest RtxQ seen in the bin */
+typedef struct { sbe_bin_t *v; size_t n, cap; uint64_t waits; } sbe_levels_t;
+typedef struct {
+    sbe_levels_t all[2], held[2];    /* every wait; the waits that outlasted SBE_LONG_WAIT freeing acks */
+    uint64_t after_new[2];           /* the RtxQ after the last new data */
+    uint64_t size_count[SBE_SIZES], size_sum[SBE_SIZES];  /* new data per packet, by power of two */
+    uint32_t acks;                   /* freeing acks since the last new data */
+    int sent_new;                    /* new data seen */
+    int gap_seen;                    /* a gap open since the last new data */
+} sbe_t;
+typedef enum { SBE_HELD_BACK, SBE_NEVER, SBE_CANNOT_TELL } sbe_verdict_t;
+typedef enum {
+    SBE_CEILING,      /* held back: 30 % of the waits began within a packet below one level, 10 % above it */
+    SBE_LONG_WAITS,   /* held back: long waits, two thirds of them within 15 % of their median level */
+    SBE_ONE_FLIGHT,   /* never: all new data left before an ack freed room */
+    SBE_ANSWERED,     /* never: no ceiling, and at most 2 % of the waits were long */
+    SBE_NO_DATA,      /* cannot tell: no new data */
+    SBE_FEW_WAITS,    /* cannot tell: fewer than SBE_MIN_WAITS waits */
+    SBE_UNSETTLED,    /* cannot tell: long waits, but at no settled level */
+    SBE_DATA_LEVEL,   /* cannot tell: data scheduled over several paths (MPTCP's data level, CMT) */
+} sbe_why_t;
+typedef struct {
+    sbe_verdict_t verdict;
+    sbe_why_t why;
+    uint64_t sndbuf;           /* B (held back), else 0 */
+    uint64_t low, high;        /* blocked while the RtxQ after the last new data is in [low, high] (or above, gap open) */
+    uint64_t waits, long_waits, at_ceiling, above;  /* the evidence */
+    uint64_t packet;           /* the usual new data per packet */
+} sbe_result_t;
+
+void sbe_init(sbe_t *e);
+void sbe_free(sbe_t *e);
+int sbe_copy(sbe_t *dst, const sbe_t *src);
+/* After a first transmission of `bytes` of data: the RtxQ of each semantics now. -1: out of memory. */
+int sbe_new_data(sbe_t *e, uint64_t rtxq_sack, uint64_t rtxq_nr, uint64_t bytes);
+/* After an ack that freed room (moved the cum ack or NR-acked data); gap_open: as of that ack. */
+void sbe_freeing_ack(sbe_t *e, int gap_open);
+/* The verdict for semantics `nr` (SBE_SACK / SBE_NR). data_level: the waits are those of data scheduled
+ * over several paths (MPTCP's data level, a CMT association), whose windows, buffers and scheduler also
+ * hold new data back: beyond one flight or too few waits, it cannot tell. */
+void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r);
+/* Estimated B: blocked while held back, more new data still to come (`before_last_new`), and the RtxQ
+ * after the last new data at the ceiling, or above it while a gap is open (loss recovery). */
+int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, int gap_open, int before_last_new);
+
 /* ---- wire blocks to units ---- */
 
 /* SCTP gap block (start, end offsets from the cum TSN ack) -> TSNs [cum_tsn + start, cum_tsn + end + 1);

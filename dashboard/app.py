@@ -60,6 +60,16 @@ def _fmt_bytes(n):
     return f"{int(n):,} B"
 
 
+def _ratio(value):
+    """A table cell of p/q or b/q: rounded, or the text a figure the capture cannot support shows."""
+    return formats.ratio_text(None) if value is None or pd.isna(value) else round(float(value), 4)
+
+
+def _count(value):
+    """A table cell of a count the capture may not support (blocking intervals)."""
+    return formats.ratio_text(None) if value is None or pd.isna(value) else int(value)
+
+
 def _kpi(label, value, hint=None):
     return html.Div([html.Div(label, className="kpi-label"), html.Div(value, className="kpi-value")]
                     + ([html.Div(hint, className="kpi-hint")] if hint else []), className="kpi")
@@ -112,7 +122,7 @@ class Dashboard:
                                                                      " (subflow)" if s.get("level") == "subflow" else ""),
                          "sender → receiver": f"{s['src']} → {s['dst']}", "NR-SACK": "yes" if s["nr_sack"] else "no",
                          "bytes": int(s["data_bytes"]), "duration s": round(float(s["q_s"]), 6),
-                         "p/q": round(float(s["p_over_q"]), 4), "blocked": int(s["blocking_intervals"]),
+                         "p/q": _ratio(s["p_over_q"]), "blocked": _count(s["blocking_intervals"]),
                          "capture": capture_id, "sndbuf": sndbuf})
         name = self.library.captures[capture_id].name
         message = f"{name}: {analysis.capture.frames} frames, {len(rows)} sender direction(s). Click a row."
@@ -159,21 +169,25 @@ class Dashboard:
                       if s["nr_sack"] else
                       f"SACKed data held: up to {_fmt_bytes(peak_sacked)}; NR-SACKs would have freed it")
         cards = [
-            _kpi("p/q (blocked during loss recovery)", f"{s['p_over_q']:.4f}", f"p = {s['p_s']:.4f} s"),
-            _kpi("b/q (blocked)", f"{s['b_over_q']:.4f}", f"b = {s['b_s']:.4f} s"),
+            _kpi("p/q (blocked during loss recovery)", formats.ratio_text(s["p_over_q"]),
+                 f"p = {s['p_s']:.4f} s" if s["p_s"] is not None else s["sndbuf_reason"]),
+            _kpi("b/q (blocked)", formats.ratio_text(s["b_over_q"]),
+                 f"b = {s['b_s']:.4f} s" if s["b_s"] is not None else s["sndbuf_reason"]),
             _kpi("q (transfer time)", f"{s['q_s']:.4f} s", "complete" if s["complete"] else "incomplete: to capture end"),
             _kpi("throughput", f"{s['throughput_bps'] / 1e3:,.1f} kb/s", _fmt_bytes(s["acked_bytes"]) + " acked"),
-            _kpi("send buffer B", _fmt_bytes(s["sndbuf_bytes"]), "estimated" if s["sndbuf_estimated"] else "given"),
-            _kpi("blocking intervals", str(int(s["blocking_intervals"])),
-                 f"{int(blocking_table['gap_open'].sum())} during gap_open"),
+            _kpi("send buffer B", _fmt_bytes(s["sndbuf_bytes"]) if s["sndbuf_bytes"] is not None else s["sndbuf_verdict"],
+                 s["sndbuf_reason"] or s["sndbuf_source"]),
+            _kpi("blocking intervals", str(_count(s["blocking_intervals"])),
+                 s["sndbuf_reason"] if s["blocking_intervals"] is None
+                 else f"{int(blocking_table['gap_open'].sum())} during gap_open"),
             _kpi("what NR-SACK saves", _fmt_bytes(max(s["max_rtxq_sack_bytes"] - s["max_rtxq_whatif_bytes"], peak_sacked)),
                  saved_hint),
             _kpi("vantage point", str(s["vantage"]), "capture next to the " + str(s["vantage"])
                  if s["vantage"] in ("sender", "receiver") else "RtxQ shifted by one-way delays"),
         ]
         paths = [{"id": p.summary["id"], "level": p.summary["level"],
-                  "path": f"{p.summary['src']} → {p.summary['dst']}", "p/q": round(p.summary["p_over_q"], 4),
-                  "b/q": round(p.summary["b_over_q"], 4), "throughput kb/s": round(p.summary["throughput_bps"] / 1e3, 1),
+                  "path": f"{p.summary['src']} → {p.summary['dst']}", "p/q": _ratio(p.summary["p_over_q"]),
+                  "b/q": _ratio(p.summary["b_over_q"]), "throughput kb/s": round(p.summary["throughput_bps"] / 1e3, 1),
                   "bytes": int(p.summary["data_bytes"]), "vantage": p.summary["vantage"]} for p in entry.paths]
         blocking = [{"id": i, "#": i + 1, "start s": round(a - series.origin_s, 6), "end s": round(b - series.origin_s, 6),
                      "duration ms": round(d * 1e3, 3), "RtxQ at start": int(r), "gap_open": "yes" if g else "no",
@@ -320,7 +334,7 @@ class Dashboard:
         rows = [{"A": p["a"], "B": p["b"], "sender → receiver": f"{p['src']} → {p['dst']}",
                  "T_A kb/s": round(p["throughput_a_bps"] / 1e3, 2), "T_B kb/s": round(p["throughput_b_bps"] / 1e3, 2),
                  "gain %": "n/a" if p["gain_percent"] is None else round(p["gain_percent"], 2),
-                 "p/q A": round(p["p_over_q_a"], 4), "p/q B": round(p["p_over_q_b"], 4)} for p in result["pairs"]]
+                 "p/q A": _ratio(p["p_over_q_a"]), "p/q B": _ratio(p["p_over_q_b"])} for p in result["pairs"]]
         names = [self.library.captures[c].name for c in (capture_a, capture_b)]
         pairs = [(f"A {names[0]}", runs[0].entries[0]), (f"B {names[1]}", runs[1].entries[0])]
         message = "Gain of A over B = (T_A - T_B) / T_B (metrics.md); sender directions paired in order."

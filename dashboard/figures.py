@@ -12,6 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from nrsack.analyzer.views import formats
 from nrsack.dashboard import decimate as D
 
 PLOT_PIXELS = 1200          # buckets per zoom level: about one per pixel of a wide graph
@@ -75,8 +76,8 @@ def shown_columns(summary):
 
 def buffer_label(summary):
     if summary["sndbuf_bytes"] is None:
-        return "send buffer B unknown"
-    how = "estimated: the largest RtxQ seen" if summary["sndbuf_estimated"] else "given"
+        return f"send buffer B: {formats.buffer_text(summary)}"
+    how = "estimated: the RtxQ at which the sender waited for acks" if summary["sndbuf_estimated"] else "given"
     return f"send buffer B = {int(summary['sndbuf_bytes'])} bytes ({how})"
 
 
@@ -112,12 +113,12 @@ def rtxq_figure(entry, x_range=None, pixels=PLOT_PIXELS, decimated=True, webgl=N
                      "line": {"shape": "hv", "width": 2, "color": COLORS[column],
                               "dash": "dot" if column == "rtxq_whatif" else "solid"},
                      "hovertemplate": "%{y:,} bytes at %{x:.6f} s<extra>" + column + "</extra>"})
-    capacity = None if summary["sndbuf_bytes"] is None else int(summary["sndbuf_bytes"])
-    top = 1.1 * max(capacity or 1, *(int(summary[f"max_{c}_bytes"]) for c, _ in shown_columns(summary)))
-    if capacity is not None:  # no line for a send buffer the capture cannot tell
-        data.append({"type": "scattergl", "x": [min(x0, 0.0), max(x1, s.end)], "y": [capacity, capacity],
-                     "mode": "lines", "name": buffer_label(summary), "hoverinfo": "skip",
-                     "line": {"color": COLORS["buffer"], "dash": "dash", "width": 1.5}})
+    capacity = 0 if summary["sndbuf_bytes"] is None else int(summary["sndbuf_bytes"])  # no B: no line
+    top = 1.1 * max(capacity, *(int(summary[f"max_{c}_bytes"]) for c, _ in shown_columns(summary)))
+    data.append({"type": "scattergl", "x": [min(x0, 0.0), max(x1, s.end)] if capacity else [],
+                 "y": [capacity, capacity] if capacity else [], "mode": "lines",
+                 "name": buffer_label(summary), "hoverinfo": "skip",
+                 "line": {"color": COLORS["buffer"], "dash": "dash", "width": 1.5}})
     pixel = width / pixels
     b_starts, b_ends, blocked_count = D.merge_intervals(*s.blocked, x0, x1, pixel, MAX_SHAPES)
     # gap_open as one WebGL band (0 or 3 % of the axis), decimated like the queues: it can have
@@ -231,8 +232,9 @@ def compare_figure(pairs, pixels=PLOT_PIXELS) -> go.Figure:
         tx, ty = D.decimate(s.t, s.columns[column], 0.0, s.end, pixels)
         fig.add_trace(go.Scatter(x=tx, y=ty, mode="lines", line={"shape": "hv", "dash": dash, "width": 2, "color": color},
                                  name=f"{label}: {column}"))
-        fig.add_trace(go.Scatter(x=[0, s.end], y=[entry.summary["sndbuf_bytes"]] * 2, mode="lines",
-                                 line={"dash": "dash", "width": 1, "color": color}, name=f"{label}: B"))
+        if entry.summary["sndbuf_bytes"] is not None:
+            fig.add_trace(go.Scatter(x=[0, s.end], y=[entry.summary["sndbuf_bytes"]] * 2, mode="lines",
+                                     line={"dash": "dash", "width": 1, "color": color}, name=f"{label}: B"))
     fig.update_layout(template="plotly_white", height=380, font={"family": FONT, "size": 13},
                       margin={"l": 70, "r": 20, "t": 30, "b": 50}, legend={"orientation": "h", "y": -0.2},
                       xaxis={"title": "time since first DATA (s)"}, yaxis={"title": "bytes", "rangemode": "tozero"})

@@ -7,14 +7,13 @@ import random
 
 import numpy as np
 import pytest
-from scapy.layers.l2 import Ether
 
 from nrsack.analyzer import analyze
 from nrsack.analyzer.read import events as E
 from nrsack.analyzer.state import pipeline as P
 from nrsack.analyzer.views import stream
 from nrsack.analyzer.views import formats
-from support import pcaps
+from support import pcaps, tcp_scenario
 
 
 def connection(rng, k, t0):
@@ -24,15 +23,7 @@ def connection(rng, k, t0):
     ends = [(f"10.1.{k % 250}.{1 + k // 250}", 1024 + k), ("10.255.0.1", 80)]
     isn = [rng.choice([rng.randrange(1 << 32), (1 << 32) - rng.randrange(1, 3000)]), rng.randrange(1 << 32)]
     permitted = [rng.random() < 0.7, rng.random() < 0.7]
-    frames = []
-    clock = [t0]
-
-    def send(side, seq, ack, flags, options=(), payload=0, dt=0.001):
-        clock[0] += dt
-        (src, sport), (dst, dport) = ends[side], ends[1 - side]
-        frame = pcaps.tcp_packet(clock[0], src, dst, sport, dport, seq, ack, flags, list(options), payload=payload)
-        frame[Ether].src, frame[Ether].dst = "02:00:00:00:00:01", "02:00:00:00:00:02"  # nothing to resolve
-        frames.append(frame)
+    send, frames = tcp_scenario.timed_sender(ends, t0)
 
     def syn_options(side):
         nr = [pcaps.nr_permitted_option(rng.choice([0, 1]))] if permitted[side] else []
@@ -99,6 +90,7 @@ def connection(rng, k, t0):
 def capture(tmp_path_factory):
     rng = random.Random(17)
     frames = [f for k in range(60) for f in connection(rng, k, rng.uniform(0, 1.0))]
+    frames += [f for k in range(3) for f in tcp_scenario.window_transfer(k, rng.uniform(0, 1.0), window=6 + 2 * k)]
     return pcaps.write(tmp_path_factory.mktemp("short") / "short.pcap", sorted(frames, key=lambda f: float(f.time)))
 
 
@@ -114,6 +106,8 @@ def test_short_connections_summed_as_the_general_path_does(capture, sndbuf):
     complete = [f for f in general["flows"] if f["complete"]]
     assert any(f["retransmissions"] for f in complete) and any(f["nr_sack"] for f in complete)
     assert any(f["blocking_intervals"] for f in complete) and any(f["p_ns"] for f in complete)
+    if sndbuf is None:  # the estimator's every verdict, on both ways
+        assert {f["sndbuf_verdict"] for f in complete} == {"held back", "never", "cannot tell"}
     assert any(f.get("far_serials_ignored") for f in complete)
     assert any(not f["complete"] for f in general["flows"])  # the FINs never acked: the general path
 

@@ -88,6 +88,14 @@ def test_analyzer_shows_the_cmt_association_with_its_paths(cmt_run):
     # q: from the first write into the established association to all acked, against first DATA to
     # the last ack in the capture
     assert s["q_s"] == pytest.approx(truth["q_s"], abs=0.01)
+    # data over two paths: without --sndbuf the capture cannot tell the buffer (metrics.md, Estimating B)
+    for summary in [s, *(p.summary for p in entry.paths)]:
+        assert summary["sndbuf_verdict"] == "cannot tell" and summary["b_over_q"] is summary["sndbuf_bytes"] is None
+        assert summary["sndbuf_reason"].startswith("data over several paths")
+    # given B (here the largest RtxQ the capture shows, which is the buffer's payload for usrsctp),
+    # the analyzer's b and p meet the truth's under the same names
+    given = analyze(out / "sender.pcap", sndbuf=s["max_rtxq_nr_bytes"])
+    (s,) = [e.summary for e in given.entries if e.summary["src"] == "10.0.0.1:5001"]
     # the capture sees the buffer full of sent data only; the writer also waits on unsent data
     assert 0 < s["b_over_q"] <= truth["app_blocked_over_q"] + 0.05
     # under the same names the truth's b and p (the waits on a buffer full of sent data, and those

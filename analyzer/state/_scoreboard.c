@@ -34,6 +34,7 @@ typedef struct {
     iset_t revoked;       /* plain vector: the intervals the last feed's acks revoked */
     int64_t *revoked_rows;  /* revoked_rows[k]: the row (of that feed) that revoked interval k */
     size_t revoked_cap;
+    sbe_t estimate;         /* the send buffer from the waits for acks (core/sndbuf.c) */
 } Board;
 
 static int Board_init(Board *self, PyObject *args, PyObject *kw) {
@@ -42,11 +43,13 @@ static int Board_init(Board *self, PyObject *args, PyObject *kw) {
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|p", names, &units)) return -1;
     sb_free(&self->sb);
     sb_init(&self->sb, units);
+    sbe_free(&self->estimate);
     return 0;
 }
 
 static void Board_dealloc(Board *self) {
     sb_free(&self->sb);
+    sbe_free(&self->estimate);
     iset_free(&self->r);
     iset_free(&self->nr);
     iset_free(&self->revoked);
@@ -118,6 +121,16 @@ static int feed_ack(Board *b, Py_ssize_t row, int64_t cum, const int64_t *blo, c
     return 0;
 }
 
+/* The send-buffer estimator's inputs after a row: new data (the RtxQ now), or an ack that freed room. */
+static int note_estimate(Board *b, int is_data, int32_t fl, uint64_t acked_before, uint64_t data_before, int64_t freed) {
+    const scoreboard_t *sb = &b->sb;
+    if (is_data)
+        return fl & FLAG_CHANGED ? sbe_new_data(&b->estimate, sb->sent.weight, sb->sent.weight - sb->nracked.weight,
+                                                sb->data_bytes - data_before) : 0;
+    if (sb->acked_bytes > acked_before || freed > 0) sbe_freeing_ack(&b->estimate, sb->gap_open);
+    return 0;
+}
+
 enum { IN_KIND, IN_LO, IN_HI, IN_SIZE, IN_BSTART, IN_BCOUNT, IN_BLO, IN_BHI, IN_BNR, IN_REVOKE,
        OUT_SACK, OUT_SACKED, OUT_NR, OUT_FREED, OUT_ACKED, OUT_USACK, OUT_USACKED, OUT_UNR, OUT_FLAGS, N_ARRAYS };
 
@@ -150,6 +163,7 @@ static PyObject *Board_feed(Board *self, PyObject *args) {
         const scoreboard_t *sb = &self->sb;
         for (Py_ssize_t i = 0; i < n; i++) {
             int32_t fl = 0; int64_t freed = 0; int rc;
+            uint64_t acked_before = sb->acked_bytes, data_before = sb->data_bytes;
             if (kind[i] == 0) rc = feed_data(self, lo[i], hi[i], size[i], &fl);
             else {
                 if (bc[i] < 0 || bs[i] < 0 || bs[i] + bc[i] > nb) {
@@ -159,7 +173,7 @@ static PyObject *Board_feed(Board *self, PyObject *args) {
                 rc = feed_ack(self, i, hi[i], blo + bs[i], bhi + bs[i], bnr + bs[i], bc[i], revoke[i],
                               pb.ok ? ((const int64_t *)pb.b.buf)[i] : 0, &fl, &freed);
             }
-            if (rc < 0) { PyErr_NoMemory(); goto out; }
+            if (rc < 0 || note_estimate(self, kind[i] == 0, fl, acked_before, data_before, freed) < 0) { PyErr_NoMemory(); goto out; }
             if (sb->gap_open) fl |= FLAG_GAP_OPEN;
             out[OUT_SACK][i] = (int64_t)sb->sent.weight; out[OUT_SACKED][i] = (int64_t)sb->sacked.weight;
             out[OUT_NR][i] = (int64_t)sb->nracked.weight; out[OUT_FREED][i] = freed;
@@ -209,14 +223,30 @@ static PyObject *Board_fork(Board *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "p", &keep_data)) return NULL;
     Board *copy = (Board *)PyType_GenericNew(&BoardType, NULL, NULL);
     if (!copy) return NULL;
-    if (sb_copy(&copy->sb, &self->sb, keep_data) < 0) {
+    if (sb_copy(&copy->sb, &self->sb, keep_data) < 0 || (keep_data && sbe_copy(&copy->estimate, &self->estimate) < 0)) {
         Py_DECREF(copy);
         return PyErr_NoMemory();
     }
     return (PyObject *)copy;
 }
 
+/* sndbuf_estimate(nr, data_level) -> sbe_decide's (verdict, why, sndbuf, low, high, waits, long_waits,
+ * at_ceiling, above, packet). */
+static PyObject *Board_sndbuf_estimate(Board *self, PyObject *args) {
+    int nr, data_level;
+    if (!PyArg_ParseTuple(args, "pp", &nr, &data_level)) return NULL;
+    sbe_result_t r;
+    sbe_decide(&self->estimate, nr, data_level, &r);
+    return Py_BuildValue("(iiKKKKKKKK)", (int)r.verdict, (int)r.why, (unsigned long long)r.sndbuf,
+                         (unsigned long long)r.low, (unsigned long long)r.high, (unsigned long long)r.waits,
+                         (unsigned long long)r.long_waits, (unsigned long long)r.at_ceiling,
+                         (unsigned long long)r.above, (unsigned long long)r.packet);
+}
+
 static PyMethodDef Board_methods[] = {
+    {"sndbuf_estimate", (PyCFunction)Board_sndbuf_estimate, METH_VARARGS,
+     "sndbuf_estimate(nr, data_level) -> (verdict, why, sndbuf, low, high, waits, long_waits, at_ceiling, above, "
+     "packet) (core/sndbuf.c sbe_decide)"},
     {"fork", (PyCFunction)Board_fork, METH_VARARGS, "fork(keep_data) -> a copy (keep_data False: the acks' state only)"},
     {"feed", (PyCFunction)Board_feed, METH_VARARGS,
      "feed(kind i1, lo i8, hi i8, size i8, bstart i8, bcount i4, blo i8, bhi i8, bnr i1, revoke i1, out_sack, "
@@ -607,7 +637,10 @@ enum { FLOW_NEGOTIATED_NR = 1, FLOW_NEVER_RENEGE_0 = 2, FLOW_NEVER_RENEGE_1 = 4 
 enum {
     ENTRY_HAS_DATA, ENTRY_COMPLETE, ENTRY_NR_SACK, ENTRY_FIRST_FRAME, ENTRY_T_START, ENTRY_Q_NS, ENTRY_P_NS,
     ENTRY_B_NS, ENTRY_DATA_BYTES, ENTRY_CAPACITY, ENTRY_MAX_SACK, ENTRY_MAX_NR, ENTRY_MAX_WHATIF, ENTRY_ACKED,
-    ENTRY_INTERVALS, ENTRY_MAX_PAYLOAD, ENTRY_RETRANSMISSIONS, ENTRY_FAR, ENTRY_FAR_FRAME, ENTRY_FIELDS
+    ENTRY_INTERVALS, ENTRY_MAX_PAYLOAD, ENTRY_RETRANSMISSIONS, ENTRY_FAR, ENTRY_FAR_FRAME,
+    ENTRY_VERDICT, ENTRY_WHY, ENTRY_SNDBUF, ENTRY_LOW, ENTRY_HIGH, ENTRY_WAITS, ENTRY_LONG_WAITS, ENTRY_AT_CEILING,
+    ENTRY_ABOVE, ENTRY_PACKET,  /* sbe_result_t, as Board.sndbuf_estimate gives it */
+    ENTRY_FIELDS
 };
 
 typedef struct {  /* one direction's Board outputs per row (Board.feed's) */
@@ -619,13 +652,15 @@ typedef struct {  /* one direction's Board outputs per row (Board.feed's) */
 static int feed_fresh(Board *b, const part_out_t *o, Py_ssize_t n, const board_rows_t *r) {
     sb_free(&b->sb);
     sb_init(&b->sb, 0);
+    sbe_free(&b->estimate);
     b->revoked.n = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         int32_t fl = 0; int64_t freed = 0;
+        uint64_t acked_before = b->sb.acked_bytes, data_before = b->sb.data_bytes;
         int rc = o->kind[i] == 0 ? feed_data(b, o->lo[i], o->hi[i], o->size[i], &fl)
                                  : feed_ack(b, i, o->hi[i], o->blo + o->bstart[i], o->bhi + o->bstart[i],
                                             o->bnr + o->bstart[i], o->bcount[i], REVOKE_IN_SPAN, o->conn[i], &fl, &freed);
-        if (rc < 0) return -1;
+        if (rc < 0 || note_estimate(b, o->kind[i] == 0, fl, acked_before, data_before, freed) < 0) return -1;
         if (b->sb.gap_open) fl |= FLAG_GAP_OPEN;
         r->sack[i] = (int64_t)b->sb.sent.weight; r->sacked[i] = (int64_t)b->sb.sacked.weight;
         r->nr[i] = (int64_t)b->sb.nracked.weight; r->acked[i] = (int64_t)b->sb.acked_bytes;
@@ -637,12 +672,13 @@ static int feed_fresh(Board *b, const part_out_t *o, Py_ssize_t n, const board_r
 /* DirectionAccumulator.feed's tallies and DirectionAccumulator.finish's window (p, b, blocking runs) over one direction's rows. */
 static void summarize(const Board *b, const part_out_t *o, Py_ssize_t n, const board_rows_t *r, int nr_known,
                       long long sndbuf, int64_t *e) {
-    Py_ssize_t first = -1, last_data = -1, done = -1;
+    Py_ssize_t first = -1, last_data = -1, last_new = -1, done = -1;
     int64_t max_sack = 0, max_nr = 0, max_whatif = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (o->kind[i] == 0) {
             if (first < 0) first = i;
             last_data = i;
+            if (r->flags[i] & FLAG_CHANGED) last_new = i;
             if (o->size[i] > e[ENTRY_MAX_PAYLOAD]) e[ENTRY_MAX_PAYLOAD] = o->size[i];
         }
         if (r->sack[i] > max_sack) max_sack = r->sack[i];
@@ -662,11 +698,20 @@ static void summarize(const Board *b, const part_out_t *o, Py_ssize_t n, const b
     if (done < 0) return;  /* incomplete: q runs to the end of the capture (the general path) */
     e[ENTRY_COMPLETE] = 1;
     int nr_sack = e[ENTRY_NR_SACK] = nr_known;
-    int64_t capacity = e[ENTRY_CAPACITY] = sndbuf >= 0 ? sndbuf : nr_sack ? max_nr : max_sack;
+    sbe_result_t estimate;
+    sbe_decide(&b->estimate, nr_sack, 0, &estimate);
+    const uint64_t fields[] = {estimate.verdict, estimate.why, estimate.sndbuf, estimate.low, estimate.high,
+                               estimate.waits, estimate.long_waits, estimate.at_ceiling, estimate.above, estimate.packet};
+    for (int k = 0; k < ENTRY_FIELDS - ENTRY_VERDICT; k++) e[ENTRY_VERDICT + k] = (int64_t)fields[k];
+    int64_t capacity = e[ENTRY_CAPACITY] = sndbuf >= 0 ? sndbuf : (int64_t)estimate.sndbuf;
     int was_blocked = 0, was_gap = 0;
+    int64_t after_new = 0;  /* the RtxQ after the last new data (estimated B) */
     for (Py_ssize_t i = first; i <= done; i++) {
         int64_t rtxq = nr_sack ? r->sack[i] - r->nr[i] : r->sack[i];
-        int blocked = capacity - rtxq < e[ENTRY_MAX_PAYLOAD], gap = (r->flags[i] & FLAG_GAP_OPEN) != 0;
+        if (o->kind[i] == 0 && (r->flags[i] & FLAG_CHANGED)) after_new = rtxq;
+        int gap = (r->flags[i] & FLAG_GAP_OPEN) != 0;
+        int blocked = sndbuf >= 0 ? capacity - rtxq < e[ENTRY_MAX_PAYLOAD]
+                                  : sbe_blocked(&estimate, (uint64_t)after_new, gap, i < last_new);
         if (was_blocked) {  /* a row's time counts until the next row */
             int64_t dt = o->time_ns[i] - o->time_ns[i - 1];
             e[ENTRY_B_NS] += dt;

@@ -498,6 +498,10 @@ class Pipeline:
         base = A.entry_base(flow, side)
         never_renege = flow.never_renege[1 - side]
         nr_sack = flow.negotiated_nr or main.level.nr_seen or never_renege
+        # data scheduled over several paths: their windows hold it back too, and a path alone does not see
+        # the buffer they share (metrics.md, Estimating B)
+        for sender in [main, *(sender for _, _, sender in paths)] if len(paths) > 1 else ():
+            sender.data_level = True
         entry = main.finish(entry_id, base, nr_sack, sndbuf, self.end_ns, *(sinks(entry_id) if sinks else ()))
         for path_id, conn, sender in paths:
             c = self.conns[conn]

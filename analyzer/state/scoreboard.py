@@ -25,8 +25,42 @@ if TYPE_CHECKING:
 SUMMARY_KEYS = [
     "id", "protocol", "src", "dst", "nr_sack", "data_bytes", "q_s", "p_s", "b_s", "p_over_q", "b_over_q",
     "sndbuf_bytes", "sndbuf_estimated", "max_rtxq_sack_bytes", "max_rtxq_nr_bytes", "max_rtxq_whatif_bytes",
-    "throughput_bps", "blocking_intervals", "vantage", "complete",
+    "throughput_bps", "blocking_intervals", "vantage", "complete", "sndbuf_source", "sndbuf_verdict", "sndbuf_reason",
 ]
+
+# core/sndbuf.c: sbe_verdict_t and sbe_why_t, as the summary says them (docs/metrics.md, "Estimating B")
+HELD_BACK, NEVER, CANNOT_TELL = "held back", "never", "cannot tell"
+VERDICTS = (HELD_BACK, NEVER, CANNOT_TELL)  # indexed by sbe_verdict_t
+SBE_HELD_BACK, SBE_CANNOT_TELL = 0, 2
+MIN_WAITS, LONG_WAIT = 16, 3  # SBE_MIN_WAITS, SBE_LONG_WAIT
+ONE_FLIGHT = 2  # sbe_why_t SBE_ONE_FLIGHT
+# the vantages whose timing shows when the sender sent and when acks reached it
+SENDER_SIDE = ("sender", "unknown")
+
+
+def buffer_fields(given, capacity, estimate, vantage, b_ns) -> tuple:
+    """The summary's send-buffer values: sndbuf_bytes, sndbuf_estimated, sndbuf_source, sndbuf_verdict,
+    sndbuf_reason, and whether p and b can be told (not a key). given: B came from the user (capacity); else
+    estimate is Board.sndbuf_estimate's (verdict, why, sndbuf, low, high, waits, long_waits, at_ceiling, above,
+    packet)."""
+    if given:
+        return capacity, False, "given", HELD_BACK if b_ns else NEVER, None, True
+    verdict, why, sndbuf, low, high, waits, long_waits, at_ceiling, above, packet = estimate
+    reason = (
+        f"{at_ceiling} of {waits} waits for an ack began at an RtxQ of {low}-{high} bytes, {above} above",
+        f"{long_waits} of {waits} waits for an ack outlasted {LONG_WAIT} acks, {at_ceiling} of them at an RtxQ of "
+        f"{low}-{high} bytes",
+        "all new data left before an ack freed room",
+        f"{waits - long_waits} of {waits} waits for an ack ended within {LONG_WAIT - 1} acks, at no ceiling",
+        "no new data",
+        f"too short: {waits} waits for an ack, {MIN_WAITS} needed",
+        f"{long_waits} of {waits} waits for an ack outlasted {LONG_WAIT} acks, at no settled RtxQ",
+        "data over several paths (MPTCP, CMT): their windows and buffers also hold it back (not estimated yet)",
+    )[why]
+    if vantage not in SENDER_SIDE and why != ONE_FLIGHT:  # (data seen before any ack left before it, anywhere)
+        verdict, reason = SBE_CANNOT_TELL, f"the capture is not by the sender (vantage {vantage})"
+    return (sndbuf if verdict == SBE_HELD_BACK else None, True, "estimated", VERDICTS[verdict], reason,
+            verdict != SBE_CANNOT_TELL)
 
 # vantage: the capture sits next to the endpoint whose handshake gap is the short one (its own
 # processing time, against a round trip for the other); "short" means under 1/2.5 of the other gap.
@@ -140,6 +174,11 @@ class DirectionAccumulator:
         self.first_data = None         # row index of the first data row
         self.first_frame = self.t_start = None
         self.done = None               # row index of the ack ending the transfer (after the last data)
+        self.last_new = -1             # row index of the last new data (the first transmission of some)
+        self.estimates = None          # release(): Board.sndbuf_estimate's, per (nr_sack, data_level)
+        # core/sndbuf.c sbe_decide's data_level: MPTCP's, or (the pipeline sets it) an association whose
+        # data went over more than one path
+        self.data_level = isinstance(level, F.MptcpLevel)
         self.max_payload = 0
         self.max_rtxq = {"sack": 0, "nr": 0, "whatif": 0}
         self.retransmissions = 0
@@ -170,6 +209,9 @@ class DirectionAccumulator:
             self.max_payload = max(self.max_payload, int(part.size[data_idx].max()))
             self.done = None
             tail = int(data_idx[-1]) + 1
+            new = np.flatnonzero(is_data & ((flags & 1) != 0))
+            if len(new):
+                self.last_new = self.rows + int(new[-1])
         if self.first_data is not None and self.done is None:
             # the first ack after the last data that cum-acks all of it ends the transfer
             ending = np.flatnonzero(~is_data[tail:] & (out["acked"][tail:] >= self.board.data_bytes))
@@ -192,7 +234,8 @@ class DirectionAccumulator:
         twin.board = self.board.fork(keep_data)
         if keep_data:
             twin.serials = None if self.serials is None else list(self.serials)
-            for name in ("rows", "first_data", "first_frame", "t_start", "done", "max_payload", "retransmissions"):
+            for name in ("rows", "first_data", "first_frame", "t_start", "done", "last_new", "max_payload",
+                         "retransmissions"):
                 setattr(twin, name, getattr(self, name))
             twin.max_rtxq = dict(self.max_rtxq)
             self.store.fork(self.key, key)
@@ -206,6 +249,8 @@ class DirectionAccumulator:
         """The flow ended: the Board and the level's tables go, what finish() reads stays."""
         if self.board is not None:
             self.data_bytes = self.board.data_bytes
+            self.estimates = {(nr, level): self.board.sndbuf_estimate(nr, level) for nr in (False, True)
+                              for level in (False, True)}
             self.board = None
             self.level = EndedLevel(self.level.units, self.level.gap_from_sacked, getattr(self.level, "far", None),
                                     self.level.nr_seen)
@@ -214,7 +259,14 @@ class DirectionAccumulator:
         """Pass 2. The RtxQ and blocking rows go to the sinks (callables taking a column dict) when
         given, else into the DirectionResult; with the sink IGNORE they are not even made."""
         estimated = sndbuf is None
-        capacity = self.max_rtxq["nr" if nr_sack else "sack"] if estimated else int(sndbuf)
+        estimate = None
+        if estimated:
+            estimate = (self.estimates[bool(nr_sack), self.data_level] if self.board is None
+                        else self.board.sndbuf_estimate(bool(nr_sack), self.data_level))
+            held_back, capacity, ceiling = estimate[0] == SBE_HELD_BACK, estimate[2], estimate[3:5]
+            after_new = 0  # the RtxQ after the last new data, carried from batch to batch
+        else:
+            capacity = int(sndbuf)
         complete = self.done is not None
         last = self.done if complete else self.rows - 1
         window = _Window(self.first_data, last)
@@ -224,16 +276,21 @@ class DirectionAccumulator:
         start = 0
         for rows in self.store.batches(self.key):
             rtxq = rows["sack"] - rows["nr"] if nr_sack else rows["sack"]
-            blocked = (capacity - rtxq) < self.max_payload
             gap_open = rows["sacked"] > 0 if self.level.gap_from_sacked else (rows["flags"] & 2) != 0
+            if estimated:
+                blocked, after_new = estimated_blocked(rows, rtxq, gap_open, start, after_new, held_back, ceiling,
+                                                       self.last_new)
+            else:
+                blocked = (capacity - rtxq) < self.max_payload
             window.add(start, rows, blocked, gap_open, rtxq, blocking_sink)
             if rtxq_sink is not IGNORE:
                 rtxq_sink(_rtxq_columns(rows, rtxq, blocked, gap_open, self.level.units))
             start += len(rtxq)
         t_end = window.close(end_ns, complete, blocking_sink)
         far = getattr(self.level, "far", None)  # (a CMT path's level has none: its association counts)
+        buffer = buffer_fields(not estimated, capacity, estimate, base["vantage"], window.b_ns)
         summary = entry_summary(
-            base, entry_id, nr_sack, estimated, capacity,
+            base, entry_id, nr_sack, buffer,
             self.board.data_bytes if self.board is not None else self.data_bytes,
             (self.max_rtxq["sack"], self.max_rtxq["nr"], self.max_rtxq["whatif"]), t_end - self.t_start,
             window.p_ns, window.b_ns, window.acked, window.intervals, complete, self.max_payload,
@@ -244,6 +301,22 @@ class DirectionAccumulator:
         return DirectionResult(summary, join_columns(kept_rtxq), join_columns(kept_blocking, NO_INTERVALS), serials)
 
 
+def estimated_blocked(rows, rtxq, gap_open, start, after_new, held_back, ceiling, last_new) -> tuple:
+    """core/sndbuf.c sbe_blocked over a batch of rows starting at row `start` (its array form, for pass 2's
+    batches; short_tcp_entries calls sbe_blocked itself, and tests/test_analyzer_short_flows.py holds the
+    two to the same figures): -> (blocked, the RtxQ after the last new data at the batch's end).
+    after_new: that RtxQ before the batch; ceiling: (low, high)."""
+    n = len(rtxq)
+    if not held_back:
+        return np.zeros(n, bool), after_new
+    new = rows["is_data"] & ((rows["flags"] & 1) != 0)
+    last = np.maximum.accumulate(np.where(new, np.arange(n), -1))
+    level = np.where(last >= 0, rtxq[np.maximum(last, 0)], after_new)
+    low, high = ceiling
+    blocked = (level >= low) & ((level <= high) | gap_open) & (np.arange(start, start + n) < last_new)
+    return blocked, int(level[-1]) if n else after_new
+
+
 def entry_base(flow: F.Flow, side) -> dict:
     """The summary's keys that name a sender direction of `flow` (its paths' add to them)."""
     return {"protocol": flow.protocol, "src": flow.endpoints[side], "dst": flow.endpoints[1 - side],
@@ -251,11 +324,14 @@ def entry_base(flow: F.Flow, side) -> dict:
             "vantage": vantage(flow, side)}
 
 
-def entry_summary(base, entry_id, nr_sack, estimated, capacity, data_bytes, max_rtxq, q_ns, p_ns, b_ns, acked,
+def entry_summary(base, entry_id, nr_sack, buffer, data_bytes, max_rtxq, q_ns, p_ns, b_ns, acked,
                   intervals, complete, max_payload, retransmissions, first_frame, far_count, far_frame) -> dict:
-    """An entry's summary from its figures (integers; max_rtxq: sack, nr, whatif): the one place its
-    keys and their order are made (short_tcp_rows writes the same keys as rows)."""
+    """An entry's summary from its figures (integers; max_rtxq: sack, nr, whatif; buffer: buffer_fields'):
+    the one place its keys and their order are made (short_tcp_rows writes the same keys as rows)."""
     summary = dict(base)
+    sndbuf_bytes, estimated, source, verdict, reason, figures = buffer
+    if not figures:  # the capture cannot tell when the sender was blocked
+        p_ns = b_ns = intervals = None
     q_s, p_s, b_s, p_over_q, b_over_q, throughput = entry_ratios(q_ns, p_ns, b_ns, acked)
     summary.update({
         "id": entry_id,
@@ -264,7 +340,7 @@ def entry_summary(base, entry_id, nr_sack, estimated, capacity, data_bytes, max_
         "q_s": q_s, "p_s": p_s, "b_s": b_s,
         "p_over_q": p_over_q,
         "b_over_q": b_over_q,
-        "sndbuf_bytes": capacity,
+        "sndbuf_bytes": sndbuf_bytes,
         "sndbuf_estimated": estimated,
         "max_rtxq_sack_bytes": max_rtxq[0],
         "max_rtxq_nr_bytes": max_rtxq[1],
@@ -272,6 +348,9 @@ def entry_summary(base, entry_id, nr_sack, estimated, capacity, data_bytes, max_
         "throughput_bps": throughput,
         "blocking_intervals": intervals,
         "complete": complete,
+        "sndbuf_source": source,
+        "sndbuf_verdict": verdict,
+        "sndbuf_reason": reason,
         "max_payload_bytes": max_payload,
         "acked_bytes": acked,
         "retransmissions": retransmissions,
@@ -284,7 +363,10 @@ def entry_summary(base, entry_id, nr_sack, estimated, capacity, data_bytes, max_
 
 
 def entry_ratios(q_ns, p_ns, b_ns, acked) -> tuple:
-    """-> q, p and b in seconds, p/q, b/q and the throughput in bit/s: the one place they are made."""
+    """-> q, p and b in seconds, p/q, b/q and the throughput in bit/s: the one place they are made
+    (p_ns and b_ns None: p, b and their ratios None)."""
+    if p_ns is None:
+        return q_ns / 1e9, None, None, None, None, acked * 8e9 / q_ns if q_ns > 0 else 0.0
     if q_ns > 0:
         return q_ns / 1e9, p_ns / 1e9, b_ns / 1e9, p_ns / q_ns, b_ns / q_ns, acked * 8e9 / q_ns
     return q_ns / 1e9, p_ns / 1e9, b_ns / 1e9, 0.0, 0.0, 0.0
@@ -312,7 +394,8 @@ def summary_row(summary) -> tuple:
 # _scoreboard.c short_tcp_entries: the fields of its record per sender direction, and its flow flags
 SHORT_FIELDS = ("has_data", "complete", "nr_sack", "first_frame", "t_start", "q_ns", "p_ns", "b_ns", "data_bytes",
                 "capacity", "max_sack", "max_nr", "max_whatif", "acked", "intervals", "max_payload",
-                "retransmissions", "far", "far_frame")
+                "retransmissions", "far", "far_frame", "verdict", "why", "estimate_sndbuf", "low", "high", "waits",
+                "long_waits", "at_ceiling", "above", "packet")
 FLOW_NEGOTIATED_NR, FLOW_NEVER_RENEGE_0, FLOW_NEVER_RENEGE_1 = 1, 2, 4
 
 
@@ -338,13 +421,19 @@ def short_tcp_rows(cap, rows, side, lo, hi, flows, sndbuf) -> list:
     picked = [flows[k] for k in flow_of]
     # a column at a time (lists), the rows zipped from them: a Python statement a row cost more
     (_, complete, nr_sack, first_frame, _, q_ns, p_ns, b_ns, data_bytes, capacity, max_sack, max_nr, max_whatif,
-     acked, intervals, max_payload, retransmissions, far, far_frame) = records[kept].T.tolist()
+     acked, intervals, max_payload, retransmissions, far, far_frame, *estimate) = records[kept].T.tolist()
+    vantages = list(map(vantage, picked, side_of))
+    given = sndbuf is not None
+    buffers = list(map(buffer_fields, repeat(given), capacity, zip(*estimate) if picked else (), vantages, b_ns))
+    sndbuf_bytes, estimated, source, verdict, reason, figures = zip(*buffers) if picked else [()] * 6
+    if not all(figures):  # the capture cannot tell when these senders were blocked
+        p_ns, b_ns, intervals = ([x if ok else None for x, ok in zip(column, figures)] for column in (p_ns, b_ns, intervals))
     q_s, p_s, b_s, p_over_q, b_over_q, throughput = zip(*map(entry_ratios, q_ns, p_ns, b_ns, acked)) if picked else [()] * 6
     rows = zip([f"{flow.id}{'ab'[side]}" for flow, side in zip(picked, side_of)], repeat("tcp"),
                [flow.endpoints[side] for flow, side in zip(picked, side_of)],
                [flow.endpoints[1 - side] for flow, side in zip(picked, side_of)], map(bool, nr_sack), data_bytes,
-               q_s, p_s, b_s, p_over_q, b_over_q, capacity, repeat(sndbuf is None), max_sack, max_nr, max_whatif,
-               throughput, intervals, map(vantage, picked, side_of), map(bool, complete), [flow.id for flow in picked],
+               q_s, p_s, b_s, p_over_q, b_over_q, sndbuf_bytes, estimated, max_sack, max_nr, max_whatif,
+               throughput, intervals, vantages, map(bool, complete), source, verdict, reason, [flow.id for flow in picked],
                side_of, repeat("connection"), max_payload, acked, retransmissions, first_frame, q_ns, p_ns, b_ns)
     for k, values, far_count, far_first in zip(flow_of, rows, far, far_frame):
         out[k].append((SHORT_KEYS_FAR, values + (far_count, far_first), ()) if far_count else (SHORT_KEYS, values, ()))
@@ -605,6 +694,6 @@ def gain(throughput_a, throughput_b):
 
 # the keys of short_tcp_rows's rows, as entry_summary makes them for a TCP connection's direction
 SHORT_KEYS = summary_order(entry_summary(
-    dict.fromkeys(("protocol", "src", "dst", "flow", "side", "level", "vantage")), "", False, True, 0, 0, (0, 0, 0),
-    1, 0, 0, 0, 0, True, 0, 0, 0, 0, None))
+    dict.fromkeys(("protocol", "src", "dst", "flow", "side", "level", "vantage")), "", False,
+    (0, True, "estimated", NEVER, "", True), 0, (0, 0, 0), 1, 0, 0, 0, 0, True, 0, 0, 0, 0, None))
 SHORT_KEYS_FAR = summary_order(SHORT_KEYS + ("far_serials_ignored", "far_serials_first_frame"))

@@ -248,8 +248,8 @@ def compare(run_a, run_b, sndbuf, fmt):
     for p in result["pairs"]:
         gain = "n/a" if p["gain_percent"] is None else f"{p['gain_percent']:+.2f}"
         table.add_row(p["a"], p["b"], f"{p['src']} -> {p['dst']}", formats.fixed(p["throughput_a_bps"], 0),
-                      formats.fixed(p["throughput_b_bps"], 0), gain, formats.fixed(p["p_over_q_a"], 4),
-                      formats.fixed(p["p_over_q_b"], 4))
+                      formats.fixed(p["throughput_b_bps"], 0), gain, formats.ratio_text(p["p_over_q_a"]),
+                      formats.ratio_text(p["p_over_q_b"]))
     # piped output is not limited to 80 columns, as analyze's table
     console = Console() if sys.stdout.isatty() else Console(width=200)
     console.print(table)

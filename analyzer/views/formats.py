@@ -218,7 +218,8 @@ TABLE_LEGEND = (
     ("q s", "transfer time q in seconds (* or (incomplete): to the end of the capture)"),
     ("p/q", "time blocked during loss recovery (gap open) / q"),
     ("b/q", "time blocked / q"),
-    ("B bytes", "send buffer B in payload bytes (est.: estimated as the largest RtxQ)"),
+    ("B bytes", "send buffer B in payload bytes (est.: estimated from the waits for acks, docs/metrics.md; "
+                 "never full, or cannot tell and why)"),
     ("max rtxq nr", "largest RtxQ of a sender honouring NR-SACKs, bytes"),
     ("T b/s", "throughput: acked payload bits / q"),
     ("vantage", "where the capture was taken: sender, receiver, middle or unknown"),
@@ -226,15 +227,24 @@ TABLE_LEGEND = (
 NOT_AVAILABLE = "n/a"
 
 
+def ratio_text(value) -> str:
+    """p/q or b/q as the tables show it: None is a figure the capture cannot support."""
+    return "cannot tell" if value is None else f"{value:.4f}"
+
+
+def buffer_text(summary, reason=True) -> str:
+    """The send buffer B as the tables show it: given, estimated, or the verdict (and its reason)."""
+    if summary["sndbuf_bytes"] is not None:
+        return f"{summary['sndbuf_bytes']}{' est.' if summary['sndbuf_estimated'] else ''}"
+    verdict = summary.get("sndbuf_verdict")
+    if verdict == "never":
+        return "never full"
+    return f"{verdict}: {summary.get('sndbuf_reason')}" if reason else f"{verdict}"
+
+
 def fixed(value, digits) -> str:
     """A figure to `digits` decimals; None (a figure the capture cannot support) as n/a."""
     return NOT_AVAILABLE if value is None else f"{value:.{digits}f}"
-
-
-def _sndbuf_text(s) -> str:
-    if s["sndbuf_bytes"] is None:
-        return NOT_AVAILABLE
-    return f"{s['sndbuf_bytes']}{' est.' if s['sndbuf_estimated'] else ''}"
 
 
 def _shown_summaries(analysis, ids):
@@ -260,7 +270,7 @@ def rich_table(analysis, ids=None, width=200, caption=None):
         wide.add_row(
             ("  " if s.get("parent") else "") + s["id"], f"{s['protocol']} {s['src']} -> {s['dst']}",
             "yes" if s["nr_sack"] else "no", fixed(s["q_s"], 4) + ("" if s["complete"] else " (incomplete)"),
-            fixed(s["p_over_q"], 4), fixed(s["b_over_q"], 4), _sndbuf_text(s), f"{s['max_rtxq_nr_bytes']}",
+            ratio_text(s["p_over_q"]), ratio_text(s["b_over_q"]), buffer_text(s), f"{s['max_rtxq_nr_bytes']}",
             fixed(s["throughput_bps"], 0), s["vantage"])
     unbounded = Console(width=1 << 16)  # measures the table's natural width, not one clamped to the console
     if Measurement.get(unbounded, unbounded.options, wide).maximum <= width:
@@ -272,10 +282,11 @@ def rich_table(analysis, ids=None, width=200, caption=None):
     for s in summaries:
         entry = ("  " if s.get("parent") else "") + s["id"]
         compact.add_row(entry, "yes" if s["nr_sack"] else "no", fixed(s["q_s"], 4) + ("" if s["complete"] else "*"),
-                        fixed(s["p_over_q"], 4), fixed(s["b_over_q"], 4), _sndbuf_text(s),
+                        ratio_text(s["p_over_q"]), ratio_text(s["b_over_q"]), buffer_text(s, reason=False),
                         f"{s['max_rtxq_nr_bytes']}", fixed(s["throughput_bps"], 0))
+        why = s.get("sndbuf_reason") if s["sndbuf_bytes"] is None and s.get("sndbuf_verdict") != "never" else None
         where.append(Text(f"{entry}: {s['protocol']} {s['src']} -> {s['dst']}, vantage {s['vantage']}"
-                          + ("" if s["complete"] else ", incomplete")))
+                          + ("" if s["complete"] else ", incomplete") + (f"; B: {why}" if why else "")))
     return Group(compact, *where)
 
 
@@ -304,7 +315,7 @@ def estimated_sndbuf_note(pairs) -> str | None:
              for p in pairs for run in ("a", "b") if p[f"sndbuf_{run}_estimated"]]
     if not named:
         return None
-    return f"send buffer estimated as the largest RtxQ (--sndbuf gives it): {', '.join(named)}"
+    return f"send buffer estimated from the capture (--sndbuf gives it): {', '.join(named)}"
 
 
 def _sndbuf_bytes_text(value) -> str:

@@ -5,6 +5,8 @@ above 2^32."""
 import hashlib
 import struct
 
+from scapy.layers.l2 import Ether
+
 from support import pcaps
 
 A, B, A2 = "10.0.0.1", "10.0.0.2", "10.0.1.1"
@@ -76,3 +78,51 @@ def mseg(t, n, k=None, csum=None, src=A, sport=PA, isn=1000):
 def mack(t, acked, nr=None, wide=False, count=None, with_ack=True, dport=PA, dst=A):
     dss = pcaps.dss_option(data_ack=DSN0 + acked if with_ack else None, nr_blocks=nr, wide=wide, count=count)
     return pcaps.tcp_packet(t, B, dst, PB, dport, 5001, 1001, "A", [dss])
+
+
+def timed_sender(ends, t0):
+    """-> (send, frames): send(side, seq, ack, flags, options=(), payload=0, dt=0.001) appends to frames a
+    TCP frame from ends[side] to the other end, dt seconds after the one before (the first: after t0)."""
+    frames, clock = [], [t0]
+
+    def send(side, seq, ack, flags, options=(), payload=0, dt=0.001):
+        clock[0] += dt
+        (src, sport), (dst, dport) = ends[side], ends[1 - side]
+        frame = pcaps.tcp_packet(clock[0], src, dst, sport, dport, seq, ack, flags, list(options), payload=payload)
+        frame[Ether].src, frame[Ether].dst = "02:00:00:00:00:01", "02:00:00:00:00:02"  # nothing to resolve
+        frames.append(frame)
+
+    return send, frames
+
+
+def window_transfer(k, t0, window=8, rounds=40, lost_round=20, size=1000, grow=False):
+    """One connection's frames as a sender-side capture sees them: `window` segments in flight, each ack of
+    two answered at once by two new segments: the RtxQ back at the same level every wait, as a sender held
+    back by its buffer keeps it (grow: by three, a window that grows a segment a round). In round
+    `lost_round` the segment at the cum ack is lost and SACKed around, no new data leaving, until its
+    retransmission is acked; then FINs both ways acked. Connection k: 10.2.k.1:2000+k -> 10.255.0.2:80."""
+    send, frames = timed_sender([(f"10.2.{k}.1", 2000 + k), ("10.255.0.2", 80)], t0)
+    sack = [("MSS", 1460), ("SAckOK", b"")]
+    send(0, 1000, 0, "S", sack)
+    send(1, 5000, 1001, "SA", sack, dt=0.01)  # the reply a round trip later: a capture by the sender
+    send(0, 1001, 5001, "A", dt=0.0001)
+    cum = nxt = 1001
+    for _ in range(window):
+        send(0, nxt, 5001, "PA", payload=size, dt=0.0001)
+        nxt += size
+    for r in range(rounds):
+        if r == lost_round:
+            for j in range(2, window, 2):
+                send(1, 5001, cum, "A", [("SAck", (cum + size, cum + j * size))], dt=0.002)
+            send(0, cum, 5001, "PA", payload=size, dt=0.002)
+        cum += 2 * size
+        send(1, 5001, cum, "A", dt=0.01 if r != lost_round else 0.005)
+        for _ in range(3 if grow else 2):
+            send(0, nxt, 5001, "PA", payload=size, dt=0.0001)
+            nxt += size
+    send(1, 5001, nxt, "A", dt=0.01)
+    send(0, nxt, 5001, "FA")
+    send(1, 5001, nxt + 1, "A")
+    send(1, 5001, nxt + 1, "FA")
+    send(0, nxt + 1, 5002, "A")
+    return frames

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The send buffer B from the capture alone (docs/metrics.md, "Estimating B"): the RtxQ at which the sender
+ * waited for acks, how long it waited, and whether those waits sat at a ceiling. One estimator for the
+ * analyzer and the plugins. */
+#include "nrsack_core.h"
+#include "nrsack_core_alloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void sbe_init(sbe_t *e) { memset(e, 0, sizeof *e); }
+
+static sbe_levels_t *levels_of(sbe_t *e, int k) { return k < 2 ? &e->all[k] : &e->held[k - 2]; }
+
+void sbe_free(sbe_t *e) {
+    for (int k = 0; k < 4; k++) core_free(levels_of(e, k)->v);
+    sbe_init(e);
+}
+
+int sbe_copy(sbe_t *dst, const sbe_t *src) {
+    *dst = *src;
+    for (int k = 0; k < 4; k++) {
+        sbe_levels_t *l = levels_of(dst, k);
+        size_t n = l->n;
+        const sbe_bin_t *from = l->v;
+        l->v = NULL;
+        l->n = l->cap = 0;
+        if (!n) continue;
+        if (!(l->v = core_realloc(NULL, n * sizeof *l->v))) {
+            sbe_free(dst);
+            return -1;
+        }
+        memcpy(l->v, from, n * sizeof *l->v);
+        l->n = l->cap = n;
+    }
+    return 0;
+}
+
+static int count_wait(sbe_levels_t *l, uint64_t level) {
+    uint64_t bin = level / SBE_BIN;
+    size_t lo = 0, hi = l->n;  /* the first bin >= bin */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (l->v[mid].bin < bin) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == l->n || l->v[lo].bin != bin) {
+        if (l->n == l->cap) {
+            size_t cap = l->cap ? 2 * l->cap : 16;
+            sbe_bin_t *grown = core_realloc(l->v, cap * sizeof *grown);
+            if (!grown) return -1;
+            l->v = grown;
+            l->cap = cap;
+        }
+        memmove(l->v + lo + 1, l->v + lo, (l->n - lo) * sizeof *l->v);
+        l->v[lo] = (sbe_bin_t){bin, 0, level};
+        l->n++;
+    }
+    l->v[lo].waits++;
+    if (level > l->v[lo].top) l->v[lo].top = level;
+    l->waits++;
+    return 0;
+}
+
+int sbe_new_data(sbe_t *e, uint64_t rtxq_sack, uint64_t rtxq_nr, uint64_t bytes) {
+    if (e->sent_new && e->acks) {  /* a wait for an ack ended in new data: it began at after_new */
+        int long_wait = e->acks >= SBE_LONG_WAIT && !e->gap_seen;
+        for (int k = 0; k < 2; k++)
+            if (count_wait(&e->all[k], e->after_new[k]) < 0 ||
+                (long_wait && count_wait(&e->held[k], e->after_new[k]) < 0))
+                return -1;
+    }
+    int power = 0;
+    while (power < SBE_SIZES - 1 && bytes >> (power + 1)) power++;
+    e->size_count[power]++;
+    e->size_sum[power] += bytes;
+    e->after_new[SBE_SACK] = rtxq_sack;
+    e->after_new[SBE_NR] = rtxq_nr;
+    e->sent_new = 1;
+    e->acks = 0;
+    e->gap_seen = 0;
+    return 0;
+}
+
+void sbe_freeing_ack(sbe_t *e, int gap_open) {
+    if (!e->sent_new) return;
+    e->acks++;
+    e->gap_seen |= gap_open;
+}
+
+/* Waits whose level is in [lo, hi]. */
+static uint64_t waits_within(const sbe_levels_t *l, uint64_t lo, uint64_t hi) {
+    uint64_t count = 0;
+    for (size_t k = 0; k < l->n; k++)
+        if (l->v[k].top >= lo && l->v[k].top <= hi) count += l->v[k].waits;
+    return count;
+}
+
+static uint64_t median_level(const sbe_levels_t *l) {
+    uint64_t seen = 0;
+    for (size_t k = 0; k < l->n; k++)
+        if ((seen += l->v[k].waits) * 2 >= l->waits) return l->v[k].top;
+    return 0;
+}
+
+void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r) {
+    const sbe_levels_t *all = &e->all[nr ? SBE_NR : SBE_SACK], *held = &e->held[nr ? SBE_NR : SBE_SACK];
+    memset(r, 0, sizeof *r);
+    r->waits = all->waits;
+    r->long_waits = held->waits;
+    r->verdict = SBE_CANNOT_TELL;
+    int usual = 0;  /* the usual packet: the mean size of the most common power of two */
+    for (int k = 1; k < SBE_SIZES; k++)
+        if (e->size_count[k] > e->size_count[usual]) usual = k;
+    if (e->size_count[usual]) r->packet = e->size_sum[usual] / e->size_count[usual];
+    if (!e->sent_new || !r->packet) {
+        r->why = SBE_NO_DATA;
+        return;
+    }
+    if (!all->waits) {  /* the sender never waited for an ack before sending new data */
+        r->verdict = SBE_NEVER;
+        r->why = SBE_ONE_FLIGHT;
+        return;
+    }
+    if (all->waits < SBE_MIN_WAITS) {
+        r->why = SBE_FEW_WAITS;
+        return;
+    }
+    if (data_level) {  /* on the lab's MPTCP and CMT runs the rules below were as often wrong as right */
+        r->why = SBE_DATA_LEVEL;
+        return;
+    }
+    /* A ceiling: the highest level x with at least 30 % of the waits within a packet below it and at most
+     * 10 % above it (excursions in loss recovery): a buffer counted in payload (usrsctp), or a writer woken
+     * as soon as a packet's room is free. */
+    uint64_t above = 0;
+    for (size_t k = all->n; k-- > 0;) {
+        if (above * 10 > all->waits) break;
+        uint64_t x = all->v[k].top, floor = x > r->packet ? x - r->packet : 0, count = 0;
+        for (size_t j = k + 1; j-- > 0 && all->v[j].top >= floor;) count += all->v[j].waits;
+        if (count >= SBE_MIN_WAITS && count * 10 >= 3 * all->waits) {
+            r->verdict = SBE_HELD_BACK;
+            r->why = SBE_CEILING;
+            r->sndbuf = r->high = x;
+            /* blocked down to SBE_CEILING_BAND packets below: a writer resumes when a few packets' room is
+             * free, and the RtxQ after each burst lands within them */
+            r->low = x > SBE_CEILING_BAND * r->packet ? x - SBE_CEILING_BAND * r->packet : 0;
+            r->at_ceiling = count;
+            r->above = above;
+            return;
+        }
+        above += all->v[k].waits;
+    }
+    /* Long waits, 4 % of the waits or more, two thirds of them within 15 % of their median level: a writer
+     * woken only once enough room is free (Linux: sk_stream_write_space), at the buffer's level. */
+    if (held->waits >= SBE_MIN_WAITS / 2 && held->waits * 25 >= all->waits) {
+        uint64_t m = median_level(held), near = waits_within(held, m - m * 15 / 100, m + m * 15 / 100);
+        if (near * 3 >= held->waits * 2) {
+            r->verdict = SBE_HELD_BACK;
+            r->why = SBE_LONG_WAITS;
+            r->sndbuf = m;
+            r->low = m - m / 10;  /* blocked within 10 %: the band the long waits cluster in, narrowed */
+            r->high = m + m / 10;
+            r->at_ceiling = near;
+            return;
+        }
+    }
+    if (held->waits * 50 <= all->waits) {  /* (almost) every wait ended at the first acks */
+        r->verdict = SBE_NEVER;
+        r->why = SBE_ANSWERED;
+        return;
+    }
+    r->why = SBE_UNSETTLED;
+}
+
+int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, int gap_open, int before_last_new) {
+    if (r->verdict != SBE_HELD_BACK || !before_last_new || rtxq_after_new < r->low) return 0;
+    return rtxq_after_new <= r->high || gap_open;
+}

@@ -1,0 +1,117 @@
+"""The send buffer B from the capture alone (docs/metrics.md, Estimating B; core/sndbuf.c): held back at
+a ceiling, never, or cannot tell with null figures and a reason; and a real loopback HTTP exchange, whose
+short request and response flows must never read as blocked."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from nrsack.analyzer import analyze
+from nrsack.lab.linux_tcp import namespace_problem
+from support import pcaps, tcp_scenario
+
+
+def only_sender(path):
+    [entry] = [e for e in analyze(path).entries if e.summary["data_bytes"]]
+    return entry.summary
+
+
+def test_a_sender_held_at_a_ceiling_reads_its_buffer(tmp_path):
+    s = only_sender(pcaps.write(tmp_path / "held.pcap", tcp_scenario.window_transfer(0, 1.0, window=8)))
+    assert (s["sndbuf_verdict"], s["sndbuf_source"], s["sndbuf_estimated"]) == ("held back", "estimated", True)
+    assert s["sndbuf_bytes"] == 8000 and "waits for an ack began at an RtxQ of 7000-8000 bytes" in s["sndbuf_reason"]
+    # blocked from each wait's start (the last new data) to the new data that ends it; p inside the loss
+    assert 0.8 < s["b_over_q"] < 1 and 0 < s["p_s"] < s["b_s"]
+
+
+def test_given_b_keeps_the_rule_b_minus_rtxq_below_s(tmp_path):
+    path = pcaps.write(tmp_path / "held.pcap", tcp_scenario.window_transfer(0, 1.0, window=8))
+    [entry] = [e for e in analyze(path, sndbuf=8000).entries if e.summary["data_bytes"]]
+    s, table = entry.summary, entry.rtxq
+    assert (s["sndbuf_source"], s["sndbuf_bytes"], s["sndbuf_reason"]) == ("given", 8000, None)
+    assert (table["blocked"] == (8000 - table["rtxq_sack_bytes"] < 1000)).all()
+
+
+def test_a_growing_window_is_never_held_back(tmp_path):
+    s = only_sender(pcaps.write(tmp_path / "grow.pcap", tcp_scenario.window_transfer(0, 1.0, window=8, grow=True)))
+    assert s["sndbuf_verdict"] == "never" and "ended within 2 acks" in s["sndbuf_reason"]
+    assert s["sndbuf_bytes"] is None and s["b_over_q"] == s["p_over_q"] == 0 and s["blocking_intervals"] == 0
+
+
+def test_too_few_waits_cannot_tell(tmp_path):
+    s = only_sender(pcaps.write(tmp_path / "short.pcap", tcp_scenario.window_transfer(0, 1.0, rounds=10, lost_round=99)))
+    assert s["sndbuf_verdict"] == "cannot tell" and s["sndbuf_reason"] == "too short: 10 waits for an ack, 16 needed"
+    assert s["sndbuf_bytes"] is s["b_over_q"] is s["p_over_q"] is s["b_s"] is s["blocking_intervals"] is None
+    assert s["q_s"] > 0 and s["throughput_bps"] > 0  # what the capture does support stays
+
+
+CLIENT = """
+import sys, urllib.request
+port = sys.argv[1]
+for name in ("small.txt", "medium.bin", "large.bin", "small.txt"):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/{name}") as reply:
+        reply.read()
+"""
+
+
+@pytest.fixture(scope="module")
+def loopback_http(tmp_path_factory):
+    """A capture of python -m http.server serving four GETs from urllib, on the loopback of a network
+    namespace of its own (no other traffic on it)."""
+    reason = namespace_problem(("ip", "tcpdump"))
+    if reason:
+        pytest.skip(f"loopback capture skipped: {reason}")
+    d = tmp_path_factory.mktemp("http")
+    (d / "small.txt").write_text("hello\n")
+    (d / "medium.bin").write_bytes(os.urandom(20_000))
+    (d / "large.bin").write_bytes(os.urandom(300_000))
+    ns, port, pcap = f"nrsest{os.getpid() % 100000}", "8765", d / "http.pcap"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    procs = []
+    try:
+        subprocess.run(["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"], check=True)
+        dump = subprocess.Popen(["ip", "netns", "exec", ns, "tcpdump", "-i", "lo", "--immediate-mode", "-U", "-w",
+                                 str(pcap), f"tcp port {port}"], stderr=subprocess.PIPE, text=True)
+        procs.append(dump)
+        assert "listening" in dump.stderr.readline()
+        server = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", "http.server", port, "--bind",
+                                   "127.0.0.1", "--directory", str(d)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(server)
+        for _ in range(50):  # until it listens
+            probe = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c",
+                                    f"import socket; socket.create_connection(('127.0.0.1', {port}), 1)"],
+                                   capture_output=True)
+            if probe.returncode == 0:
+                break
+            time.sleep(0.1)
+        (d / "client.py").write_text(CLIENT)
+        subprocess.run(["ip", "netns", "exec", ns, sys.executable, str(d / "client.py"), port], check=True, timeout=30)
+        time.sleep(0.3)
+    finally:
+        for proc in reversed(procs):
+            proc.send_signal(signal.SIGINT if proc is procs[0] else signal.SIGTERM)
+            proc.wait(timeout=10)
+        subprocess.run(["ip", "netns", "del", ns], check=True)
+    return pcap
+
+
+def test_loopback_http_flows_never_read_blocked(loopback_http):
+    entries = [e.summary for e in analyze(loopback_http).entries if e.summary["data_bytes"]]
+    requests = [s for s in entries if s["dst"].endswith(":8765")]
+    responses = [s for s in entries if s["src"].endswith(":8765")]
+    # five connections: the probe's (no data) does not count, the four GETs do
+    assert len(requests) == len(responses) == 4
+    for s in entries:
+        assert s["b_over_q"] is None or s["b_over_q"] < 0.5, s
+        assert s["sndbuf_verdict"] != "held back", s
+        if s["b_over_q"] is None:
+            assert s["sndbuf_reason"], s
+    # a request is one segment: it left before any ack could free room, whatever the vantage (loopback
+    # reads "middle": both handshake gaps are a few microseconds)
+    for s in requests:
+        assert (s["sndbuf_verdict"], s["b_over_q"], s["sndbuf_bytes"]) == ("never", 0.0, None), s
+        assert s["sndbuf_reason"] == "all new data left before an ack freed room"
