@@ -173,7 +173,8 @@ class Analysis:
 def analyze(path, sndbuf=None, progress=None, chunk_frames=None) -> Analysis:
     """Reads a pcap / pcapng and computes the figures of metrics.md for every sender direction.
 
-    sndbuf: the send buffer B in payload bytes; None estimates it as the largest RtxQ seen.
+    sndbuf: the send buffer B in payload bytes; None estimates it from the capture (metrics.md,
+    "Estimating B"), or leaves it null with a reason.
     progress: optional callable(bytes_read) called after each chunk of frames.
     chunk_frames: frames per chunk fed through the pipeline (None: the whole capture at once); the
     results do not depend on it.

@@ -104,12 +104,13 @@ def test_compare_says_which_send_buffers_were_estimated():
     sack = SAMPLES / "sctp-sack-fig2.pcap"
     estimated = invoke("compare", FIG4, sack)
     assert estimated.exit_code == 0
-    assert "send buffer estimated as the largest RtxQ (--sndbuf gives it): run A 0a 8000 bytes, run B 0a 8000 bytes" \
-        in " ".join(estimated.output.split())
+    assert ("send buffer estimated from the capture (--sndbuf gives it): run A 0a cannot tell: too short: 6 waits "
+            "for an ack, 16 needed, run B 0a cannot tell: too short") in " ".join(estimated.output.split())
     given = invoke("compare", FIG4, sack, "--sndbuf", "8000")
     assert given.exit_code == 0 and "estimated" not in given.output
     pair = json.loads(invoke("compare", FIG4, sack, "--format", "json").output)["pairs"][0]
-    assert pair["sndbuf_a_estimated"] is True and pair["sndbuf_b_bytes"] == 8000
+    assert pair["sndbuf_a_estimated"] is True and pair["sndbuf_b_bytes"] is None
+    assert pair["sndbuf_a_verdict"] == "cannot tell" and pair["sndbuf_a_reason"].startswith("too short")
 
 
 def test_lab_run_help_names_the_comma_lists_of_the_readme():

@@ -3,7 +3,7 @@
 Pass 1 (DirectionAccumulator.feed, per chunk of the capture): a sender direction's level (flows.py) builds the
 scoreboard input, the compiled Board runs it, the per-row figures go to a row store and the DirectionAccumulator
 keeps running tallies. Pass 2 (DirectionAccumulator.finish, once the capture is read): the send buffer (given, or
-estimated as the largest RtxQ), the largest payload and the end of the transfer are known; the rows
+estimated from the waits for acks, core/sndbuf.c), the largest payload and the end of the transfer are known; the rows
 come back in batches to mark the blocked ones, sum p, b and q, and give the RtxQ and blocking
 tables. The definitions are docs/metrics.md with the readings of docs/decisions.md.
 """

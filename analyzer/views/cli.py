@@ -121,7 +121,7 @@ def run_follow(path, sndbuf, flow_filter, idle_s):
 
 
 sndbuf_option = click.option("--sndbuf", type=click.IntRange(min=1), default=None, metavar="BYTES",
-                             help="Send buffer B in payload bytes (default: estimated as the largest RtxQ).")
+                             help="Send buffer B in payload bytes (default: estimated from the capture, or cannot tell).")
 flow_option = click.option("--flow", "flow_filter", default=None, metavar="ID",
                            help="Only this entry (e.g. 0a, 0a.1) or flow number (e.g. 0).")
 

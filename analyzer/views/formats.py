@@ -218,7 +218,7 @@ TABLE_LEGEND = (
     ("q s", "transfer time q in seconds (* or (incomplete): to the end of the capture)"),
     ("p/q", "time blocked during loss recovery (gap open) / q"),
     ("b/q", "time blocked / q"),
-    ("B bytes", "send buffer B in payload bytes (est.: estimated from the waits for acks, docs/metrics.md; "
+    ("B bytes", "send buffer B in payload bytes (est.: estimated from the waits for acks, `nrsack docs metrics`; "
                  "never full, or cannot tell and why)"),
     ("max rtxq nr", "largest RtxQ of a sender honouring NR-SACKs, bytes"),
     ("T b/s", "throughput: acked payload bits / q"),
@@ -282,7 +282,7 @@ def rich_table(analysis, ids=None, width=200, caption=None):
     for s in summaries:
         entry = ("  " if s.get("parent") else "") + s["id"]
         compact.add_row(entry, "yes" if s["nr_sack"] else "no", fixed(s["q_s"], 4) + ("" if s["complete"] else "*"),
-                        ratio_text(s["p_over_q"]), ratio_text(s["b_over_q"]), buffer_text(s, reason=False),
+                        fixed(s["p_over_q"], 4), fixed(s["b_over_q"], 4), buffer_text(s, reason=False),
                         f"{s['max_rtxq_nr_bytes']}", fixed(s["throughput_bps"], 0))
         why = s.get("sndbuf_reason") if s["sndbuf_bytes"] is None and s.get("sndbuf_verdict") != "never" else None
         where.append(Text(f"{entry}: {s['protocol']} {s['src']} -> {s['dst']}, vantage {s['vantage']}"
@@ -304,22 +304,27 @@ def compare_dict(run_a: dict, run_b: dict) -> dict:
                       "gain_percent": A.gain(a["throughput_bps"], b["throughput_bps"]),
                       "p_over_q_a": a["p_over_q"], "p_over_q_b": b["p_over_q"],
                       "sndbuf_a_bytes": a.get("sndbuf_bytes"), "sndbuf_b_bytes": b.get("sndbuf_bytes"),
-                      "sndbuf_a_estimated": a.get("sndbuf_estimated"), "sndbuf_b_estimated": b.get("sndbuf_estimated")})
+                      "sndbuf_a_estimated": a.get("sndbuf_estimated"), "sndbuf_b_estimated": b.get("sndbuf_estimated"),
+                      "sndbuf_a_verdict": a.get("sndbuf_verdict"), "sndbuf_b_verdict": b.get("sndbuf_verdict"),
+                      "sndbuf_a_reason": a.get("sndbuf_reason"), "sndbuf_b_reason": b.get("sndbuf_reason")})
     return {"run_a": run_a["capture"], "run_b": run_b["capture"], "pairs": pairs}
 
 
 def estimated_sndbuf_note(pairs) -> str | None:
     """One line naming the entries of a comparison whose send buffer B was estimated, not given (p/q
     depends on B: the reader must know), or None when every B was given."""
-    named = [f"run {run.upper()} {p[run]} {_sndbuf_bytes_text(p[f'sndbuf_{run}_bytes'])}"
+    named = [f"run {run.upper()} {p[run]} {_estimated_text(p, run)}"
              for p in pairs for run in ("a", "b") if p[f"sndbuf_{run}_estimated"]]
     if not named:
         return None
     return f"send buffer estimated from the capture (--sndbuf gives it): {', '.join(named)}"
 
 
-def _sndbuf_bytes_text(value) -> str:
-    return NOT_AVAILABLE if value is None else f"{value} bytes"
+def _estimated_text(pair, run) -> str:
+    if pair[f"sndbuf_{run}_bytes"] is not None:
+        return f"{pair[f'sndbuf_{run}_bytes']} bytes"
+    return buffer_text({"sndbuf_bytes": None, "sndbuf_verdict": pair[f"sndbuf_{run}_verdict"],
+                        "sndbuf_reason": pair[f"sndbuf_{run}_reason"]})
 
 
 def dump_json(obj) -> str:
