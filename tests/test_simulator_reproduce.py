@@ -119,3 +119,33 @@ def test_buffer_region_and_right_edge_verdicts():
     assert R.right_edge_order(dict(delay_ms=10.0), "loss", True)(t)[1] == "differs: not ordered"
     assert R.peak_order(dict(delay_ms=10.0), "loss", True)(t)[1] == "holds"
     assert R.peak_order(dict(delay_ms=10.0), "loss", False)(t)[1] == "differs at 0.5 % vs 5 %"
+
+
+def test_never_worse_takes_a_microsecond_as_a_tie():
+    assert R.never_worse(table([dict(loss=0.01, gain_pct=-0.0002, gain_pct_std=0.0)]))[1] == "holds"
+    assert R.never_worse(table([dict(loss=0.01, gain_pct=-0.05, gain_pct_std=0.0)]))[1].startswith("differs")
+
+
+def test_usrsctp_column_runs_the_figure_points_up_to_its_loss_limit():
+    points = R.lab_points(R.FIGURES["7"].grid("rfc", 1, False, 100_000))
+    assert points and {p["profile"] for p in points} == {"usrsctp"}
+    assert max(p["loss"] for p in points) == 0.2  # 30-65 % would take virtual hours a run
+    assert {(p["sndbuf"], p["payload"]) for p in points} == {(b, R.PAYLOAD) for b in (8192, 32768, 65536)}
+    with pytest.raises(Exception, match="single-path SCTP"):
+        R.lab_points(R.FIGURES["14"].grid("rfc", 1, True, 100_000))
+
+
+@pytest.mark.slow  # 16 usrsctp runs in the lab's virtual time and 16 simulated, a few seconds each
+def test_quick_figure_11_draws_usrsctp_beside_rfc(tmp_path):
+    r = run_cli("11", "--quick", "--profile", "rfc,usrsctp", "--seeds", "1", "--bytes", "60000",
+                "--workers", "2", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    runs = pd.read_csv(tmp_path / "fig11_runs.csv")
+    lab = runs[runs.profile == "usrsctp"]
+    assert len(lab) == len(runs) // 2 and lab.complete.all() and (lab.lost_forward > 0).any()
+    assert set(lab.ack) == {"sack", "nrsack"} and (lab.payload == R.PAYLOAD).all()
+    gain = pd.read_csv(tmp_path / "fig11_gain.csv")
+    assert set(gain.profile) == {"rfc", "usrsctp"} and (gain.T_sack_mbps > 0).all()
+    side = pd.read_csv(tmp_path / "fig11_statements.csv")
+    assert {"usrsctp", "usrsctp_verdict"} <= set(side.columns) and side.usrsctp.notna().all()
+    assert "| rfc | rfc_verdict | usrsctp | usrsctp_verdict |" in r.stdout
