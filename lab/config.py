@@ -35,6 +35,9 @@ class LabConfig:
     # virtual: the usrsctp lab's one event loop on a clock of its own (deterministic, faster than real
     # time); real: threads against the machine's clock. None: virtual for usrsctp, real for the rest
     clock: str = None
+    # the path's IP MTU (usrsctp); 0: the stack's AF_CONN default, 1280-byte SCTP packets, which cut a
+    # message longer than 1252 bytes into two DATA chunks
+    mtu: int = 0
 
     def __post_init__(self):
         if self.clock is None:
@@ -83,6 +86,10 @@ class LabConfig:
             problems.append("timeout must be in (0, 86400] s")
         if self.rto_min_ms < 0 or self.sack_delay_ms < 0:
             problems.append("rto-min and sack-delay must not be negative")
+        if self.mtu and not 576 <= self.mtu <= 65535:
+            problems.append("mtu must be in [576, 65535] bytes (0: the stack's default)")
+        if self.mtu and self.stack != "usrsctp":
+            problems.append(f"{self.stack} takes its MTU from its interfaces: --mtu is usrsctp's")
         if self.clock not in ("virtual", "real"):
             problems.append("clock must be virtual or real")
         elif self.clock == "virtual" and self.stack != "usrsctp":

@@ -50,11 +50,13 @@ def run_point(cfg, out_dir):
 # virtual seconds a run may take at a simulator point: 10 MB through an 8K buffer at 20 % loss takes
 # about 2000 (RTO minimum 1 s); the LabConfig's own limit is a day
 SIMULATOR_POINT_TIMEOUT_S = 86400.0
+# the simulator's packets are 1500 bytes of IP (ns-2's 1468-byte DATA chunk, SCTP and IP headers)
+SIMULATOR_MTU = 1500
 
 
 def config_of_point(pt, drain=False):
     """The usrsctp run at one of the simulator's sweep points (generator/sim/sweep.point): one path, a
-    message the simulator's payload (one DATA chunk), drain off by default so NR-SACKs free ordered
+    message the simulator's payload (one DATA chunk in a 1500-byte packet), drain off by default so NR-SACKs free ordered
     data too, as the simulator's receivers do."""
     from .config import LabConfig
 
@@ -63,7 +65,7 @@ def config_of_point(pt, drain=False):
     return LabConfig(stack="usrsctp", ack=pt["ack"], sndbuf=pt["sndbuf"], bytes=pt["bytes"], message=pt["payload"],
                      loss=pt["loss"], ack_loss=pt.get("ack_loss", 0.0), loss_model=pt["loss_model"],
                      burst=pt["burst"], delay_ms=pt["delay_ms"], bandwidth_mbps=pt["bandwidth_mbps"], seed=pt["seed"],
-                     drain=drain, timeout_s=SIMULATOR_POINT_TIMEOUT_S)
+                     drain=drain, mtu=SIMULATOR_MTU, timeout_s=SIMULATOR_POINT_TIMEOUT_S)
 
 
 def run_simulator_point(pt):
