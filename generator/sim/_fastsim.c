@@ -24,7 +24,8 @@ typedef struct {
         rto_max, init_cwnd, limit_ns, delay, qcap, overhead, gilbert,
         /* the profile (profiles.py), as model.py turns it into numbers */
         gap_filler_delayed, max_burst, chunk_header, window_unit, by_size, grow_margin,
-        persistent_htna, restart_timer_on_cum_ack, path_max_retrans, cwnd_degrade;
+        persistent_htna, restart_timer_on_cum_ack, path_max_retrans, cwnd_degrade, max_burst_cwnd,
+        slow_start_limit;
     double ns_per_byte, loss, enter_bad, leave_bad, ack_loss;
 } Params;
 
@@ -319,6 +320,12 @@ static void send_unit(Sim *s, i64 now, i64 u, int rtx) {
 }
 static void try_send(Sim *s, i64 now) {
     const Params *P = s->P;
+    if (P->max_burst_cwnd && s->flight + P->max_burst_cwnd * P->S < s->cwnd) {
+        /* usrsctp's Max.Burst (model.py _cut_cwnd_to_burst) */
+        if (s->ssthresh < s->cwnd) s->ssthresh = s->cwnd;
+        s->cwnd = s->flight + P->max_burst_cwnd * P->S;
+        cwnd_changed(s, now);
+    }
     for (;;) {
         while (s->pending.n && !(s->flags[s->pending.v[0]] & LOST)) uheap_pop(&s->pending);
         if (s->pending.n) {
@@ -475,7 +482,8 @@ static void transport_ack(Sim *s, i64 now, i64 cum, const i64 *bs, const i64 *be
     if (s->rec_on || !cum_advanced) return;
     if (flight_before + P->grow_margin <= s->cwnd) return;
     if (s->cwnd <= s->ssthresh) {
-        s->cwnd += newly_bytes < P->S ? newly_bytes : P->S;
+        i64 limit = P->slow_start_limit * P->S;
+        s->cwnd += newly_bytes < limit ? newly_bytes : limit;
         cwnd_changed(s, now);
     } else {
         s->pba += newly_bytes;

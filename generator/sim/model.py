@@ -412,6 +412,8 @@ class Simulation:
 
     # -- sender ----------------------------------------------------------------------------------
     def _try_send(self, now):
+        if self.prof.max_burst_cwnd:
+            self._cut_cwnd_to_burst(now)
         flags = self.flags
         pending = self.pending
         ready, flight, cwnd, fr_allow = self.ready, self.flight, self.cwnd, self.fr_allow
@@ -476,6 +478,15 @@ class Simulation:
                 return
             self.next_new = u + 1
             send(now, u, p, False)
+
+    def _cut_cwnd_to_burst(self, now):
+        """usrsctp's Max.Burst: no more than max_burst_cwnd packets may leave at once beyond flight."""
+        limit = self.prof.max_burst_cwnd * self.S
+        for p in range(self.P):
+            if self.flight[p] + limit < self.cwnd[p]:
+                self.ssthresh[p] = max(self.ssthresh[p], self.cwnd[p])
+                self.cwnd[p] = self.flight[p] + limit
+                self._cwnd_changed(now, p)
 
     def _burst_spent(self):
         """Max.Burst: True when no more packets may go out at this moment; else count one."""
@@ -805,7 +816,7 @@ class Simulation:
             if flight_before[q] + self.grow_margin <= self.cwnd[q]:
                 continue
             if self.cwnd[q] <= self.ssthresh[q]:
-                self.cwnd[q] += min(newly_bytes[q], S)
+                self.cwnd[q] += min(newly_bytes[q], self.prof.slow_start_limit_packets * S)
                 self._cwnd_changed(now, q)
             else:
                 self.pba[q] += newly_bytes[q]
