@@ -149,3 +149,14 @@ def test_quick_figure_11_draws_usrsctp_beside_rfc(tmp_path):
     side = pd.read_csv(tmp_path / "fig11_statements.csv")
     assert {"usrsctp", "usrsctp_verdict"} <= set(side.columns) and side.usrsctp.notna().all()
     assert "| rfc | rfc_verdict | usrsctp | usrsctp_verdict |" in r.stdout
+
+
+def test_agreement_holds_each_profile_against_the_lab_within_the_combined_spread():
+    t = table([dict(profile=p, loss=x, gain_pct=g, gain_pct_std=sd, T_sack_mbps=1.0)
+               for p, x, g, sd in [("usrsctp", 0.01, 5.0, 3.0), ("usrsctp", 0.02, 5.0, 0.0),
+                                   ("rfc", 0.01, 1.0, 3.0), ("rfc", 0.02, 1.0, 0.0),
+                                   ("freebsd", 0.01, 9.0, 0.0), ("freebsd", 0.02, 5.0, 0.0)]])
+    held = R.agreement(t).set_index(["profile", "loss"]).agrees
+    # rfc at 1 %: 4 pp apart, spread sqrt(3^2 + 3^2) = 4.2; at 2 %: 4 pp apart, no spread
+    assert held.to_dict() == {("rfc", 0.01): True, ("rfc", 0.02): False,
+                              ("freebsd", 0.01): False, ("freebsd", 0.02): True}
