@@ -60,7 +60,7 @@ class SimConfig:
     burst: float = 2.0  # mean loss burst length (packets) of the Gilbert-Elliott model
     delack_s: float = 0.2
     ack_every: int = 2
-    profile: str = "rfc"  # profiles.py: whose rules (rfc: RFC 9260 / FreeBSD-like; ns2: ns-2.35)
+    profile: str = "rfc"  # profiles.py: whose rules (rfc: RFC 9260; ns2: ns-2.35; freebsd: usrsctp)
     # None: the profile's value
     rto_initial_s: float | None = None
     rto_min_s: float | None = None
