@@ -137,7 +137,7 @@ def test_usrsctp_column_runs_the_figure_points_up_to_its_loss_limit():
 
 @pytest.mark.slow  # 16 usrsctp runs in the lab's virtual time and 16 simulated, a few seconds each
 def test_quick_figure_11_draws_usrsctp_beside_rfc(tmp_path):
-    r = run_cli("11", "--quick", "--profile", "rfc,usrsctp", "--seeds", "1", "--bytes", "60000",
+    r = run_cli("11", "--quick", "--profile", "rfc,usrsctp", "--seeds", "1", "--bytes", "150000",
                 "--workers", "2", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
     runs = pd.read_csv(tmp_path / "fig11_runs.csv")
