@@ -23,7 +23,8 @@ STEPS = [("rfc", {}),
                                                           grow_when_flight_reached_cwnd=True)),
          ("+ initial cwnd 3, RTO 3 s initial", dict(initial_cwnd_packets=3, rto_initial_s=3.0)),
          ("+ slow start up to 2 packets per SACK", dict(slow_start_limit_packets=2)),
-         ("+ cwnd cut to flight + 4 packets before output (= freebsd)", dict(max_burst_cwnd=4))]
+         ("+ cwnd cut to flight + 4 packets before output", dict(max_burst_cwnd=4)),
+         ("+ a lost fast retransmission fast-retransmitted again (= freebsd)", dict(refast_retransmit=True))]
 
 
 def usrsctp(seeds, nbytes, workers):

@@ -178,3 +178,27 @@ def test_freebsd_slow_start_grows_up_to_two_packets_per_ack():
         return {after - before for before, after, ss, _ in cwnd_steps(profile, loss=0.0)
                 if after > before and before <= ss}
     assert max(growth("freebsd")) == 2 * S and max(growth("rfc")) == S
+
+
+def test_freebsd_fast_retransmits_a_lost_retransmission_again_instead_of_timing_out():
+    """usrsctp strikes a fast-retransmitted chunk again once later data is acked: at 10 % loss the
+    freebsd sender recovers lost retransmissions without its 1 s timer, on both engines alike."""
+    import dataclasses
+
+    PROFILES["freebsd-no-refr"] = dataclasses.replace(PROFILES["freebsd"], name="freebsd-no-refr",
+                                                      refast_retransmit=False)
+    try:
+        runs = {name: simulate(fig7_config(32768, 0.1, "sack", profile=name), engine="python")
+                for name in ("freebsd", "freebsd-no-refr")}
+    finally:
+        del PROFILES["freebsd-no-refr"]
+    again, once = runs["freebsd"], runs["freebsd-no-refr"]
+    assert again.counters["fast_retransmits"] > once.counters["fast_retransmits"]
+    assert again.counters["timeouts"] < once.counters["timeouts"] and again.done_ns < once.done_ns
+    resent = {}
+    for f in again.sender:
+        if f[1] == RTX:
+            resent[f[3]] = resent.get(f[3], 0) + 1
+    assert max(resent.values()) >= 2
+    compiled = simulate(fig7_config(32768, 0.1, "sack", profile="freebsd"), engine="c")
+    assert compiled.sender == again.sender and compiled.cwnd == again.cwnd

@@ -200,6 +200,9 @@ class Simulation:
         self.txt = [0] * self.n
         self.sidx = list(range(self.n)) if not self.mptcp else [0] * self.n
         self.miss = {}
+        # fast-retransmitted units that may be fast-retransmitted again (profile refast_retransmit):
+        # unit -> the unit that was next to send when it went out, in the order they first went
+        self.refr = {}
         self.pending = []  # heap of units marked for retransmission
         self.next_new = 0
         self.sent_bytes = 0
@@ -621,6 +624,7 @@ class Simulation:
         if rec is not None:
             self.trace.recovery.append((p, rec[0], rec[1], now))
         self.in_recovery[p] = ("rto", now, sp.sent - 1)
+        self.refr.clear()  # every unit goes again by the timer
         flags, upath = self.flags, self.upath
         units = sp.units
         for i in range(sp.cum, sp.sent):
@@ -790,6 +794,18 @@ class Simulation:
                         self._fast_retransmit(now, sp, u, q)
                     else:
                         self.miss[u] = m
+        if self.refr:
+            for u, mark in list(self.refr.items()):
+                f = flags[u]
+                if f & (SACKED | ACKED):
+                    del self.refr[u]
+                elif f & INFL and marker[0] >= mark:
+                    m = self.miss.get(u, 0) + 1
+                    if m >= 3:
+                        self.miss.pop(u, None)
+                        self._fast_retransmit(now, sp, u, upath[u])
+                    else:
+                        self.miss[u] = m
         for q in range(P):
             rec = self.in_recovery[q]
             if rec is not None and sp is self.spaces[q if self.mptcp else 0] and sp.cum > rec[2]:
@@ -838,6 +854,8 @@ class Simulation:
         sp.holes.discard(u)
         heapq.heappush(self.pending, u)
         self.n_fast_retransmits += 1
+        if self.prof.refast_retransmit and self.P == 1 and self.sctp_like:
+            self.refr[u] = self.next_new  # a new unit keeps its place in the order
         if self.in_recovery[q] is None:
             S = self.S
             if self.sctp_like:

@@ -49,6 +49,11 @@ class Profile:
     # slow start grows cwnd by the bytes newly acked, at most this many packets per ack (RFC 3465's
     # L; usrsctp's sctp_L2_abc_variable 2: sctp_sysctl.h:422, sctp_cc_functions.c:975-978)
     slow_start_limit_packets: int = 1
+    # a fast-retransmitted unit whose retransmission is lost is fast-retransmitted again after three
+    # more miss indications from acks that newly ack data at or beyond the unit that was next to
+    # send when it went out (usrsctp: netinet/sctp_indata.c:3480-3507, the mark at 3707-3722); off:
+    # a lost retransmission waits for the T3 timer (RFC 9260 7.2.4). One path only
+    refast_retransmit: bool = False
     initial_cwnd_packets: int = 4
     rto_initial_s: float = 1.0
     rto_min_s: float = 1.0
@@ -69,7 +74,7 @@ PROFILES = {
     # (sctp_output.c:13804-13810); docs/simulator.md has the rest
     "freebsd": Profile(name="freebsd", send_while_below_cwnd=True, grow_when_flight_reached_cwnd=True,
                        initial_cwnd_packets=3, rto_initial_s=3.0, max_burst_cwnd=4,
-                       slow_start_limit_packets=2),
+                       slow_start_limit_packets=2, refast_retransmit=True),
 }
 
 
