@@ -613,7 +613,7 @@ def agreement(table, reference="usrsctp"):
         if prof == reference:
             continue
         own = table[table.profile == prof].set_index(keys)
-        both = own.join(ref, how="inner", rsuffix="_ref")
+        both = pd.merge(own, ref, left_index=True, right_index=True, suffixes=("", "_ref"))
         rows.append(pd.DataFrame({
             "profile": prof, "T_sack_mbps": both.T_sack_mbps, "gain_pct": both.gain_pct,
             "gain_pct_std": both.gain_pct_std, f"T_sack_mbps_{reference}": both.T_sack_mbps_ref,
