@@ -32,8 +32,9 @@ def _profile_options(f):
                      help="loss rate of the ack (reverse) direction, RATE[,RATE2...]")(f)
     return click.option("--profile", type=click.Choice(sorted(PROFILES)), default="rfc",
                         show_default=True,
-                        help="whose rules: rfc (RFC 9260 / FreeBSD-like) or ns2 (ns-2.35's SCTP "
-                             "module, the SCTP paper's simulator); see `nrsack docs simulator`")(f)
+                        help="whose rules: rfc (RFC 9260's text), ns2 (ns-2.35's SCTP module, the SCTP "
+                             "paper's simulator) or freebsd (FreeBSD's stack as usrsctp 0.9.5 ships it); "
+                             "see `nrsack docs simulator`")(f)
 
 
 def _per_path(values, n, name):

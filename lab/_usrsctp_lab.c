@@ -84,6 +84,7 @@ struct lab_params { /* mirrored by nrsack.lab.usrsctp.Params */
     int32_t sack_delay_ms; /* 0: the stack's default */
     int32_t drain;         /* sctp_do_drain: 0 = the receiver never reneges, so it NR-acks all it holds */
     int32_t virtual_clock; /* 1: one event loop on a virtual clock; 0: threads in real time */
+    int32_t mtu;           /* the path's IP MTU; 0: usrsctp's AF_CONN default (1280-byte SCTP packets) */
 };
 
 struct lab_result { /* mirrored by nrsack.lab.usrsctp.Result */
@@ -586,6 +587,18 @@ static int configure(struct socket *s)
     int one = 1; /* one DATA chunk per message as it is written, as the simulator sends */
     if (usrsctp_setsockopt(s, IPPROTO_SCTP, SCTP_NODELAY, &one, sizeof one) < 0)
         return fail("SCTP_NODELAY: %s", strerror(errno));
+    if (L.p->mtu > 0) {
+        /* an AF_CONN path has no interface MTU: usrsctp takes 1280 bytes of SCTP packet
+         * (netinet/sctp_pcb.c:4664) unless told one, which it counts without the IP and SCTP common
+         * headers (sctp_usrreq.c:6403, sctp_pcb.c:4624-4640 add the common header back) */
+        struct sctp_paddrparams pp;
+        memset(&pp, 0, sizeof pp);
+        pp.spp_assoc_id = SCTP_FUTURE_ASSOC;
+        pp.spp_flags = SPP_PMTUD_DISABLE;
+        pp.spp_pathmtu = (uint32_t)L.p->mtu - 20 - 12;
+        if (usrsctp_setsockopt(s, IPPROTO_SCTP, SCTP_PEER_ADDR_PARAMS, &pp, sizeof pp) < 0)
+            return fail("SCTP_PEER_ADDR_PARAMS: %s", strerror(errno));
+    }
     return 0;
 }
 

@@ -53,6 +53,8 @@ DRAIN_HELP = ("usrsctp's sctp_do_drain. --drain (the stack's default): the recei
 CLOCK_HELP = ("virtual: usrsctp's timers, the link and the applications on one event-driven clock (same seed, "
               "same bytes; faster than real time); real: threads in real time. [default: virtual for usrsctp, "
               "real for the other stacks, which run in real time only]")
+MTU_HELP = ("usrsctp: the path's IP MTU, bytes; 0: the stack's AF_CONN default, 1280-byte SCTP packets (a message "
+            "over 1252 bytes goes as two DATA chunks)")
 RENEGABLE_NOTE = ("note: with --drain (usrsctp's default) ordered data held behind a gap is reported renegable, "
                   "so NR-SACKs free only unordered data; --no-drain lets them free ordered data too")
 
@@ -84,6 +86,8 @@ def run_options(f):
         click.option("--rto-min", type=click.IntRange(min=0), default=0, help="ms; 0: the stack's default"),
         click.option("--sack-delay", type=click.IntRange(min=0), default=0, help="ms; 0: the stack's default"),
         click.option("--drain/--no-drain", default=True, show_default=True, help=DRAIN_HELP),
+        click.option("--mtu", type=click.IntRange(min=0), default=0,
+                     help=MTU_HELP),
         click.option("--clock", type=click.Choice(["virtual", "real"]), default=None, help=CLOCK_HELP),
         click.option("--seed", type=int, default=1, show_default=True),
         click.option("--timeout", type=float, default=300.0, show_default=True, help="seconds per run"),
@@ -109,7 +113,7 @@ def config_from(kw):
                          delay_ms=delay, bandwidth_mbps=bandwidth, more_paths=tuple(more_paths), queue=kw["queue"],
                          seed=kw["seed"], unordered=kw["unordered"], timeout_s=kw["timeout"],
                          rto_min_ms=kw["rto_min"], sack_delay_ms=kw["sack_delay"], drain=kw["drain"],
-                         clock=kw["clock"], cc=kw["cc"] or "", gso=kw["gso"])
+                         clock=kw["clock"], cc=kw["cc"] or "", gso=kw["gso"], mtu=kw["mtu"])
     except ValueError as e:
         raise click.UsageError(str(e))
 
@@ -171,6 +175,8 @@ def run(out_dir, **kw):
               help="bytes per write [default: 1000; linux-tcp 1448, one segment]")
 @click.option("--seeds", type=click.IntRange(min=1), default=2, show_default=True)
 @click.option("--drain/--no-drain", default=True, show_default=True, help=DRAIN_HELP)
+@click.option("--mtu", type=click.IntRange(min=0), default=0,
+              help=MTU_HELP)
 @click.option("--clock", type=click.Choice(["virtual", "real"]), default=None, help=CLOCK_HELP)
 @click.option("--rto-min", type=click.IntRange(min=0), default=0, help="ms; 0: the stack's default")
 @click.option("--timeout", type=float, default=300.0, show_default=True, help="seconds per run")
@@ -179,7 +185,7 @@ def run(out_dir, **kw):
 @click.option("--scheduler", default=None, help="address of a Dask scheduler (default: local cluster)")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="local cluster workers")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
-def sweep(stack, sndbufs, losses, delay, bandwidth, nbytes, message, seeds, drain, clock, rto_min, timeout,
+def sweep(stack, sndbufs, losses, delay, bandwidth, nbytes, message, seeds, drain, mtu, clock, rto_min, timeout,
           threshold, scheduler, workers, out_dir):
     """Loss x send buffer for SACK and NR-SACK on a real stack; writes runs.csv, gain.csv and
     regions.csv as `nrsack generate sweep` does, and every run's files under runs/. linux-tcp:
@@ -195,7 +201,7 @@ def sweep(stack, sndbufs, losses, delay, bandwidth, nbytes, message, seeds, drai
     if not paired and scheduler:
         raise click.UsageError(f"{stack} runs one at a time on this machine (root, namespaces): no --scheduler")
     try:
-        base = LabConfig(stack=stack, delay_ms=delay, bandwidth_mbps=bandwidth, bytes=nbytes, drain=drain,
+        base = LabConfig(stack=stack, delay_ms=delay, bandwidth_mbps=bandwidth, bytes=nbytes, drain=drain, mtu=mtu,
                          clock=clock, rto_min_ms=rto_min, timeout_s=timeout, message=message or (1000 if paired else 1448),
                          more_paths=((0.0, delay, bandwidth),) if stack in MULTIPATH_STACKS else ())
         configs = sw.grid(base, [int(_one(b, "--sndbuf")) for b in sndbufs.split(",") if b.strip()],

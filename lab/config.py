@@ -41,6 +41,9 @@ class LabConfig:
     # segments (GSO/TSO on, as real hosts capture: the sender's capture shows segments of many MSS)
     cc: str = ""
     gso: bool = False
+    # the path's IP MTU (usrsctp); 0: the stack's AF_CONN default, 1280-byte SCTP packets, which cut a
+    # message longer than 1252 bytes into two DATA chunks
+    mtu: int = 0
 
     def __post_init__(self):
         if self.clock is None:
@@ -95,6 +98,10 @@ class LabConfig:
             problems.append("timeout must be in (0, 86400] s")
         if self.rto_min_ms < 0 or self.sack_delay_ms < 0:
             problems.append("rto-min and sack-delay must not be negative")
+        if self.mtu and not 576 <= self.mtu <= 65535:
+            problems.append("mtu must be in [576, 65535] bytes (0: the stack's default)")
+        if self.mtu and self.stack != "usrsctp":
+            problems.append(f"{self.stack} takes its MTU from its interfaces: --mtu is usrsctp's")
         if self.clock not in ("virtual", "real"):
             problems.append("clock must be virtual or real")
         elif self.clock == "virtual" and self.stack != "usrsctp":

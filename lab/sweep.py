@@ -5,6 +5,7 @@ Linux has no NR-SACK: a linux-tcp sweep runs SACK only, one run at a time (each 
 and a forwarder that needs a core of its own), and its table is the analyzer's what-if on every
 capture (rtxq_whatif: what NR-SACKs would have freed) instead of a gain."""
 
+import tempfile
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -45,6 +46,36 @@ def run_point(cfg, out_dir):
     if cfg.stack not in PAIRED_STACKS:
         row.update(capture_row(run_dir))
     return row
+
+
+# virtual seconds a run may take at a simulator point: 10 MB through an 8K buffer at 20 % loss takes
+# about 2000 (RTO minimum 1 s); the LabConfig's own limit is a day
+SIMULATOR_POINT_TIMEOUT_S = 86400.0
+# the simulator's packets are 1500 bytes of IP (ns-2's 1468-byte DATA chunk, SCTP and IP headers)
+SIMULATOR_MTU = 1500
+
+
+def config_of_point(pt, drain=False):
+    """The usrsctp run at one of the simulator's sweep points (generator/sim/sweep.point): one path, a
+    message the simulator's payload (one DATA chunk in a 1500-byte packet), drain off by default so NR-SACKs free ordered
+    data too, as the simulator's receivers do."""
+    from .config import LabConfig
+
+    if pt["protocol"] != "sctp" or pt["paths"] != 1:
+        raise ValueError(f"usrsctp runs single-path SCTP here, not {pt['protocol']} over {pt['paths']} paths")
+    return LabConfig(stack="usrsctp", ack=pt["ack"], sndbuf=pt["sndbuf"], bytes=pt["bytes"], message=pt["payload"],
+                     loss=pt["loss"], ack_loss=pt.get("ack_loss", 0.0), loss_model=pt["loss_model"],
+                     burst=pt["burst"], delay_ms=pt["delay_ms"], bandwidth_mbps=pt["bandwidth_mbps"], seed=pt["seed"],
+                     drain=drain, mtu=SIMULATOR_MTU, timeout_s=SIMULATOR_POINT_TIMEOUT_S)
+
+
+def run_simulator_point(pt):
+    """A row of the simulator's runs table made by usrsctp (`nrsack reproduce --profile usrsctp`): the
+    run's files in a temporary folder, dropped after (a figure's grid would keep gigabytes of pcaps)."""
+    with tempfile.TemporaryDirectory(prefix="nrsack-lab-") as tmp:
+        row = run_point(config_of_point(pt), tmp)
+    return dict(pt, **{k: row.get(k) for k in ("throughput_bps", "q_s", "p_s", "b_s", "p_over_q", "b_over_q",
+                                               "complete", "lost_forward", "wall_s")})
 
 
 def capture_row(run_dir):

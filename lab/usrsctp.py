@@ -29,7 +29,7 @@ class Params(ctypes.Structure):
                 ("queue_packets", ctypes.c_int32 * 2), ("ip", ctypes.c_uint32 * 2),
                 ("port", ctypes.c_uint16 * 2), ("timeout_s", ctypes.c_double),
                 ("rto_min_ms", ctypes.c_int32), ("sack_delay_ms", ctypes.c_int32),
-                ("drain", ctypes.c_int32), ("virtual_clock", ctypes.c_int32)]
+                ("drain", ctypes.c_int32), ("virtual_clock", ctypes.c_int32), ("mtu", ctypes.c_int32)]
 
 
 class Result(ctypes.Structure):
@@ -78,6 +78,7 @@ def params_of(cfg, ips, ports):
     p.timeout_s = cfg.timeout_s
     p.rto_min_ms, p.sack_delay_ms, p.drain = cfg.rto_min_ms, cfg.sack_delay_ms, cfg.drain
     p.virtual_clock = cfg.clock == "virtual"
+    p.mtu = cfg.mtu
     return p
 
 

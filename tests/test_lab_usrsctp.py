@@ -272,3 +272,21 @@ def test_killed_command_leaves_no_stack_running(tmp_path):
                 return
         time.sleep(0.1)
     raise AssertionError(f"the usrsctp child {child} survived its parent")
+
+
+def test_mtu_carries_a_1452_byte_message_in_one_packet(tmp_path):
+    """usrsctp's AF_CONN default is 1280-byte SCTP packets: a 1452-byte message (the SCTP paper's
+    chunk) goes as two DATA chunks unless --mtu 1500 says the path carries 1500-byte IP packets."""
+    args = ["--sndbuf", "16384", "--loss", "0", "--delay", "2", "--bytes", "29040", "--message", "1452"]
+    sizes = {}
+    for mtu in ("0", "1500"):
+        lab_run(tmp_path / mtu, *args, "--mtu", mtu)
+        data = [len(p) for p in pcap_packets(tmp_path / mtu / "sender.pcap") if len(p) > 12 and p[12] == 0]  # DATA
+        sizes[mtu] = data
+    assert len(sizes["1500"]) == 20 and set(sizes["1500"]) == {12 + 16 + 1452}
+    assert len(sizes["0"]) == 40 and max(sizes["0"]) == 1280
+
+
+def test_mtu_is_usrsctps_alone():
+    result = CliRunner().invoke(main, ["lab", "run", "--stack", "linux-tcp", "--mtu", "1500", "--out", "/nonexistent/x"])
+    assert result.exit_code == 2 and "usrsctp" in result.output

@@ -19,7 +19,7 @@ def test_the_compiled_loop_is_installed_beside_its_loader():
     assert fast.library().fastsim_run is not None
 
 
-@pytest.mark.parametrize("profile", ["rfc", "ns2"])
+@pytest.mark.parametrize("profile", ["rfc", "ns2", "freebsd"])
 @pytest.mark.parametrize("protocol,ack,loss_model", itertools.product(
     ("sctp", "tcp"), ("sack", "nrsack"), ("bernoulli", "gilbert")))
 @pytest.mark.parametrize("loss,sndbuf,queue", [(0.0, 8000, 100), (0.02, 8000, 100),
@@ -33,7 +33,7 @@ def test_compiled_loop_equals_the_python_model(protocol, ack, loss_model, loss, 
     assert_engines_agree(cfg)
 
 
-@pytest.mark.parametrize("profile", ["rfc", "ns2"])
+@pytest.mark.parametrize("profile", ["rfc", "ns2", "freebsd"])
 @pytest.mark.parametrize("ack", ["sack", "nrsack"])
 def test_engines_agree_with_ack_loss_and_a_fixed_duration(profile, ack):
     cfg = SimConfig(protocol="sctp", ack=ack, sndbuf=32768, total_bytes=3_000_000, seed=5,

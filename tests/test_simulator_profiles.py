@@ -153,3 +153,52 @@ def test_ns2_cmt_delays_acks_even_with_gaps_and_still_fast_retransmits():
     for t in runs.values():
         assert t.done_ns is not None and t.counters["fast_retransmits"] >= 3
         assert t.counters["timeouts"] == 0
+
+
+def cwnd_steps(profile, sndbuf=32768, loss=0.01, ack="sack"):
+    """(cwnd before, cwnd after, ssthresh before, ssthresh after) of every cwnd change."""
+    t = simulate(fig7_config(sndbuf, loss, ack, profile=profile), engine="python")
+    rows = t.cwnd
+    return [(a[2], b[2], a[3], b[3]) for a, b in zip(rows, rows[1:])]
+
+
+def test_freebsd_cuts_cwnd_to_flight_plus_max_burst_before_sending():
+    """usrsctp's Max.Burst: a SACK sender blocked by its send buffer has little in flight, and before
+    its next output cwnd falls to flight + 4 packets while ssthresh rises to the old cwnd."""
+    S = 1452
+    def cuts(profile):  # cwnd down, ssthresh kept at least at the old cwnd (a loss halves both)
+        return [s for s in cwnd_steps(profile) if s[1] < s[0] and s[3] == max(s[0], s[2])]
+    assert len(cuts("freebsd")) >= 5 and not cuts("rfc")
+    assert all(after >= PROFILES["freebsd"].max_burst_cwnd * S for _, after, _, _ in cuts("freebsd"))
+
+
+def test_freebsd_slow_start_grows_up_to_two_packets_per_ack():
+    S = 1452
+    def growth(profile):
+        return {after - before for before, after, ss, _ in cwnd_steps(profile, loss=0.0)
+                if after > before and before <= ss}
+    assert max(growth("freebsd")) == 2 * S and max(growth("rfc")) == S
+
+
+def test_freebsd_fast_retransmits_a_lost_retransmission_again_instead_of_timing_out():
+    """usrsctp strikes a fast-retransmitted chunk again once later data is acked: at 10 % loss the
+    freebsd sender recovers lost retransmissions without its 1 s timer, on both engines alike."""
+    import dataclasses
+
+    PROFILES["freebsd-no-refr"] = dataclasses.replace(PROFILES["freebsd"], name="freebsd-no-refr",
+                                                      refast_retransmit=False)
+    try:
+        runs = {name: simulate(fig7_config(32768, 0.1, "sack", profile=name), engine="python")
+                for name in ("freebsd", "freebsd-no-refr")}
+    finally:
+        del PROFILES["freebsd-no-refr"]
+    again, once = runs["freebsd"], runs["freebsd-no-refr"]
+    assert again.counters["fast_retransmits"] > once.counters["fast_retransmits"]
+    assert again.counters["timeouts"] < once.counters["timeouts"] and again.done_ns < once.done_ns
+    resent = {}
+    for f in again.sender:
+        if f[1] == RTX:
+            resent[f[3]] = resent.get(f[3], 0) + 1
+    assert max(resent.values()) >= 2
+    compiled = simulate(fig7_config(32768, 0.1, "sack", profile="freebsd"), engine="c")
+    assert compiled.sender == again.sender and compiled.cwnd == again.cwnd

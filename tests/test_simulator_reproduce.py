@@ -167,3 +167,44 @@ def test_the_two_gain_axes_put_zero_at_the_same_height():
     assert -l0 / (l1 - l0) == pytest.approx(-r0 / (r1 - r0))
     (l0, l1), (r0, r1) = R.aligned_zero_ranges(right, right)  # all above 0: both start at 0
     assert l0 == r0 == 0
+
+
+def test_never_worse_takes_a_microsecond_as_a_tie():
+    assert R.never_worse(table([dict(loss=0.01, gain_pct=-0.0002, gain_pct_std=0.0)]))[1] == "holds"
+    assert R.never_worse(table([dict(loss=0.01, gain_pct=-0.05, gain_pct_std=0.0)]))[1].startswith("differs")
+
+
+def test_usrsctp_column_runs_the_figure_points_up_to_its_loss_limit():
+    points = R.lab_points(R.FIGURES["7"].grid("rfc", 1, False, 100_000))
+    assert points and {p["profile"] for p in points} == {"usrsctp"}
+    assert max(p["loss"] for p in points) == 0.2  # 30-65 % would take virtual hours a run
+    assert {(p["sndbuf"], p["payload"]) for p in points} == {(b, R.PAYLOAD) for b in (8192, 32768, 65536)}
+    with pytest.raises(Exception, match="single-path SCTP"):
+        R.lab_points(R.FIGURES["14"].grid("rfc", 1, True, 100_000))
+
+
+@pytest.mark.slow  # 16 usrsctp runs in the lab's virtual time and 16 simulated, a few seconds each
+def test_quick_figure_11_draws_usrsctp_beside_rfc(tmp_path):
+    r = run_cli("11", "--quick", "--profile", "rfc,usrsctp", "--seeds", "1", "--bytes", "150000",
+                "--workers", "2", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    runs = pd.read_csv(tmp_path / "fig11_runs.csv")
+    lab = runs[runs.profile == "usrsctp"]
+    assert len(lab) == len(runs) // 2 and lab.complete.all() and (lab.lost_forward > 0).any()
+    assert set(lab.ack) == {"sack", "nrsack"} and (lab.payload == R.PAYLOAD).all()
+    gain = pd.read_csv(tmp_path / "fig11_gain.csv")
+    assert set(gain.profile) == {"rfc", "usrsctp"} and (gain.T_sack_mbps > 0).all()
+    side = pd.read_csv(tmp_path / "fig11_statements.csv")
+    assert {"usrsctp", "usrsctp_verdict"} <= set(side.columns) and side.usrsctp.notna().all()
+    assert "| rfc | rfc_verdict | usrsctp | usrsctp_verdict |" in r.stdout
+
+
+def test_agreement_holds_each_profile_against_the_lab_within_the_combined_spread():
+    t = table([dict(profile=p, loss=x, gain_pct=g, gain_pct_std=sd, T_sack_mbps=1.0)
+               for p, x, g, sd in [("usrsctp", 0.01, 5.0, 3.0), ("usrsctp", 0.02, 5.0, 0.0),
+                                   ("rfc", 0.01, 1.0, 3.0), ("rfc", 0.02, 1.0, 0.0),
+                                   ("freebsd", 0.01, 9.0, 0.0), ("freebsd", 0.02, 5.0, 0.0)]])
+    held = R.agreement(t).set_index(["profile", "loss"]).agrees
+    # rfc at 1 %: 4 pp apart, spread sqrt(3^2 + 3^2) = 4.2; at 2 %: 4 pp apart, no spread
+    assert held.to_dict() == {("rfc", 0.01): True, ("rfc", 0.02): False,
+                              ("freebsd", 0.01): False, ("freebsd", 0.02): True}

@@ -25,7 +25,8 @@ typedef struct {
         rto_max, init_cwnd, limit_ns, delay, qcap, overhead, gilbert,
         /* the profile (profiles.py), as model.py turns it into numbers */
         gap_filler_delayed, max_burst, chunk_header, window_unit, by_size, grow_margin,
-        persistent_htna, restart_timer_on_cum_ack, path_max_retrans, cwnd_degrade;
+        persistent_htna, restart_timer_on_cum_ack, path_max_retrans, cwnd_degrade, max_burst_cwnd,
+        slow_start_limit, refast_retransmit;
     double ns_per_byte, loss, enter_bad, leave_bad, ack_loss;
 } Params;
 
@@ -189,6 +190,7 @@ typedef struct {
     i64 next_new, sent_bytes, peer_rwnd;
     /* the one ack space */
     i64 sp_cum, sp_high, sp_sent; ISet sp_sacked; Vec holes; i64 n_holes;
+    Vec refr; i64 *refr_mark;  /* model.py's refr: units in first-retransmitted order, mark or -1 */
     /* data level */
     i64 dcum, dcum_bytes, sacked_bytes, nr_bytes; ISet dsacked, dnr; int gap_open;
     /* path */
@@ -320,6 +322,12 @@ static void send_unit(Sim *s, i64 now, i64 u, int rtx) {
 }
 static void try_send(Sim *s, i64 now) {
     const Params *P = s->P;
+    if (P->max_burst_cwnd && s->flight + P->max_burst_cwnd * P->S < s->cwnd) {
+        /* usrsctp's Max.Burst (model.py _cut_cwnd_to_burst) */
+        if (s->ssthresh < s->cwnd) s->ssthresh = s->cwnd;
+        s->cwnd = s->flight + P->max_burst_cwnd * P->S;
+        cwnd_changed(s, now);
+    }
     for (;;) {
         while (s->pending.n && !(s->flags[s->pending.v[0]] & LOST)) uheap_pop(&s->pending);
         if (s->pending.n) {
@@ -359,6 +367,10 @@ static void fast_retransmit(Sim *s, i64 now, i64 u) {
     mark_lost(s, u);
     s->flags[u] |= FRTX;
     s->o->counters[2]++;
+    if (P->refast_retransmit) {
+        if (s->refr_mark[u] < 0 && vpush(&s->refr, u) < 0) { s->o->error = 1; return; }
+        s->refr_mark[u] = s->next_new;
+    }
     if (!s->rec_on) {
         if (P->sctp) s->ssthresh = s->cwnd / 2 > 4 * P->S ? s->cwnd / 2 : 4 * P->S;
         else s->ssthresh = (s->flight + sz) / 2 > 2 * P->S ? (s->flight + sz) / 2 : 2 * P->S;
@@ -466,6 +478,20 @@ static void transport_ack(Sim *s, i64 now, i64 cum, const i64 *bs, const i64 *be
     } else {
         s->holes.n = 0;
     }
+    if (s->refr.n) {  /* the fast-retransmitted units' second chance (model.py's refr) */
+        i64 w = 0, count = s->refr.n;
+        for (i64 r = 0; r < count; r++) {
+            i64 u = s->refr.v[r];
+            if (flags[u] & (SACKED | ACKED)) { s->refr_mark[u] = -1; continue; }
+            if ((flags[u] & INFL) && marker >= s->refr_mark[u]) {
+                i64 m = s->miss[u] + 1;
+                if (m >= 3) { s->miss[u] = 0; fast_retransmit(s, now, u); if (s->o->error) return; }
+                else s->miss[u] = (int32_t)m;
+            }
+            s->refr.v[w++] = u;
+        }
+        s->refr.n = w;
+    }
     if (s->rec_on && s->sp_cum > s->rec_exit) { recovery(s, now); s->rec_on = 0; }
     if (!newly_bytes) return;
     if (rtt_unit >= 0) rtt_sample(s, now - s->txt[rtt_unit]);
@@ -476,7 +502,8 @@ static void transport_ack(Sim *s, i64 now, i64 cum, const i64 *bs, const i64 *be
     if (s->rec_on || !cum_advanced) return;
     if (flight_before + P->grow_margin <= s->cwnd) return;
     if (s->cwnd <= s->ssthresh) {
-        s->cwnd += newly_bytes < P->S ? newly_bytes : P->S;
+        i64 limit = P->slow_start_limit * P->S;
+        s->cwnd += newly_bytes < limit ? newly_bytes : limit;
         cwnd_changed(s, now);
     } else {
         s->pba += newly_bytes;
@@ -630,6 +657,8 @@ static void on_rto(Sim *s, i64 now) {
     s->has_degrade = 0;
     if (s->rec_on) recovery(s, now);
     s->rec_on = 1; s->rec_kind = 1; s->rec_start = now; s->rec_exit = s->sp_sent - 1;
+    for (i64 r = 0; r < s->refr.n; r++) s->refr_mark[s->refr.v[r]] = -1;
+    s->refr.n = 0;
     for (i64 u = s->sp_cum; u < s->sp_sent; u++)
         if (s->flags[u] & INFL) { mark_lost(s, u); if (s->o->error) return; }
     s->has_deadline = 0;
@@ -653,7 +682,9 @@ int fastsim_run(const Params *P, const double *first_draw, const double *draws, 
     s->flags = calloc((size_t)P->n, 1);
     s->txt = calloc((size_t)P->n, sizeof(i64));
     s->miss = calloc((size_t)P->n, sizeof(int32_t));
-    if (!s->flags || !s->txt || !s->miss) { o->error = 1; goto done; }
+    s->refr_mark = malloc((size_t)P->n * sizeof(i64));
+    if (!s->flags || !s->txt || !s->miss || !s->refr_mark) { o->error = 1; goto done; }
+    for (i64 u = 0; u < P->n; u++) s->refr_mark[u] = -1;
     s->peer_rwnd = P->rcvbuf;
     s->cwnd = P->init_cwnd * P->S; s->ssthresh = P->rcvbuf; s->rto = P->rto_initial;
     for (i64 i = 0; i < n_ctrl; i++)
@@ -681,7 +712,7 @@ int fastsim_run(const Params *P, const double *first_draw, const double *draws, 
     if (s->rec_on) recovery(s, -1);
     o->counters[7] = s->dcum_bytes;
 done:
-    free(s->flags); free(s->txt); free(s->miss); free(s->ev.v); free(s->pending.v);
+    free(s->flags); free(s->txt); free(s->miss); free(s->refr_mark); free(s->refr.v); free(s->ev.v); free(s->pending.v);
     free(s->sp_sacked.s); free(s->sp_sacked.e); free(s->holes.v); free(s->dsacked.s);
     free(s->dsacked.e); free(s->dnr.s); free(s->dnr.e); free(s->outq.v); free(s->linkq.v);
     free(s->rset.s); free(s->rset.e); free(s->tmp_s); free(s->tmp_e);

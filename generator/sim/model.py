@@ -60,7 +60,7 @@ class SimConfig:
     burst: float = 2.0  # mean loss burst length (packets) of the Gilbert-Elliott model
     delack_s: float = 0.2
     ack_every: int = 2
-    profile: str = "rfc"  # profiles.py: whose rules (rfc: RFC 9260 / FreeBSD-like; ns2: ns-2.35)
+    profile: str = "rfc"  # profiles.py: whose rules (rfc: RFC 9260; ns2: ns-2.35; freebsd: usrsctp)
     # None: the profile's value
     rto_initial_s: float | None = None
     rto_min_s: float | None = None
@@ -200,6 +200,9 @@ class Simulation:
         self.txt = [0] * self.n
         self.sidx = list(range(self.n)) if not self.mptcp else [0] * self.n
         self.miss = {}
+        # fast-retransmitted units that may be fast-retransmitted again (profile refast_retransmit):
+        # unit -> the unit that was next to send when it went out, in the order they first went
+        self.refr = {}
         self.pending = []  # heap of units marked for retransmission
         self.next_new = 0
         self.sent_bytes = 0
@@ -412,6 +415,8 @@ class Simulation:
 
     # -- sender ----------------------------------------------------------------------------------
     def _try_send(self, now):
+        if self.prof.max_burst_cwnd:
+            self._cut_cwnd_to_burst(now)
         flags = self.flags
         pending = self.pending
         ready, flight, cwnd, fr_allow = self.ready, self.flight, self.cwnd, self.fr_allow
@@ -476,6 +481,15 @@ class Simulation:
                 return
             self.next_new = u + 1
             send(now, u, p, False)
+
+    def _cut_cwnd_to_burst(self, now):
+        """usrsctp's Max.Burst: no more than max_burst_cwnd packets may leave at once beyond flight."""
+        limit = self.prof.max_burst_cwnd * self.S
+        for p in range(self.P):
+            if self.flight[p] + limit < self.cwnd[p]:
+                self.ssthresh[p] = max(self.ssthresh[p], self.cwnd[p])
+                self.cwnd[p] = self.flight[p] + limit
+                self._cwnd_changed(now, p)
 
     def _burst_spent(self):
         """Max.Burst: True when no more packets may go out at this moment; else count one."""
@@ -610,6 +624,7 @@ class Simulation:
         if rec is not None:
             self.trace.recovery.append((p, rec[0], rec[1], now))
         self.in_recovery[p] = ("rto", now, sp.sent - 1)
+        self.refr.clear()  # every unit goes again by the timer
         flags, upath = self.flags, self.upath
         units = sp.units
         for i in range(sp.cum, sp.sent):
@@ -779,6 +794,18 @@ class Simulation:
                         self._fast_retransmit(now, sp, u, q)
                     else:
                         self.miss[u] = m
+        if self.refr:
+            for u, mark in list(self.refr.items()):
+                f = flags[u]
+                if f & (SACKED | ACKED):
+                    del self.refr[u]
+                elif f & INFL and marker[0] >= mark:
+                    m = self.miss.get(u, 0) + 1
+                    if m >= 3:
+                        self.miss.pop(u, None)
+                        self._fast_retransmit(now, sp, u, upath[u])
+                    else:
+                        self.miss[u] = m
         for q in range(P):
             rec = self.in_recovery[q]
             if rec is not None and sp is self.spaces[q if self.mptcp else 0] and sp.cum > rec[2]:
@@ -805,7 +832,7 @@ class Simulation:
             if flight_before[q] + self.grow_margin <= self.cwnd[q]:
                 continue
             if self.cwnd[q] <= self.ssthresh[q]:
-                self.cwnd[q] += min(newly_bytes[q], S)
+                self.cwnd[q] += min(newly_bytes[q], self.prof.slow_start_limit_packets * S)
                 self._cwnd_changed(now, q)
             else:
                 self.pba[q] += newly_bytes[q]
@@ -827,6 +854,8 @@ class Simulation:
         sp.holes.discard(u)
         heapq.heappush(self.pending, u)
         self.n_fast_retransmits += 1
+        if self.prof.refast_retransmit and self.P == 1 and self.sctp_like:
+            self.refr[u] = self.next_new  # a new unit keeps its place in the order
         if self.in_recovery[q] is None:
             S = self.S
             if self.sctp_like:

@@ -1,9 +1,11 @@
 """Simulator profiles: the switches that tell one SCTP implementation's rules from another's.
 
 A profile is data, read by both engines (model.py and _fastsim.c through fast.py); it is never a
-fork of the model. `rfc` is the model as it was (RFC 9260 / FreeBSD-like), `ns2` the rules of
-ns-2.35's SCTP module 3.8 that the SCTP paper's figures ran on (docs/ns2-sctp-model.md gives the
-file and line of every rule). The rules a profile switches are listed in docs/simulator.md.
+fork of the model. `rfc` is the model as it was (RFC 9260's text), `ns2` the rules of ns-2.35's
+SCTP module 3.8 that the SCTP paper's figures ran on (docs/ns2-sctp-model.md gives the file and
+line of every rule), `freebsd` the rules of FreeBSD's stack as usrsctp 0.9.5 ships it that the
+switches can say (docs/simulator.md cites usrsctp's file and line for each, and names the ones
+they cannot say yet). The rules a profile switches are listed in docs/simulator.md.
 """
 
 from dataclasses import dataclass
@@ -40,6 +42,18 @@ class Profile:
     # one RTO without sending halves cwnd (not below 4 packets, only above the initial cwnd), and
     # again every RTO (ns-2's cwnd degrade timer: sctp.cc ~6475-6489, rescheduled per send ~6031)
     cwnd_degrade: bool = False
+    # Max.Burst as usrsctp applies it (sctp_use_cwnd_based_maxburst, on by default): before each
+    # output, a cwnd above flight + this many packets is cut to it, ssthresh first raised to the old
+    # cwnd (netinet/sctp_output.c:10676-10680, sctp_cc_functions.c:1354-1362); 0: no such cut
+    max_burst_cwnd: int = 0
+    # slow start grows cwnd by the bytes newly acked, at most this many packets per ack (RFC 3465's
+    # L; usrsctp's sctp_L2_abc_variable 2: sctp_sysctl.h:422, sctp_cc_functions.c:975-978)
+    slow_start_limit_packets: int = 1
+    # a fast-retransmitted unit whose retransmission is lost is fast-retransmitted again after three
+    # more miss indications from acks that newly ack data at or beyond the unit that was next to
+    # send when it went out (usrsctp: netinet/sctp_indata.c:3480-3507, the mark at 3707-3722); off:
+    # a lost retransmission waits for the T3 timer (RFC 9260 7.2.4). One path only
+    refast_retransmit: bool = False
     initial_cwnd_packets: int = 4
     rto_initial_s: float = 1.0
     rto_min_s: float = 1.0
@@ -53,6 +67,14 @@ PROFILES = {
                    persistent_htna=True, cmt_delayed_ack=True, initial_cwnd_packets=2,
                    rto_initial_s=3.0, restart_timer_on_cum_ack=True, path_max_retrans=5,
                    cwnd_degrade=True),
+    # usrsctp 0.9.5 (sctplab/usrsctp at tag 0.9.5.0, netinet/): it sends while flight < cwnd
+    # (sctp_output.c:9090); slow start grows cwnd when flight + newly acked >= cwnd
+    # (sctp_cc_functions.c:912); initial cwnd 3 MTUs (sctp_sysctl.h:534, sctp_cc_functions.c:92);
+    # initial RTO 3 s (sctp_constants.h:613); the send buffer counts payload bytes, as rfc
+    # (sctp_output.c:13804-13810); docs/simulator.md has the rest
+    "freebsd": Profile(name="freebsd", send_while_below_cwnd=True, grow_when_flight_reached_cwnd=True,
+                       initial_cwnd_packets=3, rto_initial_s=3.0, max_burst_cwnd=4,
+                       slow_start_limit_packets=2, refast_retransmit=True),
 }
 
 
