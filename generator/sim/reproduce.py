@@ -720,7 +720,7 @@ def plot(figure, table, html_path, png_path):
 def spread_headers(profiles, seeds):
     """The printed table's profile columns, with what "±" is: the gains are means over the seeds, ±
     their standard deviation (sweep.gain_table's gain_pct_std)."""
-    return {p: f"{p}: gain mean ± SD over {seeds} seeds" for p in profiles}
+    return {p: f"{p}: gain mean ± SD over {seeds} seed{'' if seeds == 1 else 's'}" for p in profiles}
 
 
 def aligned_zero_ranges(left, right, margin=0.05):
