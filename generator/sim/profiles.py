@@ -6,7 +6,7 @@ ns-2.35's SCTP module 3.8 that the SCTP paper's figures ran on (docs/ns2-sctp-mo
 file and line of every rule). The rules a profile switches are listed in docs/simulator.md.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -40,11 +40,33 @@ class Profile:
     # one RTO without sending halves cwnd (not below 4 packets, only above the initial cwnd), and
     # again every RTO (ns-2's cwnd degrade timer: sctp.cc ~6475-6489, rescheduled per send ~6031)
     cwnd_degrade: bool = False
+    # -- Linux 6.x TCP (profile linux; docs/simulator.md cites the kernel function of each rule) --
+    # RTO = SRTT + max(4 RTTVAR, rto_min) (tcp_set_rto), rather than max(SRTT + 4 RTTVAR, rto_min)
+    rto_min_on_variance: bool = False
+    # the SYN / SYN-ACK exchange gives the first RTT sample (the SYN sits in the retransmit queue)
+    handshake_rtt_sample: bool = False
+    # the send buffer as Linux counts it: --sndbuf is SO_SNDBUF, doubled; every segment costs its
+    # payload plus skb_overhead_bytes of truesize; a write goes in while the queue is below the buffer
+    # (it may overshoot) and a blocked writer is woken when a third of the buffer is free
+    linux_sndbuf: bool = False
+    skb_overhead_bytes: int = 0
+    # RACK-TLP's loss marking without reordering seen: a hole sent before a newly SACKed segment is
+    # lost once three segments are SACKed or recovery has begun (so every such hole at once)
+    rack_loss: bool = False
+    # congestion avoidance: "reno" (RFC 5681) or "cubic" (RFC 9438, the kernel's tcp_cubic.c)
+    cc: str = "reno"
+    delack_s: float = 0.2
     initial_cwnd_packets: int = 4
     rto_initial_s: float = 1.0
     rto_min_s: float = 1.0
     rto_max_s: float = 60.0
 
+
+# Linux 6.x TCP, cubic (the kernel's default); skb_overhead_bytes measured on the lab's kernel
+# (SO_MEMINFO's wmem_queued against SIOCOUTQ, docs/simulator.md)
+LINUX = Profile(name="linux", rto_min_on_variance=True, handshake_rtt_sample=True, linux_sndbuf=True,
+                skb_overhead_bytes=832, rack_loss=True, cc="cubic", delack_s=0.04,
+                initial_cwnd_packets=10, rto_initial_s=1.0, rto_min_s=0.2, rto_max_s=120.0)
 
 PROFILES = {
     "rfc": Profile(name="rfc"),
@@ -53,7 +75,14 @@ PROFILES = {
                    persistent_htna=True, cmt_delayed_ack=True, initial_cwnd_packets=2,
                    rto_initial_s=3.0, restart_timer_on_cum_ack=True, path_max_retrans=5,
                    cwnd_degrade=True),
+    # Linux 6.x TCP; skb_overhead_bytes measured on the lab's kernel (SO_MEMINFO: docs/simulator.md)
+    "linux": LINUX,
+    "linux-reno": replace(LINUX, name="linux-reno", cc="reno"),
 }
+# the profiles whose rules only the Python engine (model.py) knows
+PYTHON_ONLY = frozenset(name for name, p in PROFILES.items() if p.linux_sndbuf)
+# the protocols a profile means something for (others: every protocol)
+PROTOCOLS_OF = {"linux": ("tcp", "mptcp"), "linux-reno": ("tcp", "mptcp")}
 
 
 def profile(name):
