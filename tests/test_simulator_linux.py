@@ -95,10 +95,23 @@ def test_linux_profiles_are_for_tcp_and_mptcp_only():
     assert config(protocol="mptcp", payload=1400).profile == "linux"
 
 
-def test_linux_runs_on_the_python_engine_and_says_so():
-    cfg = config(loss_model="bernoulli", paths=(PathConfig(bandwidth_bps=20e6, delay_s=0.01, loss=0.02),))
-    with pytest.raises(RuntimeError, match="does not apply"):
-        simulate(cfg, engine="c")
-    auto, python = simulate(cfg), simulate(cfg, engine="python")
-    assert auto.columns is None
-    assert list(auto.sender) == list(python.sender) and auto.counters == python.counters
+def test_a_linux_profile_on_sctp_is_one_line_in_every_command(tmp_path):
+    from click.testing import CliRunner
+
+    from nrsack.cli import main
+
+    for args in (["generate", "simulate", "--protocol", "sctp", "--profile", "linux"],
+                 ["generate", "sweep", "--protocol", "sctp", "--profile", "linux", "--serial"],
+                 ["reproduce", "7", "--profile", "rfc,linux", "--quick", "--serial"]):
+        result = CliRunner().invoke(main, [*args, "--out", str(tmp_path / args[1])])
+        assert result.exit_code in (1, 2) and isinstance(result.exception, SystemExit)
+        assert "profile linux is for tcp and mptcp only, not sctp" in result.output
+        assert "Traceback" not in result.output
+
+
+def test_sweep_rows_carry_retransmissions_and_timeouts():
+    from nrsack.generator.sim import sweep
+
+    row = sweep.run_point(sweep.point(protocol="tcp", profile="linux", sndbuf=16384, loss=0.03,
+                                      bandwidth_mbps=20, delay_ms=10, nbytes=300_000, payload=1448))
+    assert row["retransmissions"] > 0 and row["timeouts"] >= 0

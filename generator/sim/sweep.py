@@ -43,7 +43,7 @@ def run_point(pt):
     s = Truth(simulate(config_of(pt))).summary()
     return dict(pt, throughput_bps=s["throughput_bps"], q_s=s["q_s"], p_s=s["p_s"], b_s=s["b_s"],
                 p_over_q=s["p_over_q"], b_over_q=s["b_over_q"], complete=s["complete"],
-                timeouts=s["counters"]["timeouts"])
+                timeouts=s["counters"]["timeouts"], retransmissions=s["counters"]["retransmissions"])
 
 
 def grid(protocol="sctp", sndbufs=(8192, 32768, 65536), losses=(0.0, 0.01), seeds=3,
