@@ -115,3 +115,15 @@ def test_sweep_rows_carry_retransmissions_and_timeouts():
     row = sweep.run_point(sweep.point(protocol="tcp", profile="linux", sndbuf=16384, loss=0.03,
                                       bandwidth_mbps=20, delay_ms=10, nbytes=300_000, payload=1448))
     assert row["retransmissions"] > 0 and row["timeouts"] >= 0
+
+
+def test_hystart_ends_slow_start_before_any_loss():
+    kw = dict(sndbuf=1 << 21, total_bytes=2_000_000,
+              paths=(PathConfig(bandwidth_bps=20e6, delay_s=0.01, queue_packets=2000),))
+    cubic, reno = (simulate(config(profile=p, **kw)) for p in ("linux", "linux-reno"))
+    assert not cubic.recovery and not reno.recovery and cubic.counters["retransmissions"] == 0
+    exits = [c for c in cubic.cwnd if c[3] < cubic.config.rcvbuf]
+    assert exits and exits[0][2] == exits[0][3]  # ssthresh = cwnd: HyStart's exit
+    bdp_segments = 2 * 0.01 * 20e6 / 8 / 1448
+    assert 16 <= exits[0][2] // 1448 <= 2 * bdp_segments
+    assert all(c[3] == reno.config.rcvbuf for c in reno.cwnd)  # reno: slow start until the end

@@ -249,6 +249,9 @@ class Simulation:
         self.cubic = [dict(w_max=0.0, epoch=None, k=0.0, origin=0.0, w_est=0.0) for _ in range(P)]
         self.ca_acked = [0] * P  # bytes acked in congestion avoidance toward the next increase
         self.min_rtt = [None] * P
+        # HyStart's round per path: (space index ending it, start ns, last train ack ns, min RTT of
+        # its first samples, samples); None: a new round begins with the next ack
+        self.hystart = [None] * P
         self.outq = [deque() for _ in range(P)]  # units in the order they left on each path
         self.ready = [False] * P
         self.rr = 0
@@ -825,6 +828,8 @@ class Simulation:
                 continue
             if rtt_unit[q] is not None:
                 self._rtt_sample(q, now - txt[rtt_unit[q]])
+                if self.prof.hystart and self.cwnd[q] < self.ssthresh[q]:
+                    self._hystart(now, q, sp, now - txt[rtt_unit[q]])
             # RFC 9260 6.3.2 R3 / RFC 6298 5.3: restart only when the earliest outstanding data of
             # the path is acked; SACKs of later data do not keep a lost retransmission's timer alive
             # (ns2: also when the cum ack passes data of the path)
@@ -865,6 +870,30 @@ class Simulation:
         for u in sorted(h for h in holes if sidx[h] < sp.high):
             self.miss.pop(u, None)
             self._fast_retransmit(now, sp, u, upath[u])
+
+    def _hystart(self, now, q, sp, rtt):
+        """tcp_cubic.c hystart_update / bictcp_hystart_reset: a round lasts until the ack passes
+        what was sent when it began; from 16 segments of cwnd on, slow start ends (ssthresh = cwnd)
+        when the round's acks, each within 2 ms of the last, span more than half the minimum RTT,
+        or the least of its first 8 RTT samples exceeds the minimum by min_rtt/8 within [4, 16] ms."""
+        rnd = self.hystart[q]
+        if rnd is None or sp.cum > rnd[0]:
+            rnd = self.hystart[q] = [sp.sent, now, now, None, 0]
+        if self.cwnd[q] < 16 * self.S:
+            return
+        min_rtt = self.min_rtt[q]
+        found = False
+        if now - rnd[2] <= 2_000_000:
+            rnd[2] = now
+            found = now - rnd[1] > min_rtt // 2
+        if rnd[4] < 8:
+            rnd[3] = rtt if rnd[3] is None else min(rnd[3], rtt)
+            rnd[4] += 1
+        elif rnd[3] > min_rtt + min(max(min_rtt >> 3, 4_000_000), 16_000_000):
+            found = True
+        if found:
+            self.ssthresh[q] = self.cwnd[q]
+            self._cwnd_changed(now, q)
 
     def _linux_ssthresh(self, q):
         """tcp_cong.c tcp_reno_ssthresh (cwnd/2) or tcp_cubic.c cubictcp_recalc_ssthresh (0.7 cwnd,

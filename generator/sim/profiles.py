@@ -55,6 +55,9 @@ class Profile:
     rack_loss: bool = False
     # congestion avoidance: "reno" (RFC 5681) or "cubic" (RFC 9438, the kernel's tcp_cubic.c)
     cc: str = "reno"
+    # cubic's HyStart (tcp_cubic.c hystart_update): slow start ends when one round's acks come in a
+    # train longer than half the minimum RTT, or its first 8 RTT samples exceed the minimum by 1/8
+    hystart: bool = False
     delack_s: float = 0.2
     initial_cwnd_packets: int = 4
     rto_initial_s: float = 1.0
@@ -65,7 +68,7 @@ class Profile:
 # Linux 6.x TCP, cubic (the kernel's default); skb_overhead_bytes measured on the lab's kernel
 # (SO_MEMINFO's wmem_queued against SIOCOUTQ, docs/simulator.md)
 LINUX = Profile(name="linux", rto_min_on_variance=True, handshake_rtt_sample=True, linux_sndbuf=True,
-                skb_overhead_bytes=832, rack_loss=True, cc="cubic", delack_s=0.04,
+                skb_overhead_bytes=832, rack_loss=True, cc="cubic", hystart=True, delack_s=0.04,
                 initial_cwnd_packets=10, rto_initial_s=1.0, rto_min_s=0.2, rto_max_s=120.0)
 
 PROFILES = {
@@ -77,7 +80,7 @@ PROFILES = {
                    cwnd_degrade=True),
     # Linux 6.x TCP; skb_overhead_bytes measured on the lab's kernel (SO_MEMINFO: docs/simulator.md)
     "linux": LINUX,
-    "linux-reno": replace(LINUX, name="linux-reno", cc="reno"),
+    "linux-reno": replace(LINUX, name="linux-reno", cc="reno", hystart=False),
 }
 # the profiles whose rules only the Python engine (model.py) knows
 PYTHON_ONLY = frozenset(name for name, p in PROFILES.items() if p.linux_sndbuf)
