@@ -127,3 +127,11 @@ def test_hystart_ends_slow_start_before_any_loss():
     bdp_segments = 2 * 0.01 * 20e6 / 8 / 1448
     assert 16 <= exits[0][2] // 1448 <= 2 * bdp_segments
     assert all(c[3] == reno.config.rcvbuf for c in reno.cwnd)  # reno: slow start until the end
+
+
+def test_a_buffer_limited_sender_grows_cwnd_to_twice_its_flight_in_slow_start():
+    trace = simulate(config(sndbuf=8192, total_bytes=300_000))
+    segments_in_buffer = -(-2 * 8192 // (1448 + profile("linux").skb_overhead_bytes))
+    largest = max(c[2] for c in trace.cwnd) // 1448
+    # tcp_is_cwnd_limited: past the buffer's segments, but no further than twice them
+    assert segments_in_buffer < largest <= 2 * segments_in_buffer

@@ -844,10 +844,14 @@ class Simulation:
             # only when cwnd was fully used (RFC 9260 7.2.1); never during loss recovery
             if self.in_recovery[q] is not None or not (cum_advanced or self.cmt):
                 continue
-            if flight_before[q] + self.grow_margin <= self.cwnd[q]:
-                continue
             if self.prof.linux_sndbuf:
-                self._linux_grow(now, q, newly_bytes[q])
+                # tcp_is_cwnd_limited (include/net/tcp.h): in slow start cwnd grows to twice
+                # what is in flight, so a buffer-limited sender's cwnd keeps growing there
+                if (flight_before[q] + self.grow_margin > self.cwnd[q]
+                        or self.ssthresh[q] > self.cwnd[q] < 2 * flight_before[q]):
+                    self._linux_grow(now, q, newly_bytes[q])
+                continue
+            if flight_before[q] + self.grow_margin <= self.cwnd[q]:
                 continue
             if self.cwnd[q] <= self.ssthresh[q]:
                 self.cwnd[q] += min(newly_bytes[q], S)
