@@ -111,6 +111,7 @@ def main(argv=None):
     ap.add_argument("--seeds", default="3")
     ap.add_argument("--cc", default="cubic", help="the lab's TCP_CONGESTION")
     ap.add_argument("--profile", default="linux", help="the simulator's profile")
+    ap.add_argument("--writer", default="spin", help="the simulator's writer (the lab's spins on send())")
     ap.add_argument("--report-only", action="store_true")
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
@@ -126,7 +127,8 @@ def main(argv=None):
             # the lab runs in real time: niced, so that the machine's other work goes first
             run(["nice", "-n", "10", *nrsack, "lab", "sweep", "--stack", "linux-tcp", "--cc", a.cc,
                  "--delay", delay, *grid, "--out", str(lab_dir)], a.out / f"lab-d{delay}.log")
-        run([*nrsack, "generate", "sweep", "--protocol", "tcp", "--profile", a.profile, "--payload", "1448",
+        run([*nrsack, "generate", "sweep", "--protocol", "tcp", "--profile", a.profile, "--writer", a.writer,
+             "--payload", "1448",
              "--delay", delay, *grid, "--serial", "--out", str(sim_dir)], a.out / f"sim-d{delay}.log")
         lab.append(lab_rows(lab_dir))
         s = pd.read_csv(sim_dir / "runs.csv")

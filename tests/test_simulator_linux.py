@@ -135,3 +135,19 @@ def test_a_buffer_limited_sender_grows_cwnd_to_twice_its_flight_in_slow_start():
     largest = max(c[2] for c in trace.cwnd) // 1448
     # tcp_is_cwnd_limited: past the buffer's segments, but no further than twice them
     assert segments_in_buffer < largest <= 2 * segments_in_buffer
+
+
+def test_a_spinning_writer_writes_as_soon_as_one_segment_fits():
+    spin, poll = (simulate(config(writer=w)) for w in ("spin", "poll"))
+    truesize = 1448 + profile("linux").skb_overhead_bytes
+    for trace, writer in ((spin, "spin"), (poll, "poll")):
+        rows = np.asarray(trace.rtxq, dtype=np.int64)
+        queued = -(-rows[:, 3] // 1448) * truesize
+        blocked = rows[:, 7].astype(bool)
+        if writer == "spin":  # blocked exactly while the queue is at or above the buffer
+            assert (blocked == (queued >= 2 * 16384)).all()
+        else:
+            assert (blocked & (queued < 2 * 16384)).any()
+    assert spin.done_ns < poll.done_ns
+    with pytest.raises(ValueError, match="writer must be one of"):
+        config(writer="busy")

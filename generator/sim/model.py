@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .intervals import IntervalSet
-from .profiles import PROTOCOLS_OF, chunk_bytes, profile
+from .profiles import PROTOCOLS_OF, WRITERS, chunk_bytes, profile
 
 PROTOCOLS = ("sctp", "cmt", "tcp", "mptcp")
 ACKS = ("sack", "nrsack")
@@ -64,6 +64,7 @@ class SimConfig:
     delack_s: float | None = None  # None: the profile's (200 ms; Linux 40 ms)
     ack_every: int = 2
     profile: str = "rfc"  # profiles.py: whose rules (rfc: RFC 9260 / FreeBSD-like; ns2: ns-2.35)
+    writer: str = "poll"  # profiles.WRITERS: how a blocked writer comes back (linux profiles)
     # None: the profile's value
     rto_initial_s: float | None = None
     rto_min_s: float | None = None
@@ -93,6 +94,8 @@ class SimConfig:
             raise ValueError(f"protocol must be one of {PROTOCOLS}, not {self.protocol!r}")
         if self.ack not in ACKS:
             raise ValueError(f"ack must be one of {ACKS}, not {self.ack!r}")
+        if self.writer not in WRITERS:
+            raise ValueError(f"writer must be one of {WRITERS}, not {self.writer!r}")
         if self.loss_model not in ("bernoulli", "gilbert"):
             raise ValueError(f"loss model must be bernoulli or gilbert, not {self.loss_model!r}")
         if self.protocol in ("sctp", "tcp") and len(self.paths) != 1:
@@ -359,10 +362,11 @@ class Simulation:
 
     def _writable(self, rtxq):
         """Linux: a write goes in while the queue's truesize is below the (doubled) buffer
-        (sk_stream_memory_free); once refused, the writer waits until a third of the buffer is
-        free (sk_stream_wspace >= sk_stream_min_wspace, sk_stream_write_space)."""
+        (sk_stream_memory_free); once refused, a poll()-driven or blocking writer waits until a
+        third of the buffer is free (sk_stream_wspace >= sk_stream_min_wspace,
+        sk_stream_write_space); a spinning one retries until one more segment goes in."""
         queued = -(-rtxq // self.S) * self.truesize
-        if self.writer_blocked:
+        if self.writer_blocked and self.cfg.writer == "poll":
             return self.buffer_bytes - queued >= queued >> 1 and queued < self.buffer_bytes
         return queued < self.buffer_bytes
 

@@ -82,6 +82,9 @@ PROFILES = {
     "linux": LINUX,
     "linux-reno": replace(LINUX, name="linux-reno", cc="reno", hystart=False),
 }
+# how a writer blocked on a full buffer comes back (profiles with linux_sndbuf): woken when a third
+# of the buffer is free (a blocking or poll()-driven application), or retrying send() (the lab's)
+WRITERS = ("poll", "spin")
 # the profiles whose rules only the Python engine (model.py) knows
 PYTHON_ONLY = frozenset(name for name, p in PROFILES.items() if p.linux_sndbuf)
 # the protocols a profile means something for (others: every protocol)
