@@ -151,3 +151,15 @@ def test_a_spinning_writer_writes_as_soon_as_one_segment_fits():
     assert spin.done_ns < poll.done_ns
     with pytest.raises(ValueError, match="writer must be one of"):
         config(writer="busy")
+
+
+def test_mptcp_subflows_follow_the_linux_rules_each():
+    paths = (PathConfig(bandwidth_bps=20e6, delay_s=0.01), PathConfig(bandwidth_bps=20e6, delay_s=0.01))
+    drops = (60, 61, 62, 63, 64, 65)  # round robin puts holes on both subflows
+    trace = simulate(config(protocol="mptcp", payload=1400, sndbuf=1 << 20, paths=paths,
+                            drop_units=drops))
+    assert sorted(f[3] for f in trace.sender if f[1] == RTX) == list(drops)
+    assert trace.counters["timeouts"] == 0
+    assert {r[0] for r in trace.recovery if r[1] == "fast"} == {0, 1}
+    reduced = [c[3] for c in trace.cwnd if c[3] < trace.config.rcvbuf]
+    assert reduced and all(x % 1400 == 0 and x >= 2 * 1400 for x in reduced)  # whole segments
