@@ -163,3 +163,12 @@ def test_mptcp_subflows_follow_the_linux_rules_each():
     assert {r[0] for r in trace.recovery if r[1] == "fast"} == {0, 1}
     reduced = [c[3] for c in trace.cwnd if c[3] < trace.config.rcvbuf]
     assert reduced and all(x % 1400 == 0 and x >= 2 * 1400 for x in reduced)  # whole segments
+
+
+def test_slow_start_goes_on_during_rto_recovery():
+    # a whole buffer's worth lost: nothing is SACKed, the RTO fires and every segment is resent
+    trace = simulate(config(sndbuf=8192, drop_units=tuple(range(40, 48))))
+    assert trace.counters["timeouts"] == 1
+    (_, kind, start, end), = [r for r in trace.recovery if r[1] == "rto"]
+    during = [c[2] // 1448 for c in trace.cwnd if start <= c[0] < end]
+    assert during[0] == 1 and max(during) > 1  # tcp_may_raise_cwnd: growth in the Loss state

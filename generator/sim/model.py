@@ -846,7 +846,10 @@ class Simulation:
                     self.rto_deadline[q] = None
             # growth only on acks that advance the cum point (CMT: any new ack for the path) and
             # only when cwnd was fully used (RFC 9260 7.2.1); never during loss recovery
-            if self.in_recovery[q] is not None or not (cum_advanced or self.cmt):
+            # (linux: slow start goes on after an RTO, in the Loss state: tcp_may_raise_cwnd)
+            rec = self.in_recovery[q]
+            if ((rec is not None and not (self.prof.linux_sndbuf and rec[0] == "rto"))
+                    or not (cum_advanced or self.cmt)):
                 continue
             if self.prof.linux_sndbuf:
                 # tcp_is_cwnd_limited (include/net/tcp.h): in slow start cwnd grows to twice
