@@ -47,7 +47,7 @@ class Profile:
     handshake_rtt_sample: bool = False
     # the send buffer as Linux counts it: --sndbuf is SO_SNDBUF, doubled; every segment costs its
     # payload plus skb_overhead_bytes of truesize; a write goes in while the queue is below the buffer
-    # (it may overshoot) and a blocked writer is woken when a third of the buffer is free
+    # (it may overshoot); how a refused writer comes back is SimConfig.writer's (WRITERS below)
     linux_sndbuf: bool = False
     skb_overhead_bytes: int = 0
     # RACK-TLP's loss marking without reordering seen: a hole sent before a newly SACKed segment is
@@ -78,7 +78,6 @@ PROFILES = {
                    persistent_htna=True, cmt_delayed_ack=True, initial_cwnd_packets=2,
                    rto_initial_s=3.0, restart_timer_on_cum_ack=True, path_max_retrans=5,
                    cwnd_degrade=True),
-    # Linux 6.x TCP; skb_overhead_bytes measured on the lab's kernel (SO_MEMINFO: docs/simulator.md)
     "linux": LINUX,
     "linux-reno": replace(LINUX, name="linux-reno", cc="reno", hystart=False),
 }
