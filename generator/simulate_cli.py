@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .sim.profiles import PROFILES
+from .sim.profiles import PROFILES, WRITERS
 
 
 def _floats(text, name):
@@ -24,7 +24,11 @@ def _ints(text, name):
 
 
 def _profile_options(f):
-    """--profile, --ack-loss and --duration: the same on `simulate` and `sweep`."""
+    """--profile, --writer, --ack-loss and --duration: the same on `simulate` and `sweep`."""
+    f = click.option("--writer", type=click.Choice(WRITERS), default="poll", show_default=True,
+                     help="linux profiles: a blocked writer is woken when a third of the buffer is "
+                          "free (poll) or retries send() and writes as soon as a segment fits "
+                          "(spin, as the lab's linux-tcp writer)")(f)
     f = click.option("--duration", type=click.FloatRange(min=0, min_open=True), default=None,
                      help="fixed-duration run, seconds: data always waiting, the run stops then "
                           "(overrides --bytes)")(f)
@@ -33,7 +37,8 @@ def _profile_options(f):
     return click.option("--profile", type=click.Choice(sorted(PROFILES)), default="rfc",
                         show_default=True,
                         help="whose rules: rfc (RFC 9260's text), ns2 (ns-2.35's SCTP module, the SCTP "
-                             "paper's simulator) or freebsd (FreeBSD's stack as usrsctp 0.9.5 ships it); "
+                             "paper's simulator), freebsd (FreeBSD's stack as usrsctp 0.9.5 ships it), "
+                             "linux / linux-reno (Linux 6.x TCP; --sndbuf is SO_SNDBUF); "
                              "see `nrsack docs simulator`")(f)
 
 
@@ -74,8 +79,8 @@ def _per_path(values, n, name):
 @_profile_options
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
 def simulate(protocol, ack, sndbuf, loss, loss_model, burst, delay, bandwidth, queue, paths, nbytes,
-             payload, rcvbuf, seed, isn, receiver_pcap, truth_format, profile, ack_loss, duration,
-             out_dir):
+             payload, rcvbuf, seed, isn, receiver_pcap, truth_format, profile, writer, ack_loss,
+             duration, out_dir):
     """Simulate one transfer; write sender.pcap (receiver.pcap) and the truth files."""
     from .sim.model import PathConfig, SimConfig, simulate as run_model
     from .sim.truth import Truth
@@ -92,7 +97,7 @@ def simulate(protocol, ack, sndbuf, loss, loss_model, burst, delay, bandwidth, q
         cfg = SimConfig(
             protocol=protocol, ack=ack, sndbuf=sndbuf, total_bytes=nbytes, payload=payload,
             rcvbuf=rcvbuf, seed=seed, isn=isn, loss_model=loss_model, burst=burst,
-            profile=profile, duration_s=duration,
+            profile=profile, writer=writer, duration_s=duration,
             paths=tuple(PathConfig(bandwidth_bps=b * 1e6, delay_s=d / 1e3, loss=x, queue_packets=q,
                                    ack_loss=a)
                         for x, d, b, q, a in zip(lists["loss"], lists["delay"], lists["bandwidth"],
@@ -138,7 +143,7 @@ def simulate(protocol, ack, sndbuf, loss, loss_model, burst, delay, bandwidth, q
 @_profile_options
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
 def sweep(protocol, sndbufs, losses, bandwidths, delay, paths, nbytes, seeds, payload, threshold,
-          scheduler, workers, serial, profile, ack_loss, duration, out_dir):
+          scheduler, workers, serial, profile, writer, ack_loss, duration, out_dir):
     """Run a grid loss x send buffer (x bandwidth) for SACK and NR-SACK; write runs.csv,
     gain.csv (throughput, gain, truth p/q per point) and regions.csv (regions of gain)."""
     from .sim import sweep as sw
@@ -147,7 +152,7 @@ def sweep(protocol, sndbufs, losses, bandwidths, delay, paths, nbytes, seeds, pa
     points = sw.grid(protocol=protocol, sndbufs=_ints(sndbufs, "--sndbuf"),
                      losses=_floats(losses, "--loss"), seeds=seeds,
                      bandwidths_mbps=_floats(bandwidths, "--bandwidth"), delay_ms=delay,
-                     nbytes=nbytes, paths=n_paths, payload=payload, profile=profile,
+                     nbytes=nbytes, paths=n_paths, payload=payload, profile=profile, writer=writer,
                      ack_loss=_floats(ack_loss, "--ack-loss")[0], duration_s=duration)
     for pt in points:  # bad parameters: a usage error here, not a traceback from a worker
         try:

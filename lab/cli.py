@@ -179,13 +179,15 @@ def run(out_dir, **kw):
               help=MTU_HELP)
 @click.option("--clock", type=click.Choice(["virtual", "real"]), default=None, help=CLOCK_HELP)
 @click.option("--rto-min", type=click.IntRange(min=0), default=0, help="ms; 0: the stack's default")
+@click.option("--cc", type=click.Choice(CONGESTION_CONTROLS), default=None,
+              help="linux stacks: congestion control [default: the kernel's]")
 @click.option("--timeout", type=float, default=300.0, show_default=True, help="seconds per run")
 @click.option("--threshold", type=float, default=5.0, show_default=True,
               help="gain (%) that defines the region of gain")
 @click.option("--scheduler", default=None, help="address of a Dask scheduler (default: local cluster)")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="local cluster workers")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True)
-def sweep(stack, sndbufs, losses, delay, bandwidth, nbytes, message, seeds, drain, mtu, clock, rto_min, timeout,
+def sweep(stack, sndbufs, losses, delay, bandwidth, nbytes, message, seeds, drain, mtu, clock, rto_min, cc, timeout,
           threshold, scheduler, workers, out_dir):
     """Loss x send buffer for SACK and NR-SACK on a real stack; writes runs.csv, gain.csv and
     regions.csv as `nrsack generate sweep` does, and every run's files under runs/. linux-tcp:
@@ -202,7 +204,7 @@ def sweep(stack, sndbufs, losses, delay, bandwidth, nbytes, message, seeds, drai
         raise click.UsageError(f"{stack} runs one at a time on this machine (root, namespaces): no --scheduler")
     try:
         base = LabConfig(stack=stack, delay_ms=delay, bandwidth_mbps=bandwidth, bytes=nbytes, drain=drain, mtu=mtu,
-                         clock=clock, rto_min_ms=rto_min, timeout_s=timeout, message=message or (1000 if paired else 1448),
+                         clock=clock, rto_min_ms=rto_min, cc=cc or "", timeout_s=timeout, message=message or (1000 if paired else 1448),
                          more_paths=((0.0, delay, bandwidth),) if stack in MULTIPATH_STACKS else ())
         configs = sw.grid(base, [int(_one(b, "--sndbuf")) for b in sndbufs.split(",") if b.strip()],
                           [_one(x, "--loss") for x in losses.split(",") if x.strip()], seeds)

@@ -44,6 +44,19 @@ def test_engines_agree_with_ack_loss_and_a_fixed_duration(profile, ack):
     assert reference.last_frame_ns() <= 2.5e9
 
 
+@pytest.mark.parametrize("profile", ["linux", "linux-reno"])
+def test_linux_profiles_run_on_the_python_engine_and_say_so(profile):
+    # their send buffer, RACK and cubic are in model.py only (docs/simulator.md)
+    cfg = SimConfig(protocol="tcp", sndbuf=16384, total_bytes=200_001, seed=3, payload=1448,
+                    profile=profile, paths=(PathConfig(bandwidth_bps=30e6, delay_s=0.01, loss=0.02),))
+    assert not fast.eligible(cfg, False)
+    with pytest.raises(RuntimeError, match="does not apply"):
+        simulate(cfg, engine="c")
+    auto, python = simulate(cfg), simulate(cfg, engine="python")
+    assert auto.columns is None and auto.counters["retransmissions"] > 0
+    assert list(auto.sender) == list(python.sender) and auto.rtxq == python.rtxq
+
+
 def assert_engines_agree(cfg):
     reference = simulate(cfg, engine="python")
     compiled = simulate(cfg, engine="c")

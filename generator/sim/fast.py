@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from . import model as M
+from .profiles import PYTHON_ONLY
 
 CTRL_NAMES = {"sctp": ["INIT", "INIT-ACK", "COOKIE-ECHO", "COOKIE-ACK"], "tcp": ["SYN", "SYN-ACK", "ACK"]}
 
@@ -85,7 +86,9 @@ def library():
 
 
 def eligible(config, receiver_trace):
-    return config.protocol in ("sctp", "tcp")
+    """Single-path SCTP and TCP, under every profile but the Linux ones (their send buffer, RACK
+    and cubic are in model.py only: docs/simulator.md)."""
+    return config.protocol in ("sctp", "tcp") and config.profile not in PYTHON_ONLY
 
 
 def run(sim):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .intervals import IntervalSet
-from .profiles import chunk_bytes, profile
+from .profiles import PROTOCOLS_OF, WRITERS, chunk_bytes, profile
 
 PROTOCOLS = ("sctp", "cmt", "tcp", "mptcp")
 ACKS = ("sack", "nrsack")
@@ -28,6 +28,9 @@ INFL, SACKED, LOST, RTXD, ACKED, FRTX = 1, 2, 4, 8, 16, 32
 EV_DATA_ARRIVAL, EV_ACK_ARRIVAL, EV_DELACK, EV_RTO, EV_READY, EV_CTRL, EV_HB_ACK, EV_DEGRADE = range(8)
 
 NS = 1_000_000_000
+# cubic's constants (RFC 9438 4.1-4.3; tcp_cubic.c: beta 717/1024, bic_scale 41 -> C 0.4)
+CUBIC_C, CUBIC_BETA = 0.4, 0.7
+CUBIC_ALPHA = 3 * (1 - CUBIC_BETA) / (1 + CUBIC_BETA)
 SCTP_MAX_BLOCKS = (1500 - 20 - 12 - 20) // 4  # an NR-SACK chunk must fit one 1500-byte packet
 TCP_MAX_BLOCKS = 4  # 40 bytes of TCP options
 MPTCP_MAX_BLOCKS = 3  # subflow SACK blocks + data-level NR blocks beside a DSS with 8-byte DATA ACK
@@ -58,9 +61,10 @@ class SimConfig:
     rcvbuf: int = 4 << 20
     loss_model: str = "bernoulli"  # or "gilbert"
     burst: float = 2.0  # mean loss burst length (packets) of the Gilbert-Elliott model
-    delack_s: float = 0.2
+    delack_s: float | None = None  # None: the profile's (200 ms; Linux 40 ms)
     ack_every: int = 2
-    profile: str = "rfc"  # profiles.py: whose rules (rfc: RFC 9260; ns2: ns-2.35; freebsd: usrsctp)
+    profile: str = "rfc"  # profiles.py: whose rules (rfc: RFC 9260; ns2: ns-2.35; freebsd: usrsctp; linux)
+    writer: str = "poll"  # profiles.WRITERS: how a blocked writer comes back (linux profiles)
     # None: the profile's value
     rto_initial_s: float | None = None
     rto_min_s: float | None = None
@@ -73,7 +77,10 @@ class SimConfig:
 
     def __post_init__(self):
         prof = profile(self.profile)
-        for name in ("rto_initial_s", "rto_min_s", "rto_max_s", "initial_cwnd_packets"):
+        if self.protocol not in PROTOCOLS_OF.get(self.profile, PROTOCOLS):
+            raise ValueError(f"profile {self.profile} is for {' and '.join(PROTOCOLS_OF[self.profile])} "
+                             f"only, not {self.protocol}")
+        for name in ("rto_initial_s", "rto_min_s", "rto_max_s", "initial_cwnd_packets", "delack_s"):
             if getattr(self, name) is None:
                 object.__setattr__(self, name, getattr(prof, name))
         if self.duration_s is not None:
@@ -87,6 +94,8 @@ class SimConfig:
             raise ValueError(f"protocol must be one of {PROTOCOLS}, not {self.protocol!r}")
         if self.ack not in ACKS:
             raise ValueError(f"ack must be one of {ACKS}, not {self.ack!r}")
+        if self.writer not in WRITERS:
+            raise ValueError(f"writer must be one of {WRITERS}, not {self.writer!r}")
         if self.loss_model not in ("bernoulli", "gilbert"):
             raise ValueError(f"loss model must be bernoulli or gilbert, not {self.loss_model!r}")
         if self.protocol in ("sctp", "tcp") and len(self.paths) != 1:
@@ -238,6 +247,17 @@ class Simulation:
         self.errors = [0] * P  # consecutive timeouts not cleared by an ack (profile path_max_retrans)
         self.degrade_deadline = [None] * P  # the cwnd degrade timer (profile cwnd_degrade), lazy
         self.degrade_event = [False] * P
+        # profile linux: the writer's state (blocked until a third of the buffer is free), the
+        # buffer in truesize bytes, cubic's state per path and the smallest RTT seen
+        self.writer_blocked = False
+        self.buffer_bytes = 2 * cfg.sndbuf if prof.linux_sndbuf else cfg.sndbuf
+        self.truesize = cfg.payload + prof.skb_overhead_bytes
+        self.cubic = [dict(w_max=0.0, epoch=None, k=0.0, origin=0.0, w_est=0.0) for _ in range(P)]
+        self.ca_acked = [0] * P  # bytes acked in congestion avoidance toward the next increase
+        self.min_rtt = [None] * P
+        # HyStart's round per path: (space index ending it, start ns, last train ack ns, min RTT of
+        # its first samples, samples); None: a new round begins with the next ack
+        self.hystart = [None] * P
         self.outq = [deque() for _ in range(P)]  # units in the order they left on each path
         self.ready = [False] * P
         self.rr = 0
@@ -337,9 +357,21 @@ class Simulation:
     def _blocked(self, rtxq):
         """metrics.md's B - rtxq < S; a profile whose window counts DATA chunks (decision 29):
         the next full chunk does not fit beside the chunks in the RtxQ."""
+        if self.prof.linux_sndbuf:
+            return not self._writable(rtxq)
         if not self.prof.chunk_header_bytes:
             return self.cfg.sndbuf - rtxq < self.S
         return self.cfg.sndbuf - -(-rtxq // self.S) * self.window_unit < self.window_unit
+
+    def _writable(self, rtxq):
+        """Linux: a write goes in while the queue's truesize is below the (doubled) buffer
+        (sk_stream_memory_free); once refused, a poll()-driven or blocking writer waits until a
+        third of the buffer is free (sk_stream_wspace >= sk_stream_min_wspace,
+        sk_stream_write_space); a spinning one retries until one more segment goes in."""
+        queued = -(-rtxq // self.S) * self.truesize
+        if self.writer_blocked and self.cfg.writer == "poll":
+            return self.buffer_bytes - queued >= queued >> 1 and queued < self.buffer_bytes
+        return queued < self.buffer_bytes
 
     def _cwnd_changed(self, now, p):
         self.trace.cwnd.append((now, p, self.cwnd[p], self.ssthresh[p]))
@@ -412,6 +444,8 @@ class Simulation:
                 self._push(t_rx, EV_CTRL, tr.receiver, (p, name))
         for p, t in ready:
             self._push(t, EV_READY, p)
+            if self.prof.handshake_rtt_sample and not self.sctp_like:
+                self._rtt_sample(p, 2 * self.delay[p])
 
     # -- sender ----------------------------------------------------------------------------------
     def _try_send(self, now):
@@ -459,7 +493,12 @@ class Simulation:
             # every unit sent so far is a full one, so rtxq // S counts them: the window in units
             # of window_unit (S itself, or the DATA chunk of the ns2 profile)
             rtxq = in_queue - self.nr_bytes if self.nr else in_queue
-            if sndbuf - rtxq // S * self.window_unit < chunk_bytes(sz, header):
+            if self.prof.linux_sndbuf:
+                if not self._writable(rtxq):
+                    self.writer_blocked = True
+                    return
+                self.writer_blocked = False
+            elif sndbuf - rtxq // S * self.window_unit < chunk_bytes(sz, header):
                 return  # send buffer blocking: the application cannot write the next message
             if in_queue + sz > self.peer_rwnd:
                 return
@@ -613,7 +652,10 @@ class Simulation:
         self.n_timeouts += 1
         cfg, S = self.cfg, self.S
         self.rto[p] = min(2 * self.rto[p], int(cfg.rto_max_s * NS))
-        self.ssthresh[p] = max(self.cwnd[p] // 2, 4 * S if self.sctp_like else 2 * S)
+        if self.prof.linux_sndbuf:
+            self.ssthresh[p] = self._linux_ssthresh(p)
+        else:
+            self.ssthresh[p] = max(self.cwnd[p] // 2, 4 * S if self.sctp_like else 2 * S)
         self.cwnd[p] = S
         self.pba[p] = 0
         self.fr_allow[p] = False
@@ -777,7 +819,9 @@ class Simulation:
         marker = newly_max
         if self.prof.persistent_htna:
             marker = self.htna = [max(a, b) for a, b in zip(self.htna, newly_max)]
-        if holes:
+        if holes and self.prof.rack_loss:
+            self._rack_loss(now, sp, holes)
+        elif holes:
             sidx = self.sidx
             in_fr = [self.sctp_like and cum_advanced and rec is not None and rec[0] == "fast"
                      for rec in self.in_recovery]  # as the ack arrived
@@ -815,6 +859,8 @@ class Simulation:
                 continue
             if rtt_unit[q] is not None:
                 self._rtt_sample(q, now - txt[rtt_unit[q]])
+                if self.prof.hystart and self.cwnd[q] < self.ssthresh[q]:
+                    self._hystart(now, q, sp, now - txt[rtt_unit[q]])
             # RFC 9260 6.3.2 R3 / RFC 6298 5.3: restart only when the earliest outstanding data of
             # the path is acked; SACKs of later data do not keep a lost retransmission's timer alive
             # (ns2: also when the cum ack passes data of the path)
@@ -827,7 +873,17 @@ class Simulation:
                     self.rto_deadline[q] = None
             # growth only on acks that advance the cum point (CMT: any new ack for the path) and
             # only when cwnd was fully used (RFC 9260 7.2.1); never during loss recovery
-            if self.in_recovery[q] is not None or not (cum_advanced or self.cmt):
+            # (linux: slow start goes on after an RTO, in the Loss state: tcp_may_raise_cwnd)
+            rec = self.in_recovery[q]
+            if ((rec is not None and not (self.prof.linux_sndbuf and rec[0] == "rto"))
+                    or not (cum_advanced or self.cmt)):
+                continue
+            if self.prof.linux_sndbuf:
+                # tcp_is_cwnd_limited (include/net/tcp.h): in slow start cwnd grows to twice
+                # what is in flight, so a buffer-limited sender's cwnd keeps growing there
+                if (flight_before[q] + self.grow_margin > self.cwnd[q]
+                        or self.ssthresh[q] > self.cwnd[q] < 2 * flight_before[q]):
+                    self._linux_grow(now, q, newly_bytes[q])
                 continue
             if flight_before[q] + self.grow_margin <= self.cwnd[q]:
                 continue
@@ -840,6 +896,95 @@ class Simulation:
                     self.pba[q] -= self.cwnd[q]
                     self.cwnd[q] += S
                     self._cwnd_changed(now, q)
+
+    def _rack_loss(self, now, sp, holes):
+        """RACK with no reordering seen (tcp_recovery.c: tcp_rack_detect_loss, reo_wnd 0 by
+        tcp_rack_reo_wnd): a hole sent before a SACKed segment is lost once three segments are
+        SACKed (the reordering degree) or recovery has begun; so every such hole at once."""
+        q = self.spaces.index(sp) if self.mptcp else 0
+        if self.in_recovery[q] is None and sum(e - s for s, e in sp.sacked.blocks()) < 3:
+            return
+        sidx, upath = self.sidx, self.upath
+        for u in sorted(h for h in holes if sidx[h] < sp.high):
+            self.miss.pop(u, None)
+            self._fast_retransmit(now, sp, u, upath[u])
+
+    def _hystart(self, now, q, sp, rtt):
+        """tcp_cubic.c hystart_update / bictcp_hystart_reset: a round lasts until the ack passes
+        what was sent when it began; from 16 segments of cwnd on, slow start ends (ssthresh = cwnd)
+        when the round's acks, each within 2 ms of the last, span more than half the minimum RTT,
+        or the least of its first 8 RTT samples exceeds the minimum by min_rtt/8 within [4, 16] ms."""
+        rnd = self.hystart[q]
+        if rnd is None or sp.cum > rnd[0]:
+            rnd = self.hystart[q] = [sp.sent, now, now, None, 0]
+        if self.cwnd[q] < 16 * self.S:
+            return
+        min_rtt = self.min_rtt[q]
+        found = False
+        if now - rnd[2] <= 2_000_000:
+            rnd[2] = now
+            found = now - rnd[1] > min_rtt // 2
+        if rnd[4] < 8:
+            rnd[3] = rtt if rnd[3] is None else min(rnd[3], rtt)
+            rnd[4] += 1
+        elif rnd[3] > min_rtt + min(max(min_rtt >> 3, 4_000_000), 16_000_000):
+            found = True
+        if found:
+            self.ssthresh[q] = self.cwnd[q]
+            self._cwnd_changed(now, q)
+
+    def _linux_ssthresh(self, q):
+        """tcp_cong.c tcp_reno_ssthresh (cwnd/2) or tcp_cubic.c cubictcp_recalc_ssthresh (0.7 cwnd,
+        W_max with fast convergence), in whole segments, at least 2."""
+        S = self.S
+        w = self.cwnd[q] // S
+        if self.prof.cc == "cubic":
+            c = self.cubic[q]
+            c["w_max"] = w * (1 + CUBIC_BETA) / 2 if w < c["w_max"] else float(w)
+            c["epoch"] = None
+            return max(w * 717 >> 10, 2) * S
+        return max(w >> 1, 2) * S
+
+    def _linux_grow(self, now, q, acked):
+        """tcp_slow_start (cwnd += acked, up to ssthresh) then congestion avoidance: Reno's one
+        segment per cwnd acked, or cubic's window (RFC 9438 4.2-4.3; tcp_cubic.c bictcp_update)."""
+        S = self.S
+        if self.cwnd[q] < self.ssthresh[q]:
+            step = min(acked, self.ssthresh[q] - self.cwnd[q])
+            self.cwnd[q] += step
+            acked -= step
+            if not acked:
+                self._cwnd_changed(now, q)
+                return
+        per_segment = self._cubic_bytes_per_segment(now, q, acked) if self.prof.cc == "cubic" \
+            else self.cwnd[q]
+        self.ca_acked[q] += acked
+        if self.ca_acked[q] >= per_segment:
+            grow = self.ca_acked[q] // per_segment
+            self.ca_acked[q] -= grow * per_segment
+            self.cwnd[q] += grow * S
+            self._cwnd_changed(now, q)
+
+    def _cubic_bytes_per_segment(self, now, q, acked):
+        """Bytes to be acked before cwnd grows by one segment, so that it reaches cubic's target
+        W(t + min RTT) in one RTT; the target is at least the Reno-friendly estimate W_est and at
+        most 1.5 cwnd (RFC 9438 4.2)."""
+        S, c = self.S, self.cubic[q]
+        w = self.cwnd[q] / S
+        if c["epoch"] is None:
+            c["epoch"] = now
+            c["w_est"] = w
+            if c["w_max"] <= w:
+                c["k"], c["origin"] = 0.0, w
+            else:
+                c["k"], c["origin"] = ((c["w_max"] - w) / CUBIC_C) ** (1 / 3), c["w_max"]
+        t = (now - c["epoch"] + (self.min_rtt[q] or 0)) / NS
+        target = c["origin"] + CUBIC_C * (t - c["k"]) ** 3
+        c["w_est"] += CUBIC_ALPHA * (acked / S) / w
+        target = min(max(target, c["w_est"]), 1.5 * w)
+        if target <= w:
+            return 100 * self.cwnd[q]  # at the plateau: next to no growth (tcp_cubic.c's 100 cwnd)
+        return max(int(w / (target - w) * S), 1)
 
     def _earliest_outstanding(self, q):
         out, flags = self.outq[q], self.flags
@@ -860,6 +1005,8 @@ class Simulation:
             S = self.S
             if self.sctp_like:
                 self.ssthresh[q] = max(self.cwnd[q] // 2, 4 * S)
+            elif self.prof.linux_sndbuf:
+                self.ssthresh[q] = self._linux_ssthresh(q)
             else:
                 self.ssthresh[q] = max((self.flight[q] + sz) // 2, 2 * S)
             self.cwnd[q] = self.ssthresh[q]
@@ -876,7 +1023,12 @@ class Simulation:
         else:
             self.rttvar[q] = (3 * self.rttvar[q] + abs(self.srtt[q] - r)) // 4
             self.srtt[q] = (7 * self.srtt[q] + r) // 8
-        rto = self.srtt[q] + 4 * self.rttvar[q]
+        if self.min_rtt[q] is None or r < self.min_rtt[q]:
+            self.min_rtt[q] = r
+        if self.prof.rto_min_on_variance:
+            rto = self.srtt[q] + max(4 * self.rttvar[q], int(cfg.rto_min_s * NS))
+        else:
+            rto = self.srtt[q] + 4 * self.rttvar[q]
         self.rto[q] = min(max(rto, int(cfg.rto_min_s * NS)), int(cfg.rto_max_s * NS))
 
     # -- receiver --------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ switches can say (docs/simulator.md cites usrsctp's file and line for each, and 
 they cannot say yet). The rules a profile switches are listed in docs/simulator.md.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -54,11 +54,36 @@ class Profile:
     # send when it went out (usrsctp: netinet/sctp_indata.c:3480-3507, the mark at 3707-3722); off:
     # a lost retransmission waits for the T3 timer (RFC 9260 7.2.4). One path only
     refast_retransmit: bool = False
+    # -- Linux 6.x TCP (profile linux; docs/simulator.md cites the kernel function of each rule) --
+    # RTO = SRTT + max(4 RTTVAR, rto_min) (tcp_set_rto), rather than max(SRTT + 4 RTTVAR, rto_min)
+    rto_min_on_variance: bool = False
+    # the SYN / SYN-ACK exchange gives the first RTT sample (the SYN sits in the retransmit queue)
+    handshake_rtt_sample: bool = False
+    # the send buffer as Linux counts it: --sndbuf is SO_SNDBUF, doubled; every segment costs its
+    # payload plus skb_overhead_bytes of truesize; a write goes in while the queue is below the buffer
+    # (it may overshoot); how a refused writer comes back is SimConfig.writer's (WRITERS below)
+    linux_sndbuf: bool = False
+    skb_overhead_bytes: int = 0
+    # RACK-TLP's loss marking without reordering seen: a hole sent before a newly SACKed segment is
+    # lost once three segments are SACKed or recovery has begun (so every such hole at once)
+    rack_loss: bool = False
+    # congestion avoidance: "reno" (RFC 5681) or "cubic" (RFC 9438, the kernel's tcp_cubic.c)
+    cc: str = "reno"
+    # cubic's HyStart (tcp_cubic.c hystart_update): slow start ends when one round's acks come in a
+    # train longer than half the minimum RTT, or its first 8 RTT samples exceed the minimum by 1/8
+    hystart: bool = False
+    delack_s: float = 0.2
     initial_cwnd_packets: int = 4
     rto_initial_s: float = 1.0
     rto_min_s: float = 1.0
     rto_max_s: float = 60.0
 
+
+# Linux 6.x TCP, cubic (the kernel's default); skb_overhead_bytes measured on the lab's kernel
+# (SO_MEMINFO's wmem_queued against SIOCOUTQ, docs/simulator.md)
+LINUX = Profile(name="linux", rto_min_on_variance=True, handshake_rtt_sample=True, linux_sndbuf=True,
+                skb_overhead_bytes=832, rack_loss=True, cc="cubic", hystart=True, delack_s=0.04,
+                initial_cwnd_packets=10, rto_initial_s=1.0, rto_min_s=0.2, rto_max_s=120.0)
 
 PROFILES = {
     "rfc": Profile(name="rfc"),
@@ -75,7 +100,16 @@ PROFILES = {
     "freebsd": Profile(name="freebsd", send_while_below_cwnd=True, grow_when_flight_reached_cwnd=True,
                        initial_cwnd_packets=3, rto_initial_s=3.0, max_burst_cwnd=4,
                        slow_start_limit_packets=2, refast_retransmit=True),
+    "linux": LINUX,
+    "linux-reno": replace(LINUX, name="linux-reno", cc="reno", hystart=False),
 }
+# how a writer blocked on a full buffer comes back (profiles with linux_sndbuf): woken when a third
+# of the buffer is free (a blocking or poll()-driven application), or retrying send() (the lab's)
+WRITERS = ("poll", "spin")
+# the profiles whose rules only the Python engine (model.py) knows
+PYTHON_ONLY = frozenset(name for name, p in PROFILES.items() if p.linux_sndbuf)
+# the protocols a profile means something for (others: every protocol)
+PROTOCOLS_OF = {"linux": ("tcp", "mptcp"), "linux-reno": ("tcp", "mptcp")}
 
 
 def profile(name):

@@ -13,12 +13,12 @@ GAIN_THRESHOLD_PCT = 5.0  # metrics.md: x = 5 % by default, as in the papers
 def point(protocol="sctp", ack="sack", sndbuf=32768, loss=0.01, bandwidth_mbps=100.0,
           delay_ms=45.0, nbytes=1_000_000, seed=1, paths=1, payload=1000, loss_model="bernoulli",
           burst=2.0, profile="rfc", ack_loss=0.0, duration_s=None, loss_all_paths=False,
-          path2_mbps=None):
+          path2_mbps=None, writer="poll"):
     """One simulation as a plain dict (picklable for Dask workers). loss_all_paths: every path
     loses `loss` (the MPTCP paper's set-up); path2_mbps: the other paths' bandwidth (None: the same)."""
     return dict(protocol=protocol, ack=ack, sndbuf=sndbuf, loss=loss, bandwidth_mbps=bandwidth_mbps,
                 delay_ms=delay_ms, bytes=nbytes, seed=seed, paths=paths, payload=payload,
-                loss_model=loss_model, burst=burst, profile=profile, ack_loss=ack_loss,
+                loss_model=loss_model, burst=burst, profile=profile, writer=writer, ack_loss=ack_loss,
                 duration_s=duration_s, loss_all_paths=loss_all_paths, path2_mbps=path2_mbps)
 
 
@@ -36,14 +36,15 @@ def config_of(pt):
     return SimConfig(protocol=pt["protocol"], ack=pt["ack"], sndbuf=pt["sndbuf"],
                      total_bytes=pt["bytes"], paths=paths, seed=pt["seed"], payload=pt["payload"],
                      loss_model=pt["loss_model"], burst=pt["burst"],
-                     profile=pt.get("profile", "rfc"), duration_s=pt.get("duration_s"))
+                     profile=pt.get("profile", "rfc"), writer=pt.get("writer", "poll"),
+                     duration_s=pt.get("duration_s"))
 
 
 def run_point(pt):
     s = Truth(simulate(config_of(pt))).summary()
     return dict(pt, throughput_bps=s["throughput_bps"], q_s=s["q_s"], p_s=s["p_s"], b_s=s["b_s"],
                 p_over_q=s["p_over_q"], b_over_q=s["b_over_q"], complete=s["complete"],
-                timeouts=s["counters"]["timeouts"])
+                timeouts=s["counters"]["timeouts"], retransmissions=s["counters"]["retransmissions"])
 
 
 def grid(protocol="sctp", sndbufs=(8192, 32768, 65536), losses=(0.0, 0.01), seeds=3,

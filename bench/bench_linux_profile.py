@@ -1,0 +1,146 @@
+"""The simulator's linux profile against the Linux kernel (issue 27): the same grid through
+`nrsack lab sweep --stack linux-tcp` (real time, root) and `nrsack generate sweep --profile linux`,
+side by side.
+
+    python bench/bench_linux_profile.py --out calib/                 # lab runs missing, then the table
+    python bench/bench_linux_profile.py --out calib/ --report-only   # the table from the runs made
+
+Per grid point (send buffer x loss x delay) the mean and spread (standard deviation over seeds) of
+throughput, retransmissions, timeouts, b/q and p/q for the kernel and for the model; a point is
+flagged where a mean differs from the other's by more than the larger spread (and the issue's
+criterion: throughput within 15 %, b/q within 0.1). The lab's b/q and p/q are its truth.json's (the
+writer's measured waits on a buffer full of sent data; docs/lab.md); its retransmissions and
+timeouts are counted on its sender.pcap: a data segment at or below the highest sequence sent is a
+retransmission, and a retransmission after 200 ms or more without any data sent is a timeout (Linux's
+RTO is at least SRTT + 200 ms, its tail-loss probe fires after 2 SRTT). The model's are its counters.
+"""
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import dpkt
+import pandas as pd
+
+METRICS = ("throughput_mbps", "retransmissions", "timeouts", "b_over_q", "p_over_q")
+KEYS = ["delay_ms", "sndbuf", "loss"]
+SILENCE_BEFORE_TIMEOUT_S = 0.2
+SMALLEST_DIFFERENCE = 0.005  # below the table's last digit: two zero-spread zeros do not differ
+
+
+def capture_counters(pcap):
+    """(retransmissions, timeouts) of the sender's data in a TCP capture."""
+    retransmissions = timeouts = 0
+    high = None
+    last_data_t = None
+    with open(pcap, "rb") as f:
+        for t, buf in dpkt.pcap.Reader(f):
+            ip = dpkt.ethernet.Ethernet(buf).data
+            if not isinstance(ip, dpkt.ip.IP) or not isinstance(ip.data, dpkt.tcp.TCP):
+                continue
+            tcp = ip.data
+            if not tcp.data or tcp.dport != 5201:
+                continue
+            end = tcp.seq + len(tcp.data)
+            if high is not None and (end - high) % 2**32 > 2**31 or end == high:
+                retransmissions += 1
+                if last_data_t is not None and t - last_data_t >= SILENCE_BEFORE_TIMEOUT_S:
+                    timeouts += 1
+            else:
+                high = end
+            last_data_t = t
+    return retransmissions, timeouts
+
+
+def run(cmd, log):
+    print("$", " ".join(cmd), flush=True)
+    with open(log, "w") as f:
+        subprocess.run(cmd, check=True, stdout=f, stderr=subprocess.STDOUT)
+
+
+def lab_rows(folder):
+    runs = pd.read_csv(folder / "runs.csv")
+    counts = [capture_counters(folder / "runs" / f"sack-b{r.sndbuf}-l{r.loss:g}-d{r.delay_ms:g}-s{r.seed}"
+                               / "sender.pcap") for r in runs.itertuples()]
+    runs["retransmissions"] = [c[0] for c in counts]
+    runs["timeouts"] = [c[1] for c in counts]
+    return runs
+
+
+def table(lab, sim):
+    side = {}
+    for name, frame in (("lab", lab), ("sim", sim)):
+        frame = frame.assign(throughput_mbps=frame.throughput_bps / 1e6)
+        g = frame.groupby(KEYS)[list(METRICS)]
+        side[name] = g.mean().join(g.std(ddof=0).add_suffix("_sd"))
+    rows = side["lab"].add_suffix("_lab").join(side["sim"].add_suffix("_sim")).reset_index()
+    beyond = []
+    for r in rows.itertuples():
+        out = [m for m in METRICS if abs(getattr(r, f"{m}_lab") - getattr(r, f"{m}_sim"))
+               > max(getattr(r, f"{m}_sd_lab"), getattr(r, f"{m}_sd_sim"), SMALLEST_DIFFERENCE)]
+        beyond.append(",".join(out))
+    rows["beyond_spread"] = beyond
+    rows["t_within_15pct"] = (rows.throughput_mbps_sim / rows.throughput_mbps_lab - 1).abs() <= 0.15
+    rows["bq_within_0.1"] = (rows.b_over_q_sim - rows.b_over_q_lab).abs() <= 0.1
+    return rows
+
+
+def markdown(rows):
+    def cell(r, m, digits):
+        return (f"{getattr(r, m + '_lab'):.{digits}f} ± {getattr(r, m + '_sd_lab'):.{digits}f} | "
+                f"{getattr(r, m + '_sim'):.{digits}f} ± {getattr(r, m + '_sd_sim'):.{digits}f}")
+    lines = ["| delay ms | SO_SNDBUF | loss | T Mbit/s kernel | T model | rtx kernel | rtx model | "
+             "RTOs kernel | RTOs model | b/q kernel | b/q model | p/q kernel | p/q model | beyond spread |",
+             "|" + "---|" * 14]
+    for r in rows.itertuples():
+        lines.append(f"| {r.delay_ms:g} | {r.sndbuf} | {r.loss:g} | {cell(r, 'throughput_mbps', 2)} | "
+                     f"{cell(r, 'retransmissions', 1)} | {cell(r, 'timeouts', 1)} | {cell(r, 'b_over_q', 2)} | "
+                     f"{cell(r, 'p_over_q', 2)} | {r.beyond_spread or '-'} |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--sndbuf", default="8192,32768,131072")
+    ap.add_argument("--loss", default="0.005,0.02")
+    ap.add_argument("--delay", default="10,40", help="one-way ms, comma-separated")
+    ap.add_argument("--bandwidth", default="20")
+    ap.add_argument("--bytes", default="1000000")
+    ap.add_argument("--seeds", default="3")
+    ap.add_argument("--cc", default="cubic", help="the lab's TCP_CONGESTION")
+    ap.add_argument("--profile", default="linux", help="the simulator's profile")
+    ap.add_argument("--writer", default="spin", help="the simulator's writer (the lab's spins on send())")
+    ap.add_argument("--report-only", action="store_true")
+    a = ap.parse_args(argv)
+    a.out.mkdir(parents=True, exist_ok=True)
+    nrsack = ["nrsack"]
+    grid = ["--sndbuf", a.sndbuf, "--loss", a.loss, "--bandwidth", a.bandwidth, "--bytes", a.bytes,
+            "--seeds", a.seeds]
+    lab, sim = [], []
+    for delay in a.delay.split(","):
+        lab_dir, sim_dir = a.out / f"lab-d{delay}", a.out / f"sim-{a.profile}-d{delay}"
+        if not (lab_dir / "runs.csv").exists():
+            if a.report_only:
+                sys.exit(f"no lab runs in {lab_dir}")
+            # the lab runs in real time: niced, so that the machine's other work goes first
+            run(["nice", "-n", "10", *nrsack, "lab", "sweep", "--stack", "linux-tcp", "--cc", a.cc,
+                 "--delay", delay, *grid, "--out", str(lab_dir)], a.out / f"lab-d{delay}.log")
+        run([*nrsack, "generate", "sweep", "--protocol", "tcp", "--profile", a.profile, "--writer", a.writer,
+             "--payload", "1448",
+             "--delay", delay, *grid, "--serial", "--out", str(sim_dir)], a.out / f"sim-d{delay}.log")
+        lab.append(lab_rows(lab_dir))
+        s = pd.read_csv(sim_dir / "runs.csv")
+        sim.append(s[s.ack == "sack"])
+    rows = table(pd.concat(lab), pd.concat(sim))
+    rows.to_csv(a.out / f"calibration-{a.profile}.csv", index=False, float_format="%.4g")
+    print(markdown(rows))
+    n = len(rows)
+    print(f"\n{n} points; throughput within 15 %: {rows.t_within_15pct.sum()}/{n}; "
+          f"b/q within 0.1: {rows['bq_within_0.1'].sum()}/{n}; "
+          f"both: {(rows.t_within_15pct & rows['bq_within_0.1']).sum()}/{n}")
+
+
+if __name__ == "__main__":
+    main()

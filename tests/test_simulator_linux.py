@@ -1,0 +1,174 @@
+"""The linux profile's rules act as the kernel's do (docs/simulator.md cites each)."""
+
+import numpy as np
+import pytest
+
+from nrsack.generator.sim.model import NS, RTX, PathConfig, SimConfig, Simulation, simulate
+from nrsack.generator.sim.profiles import profile
+
+PATH = PathConfig(bandwidth_bps=20e6, delay_s=0.01, loss=0.0)
+
+
+def config(**kw):
+    base = dict(protocol="tcp", sndbuf=16384, total_bytes=400_000, payload=1448, profile="linux",
+                seed=2, paths=(PATH,))
+    return SimConfig(**{**base, **kw})
+
+
+def test_the_send_buffer_is_so_sndbuf_doubled_in_truesize():
+    cfg = config()
+    trace = simulate(cfg)
+    rtxq = np.asarray(trace.rtxq, dtype=np.int64)[:, 3]
+    segments = -(-rtxq // cfg.payload)
+    truesize = cfg.payload + profile("linux").skb_overhead_bytes
+    # a write goes in while the queue is below 2 x SO_SNDBUF: it may overshoot by one segment
+    assert segments.max() == -(-2 * cfg.sndbuf // truesize)
+    # payload, not truesize, would have allowed more than the doubled buffer in segments
+    assert segments.max() < 2 * cfg.sndbuf // cfg.payload
+
+
+def test_a_blocked_writer_wakes_when_a_third_of_the_buffer_is_free():
+    cfg = config()
+    trace = simulate(cfg)
+    rows = np.asarray(trace.rtxq, dtype=np.int64)
+    truesize = cfg.payload + profile("linux").skb_overhead_bytes
+    queued = -(-rows[:, 3] // cfg.payload) * truesize
+    blocked = rows[:, 7].astype(bool)
+    wakes = np.flatnonzero(blocked[:-1] & ~blocked[1:]) + 1
+    assert len(wakes) > 5
+    buffer = 2 * cfg.sndbuf
+    assert (buffer - queued[wakes] >= queued[wakes] // 2).all()
+    # and not before: blocked rows below the buffer but short of a third free exist
+    waiting = blocked & (queued < buffer)
+    assert waiting.any() and (buffer - queued[waiting] < queued[waiting] // 2).all()
+
+
+def test_rto_is_srtt_plus_the_larger_of_the_variance_and_200_ms_from_the_handshake():
+    sim = Simulation(config(paths=(PathConfig(bandwidth_bps=20e6, delay_s=0.03),)))
+    sim._handshake()
+    rtt = int(0.06 * NS)
+    assert sim.srtt[0] == rtt
+    assert sim.rto[0] == rtt + max(4 * (rtt // 2), int(0.2 * NS))  # 60 + 200 ms, not 1 s
+    rfc = Simulation(config(profile="rfc"))
+    rfc._handshake()
+    assert rfc.srtt[0] is None and rfc.rto[0] == NS
+
+
+def test_rack_repairs_every_hole_in_the_first_round_of_recovery():
+    drops = (40, 42, 44, 46, 48)
+    for prof in ("linux", "rfc"):
+        trace = simulate(config(profile=prof, sndbuf=1 << 20, drop_units=drops))
+        rtx = [f for f in trace.sender if f[1] == RTX]
+        assert sorted(f[3] for f in rtx) == list(drops), prof
+        assert trace.counters["timeouts"] == 0
+        spread = rtx[-1][0] - rtx[0][0]
+        if prof == "linux":  # all five marked lost on the ack that began recovery
+            assert spread < 0.02 * NS
+        else:  # three misses per hole: the holes come out over acks spread in time
+            assert spread > 0
+    assert spread > 0
+
+
+@pytest.mark.parametrize("cc", ["linux", "linux-reno"])
+def test_cubic_and_reno_reduce_cwnd_by_their_factors(cc):
+    trace = simulate(config(profile=cc, sndbuf=1 << 20, total_bytes=2_000_000, drop_units=(600,)))
+    recovery = [r for r in trace.recovery if r[1] == "fast"]
+    assert len(recovery) == 1
+    start = recovery[0][2]
+    before = [c for c in trace.cwnd if c[0] < start][-1][2]
+    at = [c for c in trace.cwnd if c[0] == start][-1]
+    factor = 0.7 if cc == "linux" else 0.5
+    segs = before // 1448
+    assert at[3] == max(int(segs * factor) if cc == "linux-reno" else segs * 717 >> 10, 2) * 1448
+
+
+def test_cubic_grows_faster_than_reno_far_below_its_last_maximum():
+    kw = dict(sndbuf=1 << 22, total_bytes=6_000_000, drop_units=(300,),
+              paths=(PathConfig(bandwidth_bps=200e6, delay_s=0.04, queue_packets=10_000),))
+    done = {p: simulate(config(profile=p, **kw)).done_ns for p in ("linux", "linux-reno")}
+    assert done["linux"] < done["linux-reno"]
+
+
+def test_linux_profiles_are_for_tcp_and_mptcp_only():
+    with pytest.raises(ValueError, match="profile linux is for tcp and mptcp only, not sctp"):
+        config(protocol="sctp")
+    assert config(protocol="mptcp", payload=1400).profile == "linux"
+
+
+def test_a_linux_profile_on_sctp_is_one_line_in_every_command(tmp_path):
+    from click.testing import CliRunner
+
+    from nrsack.cli import main
+
+    for args in (["generate", "simulate", "--protocol", "sctp", "--profile", "linux"],
+                 ["generate", "sweep", "--protocol", "sctp", "--profile", "linux", "--serial"],
+                 ["reproduce", "7", "--profile", "rfc,linux", "--quick", "--serial"]):
+        result = CliRunner().invoke(main, [*args, "--out", str(tmp_path / args[1])])
+        assert result.exit_code in (1, 2) and isinstance(result.exception, SystemExit)
+        assert "profile linux is for tcp and mptcp only, not sctp" in result.output
+        assert "Traceback" not in result.output
+
+
+def test_sweep_rows_carry_retransmissions_and_timeouts():
+    from nrsack.generator.sim import sweep
+
+    row = sweep.run_point(sweep.point(protocol="tcp", profile="linux", sndbuf=16384, loss=0.03,
+                                      bandwidth_mbps=20, delay_ms=10, nbytes=300_000, payload=1448))
+    assert row["retransmissions"] > 0 and row["timeouts"] >= 0
+
+
+def test_hystart_ends_slow_start_before_any_loss():
+    kw = dict(sndbuf=1 << 21, total_bytes=2_000_000,
+              paths=(PathConfig(bandwidth_bps=20e6, delay_s=0.01, queue_packets=2000),))
+    cubic, reno = (simulate(config(profile=p, **kw)) for p in ("linux", "linux-reno"))
+    assert not cubic.recovery and not reno.recovery and cubic.counters["retransmissions"] == 0
+    exits = [c for c in cubic.cwnd if c[3] < cubic.config.rcvbuf]
+    assert exits and exits[0][2] == exits[0][3]  # ssthresh = cwnd: HyStart's exit
+    bdp_segments = 2 * 0.01 * 20e6 / 8 / 1448
+    assert 16 <= exits[0][2] // 1448 <= 2 * bdp_segments
+    assert all(c[3] == reno.config.rcvbuf for c in reno.cwnd)  # reno: slow start until the end
+
+
+def test_a_buffer_limited_sender_grows_cwnd_to_twice_its_flight_in_slow_start():
+    trace = simulate(config(sndbuf=8192, total_bytes=300_000))
+    segments_in_buffer = -(-2 * 8192 // (1448 + profile("linux").skb_overhead_bytes))
+    largest = max(c[2] for c in trace.cwnd) // 1448
+    # tcp_is_cwnd_limited: past the buffer's segments, but no further than twice them
+    assert segments_in_buffer < largest <= 2 * segments_in_buffer
+
+
+def test_a_spinning_writer_writes_as_soon_as_one_segment_fits():
+    spin, poll = (simulate(config(writer=w)) for w in ("spin", "poll"))
+    truesize = 1448 + profile("linux").skb_overhead_bytes
+    for trace, writer in ((spin, "spin"), (poll, "poll")):
+        rows = np.asarray(trace.rtxq, dtype=np.int64)
+        queued = -(-rows[:, 3] // 1448) * truesize
+        blocked = rows[:, 7].astype(bool)
+        if writer == "spin":  # blocked exactly while the queue is at or above the buffer
+            assert (blocked == (queued >= 2 * 16384)).all()
+        else:
+            assert (blocked & (queued < 2 * 16384)).any()
+    assert spin.done_ns < poll.done_ns
+    with pytest.raises(ValueError, match="writer must be one of"):
+        config(writer="busy")
+
+
+def test_mptcp_subflows_follow_the_linux_rules_each():
+    paths = (PathConfig(bandwidth_bps=20e6, delay_s=0.01), PathConfig(bandwidth_bps=20e6, delay_s=0.01))
+    drops = (60, 61, 62, 63, 64, 65)  # round robin puts holes on both subflows
+    trace = simulate(config(protocol="mptcp", payload=1400, sndbuf=1 << 20, paths=paths,
+                            drop_units=drops))
+    assert sorted(f[3] for f in trace.sender if f[1] == RTX) == list(drops)
+    assert trace.counters["timeouts"] == 0
+    assert {r[0] for r in trace.recovery if r[1] == "fast"} == {0, 1}
+    reduced = [c[3] for c in trace.cwnd if c[3] < trace.config.rcvbuf]
+    assert reduced and all(x % 1400 == 0 and x >= 2 * 1400 for x in reduced)  # whole segments
+
+
+def test_slow_start_goes_on_during_rto_recovery():
+    # a whole buffer's worth lost: nothing is SACKed, the RTO fires and every segment is resent
+    trace = simulate(config(sndbuf=8192, drop_units=tuple(range(40, 48))))
+    assert trace.counters["timeouts"] == 1
+    (_, kind, start, end), = [r for r in trace.recovery if r[1] == "rto"]
+    during = [c[2] // 1448 for c in trace.cwnd if start <= c[0] < end]
+    assert during[0] == 1 and max(during) > 1  # tcp_may_raise_cwnd: growth in the Loss state
