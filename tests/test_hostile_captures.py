@@ -9,7 +9,7 @@ import math
 
 import pytest
 from support.cli import invoke as run
-from support.hostile import frame_bytes_bound, build_all
+from support.hostile import check_bounds, frame_bytes_bound, build_all
 
 
 CAPTURES = {name: (data, expectation) for name, data, expectation in build_all()}
@@ -28,23 +28,6 @@ def hostile(tmp_path_factory):
 
 def test_there_are_at_least_80_captures():
     assert len(CAPTURES) >= 80
-
-
-def check_bounds(entry, bound):
-    p, b, q = entry["p_ns"], entry["b_ns"], entry["q_ns"]
-    if entry["sndbuf_verdict"] == "cannot tell":  # figures the capture cannot support: null, with the reason
-        assert p is b is entry["p_over_q"] is entry["b_over_q"] is entry["blocking_intervals"] is None, entry["id"]
-        assert entry["sndbuf_bytes"] is None and entry["sndbuf_reason"], entry["id"]
-    else:
-        assert 0 <= p <= b <= q, (entry["id"], p, b, q)
-        assert 0 <= entry["p_over_q"] <= entry["b_over_q"] <= 1, entry["id"]
-        assert entry["blocking_intervals"] >= 0
-    for key in ("data_bytes", "acked_bytes", "max_rtxq_sack_bytes", "max_rtxq_nr_bytes", "max_rtxq_whatif_bytes",
-                "sndbuf_bytes", "max_payload_bytes"):
-        if key != "sndbuf_bytes" or entry[key] is not None:  # no B: never full, or cannot tell
-            assert 0 <= entry[key] <= bound, (entry["id"], key, entry[key], bound)
-    assert entry["acked_bytes"] <= entry["data_bytes"], entry["id"]
-    assert entry["throughput_bps"] >= 0 and math.isfinite(entry["throughput_bps"]), entry["id"]
 
 
 def analyzed(hostile, name, *options):

@@ -6,6 +6,7 @@ short, damaged records) and a few more, each from a small well-formed transfer.
 (analyze exits 0, check 0 or 1) or "unusable" (both exit 2). Figures are checked by the tests.
 """
 
+import math
 import random
 import struct
 import zlib
@@ -376,3 +377,22 @@ def frame_bytes_bound(path):
         frames += 1
         off += 16 + caplen
     return total, frames * 65535
+
+
+def check_bounds(entry, bound):
+    """Every figure of a summary entry within its bounds: 0 <= p <= b <= q, or null with the reason
+    where the capture cannot tell B; byte counts within `bound`."""
+    p, b, q = entry["p_ns"], entry["b_ns"], entry["q_ns"]
+    if entry["sndbuf_verdict"] == "cannot tell":  # figures the capture cannot support: null, with the reason
+        assert p is b is entry["p_over_q"] is entry["b_over_q"] is entry["blocking_intervals"] is None, entry["id"]
+        assert entry["sndbuf_bytes"] is None and entry["sndbuf_reason"], entry["id"]
+    else:
+        assert 0 <= p <= b <= q, (entry["id"], p, b, q)
+        assert 0 <= entry["p_over_q"] <= entry["b_over_q"] <= 1, entry["id"]
+        assert entry["blocking_intervals"] >= 0
+    for key in ("data_bytes", "acked_bytes", "max_rtxq_sack_bytes", "max_rtxq_nr_bytes", "max_rtxq_whatif_bytes",
+                "sndbuf_bytes", "max_payload_bytes"):
+        if key != "sndbuf_bytes" or entry[key] is not None:  # no B: never full, or cannot tell
+            assert 0 <= entry[key] <= bound, (entry["id"], key, entry[key], bound)
+    assert entry["acked_bytes"] <= entry["data_bytes"], entry["id"]
+    assert entry["throughput_bps"] >= 0 and math.isfinite(entry["throughput_bps"]), entry["id"]
