@@ -5,7 +5,6 @@ traceback, and every figure within its bounds (0 <= p <= b <= q, bytes never neg
 the capture's frames can hold)."""
 
 import json
-import math
 
 import pytest
 from support.cli import invoke as run

@@ -53,6 +53,10 @@ def data_level_retransmission_after_ack(e, before, after, ctx):
     """MN-04: "Data-level retransmission or reinjection of bytes after they were NR-acked or DATA-ACKed." """
     if continues_mapping(e, before):
         return
+    if e.flags & E.DATA_FIN and e.hi - e.lo == 1:
+        # the DATA_FIN alone carries no byte, and Linux sends it on every subflow (RFC 8684 3.3.3):
+        # not a retransmission of data, as the plugins read it (decisions.md 65)
+        return
     yield from retransmission(e, before, ctx, lambda lo, hi: f"DSNs {seqs(lo, hi)}",
                              lambda cum: f"DATA-ACKed (DATA ACK {I.display(cum)})")
 
