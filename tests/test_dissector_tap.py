@@ -113,3 +113,46 @@ def test_tree_agrees_with_stat(nrsack_c_plugin, expected):
     shown = sum(int(items["Send-buffer blocked frames"].group(3)) for items in nodes.values()
                 if "Send-buffer blocked frames" in items)
     assert shown == len(blocked), tree_out
+
+
+LUA_TREE_LINE = re.compile(r"^  (Frames|RtxQ bytes \(NR-SACK\)|RtxQ bytes \(SACK semantics\)|Send-buffer blocked frames): "
+                           r"(?:mean ([\d.]+), max )?(\d+)$")
+
+
+def lua_tree(pcap, sndbuf):
+    """The Lua plugin's Statistics > NR-SACK text (`-z nrsack,tree` in tshark): {direction: {item: (mean, n)}}
+    and the rule findings line."""
+    out = tshark.run_tshark(["-q", "-z", "nrsack,tree"], tshark.LUA_PLUGIN, prefs={"nrsack.sndbuf": sndbuf},
+                            pcap=pcap).stdout
+    dirs, current, rules = {}, None, None
+    for line in out.splitlines():
+        if line.startswith("Stream "):
+            current = dirs.setdefault(line, {})
+        elif line.startswith("Rule findings: "):
+            rules = line.removeprefix("Rule findings: ")
+        elif m := LUA_TREE_LINE.match(line):
+            current[m.group(1)] = (m.group(2), int(m.group(3)))
+    return out, dirs, rules
+
+
+@pytest.mark.parametrize("pcap, sndbuf", [*((SAMPLES / json.loads(p.read_text())["capture"],
+                                              json.loads(p.read_text())["flows"][0]["sndbuf_bytes"]) for p in TIMELINES),
+                                          (SAMPLES / "broken" / "nr03-revocation.pcap", 0)],
+                         ids=lambda v: v.name if hasattr(v, "name") else str(v))
+def test_lua_statistics_agree_with_the_c_tree(nrsack_c_plugin, pcap, sndbuf):
+    """Both plugins' Statistics > NR-SACK: per direction frames, mean and max RtxQ under both semantics,
+    blocked frames, and the rule counts (the C tree names the protocol too; Lua's results keep none)."""
+    c_out, c_nodes = tree_nodes(nrsack_c_plugin, pcap, sndbuf)
+    lua_out, lua_dirs, lua_rules = lua_tree(pcap, sndbuf)
+    c_dirs = {re.sub(r"^(Stream \S+) (?:sctp|tcp|mptcp) ", r"\1 ", name): items for name, items in c_nodes.items()
+              if name.startswith("Stream ")}
+    assert c_dirs.keys() == lua_dirs.keys() and c_dirs, (c_out, lua_out)
+    for name, items in c_dirs.items():
+        lua = lua_dirs[name]
+        assert int(items[""].group(3)) == lua["Frames"][1]
+        for item in ("RtxQ bytes (NR-SACK)", "RtxQ bytes (SACK semantics)"):
+            assert (items[item].group(4), int(items[item].group(6))) == lua[item], (item, c_out, lua_out)
+        blocked = items.get("Send-buffer blocked frames")
+        assert (int(blocked.group(3)) if blocked else 0) == lua["Send-buffer blocked frames"][1]
+    c_rules = sorted(f"{name.strip()}={m.group(3)}" for name, m in c_nodes.get("Rule findings", {}).items() if name)
+    assert sorted(lua_rules.split()) == (c_rules or ["none"]), (c_out, lua_out)
