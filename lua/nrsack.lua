@@ -2407,12 +2407,14 @@ local function statistics_text()
     return table.concat(lines, "\n") .. "\n"
 end
 
+-- Wireshark 4.0's Qt GUI shows no MENU_STAT_GENERIC entry; MENU_STAT_UNSORTED (renamed
+-- MENU_PACKET_STAT_UNSORTED in 4.2) is the Statistics menu's section for protocol statistics.
 if gui_enabled() then
     register_menu("NR-SACK", function()
         local window = TextWindow.new("NR-SACK statistics")
         window:set(statistics_text())
         window:add_button("Refresh", function() window:set(statistics_text()) end)
-    end, MENU_STAT_GENERIC)
+    end, MENU_PACKET_STAT_UNSORTED or MENU_STAT_UNSORTED)
 end
 
 -- tshark prints it after the last frame, as it does its own statistics.
