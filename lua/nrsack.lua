@@ -2351,3 +2351,74 @@ end
 
 register_postdissector(nrsack)
 register_udp_port()
+
+------------------------------------------------------------------------------------------------
+-- Statistics: Statistics > NR-SACK in Wireshark's GUI, `-z nrsack,tree` in tshark; the C plugin's
+-- stats tree of the same name shows the same figures (its data bytes aside: results keep none).
+------------------------------------------------------------------------------------------------
+
+-- Per flow direction, from the stored results of the frames dissected so far, in first-seen order.
+local function statistics_text()
+    local dirs, order, rules, rule_order = {}, {}, {}, {}
+    local rec = state.rec
+    local numbers = {}
+    for number in pairs(state.rec_at) do numbers[#numbers + 1] = number end
+    table.sort(numbers)
+    for _, number in ipairs(numbers) do
+        local i = state.rec_at[number]
+        local stream, findings, n_upd = rec[i], rec[i + 2], rec[i + 3]
+        for f = 1, findings and #findings or 0 do
+            local id = findings[f].id
+            if not rules[id] then rules[id] = 0; rule_order[#rule_order + 1] = id end
+            rules[id] = rules[id] + 1
+        end
+        local k = i + 4
+        for _ = 1, n_upd do
+            local name = string.format("Stream %s %s", tostring(stream or "-"), rec[k])
+            local d = dirs[name]
+            if not d then
+                d = {frames = 0, sum_sack = 0, sum_nr = 0, max_sack = 0, max_nr = 0, blocked = 0}
+                dirs[name] = d
+                order[#order + 1] = name
+            end
+            local rtxq_sack = queue_u32(rec[k + 1])
+            local rtxq_nr = queue_u32(rec[k + 1] - rec[k + 2])
+            d.frames = d.frames + 1
+            d.sum_sack, d.sum_nr = d.sum_sack + rtxq_sack, d.sum_nr + rtxq_nr
+            d.max_sack, d.max_nr = math.max(d.max_sack, rtxq_sack), math.max(d.max_nr, rtxq_nr)
+            if rec[k + 6] then d.blocked = d.blocked + 1 end
+            k = k + UPD_SLOTS
+        end
+    end
+    local lines = {string.format("NR-SACK statistics; sndbuf preference: %d bytes%s", state.prefs.sndbuf,
+        state.prefs.sndbuf > 0 and "" or " (off: no blocked frames)")}
+    for _, name in ipairs(order) do
+        local d = dirs[name]
+        lines[#lines + 1] = name
+        lines[#lines + 1] = string.format("  Frames: %d", d.frames)
+        lines[#lines + 1] = string.format("  RtxQ bytes (NR-SACK): mean %.2f, max %d", d.sum_nr / d.frames, d.max_nr)
+        lines[#lines + 1] = string.format("  RtxQ bytes (SACK semantics): mean %.2f, max %d", d.sum_sack / d.frames,
+            d.max_sack)
+        lines[#lines + 1] = string.format("  Send-buffer blocked frames: %d", d.blocked)
+    end
+    local counts = {}
+    for _, id in ipairs(rule_order) do counts[#counts + 1] = id .. "=" .. rules[id] end
+    lines[#lines + 1] = "Rule findings: " .. (#counts > 0 and table.concat(counts, " ") or "none")
+    return table.concat(lines, "\n") .. "\n"
+end
+
+-- Wireshark 4.0's Qt GUI shows no MENU_STAT_GENERIC entry; MENU_STAT_UNSORTED (renamed
+-- MENU_PACKET_STAT_UNSORTED in 4.2) is the Statistics menu's section for protocol statistics.
+if gui_enabled() then
+    register_menu("NR-SACK", function()
+        local window = TextWindow.new("NR-SACK statistics")
+        window:set(statistics_text())
+        window:add_button("Refresh", function() window:set(statistics_text()) end)
+    end, MENU_PACKET_STAT_UNSORTED or MENU_STAT_UNSORTED)
+end
+
+-- tshark prints it after the last frame, as it does its own statistics.
+register_stat_cmd_arg("nrsack,tree", function()
+    local listener = Listener.new(nil, "nrsack")
+    function listener.draw() io.write(statistics_text()) end
+end)

@@ -20,6 +20,7 @@ DEBIAN_PACKAGES=(
   tshark wireshark-dev libwireshark-dev libglib2.0-dev libgcrypt20-dev libpcap-dev cmake gcc make pkg-config binutils wireshark-common
   lua5.2 tcpdump libusrsctp-dev iproute2 nftables util-linux
   chromium chromium-driver
+  wireshark-qt xvfb x11-apps x11-utils xdotool   # the GUI tests: Wireshark under Xvfb, screenshots, menu keys
   debootstrap zstd lz4 gzip
   python3 python3-venv python3-dev
 )

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tshark -z nrsack,stat[,FILTER]: per flow direction data bytes, max and mean RtxQ (SACK and NR-SACK
- * semantics), blocked time and p/q (with the nrsack.sndbuf preference), and rule counts. */
+ * semantics), blocked time and p/q (with the nrsack.sndbuf preference), and rule counts.
+ * Statistics > NR-SACK in Wireshark's GUI (and tshark -z nrsack,tree): the same per direction data
+ * bytes, RtxQ (count, mean, min, max), blocked frames and rule counts as a stats tree, the form
+ * Wireshark gives plugins a Statistics menu entry in; blocked time and p/q stay in -z nrsack,stat. */
 #include "nrsack.h"
 
 #include <stdio.h>
 #include <epan/tap.h>
 #include <epan/stat_tap_ui.h>
+#include <epan/stats_tree.h>
 #include <epan/wmem_scopes.h>
 
 static int nrsack_tap = -1;
@@ -175,12 +179,49 @@ static NRSACK_STAT_INIT_RESULT stat_init(const char *opt_arg, void *userdata)
     NRSACK_STAT_INIT_STARTED;
 }
 
+static int tree_rules_node;
+
+static void tree_init(stats_tree *st)
+{
+    tree_rules_node = stats_tree_create_node(st, "Rule findings", 0, STAT_DT_INT, TRUE);
+}
+
+static tap_packet_status tree_packet(stats_tree *st, packet_info *pinfo _U_, epan_dissect_t *edt _U_, const void *data,
+                                     tap_flags_t flags _U_)
+{
+    const frame_record_t *rec = (const frame_record_t *)data;
+    for (const finding_t *f = rec->findings; f; f = f->next) {
+        tick_stat_node(st, "Rule findings", 0, TRUE);
+        tick_stat_node(st, rule_name(f->rule), tree_rules_node, FALSE);
+    }
+    for (guint i = 0; i < rec->n_updates; i++) {
+        const shown_update_t *u = frame_record_update(rec, i);
+        char name[256];
+        snprintf(name, sizeof(name), "Stream %u %s %s", u->dir->stream, u->dir->protocol, u->dir->name);
+        int dir_node = tick_stat_node(st, name, 0, TRUE);
+        increase_stat_node(st, "Data bytes", dir_node, FALSE, (gint)u->new_data_bytes);
+        avg_stat_node_add_value_int(st, "RtxQ bytes (NR-SACK)", dir_node, FALSE, (gint)u->rtxq_nr);
+        avg_stat_node_add_value_int(st, "RtxQ bytes (SACK semantics)", dir_node, FALSE, (gint)u->rtxq_sack);
+        if (u->blocked)
+            tick_stat_node(st, "Send-buffer blocked frames", dir_node, FALSE);
+    }
+    return TAP_PACKET_REDRAW;
+}
+
+/* Stats trees register in the tap listener phase, after every protocol and tap exists. */
+static void tree_register(void)
+{
+    stats_tree_register_plugin("nrsack", "nrsack", "NR-SACK", 0, tree_packet, tree_init, NULL);
+}
+
 static stat_tap_ui nrsack_stat_ui = {REGISTER_STAT_GROUP_GENERIC, "NR-SACK statistics", "nrsack,stat", stat_init, 0, NULL};
 
 void nrsack_tap_register(void)
 {
     nrsack_tap = register_tap("nrsack");
     register_stat_tap_ui(&nrsack_stat_ui, NULL);
+    static tap_plugin tree_plugin = {tree_register};
+    tap_register_plugin(&tree_plugin);
 }
 
 void nrsack_tap_queue(packet_info *pinfo, const frame_record_t *rec)
