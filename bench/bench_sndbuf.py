@@ -158,7 +158,9 @@ def report(out, manifest):
             row[key] = (t, e, err)
             row[key + "_why"] = failed if flow is None else (_reason(flow, key.split("_")[0]) if e is None else None)
             cells += [_fmt(t), _fmt(e), "" if err is None else f"{err:+.3f}"]
-        note = failed or (f"B {flow.get('sndbuf_bytes')}{' est.' if flow.get('sndbuf_estimated') else ''}"
+        buffer = (f"B {flow['sndbuf_bytes']}{' est.' if flow.get('sndbuf_estimated') else ''}"
+                  if flow and flow.get("sndbuf_bytes") is not None else f"B {flow and flow.get('sndbuf_verdict')}")
+        note = failed or (buffer
                           + (f"; null: {row['b_over_q_why'] or row['p_over_q_why']}"
                              if row["b_over_q"][1] is None or row["p_over_q"][1] is None else ""))
         print(f"{rid:58} {cells[0]:>9} {cells[1]:>8} {cells[2]:>6} {cells[3]:>9} {cells[4]:>8} {cells[5]:>6}  {note}")
