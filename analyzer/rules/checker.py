@@ -99,6 +99,9 @@ class NullStore:
     def fork(self, key, twin):
         pass
 
+    def discard(self, key):
+        pass
+
     def batches(self, key):
         return iter(())
 
