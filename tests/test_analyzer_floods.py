@@ -108,3 +108,10 @@ def test_open_transfers_released_early_end_at_their_last_event(floods, tmp_path)
     checked = run("check", floods["unacked"], "--format", "json", "--max-open-flows", BUDGET)
     assert checked.exit_code == 0, checked.output
     assert len(budget_notes(json.loads(checked.stdout)["findings"])) == 1
+
+
+def test_the_flag_states_the_default_it_gets():
+    from nrsack.analyzer.state.pipeline import MAX_OPEN_FLOWS
+
+    for command in ("analyze", "check"):
+        assert f"default {MAX_OPEN_FLOWS}" in " ".join(run(command, "--help").output.split())

@@ -119,7 +119,7 @@ sndbuf_option = click.option("--sndbuf", type=click.IntRange(min=1), default=Non
                              help="Send buffer B in payload bytes (default: estimated as the largest RtxQ).")
 max_open_flows_option = click.option(
     "--max-open-flows", type=click.IntRange(min=1), default=None, metavar="N",
-    help="Flows held open at once (default 100000, a few hundred MB): past it the flows without data are released "
+    help="Flows held open at once (default 50000, a few hundred MB): past it the flows without data are released "
          "and those idle longest finished at their last event, incomplete, with a note saying how many.")
 
 
