@@ -10,7 +10,7 @@ import pandas as pd
 
 from nrsack.analyzer.state import scoreboard as A
 from nrsack.analyzer.read import events as E
-from nrsack.analyzer.state.pipeline import Pipeline
+from nrsack.analyzer.state.pipeline import MAX_OPEN_FLOWS, Pipeline
 
 CHUNK_NAMES = {0: "DATA", 1: "INIT", 2: "INIT-ACK", 3: "SACK", 4: "HEARTBEAT", 5: "HEARTBEAT-ACK", 6: "ABORT",
                7: "SHUTDOWN", 8: "SHUTDOWN-ACK", 9: "ERROR", 10: "COOKIE-ECHO", 11: "COOKIE-ACK",
@@ -170,7 +170,7 @@ class Analysis:
                             columns=["rule", "severity", "frame", "message"])
 
 
-def analyze(path, sndbuf=None, progress=None, chunk_frames=None) -> Analysis:
+def analyze(path, sndbuf=None, progress=None, chunk_frames=None, max_open_flows=MAX_OPEN_FLOWS) -> Analysis:
     """Reads a pcap / pcapng and computes the figures of metrics.md for every sender direction.
 
     sndbuf: the send buffer B in payload bytes; None estimates it from the capture (metrics.md,
@@ -178,9 +178,11 @@ def analyze(path, sndbuf=None, progress=None, chunk_frames=None) -> Analysis:
     progress: optional callable(bytes_read) called after each chunk of frames.
     chunk_frames: frames per chunk fed through the pipeline (None: the whole capture at once); the
     results do not depend on it.
+    max_open_flows: the flows held open at once; past it the flows without data are released and those
+    idle longest finished at their last event, with a GEN-01 note (docs/decisions.md 5X).
     Raises CaptureError (one line) for unusable input.
     """
-    pipeline = Pipeline(A.MemoryStore(), keep_serials=True)
+    pipeline = Pipeline(A.MemoryStore(), keep_serials=True, max_open_flows=max_open_flows)
     chunks, flow_parts, side_parts = [], [], []
     for cap in E.read_chunks(path, chunk_frames, progress):
         flow_of, side_of = pipeline.feed(cap)

@@ -36,7 +36,7 @@ from nrsack.analyzer import _native
 from nrsack.analyzer.state import scoreboard as A
 from nrsack.analyzer.read import events as E
 from nrsack.analyzer.state import flows as F
-from nrsack.analyzer.state.pipeline import Pipeline, grouped_order
+from nrsack.analyzer.state.pipeline import MAX_OPEN_FLOWS, Pipeline, grouped_order
 from nrsack.analyzer.rules import REGISTRY, SEVERITIES, frames
 from nrsack.analyzer.rules import inputs as I
 from nrsack.analyzer.rules import state as S
@@ -99,6 +99,9 @@ class NullStore:
     def fork(self, key, twin):
         pass
 
+    def discard(self, key):
+        pass
+
     def batches(self, key):
         return iter(())
 
@@ -155,13 +158,13 @@ class FlowRun:
 class Checker:
     """The rules over a capture fed chunk by chunk: `feed(cap)` per chunk, then `finish()` -> findings."""
 
-    def __init__(self, rule_ids=None, pipeline=None, every_row=False):
+    def __init__(self, rule_ids=None, pipeline=None, every_row=False, max_open_flows=MAX_OPEN_FLOWS):
         self.every_row = every_row  # every row through state.advance, none applied at once (the tests' reference)
         self.rules = select(rule_ids)
         self.selected = {r.id for r in self.rules}
         self.dispatch = _dispatch(self.rules)
         self.pipeline = None
-        self.attach(pipeline or Pipeline(NullStore()))
+        self.attach(pipeline or Pipeline(NullStore(), max_open_flows=max_open_flows))
         self.parts = {}
         self.runs = {}
         self.found = []
@@ -519,6 +522,10 @@ class Checker:
         """-> (flows, findings as dicts of COLUMNS, sorted by breaking frame) once every chunk was fed; lazy:
         the findings as Findings (the notes of runs of acks kept as numbers until asked for)."""
         flows = self.pipeline.table.flows
+        for frame, rule_id, reason in self.pipeline.budget_note():
+            e = I.reader_event(None, None, frame, rule_id, reason)
+            for r in self.dispatch.get((e.kind, ""), ()):
+                self.found.extend(_finding(r, v, None, "") for v in r.check(e, S.FlowState(), S.FlowState(), None))
         for flow in flows:
             run = self.runs.get(flow.id) if flow is not None else None  # None: a flow the table forgot
             if run is None or run.last_index is None:
@@ -658,11 +665,12 @@ def check_capture(cap: E.Capture, rule_ids=None):
     return checker.finish()
 
 
-def check_path(path, rule_ids=None, chunk_frames=E.CHUNK_FRAMES, progress=None, every_row=False, lazy=False):
+def check_path(path, rule_ids=None, chunk_frames=E.CHUNK_FRAMES, progress=None, every_row=False, lazy=False,
+               max_open_flows=MAX_OPEN_FLOWS):
     """-> (the last chunk's header: path, frames, truncated; flows; findings) of a capture read in chunks,
     in bounded memory (lazy: findings as Findings). Raises CaptureError for unusable input, KeyError for an
-    unknown rule ID."""
-    checker = Checker(rule_ids, every_row=every_row)
+    unknown rule ID. max_open_flows: the flows held open at once (pipeline.MAX_OPEN_FLOWS)."""
+    checker = Checker(rule_ids, every_row=every_row, max_open_flows=max_open_flows)
     for cap in E.read_chunks(path, chunk_frames, progress):
         checker.feed(cap)
     if not checker.pipeline.table.flows:

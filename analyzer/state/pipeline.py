@@ -33,6 +33,11 @@ _NEVER = np.iinfo(np.int64).min
 # its events in the next chunk (_hold) would cost more than the general path saves (a long transfer's first
 # chunk was copied and assigned twice).
 HOLD_MAX_EVENTS = 256
+# Flows held open at once (docs/decisions.md 5X): a flow's state costs a few KB, so a flood of flows that never
+# end (a SYN flood, a load test's connections never closed) stays well under a GB. Past it the flows without
+# data go first, then those idle longest, finished at their last event (Pipeline._cut), down to CUT_TO of it.
+MAX_OPEN_FLOWS = 50_000
+CUT_TO = 0.75
 
 
 class EntrySpill:
@@ -138,8 +143,14 @@ class SpilledEntries:
 class Pipeline:
     """Feeds chunks of a capture to the flow table and to every entry's DirectionAccumulator; -> entries."""
 
-    def __init__(self, store, keep_serials=False, finish_ended=False, sndbuf=None, spill_folder=None, on_part=None):
+    def __init__(self, store, keep_serials=False, finish_ended=False, sndbuf=None, spill_folder=None, on_part=None,
+                 max_open_flows=MAX_OPEN_FLOWS):
         self.table = F.FlowTable()
+        self.max_open_flows = max_open_flows
+        self.peak_open = 0          # the most flows held open after a chunk (bounded by max_open_flows)
+        self.cut = [0, 0]           # flows released early for the budget: without data, with data (_cut)
+        self.cut_frame = None       # the last frame of the chunk where the budget first bound
+        self.cut_end = {}           # flow id -> its last event's time, where q ends: a flow with data _cut
         self.store = store
         self.keep_serials = keep_serials
         self.senders = {}  # flow id -> {"main": [side 0, side 1], conn: [side 0, side 1] (paths, subflows)}
@@ -210,6 +221,10 @@ class Pipeline:
         idle = np.flatnonzero(self.active & (self.last_ns < self.end_ns - IDLE_NS))
         for fid in sorted((set(self._ended) - short) | set(idle.tolist())):
             self._release(fid)
+        open_flows = int(np.count_nonzero(self.active))
+        if open_flows > self.max_open_flows:
+            open_flows -= self._cut(cap, open_flows)
+        self.peak_open = max(self.peak_open, open_flows)
         if hasattr(self.store, "flush"):
             self.store.flush()
         return flow_of, side_of
@@ -405,7 +420,37 @@ class Pipeline:
                 ends[f] = r
         return ends
 
-    def _release(self, fid):
+    def _cut(self, cap, open_flows) -> int:
+        """The budget of open flows bound: the flows without data released first (they make no rows), then
+        those idle longest finished at their last event (incomplete), down to CUT_TO of the budget so it does
+        not bind again at the next chunk. Counted for the note (budget_note), never dropped silently. -> how many."""
+        if self.cut_frame is None:
+            self.cut_frame = int(cap.ev["frame"].max())
+        want = open_flows - int(self.max_open_flows * CUT_TO)
+        ids = np.flatnonzero(self.active)
+        ids = ids[np.argsort(self.last_ns[ids], kind="stable")].tolist()
+        without, with_data = [], []
+        for fid in ids:
+            (with_data if self._has_data(fid) else without).append(fid)
+            if len(without) == want:
+                break
+        victims = (without + with_data)[:want]
+        for fid in sorted(victims):
+            if self._has_data(fid):
+                self.cut[1] += 1
+                self.cut_end[fid] = int(self.last_ns[fid])
+            else:
+                self.cut[0] += 1
+            self._release(fid, cut=True)
+        return len(victims)
+
+    def _has_data(self, fid) -> bool:
+        mine = self.senders.get(fid)
+        return mine is not None and any(sender.has_data for sender in mine["main"])
+
+    def _release(self, fid, cut=False):
+        """The flow's state released at its end; `cut`: for the budget of open flows (_cut), finished now
+        at its last event whether or not its transfer completed."""
         self.released[fid] = True
         self.active[fid] = False
         flow = self.table.flows[fid]
@@ -414,16 +459,26 @@ class Pipeline:
         for pair in mine.values():
             for sender in pair:
                 sender.release()
+        items = self._plan_flow(flow)
+        if cut and not items:  # no data either way: nothing to finish, its rows (if any) go
+            self._drop_senders(fid)
+            # (the checker judges every flow's end, and the in-memory Analysis lists every flow: they keep it)
+            if self.spill is not None or (self.on_chunk is None and not self.keep_serials):
+                self.table.forget(flow, self.conns)
+            return
         if self.spill is None:
             return
-        items = self._plan_flow(flow)
         # an incomplete transfer's q runs to the end of the capture: finished with the others at the end
-        if all(s.done is not None for _, _, _, main, paths in items for s in (main, *(p[2] for p in paths))):
+        if cut or all(s.done is not None for _, _, _, main, paths in items for s in (main, *(p[2] for p in paths))):
             self.spill.put(fid, [self._entry(item, self.sndbuf, _ignore_tables) for item in items])
-            for pair in self.senders.pop(fid).values():
-                for sender in pair:  # the rows of the directions that sent no data (not finished)
-                    self.store.discard(sender.key)
+            self.cut_end.pop(fid, None)
+            self._drop_senders(fid)
             self.table.forget(flow, self.conns)
+
+    def _drop_senders(self, fid):
+        for pair in self.senders.pop(fid, {}).values():
+            for sender in pair:  # the rows of the directions that sent no data (not finished)
+                self.store.discard(sender.key)
 
     # -- senders and entries
 
@@ -502,24 +557,35 @@ class Pipeline:
         # the buffer they share (metrics.md, Estimating B)
         for sender in [main, *(sender for _, _, sender in paths)] if len(paths) > 1 else ():
             sender.data_level = True
-        entry = main.finish(entry_id, base, nr_sack, sndbuf, self.end_ns, *(sinks(entry_id) if sinks else ()))
+        end_ns = self.cut_end.get(flow.id, self.end_ns)
+        entry = main.finish(entry_id, base, nr_sack, sndbuf, end_ns, *(sinks(entry_id) if sinks else ()))
         for path_id, conn, sender in paths:
             c = self.conns[conn]
             path_side = side ^ self.table.flip(conn)
             path_base = dict(base, src=c.endpoint(path_side), dst=c.endpoint(1 - path_side),
                              level="path" if flow.protocol == "sctp" else "subflow", parent=entry_id)
             path_nr = nr_sack if flow.protocol == "sctp" else sender.level.nr_seen or never_renege
-            entry.paths.append(sender.finish(path_id, path_base, path_nr, sndbuf, self.end_ns,
+            entry.paths.append(sender.finish(path_id, path_base, path_nr, sndbuf, end_ns,
                                              *(sinks(path_id) if sinks else ())))
         return entry
 
+    def budget_note(self):
+        """[(frame, "GEN-01.note", reason)] when the budget of open flows bound (else [])."""
+        without, with_data = self.cut
+        if not without + with_data:
+            return []
+        return [(self.cut_frame, "GEN-01.note",
+                 f"{without + with_data} flows were released before their end, more than {self.max_open_flows} "
+                 f"being open at once (--max-open-flows): {without} without data, {with_data} with data finished "
+                 f"at their last event (incomplete, q ends there); their later events are not analysed")]
+
     def late_note(self):
-        """[(frame, "GEN-01.note", reason)] when events came after their flow ended (else [])."""
+        """[(frame, "GEN-01.note", reason)] when events came after their flow ended, and the budget's note (else [])."""
         self._flush_held()
         count, frame = self.late
         if not count:
-            return []
-        return [(frame, "GEN-01.note", f"{count} events came after their flow ended (SHUTDOWN-COMPLETE, ABORT, "
+            return self.budget_note()
+        return self.budget_note() + [(frame, "GEN-01.note", f"{count} events came after their flow ended (SHUTDOWN-COMPLETE, ABORT, "
                                        f"FINs acked, RST or {IDLE_NS // 1_000_000_000} s idle): not analysed")]
 
 

@@ -11,14 +11,14 @@ import xml.etree.ElementTree as ET
 
 import click
 
-from nrsack.analyzer.views.cli import fail, warn_truncated
+from nrsack.analyzer.views.cli import fail, max_open_flows_option, open_flows, warn_truncated
 from nrsack.analyzer.rules import REGISTRY, SEVERITIES
 
 FORMATS = ["text", "json", "junit", "sarif"]
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
-def run(captures, rule_ids, severity):
+def run(captures, rule_ids, severity, max_open_flows=None):
     """-> ([(capture, flows, findings)] of the usable captures, how many were unusable). An unusable
     capture gets one line on stderr and the others are still checked; an unknown rule ID exits 2 at once."""
     from nrsack.analyzer.rules import checker as C
@@ -27,7 +27,8 @@ def run(captures, rule_ids, severity):
     results, unusable = [], 0
     for path in captures:
         try:
-            cap, flows, found = C.check_path(path, rule_ids, lazy=True)  # in chunks: bounded memory
+            cap, flows, found = C.check_path(path, rule_ids, lazy=True,  # in chunks: bounded memory
+                                             **open_flows(max_open_flows))
             warn_truncated(cap)
         except E.CaptureError as error:
             click.echo(f"nrsack: error: {error}", err=True)
@@ -161,14 +162,15 @@ def _rule_list(ctx, param, value):
               help="Report findings of this severity or more severe.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None, help="Write the report here.")
-def check(captures, rule_ids, severity, fmt, out_file):
+@max_open_flows_option
+def check(captures, rule_ids, severity, fmt, out_file, max_open_flows):
     """Conformance of the NR-SACK / FSACK peers in CAPTURE... to the rules of `nrsack docs rules`.
 
     Each finding: rule ID, severity, flow (the analyzer's flow id; "CAPTURE:ID" with several captures),
     direction (data sender -> receiver), frames (1-based, the breaking frame last) and a message.
     junit: one test case per rule per flow, error findings fail it. Exit status 0 without an error
     finding, 1 with one, 2 for unusable input."""
-    results, unusable = run(captures, rule_ids, severity)
+    results, unusable = run(captures, rule_ids, severity, max_open_flows)
     report = {"text": lambda: [text_report(results)], "json": lambda: json_report_parts(results),
               "junit": lambda: [junit_report(results, rule_ids)], "sarif": lambda: [sarif_report(results, rule_ids)]}[fmt]()
     if out_file:

@@ -51,17 +51,17 @@ def _progress(path):
         yield lambda done: bar.update(task, completed=done)
 
 
-def run_analysis(path, sndbuf):
+def run_analysis(path, sndbuf, max_open_flows=None):
     from nrsack.analyzer import CaptureError, analyze
 
     try:
         with _progress(path) as progress:
-            return analyze(path, sndbuf=sndbuf, progress=progress)
+            return analyze(path, sndbuf=sndbuf, progress=progress, **open_flows(max_open_flows))
     except CaptureError as error:
         fail(str(error))
 
 
-def run_streaming(path, sndbuf, flow_filter, out_dir, fmt, checker=None):
+def run_streaming(path, sndbuf, flow_filter, out_dir, fmt, checker=None, max_open_flows=None):
     """-> (the summary as the views take it, the files written); `checker` (checker.Checker) rides along
     on the same pass (analyze --check)."""
     from nrsack.analyzer import CaptureError
@@ -72,7 +72,8 @@ def run_streaming(path, sndbuf, flow_filter, out_dir, fmt, checker=None):
     observe = None if checker is None else checker.attach
     try:
         with _progress(path) as progress:
-            result = stream.analyze_to_files(path, out_dir, fmt, sndbuf, keep, progress=progress, observe=observe)
+            result = stream.analyze_to_files(path, out_dir, fmt, sndbuf, keep, progress=progress, observe=observe,
+                                             **open_flows(max_open_flows))
     except CaptureError as error:
         fail(str(error))
     return result, result.files
@@ -122,6 +123,17 @@ def run_follow(path, sndbuf, flow_filter, idle_s):
 
 sndbuf_option = click.option("--sndbuf", type=click.IntRange(min=1), default=None, metavar="BYTES",
                              help="Send buffer B in payload bytes (default: estimated from the capture, or cannot tell).")
+max_open_flows_option = click.option(
+    "--max-open-flows", type=click.IntRange(min=1), default=None, metavar="N",
+    help="Flows held open at once (default 50000, a few hundred MB): past it the flows without data are released "
+         "and those idle longest finished at their last event, incomplete, with a note saying how many.")
+
+
+def open_flows(max_open_flows) -> dict:
+    """The keyword for the flag (none: the pipeline's default)."""
+    return {} if max_open_flows is None else {"max_open_flows": max_open_flows}
+
+
 flow_option = click.option("--flow", "flow_filter", default=None, metavar="ID",
                            help="Only this entry (e.g. 0a, 0a.1) or flow number (e.g. 0).")
 
@@ -155,7 +167,8 @@ def _table_legend():
                    "under `findings`, the table adds the check report; exit 1 when one is an error.")
 @click.option("--severity", type=click.Choice(["error", "warning", "note"]), default="note", show_default=True,
               help="With --check: report findings of this severity or more severe.")
-def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream, follow, idle_s, check, severity):
+@max_open_flows_option
+def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream, follow, idle_s, check, severity, max_open_flows):
     """RtxQ evolution, send-buffer blocking and p/q of every sender direction in CAPTURE ('-': standard input).
 
     With --check, exit status as `nrsack check`: 0 without an error finding, 1 with one, 2 for unusable input."""
@@ -175,9 +188,9 @@ def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream, follow, idle_s, 
         checker = Checker()
     if streaming:
         analysis, written = run_streaming(capture, sndbuf, flow_filter, (out_dir or ".") if files_wanted else None, tables,
-                                          checker)
+                                          checker, max_open_flows)
     else:
-        analysis = run_analysis(capture, sndbuf)
+        analysis = run_analysis(capture, sndbuf, max_open_flows)
     ids = formats.selected_ids(analysis, flow_filter)
     if ids is not None and not ids:
         fail_no_flow(flow_filter, capture, analysis)

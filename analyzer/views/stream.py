@@ -21,7 +21,7 @@ import numpy as np
 from nrsack.analyzer.state import scoreboard as A
 from nrsack.analyzer.read import events as E
 from nrsack.analyzer.views import formats
-from nrsack.analyzer.state.pipeline import Pipeline
+from nrsack.analyzer.state.pipeline import MAX_OPEN_FLOWS, Pipeline
 
 GC_YOUNG_THRESHOLD = 20000
 ROW_DTYPE = np.dtype([(name, "<i8") for name in A.BOARD_OUTPUTS]
@@ -149,11 +149,12 @@ class StreamedAnalysis:
 
 
 def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chunk_frames=E.CHUNK_FRAMES,
-                     progress=None, observe=None) -> StreamedAnalysis:
+                     progress=None, observe=None, max_open_flows=MAX_OPEN_FLOWS) -> StreamedAnalysis:
     """Streams the capture at `path` into summary / rtxq / blocking files (`fmt`: csv or parquet) in
     `out_dir`, for every entry or those whose id `keep(entry_id)` accepts (the returned summary has
     them all). Without out_dir, no file: only the summary, and the tables are never made.
     observe(pipeline), when given, attaches to the pipeline before the first chunk (analyze --check).
+    max_open_flows: the flows held open at once (pipeline.MAX_OPEN_FLOWS; past it some finish early, noted).
     Raises CaptureError for unusable input."""
     out = None if out_dir is None else Path(out_dir)
     if out is not None:
@@ -167,7 +168,8 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
     try:
         # the summary alone: a flow is finished when it ends and its entries spilled (pipeline.py); not
         # under an observer (the checker), which judges a flow's end rules at the end of the capture
-        pipeline = Pipeline(store, finish_ended=out is None and observe is None, sndbuf=sndbuf)
+        pipeline = Pipeline(store, finish_ended=out is None and observe is None, sndbuf=sndbuf,
+                            max_open_flows=max_open_flows)
         if observe is not None:
             observe(pipeline)
         last = None

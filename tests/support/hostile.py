@@ -396,3 +396,45 @@ def check_bounds(entry, bound):
             assert 0 <= entry[key] <= bound, (entry["id"], key, entry[key], bound)
     assert entry["acked_bytes"] <= entry["data_bytes"], entry["id"]
     assert entry["throughput_bps"] >= 0 and math.isfinite(entry["throughput_bps"]), entry["id"]
+
+
+# ---- floods of flows (issue 29): written straight to a file, a record at a time, for a million flows ----
+
+FLOOD_KINDS = ("syn", "data", "unacked")
+
+
+def write_flood(path, flows, kind="syn", gap_us=10):
+    """A pcap (raw IP) of `flows` TCP flows on distinct client endpoints, one every gap_us, none ever closed:
+    "syn": one SYN each (a SYN flood); "data": handshake, 100 bytes of data and their ack; "unacked": the
+    same with the data never acked. The packets are packed from templates (no checksums: nothing reads
+    them) so a million flows take seconds. -> the number of frames written."""
+    packets = {"syn": [(0, SYN, 0, 0)], "unacked": [(0, SYN, 0, 0), (1, SYN | ACK, 0, 1), (0, ACK, 1, 1),
+                                                     (0, PSH | ACK, 1, 1)]}
+    packets["data"] = packets["unacked"] + [(1, ACK, 1, 101)]
+    steps = packets[kind]
+    payload = b"x" * 100
+    isn = (0x10000000, 0x20000000)  # client, server
+    frames = 0
+    with open(path, "wb") as out:
+        out.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, LINK_RAW))
+        batch = []
+        for k in range(flows):
+            client = bytes([10, (k >> 16) & 0xFF, (k >> 8) & 0xFF, k & 0xFF])
+            port = 1024 + (k % 60000)
+            usec = k * gap_us
+            for step, (side, flags, seq_off, ack_off) in enumerate(steps):
+                data = payload if flags & PSH else b""
+                src, dst, sport, dport = (client, B, port, 80) if side == 0 else (B, client, 80, port)
+                seq = isn[side] + seq_off
+                ack = isn[1 - side] + ack_off if flags & ACK else 0
+                segment = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, 5 << 4, flags, 65535, 0, 0) + data
+                packet = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 40 + len(data), 1, 0x4000, 64, 6, 0, src, dst) + segment
+                t = usec + step
+                batch.append(struct.pack("<IIII", EPOCH + t // 1_000_000, t % 1_000_000, len(packet), len(packet)))
+                batch.append(packet)
+                frames += 1
+            if len(batch) > 65536:
+                out.write(b"".join(batch))
+                batch = []
+        out.write(b"".join(batch))
+    return frames
