@@ -25,7 +25,6 @@ import json
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 MANIFEST_COLUMNS = ["run_id", "stack", "cc", "sndbuf", "loss", "delay", "bandwidth", "gso", "seed", "folder",

@@ -4,7 +4,6 @@ there, several captures of which one is unusable, runs whose send buffer was est
 import gzip
 import json
 import re
-import shutil
 import subprocess
 
 import pytest

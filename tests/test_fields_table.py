@@ -3,7 +3,6 @@ severities): both plugins, as `tshark -G fields` and `-G plugins` list them, mus
 so every field is described and the C and Lua labels are the same (issue 30, "Every field described")."""
 
 import re
-from pathlib import Path
 
 import pytest
 
