@@ -92,14 +92,15 @@ def test_analyzer_shows_the_cmt_association_with_its_paths(cmt_run):
     for summary in [s, *(p.summary for p in entry.paths)]:
         assert summary["sndbuf_verdict"] == "cannot tell" and summary["b_over_q"] is summary["sndbuf_bytes"] is None
         assert summary["sndbuf_reason"].startswith("data over several paths")
-    # given B (here the largest RtxQ the capture shows, which is the buffer's payload for usrsctp),
-    # the analyzer's b and p meet the truth's under the same names
-    given = analyze(out / "sender.pcap", sndbuf=s["max_rtxq_nr_bytes"])
+    # given B (the socket's SO_SNDBUF, which usrsctp counts in payload bytes), the analyzer's b and p
+    # meet the truth's under the same names. Not the largest RtxQ: a CMT sender held back by its
+    # paths' windows may never fill the buffer with sent data (one run peaked at 47,000 of 65,536)
+    given = analyze(out / "sender.pcap", sndbuf=truth["sndbuf_bytes"])
     (s,) = [e.summary for e in given.entries if e.summary["src"] == "10.0.0.1:5001"]
     # the capture sees the buffer full of sent data only; the writer also waits on unsent data
-    assert 0 < s["b_over_q"] <= truth["app_blocked_over_q"] + 0.05
-    # under the same names the truth's b and p (the waits on a buffer full of sent data, and those
-    # with a gap open), split by the TSNs and acks on the sender's veth: measured within 0.011
+    assert 0 <= s["b_over_q"] <= truth["app_blocked_over_q"] + 0.05
+    # the truth's b and p (the waits on a buffer full of sent data, and those with a gap open),
+    # split by the TSNs and acks on the sender's veth
     assert s["b_over_q"] == pytest.approx(truth["b_over_q"], abs=0.05), (s["b_over_q"], truth)
     assert s["p_over_q"] == pytest.approx(truth["p_over_q"], abs=0.05), (s["p_over_q"], truth)
     assert 0 <= truth["p_s"] <= truth["b_s"] <= truth["app_blocked_s"]
