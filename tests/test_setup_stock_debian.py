@@ -3,8 +3,8 @@ system, no pip at all before python3-venv): a fresh debootstrapped bookworm (scr
 its base cached under /var/cache/nrsack) with make added, the clone copied in, then `make demo` as root.
 
 Part of `make test`: it installs every Debian package and Python dependency from the mirrors into the
-fresh system, about 3 minutes, plus about 5 for the base's debootstrap on a machine that has not cached
-it yet. It is the longest test, so the collection puts it first (conftest.py): pytest-xdist starts it on
+fresh system, about 3 minutes on a quiet machine (10 at a load of 15), plus about a minute for the
+base's debootstrap on a machine that has not cached it yet. It is the longest test, so the collection puts it first (conftest.py): pytest-xdist starts it on
 one worker while the others run the rest. Without root or debootstrap it fails: a skip here would count
 a set-up nobody tried as passing."""
 
