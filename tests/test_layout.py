@@ -40,3 +40,17 @@ def test_imports_point_one_way():
         backwards += [f"{module} imports {name}" for name in imported(ast.parse(path.read_text()))
                       if (theirs := stage(name)) is not None and theirs > mine]
     assert backwards == []
+
+
+def test_the_staleness_check_watches_every_compiled_file():
+    """conftest refuses a build older than its sources; a C file it does not watch (the core, the lab's
+    UDP half) could change under the tests unnoticed."""
+    import subprocess
+
+    from conftest import compiled_sources
+
+    watched = {f for files in compiled_sources().values() for f in files}
+    tracked = subprocess.run(["git", "-C", str(REPO), "ls-files", "analyzer", "core", "generator", "lab"],
+                             capture_output=True, text=True, check=True).stdout.split()
+    c_files = {f for f in tracked if f.endswith((".c", ".h"))}
+    assert c_files and c_files - watched == set()
