@@ -15,7 +15,6 @@ positions are bytes; SCTP positions are TSNs, weighed by the scoreboard with the
 """
 
 from dataclasses import dataclass, field
-import hashlib
 
 import numpy as np
 
@@ -82,6 +81,8 @@ class Flow:
 
 def mptcp_tokens(key: int) -> set:
     """The token of a key: the high 32 bits of its SHA-256 (RFC 8684) or SHA-1 (RFC 6824, version 0)."""
+    import hashlib  # here: only MPTCP asks, and it costs a capture without MPTCP's start-up
+
     raw = key.to_bytes(8, "big")
     return {int.from_bytes(hashlib.new(name, raw).digest()[:4], "big") for name in ("sha256", "sha1")}
 
