@@ -644,10 +644,10 @@ DIRECTION_KINDS = {I.DATA, I.ACK, I.INIT, I.INIT_ACK, I.SYN, I.SYN_ACK}
 def check_capture(cap: E.Capture, rule_ids=None):
     """-> (flows, findings as dicts of COLUMNS) of every selected rule over every flow of a read capture
     (one chunk). Raises CaptureError when it holds no SCTP or TCP flow, KeyError for an unknown rule ID."""
-    checker = Checker(rule_ids)
-    checker.feed(cap)
-    if not checker.pipeline.table.flows:
-        raise E.no_flows(cap.path, cap)
+    run = Run(cap.path, NullStore())
+    checker = Checker(rule_ids, run.pipeline)
+    run.feed(cap)
+    run.end()
     return checker.finish()
 
 

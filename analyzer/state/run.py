@@ -30,10 +30,14 @@ class Run:
     def chunks(self):
         """Feeds the capture chunk by chunk; yields (chunk, flow of each event, side of each event) after each."""
         for cap in E.read_chunks(self.path, **self.reading):
-            flow_of, side_of = self.pipeline.feed(cap)
-            self.header = E.Capture(cap.path, cap.linktype, cap.frames, cap.ev[:0], cap.blocks[:0], cap.conns,
-                                    cap.findings, cap.rule_findings, cap.offset + len(cap.ev), cap.truncated)
-            yield cap, flow_of, side_of
+            yield (cap, *self.feed(cap))
+
+    def feed(self, cap: E.Capture):
+        """Feeds one chunk read elsewhere (chunks() reads them); -> the flow and the side of each of its events."""
+        flow_of, side_of = self.pipeline.feed(cap)
+        self.header = E.Capture(cap.path, cap.linktype, cap.frames, cap.ev[:0], cap.blocks[:0], cap.conns,
+                                cap.findings, cap.rule_findings, cap.offset + len(cap.ev), cap.truncated)
+        return flow_of, side_of
 
     def read(self) -> E.Capture:
         """Feeds the whole capture; -> end()."""
