@@ -12,8 +12,8 @@ round robin, `--repeat` times (like hyperfine), wall and CPU (the fastest and th
   - baseline: the same command run by another interpreter (--baseline, e.g. a venv with main's nrsack
               installed), so a change's gain is a ratio measured in the same run;
   - tshark:   `tshark -r CAPTURE -T fields -e frame.number`, the usual tool's start-up.
-and prints each one's ratio to python and to tshark. --instructions also counts the instructions of
-python, nrsack (and baseline) under valgrind's callgrind: a figure a loaded machine cannot move.
+and prints each one's ratio to python and to tshark (of the median wall time and of the fastest CPU time). --instructions also counts the instructions of
+python, numpy, nrsack (and baseline) under valgrind's callgrind: a figure a loaded machine cannot move.
 --imports N lists the N modules whose own import took longest (python -X importtime, fastest of 5).
 
 Every command runs from cached bytecode, as an installed nrsack does (pip compiles at install): with
@@ -102,20 +102,22 @@ def main():
             runs[name].append(timed(argv))
     print(f"start-up on {os.path.relpath(capture, REPO)}, {args.repeat} runs each, round robin; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    floor = min(wall for wall, _ in runs["python"])
-    tshark = min(wall for wall, _ in runs["tshark"]) if "tshark" in runs else None
-    print(f"{'':10}{'wall min':>10}{'median':>9}{'CPU min':>9}{'median':>9}{'x python':>10}{'x tshark':>10}")
+    # ratios of the median wall (what a user waits) and of the fastest CPU time (what a loaded machine moves least)
+    summary = {name: (statistics.median(w for w, _ in samples), min(c for _, c in samples)) for name, samples in runs.items()}
+    print(f"{'':10}{'wall min':>10}{'median':>9}{'CPU min':>9}{'median':>9}   x python wall, CPU   x tshark wall, CPU")
     for name, samples in runs.items():
         walls, cpus = [w for w, _ in samples], [c for _, c in samples]
-        versus_tshark = f"{min(walls) / tshark:10.2f}" if tshark else f"{'-':>10}"
+        ratios = "".join(f"{summary[name][0] / summary[other][0]:10.2f}{summary[name][1] / summary[other][1]:7.2f}"
+                         if other in summary else f"{'-':>10}{'-':>7}" for other in ("python", "tshark"))
         print(f"{name:10}{min(walls):10.3f}{statistics.median(walls):9.3f}{min(cpus):9.3f}{statistics.median(cpus):9.3f}"
-              f"{min(walls) / floor:10.2f}{versus_tshark}")
+              f"   {ratios}")
     if args.instructions:
-        counted = {name: instructions(contenders[name]) for name in ("python", "nrsack", "baseline") if name in contenders}
+        counted = {name: instructions(contenders[name]) for name in ("python", "numpy", "nrsack", "baseline")
+                   if name in contenders}
         for name, count in counted.items():
             print(f"instructions {name:9}{count / 1e6:10.1f} M{count / counted['python']:8.2f} x python")
     if args.imports:
-        print(f"slowest own imports of nrsack (µs, fastest of 5 runs):")
+        print("slowest own imports of nrsack (µs, fastest of 5 runs):")
         for own, name in slowest_imports(contenders["nrsack"], args.imports):
             print(f"{own:8d}  {name}")
 
