@@ -242,3 +242,19 @@ def test_reordered_acks_give_the_same_state_after_both(tmp_path_factory, transfe
     acks_swapped = swapped[1][swapped[1]["event"] == "ack"]
     prev = swapped[1]["rtxq_sack_bytes"].shift(1)
     assert (acks_swapped["rtxq_sack_bytes"] <= prev[acks_swapped.index]).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=40), st.integers(0, 2))
+def test_distinct_is_numpys_unique_on_both_sides_of_its_threshold(values, repeat):
+    """flows.distinct sorts short arrays and leaves long ones to np.unique (which imports numpy.ma at its first
+    call): both give np.unique's answer, dtype included."""
+    import numpy as np
+
+    from nrsack.analyzer.state import flows as F
+
+    short = np.array(values * (repeat + 1), np.uint64)
+    long = np.resize(short, F.SORT_UNIQUE_MAX + 1) if len(short) else short
+    for array in (short, long, short.astype(np.int64) >> 1):
+        got = F.distinct(array)
+        assert got.dtype == array.dtype and np.array_equal(got, np.unique(array))

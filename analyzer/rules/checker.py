@@ -37,6 +37,8 @@ from nrsack.analyzer.state import scoreboard as A
 from nrsack.analyzer.read import events as E
 from nrsack.analyzer.state import flows as F
 from nrsack.analyzer.state.pipeline import MAX_OPEN_FLOWS, Pipeline, grouped_order
+from nrsack.analyzer.state.run import Run
+from nrsack.analyzer.state.stores import NullStore
 from nrsack.analyzer.rules import REGISTRY, SEVERITIES, frames
 from nrsack.analyzer.rules import inputs as I
 from nrsack.analyzer.rules import state as S
@@ -88,22 +90,6 @@ def _dispatch(rules):
 def _finding(r, verdict, flow_id, direction):
     return {"rule": r.id, "severity": "note" if verdict.note else r.severity, "flow": flow_id,
             "direction": direction, "frames": list(verdict.frames), "message": verdict.message}
-
-
-class NullStore:
-    """The pipeline's row store when nobody reads the analyzer's tables (`nrsack check` alone)."""
-
-    def append(self, key, columns):
-        pass
-
-    def fork(self, key, twin):
-        pass
-
-    def discard(self, key):
-        pass
-
-    def batches(self, key):
-        return iter(())
 
 
 @dataclass
@@ -658,10 +644,10 @@ DIRECTION_KINDS = {I.DATA, I.ACK, I.INIT, I.INIT_ACK, I.SYN, I.SYN_ACK}
 def check_capture(cap: E.Capture, rule_ids=None):
     """-> (flows, findings as dicts of COLUMNS) of every selected rule over every flow of a read capture
     (one chunk). Raises CaptureError when it holds no SCTP or TCP flow, KeyError for an unknown rule ID."""
-    checker = Checker(rule_ids)
-    checker.feed(cap)
-    if not checker.pipeline.table.flows:
-        raise E.no_flows(cap.path, cap)
+    run = Run(cap.path, NullStore())
+    checker = Checker(rule_ids, run.pipeline)
+    run.feed(cap)
+    run.end()
     return checker.finish()
 
 
@@ -670,13 +656,11 @@ def check_path(path, rule_ids=None, chunk_frames=E.CHUNK_FRAMES, progress=None, 
     """-> (the last chunk's header: path, frames, truncated; flows; findings) of a capture read in chunks,
     in bounded memory (lazy: findings as Findings). Raises CaptureError for unusable input, KeyError for an
     unknown rule ID. max_open_flows: the flows held open at once (pipeline.MAX_OPEN_FLOWS)."""
-    checker = Checker(rule_ids, every_row=every_row, max_open_flows=max_open_flows)
-    for cap in E.read_chunks(path, chunk_frames, progress):
-        checker.feed(cap)
-    if not checker.pipeline.table.flows:
-        raise E.no_flows(path, checker.last)
+    run = Run(path, NullStore(), chunk_frames, progress, max_open_flows=max_open_flows)
+    checker = Checker(rule_ids, run.pipeline, every_row=every_row)
+    header = run.read()
     flows, found = checker.finish(lazy)
-    return checker.last, flows, found
+    return header, flows, found
 
 
 def at_least(findings, severity):

@@ -15,7 +15,6 @@ positions are bytes; SCTP positions are TSNs, weighed by the scoreboard with the
 """
 
 from dataclasses import dataclass, field
-import hashlib
 
 import numpy as np
 
@@ -23,6 +22,19 @@ from nrsack.analyzer import _native
 from nrsack.analyzer.read import events as E
 
 TWO32 = 1 << 32
+
+
+# numpy's np.unique hashes (fast on many rows) but imports numpy.ma on its first call: ~40M instructions,
+# a tenth of `nrsack analyze` on a short capture. Below this many values a sort costs less than either.
+SORT_UNIQUE_MAX = 4096
+
+
+def distinct(values) -> np.ndarray:
+    """np.unique(values) of a 1-D array."""
+    if len(values) > SORT_UNIQUE_MAX:
+        return np.unique(values)
+    ordered = np.sort(values)
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
 
 
 def unwrap32(values, state, frames, far: "FarSerials"):
@@ -82,6 +94,8 @@ class Flow:
 
 def mptcp_tokens(key: int) -> set:
     """The token of a key: the high 32 bits of its SHA-256 (RFC 8684) or SHA-1 (RFC 6824, version 0)."""
+    import hashlib  # here: only MPTCP asks, and it costs a capture without MPTCP's start-up
+
     raw = key.to_bytes(8, "big")
     return {int.from_bytes(hashlib.new(name, raw).digest()[:4], "big") for name in ("sha256", "sha1")}
 
@@ -339,14 +353,14 @@ class FlowTable:
         note("synack", (tf & 0x12) == 0x12)
         # the opener's first ACK at or after the SYN-ACK (of this chunk or an earlier one)
         synack_ns = np.full(len(self._conn_flow), np.iinfo(np.int64).max)
-        conns = np.unique(conn)
+        conns = distinct(conn)
         for c, f in zip(conns.tolist(), self._conn_flow[conns].tolist()):
             firsts = flows[f].firsts
             if "synack" in firsts and "ack" not in firsts:
                 synack_ns[c] = firsts["synack"][1]
         note("ack", (ev["dir"][rows] == self._conn_flip[conn]) & ((tf & 0x10) != 0)
              & (ev["time_ns"][rows] >= synack_ns[conn]))
-        for c in np.unique(conn[(ev["flags"][rows] & E.MP_CAPABLE) != 0]).tolist():
+        for c in distinct(conn[(ev["flags"][rows] & E.MP_CAPABLE) != 0]).tolist():
             flow = self.flows[self._conn_flow[c]]
             if flow.protocol == "mptcp":
                 self._mptcp_keys(ev, flow, rows[conn == c])
@@ -408,7 +422,7 @@ def _sctp_endpoint_keys(cap, rows):
     key = (ports[conn, endpoint] << 32) | tag.astype(np.int64)
     if len(cap.conns) < 1 << 15:
         # one 64-bit key per row, made unique by hashing (few distinct values, many rows)
-        packed = np.unique((node.astype(np.uint64) << np.uint64(48)) | key.astype(np.uint64))
+        packed = distinct((node.astype(np.uint64) << np.uint64(48)) | key.astype(np.uint64))
         node, key = (packed >> np.uint64(48)).astype(np.int64), (packed & np.uint64((1 << 48) - 1)).astype(np.int64)
     else:
         pairs = np.unique(np.stack([node, key], 1), axis=0)
@@ -653,7 +667,7 @@ class MptcpLevel(_SpaceLevel):
         base = u[owner]
         self.nr_seen |= bool(len(blk))
         parts = [(owner, base + blk["lo"].astype(np.int64), base + blk["hi"].astype(np.int64))]
-        for conn in np.unique(events["conn"]).tolist():
+        for conn in distinct(events["conn"]).tolist():
             sub = self.subflows.setdefault(conn, _SubflowMap(conn, self.sender))
             parts.append(sub.acked_dsns(events, pos, u, is_data))
         owners = np.concatenate([p[0] for p in parts])

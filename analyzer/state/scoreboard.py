@@ -139,27 +139,6 @@ def vantage(flow: F.Flow, sender: int) -> str:
     return "sender" if near == sender else "receiver"
 
 
-class MemoryStore:
-    """Pass-1 rows kept in memory: pass 2 gets each sender's rows as one batch."""
-
-    def __init__(self):
-        self._parts = {}
-
-    def append(self, key, columns: dict):
-        self._parts.setdefault(key, []).append(columns)
-
-    def fork(self, key, twin):
-        self._parts[twin] = list(self._parts.get(key, []))
-
-    def discard(self, key):
-        self._parts.pop(key, None)
-
-    def batches(self, key):
-        parts = self._parts.pop(key, [])
-        if parts:
-            yield join_columns(parts)
-
-
 def IGNORE(columns):
     """The sink of a table nobody reads (DirectionAccumulator.finish skips making its rows)."""
 
