@@ -11,7 +11,7 @@ One folder per run under OUT/runs/ (sender.pcap, truth.json, the truth CSVs; the
 is dropped; sender.json keeps the linux runs' raw measurements) and a line per finished run in OUT/manifest.tsv. linux stacks need root. The grid: linux-tcp
 (cubic, bbr, reno; SO_SNDBUF 16 KiB to 1 MiB and none, i.e. autotuned; loss 0-5 %; delay 5-100 ms;
 GSO/TSO on and off), linux-mptcp (two subflows), usrsctp (drain on and off), and with --stacks usrsctp-udp
-usrsctp with CMT and NR-SACKs over two paths (12 runs, real time); the order interleaves
+usrsctp with CMT over two paths, NR-SACKs without drain and SACKs with it (24 runs, real time); the order interleaves
 the stacks, so any --limit covers each. Runs are sized to take seconds (0.3-2 MB).
 
 The report runs `nrsack analyze --format json` (no --sndbuf) on every sender capture and prints per
@@ -77,9 +77,9 @@ def grid():
                         seed=i + 1, timeout_s=90, bytes=min(_bytes_for(sndbuf, delay, 20, loss), 1_000_000))
         per_stack["usrsctp"].append(cfg)
     per_stack["usrsctp-udp"] = []
-    for i, (sndbuf, loss, delays2) in enumerate(itertools.product((16384, 65536, 262144), (0.0, 0.01),
-                                                                  ((10, 10), (10, 30)))):
-        cfg = LabConfig(stack="usrsctp-udp", ack="nrsack", drain=False, sndbuf=sndbuf, loss=loss,
+    for i, (ack, sndbuf, loss, delays2) in enumerate(itertools.product(("nrsack", "sack"), (16384, 65536, 262144),
+                                                                       (0.0, 0.01), ((10, 10), (10, 30)))):
+        cfg = LabConfig(stack="usrsctp-udp", ack=ack, drain=ack == "sack", sndbuf=sndbuf, loss=loss,
                         delay_ms=delays2[0], bandwidth_mbps=20, more_paths=((loss, delays2[1], 10),), seed=i + 1,
                         timeout_s=90, bytes=min(_bytes_for(sndbuf, max(delays2), 30, loss), 1_000_000))
         per_stack["usrsctp-udp"].append(cfg)
@@ -90,6 +90,8 @@ def grid():
 def run_id(cfg):
     variant = (f"{cfg.cc or 'default'}-{'gso' if cfg.gso else 'nogso'}" if cfg.stack.startswith("linux")
                else ("drain" if cfg.drain else "nodrain"))
+    if cfg.stack == "usrsctp-udp":
+        variant = f"{cfg.ack}-{variant}"
     delays = "_".join(f"{p[1]:g}" for p in cfg.paths())
     return f"{cfg.stack}-{variant}-b{cfg.sndbuf or 'auto'}-l{cfg.loss:g}-d{delays}-s{cfg.seed}"
 
