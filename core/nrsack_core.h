@@ -213,7 +213,7 @@ typedef enum {
     SBE_UNSETTLED,    /* cannot tell: long waits, but at no settled level */
     SBE_DATA_LEVEL,   /* cannot tell: data scheduled over several paths (MPTCP's data level, CMT) */
     SBE_SUBFLOW_QUEUES, /* cannot tell: MPTCP held at a level, which queued-unsent data in subflows also makes */
-    SBE_PATHS_NO_CEILING, /* cannot tell: CMT long waits at no ceiling, which a payload-counted buffer makes */
+    SBE_PATHS_NO_CEILING, /* cannot tell: CMT waits at no ceiling, which a payload-counted buffer makes */
 } sbe_why_t;
 typedef struct {
     sbe_verdict_t verdict;
@@ -241,9 +241,10 @@ void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r);
 typedef enum { SBE_ONE_PATH, SBE_A_PATH_OF_SEVERAL, SBE_MPTCP_DATA_LEVEL, SBE_CMT_ASSOCIATION } sbe_paths_t;
 /* sbe_decide's verdict, kept where the stack's accounting lets the connection level's waits show the
  * buffer (docs/metrics.md, "Data over several paths"): MPTCP keeps never and too short, the rest cannot
- * tell (Linux hands written data to a subflow's queue, where it may wait unsent, before the wire sees it);
- * CMT keeps a ceiling as well (usrsctp counts the association's queue in payload, so a full buffer is one
- * level), and long waits at no ceiling cannot tell. */
+ * tell (Linux hands written data to a subflow's queue, where it may wait unsent, before the wire sees it).
+ * CMT (usrsctp counts the association's queue in payload, so a full buffer is one level, and resumes the
+ * writer at every SACK) keeps a ceiling and otherwise cannot tell: waits ended at the first acks are no
+ * sign of room there. */
 void sbe_decide_paths(const sbe_t *e, int nr, sbe_paths_t paths, sbe_result_t *r);
 /* Estimated B: blocked while held back, more new data still to come (`before_last_new`), and the RtxQ
  * after the last new data at the ceiling, or above it while a gap is open (loss recovery). */

@@ -60,9 +60,8 @@ def buffer_fields(given, capacity, estimate, vantage, b_ns) -> tuple:
         "see its entry",
         f"MPTCP: {at_ceiling} of {waits} waits for a data-level ack began at an RtxQ of {low}-{high} bytes, but data "
         "the subflows hold unsent makes the same waits as a buffer full of sent data",
-        f"CMT: {long_waits} of {waits} waits for an ack outlasted {LONG_WAIT} acks, {at_ceiling} of them at an RtxQ of "
-        f"{low}-{high} bytes, at no ceiling: the association's buffer counts payload (full, it is one level), so "
-        "the paths' windows held these",
+        f"CMT: {waits} waits for an ack at no ceiling: the association's buffer counts payload (full, it is one "
+        "level) and resumes the writer at the first ack, as the paths' windows do",
     )[why]
     if vantage not in SENDER_SIDE and why != ONE_FLIGHT:  # (data seen before any ack left before it, anywhere)
         verdict, reason = SBE_CANNOT_TELL, f"the capture is not by the sender (vantage {vantage})"
