@@ -212,6 +212,8 @@ typedef enum {
     SBE_FEW_WAITS,    /* cannot tell: fewer than SBE_MIN_WAITS waits */
     SBE_UNSETTLED,    /* cannot tell: long waits, but at no settled level */
     SBE_DATA_LEVEL,   /* cannot tell: data scheduled over several paths (MPTCP's data level, CMT) */
+    SBE_SUBFLOW_QUEUES, /* cannot tell: MPTCP held at a level, which queued-unsent data in subflows also makes */
+    SBE_PATHS_NO_CEILING, /* cannot tell: CMT waits at no ceiling, which a payload-counted buffer makes */
 } sbe_why_t;
 typedef struct {
     sbe_verdict_t verdict;
@@ -233,6 +235,17 @@ void sbe_freeing_ack(sbe_t *e, int gap_open);
  * over several paths (MPTCP's data level, a CMT association), whose windows, buffers and scheduler also
  * hold new data back: beyond one flight or too few waits, it cannot tell. */
 void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r);
+/* Who sends the waits sbe_decide_paths reads: one path (sbe_decide's rules); one path of data scheduled
+ * over several (the path does not see the buffer they share); an MPTCP connection's data level; an SCTP
+ * association whose data took more than one path (CMT). */
+typedef enum { SBE_ONE_PATH, SBE_A_PATH_OF_SEVERAL, SBE_MPTCP_DATA_LEVEL, SBE_CMT_ASSOCIATION } sbe_paths_t;
+/* sbe_decide's verdict, kept where the stack's accounting lets the connection level's waits show the
+ * buffer (docs/metrics.md, "Data over several paths"): MPTCP keeps never and too short, the rest cannot
+ * tell (Linux hands written data to a subflow's queue, where it may wait unsent, before the wire sees it).
+ * CMT (usrsctp counts the association's queue in payload, so a full buffer is one level, and resumes the
+ * writer at every SACK) keeps a ceiling and otherwise cannot tell: waits ended at the first acks are no
+ * sign of room there. */
+void sbe_decide_paths(const sbe_t *e, int nr, sbe_paths_t paths, sbe_result_t *r);
 /* Estimated B: blocked while held back, more new data still to come (`before_last_new`), and the RtxQ
  * after the last new data at the ceiling, or above it while a gap is open (loss recovery). */
 int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, int gap_open, int before_last_new);

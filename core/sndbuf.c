@@ -177,3 +177,15 @@ int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, int gap_open, in
     if (r->verdict != SBE_HELD_BACK || !before_last_new || rtxq_after_new < r->low) return 0;
     return rtxq_after_new <= r->high || gap_open;
 }
+
+void sbe_decide_paths(const sbe_t *e, int nr, sbe_paths_t paths, sbe_result_t *r) {
+    sbe_decide(e, nr, paths == SBE_A_PATH_OF_SEVERAL, r);
+    if (paths <= SBE_A_PATH_OF_SEVERAL || r->why == SBE_ONE_FLIGHT || r->why == SBE_NO_DATA ||
+        r->why == SBE_FEW_WAITS || r->why == SBE_UNSETTLED)
+        return;
+    if (paths == SBE_CMT_ASSOCIATION && r->why == SBE_CEILING) return;
+    if (paths == SBE_MPTCP_DATA_LEVEL && r->why == SBE_ANSWERED) return;
+    /* the level stays in r as the evidence; no verdict rests on it */
+    r->verdict = SBE_CANNOT_TELL;
+    r->why = paths == SBE_MPTCP_DATA_LEVEL ? SBE_SUBFLOW_QUEUES : SBE_PATHS_NO_CEILING;
+}

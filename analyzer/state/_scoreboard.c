@@ -230,13 +230,17 @@ static PyObject *Board_fork(Board *self, PyObject *args) {
     return (PyObject *)copy;
 }
 
-/* sndbuf_estimate(nr, data_level) -> sbe_decide's (verdict, why, sndbuf, low, high, waits, long_waits,
- * at_ceiling, above, packet). */
+/* sndbuf_estimate(nr, paths) -> sbe_decide_paths's (verdict, why, sndbuf, low, high, waits, long_waits,
+ * at_ceiling, above, packet); paths: sbe_paths_t. */
 static PyObject *Board_sndbuf_estimate(Board *self, PyObject *args) {
-    int nr, data_level;
-    if (!PyArg_ParseTuple(args, "pp", &nr, &data_level)) return NULL;
+    int nr, paths;
+    if (!PyArg_ParseTuple(args, "pi", &nr, &paths)) return NULL;
+    if (paths < SBE_ONE_PATH || paths > SBE_CMT_ASSOCIATION) {
+        PyErr_Format(PyExc_ValueError, "paths %d is no sbe_paths_t", paths);
+        return NULL;
+    }
     sbe_result_t r;
-    sbe_decide(&self->estimate, nr, data_level, &r);
+    sbe_decide_paths(&self->estimate, nr, (sbe_paths_t)paths, &r);
     return Py_BuildValue("(iiKKKKKKKK)", (int)r.verdict, (int)r.why, (unsigned long long)r.sndbuf,
                          (unsigned long long)r.low, (unsigned long long)r.high, (unsigned long long)r.waits,
                          (unsigned long long)r.long_waits, (unsigned long long)r.at_ceiling,
@@ -245,8 +249,9 @@ static PyObject *Board_sndbuf_estimate(Board *self, PyObject *args) {
 
 static PyMethodDef Board_methods[] = {
     {"sndbuf_estimate", (PyCFunction)Board_sndbuf_estimate, METH_VARARGS,
-     "sndbuf_estimate(nr, data_level) -> (verdict, why, sndbuf, low, high, waits, long_waits, at_ceiling, above, "
-     "packet) (core/sndbuf.c sbe_decide)"},
+     "sndbuf_estimate(nr, paths) -> (verdict, why, sndbuf, low, high, waits, long_waits, at_ceiling, above, "
+     "packet) (core/sndbuf.c sbe_decide_paths; paths: 0 one path, 1 a path of several, 2 an MPTCP data level, "
+     "3 a CMT association)"},
     {"fork", (PyCFunction)Board_fork, METH_VARARGS, "fork(keep_data) -> a copy (keep_data False: the acks' state only)"},
     {"feed", (PyCFunction)Board_feed, METH_VARARGS,
      "feed(kind i1, lo i8, hi i8, size i8, bstart i8, bcount i4, blo i8, bhi i8, bnr i1, revoke i1, out_sack, "

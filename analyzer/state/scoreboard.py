@@ -34,6 +34,7 @@ VERDICTS = (HELD_BACK, NEVER, CANNOT_TELL)  # indexed by sbe_verdict_t
 SBE_HELD_BACK, SBE_CANNOT_TELL = 0, 2
 MIN_WAITS, LONG_WAIT = 16, 3  # SBE_MIN_WAITS, SBE_LONG_WAIT
 ONE_FLIGHT = 2  # sbe_why_t SBE_ONE_FLIGHT
+PATHS = ONE_PATH, A_PATH_OF_SEVERAL, MPTCP_DATA_LEVEL, CMT_ASSOCIATION = range(4)  # sbe_paths_t
 # the vantages whose timing shows when the sender sent and when acks reached it
 SENDER_SIDE = ("sender", "unknown")
 
@@ -55,7 +56,12 @@ def buffer_fields(given, capacity, estimate, vantage, b_ns) -> tuple:
         "no new data",
         f"too short: {waits} waits for an ack, {MIN_WAITS} needed",
         f"{long_waits} of {waits} waits for an ack outlasted {LONG_WAIT} acks, at no settled RtxQ",
-        "data over several paths (MPTCP, CMT): their windows and buffers also hold it back (not estimated yet)",
+        "a path of data over several paths (MPTCP, CMT): the buffer they share holds the connection's data, "
+        "see its entry",
+        f"MPTCP: {at_ceiling} of {waits} waits for a data-level ack began at an RtxQ of {low}-{high} bytes, but data "
+        "the subflows hold unsent makes the same waits as a buffer full of sent data",
+        f"CMT: {waits} waits for an ack at no ceiling: the association's buffer counts payload (full, it is one "
+        "level) and resumes the writer at the first ack, as the paths' windows do",
     )[why]
     if vantage not in SENDER_SIDE and why != ONE_FLIGHT:  # (data seen before any ack left before it, anywhere)
         verdict, reason = SBE_CANNOT_TELL, f"the capture is not by the sender (vantage {vantage})"
@@ -154,10 +160,10 @@ class DirectionAccumulator:
         self.first_frame = self.t_start = None
         self.done = None               # row index of the ack ending the transfer (after the last data)
         self.last_new = -1             # row index of the last new data (the first transmission of some)
-        self.estimates = None          # release(): Board.sndbuf_estimate's, per (nr_sack, data_level)
-        # core/sndbuf.c sbe_decide's data_level: MPTCP's, or (the pipeline sets it) an association whose
-        # data went over more than one path
-        self.data_level = isinstance(level, F.MptcpLevel)
+        self.estimates = None          # release(): Board.sndbuf_estimate's, per (nr_sack, paths)
+        # core/sndbuf.c sbe_paths_t: whose waits these are (the pipeline sets a CMT association's and the
+        # paths of several)
+        self.paths = MPTCP_DATA_LEVEL if isinstance(level, F.MptcpLevel) else ONE_PATH
         self.max_payload = 0
         self.max_rtxq = {"sack": 0, "nr": 0, "whatif": 0}
         self.retransmissions = 0
@@ -228,8 +234,8 @@ class DirectionAccumulator:
         """The flow ended: the Board and the level's tables go, what finish() reads stays."""
         if self.board is not None:
             self.data_bytes = self.board.data_bytes
-            self.estimates = {(nr, level): self.board.sndbuf_estimate(nr, level) for nr in (False, True)
-                              for level in (False, True)}
+            self.estimates = {(nr, paths): self.board.sndbuf_estimate(nr, paths) for nr in (False, True)
+                              for paths in PATHS}
             self.board = None
             self.level = EndedLevel(self.level.units, self.level.gap_from_sacked, getattr(self.level, "far", None),
                                     self.level.nr_seen)
@@ -240,8 +246,8 @@ class DirectionAccumulator:
         estimated = sndbuf is None
         estimate = None
         if estimated:
-            estimate = (self.estimates[bool(nr_sack), self.data_level] if self.board is None
-                        else self.board.sndbuf_estimate(bool(nr_sack), self.data_level))
+            estimate = (self.estimates[bool(nr_sack), self.paths] if self.board is None
+                        else self.board.sndbuf_estimate(bool(nr_sack), self.paths))
             held_back, capacity, ceiling = estimate[0] == SBE_HELD_BACK, estimate[2], estimate[3:5]
             after_new = 0  # the RtxQ after the last new data, carried from batch to batch
         else:
