@@ -85,5 +85,6 @@ PyObject *fill_layout(PyObject *self, PyObject *args);       /* _scoreboard.c */
 PyObject *tcp_fin_closes(PyObject *self, PyObject *args);    /* _scoreboard.c */
 PyObject *level_part(PyObject *self, PyObject *args); /* _levels.c */
 PyObject *unwrap_serials(PyObject *self, PyObject *args); /* _levels.c */
+PyObject *mptcp_part(PyObject *self, PyObject *args); /* _levels.c */
 
 #endif
