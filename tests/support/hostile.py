@@ -435,19 +435,18 @@ def many_blocks_capture(path, blocks, acks, data=True):
 
 
 def frame_bytes_bound(path):
-    """-> (what the capture's frames can hold: the sum of the records' lengths as the reader believes
-    them, at least captured and at most 262,144; what its DSS mappings can describe: 65,535 bytes a
-    frame), from the pcap record headers (pcapng: its size, the records lie inside it)."""
+    """-> what the capture's frames can hold: the sum of the records' lengths as the reader believes
+    them, at least captured and at most 262,144, from the pcap record headers (pcapng: its size, the
+    records lie inside it)."""
     data = path.read_bytes()
     if data[:4] not in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
-        return len(data), len(data) * 65535
-    total, frames, off = 0, 0, 24
+        return len(data)
+    total, off = 0, 24
     while off + 16 <= len(data):
         _, _, caplen, orig = struct.unpack_from("<IIII", data, off)
         total += min(max(orig, caplen), 262144)
-        frames += 1
         off += 16 + caplen
-    return total, frames * 65535
+    return total
 
 
 def check_bounds(entry, bound):
