@@ -268,6 +268,7 @@ end
 -- The far guard on x, a serial of s's space (y: the same wire value seen from the candidate);
 -- serials never go below 0 (nor, as C's unsigned ones wrap there, to 2^63). -> status, serial
 local TWO63 = 2 ^ 63
+local SERIAL_WIDE_LIMIT = 2 ^ 53
 local function guard(s, x, y)
     if x >= 0 and x < TWO63 and distance(x, s.highest) <= SERIAL_FAR then
         s.candidate_set = false
@@ -301,6 +302,10 @@ function serial_take64(s, v)
         s.highest = v
         s.candidate_set = false
         return SERIAL_OK, v
+    end
+    if v >= SERIAL_WIDE_LIMIT then -- far, never a candidate: beyond the doubles' exact range (core/serial.c)
+        s.candidate_set = false
+        return SERIAL_FAR_AWAY, v
     end
     return guard(s, v, v)
 end
@@ -1589,7 +1594,7 @@ local function tcp_find_conn(pinfo, seg, create)
         c = {
             port = {}, addr_obj = {}, syn_seen = {}, nr_permitted = {}, nr_flags = {}, dir = {},
             hs = handshake_new(), is_mptcp = false, mp_capable_syn = {}, mp_version = 0, key_known = {}, mptcp = nil,
-            mptcp_side = {}, isn_known = {}, isn = {}, map_known = {}, map_dsn = {}, map_seq = {}, sent_maps = {},
+            mptcp_side = {}, isn_known = {}, isn = {}, map_known = {}, map_dsn = {}, map_seq = {}, map_len = {}, sent_maps = {},
         }
         c.addr_obj[i], c.addr_obj[1 - i] = src, dst
         c.port[i], c.port[1 - i] = sport, dport
@@ -1801,6 +1806,7 @@ local function parse_dss(s, off, len, m)
         d.dsn_wide = wide
         d.dsn_hi, d.dsn_lo = read_dl(s, p, wide)
         d.ssn = u32(s, p + w)
+        d.dll = u16(s, p + w + 4)
         d.has_map = true
         p = p + w + 6
     end
@@ -1979,23 +1985,36 @@ local function subflow_acked_dsns(seg, sub, dir)
     return out
 end
 
+-- The data-level bytes a segment carries (packet-nrsack-mptcp.c's mptcp_payload, decisions 5X): its
+-- payload bytes the subflow's current mapping covers, at their DSNs; a mapping's length bounds them
+-- (0: an infinite mapping) and never adds bytes.
+local function mptcp_payload(seg, payload_len, sub, from, fr)
+    local m = sub.mptcp
+    local mine = m.dir[sub.mptcp_side[from]]
+    if payload_len == 0 or not sub.map_known[from] or not mine.sb then return end -- no sb: released
+    local off = int32(seg.seq - sub.map_seq[from])
+    local lo, hi = math.max(off, 0), off + payload_len
+    if sub.map_len[from] > 0 then hi = math.min(hi, sub.map_len[from]) end
+    if hi <= lo then return end
+    local dsn = sub.map_dsn[from] + lo
+    rtxq_on_data(fr, mine, dsn, dsn + hi - lo, hi - lo)
+    local sm = sub_maps(sub, from)
+    local first = sub_unwrap(sm, seg.seq) + lo - off
+    sub_maps_add(sm, first, first + hi - lo, dsn)
+end
+
 local function analyze_dss(d, seg, payload_len, sub, from, fr)
     local m = sub.mptcp
     local side = sub.mptcp_side[from]
-    local mine, peer = m.dir[side], m.dir[1 - side]
+    local peer = m.dir[1 - side]
     local map_dsn = d.has_map and unwrap_dl(fr, m, side, "DSN", d.dsn_hi, d.dsn_lo, d.dsn_wide)
     if map_dsn then
         sub.map_known[from] = true
         sub.map_dsn[from] = map_dsn
         sub.map_seq[from] = sub.isn_known[from] and (sub.isn[from] + d.ssn) % TWO32 or seg.seq
+        sub.map_len[from] = d.dll
     end
-    if payload_len > 0 and sub.map_known[from] then
-        local dsn = sub.map_dsn[from] + int32(seg.seq - sub.map_seq[from])
-        rtxq_on_data(fr, mine, dsn, dsn + payload_len, payload_len)
-        local sm = sub_maps(sub, from)
-        local lo = sub_unwrap(sm, seg.seq)
-        sub_maps_add(sm, lo, lo + payload_len, dsn)
-    end
+    mptcp_payload(seg, payload_len, sub, from, fr)
     local start_hi, start_lo, stop_hi, stop_lo = d.start_hi, d.start_lo, d.stop_hi, d.stop_lo
     if d.has_nr then
         if not m.capable then
@@ -2035,7 +2054,7 @@ local function analyze_dss(d, seg, payload_len, sub, from, fr)
 end
 
 local function mptcp_segment(s, base, tree, seg, payload_len, sub, from, fr)
-    local had_dss = false
+    local had_dss, analyzed = false, false
     for i = 1, seg.n_mptcp do
         local off, len = seg.mptcp_off[i], seg.mptcp_len[i]
         if len >= 3 then
@@ -2055,6 +2074,7 @@ local function mptcp_segment(s, base, tree, seg, payload_len, sub, from, fr)
                     if fr then
                         if not sub.mptcp then new_mptcp_conn(sub) end -- the handshake was not captured
                         analyze_dss(d, seg, payload_len, sub, from, fr)
+                        analyzed = true
                     end
                 end
             end
@@ -2062,6 +2082,8 @@ local function mptcp_segment(s, base, tree, seg, payload_len, sub, from, fr)
     end
     if not fr then return end
     local m = sub.mptcp or new_mptcp_conn(sub)
+    -- no readable DSS: the payload continues the current mapping
+    if not analyzed then mptcp_payload(seg, payload_len, sub, from, fr) end
     if seg.syn_flag and seg.ack_flag and sub.mp_capable_syn[0] and sub.mp_capable_syn[1] then
         -- the initial subflow's handshake decides the data-level capability
         m.handshake_seen = true

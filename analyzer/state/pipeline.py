@@ -511,7 +511,7 @@ class Pipeline:
             return F.SctpLevel(side)
         if flow.protocol == "tcp":
             return F.TcpLevel(flow.conns[0], side, flow)
-        return F.MptcpLevel(side)
+        return F.MptcpLevel(side, flow)
 
     def plan(self):
         """-> [(flow, side, entry id, main DirectionAccumulator, [(path id, conn, DirectionAccumulator)])] of every direction that sent data
