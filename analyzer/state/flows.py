@@ -664,6 +664,8 @@ class MptcpLevel(_SpaceLevel):
         key = self.flow.keys[self.sender] if self.flow is not None else None
         if key is None:
             return None
+        import hashlib  # here, as in the token's function above: only MPTCP needs it
+
         digest = hashlib.new("sha1" if self.flow.mp_version == 0 else "sha256", key.to_bytes(8, "big")).digest()
         return (int.from_bytes(digest[-8:], "big") + 1) % (1 << 64)
 
