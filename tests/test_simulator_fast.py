@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 
 from nrsack.generator.sim import fast
-from nrsack.generator.sim.model import PathConfig, SimConfig, simulate
+from nrsack.generator.sim.engine import PathConfig, SimConfig, simulate, write_pcap
 from nrsack.generator.sim.truth import Truth
-from nrsack.generator.sim.wire import write_pcap
 
 FIELDS = ("sender", "cwnd", "recovery", "counters", "first_data_ns", "done_ns")
 
