@@ -59,3 +59,13 @@ class PcapWriter:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def write_packets(path, packets, linktype=LINKTYPE_ETHERNET):
+    """Write Scapy packets, each stamped with its `time` (seconds, float or Decimal), as a
+    microsecond pcap; the fraction is rounded to the nearest microsecond, as Scapy's writer does."""
+    with PcapWriter(path, linktype) as writer:
+        for pkt in packets:
+            sec = int(pkt.time)
+            writer.write(sec, int(round((pkt.time - sec) * 1_000_000)), bytes(pkt))
+    return path
