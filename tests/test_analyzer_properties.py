@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 from scapy.layers.sctp import SCTP, SCTPChunkData, SCTPChunkSACK
-from scapy.utils import RawPcapWriter
 
 from nrsack.analyzer import analyze
+from nrsack.generator.pcapfile import PcapWriter
 from nrsack.generator.layers import SCTPChunkNRSACK
 
 EPOCH_NS = 1_700_000_000 * 10**9
@@ -130,11 +130,10 @@ def tcp_frames(n, sizes, lost, nr, isn=1000):
 
 
 def write(path, frames):
-    with RawPcapWriter(str(path), linktype=1, nano=True, sync=True) as writer:
-        writer.write_header(None)
+    with PcapWriter(path, nano=True) as writer:
         for t_us, raw in frames:
             ns = EPOCH_NS + t_us * 1000
-            writer.write_packet(raw, sec=ns // 10**9, usec=ns % 10**9)
+            writer.write(ns // 10**9, ns % 10**9, raw)
     return path
 
 

@@ -12,11 +12,13 @@ import random
 import struct
 import zlib
 
+from nrsack.generator.pcapfile import file_header, record_header
 from support.pcaps import FSACK_INIT, NR_SACK, chunk, data_chunk, init_chunk, nr_sack_chunk
 
 EPOCH = 1_700_000_000
 A, B = bytes([192, 0, 2, 1]), bytes([198, 51, 100, 2])
 LINK_ETHERNET, LINK_RAW = 1, 101
+SNAPLEN = 262144  # what tcpdump writes by default, as the captures these imitate carry
 
 
 # ---- transport and IP ----
@@ -269,10 +271,9 @@ def ip_frames(transfer, link=LINK_ETHERNET, total=None):
 
 def pcap_bytes(records, link=LINK_ETHERNET, nano=False):
     """records: [(seconds, fraction, caplen bytes, orig length)]."""
-    magic = 0xA1B23C4D if nano else 0xA1B2C3D4
-    out = [struct.pack("<IHHiIII", magic, 2, 4, 0, 0, 262144, link)]
+    out = [file_header(link, nano, snaplen=SNAPLEN)]
     for sec, frac, data, orig in records:
-        out.append(struct.pack("<IIII", sec & 0xFFFFFFFF, frac, len(data), orig) + data)
+        out.append(record_header(sec & 0xFFFFFFFF, frac, len(data), orig) + data)
     return b"".join(out)
 
 
@@ -486,7 +487,7 @@ def write_flood(path, flows, kind="syn", gap_us=10):
     isn = (0x10000000, 0x20000000)  # client, server
     frames = 0
     with open(path, "wb") as out:
-        out.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, LINK_RAW))
+        out.write(file_header(LINK_RAW, snaplen=SNAPLEN))
         batch = []
         for k in range(flows):
             client = bytes([10, (k >> 16) & 0xFF, (k >> 8) & 0xFF, k & 0xFF])
@@ -500,7 +501,7 @@ def write_flood(path, flows, kind="syn", gap_us=10):
                 segment = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, 5 << 4, flags, 65535, 0, 0) + data
                 packet = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 40 + len(data), 1, 0x4000, 64, 6, 0, src, dst) + segment
                 t = usec + step
-                batch.append(struct.pack("<IIII", EPOCH + t // 1_000_000, t % 1_000_000, len(packet), len(packet)))
+                batch.append(record_header(EPOCH + t // 1_000_000, t % 1_000_000, len(packet), len(packet)))
                 batch.append(packet)
                 frames += 1
             if len(batch) > 65536:
