@@ -120,9 +120,8 @@ def test_loopback_http_flows_never_read_blocked(loopback_http):
 def simulated_over_two_paths(folder, protocol, ack, sndbuf, loss=0.01):
     """A simulated transfer over two paths (10 ms at 20 Mbit/s, 30 ms at 10 Mbit/s; B in payload)
     -> (the sender's entry, the simulator's truth)."""
-    from nrsack.generator.sim.model import PathConfig, SimConfig, simulate
+    from nrsack.generator.sim.engine import PathConfig, SimConfig, simulate, write_pcap
     from nrsack.generator.sim.truth import Truth
-    from nrsack.generator.sim.wire import write_pcap
 
     cfg = SimConfig(protocol=protocol, ack=ack, sndbuf=sndbuf, total_bytes=500_000, payload=1000, seed=1,
                     paths=(PathConfig(bandwidth_bps=20e6, delay_s=0.01, loss=loss),
