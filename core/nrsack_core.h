@@ -196,6 +196,8 @@ typedef struct { uint64_t bin, waits, top; } sbe_bin_t;  /* top: the highest Rtx
 typedef struct { sbe_bin_t *v; size_t n, cap; uint64_t waits; } sbe_levels_t;
 typedef struct {
     sbe_levels_t all[2], held[2];    /* every wait; the waits that outlasted SBE_LONG_WAIT freeing acks */
+    sbe_levels_t settled[2];         /* the waits after the one at the highest level yet (a transient above ends there) */
+    uint64_t record[2];              /* the highest level yet */
     uint64_t after_new[2];           /* the RtxQ after the last new data */
     uint64_t size_count[SBE_SIZES], size_sum[SBE_SIZES];  /* new data per packet, by power of two */
     uint32_t acks;                   /* freeing acks since the last new data */
@@ -212,6 +214,7 @@ typedef enum {
     SBE_FEW_WAITS,    /* cannot tell: fewer than SBE_MIN_WAITS waits */
     SBE_UNSETTLED,    /* cannot tell: long waits, but at no settled level */
     SBE_DATA_LEVEL,   /* cannot tell: data scheduled over several paths (MPTCP's data level, CMT) */
+    SBE_SETTLED_CEILING,  /* held back: half the waits after the highest level (half the waits or more) within a packet below one level */
 } sbe_why_t;
 typedef struct {
     sbe_verdict_t verdict;

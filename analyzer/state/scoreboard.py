@@ -56,6 +56,8 @@ def buffer_fields(given, capacity, estimate, vantage, b_ns) -> tuple:
         f"too short: {waits} waits for an ack, {MIN_WAITS} needed",
         f"{long_waits} of {waits} waits for an ack outlasted {LONG_WAIT} acks, at no settled RtxQ",
         "data over several paths (MPTCP, CMT): their windows and buffers also hold it back (not estimated yet)",
+        f"{at_ceiling} of the {waits} waits for an ack began at an RtxQ of {low}-{high} bytes, {above} above, "
+        "after a transient at a higher RtxQ",
     )[why]
     if vantage not in SENDER_SIDE and why != ONE_FLIGHT:  # (data seen before any ack left before it, anywhere)
         verdict, reason = SBE_CANNOT_TELL, f"the capture is not by the sender (vantage {vantage})"
