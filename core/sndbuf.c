@@ -70,6 +70,11 @@ int sbe_new_data(sbe_t *e, uint64_t rtxq_sack, uint64_t rtxq_nr, uint64_t bytes)
     if (e->sent_new && e->acks) {  /* a wait for an ack ended in new data: it began at after_new */
         int long_wait = e->acks >= SBE_LONG_WAIT && !e->gap_seen;
         for (int k = 0; k < 2; k++) {
+            uint64_t rtxq = k == SBE_SACK ? rtxq_sack : rtxq_nr, before = rtxq > bytes ? rtxq - bytes : 0;
+            /* deep: a quarter of the level acked before new data left (a writer woken once a third of its
+             * buffer is free; a GSO skb's truesize freed only as a whole) */
+            if (long_wait && e->after_new[k] > before && (e->after_new[k] - before) * 4 >= e->after_new[k])
+                e->deep[k]++;
             if (count_wait(&e->all[k], e->after_new[k]) < 0 ||
                 (long_wait && count_wait(&e->held[k], e->after_new[k]) < 0))
                 return -1;
@@ -140,6 +145,17 @@ static int find_ceiling(const sbe_levels_t *l, unsigned percent, sbe_result_t *r
     return 0;
 }
 
+/* The most waits within one packet below any level. */
+static uint64_t fullest_band(const sbe_levels_t *l, uint64_t packet) {
+    uint64_t most = 0;
+    for (size_t k = 0; k < l->n; k++) {
+        uint64_t x = l->v[k].top, floor = x > packet ? x - packet : 0, count = 0;
+        for (size_t j = k + 1; j-- > 0 && l->v[j].top >= floor;) count += l->v[j].waits;
+        if (count > most) most = count;
+    }
+    return most;
+}
+
 void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r) {
     const sbe_levels_t *all = &e->all[nr ? SBE_NR : SBE_SACK], *held = &e->held[nr ? SBE_NR : SBE_SACK];
     memset(r, 0, sizeof *r);
@@ -191,6 +207,17 @@ void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r) {
     if (held->waits * 50 <= all->waits) {  /* (almost) every wait ended at the first acks */
         r->verdict = SBE_NEVER;
         r->why = SBE_ANSWERED;
+        return;
+    }
+    /* A writer held back by its buffer resumes either as soon as a packet fits (its waits pile at the
+     * buffer's level) or once a good part of the buffer is free (deep waits). Neither: no band of a packet
+     * holds a fifth of the waits (two thirds of a ceiling's share), and at most 2 % were deep. */
+    r->deep_waits = e->deep[nr ? SBE_NR : SBE_SACK];
+    uint64_t fullest = fullest_band(all, r->packet);
+    if (r->deep_waits * 50 <= all->waits && fullest * 5 < all->waits) {
+        r->verdict = SBE_NEVER;
+        r->why = SBE_NO_PILE;
+        r->at_ceiling = fullest;
         return;
     }
     r->why = SBE_UNSETTLED;
