@@ -145,13 +145,16 @@ static int find_ceiling(const sbe_levels_t *l, unsigned percent, sbe_result_t *r
     return 0;
 }
 
-/* The most waits within one packet below any level. */
+/* The most waits within one packet below a level with at most a quarter of the waits above it: where a
+ * buffer's waits would pile (above it only loss recovery and transients; a pile with more above is a
+ * window's, which moves). */
 static uint64_t fullest_band(const sbe_levels_t *l, uint64_t packet) {
-    uint64_t most = 0;
-    for (size_t k = 0; k < l->n; k++) {
+    uint64_t most = 0, above = 0;
+    for (size_t k = l->n; k-- > 0 && above * 4 <= l->waits;) {
         uint64_t x = l->v[k].top, floor = x > packet ? x - packet : 0, count = 0;
         for (size_t j = k + 1; j-- > 0 && l->v[j].top >= floor;) count += l->v[j].waits;
         if (count > most) most = count;
+        above += l->v[k].waits;
     }
     return most;
 }
@@ -211,7 +214,8 @@ void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r) {
     }
     /* A writer held back by its buffer resumes either as soon as a packet fits (its waits pile at the
      * buffer's level) or once a good part of the buffer is free (deep waits). Neither: no band of a packet
-     * holds a fifth of the waits (two thirds of a ceiling's share), and at most 2 % were deep. */
+     * with at most a quarter of the waits above it holds a fifth of them (two thirds of a ceiling's share),
+     * and at most 2 % were deep. */
     r->deep_waits = e->deep[nr ? SBE_NR : SBE_SACK];
     uint64_t fullest = fullest_band(all, r->packet);
     if (r->deep_waits * 50 <= all->waits && fullest * 5 < all->waits) {

@@ -64,6 +64,15 @@ def test_waits_longer_than_room_but_at_no_level_and_shallow_are_never_held_back(
     assert s["sndbuf_bytes"] is None and s["b_over_q"] == s["p_over_q"] == 0
 
 
+def test_a_pile_of_waits_with_most_waits_above_it_is_no_full_buffer(tmp_path):
+    # as above, the window first steady for 14 rounds (a third of the waits at one level) and then growing:
+    # a buffer's pile has little above it (loss recovery, a transient), a window's moves on
+    frames = tcp_scenario.window_transfer(0, 1.0, window=16, grow=True, steady=14, slow_every=5, lost_round=99)
+    s = only_sender(pcaps.write(tmp_path / "steady.pcap", frames))
+    assert s["sndbuf_verdict"] == "never" and s["sndbuf_reason"].endswith("no sign of a full buffer")
+    assert s["b_over_q"] == s["p_over_q"] == 0
+
+
 def test_too_few_waits_cannot_tell(tmp_path):
     s = only_sender(pcaps.write(tmp_path / "short.pcap", tcp_scenario.window_transfer(0, 1.0, rounds=10, lost_round=99)))
     assert s["sndbuf_verdict"] == "cannot tell" and s["sndbuf_reason"] == "too short: 10 waits for an ack, 16 needed"
