@@ -223,7 +223,7 @@ typedef struct {
     sbe_why_t why;
     uint64_t sndbuf;           /* B (held back), else 0 */
     uint64_t low, high;        /* blocked while the RtxQ after the last new data is in [low, high] (or above, gap open) */
-    uint64_t waits, long_waits, at_ceiling, above;  /* the evidence (SBE_NO_PILE: at_ceiling, the fullest band) */
+    uint64_t waits, long_waits, at_ceiling, above;  /* the evidence (SBE_NO_PILE, SBE_UNSETTLED: at_ceiling, the fullest band) */
     uint64_t packet;           /* the usual new data per packet */
     uint64_t deep_waits;       /* long waits that lasted until a quarter of their level was acked */
 } sbe_result_t;

@@ -218,10 +218,10 @@ void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r) {
      * and at most 2 % were deep. */
     r->deep_waits = e->deep[nr ? SBE_NR : SBE_SACK];
     uint64_t fullest = fullest_band(all, r->packet);
+    r->at_ceiling = fullest;
     if (r->deep_waits * 50 <= all->waits && fullest * 5 < all->waits) {
         r->verdict = SBE_NEVER;
         r->why = SBE_NO_PILE;
-        r->at_ceiling = fullest;
         return;
     }
     r->why = SBE_UNSETTLED;

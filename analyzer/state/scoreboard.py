@@ -54,7 +54,8 @@ def buffer_fields(given, capacity, estimate, vantage, b_ns) -> tuple:
         f"{waits - long_waits} of {waits} waits for an ack ended within {LONG_WAIT - 1} acks, at no ceiling",
         "no new data",
         f"too short: {waits} waits for an ack, {MIN_WAITS} needed",
-        f"{long_waits} of {waits} waits for an ack outlasted {LONG_WAIT} acks, at no settled RtxQ",
+        f"{long_waits} of {waits} waits for an ack outlasted {LONG_WAIT} acks, at no settled RtxQ; {deep_waits} of them "
+        f"until a quarter of their RtxQ was acked, up to {at_ceiling} within a packet of one RtxQ",
         "data over several paths (MPTCP, CMT): their windows and buffers also hold it back (not estimated yet)",
         f"{at_ceiling} of the {waits} waits for an ack began at an RtxQ of {low}-{high} bytes, {above} above, "
         "after a transient at a higher RtxQ",
