@@ -199,6 +199,9 @@ typedef struct { uint64_t bin, waits, top; } sbe_bin_t;  /* top: the highest Rtx
 typedef struct { sbe_bin_t *v; size_t n, cap; uint64_t waits; } sbe_levels_t;
 typedef struct {
     sbe_levels_t all[2], held[2];    /* every wait; the waits that outlasted SBE_LONG_WAIT freeing acks */
+    sbe_levels_t settled[2];         /* the waits after the one at the highest level yet (a transient above ends there) */
+    uint64_t record[2];              /* the highest level yet */
+    uint64_t deep[2];                /* long waits that lasted until a quarter of their level was acked */
     uint64_t after_new[2];           /* the RtxQ after the last new data */
     uint64_t size_count[SBE_SIZES], size_sum[SBE_SIZES];  /* new data per packet, by power of two */
     uint32_t acks;                   /* freeing acks since the last new data */
@@ -217,14 +220,17 @@ typedef enum {
     SBE_DATA_LEVEL,   /* cannot tell: data scheduled over several paths (MPTCP's data level, CMT) */
     SBE_SUBFLOW_QUEUES, /* cannot tell: MPTCP held at a level, which queued-unsent data in subflows also makes */
     SBE_PATHS_NO_CEILING, /* cannot tell: CMT waits at no ceiling, which a payload-counted buffer makes */
+    SBE_SETTLED_CEILING,  /* held back: half the waits after the highest level (half the waits or more) within a packet below one level */
+    SBE_NO_PILE,      /* never: no level holds a fifth of the waits, and at most 2 % of them were deep */
 } sbe_why_t;
 typedef struct {
     sbe_verdict_t verdict;
     sbe_why_t why;
     uint64_t sndbuf;           /* B (held back), else 0 */
     uint64_t low, high;        /* blocked while the RtxQ after the last new data is in [low, high] (or above, gap open) */
-    uint64_t waits, long_waits, at_ceiling, above;  /* the evidence */
+    uint64_t waits, long_waits, at_ceiling, above;  /* the evidence (SBE_NO_PILE, SBE_UNSETTLED: at_ceiling, the fullest band) */
     uint64_t packet;           /* the usual new data per packet */
+    uint64_t deep_waits;       /* long waits that lasted until a quarter of their level was acked */
 } sbe_result_t;
 
 void sbe_init(sbe_t *e);

@@ -42,6 +42,37 @@ def test_a_growing_window_is_never_held_back(tmp_path):
     assert s["sndbuf_bytes"] is None and s["b_over_q"] == s["p_over_q"] == 0 and s["blocking_intervals"] == 0
 
 
+def test_a_transient_above_the_buffer_before_it_settles_is_set_aside(tmp_path):
+    # Linux with GSO: slow start overshoots the buffer (skbs filled up to 64 KB, the buffer checked only
+    # before a new one), then the sender sits at its buffer; the waits above are a fifth of them, too many
+    # for a ceiling over all, and but one wait was long: without setting the ramp aside it read "never"
+    frames = tcp_scenario.window_transfer(0, 1.0, window=8, ramp=12, lost_round=99)
+    s = only_sender(pcaps.write(tmp_path / "ramp.pcap", frames))
+    assert (s["sndbuf_verdict"], s["sndbuf_bytes"]) == ("held back", 8000)
+    assert s["sndbuf_reason"].endswith("after a transient at a higher RtxQ")
+    assert 0.5 < s["b_over_q"] < 1 and s["p_over_q"] == 0
+
+
+def test_waits_longer_than_room_but_at_no_level_and_shallow_are_never_held_back(tmp_path):
+    # a growing window whose every fifth wait outlasts three acks (TSO deferral, pacing): a fifth of the
+    # waits long, at no settled level, so it read "cannot tell"; but a full buffer shows either a pile of
+    # waits at its level or waits until a good part of it is acked, and these free three segments of 16+
+    frames = tcp_scenario.window_transfer(0, 1.0, window=16, grow=True, slow_every=5, lost_round=99)
+    s = only_sender(pcaps.write(tmp_path / "paced.pcap", frames))
+    assert s["sndbuf_verdict"] == "never" and s["sndbuf_reason"].endswith("no sign of a full buffer")
+    assert "and 0 lasted until a quarter of their RtxQ was acked" in s["sndbuf_reason"]
+    assert s["sndbuf_bytes"] is None and s["b_over_q"] == s["p_over_q"] == 0
+
+
+def test_a_pile_of_waits_with_most_waits_above_it_is_no_full_buffer(tmp_path):
+    # as above, the window first steady for 14 rounds (a third of the waits at one level) and then growing:
+    # a buffer's pile has little above it (loss recovery, a transient), a window's moves on
+    frames = tcp_scenario.window_transfer(0, 1.0, window=16, grow=True, steady=14, slow_every=5, lost_round=99)
+    s = only_sender(pcaps.write(tmp_path / "steady.pcap", frames))
+    assert s["sndbuf_verdict"] == "never" and s["sndbuf_reason"].endswith("no sign of a full buffer")
+    assert s["b_over_q"] == s["p_over_q"] == 0
+
+
 def test_too_few_waits_cannot_tell(tmp_path):
     s = only_sender(pcaps.write(tmp_path / "short.pcap", tcp_scenario.window_transfer(0, 1.0, rounds=10, lost_round=99)))
     assert s["sndbuf_verdict"] == "cannot tell" and s["sndbuf_reason"] == "too short: 10 waits for an ack, 16 needed"

@@ -43,10 +43,10 @@ def buffer_fields(given, capacity, estimate, vantage, b_ns) -> tuple:
     """The summary's send-buffer values: sndbuf_bytes, sndbuf_estimated, sndbuf_source, sndbuf_verdict,
     sndbuf_reason, and whether p and b can be told (not a key). given: B came from the user (capacity); else
     estimate is Board.sndbuf_estimate's (verdict, why, sndbuf, low, high, waits, long_waits, at_ceiling, above,
-    packet)."""
+    packet, deep_waits)."""
     if given:
         return capacity, False, "given", HELD_BACK if b_ns else NEVER, None, True
-    verdict, why, sndbuf, low, high, waits, long_waits, at_ceiling, above, packet = estimate
+    verdict, why, sndbuf, low, high, waits, long_waits, at_ceiling, above, packet, deep_waits = estimate
     reason = (
         f"{at_ceiling} of {waits} waits for an ack began at an RtxQ of {low}-{high} bytes, {above} above",
         f"{long_waits} of {waits} waits for an ack outlasted {LONG_WAIT} acks, {at_ceiling} of them at an RtxQ of "
@@ -55,13 +55,18 @@ def buffer_fields(given, capacity, estimate, vantage, b_ns) -> tuple:
         f"{waits - long_waits} of {waits} waits for an ack ended within {LONG_WAIT - 1} acks, at no ceiling",
         "no new data",
         f"too short: {waits} waits for an ack, {MIN_WAITS} needed",
-        f"{long_waits} of {waits} waits for an ack outlasted {LONG_WAIT} acks, at no settled RtxQ",
+        f"{long_waits} of {waits} waits for an ack outlasted {LONG_WAIT} acks, at no settled RtxQ; {deep_waits} of them "
+        f"until a quarter of their RtxQ was acked, up to {at_ceiling} within a packet of one RtxQ",
         "a path of data over several paths (MPTCP, CMT): the buffer they share holds the connection's data, "
         "see its entry",
         f"MPTCP: {at_ceiling} of {waits} waits for a data-level ack began at an RtxQ of {low}-{high} bytes, but data "
         "the subflows hold unsent makes the same waits as a buffer full of sent data",
         f"CMT: {waits} waits for an ack at no ceiling: the association's buffer counts payload (full, it is one "
         "level) and resumes the writer at the first ack, as the paths' windows do",
+        f"{at_ceiling} of the {waits} waits for an ack began at an RtxQ of {low}-{high} bytes, {above} above, "
+        "after a transient at a higher RtxQ",
+        f"at most {at_ceiling} of {waits} waits for an ack began within a packet of one RtxQ, and {deep_waits} lasted "
+        "until a quarter of their RtxQ was acked: no sign of a full buffer",
     )[why]
     if vantage not in SENDER_SIDE and why != ONE_FLIGHT:  # (data seen before any ack left before it, anywhere)
         verdict, reason = SBE_CANNOT_TELL, f"the capture is not by the sender (vantage {vantage})"
@@ -380,7 +385,7 @@ def summary_row(summary) -> tuple:
 SHORT_FIELDS = ("has_data", "complete", "nr_sack", "first_frame", "t_start", "q_ns", "p_ns", "b_ns", "data_bytes",
                 "capacity", "max_sack", "max_nr", "max_whatif", "acked", "intervals", "max_payload",
                 "retransmissions", "far", "far_frame", "verdict", "why", "estimate_sndbuf", "low", "high", "waits",
-                "long_waits", "at_ceiling", "above", "packet")
+                "long_waits", "at_ceiling", "above", "packet", "deep_waits")
 FLOW_NEGOTIATED_NR, FLOW_NEVER_RENEGE_0, FLOW_NEVER_RENEGE_1 = 1, 2, 4
 
 
