@@ -160,6 +160,90 @@ class MemoryStore:
             yield join_columns(parts)
 
 
+class SummaryStore:
+    """Pass-1 rows in a temporary file, only what a summary's pass 2 reads (finish with IGNORE sinks: no
+    table, so no frame, freed or unit counts): time, the RtxQ's sack and nr sizes, the acked bytes and
+    four bits (new data, gap open, data, SACKed bytes held). Each chunk's piece is written column by
+    column, every column in the narrowest of uint32 above a base or int64 that holds it: 17 bytes a
+    row where all 81 of DiskStore's took a quarter of a long transfer's summary, most of it the kernel
+    copying them into the file and back. The pieces of the chunk being fed wait in memory until
+    flush() (end of the chunk): a short flow that ends in it never touches the file."""
+
+    COLUMNS = ("time_ns", "sack", "nr", "acked")
+    NEW, GAP, DATA, SACKED = 1, 2, 4, 8  # the bits; NEW and GAP are Board.feed's flags 1 and 2
+
+    def __init__(self, folder=None):
+        import tempfile
+
+        self.file = tempfile.TemporaryFile(dir=folder, prefix="nrsack-rows-")
+        self.pieces = {}   # key -> [(offset, rows, ((base, dtype) per column))]
+        self.waiting = {}  # key -> [column dicts] of the current chunk
+        self.end = 0
+
+    def append(self, key, columns: dict):
+        bits = (columns["flags"] & (self.NEW | self.GAP)).astype(np.uint8)
+        bits |= columns["is_data"].view(np.uint8) << 2
+        bits |= (columns["sacked"] > 0).view(np.uint8) << 3
+        self.waiting.setdefault(key, []).append({**{name: columns[name] for name in self.COLUMNS}, "bits": bits})
+
+    @staticmethod
+    def _narrow(values):
+        """-> (base, the values less base in the narrowest dtype that holds them)."""
+        if not len(values):
+            return 0, values
+        base = int(values.min())
+        if int(values.max()) - base < 1 << 32:
+            return base, (values - base).astype(np.uint32)
+        return 0, values
+
+    def flush(self):
+        self.file.seek(self.end)  # (batches() reads move it; the writes here follow one another)
+        for key, parts in self.waiting.items():
+            for columns in parts:
+                layout = []
+                offset = self.end
+                for name in self.COLUMNS:
+                    base, values = self._narrow(columns[name])
+                    layout.append((base, values.dtype))
+                    self.file.write(values)  # its buffer, not a copy of it
+                    self.end += values.nbytes
+                self.file.write(columns["bits"])
+                self.end += columns["bits"].nbytes
+                self.pieces.setdefault(key, []).append((offset, len(columns["bits"]), tuple(layout)))
+        self.waiting = {}
+
+    def fork(self, key, twin):
+        self.pieces[twin] = list(self.pieces.get(key, []))
+        self.waiting[twin] = list(self.waiting.get(key, []))
+
+    def discard(self, key):
+        """A finished flow's rows nobody reads (a direction without data): never written."""
+        self.pieces.pop(key, None)
+        self.waiting.pop(key, None)
+
+    def _rows(self, columns, bits):
+        """The column dict finish() reads; "sacked" says only whether any bytes were SACKed."""
+        return dict(columns, flags=bits & (self.NEW | self.GAP), is_data=(bits & self.DATA) != 0,
+                    sacked=bits & self.SACKED)
+
+    def batches(self, key):
+        for offset, n, layout in self.pieces.pop(key, []):
+            self.file.seek(offset)
+            size = sum(n * dtype.itemsize for _, dtype in layout) + n
+            data = self.file.read(size)
+            columns, at = {}, 0
+            for name, (base, dtype) in zip(self.COLUMNS, layout):
+                values = np.frombuffer(data, dtype, n, at)
+                columns[name] = values.astype(np.int64) + base if dtype != np.int64 else values
+                at += n * dtype.itemsize
+            yield self._rows(columns, np.frombuffer(data, np.uint8, n, at))
+        for columns in self.waiting.pop(key, []):
+            yield self._rows({name: columns[name] for name in self.COLUMNS}, columns["bits"])
+
+    def close(self):
+        self.file.close()
+
+
 def IGNORE(columns):
     """The sink of a table nobody reads (DirectionAccumulator.finish skips making its rows)."""
 
@@ -535,7 +619,8 @@ class _Window:
         self.b_ns += int(dt[was_b].sum())  # integer ns: p, b and q are exact sums
         self.p_ns += int(dt[was_b & was_g].sum())
         self.pending = (int(t[-1]), bool(b[-1]), bool(g[-1]))
-        self._runs(t, b, g, rows["frame"][lo:hi], rtxq[lo:hi], sink)
+        frames = rows.get("frame")  # (SummaryStore keeps none: its runs are only counted)
+        self._runs(t, b, g, frames[lo:hi] if frames is not None else np.full(hi - lo, -1, np.int64), rtxq[lo:hi], sink)
 
     def _runs(self, t, b, g, frames, r, sink):
         """Runs of blocked rows: start at the row after which blocked holds, end at the one after which
