@@ -22,7 +22,7 @@ def test_rows_come_back_as_finish_reads_them_narrow_or_wide():
         store.append("k", piece)
     store.flush()
     store.append("k", _columns(10, rng, 1 << 20))  # still waiting: read from memory
-    pieces.append(store.waiting["k"][0])
+    pieces.append(store.waiting["k"][0])  # (flags and all: read back from memory)
     got = list(store.batches("k"))
     assert len(got) == 4
     for rows, sent in zip(got, pieces):

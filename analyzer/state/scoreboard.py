@@ -163,28 +163,34 @@ class MemoryStore:
 class SummaryStore:
     """Pass-1 rows in a temporary file, only what a summary's pass 2 reads (finish with IGNORE sinks: no
     table, so no frame, freed or unit counts): time, the RtxQ's sack and nr sizes, the acked bytes and
-    four bits (new data, gap open, data, SACKed bytes held). Each chunk's piece is written column by
-    column, every column in the narrowest of uint32 above a base or int64 that holds it: 17 bytes a
+    four bits (new data, gap open, data, SACKed bytes held). A chunk's pieces are written together, each
+    column in the narrowest of uint32 above a base or int64 that holds the chunk's values: 17 bytes a
     row where all 81 of DiskStore's took a quarter of a long transfer's summary, most of it the kernel
-    copying them into the file and back. The pieces of the chunk being fed wait in memory until
-    flush() (end of the chunk): a short flow that ends in it never touches the file."""
+    copying them into the file and back; and a few numpy calls a chunk, not a piece, so a thousand flows
+    pay little more than one. The pieces of the chunk being fed wait in memory until flush() (end of the
+    chunk): a short flow that ends in it never touches the file."""
 
     COLUMNS = ("time_ns", "sack", "nr", "acked")
+    KEPT = COLUMNS + ("flags", "is_data", "sacked")
     NEW, GAP, DATA, SACKED = 1, 2, 4, 8  # the bits; NEW and GAP are Board.feed's flags 1 and 2
 
     def __init__(self, folder=None):
         import tempfile
 
         self.file = tempfile.TemporaryFile(dir=folder, prefix="nrsack-rows-")
-        self.pieces = {}   # key -> [(offset, rows, ((base, dtype) per column))]
+        self.pieces = {}   # key -> [(offset, rows, layout)]; layout: (base, dtype) per column, then the bits'
         self.waiting = {}  # key -> [column dicts] of the current chunk
         self.end = 0
 
     def append(self, key, columns: dict):
-        bits = (columns["flags"] & (self.NEW | self.GAP)).astype(np.uint8)
+        self.waiting.setdefault(key, []).append({name: columns[name] for name in self.KEPT})
+
+    @classmethod
+    def _bits(cls, columns):
+        bits = (columns["flags"] & (cls.NEW | cls.GAP)).astype(np.uint8)
         bits |= columns["is_data"].view(np.uint8) << 2
         bits |= (columns["sacked"] > 0).view(np.uint8) << 3
-        self.waiting.setdefault(key, []).append({**{name: columns[name] for name in self.COLUMNS}, "bits": bits})
+        return bits
 
     @staticmethod
     def _narrow(values):
@@ -197,20 +203,24 @@ class SummaryStore:
         return 0, values
 
     def flush(self):
-        self.file.seek(self.end)  # (batches() reads move it; the writes here follow one another)
-        for key, parts in self.waiting.items():
-            for columns in parts:
-                layout = []
-                offset = self.end
-                for name in self.COLUMNS:
-                    base, values = self._narrow(columns[name])
-                    layout.append((base, values.dtype))
-                    self.file.write(values)  # its buffer, not a copy of it
-                    self.end += values.nbytes
-                self.file.write(columns["bits"])
-                self.end += columns["bits"].nbytes
-                self.pieces.setdefault(key, []).append((offset, len(columns["bits"]), tuple(layout)))
+        keys = [key for key, parts in self.waiting.items() for _ in parts]
+        parts = [part for parts in self.waiting.values() for part in parts]
         self.waiting = {}
+        if not parts:
+            return
+        whole = {name: np.concatenate([part[name] for part in parts]) for name in self.KEPT}
+        narrowed = [self._narrow(whole[name]) for name in self.COLUMNS] + [(0, self._bits(whole))]
+        layout = tuple((base, values.dtype) for base, values in narrowed)
+        row_bytes = sum(values.itemsize for _, values in narrowed)
+        views, start = [], 0
+        self.file.seek(self.end)  # (batches() reads move it; the writes here follow one another)
+        for key, part in zip(keys, parts):
+            n = len(part["time_ns"])
+            views += [memoryview(values[start:start + n]) for _, values in narrowed]
+            self.pieces.setdefault(key, []).append((self.end, n, layout))
+            self.end += n * row_bytes
+            start += n
+        self.file.write(b"".join(views))
 
     def fork(self, key, twin):
         self.pieces[twin] = list(self.pieces.get(key, []))
@@ -229,16 +239,15 @@ class SummaryStore:
     def batches(self, key):
         for offset, n, layout in self.pieces.pop(key, []):
             self.file.seek(offset)
-            size = sum(n * dtype.itemsize for _, dtype in layout) + n
-            data = self.file.read(size)
+            data = self.file.read(n * sum(dtype.itemsize for _, dtype in layout))
             columns, at = {}, 0
             for name, (base, dtype) in zip(self.COLUMNS, layout):
                 values = np.frombuffer(data, dtype, n, at)
                 columns[name] = values.astype(np.int64) + base if dtype != np.int64 else values
                 at += n * dtype.itemsize
             yield self._rows(columns, np.frombuffer(data, np.uint8, n, at))
-        for columns in self.waiting.pop(key, []):
-            yield self._rows({name: columns[name] for name in self.COLUMNS}, columns["bits"])
+        for part in self.waiting.pop(key, []):
+            yield self._rows({name: part[name] for name in self.COLUMNS}, self._bits(part))
 
     def close(self):
         self.file.close()
