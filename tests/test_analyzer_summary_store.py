@@ -1,8 +1,8 @@
-"""SummaryStore (state/scoreboard.py): the summary's pass-1 rows, narrowed on disk, read back as they went in."""
+"""SummaryStore (state/summary_store.py): the summary's pass-1 rows, narrowed on disk, read back as they went in."""
 
 import numpy as np
 
-from nrsack.analyzer.state import scoreboard as A
+from nrsack.analyzer.state.summary_store import SummaryStore
 
 
 def _columns(n, rng, span):
@@ -15,7 +15,7 @@ def _columns(n, rng, span):
 
 def test_rows_come_back_as_finish_reads_them_narrow_or_wide():
     rng = np.random.default_rng(7)
-    store = A.SummaryStore()
+    store = SummaryStore()
     # a piece whose values fit 32 bits above their least, one whose time spans more than 2^32 ns, an empty one
     pieces = [_columns(1000, rng, 1 << 20), _columns(500, rng, 1 << 40), _columns(0, rng, 1)]
     for piece in pieces:
@@ -39,7 +39,7 @@ def test_rows_come_back_as_finish_reads_them_narrow_or_wide():
 
 def test_a_forked_key_reads_the_same_rows_and_a_discarded_one_none():
     rng = np.random.default_rng(8)
-    store = A.SummaryStore()
+    store = SummaryStore()
     store.append("a", _columns(100, rng, 1 << 20))
     store.flush()
     store.fork("a", "b")

@@ -22,6 +22,7 @@ from nrsack.analyzer.state import scoreboard as A
 from nrsack.analyzer.read import events as E
 from nrsack.analyzer.views import formats
 from nrsack.analyzer.state.pipeline import MAX_OPEN_FLOWS, Pipeline
+from nrsack.analyzer.state.summary_store import SummaryStore
 
 GC_YOUNG_THRESHOLD = 20000
 ROW_DTYPE = np.dtype([(name, "<i8") for name in A.BOARD_OUTPUTS]
@@ -159,8 +160,8 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
     out = None if out_dir is None else Path(out_dir)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-    # the summary alone reads a fifth of what the tables do from pass 1's rows (A.SummaryStore)
-    store = DiskStore(out) if out is not None else A.SummaryStore()
+    # the summary alone reads a fifth of what the tables do from pass 1's rows (state/summary_store.py)
+    store = DiskStore(out) if out is not None else SummaryStore()
     # flows, summaries and their dicts are made by the hundred thousand and seldom form cycles: at the
     # collector's default pace (a young collection every 700 new objects, a full one every 100) it
     # took a fifth of a run on short flows
