@@ -21,19 +21,33 @@ def test_rows_come_back_as_finish_reads_them_narrow_or_wide():
     for piece in pieces:
         store.append("k", piece)
     store.flush()
-    store.append("k", _columns(10, rng, 1 << 20))  # still waiting: read from memory
-    pieces.append(store.waiting["k"][0])  # (flags and all: read back from memory)
+    pieces.append(_columns(10, rng, 1 << 20))
+    store.append("k", pieces[-1])  # still waiting: read from memory
     got = list(store.batches("k"))
-    assert len(got) == 4
-    for rows, sent in zip(got, pieces):
-        for name in ("time_ns", "sack", "nr", "acked"):
-            assert rows[name].dtype == np.int64 and np.array_equal(rows[name], sent[name])
-        flags = sent["flags"] if "flags" in sent else None
-        if flags is not None:
-            assert np.array_equal(rows["flags"], flags & 3)
-            assert np.array_equal(rows["is_data"], sent["is_data"])
-            assert np.array_equal(rows["sacked"] > 0, sent["sacked"] > 0)
+    assert len(got) == 1  # 1510 rows: one batch
+    rows = got[0]
+    sent = {name: np.concatenate([piece[name] for piece in pieces]) for name in pieces[0]}
+    for name in ("time_ns", "sack", "nr", "acked"):
+        assert rows[name].dtype == np.int64 and np.array_equal(rows[name], sent[name])
+    assert np.array_equal(rows["flags"], sent["flags"] & 3)
+    assert np.array_equal(rows["is_data"], sent["is_data"])
+    assert np.array_equal(rows["sacked"] > 0, sent["sacked"] > 0)
     assert list(store.batches("k")) == []  # taken
+    store.close()
+
+
+def test_batches_join_pieces_up_to_a_bound_in_order():
+    rng = np.random.default_rng(9)
+    store = SummaryStore()
+    store.BATCH_ROWS = 250
+    pieces = [_columns(100, rng, 1 << 20) for _ in range(7)]
+    for piece in pieces:
+        store.append("k", piece)
+        store.flush()
+    got = list(store.batches("k"))
+    assert [len(rows["sack"]) for rows in got] == [300, 300, 100]
+    assert np.array_equal(np.concatenate([rows["time_ns"] for rows in got]),
+                          np.concatenate([piece["time_ns"] for piece in pieces]))
     store.close()
 
 
