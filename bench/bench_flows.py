@@ -1,6 +1,7 @@
 """nrsack's summary against tcptrace and libpcap's own read loop, on TCP captures of 1, 8, 16 and 1000 flows.
 
     python3 bench/bench_flows.py [--packets 2000000] [--flows 1,8,16,1000] [--repeat 3] [--keep DIR]
+                                 [--baseline NRSACK] [--skip tshark]
 
 For each flow count, writes a capture of interleaved lossy TCP SACK transfers (bench_analyzer.build_capture,
 TCP only, snaplen 70: headers whole), then times in the same run, each in a fresh process (CPU time, user
@@ -10,7 +11,8 @@ TCP only, snaplen 70: headers whole), then times in the same run, each in a fres
                retransmissions and RTT, no scoreboard;
   - tshark:    `tshark -r CAPTURE -T fields` of the TCP fields the analysis reads (decoding only);
   - pcap loop: bench/pcap_read_loop.c, libpcap's pcap_next_ex over every record, each one touched:
-               the limit of any reader built on libpcap.
+               the limit of any reader built on libpcap;
+  - baseline:  --baseline NRSACK, another checkout's `nrsack analyze` (e.g. main's), for a before/after.
 --repeat N runs the contenders N times in turn, each one's fastest (CPU) run counts (tshark runs once). Prints one table: packets/s
 (CPU), CPU s, and nrsack's CPU as a multiple of tcptrace's and of the loop's (below 1: nrsack is faster).
 Speed lives here, never in timed tests. Run it under `nice -n 10` on a shared machine.
@@ -29,12 +31,14 @@ TSHARK_FIELDS = ("frame.number", "frame.time_epoch", "ip.src", "ip.dst", "tcp.sr
                  "tcp.ack_raw", "tcp.len", "tcp.options.sack_le", "tcp.options.sack_re")
 
 
-def commands(path, loop):
+def commands(path, loop, baseline=None, skip=()):
     nrsack = shutil.which("nrsack") or sys.exit("nrsack is not on PATH")
     found = {"nrsack": [nrsack, "analyze", path, "--format", "json"], "pcap loop": [loop, path]}
+    if baseline:
+        found["baseline"] = [baseline, "analyze", path, "--format", "json"]
     if shutil.which("tcptrace"):
         found["tcptrace"] = ["tcptrace", "-n", "-l", "-r", path]
-    if shutil.which("tshark"):
+    if shutil.which("tshark") and "tshark" not in skip:
         found["tshark"] = ["tshark", "-r", path, "-n", "-T", "fields",
                            *(arg for name in TSHARK_FIELDS for arg in ("-e", name))]
     return found
@@ -60,6 +64,8 @@ def main():
     parser.add_argument("--flows", default="1,8,16,1000", help="comma list of flow counts")
     parser.add_argument("--repeat", type=int, default=3, help="runs per contender, round robin; the fastest counts")
     parser.add_argument("--keep", default=None, help="folder to keep the captures in")
+    parser.add_argument("--baseline", metavar="NRSACK", help="another nrsack command to time beside this one")
+    parser.add_argument("--skip", default="", help="comma list of contenders to leave out (tshark)")
     args = parser.parse_args()
     folder = args.keep or tempfile.mkdtemp(prefix="nrsack-bench-flows-")
     os.makedirs(folder, exist_ok=True)
@@ -75,7 +81,7 @@ def main():
                                   "print(b.build_capture(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), tcp_only=True))",
                                   HERE, path, str(args.packets), str(flows)], capture_output=True, text=True, check=True)
             n = int(out.stdout.split()[-1])
-            found = commands(path, loop)
+            found = commands(path, loop, args.baseline, args.skip.split(","))
             best = {}
             for round_ in range(max(1, args.repeat)):  # round robin: a burst of load hits every contender alike
                 for name, command in found.items():
