@@ -19,7 +19,7 @@ class SummaryStore:
     COLUMNS = ("time_ns", "sack", "nr", "acked")
     KEPT = COLUMNS + ("flags", "is_data", "sacked")
     NEW, GAP, DATA, SACKED = 1, 2, 4, 8  # the bits; NEW and GAP are Board.feed's flags 1 and 2
-    BATCH_ROWS = 1 << 16
+    BATCH_ROWS = 1 << 14  # (larger batches only made larger temporaries)
 
     def __init__(self, folder=None):
         self.file = tempfile.TemporaryFile(dir=folder, prefix="nrsack-rows-")
