@@ -79,12 +79,14 @@ int level_row(const level_t *lv, serial_space_t *space, const event_t *x, int mi
               const block_t *blocks, Py_ssize_t n_blocks, const part_out_t *o, Py_ssize_t j, Py_ssize_t *jb,
               int *nr_seen);
 
-int add_board_type(PyObject *module);                 /* _scoreboard.c */
-PyObject *short_tcp_entries(PyObject *self, PyObject *args); /* _scoreboard.c */
-PyObject *fill_layout(PyObject *self, PyObject *args);       /* _scoreboard.c */
-PyObject *tcp_fin_closes(PyObject *self, PyObject *args);    /* _scoreboard.c */
-PyObject *level_part(PyObject *self, PyObject *args); /* _levels.c */
-PyObject *unwrap_serials(PyObject *self, PyObject *args); /* _levels.c */
-PyObject *mptcp_part(PyObject *self, PyObject *args); /* _levels.c */
+/* what each stage's file adds to the module (_module.c puts it together) */
+int add_reader_type(PyObject *module);                       /* read/_reader.c */
+int add_board_type(PyObject *module);                        /* state/_scoreboard.c */
+PyObject *short_tcp_entries(PyObject *self, PyObject *args); /* state/_scoreboard.c */
+PyObject *tcp_fin_closes(PyObject *self, PyObject *args);    /* state/_fin_closes.c */
+PyObject *level_part(PyObject *self, PyObject *args);        /* state/_levels.c */
+PyObject *unwrap_serials(PyObject *self, PyObject *args);    /* state/_levels.c */
+PyObject *mptcp_part(PyObject *self, PyObject *args);        /* state/_levels.c */
+PyObject *fill_layout(PyObject *self, PyObject *args);       /* views/_layout.c */
 
 #endif

@@ -71,8 +71,9 @@ def flow_packets(kind, n, rng):
     return rows[:n], base
 
 
-def build_capture(path, packets, flows, seed=1):
-    """Fixed-size records assembled with numpy: Ethernet/IPv4 + TCP (SACK option) or SCTP (DATA / NR-SACK)."""
+def build_capture(path, packets, flows, seed=1, tcp_only=False):
+    """Fixed-size records assembled with numpy: Ethernet/IPv4 + TCP (SACK option) or SCTP (DATA / NR-SACK);
+    flows alternate TCP and SCTP, or are all TCP (tcp_only: what tcptrace reads)."""
     import numpy as np  # here only: every contender's process imports this file, and only its own work counts
 
     from nrsack.generator.pcapfile import file_header
@@ -83,7 +84,7 @@ def build_capture(path, packets, flows, seed=1):
     times = np.zeros(per_flow * flows, np.int64)
     r = 0
     for f in range(flows):
-        kind = "tcp" if f % 2 == 0 else "sctp"
+        kind = "tcp" if f % 2 == 0 or tcp_only else "sctp"
         rows, base = flow_packets(kind, per_flow, rng)
         arr = np.array(rows, dtype=np.int64)
         is_ack, seq, ack, glo, ghi = arr.T
@@ -103,8 +104,8 @@ def build_capture(path, packets, flows, seed=1):
         ip[:, 2:4] = np.frombuffer((wire - 14).astype(">u2").tobytes(), np.uint8).reshape(-1, 2)
         ip[:, 8] = 64
         ip[:, 9] = 6 if kind == "tcp" else 132
-        a = np.array([10, 0, f // 256, f % 256 + 1], np.uint8)
-        b = np.array([10, 1, f // 256, f % 256 + 1], np.uint8)
+        a = np.array([10, 0, f // 255, f % 255 + 1], np.uint8)  # host part 1..255: any number of flows
+        b = np.array([10, 1, f // 255, f % 255 + 1], np.uint8)
         ip[:, 12:16] = np.where(is_ack[:, None] == 1, b, a)
         ip[:, 16:20] = np.where(is_ack[:, None] == 1, a, b)
         l4 = rec[:, 50:]

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* nrsack.analyzer._native: the hot path of the analyzer.
+/* nrsack.analyzer._native.Reader: the hot path of the analyzer.
  *
  * Reader: libpcap (pcap, nanosecond pcap, pcapng) -> link layer -> IPv4/IPv6 -> SCTP (over IP or
  * UDP 9899) / TCP (with SACK, NR-SACK and MPTCP options) -> one fixed-size event record per SCTP
@@ -8,7 +8,8 @@
  * Lengths come from the IP/SCTP headers, never from the captured length, so snaplen-truncated
  * captures keep their figures; what cannot be decoded becomes a GEN-01 finding (frame, reason).
  *
- * The scoreboard (Board) lives in _scoreboard.c and is part of the same module.
+ * This file only reads: the module is put together in analyzer/_module.c, the Board and levels are
+ * state/'s, the JSON layout writer views/'s.
  */
 #include "_analyzer.h"  /* Python.h defines _GNU_SOURCE: fopencookie */
 #include <pcap/pcap.h>
@@ -21,9 +22,6 @@
 #include <unistd.h>
 #include <fcntl.h>
 #include <poll.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 #define SCTP_UDP_PORT 9899
 #define NRSACK_EXID 0x4E52
@@ -1112,53 +1110,13 @@ static PyTypeObject ReaderType = {
     .tp_doc = "Reader(path): a pcap/pcapng file parsed into event records",
 };
 
-/* glibc hands freed blocks above its mmap threshold back to the kernel, and the next chunk's arrays
- * of the same size are faulted in again page by page: on a 10M-packet capture that was a quarter of
- * the run, all in system time. Keeping freed memory in the heap (up to a bound) reuses it instead. */
-static PyObject *keep_freed_memory(PyObject *self, PyObject *unused) {
-#ifdef __GLIBC__
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);  /* glibc's maximum: chunk-sized arrays come from the heap */
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);   /* and stay there when freed, up to 1 GB */
-    mallopt(M_TOP_PAD, 64 << 20);
-#endif
-    Py_RETURN_NONE;
-}
-
-static PyMethodDef module_methods[] = {
-    {"keep_freed_memory", keep_freed_memory, METH_NOARGS, "keep freed memory for reuse (glibc malloc options)"},
-    {"level_part", level_part, METH_VARARGS,
-     "level_part(events, blocks, rows, side, protocol (0 TCP, 1 SCTP), conn, sender, state, never_renege) -> "
-     "(row arrays, block arrays, state, nr_seen, (far rows left out, first frame)): one sender direction's "
-     "scoreboard input (see _levels.c)"},
-    {"short_tcp_entries", short_tcp_entries, METH_VARARGS,
-     "short_tcp_entries(events, blocks, rows, side, group_lo, group_hi, conn, flow_flags, sndbuf) -> int64 records: "
-     "Sender.feed and finish of TCP connections wholly in one chunk, in one call (see _scoreboard.c)"},
-    {"fill_layout", fill_layout, METH_VARARGS,
-     "fill_layout(pieces, values, fallback) -> str: the values' JSON text between the pieces, len(pieces) - 1 "
-     "values a run (views/formats.py)"},
-    {"tcp_fin_closes", tcp_fin_closes, METH_VARARGS,
-     "tcp_fin_closes(events, rows, fin_end, fin_acked, closed) -> int64 rows where a TCP connection closed "
-     "(state/pipeline.py)"},
-    {"mptcp_part", mptcp_part, METH_VARARGS,
-     "mptcp_part(events, rows, side, sender, state, maps) -> ((pos, kind, lo, hi, skip), state, (far rows left out, "
-     "first frame)): one chunk of an MPTCP data level, the bytes its mappings cover of the payload carried (see _levels.c)"},
-    {"unwrap", unwrap_serials, METH_VARARGS,
-     "unwrap(values u8, state) -> (serials i8, kept b1, state, (far rows left out, first index)): core/serial.c's rule"},
-    {NULL}
-};
-
-static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_native", "the compiled half of nrsack.analyzer: reader, levels, scoreboard", -1, module_methods};
-
-PyMODINIT_FUNC PyInit__native(void) {
-    if (PyType_Ready(&ReaderType) < 0) return NULL;
-    PyObject *m = PyModule_Create(&moduledef);
-    if (!m) return NULL;
+/* Adds Reader and ReaderError to the module (_module.c). */
+int add_reader_type(PyObject *m) {
+    if (PyType_Ready(&ReaderType) < 0) return -1;
     ReaderError = PyErr_NewException("nrsack.analyzer._native.ReaderError", PyExc_ValueError, NULL);
+    if (!ReaderError) return -1;
     Py_INCREF(&ReaderType);
-    PyModule_AddObject(m, "Reader", (PyObject *)&ReaderType);
-    PyModule_AddObject(m, "ReaderError", ReaderError);
-    if (add_board_type(m) < 0) return NULL;
-    PyModule_AddIntConstant(m, "EVENT_SIZE", sizeof(event_t));
-    PyModule_AddIntConstant(m, "BLOCK_SIZE", sizeof(block_t));
-    return m;
+    if (PyModule_AddObject(m, "Reader", (PyObject *)&ReaderType) < 0) return -1;
+    Py_INCREF(ReaderError);
+    return PyModule_AddObject(m, "ReaderError", ReaderError);
 }

@@ -134,6 +134,16 @@ static int note_estimate(Board *b, int is_data, int32_t fl, uint64_t acked_befor
 enum { IN_KIND, IN_LO, IN_HI, IN_SIZE, IN_BSTART, IN_BCOUNT, IN_BLO, IN_BHI, IN_BNR, IN_REVOKE,
        OUT_SACK, OUT_SACKED, OUT_NR, OUT_FREED, OUT_ACKED, OUT_USACK, OUT_USACKED, OUT_UNR, OUT_FLAGS, N_ARRAYS };
 
+/* feed(...) -> the tallies scoreboard.DirectionAccumulator keeps, of this feed's rows (indices -1 where none):
+ * (first data row, last data row, last row of new data, largest payload (0 floor), largest RtxQ sack,
+ * sack - nr and sack - sacked (0 floor), retransmissions, first ack after the last data row that cum-acks
+ * every byte sent so far). A dozen numpy calls a flow and chunk in Python, which a thousand flows paid
+ * 60,000 times a capture. */
+typedef struct {
+    Py_ssize_t first_data, last_data, last_new, ending;
+    int64_t max_payload, max_sack, max_nr, max_whatif, retransmissions;
+} feed_tally_t;
+
 static PyObject *Board_feed(Board *self, PyObject *args) {
     PyObject *o[N_ARRAYS], *paths = NULL;
     if (!PyArg_UnpackTuple(args, "feed", N_ARRAYS, N_ARRAYS + 1, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
@@ -144,6 +154,7 @@ static PyObject *Board_feed(Board *self, PyObject *args) {
     buf_t b[N_ARRAYS]; memset(b, 0, sizeof b);
     PyObject *result = NULL;
     Py_ssize_t n = -1, nb = -1;
+    feed_tally_t t = {-1, -1, -1, -1, 0, 0, 0, 0, 0};
     self->revoked.n = 0;
     for (int i = 0; i < N_ARRAYS; i++) {
         Py_ssize_t want = (i >= IN_BLO && i <= IN_BNR) ? nb : n;
@@ -181,9 +192,24 @@ static PyObject *Board_feed(Board *self, PyObject *args) {
             out[OUT_USACK][i] = (int64_t)sb->sent.units; out[OUT_USACKED][i] = (int64_t)sb->sacked.units;
             out[OUT_UNR][i] = (int64_t)sb->nracked.units;
             o_fl[i] = fl;
+            if (kind[i] == 0) {
+                if (t.first_data < 0) t.first_data = i;
+                t.last_data = i;
+                if (fl & FLAG_CHANGED) t.last_new = i;
+                if (size[i] > t.max_payload) t.max_payload = size[i];
+            }
+            int64_t sack = out[OUT_SACK][i];
+            if (sack > t.max_sack) t.max_sack = sack;
+            if (sack - out[OUT_NR][i] > t.max_nr) t.max_nr = sack - out[OUT_NR][i];
+            if (sack - out[OUT_SACKED][i] > t.max_whatif) t.max_whatif = sack - out[OUT_SACKED][i];
+            t.retransmissions += (fl & FLAG_RETRANSMISSION) != 0;
         }
+        for (Py_ssize_t i = t.last_data + 1; i < n; i++)
+            if (kind[i] != 0 && out[OUT_ACKED][i] >= (int64_t)sb->data_bytes) { t.ending = i; break; }
     }
-    result = Py_None; Py_INCREF(result);
+    result = Py_BuildValue("(nnnLLLLLn)", t.first_data, t.last_data, t.last_new, (long long)t.max_payload,
+                           (long long)t.max_sack, (long long)t.max_nr, (long long)t.max_whatif,
+                           (long long)t.retransmissions, t.ending);
 out:
     for (int i = 0; i < N_ARRAYS; i++) if (b[i].ok) PyBuffer_Release(&b[i].b);
     if (pb.ok) PyBuffer_Release(&pb.b);
@@ -818,172 +844,6 @@ out:
     iset_free(&b.revoked);
     free(b.revoked_rows);
     buf_t *held[] = {&ev, &bk, &rows, &side, &glo, &ghi, &gconn, &gflags};
-    for (size_t k = 0; k < sizeof held / sizeof *held; k++)
-        if (held[k]->ok) PyBuffer_Release(&held[k]->b);
-    return result;
-}
-
-/* ---- many summaries' JSON text in one call (views/formats.py write_json) ----
- * fill_layout(pieces, values, fallback) -> str: values taken k = len(pieces) - 1 at a time, each run
- * written as pieces[0] + json(v0) + pieces[1] + ... + json(v[k-1]) + pieces[k], the runs one after the
- * other. json(v) is json.dumps(v) for None, a bool, an int of 64 bits, a float (NaN: null, as the
- * writer's NaN -> null) and a str of printable ASCII without quote or backslash; any other value is
- * fallback(v), which returns its JSON text. Pieces and that text must be ASCII: the result is. A flow's
- * item made a value at a time in Python cost more than the rest of its analysis. */
-typedef struct { char *p; size_t n, cap; } text_t;
-
-static int text_put(text_t *t, const char *s, size_t n) {
-    if (n > t->cap - t->n) {
-        size_t cap = t->cap ? t->cap : 1 << 16;
-        while (cap - t->n < n) {
-            if (cap > PY_SSIZE_T_MAX / 2) { PyErr_NoMemory(); return -1; }
-            cap *= 2;
-        }
-        char *p = PyMem_Realloc(t->p, cap);
-        if (!p) { PyErr_NoMemory(); return -1; }
-        t->p = p;
-        t->cap = cap;
-    }
-    memcpy(t->p + t->n, s, n);
-    t->n += n;
-    return 0;
-}
-
-static int text_put_ascii(text_t *t, PyObject *s, const char *who) {
-    if (!PyUnicode_Check(s) || !PyUnicode_IS_ASCII(s)) {
-        PyErr_Format(PyExc_ValueError, "fill_layout: %s is not an ASCII str", who);
-        return -1;
-    }
-    Py_ssize_t n;
-    const char *data = PyUnicode_AsUTF8AndSize(s, &n);
-    return data ? text_put(t, data, (size_t)n) : -1;
-}
-
-static int text_put_value(text_t *t, PyObject *v, PyObject *fallback) {
-    if (v == Py_None) return text_put(t, "null", 4);
-    if (v == Py_True) return text_put(t, "true", 4);
-    if (v == Py_False) return text_put(t, "false", 5);
-    if (PyLong_CheckExact(v)) {
-        int overflow;
-        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-        if (!overflow) {
-            if (x == -1 && PyErr_Occurred()) return -1;
-            char digits[32];
-            int n = snprintf(digits, sizeof digits, "%lld", x);
-            return text_put(t, digits, (size_t)n);
-        }
-    } else if (PyFloat_CheckExact(v)) {
-        double d = PyFloat_AS_DOUBLE(v);
-        if (Py_IS_NAN(d)) return text_put(t, "null", 4);
-        if (Py_IS_INFINITY(d)) return d > 0 ? text_put(t, "Infinity", 8) : text_put(t, "-Infinity", 9);
-        char *repr = PyOS_double_to_string(d, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);  /* float.__repr__'s */
-        if (!repr) return -1;
-        int rc = text_put(t, repr, strlen(repr));
-        PyMem_Free(repr);
-        return rc;
-    } else if (PyUnicode_CheckExact(v) && PyUnicode_IS_ASCII(v)) {
-        Py_ssize_t n, i = 0;
-        const char *s = PyUnicode_AsUTF8AndSize(v, &n);
-        if (!s) return -1;
-        while (i < n && s[i] >= ' ' && s[i] <= '~' && s[i] != '"' && s[i] != '\\') i++;
-        if (i == n)  /* nothing json escapes */
-            return text_put(t, "\"", 1) < 0 || text_put(t, s, (size_t)n) < 0 ? -1 : text_put(t, "\"", 1);
-    }
-    PyObject *encoded = PyObject_CallOneArg(fallback, v);
-    if (!encoded) return -1;
-    int rc = text_put_ascii(t, encoded, "fallback's text");
-    Py_DECREF(encoded);
-    return rc;
-}
-
-PyObject *fill_layout(PyObject *self, PyObject *args) {
-    PyObject *pieces, *values, *fallback;
-    if (!PyArg_ParseTuple(args, "O!O!O:fill_layout", &PyTuple_Type, &pieces, &PyList_Type, &values, &fallback))
-        return NULL;
-    Py_ssize_t k = PyTuple_GET_SIZE(pieces) - 1;
-    /* a tuple of the values: the fallback cannot change what is read */
-    PyObject *items = PyList_AsTuple(values), *result = NULL;
-    if (!items) return NULL;
-    Py_ssize_t n = PyTuple_GET_SIZE(items);
-    text_t t = {NULL, 0, 0};
-    if (k < 1 || n % k) {
-        PyErr_SetString(PyExc_ValueError, "fill_layout: len(values) is not a multiple of len(pieces) - 1");
-        goto out;
-    }
-    for (Py_ssize_t j = 0; j <= k; j++)
-        if (!PyUnicode_Check(PyTuple_GET_ITEM(pieces, j)) || !PyUnicode_IS_ASCII(PyTuple_GET_ITEM(pieces, j))) {
-            PyErr_SetString(PyExc_ValueError, "fill_layout: a piece is not an ASCII str");
-            goto out;
-        }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (i % k == 0 && text_put_ascii(&t, PyTuple_GET_ITEM(pieces, 0), "a piece") < 0) goto out;
-        if (text_put_value(&t, PyTuple_GET_ITEM(items, i), fallback) < 0 ||
-            text_put_ascii(&t, PyTuple_GET_ITEM(pieces, i % k + 1), "a piece") < 0)
-            goto out;
-    }
-    if (t.n > (size_t)PY_SSIZE_T_MAX) { PyErr_NoMemory(); goto out; }
-    if (!(result = PyUnicode_New((Py_ssize_t)t.n, 127))) goto out;
-    if (t.n) memcpy(PyUnicode_1BYTE_DATA(result), t.p, t.n);
-out:
-    PyMem_Free(t.p);
-    Py_DECREF(items);
-    return result;
-}
-
-/* ---- where TCP connections close (state/pipeline.py Pipeline._ending_rows) ----
- * tcp_fin_closes(events, rows, fin_end, fin_acked, closed) -> int64 rows: follows the events
- * rows[...] (in order, TCP) through each connection's FIN state and returns the rows at which one
- * closed: both FINs acked, or a RST. Per conn c: fin_end[2c + dir] the sequence number after dir's FIN
- * (-1: none yet), fin_acked[2c + dir] whether the other side acked it, closed[c] (rows of a closed conn
- * are passed over); all three updated in place. */
-PyObject *tcp_fin_closes(PyObject *self, PyObject *args) {
-    PyObject *o_ev, *o_rows, *o_end, *o_acked, *o_closed;
-    if (!PyArg_ParseTuple(args, "OOOOO:tcp_fin_closes", &o_ev, &o_rows, &o_end, &o_acked, &o_closed))
-        return NULL;
-    buf_t ev = {0}, rows = {0}, end = {0}, acked = {0}, closed = {0};
-    PyObject *out = NULL, *result = NULL;
-    if (get_buf(o_ev, &ev, sizeof(event_t), -1, 0, "tcp_fin_closes") < 0 ||
-        get_buf(o_rows, &rows, 8, -1, 0, "tcp_fin_closes") < 0 ||
-        get_buf(o_closed, &closed, 1, -1, 1, "tcp_fin_closes") < 0 ||
-        get_buf(o_end, &end, 8, 2 * closed.b.len, 1, "tcp_fin_closes") < 0 ||
-        get_buf(o_acked, &acked, 1, 2 * closed.b.len, 1, "tcp_fin_closes") < 0)
-        goto out;
-    const event_t *e = ev.b.buf;
-    const int64_t *row = rows.b.buf;
-    int64_t *fin_end = end.b.buf;
-    uint8_t *fin_acked = acked.b.buf, *is_closed = closed.b.buf;
-    Py_ssize_t n_rows = rows.b.len / 8, n_events = ev.b.len / (Py_ssize_t)sizeof(event_t), n_conns = closed.b.len;
-    if (!(out = PyByteArray_FromStringAndSize(NULL, n_rows * 8))) goto out;
-    int64_t *closes = (int64_t *)PyByteArray_AS_STRING(out);
-    Py_ssize_t n_closes = 0;
-    for (Py_ssize_t i = 0; i < n_rows; i++) {
-        if (row[i] < 0 || row[i] >= n_events || e[row[i]].conn < 0 || e[row[i]].conn >= n_conns || e[row[i]].dir > 1) {
-            PyErr_SetString(PyExc_IndexError, "tcp_fin_closes: row or conn out of range");
-            goto out;
-        }
-        const event_t *x = e + row[i];
-        Py_ssize_t c = x->conn;
-        int d = x->dir;
-        if (is_closed[c]) continue;
-        if (!(x->tcp_flags & TCP_FLAG_RST)) {
-            int64_t other = fin_end[2 * c + 1 - d];
-            if ((x->tcp_flags & TCP_FLAG_ACK) && other >= 0 && (((int64_t)x->ack - other) & 0xFFFFFFFF) < ((int64_t)1 << 31))
-                fin_acked[2 * c + 1 - d] = 1;
-            if (x->tcp_flags & TCP_FLAG_FIN)  /* the FIN takes one sequence number after the segment's data */
-                fin_end[2 * c + d] = ((int64_t)x->seq + x->len + 1 + ((x->tcp_flags & TCP_FLAG_SYN) != 0)) & 0xFFFFFFFF;
-            if (!(fin_acked[2 * c] && fin_acked[2 * c + 1])) continue;
-        }
-        fin_end[2 * c] = fin_end[2 * c + 1] = -1;
-        fin_acked[2 * c] = fin_acked[2 * c + 1] = 0;
-        is_closed[c] = 1;
-        closes[n_closes++] = row[i];
-    }
-    if (PyByteArray_Resize(out, n_closes * 8) < 0) goto out;
-    result = out;
-    out = NULL;
-out:
-    Py_XDECREF(out);
-    buf_t *held[] = {&ev, &rows, &end, &acked, &closed};
     for (size_t k = 0; k < sizeof held / sizeof *held; k++)
         if (held[k]->ok) PyBuffer_Release(&held[k]->b);
     return result;

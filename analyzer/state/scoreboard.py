@@ -183,33 +183,28 @@ class DirectionAccumulator:
         # one allocation for the Board's outputs: each row of it is a C-contiguous column
         out = dict(zip(BOARD_OUTPUTS, np.empty((len(BOARD_OUTPUTS), n), np.int64)))
         flags = np.empty(n, np.int32)
-        self.board.feed(part.kind, part.lo, part.hi, part.size, part.bstart, part.bcount, part.blo, part.bhi,
-                        part.bnr, revoke_modes(self.level, events, part), *out.values(), flags,
-                        part.conn.astype(np.int64, copy=False))  # the path each ack came on (sb_ack)
+        first, _, last_new, max_payload, max_sack, max_nr, max_whatif, retransmissions, ending = self.board.feed(
+            part.kind, part.lo, part.hi, part.size, part.bstart, part.bcount, part.blo, part.bhi, part.bnr,
+            revoke_modes(self.level, events, part), *out.values(), flags,
+            part.conn.astype(np.int64, copy=False))  # the path each ack came on (sb_ack)
         if self.on_part is not None:
             self.on_part(self, part, flags)
         is_data = part.kind == 0
         times, frames = part.time_ns, part.frame
-        data_idx = np.flatnonzero(is_data)
-        tail = 0
-        if len(data_idx):
+        if first >= 0:
             if self.first_data is None:
-                self.first_data = self.rows + int(data_idx[0])
-                self.first_frame, self.t_start = int(frames[data_idx[0]]), int(times[data_idx[0]])
-            self.max_payload = max(self.max_payload, int(part.size[data_idx].max()))
+                self.first_data = self.rows + first
+                self.first_frame, self.t_start = int(frames[first]), int(times[first])
+            self.max_payload = max(self.max_payload, max_payload)
             self.done = None
-            tail = int(data_idx[-1]) + 1
-            new = np.flatnonzero(is_data & ((flags & 1) != 0))
-            if len(new):
-                self.last_new = self.rows + int(new[-1])
-        if self.first_data is not None and self.done is None:
+            if last_new >= 0:
+                self.last_new = self.rows + last_new
+        if self.first_data is not None and self.done is None and ending >= 0:
             # the first ack after the last data that cum-acks all of it ends the transfer
-            ending = np.flatnonzero(~is_data[tail:] & (out["acked"][tail:] >= self.board.data_bytes))
-            if len(ending):
-                self.done = self.rows + tail + int(ending[0])
-        for name, values in (("sack", out["sack"]), ("nr", out["sack"] - out["nr"]), ("whatif", out["sack"] - out["sacked"])):
-            self.max_rtxq[name] = max(self.max_rtxq[name], int(values.max()))
-        self.retransmissions += int(np.count_nonzero(flags & 4))
+            self.done = self.rows + ending
+        for name, value in (("sack", max_sack), ("nr", max_nr), ("whatif", max_whatif)):
+            self.max_rtxq[name] = max(self.max_rtxq[name], value)
+        self.retransmissions += retransmissions
         self.rows += n
         self.store.append(self.key, dict(out, time_ns=times, frame=frames, flags=flags, is_data=is_data))
         if self.serials is not None:
@@ -525,7 +520,8 @@ class _Window:
         self.b_ns += int(dt[was_b].sum())  # integer ns: p, b and q are exact sums
         self.p_ns += int(dt[was_b & was_g].sum())
         self.pending = (int(t[-1]), bool(b[-1]), bool(g[-1]))
-        self._runs(t, b, g, rows["frame"][lo:hi], rtxq[lo:hi], sink)
+        frames = rows.get("frame")  # (SummaryStore keeps none: its runs are only counted)
+        self._runs(t, b, g, frames[lo:hi] if frames is not None else np.full(hi - lo, -1, np.int64), rtxq[lo:hi], sink)
 
     def _runs(self, t, b, g, frames, r, sink):
         """Runs of blocked rows: start at the row after which blocked holds, end at the one after which

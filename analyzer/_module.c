@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/* nrsack.analyzer._native: the module, its functions gathered from the stages' files (read/_reader.c,
+ * state/_levels.c, state/_scoreboard.c, state/_fin_closes.c, views/_layout.c), and malloc's options. */
+#include "_analyzer.h"
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+/* glibc hands freed blocks above its mmap threshold back to the kernel, and the next chunk's arrays
+ * of the same size are faulted in again page by page: on a 10M-packet capture that was a quarter of
+ * the run, all in system time. Keeping freed memory in the heap (up to a bound) reuses it instead. */
+static PyObject *keep_freed_memory(PyObject *self, PyObject *unused) {
+#ifdef __GLIBC__
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);  /* glibc's maximum: chunk-sized arrays come from the heap */
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);   /* and stay there when freed, up to 1 GB */
+    mallopt(M_TOP_PAD, 64 << 20);
+#endif
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"keep_freed_memory", keep_freed_memory, METH_NOARGS, "keep freed memory for reuse (glibc malloc options)"},
+    {"level_part", level_part, METH_VARARGS,
+     "level_part(events, blocks, rows, side, protocol (0 TCP, 1 SCTP), conn, sender, state, never_renege) -> "
+     "(row arrays, block arrays, state, nr_seen, (far rows left out, first frame)): one sender direction's "
+     "scoreboard input (see _levels.c)"},
+    {"short_tcp_entries", short_tcp_entries, METH_VARARGS,
+     "short_tcp_entries(events, blocks, rows, side, group_lo, group_hi, conn, flow_flags, sndbuf) -> int64 records: "
+     "Sender.feed and finish of TCP connections wholly in one chunk, in one call (see _scoreboard.c)"},
+    {"fill_layout", fill_layout, METH_VARARGS,
+     "fill_layout(pieces, values, fallback) -> str: the values' JSON text between the pieces, len(pieces) - 1 "
+     "values a run (views/formats.py)"},
+    {"tcp_fin_closes", tcp_fin_closes, METH_VARARGS,
+     "tcp_fin_closes(events, rows, fin_end, fin_acked, closed) -> int64 rows where a TCP connection closed "
+     "(state/pipeline.py)"},
+    {"mptcp_part", mptcp_part, METH_VARARGS,
+     "mptcp_part(events, rows, side, sender, state, maps) -> ((pos, kind, lo, hi, skip), state, (far rows left out, "
+     "first frame)): one chunk of an MPTCP data level, the bytes its mappings cover of the payload carried (see _levels.c)"},
+    {"unwrap", unwrap_serials, METH_VARARGS,
+     "unwrap(values u8, state) -> (serials i8, kept b1, state, (far rows left out, first index)): core/serial.c's rule"},
+    {NULL}
+};
+
+static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_native", "the compiled half of nrsack.analyzer: reader, levels, scoreboard", -1, module_methods};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    PyObject *m = PyModule_Create(&moduledef);
+    if (!m) return NULL;
+    if (add_reader_type(m) < 0 || add_board_type(m) < 0) { Py_DECREF(m); return NULL; }
+    PyModule_AddIntConstant(m, "EVENT_SIZE", sizeof(event_t));
+    PyModule_AddIntConstant(m, "BLOCK_SIZE", sizeof(block_t));
+    return m;
+}

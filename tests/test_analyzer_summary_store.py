@@ -1,0 +1,65 @@
+"""SummaryStore (state/summary_store.py): the summary's pass-1 rows, narrowed on disk, read back as they went in."""
+
+import numpy as np
+
+from nrsack.analyzer.state.summary_store import SummaryStore
+
+
+def _columns(n, rng, span):
+    sack = rng.integers(0, span, n)
+    return {"time_ns": 1_700_000_000 * 10**9 + np.sort(rng.integers(0, span, n)), "sack": sack,
+            "nr": sack // 2, "acked": np.cumsum(rng.integers(0, 3000, n)), "sacked": rng.integers(0, 2, n) * sack,
+            "flags": rng.integers(0, 1 << 11, n).astype(np.int32), "is_data": rng.integers(0, 2, n).astype(bool),
+            "frame": np.arange(n, dtype=np.uint32), "freed": np.zeros(n, np.int64)}
+
+
+def test_rows_come_back_as_finish_reads_them_narrow_or_wide():
+    rng = np.random.default_rng(7)
+    store = SummaryStore()
+    # a piece whose values fit 32 bits above their least, one whose time spans more than 2^32 ns, an empty one
+    pieces = [_columns(1000, rng, 1 << 20), _columns(500, rng, 1 << 40), _columns(0, rng, 1)]
+    for piece in pieces:
+        store.append("k", piece)
+    store.flush()
+    pieces.append(_columns(10, rng, 1 << 20))
+    store.append("k", pieces[-1])  # still waiting: read from memory
+    got = list(store.batches("k"))
+    assert len(got) == 1  # 1510 rows: one batch
+    rows = got[0]
+    sent = {name: np.concatenate([piece[name] for piece in pieces]) for name in pieces[0]}
+    for name in ("time_ns", "sack", "nr", "acked"):
+        assert rows[name].dtype == np.int64 and np.array_equal(rows[name], sent[name])
+    assert np.array_equal(rows["flags"], sent["flags"] & 3)
+    assert np.array_equal(rows["is_data"], sent["is_data"])
+    assert np.array_equal(rows["sacked"] > 0, sent["sacked"] > 0)
+    assert list(store.batches("k")) == []  # taken
+    store.close()
+
+
+def test_batches_join_pieces_up_to_a_bound_in_order():
+    rng = np.random.default_rng(9)
+    store = SummaryStore()
+    store.BATCH_ROWS = 250
+    pieces = [_columns(100, rng, 1 << 20) for _ in range(7)]
+    for piece in pieces:
+        store.append("k", piece)
+        store.flush()
+    got = list(store.batches("k"))
+    assert [len(rows["sack"]) for rows in got] == [300, 300, 100]
+    assert np.array_equal(np.concatenate([rows["time_ns"] for rows in got]),
+                          np.concatenate([piece["time_ns"] for piece in pieces]))
+    store.close()
+
+
+def test_a_forked_key_reads_the_same_rows_and_a_discarded_one_none():
+    rng = np.random.default_rng(8)
+    store = SummaryStore()
+    store.append("a", _columns(100, rng, 1 << 20))
+    store.flush()
+    store.fork("a", "b")
+    store.append("c", _columns(5, rng, 10))
+    store.discard("c")
+    a, b = list(store.batches("a")), list(store.batches("b"))
+    assert len(a) == len(b) == 1 and np.array_equal(a[0]["sack"], b[0]["sack"])
+    assert list(store.batches("c")) == []
+    store.close()
