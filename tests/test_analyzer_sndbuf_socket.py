@@ -6,7 +6,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from nrsack.analyzer.socket_buffer import LINUX_SKB_OVERHEAD, payload_bytes
+from nrsack.analyzer.state.socket_buffer import LINUX_SKB_OVERHEAD, payload_bytes
 from nrsack.cli import main
 from support import pcaps, tcp_scenario
 

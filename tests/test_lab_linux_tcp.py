@@ -77,7 +77,7 @@ def test_b_over_q_against_the_senders_measured_waits(tcp_run):
 def test_sndbuf_socket_translates_by_the_kernels_accounting(tcp_run):
     """--sndbuf-socket 16384 --stack linux: the payload the kernel's full buffer held at the writer's waits
     (the truth's sndbuf_bytes, GSO off), and the analyzer's figures with it as with the truth's B."""
-    from nrsack.analyzer.socket_buffer import payload_bytes
+    from nrsack.analyzer.state.socket_buffer import payload_bytes
 
     out, truth = tcp_run
     assert payload_bytes(16384, "linux") == truth["sndbuf_bytes"]  # the default MSS: the lab's veth, MTU 1500

@@ -142,7 +142,7 @@ def socket_buffer_options(command):
 
 def resolve_sndbuf(sndbuf, sndbuf_socket, stack, mss):
     """B in payload bytes from --sndbuf or --sndbuf-socket/--stack/--mss (None: estimate it)."""
-    from nrsack.analyzer.socket_buffer import DEFAULT_MSS, payload_bytes
+    from nrsack.analyzer.state.socket_buffer import DEFAULT_MSS, payload_bytes
 
     if sndbuf_socket is None:
         if stack is not None or mss is not None:
