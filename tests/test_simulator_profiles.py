@@ -1,6 +1,7 @@
 """Simulator profiles: rfc is the model as it was before profiles existed, ns2 applies ns-2.35's
 rules (docs/ns2-sctp-model.md), and the options the papers need (ack loss, fixed duration)."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -8,7 +9,7 @@ import sys
 import pytest
 
 from nrsack.generator.sim.model import ACK, DATA, RTX, PathConfig, SimConfig, simulate
-from nrsack.generator.sim.profiles import PROFILES
+from nrsack.generator.sim.profiles import PROFILES, cwnd_unit
 
 
 def fig7_config(sndbuf, loss, ack, profile="rfc", seed=7, **path):
@@ -178,6 +179,36 @@ def test_freebsd_slow_start_grows_up_to_two_packets_per_ack():
         return {after - before for before, after, ss, _ in cwnd_steps(profile, loss=0.0)
                 if after > before and before <= ss}
     assert max(growth("freebsd")) == 2 * S and max(growth("rfc")) == S
+
+
+def test_freebsd_counts_cwnd_in_mtus_and_sends_one_chunk_more_at_each_whole_mtu():
+    """usrsctp's cwnd counts 1480-byte SCTP packets and its flight 1468-byte DATA chunks: an initial
+    cwnd of 3 MTUs lets 4 chunks out (flight 3 chunks < cwnd), where rfc's 4 payloads let 4 and a
+    payload-counted 3 would let 3."""
+    mtu = cwnd_unit(1452, PROFILES["freebsd"])
+    assert 1452 < mtu == round(1452 * 1480 / 1468) and cwnd_unit(1452, PROFILES["rfc"]) == 1452
+    PROFILES["freebsd-payload-cwnd"] = dataclasses.replace(PROFILES["freebsd"], name="freebsd-payload-cwnd",
+                                                           cwnd_mtu_over_chunk_bytes=0)
+    try:
+        first = {name: simulate(fig7_config(65536, 0.0, "sack", profile=name), engine="python")
+                 for name in ("freebsd", "freebsd-payload-cwnd")}
+    finally:
+        del PROFILES["freebsd-payload-cwnd"]
+    def first_flight(t):  # data sent before the first ack came back
+        first_ack = next(f[0] for f in t.sender if f[1] == ACK)
+        return sum(1 for f in t.sender if f[1] == DATA and f[0] < first_ack)
+    assert first_flight(first["freebsd"]) == 4 and first_flight(first["freebsd-payload-cwnd"]) == 3
+
+
+def test_freebsd_fast_recovery_keeps_ssthresh_down_to_two_mtus():
+    """usrsctp's fast retransmit sets ssthresh = max(cwnd / 2, 2 MTUs), RFC 9260's max(cwnd / 2, 4 MTUs):
+    a SACK sender with an 8K buffer never has 8 MTUs of cwnd to halve, so rfc's floor is all it gets."""
+    mtu = cwnd_unit(1452, PROFILES["freebsd"])
+    def fast_recovery_ssthresholds(profile):
+        return {after for before, _, ss_before, after in cwnd_steps(profile, sndbuf=8192, loss=0.03)
+                if after < ss_before}
+    assert min(fast_recovery_ssthresholds("freebsd")) < 4 * mtu
+    assert min(fast_recovery_ssthresholds("rfc")) == 4 * 1452
 
 
 def test_freebsd_fast_retransmits_a_lost_retransmission_again_instead_of_timing_out():

@@ -26,7 +26,7 @@ typedef struct {
         /* the profile (profiles.py), as model.py turns it into numbers */
         gap_filler_delayed, max_burst, chunk_header, window_unit, by_size, grow_margin,
         persistent_htna, restart_timer_on_cum_ack, path_max_retrans, cwnd_degrade, max_burst_cwnd,
-        slow_start_limit, refast_retransmit;
+        slow_start_limit, refast_retransmit, fr_ssthresh_floor, U /* cwnd's packet */;
     double ns_per_byte, loss, enter_bad, leave_bad, ack_loss;
 } Params;
 
@@ -322,10 +322,10 @@ static void send_unit(Sim *s, i64 now, i64 u, int rtx) {
 }
 static void try_send(Sim *s, i64 now) {
     const Params *P = s->P;
-    if (P->max_burst_cwnd && s->flight + P->max_burst_cwnd * P->S < s->cwnd) {
+    if (P->max_burst_cwnd && s->flight + P->max_burst_cwnd * P->U < s->cwnd) {
         /* usrsctp's Max.Burst (model.py _cut_cwnd_to_burst) */
         if (s->ssthresh < s->cwnd) s->ssthresh = s->cwnd;
-        s->cwnd = s->flight + P->max_burst_cwnd * P->S;
+        s->cwnd = s->flight + P->max_burst_cwnd * P->U;
         cwnd_changed(s, now);
     }
     for (;;) {
@@ -372,8 +372,8 @@ static void fast_retransmit(Sim *s, i64 now, i64 u) {
         s->refr_mark[u] = s->next_new;
     }
     if (!s->rec_on) {
-        if (P->sctp) s->ssthresh = s->cwnd / 2 > 4 * P->S ? s->cwnd / 2 : 4 * P->S;
-        else s->ssthresh = (s->flight + sz) / 2 > 2 * P->S ? (s->flight + sz) / 2 : 2 * P->S;
+        if (P->sctp) s->ssthresh = s->cwnd / 2 > P->fr_ssthresh_floor * P->U ? s->cwnd / 2 : P->fr_ssthresh_floor * P->U;
+        else s->ssthresh = (s->flight + sz) / 2 > 2 * P->U ? (s->flight + sz) / 2 : 2 * P->U;
         s->cwnd = s->ssthresh;
         s->pba = 0;
         s->fr_allow = 1;
@@ -502,12 +502,12 @@ static void transport_ack(Sim *s, i64 now, i64 cum, const i64 *bs, const i64 *be
     if (s->rec_on || !cum_advanced) return;
     if (flight_before + P->grow_margin <= s->cwnd) return;
     if (s->cwnd <= s->ssthresh) {
-        i64 limit = P->slow_start_limit * P->S;
+        i64 limit = P->slow_start_limit * P->U;
         s->cwnd += newly_bytes < limit ? newly_bytes : limit;
         cwnd_changed(s, now);
     } else {
         s->pba += newly_bytes;
-        if (s->pba >= s->cwnd) { s->pba -= s->cwnd; s->cwnd += P->S; cwnd_changed(s, now); }
+        if (s->pba >= s->cwnd) { s->pba -= s->cwnd; s->cwnd += P->U; cwnd_changed(s, now); }
     }
 }
 static void on_ack(Sim *s, i64 now, i64 ack) {
@@ -650,9 +650,9 @@ static void on_rto(Sim *s, i64 now) {
     if (now < s->rto_deadline) { s->rto_event = 1; TRY(push(s, s->rto_deadline, EV_RTO, 0, 0)); return; }
     s->o->counters[3]++;
     s->rto = 2 * s->rto < P->rto_max ? 2 * s->rto : P->rto_max;
-    i64 floor_ = P->sctp ? 4 * P->S : 2 * P->S;
+    i64 floor_ = P->sctp ? 4 * P->U : 2 * P->U;
     s->ssthresh = s->cwnd / 2 > floor_ ? s->cwnd / 2 : floor_;
-    s->cwnd = P->S; s->pba = 0; s->fr_allow = 0;
+    s->cwnd = P->U; s->pba = 0; s->fr_allow = 0;
     cwnd_changed(s, now);
     s->has_degrade = 0;
     if (s->rec_on) recovery(s, now);
@@ -686,7 +686,7 @@ int fastsim_run(const Params *P, const double *first_draw, const double *draws, 
     if (!s->flags || !s->txt || !s->miss || !s->refr_mark) { o->error = 1; goto done; }
     for (i64 u = 0; u < P->n; u++) s->refr_mark[u] = -1;
     s->peer_rwnd = P->rcvbuf;
-    s->cwnd = P->init_cwnd * P->S; s->ssthresh = P->rcvbuf; s->rto = P->rto_initial;
+    s->cwnd = P->init_cwnd * P->U; s->ssthresh = P->rcvbuf; s->rto = P->rto_initial;
     for (i64 i = 0; i < n_ctrl; i++)
         if (push(s, ctrl_t[i], EV_CTRL, ctrl_side[i], ctrl_name[i]) < 0) { o->error = 1; goto done; }
     if (push(s, ready_t, EV_READY, 0, 0) < 0) { o->error = 1; goto done; }
