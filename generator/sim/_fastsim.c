@@ -686,7 +686,7 @@ int fastsim_run(const Params *P, const double *first_draw, const double *draws, 
     if (!s->flags || !s->txt || !s->miss || !s->refr_mark) { o->error = 1; goto done; }
     for (i64 u = 0; u < P->n; u++) s->refr_mark[u] = -1;
     s->peer_rwnd = P->rcvbuf;
-    s->cwnd = P->init_cwnd * P->U; s->ssthresh = P->rcvbuf; s->rto = P->rto_initial;
+    s->cwnd = P->init_cwnd * P->S; s->ssthresh = P->rcvbuf; s->rto = P->rto_initial;
     for (i64 i = 0; i < n_ctrl; i++)
         if (push(s, ctrl_t[i], EV_CTRL, ctrl_side[i], ctrl_name[i]) < 0) { o->error = 1; goto done; }
     if (push(s, ready_t, EV_READY, 0, 0) < 0) { o->error = 1; goto done; }

@@ -232,7 +232,9 @@ class Simulation:
         self.nr_bytes = 0
         self.gap_open = False
         # sender, per path
-        self.cwnd = [cfg.initial_cwnd_packets * self.U] * P
+        # the initial cwnd is whole chunks even when cwnd's packet is an MTU (usrsctp: (mtu - 12) * 3,
+        # sctp_cc_functions.c:92)
+        self.cwnd = [cfg.initial_cwnd_packets * self.S] * P
         self.ssthresh = [cfg.rcvbuf] * P
         self.pba = [0] * P
         self.flight = [0] * P

@@ -61,7 +61,8 @@ class Profile:
     # many bytes, while flight counts DATA chunks: usrsctp counts flight in chunks (book_size, payload
     # + 16: sctp_output.c:8041) and cwnd in net->mtu, the SCTP packet (the lab's AF_CONN path: the
     # chunk + the 12-byte common header, sctp_usrreq.c:6159, 6172-6174), so with flight < cwnd one
-    # chunk more goes out at every whole number of MTUs (0: cwnd counts payloads, as flight does)
+    # chunk more goes out at every whole number of MTUs; only the initial cwnd is whole chunks
+    # ((mtu - 12) * 3, sctp_cc_functions.c:92). 0: cwnd counts payloads, as flight does
     cwnd_mtu_over_chunk_bytes: int = 0
     # -- Linux 6.x TCP (profile linux; docs/simulator.md cites the kernel function of each rule) --
     # RTO = SRTT + max(4 RTTVAR, rto_min) (tcp_set_rto), rather than max(SRTT + 4 RTTVAR, rto_min)
