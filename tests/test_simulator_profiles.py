@@ -208,6 +208,22 @@ def test_freebsd_counts_cwnd_in_mtus_and_sends_one_chunk_more_at_each_whole_mtu(
     assert share_of_two(after_timeouts(runs["freebsd-payload-cwnd"], 1452)) < 0.25
 
 
+def test_freebsd_undoes_the_rto_backoff_on_the_next_ack():
+    """usrsctp restores the RTO from SRTT and RTTVAR on any ack of new data, the retransmission's too;
+    RFC 9260 keeps the doubled RTO until a fresh RTT sample. At 8K and 20 % loss (timer-bound) the
+    restoring sender finishes sooner, on both engines alike."""
+    PROFILES["freebsd-keeps-backoff"] = dataclasses.replace(PROFILES["freebsd"], name="freebsd-keeps-backoff",
+                                                            rto_restored_on_ack=False)
+    try:
+        runs = {name: simulate(fig7_config(8192, 0.2, "sack", profile=name), engine="python")
+                for name in ("freebsd", "freebsd-keeps-backoff")}
+    finally:
+        del PROFILES["freebsd-keeps-backoff"]
+    assert runs["freebsd"].done_ns < runs["freebsd-keeps-backoff"].done_ns
+    compiled = simulate(fig7_config(8192, 0.2, "sack", profile="freebsd"), engine="c")
+    assert compiled.sender == runs["freebsd"].sender
+
+
 def test_freebsd_fast_recovery_keeps_ssthresh_down_to_two_mtus():
     """usrsctp's fast retransmit sets ssthresh = max(cwnd / 2, 2 MTUs), RFC 9260's max(cwnd / 2, 4 MTUs):
     a SACK sender with an 8K buffer never has 8 MTUs of cwnd to halve, so rfc's floor is all it gets."""

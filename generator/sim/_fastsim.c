@@ -26,7 +26,8 @@ typedef struct {
         /* the profile (profiles.py), as model.py turns it into numbers */
         gap_filler_delayed, max_burst, chunk_header, window_unit, by_size, grow_margin,
         persistent_htna, restart_timer_on_cum_ack, path_max_retrans, cwnd_degrade, max_burst_cwnd,
-        slow_start_limit, refast_retransmit, fr_ssthresh_floor, U /* cwnd's packet */;
+        slow_start_limit, refast_retransmit, fr_ssthresh_floor, U /* cwnd's packet */,
+        rto_restored_on_ack;
     double ns_per_byte, loss, enter_bad, leave_bad, ack_loss;
 } Params;
 
@@ -381,18 +382,21 @@ static void fast_retransmit(Sim *s, i64 now, i64 u) {
         cwnd_changed(s, now);
     }
 }
-static void rtt_sample(Sim *s, i64 r) {
+static void set_rto(Sim *s) {
     const Params *P = s->P;
+    i64 rto = s->srtt + 4 * s->rttvar;
+    if (rto < P->rto_min) rto = P->rto_min;
+    if (rto > P->rto_max) rto = P->rto_max;
+    s->rto = rto;
+}
+static void rtt_sample(Sim *s, i64 r) {
     if (!s->has_srtt) { s->srtt = r; s->rttvar = r / 2; s->has_srtt = 1; }
     else {
         i64 d = s->srtt - r; if (d < 0) d = -d;
         s->rttvar = (3 * s->rttvar + d) / 4;
         s->srtt = (7 * s->srtt + r) / 8;
     }
-    i64 rto = s->srtt + 4 * s->rttvar;
-    if (rto < P->rto_min) rto = P->rto_min;
-    if (rto > P->rto_max) rto = P->rto_max;
-    s->rto = rto;
+    set_rto(s);
 }
 static i64 earliest_outstanding(Sim *s) {
     while (s->outq_head < s->outq.n && !(s->flags[s->outq.v[s->outq_head]] & INFL)) s->outq_head++;
@@ -495,6 +499,7 @@ static void transport_ack(Sim *s, i64 now, i64 cum, const i64 *bs, const i64 *be
     if (s->rec_on && s->sp_cum > s->rec_exit) { recovery(s, now); s->rec_on = 0; }
     if (!newly_bytes) return;
     if (rtt_unit >= 0) rtt_sample(s, now - s->txt[rtt_unit]);
+    else if (P->rto_restored_on_ack && s->has_srtt) set_rto(s);
     if ((P->restart_timer_on_cum_ack && cum_advanced) || (earliest >= 0 && (flags[earliest] & (ACKED | SACKED)))) {
         if (s->flight > 0) arm_rto(s, now);
         else s->has_deadline = 0;

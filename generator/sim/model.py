@@ -863,6 +863,8 @@ class Simulation:
                 self._rtt_sample(q, now - txt[rtt_unit[q]])
                 if self.prof.hystart and self.cwnd[q] < self.ssthresh[q]:
                     self._hystart(now, q, sp, now - txt[rtt_unit[q]])
+            elif self.prof.rto_restored_on_ack and self.srtt[q] is not None:
+                self._set_rto(q)
             # RFC 9260 6.3.2 R3 / RFC 6298 5.3: restart only when the earliest outstanding data of
             # the path is acked; SACKs of later data do not keep a lost retransmission's timer alive
             # (ns2: also when the cum ack passes data of the path)
@@ -1017,7 +1019,6 @@ class Simulation:
             self._cwnd_changed(now, q)
 
     def _rtt_sample(self, q, r):
-        cfg = self.cfg
         if self.srtt[q] is None:
             self.srtt[q] = r
             self.rttvar[q] = r // 2
@@ -1026,6 +1027,11 @@ class Simulation:
             self.srtt[q] = (7 * self.srtt[q] + r) // 8
         if self.min_rtt[q] is None or r < self.min_rtt[q]:
             self.min_rtt[q] = r
+        self._set_rto(q)
+
+    def _set_rto(self, q):
+        """The RTO from SRTT and RTTVAR (RFC 6298 2.3), clamped; any backoff undone."""
+        cfg = self.cfg
         if self.prof.rto_min_on_variance:
             rto = self.srtt[q] + max(4 * self.rttvar[q], int(cfg.rto_min_s * NS))
         else:

@@ -64,6 +64,10 @@ class Profile:
     # chunk more goes out at every whole number of MTUs; only the initial cwnd is whole chunks
     # ((mtu - 12) * 3, sctp_cc_functions.c:92). 0: cwnd counts payloads, as flight does
     cwnd_mtu_over_chunk_bytes: int = 0
+    # an ack that newly acks data undoes the RTO's backoff (RTO from SRTT and RTTVAR again: usrsctp's
+    # "restore any doubled timers", netinet/sctp_indata.c:4230-4237, 5012-5019); off: the backoff
+    # stays until the next RTT sample, which Karn's rule denies a retransmitted unit (RFC 9260 6.3.3)
+    rto_restored_on_ack: bool = False
     # -- Linux 6.x TCP (profile linux; docs/simulator.md cites the kernel function of each rule) --
     # RTO = SRTT + max(4 RTTVAR, rto_min) (tcp_set_rto), rather than max(SRTT + 4 RTTVAR, rto_min)
     rto_min_on_variance: bool = False
@@ -110,7 +114,8 @@ PROFILES = {
     "freebsd": Profile(name="freebsd", send_while_below_cwnd=True, grow_when_flight_reached_cwnd=True,
                        initial_cwnd_packets=3, rto_initial_s=3.0, max_burst_cwnd=4,
                        slow_start_limit_packets=2, refast_retransmit=True,
-                       fast_recovery_ssthresh_floor_packets=2, cwnd_mtu_over_chunk_bytes=12),
+                       fast_recovery_ssthresh_floor_packets=2, cwnd_mtu_over_chunk_bytes=12,
+                       rto_restored_on_ack=True),
     "linux": LINUX,
     "linux-reno": replace(LINUX, name="linux-reno", cc="reno", hystart=False),
 }
