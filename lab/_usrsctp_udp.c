@@ -30,7 +30,7 @@ struct udp_params {
     int32_t nrsack, cmt, drain, n_local, n_remote;
     uint16_t port, peer_port;
     int64_t sndbuf, rcvbuf, bytes, message;
-    uint32_t local[MAX_ADDRESSES], remote[MAX_ADDRESSES]; /* IPv4, network order */
+    uint32_t local[MAX_ADDRESSES], remote[MAX_ADDRESSES]; /* IPv4, host order (lab/endpoints.py ipv4) */
     double timeout_s;
     uint32_t hb_interval_ms;
 };
@@ -65,7 +65,7 @@ static void fill_addresses(struct sockaddr_in *out, const uint32_t *ips, int n, 
     for (int i = 0; i < n; i++) {
         out[i].sin_family = AF_INET;
         out[i].sin_port = htons(port);
-        out[i].sin_addr.s_addr = ips[i];
+        out[i].sin_addr.s_addr = htonl(ips[i]);
     }
 }
 

@@ -211,7 +211,7 @@ def sweep(stack, sndbufs, losses, delay, bandwidth, nbytes, message, seeds, drai
     except ValueError as e:  # grid() builds every config: a bad one fails here, not in a worker
         raise click.UsageError(str(e))
     if not paired:
-        from .linux_tcp import namespaces_unavailable
+        from .namespaces import namespaces_unavailable
 
         reason = namespaces_unavailable(stack)
         if reason:

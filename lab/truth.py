@@ -1,5 +1,6 @@
 """The truth of a lab run from the stack and the sending application, in docs/metrics.md's terms and
-the simulator's layout (truth.json with the summary keys, truth_*.csv).
+the simulator's layout (truth.json with the summary keys, truth_*.csv): every stack's, here alone
+(LabTruth: usrsctp over AF_CONN; tcp_summary: Linux TCP and MPTCP; udp_summary: usrsctp over UDP).
 
 The analyzer's key names keep the analyzer's meaning (docs/lab.md, "Truth in the analyzer's
 language"): `b_s` is the time the writer waited for send-buffer space while the buffer was full of
@@ -14,23 +15,25 @@ data acked (SCTP_SENDER_DRY_EVENT); the waits end at the stack's wake-up. Unsent
 written (one DATA chunk each) exceed the distinct TSNs sent, logged as it changes (unsent.csv), not
 sampled, so a descheduled sampler cannot stretch it. (The stack's own counts do not tell this:
 usrsctp frees the buffer of NR-acked chunks but keeps them on the sent queue, sstat_unackdata.)
+
+Linux TCP / MPTCP: q from the first write to the kernel's last ack, unsent data and gaps from the
+sampled TCP_INFO (MPTCP_INFO). usrsctp over UDP: q from the first write to the stack's "nothing
+unacked", unsent data and gaps from the sender's capture.
 """
 
 import json
+import struct
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from nrsack.generator.sim.truth import to_time_s
-from nrsack.generator.sim.wire import SCTP_PORTS, addresses
+
+from .endpoints import RECEIVER, SENDER, TCP_PORT, sctp_endpoints
 
 LINK_FATES = {0: "delivered", 1: "lost", 2: "queue_drop"}
 DATA_CHUNK_OVERHEAD = 16  # what usrsctp's send-buffer use (SCTP_GET_SNDBUF_USE) counts per DATA chunk
-
-
-def endpoints():
-    (src, dst), (sport, dport) = addresses(0), SCTP_PORTS
-    return f"{src}:{sport}", f"{dst}:{dport}"
 
 
 def _overlap_us(starts, ends, on_starts, on_ends):
@@ -108,7 +111,7 @@ class LabTruth:
         self.first_us = result["first_send_us"]
         self.complete = bool(result["complete"])
         self.end_us = result["dry_us"] if self.complete else result["end_us"]
-        src, dst = endpoints()
+        src, dst = sctp_endpoints()
         self.flow = f"{src} -> {dst}"
         b_start = np.clip(self.blocked.start_us.to_numpy(), self.first_us, self.end_us)
         b_end = np.clip(self.blocked.end_us.to_numpy(), self.first_us, self.end_us)
@@ -173,7 +176,7 @@ class LabTruth:
     def summary(self):
         cfg, r = self.cfg, self.result
         q = self.q_s
-        src, dst = endpoints()
+        src, dst = sctp_endpoints()
         sent = r["bytes_sent"] if self.complete else 0
         return {
             "id": self.flow, "protocol": "sctp", "src": src, "dst": dst, "nr_sack": cfg.ack == "nrsack",
@@ -206,3 +209,204 @@ class LabTruth:
         summary = self.summary()
         (out / "truth.json").write_text(json.dumps(summary, indent=1) + "\n")
         return summary
+
+
+# Linux TCP and MPTCP (lab/linux_tcp.py in lab/namespaces.py's network)
+
+TCP_INFO_COLUMNS = ["unacked", "sacked", "lost", "retrans", "snd_mss", "snd_cwnd", "notsent_bytes", "bytes_acked"]
+BUFFER_COLUMNS = ["sk_sndbuf", "sk_wmem_queued", "outq_bytes"]  # linux_tcp.buffer_state
+MPTCP_INFO_COLUMNS = ["subflows", "write_seq", "snd_una", "retransmits", "bytes_retrans", "bytes_sent",
+                      "bytes_acked"]
+
+
+def _connection_samples(cfg, m, out_dir):
+    """The sampled view of the sender's kernel, written to the truth files; -> (time_s, bytes held
+    unsent, gap open, payload bytes sent and not acked, segment size) per sample. linux-mptcp: the connection level (MPTCP_INFO, data
+    sequence numbers made relative to the first byte written) in truth_mptcp_info.csv and every
+    subflow's TCP_INFO (MPTCP_TCPINFO) in truth_tcp_info.csv; linux-tcp: TCP_INFO. Both with the
+    socket's buffer (sk_sndbuf, sk_wmem_queued, SIOCOUTQ).
+
+    Gap open, the kernel's view of the last ack: TCP, segments SACKed above snd_una (tcpi_sacked);
+    MPTCP, a data-level gap (decisions.md 12): a subflow holds SACKed segments, or the subflows have
+    acked more bytes than the data level (their cumulative acks cover DSNs above the DATA ACK; bytes
+    the connection re-sent on another subflow are acked twice, so they are taken off)."""
+    if cfg.stack != "linux-mptcp":
+        info = pd.DataFrame(m["samples"], columns=["time_s", *TCP_INFO_COLUMNS, *BUFFER_COLUMNS])
+        info.to_csv(out_dir / "truth_tcp_info.csv", index=False, float_format="%.6f")
+        return (info.time_s, info.notsent_bytes, (info.sacked > 0).to_numpy(), info.outq_bytes - info.notsent_bytes,
+                info.snd_mss)
+    subflows = pd.DataFrame(m["subflow_samples"], columns=["time_s", "subflow", *TCP_INFO_COLUMNS])
+    subflows.to_csv(out_dir / "truth_tcp_info.csv", index=False, float_format="%.6f")
+    # data sequence numbers relative to the first byte written, in Python's integers (64 bits: they
+    # may exceed int64)
+    first = m["samples"][-1][2] - m["sent"] if m["samples"] else 0
+    rows = []
+    for t, subflow_count, write_seq, snd_una, retransmits, bytes_retrans, bytes_sent, bytes_acked, *buf in m["samples"]:
+        written = (write_seq - first) % 2**64
+        # bytes_sent counts new data only (the subflows' own retransmissions are not the connection's)
+        rows.append((t, subflow_count, written, (write_seq - snd_una) % 2**64, written - bytes_sent, retransmits,
+                     bytes_retrans, bytes_sent, bytes_acked, *buf))
+    conn = pd.DataFrame(rows, columns=["time_s", "subflows", "written_bytes", "unacked_bytes", "notsent_bytes",
+                                       *MPTCP_INFO_COLUMNS[3:], *BUFFER_COLUMNS])
+    per_time = subflows.groupby("time_s")
+    sub_acked = per_time.bytes_acked.sum().reindex(conn.time_s, fill_value=0).to_numpy()
+    sub_sacked = per_time.sacked.sum().reindex(conn.time_s, fill_value=0).to_numpy()
+    # a subflow's tcpi_bytes_acked counts its SYN (and at the end its FIN) as one byte each
+    sequence_flags = 2 * per_time.size().reindex(conn.time_s, fill_value=0).to_numpy()
+    conn["subflow_acked_above_data_ack"] = np.maximum(
+        sub_acked - conn.bytes_acked.to_numpy() - conn.bytes_retrans.to_numpy() - sequence_flags, 0)
+    conn["gap_open"] = (sub_sacked > 0) | (conn.subflow_acked_above_data_ack.to_numpy() > 0)
+    # the connection hands data to a subflow's write queue before that subflow's window lets it out
+    # (net/mptcp/protocol.c __mptcp_push_pending): MPTCP_INFO counts it sent, the wire has not seen it
+    conn["subflow_notsent_bytes"] = per_time.notsent_bytes.sum().reindex(conn.time_s, fill_value=0).to_numpy()
+    conn.to_csv(out_dir / "truth_mptcp_info.csv", index=False, float_format="%.6f")
+    mss = float(subflows.snd_mss.median()) if len(subflows) else 1448.0
+    unsent = conn.notsent_bytes + conn.subflow_notsent_bytes
+    return conn.time_s, unsent, conn.gap_open.to_numpy(), conn.unacked_bytes - unsent, mss
+
+
+def path_counters(logs):
+    """Frames and drops per direction from the forwarders' logs, summed; per path too when 2+."""
+    paths = [{"packets_forward": log["frames"][0], "packets_reverse": log["frames"][1],
+              "lost_forward": sum(1 for d in log["drops"] if d[0] == 0),
+              "lost_reverse": sum(1 for d in log["drops"] if d[0] == 1)} for log in logs]
+    counters = {key: sum(path[key] for path in paths) for key in paths[0]}
+    if len(paths) > 1:
+        counters["paths"] = paths
+    return counters
+
+
+def tcp_summary(cfg, m, out_dir):
+    """truth.json of a Linux TCP / MPTCP run: q from the first write to the kernel's last ack (TCP_INFO
+    unacked 0; MPTCP: the data level's snd_una at write_seq), b the sender's measured waits for buffer
+    space; the sampled kernel state in truth_tcp_info.csv (and truth_mptcp_info.csv)."""
+    start, done = m["start"], m["done"]
+    complete = done is not None
+    end = done if complete else (m["samples"][-1][0] if m["samples"] else start)
+    q = end - start
+    app_blocked = blocked_within(m["waits"], start, end)
+    times, notsent, gap, sent_unacked, mss = _connection_samples(cfg, m, out_dir)
+    # as for usrsctp: waits while the kernel held a segment or more unsent are invisible to a
+    # capture (less than a segment is a write waiting to fill one, not a full buffer of sent data)
+    waits = np.asarray(m["waits"], dtype=float).reshape(-1, 2)
+    w_start, w_end = np.maximum(waits[:, 0], start), np.minimum(waits[:, 1], end)
+    unsent = (notsent >= mss).to_numpy()
+    app_unsent = time_where(times, unsent, w_start, w_end)
+    p = time_where(times, ~unsent & gap, w_start, w_end)
+    # B in the analyzer's sense (payload a full buffer holds): the kernel's sent-unacked payload at
+    # the samples inside waits on a buffer full of sent data; it varies (truesize, GSO), so its spread
+    # goes beside it
+    t = times.to_numpy()
+    inside = np.zeros(len(t), bool)
+    for a, z in zip(w_start, w_end):
+        inside[np.searchsorted(t, a):np.searchsorted(t, z)] = True
+    held = sent_unacked.to_numpy()[inside & ~unsent]
+    held_at_waits = ({"median": int(np.median(held)), "p10": int(np.percentile(held, 10)),
+                      "p90": int(np.percentile(held, 90)), "samples": int(len(held))} if len(held) else None)
+    pd.DataFrame(m["waits"], columns=["start_s", "end_s"]).to_csv(out_dir / "truth_blocking.csv", index=False,
+                                                                  float_format="%.6f")
+    counters = path_counters(m["paths"])
+    mptcp = cfg.stack == "linux-mptcp"
+    summary = {"id": f"{SENDER} -> {RECEIVER}:{TCP_PORT}", "protocol": "mptcp" if mptcp else "tcp",
+               "src": SENDER, "dst": f"{RECEIVER}:{TCP_PORT}", "nr_sack": False, "data_bytes": cfg.bytes,
+               "q_s": q, **blocked_keys(q, app_blocked, app_unsent, app_blocked - app_unsent, p),
+               "sndbuf_bytes": held_at_waits["median"] if held_at_waits else None,
+               "sndbuf_payload_at_waits": held_at_waits, "sndbuf_socket": cfg.sndbuf or "autotuned",
+               "sndbuf_estimated": False,
+               "throughput_bps": m["sent"] * 8 / q if complete and q > 0 else 0.0,
+               "blocking_intervals": len(m["waits"]), "vantage": "sender", "complete": complete,
+               "stack": cfg.stack, "congestion_control": m.get("cc"), "gso": cfg.gso,
+               "truth_source": "sender process and " + ("MPTCP_INFO, MPTCP_TCPINFO" if mptcp else "TCP_INFO")
+               + ", SO_MEMINFO, SIOCOUTQ",
+               "counters": {"bytes_sent": m["sent"], **counters},
+               "parameters": cfg.as_dict()}
+    (out_dir / "truth.json").write_text(json.dumps(summary, indent=1) + "\n")
+    return summary
+
+
+# usrsctp multi-homed over UDP (lab/usrsctp_udp.py in lab/namespaces.py's network)
+
+def wire_events(pcap):
+    """The sender's capture (Ethernet, IPv4, UDP, SCTP; whole frames): per DATA chunk (time_us, TSN
+    relative to the first), per SACK / NR-SACK (time_us, gap blocks, NR gap blocks, cum TSN ack)."""
+    data, acks = [], []
+    raw = Path(pcap).read_bytes()
+    nano = raw[:4] in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
+    order = "<" if raw[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    off, first = 24, None
+    while off + 16 <= len(raw):
+        sec, frac, incl, _ = struct.unpack_from(order + "IIII", raw, off)
+        frame, off = raw[off + 16:off + 16 + incl], off + 16 + incl
+        t = sec * 1_000_000 + (frac // 1000 if nano else frac)
+        if len(frame) < 34 or frame[12:14] != b"\x08\x00" or frame[23] != 17:
+            continue
+        at = 14 + (frame[14] & 0x0F) * 4 + 8 + 12  # past IP, UDP and SCTP's common header
+        while at + 4 <= len(frame):
+            kind, length = frame[at], struct.unpack_from("!H", frame, at + 2)[0]
+            if length < 4:
+                break
+            if kind == 0 and at + 8 <= len(frame):
+                tsn = struct.unpack_from("!I", frame, at + 4)[0]
+                first = tsn if first is None else first
+                data.append((t, (tsn - first) % 2**32))
+            elif kind in (3, 16) and at + 16 <= len(frame):
+                gaps, more = struct.unpack_from("!HH", frame, at + 12)
+                cum, = struct.unpack_from("!I", frame, at + 4)
+                acks.append((t, gaps, more if kind == 16 else 0, cum))
+            at += (length + 3) & ~3
+    return data, acks
+
+
+def sent_full_and_gaps(waits, message, pcap, start_us, end_us):
+    """The waits split by whether the buffer held written data not yet sent, and the gap-open
+    intervals, from the waits' written bytes and the sender's capture (this lab's usrsctp runs in
+    its own process over the kernel's UDP, so the DATA and acks on its veth are what it sent and
+    received): a wait is on unsent data until the capture shows as many TSNs first sent as chunks
+    written (one a write). -> ((unsent starts, ends), (sent-full starts, ends), (gap starts, ends)), us."""
+    data, acks = wire_events(pcap)
+    first_sent = pd.DataFrame(data, columns=["time_us", "tsn"]).groupby("tsn").time_us.min()
+    # the k-th chunk written is TSN k - 1 (one a write): it had left once it or any later TSN was seen, so
+    # a frame the capture missed does not shift the chunks after it
+    seen = first_sent.reindex(range(int(first_sent.index.max()) + 1 if len(first_sent) else 0)).to_numpy(float)
+    sent_at = np.minimum.accumulate(np.nan_to_num(seen, nan=np.inf)[::-1])[::-1]
+    sent_at = np.where(np.isfinite(sent_at), sent_at, end_us).astype(np.int64)
+    w_start = np.clip((waits.start_s.to_numpy() * 1e6).astype(np.int64), start_us, end_us)
+    w_end = np.clip((waits.end_s.to_numpy() * 1e6).astype(np.int64), start_us, end_us)
+    chunks = -(-waits.written_bytes.to_numpy() // message)
+    all_sent = np.array([sent_at[k - 1] if 0 < k <= len(sent_at) else end_us for k in chunks], np.int64)
+    split = np.clip(all_sent, w_start, w_end)
+    gaps = pd.DataFrame(acks, columns=["time_us", "gaps", "nr_gaps", "cum"])
+    # an ack older than one already received (its cum TSN below, CMT's acks crossing on two paths) is
+    # dropped by the stack (usrsctp sctp_handle_sack / sctp_express_handle_sack: "old ack"): its gaps
+    # are not the sender's view
+    cum = (gaps.cum.to_numpy(np.int64) - (int(gaps.cum.iloc[0]) if len(gaps) else 0)) % 2**32
+    cum = np.where(cum >= 2**31, cum - 2**32, cum)
+    gaps = gaps[cum >= np.maximum.accumulate(cum)] if len(gaps) else gaps
+    return (w_start, split), (split, w_end), gap_intervals(gaps, end_us)
+
+
+def udp_summary(cfg, m, out_dir):
+    """truth.json of a usrsctp-udp run: q from the first write to the stack's "nothing unacked or
+    pending" (SCTP_STATUS, polled every 0.2 ms), the writer's waits (truth_blocking.csv) split by
+    unsent data and matched with the acks' gap blocks from the sender's capture (sent_full_and_gaps)."""
+    r = json.loads((Path(out_dir) / "sender.json").read_text())
+    start = r["first_send_us"]
+    complete = bool(r["complete"])
+    end = r["done_us"] if complete else start
+    q = (end - start) / 1e6
+    waits = pd.read_csv(Path(out_dir) / "truth_blocking.csv")
+    unsent, sent_full, gaps = sent_full_and_gaps(waits, cfg.message, Path(out_dir) / "sender.pcap", start, end)
+    app_unsent = float((unsent[1] - unsent[0]).sum()) / 1e6
+    b = float((sent_full[1] - sent_full[0]).sum()) / 1e6
+    p = _overlap_us(*sent_full, *gaps) / 1e6
+    src, dst = sctp_endpoints()
+    s = {"id": f"{src} -> {dst}", "protocol": "sctp", "src": src, "dst": dst, "nr_sack": cfg.ack == "nrsack",
+         "cmt": len(cfg.paths()) > 1, "data_bytes": cfg.bytes, "q_s": q,
+         **blocked_keys(q, app_unsent + b, app_unsent, b, p),
+         "sndbuf_bytes": cfg.sndbuf, "sndbuf_estimated": False,
+         "throughput_bps": r["bytes_sent"] * 8 / q if complete and q > 0 else 0.0,
+         "blocking_intervals": len(waits), "vantage": "sender", "complete": complete, "stack": cfg.stack,
+         "truth_source": "sender process, SCTP_STATUS and the sender's capture (TSNs sent, acks' gap blocks)",
+         "counters": {"bytes_sent": r["bytes_sent"], **path_counters(m["paths"])}, "parameters": cfg.as_dict()}
+    (Path(out_dir) / "truth.json").write_text(json.dumps(s, indent=1) + "\n")
+    return s

@@ -11,12 +11,11 @@ import importlib.machinery
 import json
 import os
 import signal
-import socket
-import struct
 import subprocess
 import sys
 from pathlib import Path
 
+from .endpoints import RECEIVER, SCTP_PORTS, SENDER, ipv4
 
 PR_SET_PDEATHSIG = 1
 
@@ -57,13 +56,9 @@ def library():
                       "(pip install .) with libusrsctp-dev present so setup.py builds it")
 
 
-def _ip(text):
-    return struct.unpack("!I", socket.inet_aton(text))[0]
-
-
-def params_of(cfg, ips, ports):
-    """ctypes parameters from a LabConfig (forward = sender -> receiver, reverse = the acks' way) and
-    the (sender, receiver) addresses and ports the capture shows."""
+def params_of(cfg):
+    """ctypes parameters from a LabConfig (forward = sender -> receiver, reverse = the acks' way), between
+    the simulator's addresses and ports (lab/endpoints.py), so lab and simulated runs name their flows alike."""
     p = Params()
     p.nrsack = cfg.ack == "nrsack"
     p.unordered = cfg.unordered
@@ -73,8 +68,8 @@ def params_of(cfg, ips, ports):
     p.delay_s[:] = [cfg.delay_ms / 1e3] * 2
     p.bandwidth_bps[:] = [cfg.bandwidth_mbps * 1e6] * 2
     p.queue_packets[:] = [cfg.queue] * 2
-    p.ip[:] = [_ip(a) for a in ips]
-    p.port[:] = list(ports)
+    p.ip[:] = [ipv4(SENDER), ipv4(RECEIVER)]
+    p.port[:] = list(SCTP_PORTS)
     p.timeout_s = cfg.timeout_s
     p.rto_min_ms, p.sack_delay_ms, p.drain = cfg.rto_min_ms, cfg.sack_delay_ms, cfg.drain
     p.virtual_clock = cfg.clock == "virtual"
@@ -86,7 +81,7 @@ def _child(config_json, out_dir):
     from .config import LabConfig
 
     job = json.loads(Path(config_json).read_text())
-    params = params_of(LabConfig(**job["config"]), job["ips"], job["ports"])
+    params = params_of(LabConfig(**job["config"]))
     result, err = Result(), ctypes.create_string_buffer(512)
     rc = library().lab_usrsctp_run(ctypes.byref(params), str(out_dir).encode(), ctypes.byref(result),
                                    err, len(err))
@@ -108,11 +103,7 @@ def run_child(cfg, out_dir):
     """Runs the stack in a child process; returns its result dict. Raises RuntimeError on failure."""
     out_dir = Path(out_dir)
     config_json = out_dir / "lab_config.json"
-    # the simulator's addresses and ports, so lab and simulated runs name their flows alike; passed
-    # in, so the child does not import the simulator's wire module (Scapy) for two constants
-    from nrsack.generator.sim.wire import SCTP_PORTS, addresses
-
-    config_json.write_text(json.dumps({"config": cfg.as_dict(), "ips": addresses(0), "ports": SCTP_PORTS}) + "\n")
+    config_json.write_text(json.dumps({"config": cfg.as_dict()}) + "\n")
     (out_dir / "result.json").unlink(missing_ok=True)
     try:
         child = subprocess.run([sys.executable, "-m", "nrsack.lab.usrsctp", str(config_json), str(out_dir)],

@@ -23,6 +23,17 @@ SCTP_PARAM_IPV6 = 6
 SCTP_PARAM_SUPPORTED_EXTENSIONS = 0x8008
 SCTP_OVER_UDP_PORT = 9899
 
+# The endpoints the simulator writes and the lab runs between, so both name their flows alike: path i
+# from 10.0.i.1 (the sender) to 10.0.i.2 (the receiver), ports (sender's, receiver's)
+SCTP_PORTS = (5001, 5002)
+TCP_PORTS = (40000, 5201)  # a kernel's sender (the lab's) takes an ephemeral port of its own
+
+
+def path_addresses(path):
+    """(sender address, receiver address) of path `path`."""
+    return f"10.0.{path}.1", f"10.0.{path}.2"
+
+
 # TCP options
 TCP_OPT_SACK_PERMITTED = 4
 TCP_OPT_SACK = 5

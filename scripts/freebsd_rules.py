@@ -24,7 +24,10 @@ STEPS = [("rfc", {}),
          ("+ initial cwnd 3, RTO 3 s initial", dict(initial_cwnd_packets=3, rto_initial_s=3.0)),
          ("+ slow start up to 2 packets per SACK", dict(slow_start_limit_packets=2)),
          ("+ cwnd cut to flight + 4 packets before output", dict(max_burst_cwnd=4)),
-         ("+ a lost fast retransmission fast-retransmitted again (= freebsd)", dict(refast_retransmit=True))]
+         ("+ a lost fast retransmission fast-retransmitted again", dict(refast_retransmit=True)),
+         ("+ fast recovery's ssthresh floor 2 MTUs", dict(fast_recovery_ssthresh_floor_packets=2)),
+         ("+ cwnd counted in MTUs against a flight of chunks", dict(cwnd_mtu_over_chunk_bytes=12)),
+         ("+ the RTO's backoff undone by the next ack (= freebsd)", dict(rto_restored_on_ack=True))]
 
 
 def usrsctp(seeds, nbytes, workers):

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from nrsack.analyzer import analyze
-from nrsack.lab.linux_tcp import namespace_problem
+from nrsack.lab.namespaces import namespace_problem
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from nrsack.analyzer import analyze
-from nrsack.lab.linux_tcp import namespace_problem
+from nrsack.lab.namespaces import namespace_problem
 from support import pcaps, tcp_scenario
 
 

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from nrsack.analyzer import check
 from nrsack.analyzer.read import events as E
 from nrsack.cli import main
-from nrsack.lab.linux_tcp import namespace_problem
+from nrsack.lab.namespaces import namespace_problem
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from nrsack.cli import main
 from nrsack.lab.capture import analyzed_at_kernel_capacity, sender_entry
-from nrsack.lab.linux_tcp import namespaces_unavailable
+from nrsack.lab.namespaces import namespaces_unavailable
 from support import tshark
 from support.lab import lab_run
 
@@ -127,7 +127,7 @@ def test_namespaces_of_a_killed_run_are_removed_by_the_next():
         pytest.skip(reason)
     from pathlib import Path
 
-    from nrsack.lab.linux_tcp import remove_stale_namespaces
+    from nrsack.lab.namespaces import remove_stale_namespaces
 
     gone = next(p for p in range(32000, 1000, -1) if not Path(f"/proc/{p}").exists())
     alive = os.getpid()

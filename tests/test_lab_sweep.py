@@ -41,7 +41,7 @@ def test_sweep_bad_grid_is_a_usage_error(tmp_path):
 
 @pytest.mark.root
 def test_linux_tcp_sweep_tables_the_whatif(tmp_path):
-    from nrsack.lab.linux_tcp import namespaces_unavailable
+    from nrsack.lab.namespaces import namespaces_unavailable
 
     reason = namespaces_unavailable()
     if reason:

@@ -112,10 +112,9 @@ import ctypes, sys
 from pathlib import Path
 from nrsack.lab import usrsctp
 from nrsack.lab.config import LabConfig
-from nrsack.generator.sim.wire import SCTP_PORTS, addresses
 path = next(p for p in Path(usrsctp.__file__).parent.glob("_usrsctp_lab*.so"))
 lib = ctypes.CDLL(str(path))
-params = usrsctp.params_of(LabConfig(sndbuf=8192, loss=0, delay_ms=1, bytes=20000), addresses(0), SCTP_PORTS)
+params = usrsctp.params_of(LabConfig(sndbuf=8192, loss=0, delay_ms=1, bytes=20000))
 result, err = usrsctp.Result(), ctypes.create_string_buffer(512)
 rc = lib.lab_usrsctp_run(ctypes.byref(params), {str(tmp_path)!r}.encode(), ctypes.byref(result), err, len(err))
 print(rc, err.value.decode())

@@ -1,6 +1,7 @@
 """Simulator profiles: rfc is the model as it was before profiles existed, ns2 applies ns-2.35's
 rules (docs/ns2-sctp-model.md), and the options the papers need (ack loss, fixed duration)."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -9,7 +10,7 @@ import pytest
 
 from nrsack.generator.sim.engine import PathConfig, SimConfig, simulate
 from nrsack.generator.sim.model import ACK, DATA, RTX
-from nrsack.generator.sim.profiles import PROFILES
+from nrsack.generator.sim.profiles import PROFILES, cwnd_unit
 
 
 def fig7_config(sndbuf, loss, ack, profile="rfc", seed=7, **path):
@@ -181,18 +182,63 @@ def test_freebsd_slow_start_grows_up_to_two_packets_per_ack():
     assert max(growth("freebsd")) == 2 * S and max(growth("rfc")) == S
 
 
+def freebsd_and_without(variant, sndbuf, loss, **change):
+    """SACK runs (Python engine) of freebsd and of freebsd with `change`, a profile named `variant`
+    for the moment: {"freebsd": trace, variant: trace}."""
+    PROFILES[variant] = dataclasses.replace(PROFILES["freebsd"], name=variant, **change)
+    try:
+        return {name: simulate(fig7_config(sndbuf, loss, "sack", profile=name), engine="python")
+                for name in ("freebsd", variant)}
+    finally:
+        del PROFILES[variant]
+
+
+def test_freebsd_counts_cwnd_in_mtus_and_sends_one_chunk_more_at_each_whole_mtu():
+    """usrsctp's cwnd counts 1480-byte SCTP packets and its flight 1468-byte DATA chunks: after a
+    timeout cwnd is one MTU, and 2 chunks go out before the next ack (flight 1 chunk < cwnd), where a
+    payload-counted cwnd lets 1 go. The initial cwnd stays 3 whole chunks ((mtu - 12) * 3)."""
+    mtu = cwnd_unit(1452, PROFILES["freebsd"])
+    assert 1452 < mtu == round(1452 * 1480 / 1468) and cwnd_unit(1452, PROFILES["rfc"]) == 1452
+    runs = freebsd_and_without("freebsd-payload-cwnd", 8192, 0.2, cwnd_mtu_over_chunk_bytes=0)
+    assert runs["freebsd"].counters["timeouts"] >= 3
+
+    def after_timeouts(t, one_mtu):  # chunks sent from each timeout (cwnd set to 1 MTU) to the next ack
+        counts = []
+        for at in [row[0] for row in t.cwnd if row[2] == one_mtu]:
+            ack = next((f[0] for f in t.sender if f[0] > at and f[1] == ACK), None)
+            counts.append(sum(1 for f in t.sender if at <= f[0] < (ack or at) and f[1] in (DATA, RTX)))
+        return counts
+    def share_of_two(counts):  # not all: the buffer may hold one chunk to send, or an ack was in flight
+        return sum(c == 2 for c in counts) / len(counts)
+    assert share_of_two(after_timeouts(runs["freebsd"], mtu)) > 0.5
+    assert share_of_two(after_timeouts(runs["freebsd-payload-cwnd"], 1452)) < 0.25
+
+
+def test_freebsd_undoes_the_rto_backoff_on_the_next_ack():
+    """usrsctp restores the RTO from SRTT and RTTVAR on any ack of new data, the retransmission's too;
+    RFC 9260 keeps the doubled RTO until a fresh RTT sample. At 8K and 20 % loss (timer-bound) the
+    restoring sender finishes sooner, on both engines alike."""
+    runs = freebsd_and_without("freebsd-keeps-backoff", 8192, 0.2, rto_restored_on_ack=False)
+    assert runs["freebsd"].done_ns < runs["freebsd-keeps-backoff"].done_ns
+    compiled = simulate(fig7_config(8192, 0.2, "sack", profile="freebsd"), engine="c")
+    assert compiled.sender == runs["freebsd"].sender
+
+
+def test_freebsd_fast_recovery_keeps_ssthresh_down_to_two_mtus():
+    """usrsctp's fast retransmit sets ssthresh = max(cwnd / 2, 2 MTUs), RFC 9260's max(cwnd / 2, 4 MTUs):
+    a SACK sender with an 8K buffer never has 8 MTUs of cwnd to halve, so rfc's floor is all it gets."""
+    mtu = cwnd_unit(1452, PROFILES["freebsd"])
+    def fast_recovery_ssthresholds(profile):
+        return {after for before, _, ss_before, after in cwnd_steps(profile, sndbuf=8192, loss=0.03)
+                if after < ss_before}
+    assert min(fast_recovery_ssthresholds("freebsd")) < 4 * mtu
+    assert min(fast_recovery_ssthresholds("rfc")) == 4 * 1452
+
+
 def test_freebsd_fast_retransmits_a_lost_retransmission_again_instead_of_timing_out():
     """usrsctp strikes a fast-retransmitted chunk again once later data is acked: at 10 % loss the
     freebsd sender recovers lost retransmissions without its 1 s timer, on both engines alike."""
-    import dataclasses
-
-    PROFILES["freebsd-no-refr"] = dataclasses.replace(PROFILES["freebsd"], name="freebsd-no-refr",
-                                                      refast_retransmit=False)
-    try:
-        runs = {name: simulate(fig7_config(32768, 0.1, "sack", profile=name), engine="python")
-                for name in ("freebsd", "freebsd-no-refr")}
-    finally:
-        del PROFILES["freebsd-no-refr"]
+    runs = freebsd_and_without("freebsd-no-refr", 32768, 0.1, refast_retransmit=False)
     again, once = runs["freebsd"], runs["freebsd-no-refr"]
     assert again.counters["fast_retransmits"] > once.counters["fast_retransmits"]
     assert again.counters["timeouts"] < once.counters["timeouts"] and again.done_ns < once.done_ns

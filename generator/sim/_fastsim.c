@@ -26,7 +26,8 @@ typedef struct {
         /* the profile (profiles.py), as model.py turns it into numbers */
         gap_filler_delayed, max_burst, chunk_header, window_unit, by_size, grow_margin,
         persistent_htna, restart_timer_on_cum_ack, path_max_retrans, cwnd_degrade, max_burst_cwnd,
-        slow_start_limit, refast_retransmit;
+        slow_start_limit, refast_retransmit, fr_ssthresh_floor, U /* cwnd's packet */,
+        rto_restored_on_ack;
     double ns_per_byte, loss, enter_bad, leave_bad, ack_loss;
 } Params;
 
@@ -322,10 +323,10 @@ static void send_unit(Sim *s, i64 now, i64 u, int rtx) {
 }
 static void try_send(Sim *s, i64 now) {
     const Params *P = s->P;
-    if (P->max_burst_cwnd && s->flight + P->max_burst_cwnd * P->S < s->cwnd) {
+    if (P->max_burst_cwnd && s->flight + P->max_burst_cwnd * P->U < s->cwnd) {
         /* usrsctp's Max.Burst (model.py _cut_cwnd_to_burst) */
         if (s->ssthresh < s->cwnd) s->ssthresh = s->cwnd;
-        s->cwnd = s->flight + P->max_burst_cwnd * P->S;
+        s->cwnd = s->flight + P->max_burst_cwnd * P->U;
         cwnd_changed(s, now);
     }
     for (;;) {
@@ -372,8 +373,8 @@ static void fast_retransmit(Sim *s, i64 now, i64 u) {
         s->refr_mark[u] = s->next_new;
     }
     if (!s->rec_on) {
-        if (P->sctp) s->ssthresh = s->cwnd / 2 > 4 * P->S ? s->cwnd / 2 : 4 * P->S;
-        else s->ssthresh = (s->flight + sz) / 2 > 2 * P->S ? (s->flight + sz) / 2 : 2 * P->S;
+        if (P->sctp) s->ssthresh = s->cwnd / 2 > P->fr_ssthresh_floor * P->U ? s->cwnd / 2 : P->fr_ssthresh_floor * P->U;
+        else s->ssthresh = (s->flight + sz) / 2 > 2 * P->U ? (s->flight + sz) / 2 : 2 * P->U;
         s->cwnd = s->ssthresh;
         s->pba = 0;
         s->fr_allow = 1;
@@ -381,18 +382,21 @@ static void fast_retransmit(Sim *s, i64 now, i64 u) {
         cwnd_changed(s, now);
     }
 }
-static void rtt_sample(Sim *s, i64 r) {
+static void set_rto(Sim *s) {
     const Params *P = s->P;
+    i64 rto = s->srtt + 4 * s->rttvar;
+    if (rto < P->rto_min) rto = P->rto_min;
+    if (rto > P->rto_max) rto = P->rto_max;
+    s->rto = rto;
+}
+static void rtt_sample(Sim *s, i64 r) {
     if (!s->has_srtt) { s->srtt = r; s->rttvar = r / 2; s->has_srtt = 1; }
     else {
         i64 d = s->srtt - r; if (d < 0) d = -d;
         s->rttvar = (3 * s->rttvar + d) / 4;
         s->srtt = (7 * s->srtt + r) / 8;
     }
-    i64 rto = s->srtt + 4 * s->rttvar;
-    if (rto < P->rto_min) rto = P->rto_min;
-    if (rto > P->rto_max) rto = P->rto_max;
-    s->rto = rto;
+    set_rto(s);
 }
 static i64 earliest_outstanding(Sim *s) {
     while (s->outq_head < s->outq.n && !(s->flags[s->outq.v[s->outq_head]] & INFL)) s->outq_head++;
@@ -495,6 +499,7 @@ static void transport_ack(Sim *s, i64 now, i64 cum, const i64 *bs, const i64 *be
     if (s->rec_on && s->sp_cum > s->rec_exit) { recovery(s, now); s->rec_on = 0; }
     if (!newly_bytes) return;
     if (rtt_unit >= 0) rtt_sample(s, now - s->txt[rtt_unit]);
+    else if (P->rto_restored_on_ack && s->has_srtt) set_rto(s);
     if ((P->restart_timer_on_cum_ack && cum_advanced) || (earliest >= 0 && (flags[earliest] & (ACKED | SACKED)))) {
         if (s->flight > 0) arm_rto(s, now);
         else s->has_deadline = 0;
@@ -502,12 +507,12 @@ static void transport_ack(Sim *s, i64 now, i64 cum, const i64 *bs, const i64 *be
     if (s->rec_on || !cum_advanced) return;
     if (flight_before + P->grow_margin <= s->cwnd) return;
     if (s->cwnd <= s->ssthresh) {
-        i64 limit = P->slow_start_limit * P->S;
+        i64 limit = P->slow_start_limit * P->U;
         s->cwnd += newly_bytes < limit ? newly_bytes : limit;
         cwnd_changed(s, now);
     } else {
         s->pba += newly_bytes;
-        if (s->pba >= s->cwnd) { s->pba -= s->cwnd; s->cwnd += P->S; cwnd_changed(s, now); }
+        if (s->pba >= s->cwnd) { s->pba -= s->cwnd; s->cwnd += P->U; cwnd_changed(s, now); }
     }
 }
 static void on_ack(Sim *s, i64 now, i64 ack) {
@@ -650,9 +655,9 @@ static void on_rto(Sim *s, i64 now) {
     if (now < s->rto_deadline) { s->rto_event = 1; TRY(push(s, s->rto_deadline, EV_RTO, 0, 0)); return; }
     s->o->counters[3]++;
     s->rto = 2 * s->rto < P->rto_max ? 2 * s->rto : P->rto_max;
-    i64 floor_ = P->sctp ? 4 * P->S : 2 * P->S;
+    i64 floor_ = P->sctp ? 4 * P->U : 2 * P->U;
     s->ssthresh = s->cwnd / 2 > floor_ ? s->cwnd / 2 : floor_;
-    s->cwnd = P->S; s->pba = 0; s->fr_allow = 0;
+    s->cwnd = P->U; s->pba = 0; s->fr_allow = 0;
     cwnd_changed(s, now);
     s->has_degrade = 0;
     if (s->rec_on) recovery(s, now);

@@ -28,7 +28,8 @@ class Params(ctypes.Structure):
         "rto_initial", "rto_min", "rto_max", "init_cwnd", "limit_ns", "delay", "qcap", "overhead",
         "gilbert", "gap_filler_delayed", "max_burst", "chunk_header", "window_unit", "by_size",
         "grow_margin", "persistent_htna", "restart_timer_on_cum_ack", "path_max_retrans",
-        "cwnd_degrade", "max_burst_cwnd", "slow_start_limit", "refast_retransmit")] + [(name, ctypes.c_double) for name in (
+        "cwnd_degrade", "max_burst_cwnd", "slow_start_limit", "refast_retransmit",
+        "fr_ssthresh_floor", "U", "rto_restored_on_ack")] + [(name, ctypes.c_double) for name in (
             "ns_per_byte", "loss", "enter_bad", "leave_bad", "ack_loss")]
 
 
@@ -115,7 +116,9 @@ def run(sim):
         restart_timer_on_cum_ack=int(sim.prof.restart_timer_on_cum_ack),
         path_max_retrans=sim.prof.path_max_retrans, cwnd_degrade=int(sim.prof.cwnd_degrade),
         max_burst_cwnd=sim.prof.max_burst_cwnd, slow_start_limit=sim.prof.slow_start_limit_packets,
-        refast_retransmit=int(sim.prof.refast_retransmit and sim.sctp_like))
+        refast_retransmit=int(sim.prof.refast_retransmit and sim.sctp_like),
+        fr_ssthresh_floor=sim.prof.fast_recovery_ssthresh_floor_packets, U=sim.U,
+        rto_restored_on_ack=int(sim.prof.rto_restored_on_ack))
     first_draw = np.asarray(sim.first_draw, dtype=np.float64)
     # the same stream model.py draws 65536 at a time: enough for every transmission twice over
     draws = sim.rng_paths[0].random(2 * sim.n + 65536)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .intervals import IntervalSet
-from .profiles import PROTOCOLS_OF, WRITERS, chunk_bytes, profile
+from .profiles import PROTOCOLS_OF, WRITERS, chunk_bytes, cwnd_unit, profile
 
 PROTOCOLS = ("sctp", "cmt", "tcp", "mptcp")
 ACKS = ("sack", "nrsack")
@@ -174,6 +174,7 @@ class Simulation:
         # one independent stream per path, so that paths do not share draws
         self.rng_paths = [np.random.default_rng([cfg.seed, k]) for k in range(len(cfg.paths))]
         self.S = cfg.payload
+        self.U = cwnd_unit(cfg.payload, profile(cfg.profile))  # cwnd's packet, in flight's units
         self.n = -(-cfg.total_bytes // cfg.payload)
         self.last_size = cfg.total_bytes - (self.n - 1) * cfg.payload
         isn = cfg.isn if cfg.isn is not None else int(self.rng.integers(0, 2**32))
@@ -231,8 +232,9 @@ class Simulation:
         self.nr_bytes = 0
         self.gap_open = False
         # sender, per path
-        S = self.S
-        self.cwnd = [cfg.initial_cwnd_packets * S] * P
+        # the initial cwnd is whole chunks even when cwnd's packet is an MTU (usrsctp: (mtu - 12) * 3,
+        # sctp_cc_functions.c:92)
+        self.cwnd = [cfg.initial_cwnd_packets * self.S] * P
         self.ssthresh = [cfg.rcvbuf] * P
         self.pba = [0] * P
         self.flight = [0] * P
@@ -523,7 +525,7 @@ class Simulation:
 
     def _cut_cwnd_to_burst(self, now):
         """usrsctp's Max.Burst: no more than max_burst_cwnd packets may leave at once beyond flight."""
-        limit = self.prof.max_burst_cwnd * self.S
+        limit = self.prof.max_burst_cwnd * self.U
         for p in range(self.P):
             if self.flight[p] + limit < self.cwnd[p]:
                 self.ssthresh[p] = max(self.ssthresh[p], self.cwnd[p])
@@ -650,13 +652,13 @@ class Simulation:
         if not self._timer_due(now, p, self.rto_deadline, self.rto_event, EV_RTO):
             return
         self.n_timeouts += 1
-        cfg, S = self.cfg, self.S
+        cfg = self.cfg
         self.rto[p] = min(2 * self.rto[p], int(cfg.rto_max_s * NS))
         if self.prof.linux_sndbuf:
             self.ssthresh[p] = self._linux_ssthresh(p)
         else:
-            self.ssthresh[p] = max(self.cwnd[p] // 2, 4 * S if self.sctp_like else 2 * S)
-        self.cwnd[p] = S
+            self.ssthresh[p] = max(self.cwnd[p] // 2, 4 * self.U if self.sctp_like else 2 * self.U)
+        self.cwnd[p] = self.U
         self.pba[p] = 0
         self.fr_allow[p] = False
         self._cwnd_changed(now, p)
@@ -861,6 +863,8 @@ class Simulation:
                 self._rtt_sample(q, now - txt[rtt_unit[q]])
                 if self.prof.hystart and self.cwnd[q] < self.ssthresh[q]:
                     self._hystart(now, q, sp, now - txt[rtt_unit[q]])
+            elif self.prof.rto_restored_on_ack and self.srtt[q] is not None:
+                self._set_rto(q)
             # RFC 9260 6.3.2 R3 / RFC 6298 5.3: restart only when the earliest outstanding data of
             # the path is acked; SACKs of later data do not keep a lost retransmission's timer alive
             # (ns2: also when the cum ack passes data of the path)
@@ -888,13 +892,13 @@ class Simulation:
             if flight_before[q] + self.grow_margin <= self.cwnd[q]:
                 continue
             if self.cwnd[q] <= self.ssthresh[q]:
-                self.cwnd[q] += min(newly_bytes[q], self.prof.slow_start_limit_packets * S)
+                self.cwnd[q] += min(newly_bytes[q], self.prof.slow_start_limit_packets * self.U)
                 self._cwnd_changed(now, q)
             else:
                 self.pba[q] += newly_bytes[q]
                 if self.pba[q] >= self.cwnd[q]:
                     self.pba[q] -= self.cwnd[q]
-                    self.cwnd[q] += S
+                    self.cwnd[q] += self.U
                     self._cwnd_changed(now, q)
 
     def _rack_loss(self, now, sp, holes):
@@ -1002,13 +1006,12 @@ class Simulation:
         if self.prof.refast_retransmit and self.P == 1 and self.sctp_like:
             self.refr[u] = self.next_new  # a new unit keeps its place in the order
         if self.in_recovery[q] is None:
-            S = self.S
             if self.sctp_like:
-                self.ssthresh[q] = max(self.cwnd[q] // 2, 4 * S)
+                self.ssthresh[q] = max(self.cwnd[q] // 2, self.prof.fast_recovery_ssthresh_floor_packets * self.U)
             elif self.prof.linux_sndbuf:
                 self.ssthresh[q] = self._linux_ssthresh(q)
             else:
-                self.ssthresh[q] = max((self.flight[q] + sz) // 2, 2 * S)
+                self.ssthresh[q] = max((self.flight[q] + sz) // 2, 2 * self.U)
             self.cwnd[q] = self.ssthresh[q]
             self.pba[q] = 0
             self.fr_allow[q] = True  # the first retransmission goes out regardless of cwnd
@@ -1016,7 +1019,6 @@ class Simulation:
             self._cwnd_changed(now, q)
 
     def _rtt_sample(self, q, r):
-        cfg = self.cfg
         if self.srtt[q] is None:
             self.srtt[q] = r
             self.rttvar[q] = r // 2
@@ -1025,6 +1027,11 @@ class Simulation:
             self.srtt[q] = (7 * self.srtt[q] + r) // 8
         if self.min_rtt[q] is None or r < self.min_rtt[q]:
             self.min_rtt[q] = r
+        self._set_rto(q)
+
+    def _set_rto(self, q):
+        """The RTO from SRTT and RTTVAR (RFC 6298 2.3), clamped; any backoff undone."""
+        cfg = self.cfg
         if self.prof.rto_min_on_variance:
             rto = self.srtt[q] + max(4 * self.rttvar[q], int(cfg.rto_min_s * NS))
         else:

@@ -54,6 +54,20 @@ class Profile:
     # send when it went out (usrsctp: netinet/sctp_indata.c:3480-3507, the mark at 3707-3722); off:
     # a lost retransmission waits for the T3 timer (RFC 9260 7.2.4). One path only
     refast_retransmit: bool = False
+    # SCTP's fast retransmit sets ssthresh to max(cwnd / 2, this many packets): 4 in RFC 9260 7.2.3,
+    # 2 in usrsctp (netinet/sctp_cc_functions.c:191-194; its timeout keeps 4, 1160)
+    fast_recovery_ssthresh_floor_packets: int = 4
+    # cwnd's "packet" (its MTU: initial cwnd, growth, floors, the burst cut) is a DATA chunk plus this
+    # many bytes, while flight counts DATA chunks: usrsctp counts flight in chunks (book_size, payload
+    # + 16: sctp_output.c:8041) and cwnd in net->mtu, the SCTP packet (the lab's AF_CONN path: the
+    # chunk + the 12-byte common header, sctp_usrreq.c:6159, 6172-6174), so with flight < cwnd one
+    # chunk more goes out at every whole number of MTUs; only the initial cwnd is whole chunks
+    # ((mtu - 12) * 3, sctp_cc_functions.c:92). 0: cwnd counts payloads, as flight does
+    cwnd_mtu_over_chunk_bytes: int = 0
+    # an ack that newly acks data undoes the RTO's backoff (RTO from SRTT and RTTVAR again: usrsctp's
+    # "restore any doubled timers", netinet/sctp_indata.c:4230-4237, 5012-5019); off: the backoff
+    # stays until the next RTT sample, which Karn's rule denies a retransmitted unit (RFC 9260 6.3.3)
+    rto_restored_on_ack: bool = False
     # -- Linux 6.x TCP (profile linux; docs/simulator.md cites the kernel function of each rule) --
     # RTO = SRTT + max(4 RTTVAR, rto_min) (tcp_set_rto), rather than max(SRTT + 4 RTTVAR, rto_min)
     rto_min_on_variance: bool = False
@@ -99,7 +113,9 @@ PROFILES = {
     # (sctp_output.c:13804-13810); docs/simulator.md has the rest
     "freebsd": Profile(name="freebsd", send_while_below_cwnd=True, grow_when_flight_reached_cwnd=True,
                        initial_cwnd_packets=3, rto_initial_s=3.0, max_burst_cwnd=4,
-                       slow_start_limit_packets=2, refast_retransmit=True),
+                       slow_start_limit_packets=2, refast_retransmit=True,
+                       fast_recovery_ssthresh_floor_packets=2, cwnd_mtu_over_chunk_bytes=12,
+                       rto_restored_on_ack=True),
     "linux": LINUX,
     "linux-reno": replace(LINUX, name="linux-reno", cc="reno", hystart=False),
 }
@@ -122,3 +138,16 @@ def profile(name):
 def chunk_bytes(size, header):
     """Bytes a unit of `size` payload bytes takes in the send window (SCTP pads chunks to 4)."""
     return size if header == 0 else -(-(size + header) // 4) * 4
+
+
+DATA_CHUNK_HEADER = 16
+
+
+def cwnd_unit(payload, prof):
+    """cwnd's packet in flight's units (payload bytes): the payload itself, or under
+    cwnd_mtu_over_chunk_bytes the MTU as usrsctp counts it against flight's DATA chunks, scaled to
+    payloads (1452-byte payloads: 1452 * 1480 / 1468, rounded, 1464)."""
+    if not prof.cwnd_mtu_over_chunk_bytes:
+        return payload
+    chunk = payload + DATA_CHUNK_HEADER
+    return round(payload * (chunk + prof.cwnd_mtu_over_chunk_bytes) / chunk)

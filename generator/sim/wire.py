@@ -41,13 +41,7 @@ SENDER_MAC, RECEIVER_MAC = "02:00:00:00:00:01", "02:00:00:00:00:02"
 ETH_IP = 14 + 20
 PAYLOAD_PATTERN = b"nrsack simulated payload. "
 WSCALE = 7
-SCTP_PORTS = (5001, 5002)
-TCP_PORTS = (40000, 5201)
-
-
-def addresses(path):
-    """(sender address, receiver address) of path `path`."""
-    return f"10.0.{path}.1", f"10.0.{path}.2"
+SCTP_PORTS, TCP_PORTS, addresses = C.SCTP_PORTS, C.TCP_PORTS, C.path_addresses
 
 
 def payload_bytes(size):

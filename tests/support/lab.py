@@ -20,7 +20,7 @@ def root_lab_run(tmp_path_factory, stack, args):
     a skip saying why it cannot run here."""
     import pytest
 
-    from nrsack.lab.linux_tcp import namespaces_unavailable
+    from nrsack.lab.namespaces import namespaces_unavailable
 
     reason = namespaces_unavailable(stack)
     if reason:
