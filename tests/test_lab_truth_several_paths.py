@@ -5,8 +5,7 @@ as a buffer full of *sent* data (docs/metrics.md: b and p) when the stack hands 
 import pandas as pd
 import pytest
 
-from nrsack.lab.runner import _connection_samples
-from nrsack.lab.usrsctp_udp import sent_full_and_gaps
+from nrsack.lab.truth import _connection_samples, sent_full_and_gaps
 from nrsack.lab.config import LabConfig
 from support import pcaps
 
