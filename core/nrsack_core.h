@@ -212,6 +212,7 @@ typedef enum {
     SBE_FEW_WAITS,    /* cannot tell: fewer than SBE_MIN_WAITS waits */
     SBE_UNSETTLED,    /* cannot tell: long waits, but at no settled level */
     SBE_DATA_LEVEL,   /* cannot tell: data scheduled over several paths (MPTCP's data level, CMT) */
+    SBE_NOT_BY_SENDER, /* cannot tell: the capture is not by the sender (sbe_vantage) */
 } sbe_why_t;
 typedef struct {
     sbe_verdict_t verdict;
@@ -236,6 +237,12 @@ void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r);
 /* Estimated B: blocked while held back, more new data still to come (`before_last_new`), and the RtxQ
  * after the last new data at the ceiling, or above it while a gap is open (loss recovery). */
 int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, int gap_open, int before_last_new);
+/* A capture not by the sender (by_sender 0: by the receiver or in the middle) shows neither when the sender
+ * sent nor when acks reached it: beyond one flight, it cannot tell. */
+void sbe_vantage(sbe_result_t *r, int by_sender);
+/* The evidence or the reason of r as one line (docs/metrics.md, "Estimating B"), at most n bytes with its
+ * NUL; vantage names where the capture sits (SBE_NOT_BY_SENDER). Returns snprintf's. */
+int sbe_reason(const sbe_result_t *r, const char *vantage, char *buf, size_t n);
 
 /* ---- wire blocks to units ---- */
 

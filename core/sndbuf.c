@@ -5,6 +5,7 @@
 #include "nrsack_core.h"
 #include "nrsack_core_alloc.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -176,4 +177,36 @@ void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r) {
 int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, int gap_open, int before_last_new) {
     if (r->verdict != SBE_HELD_BACK || !before_last_new || rtxq_after_new < r->low) return 0;
     return rtxq_after_new <= r->high || gap_open;
+}
+
+void sbe_vantage(sbe_result_t *r, int by_sender) {
+    if (by_sender || r->why == SBE_ONE_FLIGHT) return;  /* data seen before any ack left before it, anywhere */
+    r->verdict = SBE_CANNOT_TELL;
+    r->why = SBE_NOT_BY_SENDER;
+}
+
+int sbe_reason(const sbe_result_t *r, const char *vantage, char *buf, size_t n) {
+    unsigned long long waits = r->waits, long_waits = r->long_waits, at = r->at_ceiling, low = r->low, high = r->high;
+    switch (r->why) {
+    case SBE_CEILING:
+        return snprintf(buf, n, "%llu of %llu waits for an ack began at an RtxQ of %llu-%llu bytes, %llu above", at,
+                        waits, low, high, (unsigned long long)r->above);
+    case SBE_LONG_WAITS:
+        return snprintf(buf, n, "%llu of %llu waits for an ack outlasted %d acks, %llu of them at an RtxQ of %llu-%llu bytes",
+                        long_waits, waits, SBE_LONG_WAIT, at, low, high);
+    case SBE_ONE_FLIGHT: return snprintf(buf, n, "all new data left before an ack freed room");
+    case SBE_ANSWERED:
+        return snprintf(buf, n, "%llu of %llu waits for an ack ended within %d acks, at no ceiling", waits - long_waits,
+                        waits, SBE_LONG_WAIT - 1);
+    case SBE_NO_DATA: return snprintf(buf, n, "no new data");
+    case SBE_FEW_WAITS: return snprintf(buf, n, "too short: %llu waits for an ack, %d needed", waits, SBE_MIN_WAITS);
+    case SBE_UNSETTLED:
+        return snprintf(buf, n, "%llu of %llu waits for an ack outlasted %d acks, at no settled RtxQ", long_waits, waits,
+                        SBE_LONG_WAIT);
+    case SBE_DATA_LEVEL:
+        return snprintf(buf, n, "data over several paths (MPTCP, CMT): their windows and buffers also hold it back "
+                                "(not estimated yet)");
+    case SBE_NOT_BY_SENDER: return snprintf(buf, n, "the capture is not by the sender (vantage %s)", vantage);
+    }
+    return snprintf(buf, n, "?");
 }
