@@ -81,6 +81,8 @@ int level_row(const level_t *lv, serial_space_t *space, const event_t *x, int mi
 
 int add_board_type(PyObject *module);                 /* _scoreboard.c */
 PyObject *short_tcp_entries(PyObject *self, PyObject *args); /* _scoreboard.c */
+PyObject *sndbuf_verdict(PyObject *self, PyObject *args); /* _scoreboard.c */
+PyObject *sndbuf_blocked(PyObject *self, PyObject *args); /* _scoreboard.c */
 PyObject *fill_layout(PyObject *self, PyObject *args);       /* _scoreboard.c */
 PyObject *tcp_fin_closes(PyObject *self, PyObject *args);    /* _scoreboard.c */
 PyObject *level_part(PyObject *self, PyObject *args); /* _levels.c */

@@ -6,7 +6,7 @@ sample capture and on the lab runs of each stack in sample-pcaps/lab/ (linux-tcp
 The analyzer's frame is blocked when its last row in that frame is (the row after which the plugins show
 the frame's figures). tshark -2 builds no tree in its first pass unless a filter asks for one, and the Lua
 twin reads its layers through field extractors, which need a tree: it gets `-R frame` so that its first
-pass analyzes (Wireshark's GUI builds one in its first pass for its colouring rules)."""
+pass analyzes (docs/metrics.md, "In the plugins")."""
 
 import pytest
 
