@@ -1016,15 +1016,18 @@ local function flow_dir_new(stream, index, protocol, tsn_units, rule_rtx_after_a
         rule_rtx_after_ack = rule_rtx_after_ack, rule_revoked = rule_revoked,
         -- B from the capture (packet-nrsack-rtxq.c): the estimator, fed as the analyzer feeds it, and its
         -- decisions per semantics, kept until it is fed again (changes); at release, final
-        estimate = sbe.new(), changes = 0, decided = nil, decided_at = -1, after_new = {[0] = 0, [1] = 0},
+        estimate = sbe.new(), changes = 0, decided = nil, decided_at = 0, after_new = {[0] = 0, [1] = 0},
         last_new_frame = 0, data_path = nil, data_paths = false,
     }
 end
 
 -- A flow that ended gives its scoreboards back (decisions.md 44: memory bounded by the live flows); once out
 -- of the lookups its tables go too, the stored frame results keeping only its labels.
-local function decide(d)
-    if d.decided and d.decided_at == d.changes then return end
+-- sbe.decide per semantics, kept until the estimator is fed again; with `current` false (one pass, the
+-- estimate so far) until its events have grown by a sixteenth (packet-nrsack-rtxq.c decide, alike).
+local function decide(d, current)
+    local fed = d.changes - d.decided_at
+    if d.decided and (fed == 0 or (not current and fed < math.max(1, math.floor(d.decided_at / 16)))) then return end
     -- MPTCP's data level, or an association whose DATA went over several address pairs (CMT)
     local data_level = d.data_paths or d.protocol == "mptcp"
     d.decided = {[0] = sbe.decide(d.estimate, false, data_level), [1] = sbe.decide(d.estimate, true, data_level)}
@@ -1035,7 +1038,7 @@ local function release_dirs(dirs)
     for i = 0, 1 do
         local d = dirs[i]
         if d then
-            if d.estimate then decide(d) end -- the flow's estimate is final: its state goes
+            if d.estimate then decide(d, true) end -- the flow's estimate is final: its state goes
             d.sb, d.estimate = nil, nil
         end
     end
@@ -1170,7 +1173,7 @@ local function sndbuf_view(d, shown_again)
     local sndbuf = state.prefs.sndbuf
     if sndbuf > 0 then return {given = true, sndbuf = sndbuf} end
     local whole = d.sb == nil or shown_again
-    if d.sb then decide(d) end
+    if d.sb then decide(d, whole) end
     local decided = d.decided[d.nr_mode and 1 or 0]
     local r = {}
     for k, v in pairs(decided) do r[k] = v end

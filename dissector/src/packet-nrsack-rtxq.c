@@ -24,10 +24,13 @@ void flow_dir_init(flow_dir_t *d, guint32 stream, guint8 sender_side, const char
     g_ptr_array_add(live_dirs, d);
 }
 
-/* sbe_decide per semantics, kept until the estimator is fed again. */
-static void decide(flow_dir_t *d)
+/* sbe_decide per semantics, kept until the estimator is fed again; with `current` FALSE (one pass, the
+ * estimate so far) until its events have grown by a sixteenth, so that a long capture costs a few hundred
+ * decisions, not one per frame (lua/nrsack.lua decides alike). */
+static void decide(flow_dir_t *d, gboolean current)
 {
-    if (d->decided_valid && d->decided_at == d->estimate_changes)
+    guint64 fed = d->estimate_changes - d->decided_at;
+    if (d->decided_valid && (!fed || (!current && fed < MAX(1, d->decided_at / 16))))
         return;
     /* MPTCP's data level, or an association whose DATA went over several address pairs (CMT) */
     int data_level = d->data_paths || !strcmp(d->protocol, "mptcp");
@@ -41,7 +44,7 @@ void flow_dir_release(flow_dir_t *d)
 {
     if (d->released)
         return;
-    decide(d);  /* the flow's estimate is final: its state goes */
+    decide(d, TRUE);  /* the flow's estimate is final: its state goes */
     sbe_free(&d->estimate);
     sb_free(&d->sb);
     d->released = TRUE;
@@ -295,7 +298,7 @@ void rtxq_sndbuf_view(flow_dir_t *d, gboolean shown_again, sndbuf_view_t *v)
      * pinfo->fd->visited, which taps already see set in tshark's single pass */
     v->whole = d->released || shown_again;
     if (!d->released)
-        decide(d);
+        decide(d, v->whole);
     v->r = d->decided[d->nr_mode ? SBE_NR : SBE_SACK];
     const char *where = vantage_name(d);
     sbe_vantage(&v->r, !strcmp(where, "sender") || !strcmp(where, "unknown"));
