@@ -129,3 +129,10 @@ def test_stat_tap_and_lua_statistics_use_the_same_b(plugins):
     assert c_count > 0
     assert (f"  Send buffer B: {entry.summary['sndbuf_bytes']} bytes, estimated from the whole capture, held back: "
             f"{entry.summary['sndbuf_reason']}") in lua.splitlines()
+
+
+@pytest.mark.parametrize("pcap", LAB, ids=lambda p: p.name)
+def test_one_pass_estimates_so_far_alike(plugins, pcap):
+    """One pass: both plugins refresh the estimate so far alike (as its evidence grows by a sixteenth), so
+    they mark the same frames and say the same."""
+    assert plugin_view(plugins["c"], "c", pcap, two_pass=False) == plugin_view(plugins["lua"], "lua", pcap, two_pass=False)
