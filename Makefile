@@ -56,11 +56,11 @@ test-wireshark-versions:
 	  NRSACK_WIRESHARK=$$suite python3 -m pytest -q -n 2 $(PYTEST_ARGS) $(PLUGIN_VERSION_TESTS) || status=1; \
 	done; exit $$status
 
-# The README's `make demo` in a fresh Debian 12 (bookworm) chroot with Debian's own python3: opt-in,
-# about 10 minutes of downloads into the fresh system (tests/test_setup_stock_debian.py).
+# The README's `make demo` in a fresh Debian 12 (bookworm) chroot with Debian's own python3, alone
+# (`make test` runs it too, first: tests/test_setup_stock_debian.py).
 .PHONY: test-stock-debian
 test-stock-debian: setup
-	NRSACK_STOCK_DEBIAN=1 python3 -m pytest -q $(PYTEST_ARGS) tests/test_setup_stock_debian.py
+	python3 -m pytest -q $(PYTEST_ARGS) tests/test_setup_stock_debian.py
 
 # The inner loop: no set-up, no tshark, root, browser or chroot; under a minute.
 test-fast:

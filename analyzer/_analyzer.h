@@ -26,7 +26,7 @@ typedef struct {
     uint32_t len;       /* payload bytes (DATA chunk payload, TCP payload) */
     uint32_t wnd;       /* a_rwnd, TCP window (unscaled) */
     uint32_t tag;       /* SCTP verification tag; initiate tag for INIT / INIT-ACK */
-    uint32_t aux;       /* FSACK timestamp, MP_JOIN token, subflow seq of a DSS mapping */
+    uint32_t aux;       /* FSACK timestamp, MP_JOIN token, subflow seq of a DSS mapping, MP_CAPABLE version */
     uint32_t flags;     /* EV_* bits */
     uint16_t stream;
     uint16_t ssn;
@@ -87,5 +87,6 @@ PyObject *fill_layout(PyObject *self, PyObject *args);       /* _scoreboard.c */
 PyObject *tcp_fin_closes(PyObject *self, PyObject *args);    /* _scoreboard.c */
 PyObject *level_part(PyObject *self, PyObject *args); /* _levels.c */
 PyObject *unwrap_serials(PyObject *self, PyObject *args); /* _levels.c */
+PyObject *mptcp_part(PyObject *self, PyObject *args); /* _levels.c */
 
 #endif

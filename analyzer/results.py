@@ -10,7 +10,9 @@ import pandas as pd
 
 from nrsack.analyzer.state import scoreboard as A
 from nrsack.analyzer.read import events as E
-from nrsack.analyzer.state.pipeline import MAX_OPEN_FLOWS, Pipeline
+from nrsack.analyzer.state.pipeline import MAX_OPEN_FLOWS
+from nrsack.analyzer.state.run import Run
+from nrsack.analyzer.state.stores import MemoryStore
 
 CHUNK_NAMES = {0: "DATA", 1: "INIT", 2: "INIT-ACK", 3: "SACK", 4: "HEARTBEAT", 5: "HEARTBEAT-ACK", 6: "ABORT",
                7: "SHUTDOWN", 8: "SHUTDOWN-ACK", 9: "ERROR", 10: "COOKIE-ECHO", 11: "COOKIE-ACK",
@@ -182,19 +184,16 @@ def analyze(path, sndbuf=None, progress=None, chunk_frames=None, max_open_flows=
     idle longest finished at their last event, with a GEN-01 note (docs/decisions.md 5X).
     Raises CaptureError (one line) for unusable input.
     """
-    pipeline = Pipeline(A.MemoryStore(), keep_serials=True, max_open_flows=max_open_flows)
+    run = Run(path, MemoryStore(), chunk_frames, progress, keep_serials=True, max_open_flows=max_open_flows)
     chunks, flow_parts, side_parts = [], [], []
-    for cap in E.read_chunks(path, chunk_frames, progress):
-        flow_of, side_of = pipeline.feed(cap)
+    for cap, flow_of, side_of in run.chunks():
         chunks.append(cap)
         flow_parts.append(flow_of)
         side_parts.append(side_of)
+    header = run.end()
     cap = E.join_chunks(chunks)
-    cap.rule_findings = sorted(cap.rule_findings + pipeline.late_note(), key=lambda f: f[0])
-    flows = pipeline.table.flows
-    if not flows:
-        raise E.no_flows(path, cap)
-    entries = pipeline.entries(sndbuf)
+    cap.rule_findings = header.rule_findings
+    entries = run.entries(sndbuf)
     serials = {}
     for entry in entries:
         for part in (entry, *entry.paths):
@@ -206,4 +205,4 @@ def analyze(path, sndbuf=None, progress=None, chunk_frames=None, max_open_flows=
                 serials[part.summary["id"]] = part.serials
     flow_of = flow_parts[0] if len(flow_parts) == 1 else np.concatenate(flow_parts)
     side_of = side_parts[0] if len(side_parts) == 1 else np.concatenate(side_parts)
-    return Analysis(cap, flows, flow_of, side_of, entries, sndbuf, serials)
+    return Analysis(cap, run.pipeline.table.flows, flow_of, side_of, entries, sndbuf, serials)

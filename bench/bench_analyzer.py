@@ -75,6 +75,8 @@ def build_capture(path, packets, flows, seed=1):
     """Fixed-size records assembled with numpy: Ethernet/IPv4 + TCP (SACK option) or SCTP (DATA / NR-SACK)."""
     import numpy as np  # here only: every contender's process imports this file, and only its own work counts
 
+    from nrsack.generator.pcapfile import file_header
+
     rng = np.random.default_rng(seed)
     per_flow = packets // flows
     records = np.zeros((per_flow * flows, 16 + SNAPLEN), np.uint8)
@@ -150,8 +152,7 @@ def build_capture(path, packets, flows, seed=1):
         r += k
     records = records[np.argsort(times[:r], kind="stable")]
     with open(path, "wb") as out:
-        out.write(np.array([0xA1B2C3D4], "<u4").tobytes() + np.array([2, 4], "<u2").tobytes()
-                  + np.array([0, 0, SNAPLEN, 1], "<u4").tobytes())
+        out.write(file_header(snaplen=SNAPLEN))
         out.write(records.tobytes())
     return r
 

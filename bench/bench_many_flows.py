@@ -23,6 +23,8 @@ import sys
 import tempfile
 import time
 
+from nrsack.generator.pcapfile import PcapWriter
+
 OPEN_AT_ONCE = 200
 
 
@@ -50,16 +52,14 @@ def connection(k):
 
 
 def build(path, flows):
-    with open(path, "wb") as out:
-        out.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 101))
+    with PcapWriter(path, linktype=101, snaplen=262144) as out:  # raw IP, tcpdump's snap length
         t = 0
         for first in range(0, flows, OPEN_AT_ONCE):
             group = [connection(k) for k in range(first, min(first + OPEN_AT_ONCE, flows))]
             for step in range(len(group[0])):  # the group's connections interleaved, step by step
                 for frames in group:
                     frame = frames[step]
-                    out.write(struct.pack("<IIII", 1_700_000_000 + t // 1_000_000, t % 1_000_000, len(frame),
-                                          len(frame)) + frame)
+                    out.write(1_700_000_000 + t // 1_000_000, t % 1_000_000, frame)
                     t += 10
 
 

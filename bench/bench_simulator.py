@@ -19,9 +19,10 @@ from scapy.layers.l2 import Ether
 from scapy.layers.sctp import SCTP, SCTPChunkData
 from scapy.utils import wrpcap
 
-from nrsack.generator.sim.model import DATA, RTX, PathConfig, SimConfig, simulate
+from nrsack.generator.sim.engine import PathConfig, SimConfig, simulate, write_pcap
+from nrsack.generator.sim.model import DATA, RTX
 from nrsack.generator.sim.truth import Truth
-from nrsack.generator.sim.wire import payload_bytes, write_pcap
+from nrsack.generator.sim.wire import payload_bytes
 
 
 class Clock:

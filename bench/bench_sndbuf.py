@@ -5,11 +5,13 @@ without --sndbuf against it.
     python bench/bench_sndbuf.py --out corpus/ --limit 12          # the first 12 runs of the grid
     python bench/bench_sndbuf.py --out corpus/ --stacks usrsctp    # one stack's runs
     python bench/bench_sndbuf.py --out corpus/ --report-only       # today's analyzer on the corpus made
+    python bench/bench_sndbuf.py --out corpus/ --retruth           # linux, usrsctp-udp truth again from kept measurements
 
 One folder per run under OUT/runs/ (sender.pcap, truth.json, the truth CSVs; the receiver's capture
 is dropped; sender.json keeps the linux runs' raw measurements) and a line per finished run in OUT/manifest.tsv. linux stacks need root. The grid: linux-tcp
 (cubic, bbr, reno; SO_SNDBUF 16 KiB to 1 MiB and none, i.e. autotuned; loss 0-5 %; delay 5-100 ms;
-GSO/TSO on and off), linux-mptcp (two subflows), usrsctp (drain on and off); the order interleaves
+GSO/TSO on and off), linux-mptcp (two subflows), usrsctp (drain on and off), and with --stacks usrsctp-udp
+usrsctp with CMT over two paths, NR-SACKs without drain and SACKs with it (24 runs, real time); the order interleaves
 the stacks, so any --limit covers each. Runs are sized to take seconds (0.3-2 MB).
 
 The report runs `nrsack analyze --format json` (no --sndbuf) on every sender capture and prints per
@@ -30,6 +32,8 @@ from pathlib import Path
 MANIFEST_COLUMNS = ["run_id", "stack", "cc", "sndbuf", "loss", "delay", "bandwidth", "gso", "seed", "folder",
                     "truth_b_over_q", "truth_p_over_q", "drain", "bytes", "complete"]
 STACKS = ("linux-tcp", "linux-mptcp", "usrsctp")
+# opt-in (--stacks): usrsctp with CMT over two paths, in real time (root, namespaces)
+MORE_STACKS = ("usrsctp-udp",)
 TOLERANCES = (0.05, 0.1)
 
 
@@ -72,6 +76,13 @@ def grid():
         cfg = LabConfig(stack="usrsctp", drain=drain, sndbuf=sndbuf, loss=loss, delay_ms=delay, bandwidth_mbps=20,
                         seed=i + 1, timeout_s=90, bytes=min(_bytes_for(sndbuf, delay, 20, loss), 1_000_000))
         per_stack["usrsctp"].append(cfg)
+    per_stack["usrsctp-udp"] = []
+    for i, (ack, sndbuf, loss, delays2) in enumerate(itertools.product(("nrsack", "sack"), (16384, 65536, 262144),
+                                                                       (0.0, 0.01), ((10, 10), (10, 30)))):
+        cfg = LabConfig(stack="usrsctp-udp", ack=ack, drain=ack == "sack", sndbuf=sndbuf, loss=loss,
+                        delay_ms=delays2[0], bandwidth_mbps=20, more_paths=((loss, delays2[1], 10),), seed=i + 1,
+                        timeout_s=90, bytes=min(_bytes_for(sndbuf, max(delays2), 30, loss), 1_000_000))
+        per_stack["usrsctp-udp"].append(cfg)
     order = [cfg for group in itertools.zip_longest(*per_stack.values()) for cfg in group if cfg is not None]
     return [(run_id(cfg), cfg) for cfg in order]
 
@@ -79,6 +90,8 @@ def grid():
 def run_id(cfg):
     variant = (f"{cfg.cc or 'default'}-{'gso' if cfg.gso else 'nogso'}" if cfg.stack.startswith("linux")
                else ("drain" if cfg.drain else "nodrain"))
+    if cfg.stack == "usrsctp-udp":
+        variant = f"{cfg.ack}-{variant}"
     delays = "_".join(f"{p[1]:g}" for p in cfg.paths())
     return f"{cfg.stack}-{variant}-b{cfg.sndbuf or 'auto'}-l{cfg.loss:g}-d{delays}-s{cfg.seed}"
 
@@ -115,6 +128,27 @@ def make_run(rid, cfg, out):
            "drain": int(cfg.drain), "bytes": cfg.bytes, "complete": int(bool(truth.get("complete")))}
     append_manifest(out, row)
     return row
+
+
+def retruth(out, manifest, configs):
+    """truth.json of the runs in real namespaces (linux-*, usrsctp-udp) again from the measurements kept
+    (sender.json, drops*.json, truth_blocking.csv, sender.pcap) with today's lab rules; the manifest's truth
+    columns follow."""
+    from nrsack.lab import usrsctp_udp
+    from nrsack.lab.runner import tcp_summary
+
+    for rid, m in manifest.items():
+        folder = out / m["folder"]
+        if rid not in configs or not (folder / "sender.json").exists():
+            continue
+        measured = json.loads((folder / "sender.json").read_text())
+        measured["paths"] = [json.loads(f.read_text()) for f in sorted(folder.glob("drops*.json"))]
+        cfg = configs[rid]
+        truth = (usrsctp_udp.summary if cfg.stack == "usrsctp-udp" else tcp_summary)(cfg, measured, folder)
+        m["truth_b_over_q"], m["truth_p_over_q"] = _fmt(truth.get("b_over_q")), _fmt(truth.get("p_over_q"))
+    (out / "manifest.tsv").unlink()
+    for m in manifest.values():
+        append_manifest(out, m)
 
 
 def _fmt(x):
@@ -196,15 +230,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=Path("sndbuf-corpus"))
     ap.add_argument("--limit", type=int, default=None, help="the first N runs of the grid (stacks interleaved)")
-    ap.add_argument("--stacks", default=",".join(STACKS), help="comma-separated: " + ", ".join(STACKS))
+    ap.add_argument("--stacks", default=",".join(STACKS),
+                    help="comma-separated: " + ", ".join(STACKS + MORE_STACKS) + f" (default {','.join(STACKS)})")
     ap.add_argument("--report-only", action="store_true", help="no new runs: the analyzer on the runs made")
     ap.add_argument("--no-report", action="store_true", help="make the runs only")
+    ap.add_argument("--retruth", action="store_true",
+                    help="no new runs: truth.json of the linux and usrsctp-udp runs again from their kept measurements")
     ap.add_argument("--list", action="store_true", help="print the grid and leave")
     a = ap.parse_args()
     stacks = [s.strip() for s in a.stacks.split(",") if s.strip()]
-    unknown = [s for s in stacks if s not in STACKS]
+    unknown = [s for s in stacks if s not in STACKS + MORE_STACKS]
     if unknown:
-        ap.error(f"unknown stack {', '.join(unknown)}; one of {', '.join(STACKS)}")
+        ap.error(f"unknown stack {', '.join(unknown)}; one of {', '.join(STACKS + MORE_STACKS)}")
     runs = [(rid, cfg) for rid, cfg in grid() if cfg.stack in stacks][:a.limit]
     if a.list:
         for rid, cfg in runs:
@@ -212,7 +249,9 @@ def main():
         print(f"{len(runs)} runs")
         return
     a.out.mkdir(parents=True, exist_ok=True)
-    if not a.report_only:
+    if a.retruth:
+        retruth(a.out, read_manifest(a.out), {rid: cfg for rid, cfg in runs if cfg.stack != "usrsctp"})
+    elif not a.report_only:
         from nrsack.lab.runner import LabError
 
         made = read_manifest(a.out)

@@ -49,7 +49,10 @@ int serial_unwrap(serial_space_t *s, uint32_t v, uint64_t *out);
 /* v -> the 64-bit serial nearest to reference, without state: block edges next to their ack. */
 uint64_t serial_near(uint64_t reference, uint32_t v);
 /* Wire values 64 bits wide (MPTCP DSN / DATA ACK in 8-octet form, made relative by the caller so they
- * stay below 2^63) are taken as they are, under serial_unwrap's far guard and return values. */
+ * stay below 2^63) are taken as they are, under serial_unwrap's far guard and return values. One at
+ * or above SERIAL_WIDE_LIMIT is far away and never a candidate: no data level spans 2^53 bytes from
+ * its first number, and the Lua twin's doubles hold serials exactly only below it (decisions 5X). */
+#define SERIAL_WIDE_LIMIT ((uint64_t)1 << 53)
 int serial_take64(serial_space_t *s, uint64_t v, uint64_t *out);
 
 /* ---- interval sets ---- */
@@ -196,6 +199,9 @@ typedef struct { uint64_t bin, waits, top; } sbe_bin_t;  /* top: the highest Rtx
 typedef struct { sbe_bin_t *v; size_t n, cap; uint64_t waits; } sbe_levels_t;
 typedef struct {
     sbe_levels_t all[2], held[2];    /* every wait; the waits that outlasted SBE_LONG_WAIT freeing acks */
+    sbe_levels_t settled[2];         /* the waits after the one at the highest level yet (a transient above ends there) */
+    uint64_t record[2];              /* the highest level yet */
+    uint64_t deep[2];                /* long waits that lasted until a quarter of their level was acked */
     uint64_t after_new[2];           /* the RtxQ after the last new data */
     uint64_t size_count[SBE_SIZES], size_sum[SBE_SIZES];  /* new data per packet, by power of two */
     uint32_t acks;                   /* freeing acks since the last new data */
@@ -212,6 +218,10 @@ typedef enum {
     SBE_FEW_WAITS,    /* cannot tell: fewer than SBE_MIN_WAITS waits */
     SBE_UNSETTLED,    /* cannot tell: long waits, but at no settled level */
     SBE_DATA_LEVEL,   /* cannot tell: data scheduled over several paths (MPTCP's data level, CMT) */
+    SBE_SUBFLOW_QUEUES, /* cannot tell: MPTCP held at a level, which queued-unsent data in subflows also makes */
+    SBE_PATHS_NO_CEILING, /* cannot tell: CMT waits at no ceiling, which a payload-counted buffer makes */
+    SBE_SETTLED_CEILING,  /* held back: half the waits after the highest level (half the waits or more) within a packet below one level */
+    SBE_NO_PILE,      /* never: no level holds a fifth of the waits, and at most 2 % of them were deep */
     SBE_NOT_BY_SENDER, /* cannot tell: the capture is not by the sender (sbe_vantage) */
 } sbe_why_t;
 typedef struct {
@@ -219,8 +229,9 @@ typedef struct {
     sbe_why_t why;
     uint64_t sndbuf;           /* B (held back), else 0 */
     uint64_t low, high;        /* blocked while the RtxQ after the last new data is in [low, high] (or above, gap open) */
-    uint64_t waits, long_waits, at_ceiling, above;  /* the evidence */
+    uint64_t waits, long_waits, at_ceiling, above;  /* the evidence (SBE_NO_PILE, SBE_UNSETTLED: at_ceiling, the fullest band) */
     uint64_t packet;           /* the usual new data per packet */
+    uint64_t deep_waits;       /* long waits that lasted until a quarter of their level was acked */
 } sbe_result_t;
 
 void sbe_init(sbe_t *e);
@@ -234,6 +245,17 @@ void sbe_freeing_ack(sbe_t *e, int gap_open);
  * over several paths (MPTCP's data level, a CMT association), whose windows, buffers and scheduler also
  * hold new data back: beyond one flight or too few waits, it cannot tell. */
 void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r);
+/* Who sends the waits sbe_decide_paths reads: one path (sbe_decide's rules); one path of data scheduled
+ * over several (the path does not see the buffer they share); an MPTCP connection's data level; an SCTP
+ * association whose data took more than one path (CMT). */
+typedef enum { SBE_ONE_PATH, SBE_A_PATH_OF_SEVERAL, SBE_MPTCP_DATA_LEVEL, SBE_CMT_ASSOCIATION } sbe_paths_t;
+/* sbe_decide's verdict, kept where the stack's accounting lets the connection level's waits show the
+ * buffer (docs/metrics.md, "Data over several paths"): MPTCP keeps never and too short, the rest cannot
+ * tell (Linux hands written data to a subflow's queue, where it may wait unsent, before the wire sees it).
+ * CMT (usrsctp counts the association's queue in payload, so a full buffer is one level, and resumes the
+ * writer at every SACK) keeps a ceiling and otherwise cannot tell: waits ended at the first acks are no
+ * sign of room there. */
+void sbe_decide_paths(const sbe_t *e, int nr, sbe_paths_t paths, sbe_result_t *r);
 /* Estimated B: blocked while held back, more new data still to come (`before_last_new`), and the RtxQ
  * after the last new data at the ceiling, or above it while a gap is open (loss recovery). */
 int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, int gap_open, int before_last_new);

@@ -68,5 +68,10 @@ int serial_take64(serial_space_t *s, uint64_t v, uint64_t *out) {
         *out = v;
         return SERIAL_OK;
     }
+    if (v >= SERIAL_WIDE_LIMIT) {
+        s->candidate_set = 0;
+        *out = v;
+        return SERIAL_FAR_AWAY;
+    }
     return guard(s, v, v, out);
 }

@@ -11,16 +11,20 @@
 
 void sbe_init(sbe_t *e) { memset(e, 0, sizeof *e); }
 
-static sbe_levels_t *levels_of(sbe_t *e, int k) { return k < 2 ? &e->all[k] : &e->held[k - 2]; }
+enum { SBE_LEVEL_SETS = 6 };  /* all, held and settled, per semantics */
+
+static sbe_levels_t *levels_of(sbe_t *e, int k) {
+    return k < 2 ? &e->all[k] : k < 4 ? &e->held[k - 2] : &e->settled[k - 4];
+}
 
 void sbe_free(sbe_t *e) {
-    for (int k = 0; k < 4; k++) core_free(levels_of(e, k)->v);
+    for (int k = 0; k < SBE_LEVEL_SETS; k++) core_free(levels_of(e, k)->v);
     sbe_init(e);
 }
 
 int sbe_copy(sbe_t *dst, const sbe_t *src) {
     *dst = *src;
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < SBE_LEVEL_SETS; k++) {
         sbe_levels_t *l = levels_of(dst, k);
         size_t n = l->n;
         const sbe_bin_t *from = l->v;
@@ -66,10 +70,23 @@ static int count_wait(sbe_levels_t *l, uint64_t level) {
 int sbe_new_data(sbe_t *e, uint64_t rtxq_sack, uint64_t rtxq_nr, uint64_t bytes) {
     if (e->sent_new && e->acks) {  /* a wait for an ack ended in new data: it began at after_new */
         int long_wait = e->acks >= SBE_LONG_WAIT && !e->gap_seen;
-        for (int k = 0; k < 2; k++)
+        for (int k = 0; k < 2; k++) {
+            uint64_t rtxq = k == SBE_SACK ? rtxq_sack : rtxq_nr, before = rtxq > bytes ? rtxq - bytes : 0;
+            /* deep: a quarter of the level acked before new data left (a writer woken once a third of its
+             * buffer is free; a GSO skb's truesize freed only as a whole) */
+            if (long_wait && e->after_new[k] > before && (e->after_new[k] - before) * 4 >= e->after_new[k])
+                e->deep[k]++;
             if (count_wait(&e->all[k], e->after_new[k]) < 0 ||
                 (long_wait && count_wait(&e->held[k], e->after_new[k]) < 0))
                 return -1;
+            if (e->after_new[k] > e->record[k]) {  /* a new highest level: what came before is a transient */
+                e->record[k] = e->after_new[k];
+                e->settled[k].n = 0;
+                e->settled[k].waits = 0;
+            } else if (count_wait(&e->settled[k], e->after_new[k]) < 0) {
+                return -1;
+            }
+        }
     }
     int power = 0;
     while (power < SBE_SIZES - 1 && bytes >> (power + 1)) power++;
@@ -104,6 +121,45 @@ static uint64_t median_level(const sbe_levels_t *l) {
     return 0;
 }
 
+/* A ceiling: the highest level x with at least `percent` % of the waits of `l` within a packet below it and
+ * at most 10 % above it (excursions in loss recovery): a buffer counted in payload (usrsctp), or a writer
+ * woken as soon as a packet's room is free. r->packet set; fills r and returns 1 when found. */
+static int find_ceiling(const sbe_levels_t *l, unsigned percent, sbe_result_t *r, sbe_why_t why) {
+    uint64_t above = 0;
+    for (size_t k = l->n; k-- > 0;) {
+        if (above * 10 > l->waits) break;
+        uint64_t x = l->v[k].top, floor = x > r->packet ? x - r->packet : 0, count = 0;
+        for (size_t j = k + 1; j-- > 0 && l->v[j].top >= floor;) count += l->v[j].waits;
+        if (count >= SBE_MIN_WAITS && count * 100 >= percent * l->waits) {
+            r->verdict = SBE_HELD_BACK;
+            r->why = why;
+            r->sndbuf = r->high = x;
+            /* blocked down to SBE_CEILING_BAND packets below: a writer resumes when a few packets' room is
+             * free, and the RtxQ after each burst lands within them */
+            r->low = x > SBE_CEILING_BAND * r->packet ? x - SBE_CEILING_BAND * r->packet : 0;
+            r->at_ceiling = count;
+            r->above = above;
+            return 1;
+        }
+        above += l->v[k].waits;
+    }
+    return 0;
+}
+
+/* The most waits within one packet below a level with at most a quarter of the waits above it: where a
+ * buffer's waits would pile (above it only loss recovery and transients; a pile with more above is a
+ * window's, which moves). */
+static uint64_t fullest_band(const sbe_levels_t *l, uint64_t packet) {
+    uint64_t most = 0, above = 0;
+    for (size_t k = l->n; k-- > 0 && above * 4 <= l->waits;) {
+        uint64_t x = l->v[k].top, floor = x > packet ? x - packet : 0, count = 0;
+        for (size_t j = k + 1; j-- > 0 && l->v[j].top >= floor;) count += l->v[j].waits;
+        if (count > most) most = count;
+        above += l->v[k].waits;
+    }
+    return most;
+}
+
 void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r) {
     const sbe_levels_t *all = &e->all[nr ? SBE_NR : SBE_SACK], *held = &e->held[nr ? SBE_NR : SBE_SACK];
     memset(r, 0, sizeof *r);
@@ -131,27 +187,7 @@ void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r) {
         r->why = SBE_DATA_LEVEL;
         return;
     }
-    /* A ceiling: the highest level x with at least 30 % of the waits within a packet below it and at most
-     * 10 % above it (excursions in loss recovery): a buffer counted in payload (usrsctp), or a writer woken
-     * as soon as a packet's room is free. */
-    uint64_t above = 0;
-    for (size_t k = all->n; k-- > 0;) {
-        if (above * 10 > all->waits) break;
-        uint64_t x = all->v[k].top, floor = x > r->packet ? x - r->packet : 0, count = 0;
-        for (size_t j = k + 1; j-- > 0 && all->v[j].top >= floor;) count += all->v[j].waits;
-        if (count >= SBE_MIN_WAITS && count * 10 >= 3 * all->waits) {
-            r->verdict = SBE_HELD_BACK;
-            r->why = SBE_CEILING;
-            r->sndbuf = r->high = x;
-            /* blocked down to SBE_CEILING_BAND packets below: a writer resumes when a few packets' room is
-             * free, and the RtxQ after each burst lands within them */
-            r->low = x > SBE_CEILING_BAND * r->packet ? x - SBE_CEILING_BAND * r->packet : 0;
-            r->at_ceiling = count;
-            r->above = above;
-            return;
-        }
-        above += all->v[k].waits;
-    }
+    if (find_ceiling(all, 30, r, SBE_CEILING)) return;
     /* Long waits, 4 % of the waits or more, two thirds of them within 15 % of their median level: a writer
      * woken only once enough room is free (Linux: sk_stream_write_space), at the buffer's level. */
     if (held->waits >= SBE_MIN_WAITS / 2 && held->waits * 25 >= all->waits) {
@@ -166,9 +202,27 @@ void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r) {
             return;
         }
     }
+    /* A transient above the buffer before it settled (Linux with GSO: the tail skb filled up to 64 KB while
+     * the buffer is checked only before a new one, tcp_sendmsg_locked in net/ipv4/tcp.c): a ceiling over the
+     * waits after the one at the highest level, when they are half the waits or more; with the transient
+     * set aside, half of them at the ceiling (a window of a few packets also has a most common top level). */
+    const sbe_levels_t *settled = &e->settled[nr ? SBE_NR : SBE_SACK];
+    if (settled->waits * 2 >= all->waits && find_ceiling(settled, 50, r, SBE_SETTLED_CEILING)) return;
     if (held->waits * 50 <= all->waits) {  /* (almost) every wait ended at the first acks */
         r->verdict = SBE_NEVER;
         r->why = SBE_ANSWERED;
+        return;
+    }
+    /* A writer held back by its buffer resumes either as soon as a packet fits (its waits pile at the
+     * buffer's level) or once a good part of the buffer is free (deep waits). Neither: no band of a packet
+     * with at most a quarter of the waits above it holds a fifth of them (two thirds of a ceiling's share),
+     * and at most 2 % were deep. */
+    r->deep_waits = e->deep[nr ? SBE_NR : SBE_SACK];
+    uint64_t fullest = fullest_band(all, r->packet);
+    r->at_ceiling = fullest;
+    if (r->deep_waits * 50 <= all->waits && fullest * 5 < all->waits) {
+        r->verdict = SBE_NEVER;
+        r->why = SBE_NO_PILE;
         return;
     }
     r->why = SBE_UNSETTLED;
@@ -179,6 +233,18 @@ int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, int gap_open, in
     return rtxq_after_new <= r->high || gap_open;
 }
 
+void sbe_decide_paths(const sbe_t *e, int nr, sbe_paths_t paths, sbe_result_t *r) {
+    sbe_decide(e, nr, paths == SBE_A_PATH_OF_SEVERAL, r);
+    if (paths <= SBE_A_PATH_OF_SEVERAL || r->why == SBE_ONE_FLIGHT || r->why == SBE_NO_DATA ||
+        r->why == SBE_FEW_WAITS || r->why == SBE_UNSETTLED)
+        return;
+    if (paths == SBE_CMT_ASSOCIATION && r->why == SBE_CEILING) return;
+    if (paths == SBE_MPTCP_DATA_LEVEL && r->why == SBE_ANSWERED) return;
+    /* the level stays in r as the evidence; no verdict rests on it */
+    r->verdict = SBE_CANNOT_TELL;
+    r->why = paths == SBE_MPTCP_DATA_LEVEL ? SBE_SUBFLOW_QUEUES : SBE_PATHS_NO_CEILING;
+}
+
 void sbe_vantage(sbe_result_t *r, int by_sender) {
     if (by_sender || r->why == SBE_ONE_FLIGHT) return;  /* data seen before any ack left before it, anywhere */
     r->verdict = SBE_CANNOT_TELL;
@@ -186,7 +252,8 @@ void sbe_vantage(sbe_result_t *r, int by_sender) {
 }
 
 int sbe_reason(const sbe_result_t *r, const char *vantage, char *buf, size_t n) {
-    unsigned long long waits = r->waits, long_waits = r->long_waits, at = r->at_ceiling, low = r->low, high = r->high;
+    unsigned long long waits = r->waits, long_waits = r->long_waits, at = r->at_ceiling, low = r->low, high = r->high,
+                       deep = r->deep_waits;
     switch (r->why) {
     case SBE_CEILING:
         return snprintf(buf, n, "%llu of %llu waits for an ack began at an RtxQ of %llu-%llu bytes, %llu above", at,
@@ -201,11 +268,33 @@ int sbe_reason(const sbe_result_t *r, const char *vantage, char *buf, size_t n) 
     case SBE_NO_DATA: return snprintf(buf, n, "no new data");
     case SBE_FEW_WAITS: return snprintf(buf, n, "too short: %llu waits for an ack, %d needed", waits, SBE_MIN_WAITS);
     case SBE_UNSETTLED:
-        return snprintf(buf, n, "%llu of %llu waits for an ack outlasted %d acks, at no settled RtxQ", long_waits, waits,
-                        SBE_LONG_WAIT);
+        return snprintf(buf, n,
+                        "%llu of %llu waits for an ack outlasted %d acks, at no settled RtxQ; %llu of them until a "
+                        "quarter of their RtxQ was acked, up to %llu within a packet of one RtxQ",
+                        long_waits, waits, SBE_LONG_WAIT, deep, at);
     case SBE_DATA_LEVEL:
-        return snprintf(buf, n, "data over several paths (MPTCP, CMT): their windows and buffers also hold it back "
-                                "(not estimated yet)");
+        return snprintf(buf, n, "a path of data over several paths (MPTCP, CMT): the buffer they share holds the "
+                                "connection's data, see its entry");
+    case SBE_SUBFLOW_QUEUES:
+        return snprintf(buf, n,
+                        "MPTCP: %llu of %llu waits for a data-level ack began at an RtxQ of %llu-%llu bytes, but data "
+                        "the subflows hold unsent makes the same waits as a buffer full of sent data",
+                        at, waits, low, high);
+    case SBE_PATHS_NO_CEILING:
+        return snprintf(buf, n,
+                        "CMT: %llu waits for an ack at no ceiling: the association's buffer counts payload (full, it "
+                        "is one level) and resumes the writer at the first ack, as the paths' windows do",
+                        waits);
+    case SBE_SETTLED_CEILING:
+        return snprintf(buf, n,
+                        "%llu of the %llu waits for an ack began at an RtxQ of %llu-%llu bytes, %llu above, after a "
+                        "transient at a higher RtxQ",
+                        at, waits, low, high, (unsigned long long)r->above);
+    case SBE_NO_PILE:
+        return snprintf(buf, n,
+                        "at most %llu of %llu waits for an ack began within a packet of one RtxQ, and %llu lasted "
+                        "until a quarter of their RtxQ was acked: no sign of a full buffer",
+                        at, waits, deep);
     case SBE_NOT_BY_SENDER: return snprintf(buf, n, "the capture is not by the sender (vantage %s)", vantage);
     }
     return snprintf(buf, n, "?");

@@ -82,9 +82,8 @@ def simulate(protocol, ack, sndbuf, loss, loss_model, burst, delay, bandwidth, q
              payload, rcvbuf, seed, isn, receiver_pcap, truth_format, profile, writer, ack_loss,
              duration, out_dir):
     """Simulate one transfer; write sender.pcap (receiver.pcap) and the truth files."""
-    from .sim.model import PathConfig, SimConfig, simulate as run_model
+    from .sim.engine import PathConfig, SimConfig, simulate as run_model, write_pcap
     from .sim.truth import Truth
-    from .sim.wire import write_pcap
 
     lists = {"loss": _floats(loss, "--loss"), "delay": _floats(delay, "--delay"),
              "bandwidth": _floats(bandwidth, "--bandwidth"), "queue": _ints(queue, "--queue"),

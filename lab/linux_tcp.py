@@ -399,8 +399,10 @@ def run(cfg, out_dir):
             forwarders.append((fwd, drops))
             for name, dev, side in (("s", s_dev, "sender"), ("r", r_dev, "receiver")):
                 pcap = out_dir / (f"{side}.pcap" if len(paths) == 1 else f"{side}-{i}.pcap")
-                d = spawn(name, "tcpdump", "-i", dev, "--immediate-mode", "-s", snaplen, "-w", str(pcap),
-                          "-U", capture_filter, stderr=subprocess.PIPE)
+                # a 16 MiB ring (tcpdump's default is 2): a loaded machine can leave tcpdump unscheduled
+                # long enough for the kernel to drop frames, and the truth is read from these captures
+                d = spawn(name, "tcpdump", "-i", dev, "--immediate-mode", "-B", "16384", "-s", snaplen,
+                          "-w", str(pcap), "-U", capture_filter, stderr=subprocess.PIPE)
                 line = d.stderr.readline()
                 if "listening" not in line:
                     raise RuntimeError(f"tcpdump: {line.strip()}")
@@ -432,9 +434,14 @@ def run(cfg, out_dir):
         # timeouts) and a loaded machine can delay past a fixed 30 s: it gets the run's bound, as the sender does
         receiver.wait(timeout=cfg.timeout_s + 30)
         time.sleep(0.2)
+        dropped = 0
         for d in dumps:
             d.send_signal(signal.SIGINT)
             d.wait(timeout=10)
+            dropped += sum(int(n) for n in re.findall(r"(\d+) packets? dropped by kernel", d.stderr.read()))
+        if dropped:
+            raise RuntimeError(f"the captures dropped {dropped} frames (a loaded machine?): the truth read "
+                               "from them would be wrong; run it again")
         for fwd, _ in forwarders:
             fwd.send_signal(signal.SIGTERM)
             fwd.wait(timeout=10)

@@ -53,7 +53,7 @@ MPTCP_INFO_COLUMNS = ["subflows", "write_seq", "snd_una", "retransmits", "bytes_
 
 def _connection_samples(cfg, m, out_dir):
     """The sampled view of the sender's kernel, written to the truth files; -> (time_s, bytes held
-    unsent, gap open, payload bytes sent and not acked, segment size) per sample. linux-mptcp: the connection level (MPTCP_INFO, data
+    unsent (MPTCP: in the connection's queue or a subflow's), gap open, payload bytes sent and not acked, segment size) per sample. linux-mptcp: the connection level (MPTCP_INFO, data
     sequence numbers made relative to the first byte written) in truth_mptcp_info.csv and every
     subflow's TCP_INFO (MPTCP_TCPINFO) in truth_tcp_info.csv; linux-tcp: TCP_INFO. Both with the
     socket's buffer (sk_sndbuf, sk_wmem_queued, SIOCOUTQ).
@@ -91,9 +91,13 @@ def _connection_samples(cfg, m, out_dir):
     conn["subflow_acked_above_data_ack"] = np.maximum(
         sub_acked - conn.bytes_acked.to_numpy() - conn.bytes_retrans.to_numpy() - sequence_flags, 0)
     conn["gap_open"] = (sub_sacked > 0) | (conn.subflow_acked_above_data_ack.to_numpy() > 0)
+    # the connection hands data to a subflow's write queue before that subflow's window lets it out
+    # (net/mptcp/protocol.c __mptcp_push_pending): MPTCP_INFO counts it sent, the wire has not seen it
+    conn["subflow_notsent_bytes"] = per_time.notsent_bytes.sum().reindex(conn.time_s, fill_value=0).to_numpy()
     conn.to_csv(out_dir / "truth_mptcp_info.csv", index=False, float_format="%.6f")
     mss = float(subflows.snd_mss.median()) if len(subflows) else 1448.0
-    return conn.time_s, conn.notsent_bytes, conn.gap_open.to_numpy(), conn.unacked_bytes - conn.notsent_bytes, mss
+    unsent = conn.notsent_bytes + conn.subflow_notsent_bytes
+    return conn.time_s, unsent, conn.gap_open.to_numpy(), conn.unacked_bytes - unsent, mss
 
 
 def path_counters(logs):

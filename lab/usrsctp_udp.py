@@ -76,7 +76,7 @@ if __name__ == "__main__":
 
 def wire_events(pcap):
     """The sender's capture (Ethernet, IPv4, UDP, SCTP; whole frames): per DATA chunk (time_us, TSN
-    relative to the first), per SACK / NR-SACK (time_us, gap blocks, NR gap blocks)."""
+    relative to the first), per SACK / NR-SACK (time_us, gap blocks, NR gap blocks, cum TSN ack)."""
     data, acks = [], []
     raw = Path(pcap).read_bytes()
     nano = raw[:4] in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
@@ -98,8 +98,9 @@ def wire_events(pcap):
                 first = tsn if first is None else first
                 data.append((t, (tsn - first) % 2**32))
             elif kind in (3, 16) and at + 16 <= len(frame):
+                cum, = struct.unpack_from("!I", frame, at + 4)
                 gaps, more = struct.unpack_from("!HH", frame, at + 12)
-                acks.append((t, gaps, more if kind == 16 else 0))
+                acks.append((t, gaps, more if kind == 16 else 0, cum))
             at += (length + 3) & ~3
     return data, acks
 
@@ -116,14 +117,24 @@ def sent_full_and_gaps(waits, message, pcap, start_us, end_us):
     from .truth import gap_intervals
 
     data, acks = wire_events(pcap)
-    first_sent = pd.DataFrame(data, columns=["time_us", "tsn"]).groupby("tsn").time_us.min().sort_values()
-    sent_at = first_sent.to_numpy()  # the k-th distinct TSN's first departure, k = 1, 2, ...
+    first_sent = pd.DataFrame(data, columns=["time_us", "tsn"]).groupby("tsn").time_us.min()
+    # the k-th chunk written is TSN k - 1 (one a write): it had left once it or any later TSN was seen, so
+    # a frame the capture missed does not shift the chunks after it
+    seen = first_sent.reindex(range(int(first_sent.index.max()) + 1 if len(first_sent) else 0)).to_numpy(float)
+    sent_at = np.minimum.accumulate(np.nan_to_num(seen, nan=np.inf)[::-1])[::-1]
+    sent_at = np.where(np.isfinite(sent_at), sent_at, end_us).astype(np.int64)
     w_start = np.clip((waits.start_s.to_numpy() * 1e6).astype(np.int64), start_us, end_us)
     w_end = np.clip((waits.end_s.to_numpy() * 1e6).astype(np.int64), start_us, end_us)
     chunks = -(-waits.written_bytes.to_numpy() // message)
     all_sent = np.array([sent_at[k - 1] if 0 < k <= len(sent_at) else end_us for k in chunks], np.int64)
     split = np.clip(all_sent, w_start, w_end)
-    gaps = pd.DataFrame(acks, columns=["time_us", "gaps", "nr_gaps"])
+    gaps = pd.DataFrame(acks, columns=["time_us", "gaps", "nr_gaps", "cum"])
+    # an ack older than one already received (its cum TSN below, CMT's acks crossing on two paths) is
+    # dropped by the stack (usrsctp sctp_handle_sack / sctp_express_handle_sack: "old ack"): its gaps
+    # are not the sender's view
+    cum = (gaps.cum.to_numpy(np.int64) - (int(gaps.cum.iloc[0]) if len(gaps) else 0)) % 2**32
+    cum = np.where(cum >= 2**31, cum - 2**32, cum)
+    gaps = gaps[cum >= np.maximum.accumulate(cum)] if len(gaps) else gaps
     return (w_start, split), (split, w_end), gap_intervals(gaps, end_us)
 
 

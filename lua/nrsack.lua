@@ -278,6 +278,7 @@ end
 -- The far guard on x, a serial of s's space (y: the same wire value seen from the candidate);
 -- serials never go below 0 (nor, as C's unsigned ones wrap there, to 2^63). -> status, serial
 local TWO63 = 2 ^ 63
+local SERIAL_WIDE_LIMIT = 2 ^ 53
 local function guard(s, x, y)
     if x >= 0 and x < TWO63 and distance(x, s.highest) <= SERIAL_FAR then
         s.candidate_set = false
@@ -311,6 +312,10 @@ function serial_take64(s, v)
         s.highest = v
         s.candidate_set = false
         return SERIAL_OK, v
+    end
+    if v >= SERIAL_WIDE_LIMIT then -- far, never a candidate: beyond the doubles' exact range (core/serial.c)
+        s.candidate_set = false
+        return SERIAL_FAR_AWAY, v
     end
     return guard(s, v, v)
 end
@@ -805,7 +810,9 @@ end
 
 local sbe = {SACK = 0, NR = 1, HELD_BACK = 0, NEVER = 1, CANNOT_TELL = 2,
              CEILING = 0, LONG_WAITS = 1, ONE_FLIGHT = 2, ANSWERED = 3, NO_DATA = 4, FEW_WAITS = 5, UNSETTLED = 6,
-             DATA_LEVEL = 7, NOT_BY_SENDER = 8}
+             DATA_LEVEL = 7, SUBFLOW_QUEUES = 8, PATHS_NO_CEILING = 9, SETTLED_CEILING = 10, NO_PILE = 11,
+             NOT_BY_SENDER = 12,
+             ONE_PATH = 0, A_PATH_OF_SEVERAL = 1, MPTCP_DATA_LEVEL = 2, CMT_ASSOCIATION = 3}
 do
 local BIN, MIN_WAITS, LONG_WAIT, SIZES, CEILING_BAND = 64, 16, 3, 33, 1
 local floor = math.floor
@@ -815,8 +822,9 @@ local function levels_new() return {bin = {}, waits_of = {}, top = {}, n = 0, wa
 
 function sbe.new()
     local e = {all = {[0] = levels_new(), [1] = levels_new()}, held = {[0] = levels_new(), [1] = levels_new()},
-               after_new = {[0] = 0, [1] = 0}, size_count = {}, size_sum = {}, acks = 0, sent_new = false,
-               gap_seen = false}
+               settled = {[0] = levels_new(), [1] = levels_new()}, record = {[0] = 0, [1] = 0},
+               deep = {[0] = 0, [1] = 0}, after_new = {[0] = 0, [1] = 0}, size_count = {}, size_sum = {}, acks = 0,
+               sent_new = false, gap_seen = false}
     for k = 0, SIZES - 1 do e.size_count[k], e.size_sum[k] = 0, 0 end
     return e
 end
@@ -843,8 +851,20 @@ function sbe.new_data(e, rtxq_sack, rtxq_nr, bytes)
     if e.sent_new and e.acks > 0 then -- a wait for an ack ended in new data: it began at after_new
         local long_wait = e.acks >= LONG_WAIT and not e.gap_seen
         for k = 0, 1 do
+            local rtxq = k == sbe.SACK and rtxq_sack or rtxq_nr
+            local before = rtxq > bytes and rtxq - bytes or 0
+            -- deep: a quarter of the level acked before new data left
+            if long_wait and e.after_new[k] > before and (e.after_new[k] - before) * 4 >= e.after_new[k] then
+                e.deep[k] = e.deep[k] + 1
+            end
             count_wait(e.all[k], e.after_new[k])
             if long_wait then count_wait(e.held[k], e.after_new[k]) end
+            if e.after_new[k] > e.record[k] then -- a new highest level: what came before is a transient
+                e.record[k] = e.after_new[k]
+                e.settled[k] = levels_new()
+            else
+                count_wait(e.settled[k], e.after_new[k])
+            end
         end
     end
     local power = 0
@@ -879,10 +899,55 @@ local function median_level(l)
     return 0
 end
 
+-- A ceiling: the highest level x with at least `percent` % of the waits of `l` within a packet below it and
+-- at most 10 % above it. r.packet set; fills r and returns true when found.
+local function find_ceiling(l, percent, r, why)
+    local above = 0
+    for k = l.n, 1, -1 do
+        if above * 10 > l.waits then break end
+        local x = l.top[k]
+        local lowest = x > r.packet and x - r.packet or 0
+        local count = 0
+        local j = k
+        while j >= 1 and l.top[j] >= lowest do
+            count = count + l.waits_of[j]
+            j = j - 1
+        end
+        if count >= MIN_WAITS and count * 100 >= percent * l.waits then
+            r.verdict, r.why, r.sndbuf, r.high = sbe.HELD_BACK, why, x, x
+            r.low = x > CEILING_BAND * r.packet and x - CEILING_BAND * r.packet or 0
+            r.at_ceiling, r.above = count, above
+            return true
+        end
+        above = above + l.waits_of[k]
+    end
+    return false
+end
+
+-- The most waits within one packet below a level with at most a quarter of the waits above it.
+local function fullest_band(l, packet)
+    local most, above = 0, 0
+    local k = l.n
+    while k >= 1 and above * 4 <= l.waits do
+        local x = l.top[k]
+        local lowest = x > packet and x - packet or 0
+        local count = 0
+        local j = k
+        while j >= 1 and l.top[j] >= lowest do
+            count = count + l.waits_of[j]
+            j = j - 1
+        end
+        if count > most then most = count end
+        above = above + l.waits_of[k]
+        k = k - 1
+    end
+    return most
+end
+
 function sbe.decide(e, nr, data_level)
     local all, held = e.all[nr and 1 or 0], e.held[nr and 1 or 0]
     local r = {verdict = sbe.CANNOT_TELL, why = 0, sndbuf = 0, low = 0, high = 0, waits = all.waits,
-               long_waits = held.waits, at_ceiling = 0, above = 0, packet = 0}
+               long_waits = held.waits, at_ceiling = 0, above = 0, packet = 0, deep_waits = 0}
     local usual = 0 -- the usual packet: the mean size of the most common power of two
     for k = 1, SIZES - 1 do
         if e.size_count[k] > e.size_count[usual] then usual = k end
@@ -904,25 +969,7 @@ function sbe.decide(e, nr, data_level)
         r.why = sbe.DATA_LEVEL
         return r
     end
-    local above = 0
-    for k = all.n, 1, -1 do
-        if above * 10 > all.waits then break end
-        local x = all.top[k]
-        local lowest = x > r.packet and x - r.packet or 0
-        local count = 0
-        local j = k
-        while j >= 1 and all.top[j] >= lowest do
-            count = count + all.waits_of[j]
-            j = j - 1
-        end
-        if count >= MIN_WAITS and count * 10 >= 3 * all.waits then
-            r.verdict, r.why, r.sndbuf, r.high = sbe.HELD_BACK, sbe.CEILING, x, x
-            r.low = x > CEILING_BAND * r.packet and x - CEILING_BAND * r.packet or 0
-            r.at_ceiling, r.above = count, above
-            return r
-        end
-        above = above + all.waits_of[k]
-    end
+    if find_ceiling(all, 30, r, sbe.CEILING) then return r end
     if held.waits >= MIN_WAITS / 2 and held.waits * 25 >= all.waits then
         local m = median_level(held)
         local near = waits_within(held, m - floor(m * 15 / 100), m + floor(m * 15 / 100))
@@ -932,8 +979,17 @@ function sbe.decide(e, nr, data_level)
             return r
         end
     end
+    local settled = e.settled[nr and 1 or 0]
+    if settled.waits * 2 >= all.waits and find_ceiling(settled, 50, r, sbe.SETTLED_CEILING) then return r end
     if held.waits * 50 <= all.waits then
         r.verdict, r.why = sbe.NEVER, sbe.ANSWERED
+        return r
+    end
+    r.deep_waits = e.deep[nr and 1 or 0]
+    local fullest = fullest_band(all, r.packet)
+    r.at_ceiling = fullest
+    if r.deep_waits * 50 <= all.waits and fullest * 5 < all.waits then
+        r.verdict, r.why = sbe.NEVER, sbe.NO_PILE
         return r
     end
     r.why = sbe.UNSETTLED
@@ -943,6 +999,20 @@ end
 function sbe.blocked(r, rtxq_after_new, gap_open, before_last_new)
     if r.verdict ~= sbe.HELD_BACK or not before_last_new or rtxq_after_new < r.low then return false end
     return rtxq_after_new <= r.high or gap_open
+end
+
+function sbe.decide_paths(e, nr, paths)
+    local r = sbe.decide(e, nr, paths == sbe.A_PATH_OF_SEVERAL)
+    if paths <= sbe.A_PATH_OF_SEVERAL or r.why == sbe.ONE_FLIGHT or r.why == sbe.NO_DATA or
+        r.why == sbe.FEW_WAITS or r.why == sbe.UNSETTLED then
+        return r
+    end
+    if paths == sbe.CMT_ASSOCIATION and r.why == sbe.CEILING then return r end
+    if paths == sbe.MPTCP_DATA_LEVEL and r.why == sbe.ANSWERED then return r end
+    -- the level stays in r as the evidence; no verdict rests on it
+    r.verdict = sbe.CANNOT_TELL
+    r.why = paths == sbe.MPTCP_DATA_LEVEL and sbe.SUBFLOW_QUEUES or sbe.PATHS_NO_CEILING
+    return r
 end
 
 function sbe.vantage(r, by_sender)
@@ -965,9 +1035,25 @@ function sbe.reason(r, vantage)
     elseif why == sbe.NO_DATA then return "no new data"
     elseif why == sbe.FEW_WAITS then return fmt("too short: %d waits for an ack, %d needed", r.waits, MIN_WAITS)
     elseif why == sbe.UNSETTLED then
-        return fmt("%d of %d waits for an ack outlasted %d acks, at no settled RtxQ", r.long_waits, r.waits, LONG_WAIT)
+        return fmt("%d of %d waits for an ack outlasted %d acks, at no settled RtxQ; %d of them until a quarter of " ..
+            "their RtxQ was acked, up to %d within a packet of one RtxQ", r.long_waits, r.waits, LONG_WAIT,
+            r.deep_waits, r.at_ceiling)
     elseif why == sbe.DATA_LEVEL then
-        return "data over several paths (MPTCP, CMT): their windows and buffers also hold it back (not estimated yet)"
+        return "a path of data over several paths (MPTCP, CMT): the buffer they share holds the connection's data, " ..
+            "see its entry"
+    elseif why == sbe.SUBFLOW_QUEUES then
+        return fmt("MPTCP: %d of %d waits for a data-level ack began at an RtxQ of %d-%d bytes, but data the " ..
+            "subflows hold unsent makes the same waits as a buffer full of sent data", r.at_ceiling, r.waits, r.low,
+            r.high)
+    elseif why == sbe.PATHS_NO_CEILING then
+        return fmt("CMT: %d waits for an ack at no ceiling: the association's buffer counts payload (full, it is " ..
+            "one level) and resumes the writer at the first ack, as the paths' windows do", r.waits)
+    elseif why == sbe.SETTLED_CEILING then
+        return fmt("%d of the %d waits for an ack began at an RtxQ of %d-%d bytes, %d above, after a transient at " ..
+            "a higher RtxQ", r.at_ceiling, r.waits, r.low, r.high, r.above)
+    elseif why == sbe.NO_PILE then
+        return fmt("at most %d of %d waits for an ack began within a packet of one RtxQ, and %d lasted until a " ..
+            "quarter of their RtxQ was acked: no sign of a full buffer", r.at_ceiling, r.waits, r.deep_waits)
     end
     return fmt("the capture is not by the sender (vantage %s)", vantage)
 end
@@ -1023,14 +1109,15 @@ end
 
 -- A flow that ended gives its scoreboards back (decisions.md 44: memory bounded by the live flows); once out
 -- of the lookups its tables go too, the stored frame results keeping only its labels.
--- sbe.decide per semantics, kept until the estimator is fed again; with `current` false (one pass, the
+-- sbe.decide_paths per semantics, kept until the estimator is fed again; with `current` false (one pass, the
 -- estimate so far) until its events have grown by a sixteenth (packet-nrsack-rtxq.c decide, alike).
 local function decide(d, current)
     local fed = d.changes - d.decided_at
     if d.decided and (fed == 0 or (not current and fed < math.max(1, math.floor(d.decided_at / 16)))) then return end
-    -- MPTCP's data level, or an association whose DATA went over several address pairs (CMT)
-    local data_level = d.data_paths or d.protocol == "mptcp"
-    d.decided = {[0] = sbe.decide(d.estimate, false, data_level), [1] = sbe.decide(d.estimate, true, data_level)}
+    -- MPTCP's data level, an association whose DATA went over several address pairs (CMT), or one path
+    local paths = d.protocol == "mptcp" and sbe.MPTCP_DATA_LEVEL or d.data_paths and sbe.CMT_ASSOCIATION or
+        sbe.ONE_PATH
+    d.decided = {[0] = sbe.decide_paths(d.estimate, false, paths), [1] = sbe.decide_paths(d.estimate, true, paths)}
     d.decided_at = d.changes
 end
 
@@ -1151,7 +1238,7 @@ local function rtxq_ack_before_data(d, cum, r, nr)
     if not d.gap_from_sacked then d.gap_open = res.gap_open end
 end
 
--- SCTP: a DATA chunk of d went over the address pair `path` (CMT: several pairs make it data_level).
+-- SCTP: a DATA chunk of d went over the address pair `path` (several pairs: CMT).
 local function rtxq_data_path(d, path)
     if not d.data_path then
         d.data_path = path
@@ -1849,7 +1936,7 @@ local function tcp_find_conn(pinfo, seg, create)
         c = {
             port = {}, addr_obj = {}, syn_seen = {}, nr_permitted = {}, nr_flags = {}, dir = {},
             hs = handshake_new(), is_mptcp = false, mp_capable_syn = {}, mp_version = 0, key_known = {}, mptcp = nil,
-            mptcp_side = {}, isn_known = {}, isn = {}, map_known = {}, map_dsn = {}, map_seq = {}, sent_maps = {},
+            mptcp_side = {}, isn_known = {}, isn = {}, map_known = {}, map_dsn = {}, map_seq = {}, map_len = {}, sent_maps = {},
         }
         c.addr_obj[i], c.addr_obj[1 - i] = src, dst
         c.port[i], c.port[1 - i] = sport, dport
@@ -2061,6 +2148,7 @@ local function parse_dss(s, off, len, m)
         d.dsn_wide = wide
         d.dsn_hi, d.dsn_lo = read_dl(s, p, wide)
         d.ssn = u32(s, p + w)
+        d.dll = u16(s, p + w + 4)
         d.has_map = true
         p = p + w + 6
     end
@@ -2239,23 +2327,36 @@ local function subflow_acked_dsns(seg, sub, dir)
     return out
 end
 
+-- The data-level bytes a segment carries (packet-nrsack-mptcp.c's mptcp_payload, decisions 5X): its
+-- payload bytes the subflow's current mapping covers, at their DSNs; a mapping's length bounds them
+-- (0: an infinite mapping) and never adds bytes.
+local function mptcp_payload(seg, payload_len, sub, from, fr)
+    local m = sub.mptcp
+    local mine = m.dir[sub.mptcp_side[from]]
+    if payload_len == 0 or not sub.map_known[from] or not mine.sb then return end -- no sb: released
+    local off = int32(seg.seq - sub.map_seq[from])
+    local lo, hi = math.max(off, 0), off + payload_len
+    if sub.map_len[from] > 0 then hi = math.min(hi, sub.map_len[from]) end
+    if hi <= lo then return end
+    local dsn = sub.map_dsn[from] + lo
+    rtxq_on_data(fr, mine, dsn, dsn + hi - lo, hi - lo)
+    local sm = sub_maps(sub, from)
+    local first = sub_unwrap(sm, seg.seq) + lo - off
+    sub_maps_add(sm, first, first + hi - lo, dsn)
+end
+
 local function analyze_dss(d, seg, payload_len, sub, from, fr)
     local m = sub.mptcp
     local side = sub.mptcp_side[from]
-    local mine, peer = m.dir[side], m.dir[1 - side]
+    local peer = m.dir[1 - side]
     local map_dsn = d.has_map and unwrap_dl(fr, m, side, "DSN", d.dsn_hi, d.dsn_lo, d.dsn_wide)
     if map_dsn then
         sub.map_known[from] = true
         sub.map_dsn[from] = map_dsn
         sub.map_seq[from] = sub.isn_known[from] and (sub.isn[from] + d.ssn) % TWO32 or seg.seq
+        sub.map_len[from] = d.dll
     end
-    if payload_len > 0 and sub.map_known[from] then
-        local dsn = sub.map_dsn[from] + int32(seg.seq - sub.map_seq[from])
-        rtxq_on_data(fr, mine, dsn, dsn + payload_len, payload_len)
-        local sm = sub_maps(sub, from)
-        local lo = sub_unwrap(sm, seg.seq)
-        sub_maps_add(sm, lo, lo + payload_len, dsn)
-    end
+    mptcp_payload(seg, payload_len, sub, from, fr)
     local start_hi, start_lo, stop_hi, stop_lo = d.start_hi, d.start_lo, d.stop_hi, d.stop_lo
     if d.has_nr then
         if not m.capable then
@@ -2295,7 +2396,7 @@ local function analyze_dss(d, seg, payload_len, sub, from, fr)
 end
 
 local function mptcp_segment(s, base, tree, seg, payload_len, sub, from, fr)
-    local had_dss = false
+    local had_dss, analyzed = false, false
     for i = 1, seg.n_mptcp do
         local off, len = seg.mptcp_off[i], seg.mptcp_len[i]
         if len >= 3 then
@@ -2315,6 +2416,7 @@ local function mptcp_segment(s, base, tree, seg, payload_len, sub, from, fr)
                     if fr then
                         if not sub.mptcp then new_mptcp_conn(sub) end -- the handshake was not captured
                         analyze_dss(d, seg, payload_len, sub, from, fr)
+                        analyzed = true
                     end
                 end
             end
@@ -2322,6 +2424,8 @@ local function mptcp_segment(s, base, tree, seg, payload_len, sub, from, fr)
     end
     if not fr then return end
     local m = sub.mptcp or new_mptcp_conn(sub)
+    -- no readable DSS: the payload continues the current mapping
+    if not analyzed then mptcp_payload(seg, payload_len, sub, from, fr) end
     if seg.syn_flag and seg.ack_flag and sub.mp_capable_syn[0] and sub.mp_capable_syn[1] then
         -- the initial subflow's handshake decides the data-level capability
         m.handshake_seen = true

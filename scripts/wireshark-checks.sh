@@ -22,6 +22,16 @@ if [ -z "$tools" ] || [ ! -f "$tools/check_dissector.py" ]; then
   exit 2
 fi
 tools="$(cd "$tools" && pwd)"
+# check_dissector.py goes on past a check that cannot start (a traceback, then the next check), so a
+# missing prerequisite would look like a clean run: refuse up front instead.
+missing=()
+command -v perl >/dev/null || missing+=("perl")
+command -v cppcheck >/dev/null || missing+=("cppcheck (apt-get install cppcheck)")
+python3 -c 'import spellchecker' 2>/dev/null || missing+=("pyspellchecker in $(command -v python3) (pip install pyspellchecker)")
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "wireshark-checks: cannot run every check without: $(IFS=';'; echo "${missing[*]}" | sed 's/;/, /g')" >&2
+  exit 2
+fi
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 
 tree="$(mktemp -d "${TMPDIR:-/tmp}/nrsack-wireshark-checks.XXXXXX")"

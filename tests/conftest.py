@@ -1,7 +1,9 @@
 """Session-wide checks and fixtures: the compiled parts are current, and the C Wireshark plugin
 (dissector/) is built once per session."""
 
+import ast
 import importlib.util
+import re
 import shutil
 from pathlib import Path
 
@@ -10,12 +12,29 @@ import pytest
 from support import tshark
 from support.paths import REPO
 
-# Compiled at install by setup.py; an editable install does not rebuild them when their C changes.
-COMPILED = {"nrsack.analyzer._native": ["analyzer/read/_reader.c", "analyzer/state/_scoreboard.c", "analyzer/state/_levels.c",
-                                        "analyzer/_analyzer.h", "analyzer/nrsack_core_alloc.h", "core/nrsack_core.h",
-                                        "core/serial.c", "core/iset.c", "core/scoreboard.c"],
-            "nrsack.generator.sim._fastsim": ["generator/sim/_fastsim.c"],
-            "nrsack.lab._usrsctp_lab": ["lab/_usrsctp_lab.c", "lab/_usrsctp_udp.c", "lab/_usrsctp_send.h"]}
+
+def compiled_sources():
+    """{extension module: the files it is built from}, read from setup.py's Extension(...) calls (sources
+    and depends, never a second list to keep in step) with the headers they include ("..." in their
+    include_dirs or beside them): an editable install does not rebuild an extension when these change."""
+    tree = ast.parse((REPO / "setup.py").read_text())
+    compiled = {}
+    for call in ast.walk(tree):
+        if isinstance(call, ast.Call) and getattr(call.func, "id", None) == "Extension":
+            module = ast.literal_eval(call.args[0])
+            options = {k.arg: ast.literal_eval(k.value) for k in call.keywords
+                       if k.arg in ("sources", "depends", "include_dirs")}
+            folders = [REPO / d for d in options.get("include_dirs", [])]
+            files, todo = set(), [REPO / f for f in options.get("sources", []) + options.get("depends", [])]
+            while todo:
+                source = todo.pop()
+                if source in files or not source.is_file():
+                    continue
+                files.add(source)
+                for header in re.findall(r'^\s*#\s*include\s+"([^"]+)"', source.read_text(), re.M):
+                    todo += [folder / header for folder in (source.parent, *folders) if (folder / header).is_file()]
+            compiled[module] = sorted(str(f.relative_to(REPO)) for f in files)
+    return compiled
 
 
 def pytest_sessionstart(session):
@@ -27,7 +46,7 @@ def pytest_sessionstart(session):
 
 
 def refuse_stale_builds():
-    for module, sources in COMPILED.items():
+    for module, sources in compiled_sources().items():
         spec = importlib.util.find_spec(module)
         if spec is None or spec.origin is None:
             raise pytest.UsageError(f"{module} is not built: run `make build`")
@@ -47,7 +66,11 @@ def nrsack_c_plugin():
 
 
 def pytest_collection_modifyitems(config, items):
-    """A chroot target this machine cannot run (no root, no debootstrap) skips, saying why."""
+    """The chroot tests (minutes of downloads) go first: pytest-xdist hands out the collection in
+    consecutive batches, so the first worker starts them at once and the others run the rest meanwhile,
+    instead of one worker starting them when everything else is done. A chroot target this machine
+    cannot run (no root, no debootstrap) skips, saying why."""
+    items.sort(key=lambda item: item.get_closest_marker("chroot") is None)  # stable: the rest keep their order
     reason = tshark.target_unavailable() if tshark.WIRESHARK_TARGET != "native" else None
     for item in items if reason else []:
         item.add_marker(pytest.mark.skip(reason=reason))

@@ -88,6 +88,27 @@ def test_empty_capture(tmp_path):
     assert_unusable(write_pcap(tmp_path / "empty.pcap", [], 1), ["no SCTP or TCP flows in 0 frames"])
 
 
+
+def test_every_analysis_says_the_same_of_a_capture_without_flows(tmp_path):
+    """The in-memory API, the streamed summary, the live table and the checker drive one Run (state/run.py):
+    one error, naming the capture by its path (the live table reads a growing file through a pipe)."""
+    from nrsack.analyzer.read import events as E
+    from nrsack.analyzer.rules import checker as C
+    from nrsack.analyzer.views import follow, stream
+
+    frames = [bytes(Ether() / IP(src="192.0.2.1", dst="192.0.2.2") / UDP(sport=53, dport=53) / b"dns?")] * 3
+    path = str(write_pcap(tmp_path / "udp.pcap", frames, 1))
+    drawn = []
+    runs = [lambda: analyze(path), lambda: analyze(path, chunk_frames=1), lambda: stream.analyze_to_files(path),
+            lambda: stream.analyze_to_files(path, tmp_path / "out"), lambda: C.check_path(path),
+            lambda: C.check_capture(E.read_capture(path)),
+            lambda: follow.follow(path, None, lambda *drawing: drawn.append(drawing), idle_s=0.2)]
+    for run in runs:
+        with pytest.raises(CaptureError) as error:
+            run()
+        assert str(error.value) == f"{path}: no SCTP or TCP flows in 3 frames"
+    assert drawn == []
+
 def test_bad_sndbuf_is_a_usage_error(tmp_path):
     path = write_pcap(tmp_path / "ok.pcap", good_frames(), 1)
     code, output, _ = run_cli("analyze", path, "--sndbuf", "-5")

@@ -12,7 +12,7 @@ from support.hostile import write_flood
 
 from nrsack.analyzer.read import events as E
 from nrsack.analyzer.state.pipeline import Pipeline
-from nrsack.analyzer.views.stream import DiskStore
+from nrsack.analyzer.state.stores import DiskStore
 
 SYN_FLOWS = 100_000
 DATA_FLOWS = 20_000

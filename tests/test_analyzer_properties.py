@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 from scapy.layers.sctp import SCTP, SCTPChunkData, SCTPChunkSACK
-from scapy.utils import RawPcapWriter
 
 from nrsack.analyzer import analyze
+from nrsack.generator.pcapfile import PcapWriter
 from nrsack.generator.layers import SCTPChunkNRSACK
 
 EPOCH_NS = 1_700_000_000 * 10**9
@@ -130,11 +130,10 @@ def tcp_frames(n, sizes, lost, nr, isn=1000):
 
 
 def write(path, frames):
-    with RawPcapWriter(str(path), linktype=1, nano=True, sync=True) as writer:
-        writer.write_header(None)
+    with PcapWriter(path, nano=True) as writer:
         for t_us, raw in frames:
             ns = EPOCH_NS + t_us * 1000
-            writer.write_packet(raw, sec=ns // 10**9, usec=ns % 10**9)
+            writer.write(ns // 10**9, ns % 10**9, raw)
     return path
 
 
@@ -242,3 +241,19 @@ def test_reordered_acks_give_the_same_state_after_both(tmp_path_factory, transfe
     acks_swapped = swapped[1][swapped[1]["event"] == "ack"]
     prev = swapped[1]["rtxq_sack_bytes"].shift(1)
     assert (acks_swapped["rtxq_sack_bytes"] <= prev[acks_swapped.index]).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=40), st.integers(0, 2))
+def test_distinct_is_numpys_unique_on_both_sides_of_its_threshold(values, repeat):
+    """flows.distinct sorts short arrays and leaves long ones to np.unique (which imports numpy.ma at its first
+    call): both give np.unique's answer, dtype included."""
+    import numpy as np
+
+    from nrsack.analyzer.state import flows as F
+
+    short = np.array(values * (repeat + 1), np.uint64)
+    long = np.resize(short, F.SORT_UNIQUE_MAX + 1) if len(short) else short
+    for array in (short, long, short.astype(np.int64) >> 1):
+        got = F.distinct(array)
+        assert got.dtype == array.dtype and np.array_equal(got, np.unique(array))

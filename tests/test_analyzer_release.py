@@ -11,6 +11,7 @@ import pytest
 from nrsack.analyzer import analyze
 from nrsack.analyzer.read import events as E
 from nrsack.analyzer.state import pipeline as P
+from nrsack.analyzer.state.stores import DiskStore
 from nrsack.analyzer.views import stream
 from nrsack.analyzer.views import formats
 from support import pcaps
@@ -64,7 +65,7 @@ def test_many_connections_hold_only_the_open_ones(tmp_path):
     # 60 connections, two open at a time
     frames = by_time(*(tcp_connection(0.05 * k, 20000 + k) for k in range(60)))
     path = pcaps.write(tmp_path / "many.pcap", frames)
-    pipeline = P.Pipeline(stream.DiskStore(tmp_path), finish_ended=True)
+    pipeline = P.Pipeline(DiskStore(tmp_path), finish_ended=True)
     most_open = 0
     for cap in E.read_chunks(path, 16):
         pipeline.feed(cap)

@@ -11,6 +11,7 @@ import pytest
 from nrsack.analyzer import analyze
 from nrsack.analyzer.read import events as E
 from nrsack.analyzer.state import pipeline as P
+from nrsack.analyzer.state.stores import DiskStore
 from nrsack.analyzer.views import stream
 from nrsack.analyzer.views import formats
 from support import pcaps, tcp_scenario
@@ -99,7 +100,7 @@ def test_short_connections_summed_as_the_general_path_does(capture, sndbuf):
     general = formats.summary_dict(analyze(capture, sndbuf=sndbuf))  # a DirectionAccumulator per direction, in memory
     assert formats.summary_dict(stream.analyze_to_files(capture, sndbuf=sndbuf)) == general
     # the same pipeline fed by hand: most connections took the one-pass way
-    spill_run = P.Pipeline(stream.DiskStore(), finish_ended=True, sndbuf=sndbuf)
+    spill_run = P.Pipeline(DiskStore(), finish_ended=True, sndbuf=sndbuf)
     for cap in E.read_chunks(capture):
         spill_run.feed(cap)
     assert spill_run.short_flows >= 40
@@ -118,7 +119,7 @@ def test_short_connections_in_small_chunks_match(capture, chunk_frames):
     # in larger ones most cut by a chunk's end end in the next (held back, then one pass): the same figures
     whole = formats.summary_dict(stream.analyze_to_files(capture))
     assert formats.summary_dict(stream.analyze_to_files(capture, chunk_frames=chunk_frames)) == whole
-    spill_run = P.Pipeline(stream.DiskStore(), finish_ended=True)
+    spill_run = P.Pipeline(DiskStore(), finish_ended=True)
     held = 0
     for cap in E.read_chunks(capture, chunk_frames):
         spill_run.feed(cap)
@@ -136,7 +137,7 @@ def test_a_long_transfer_cut_by_a_chunk_is_not_held(tmp_path):
     segments = P.HOLD_MAX_EVENTS  # data and acks: about twice as many events
     path.write_bytes(hostile.pcap_bytes(hostile.plain_records(hostile.ip_frames(hostile.tcp_transfer(segments)))))
     chunk = P.HOLD_MAX_EVENTS + 100
-    run = P.Pipeline(stream.DiskStore(), finish_ended=True)
+    run = P.Pipeline(DiskStore(), finish_ended=True)
     caps = E.read_chunks(path, chunk)
     run.feed(next(caps))
     assert run.held is None

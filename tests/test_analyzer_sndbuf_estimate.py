@@ -42,6 +42,37 @@ def test_a_growing_window_is_never_held_back(tmp_path):
     assert s["sndbuf_bytes"] is None and s["b_over_q"] == s["p_over_q"] == 0 and s["blocking_intervals"] == 0
 
 
+def test_a_transient_above_the_buffer_before_it_settles_is_set_aside(tmp_path):
+    # Linux with GSO: slow start overshoots the buffer (skbs filled up to 64 KB, the buffer checked only
+    # before a new one), then the sender sits at its buffer; the waits above are a fifth of them, too many
+    # for a ceiling over all, and but one wait was long: without setting the ramp aside it read "never"
+    frames = tcp_scenario.window_transfer(0, 1.0, window=8, ramp=12, lost_round=99)
+    s = only_sender(pcaps.write(tmp_path / "ramp.pcap", frames))
+    assert (s["sndbuf_verdict"], s["sndbuf_bytes"]) == ("held back", 8000)
+    assert s["sndbuf_reason"].endswith("after a transient at a higher RtxQ")
+    assert 0.5 < s["b_over_q"] < 1 and s["p_over_q"] == 0
+
+
+def test_waits_longer_than_room_but_at_no_level_and_shallow_are_never_held_back(tmp_path):
+    # a growing window whose every fifth wait outlasts three acks (TSO deferral, pacing): a fifth of the
+    # waits long, at no settled level, so it read "cannot tell"; but a full buffer shows either a pile of
+    # waits at its level or waits until a good part of it is acked, and these free three segments of 16+
+    frames = tcp_scenario.window_transfer(0, 1.0, window=16, grow=True, slow_every=5, lost_round=99)
+    s = only_sender(pcaps.write(tmp_path / "paced.pcap", frames))
+    assert s["sndbuf_verdict"] == "never" and s["sndbuf_reason"].endswith("no sign of a full buffer")
+    assert "and 0 lasted until a quarter of their RtxQ was acked" in s["sndbuf_reason"]
+    assert s["sndbuf_bytes"] is None and s["b_over_q"] == s["p_over_q"] == 0
+
+
+def test_a_pile_of_waits_with_most_waits_above_it_is_no_full_buffer(tmp_path):
+    # as above, the window first steady for 14 rounds (a third of the waits at one level) and then growing:
+    # a buffer's pile has little above it (loss recovery, a transient), a window's moves on
+    frames = tcp_scenario.window_transfer(0, 1.0, window=16, grow=True, steady=14, slow_every=5, lost_round=99)
+    s = only_sender(pcaps.write(tmp_path / "steady.pcap", frames))
+    assert s["sndbuf_verdict"] == "never" and s["sndbuf_reason"].endswith("no sign of a full buffer")
+    assert s["b_over_q"] == s["p_over_q"] == 0
+
+
 def test_too_few_waits_cannot_tell(tmp_path):
     s = only_sender(pcaps.write(tmp_path / "short.pcap", tcp_scenario.window_transfer(0, 1.0, rounds=10, lost_round=99)))
     assert s["sndbuf_verdict"] == "cannot tell" and s["sndbuf_reason"] == "too short: 10 waits for an ack, 16 needed"
@@ -115,3 +146,66 @@ def test_loopback_http_flows_never_read_blocked(loopback_http):
     for s in requests:
         assert (s["sndbuf_verdict"], s["b_over_q"], s["sndbuf_bytes"]) == ("never", 0.0, None), s
         assert s["sndbuf_reason"] == "all new data left before an ack freed room"
+
+
+def simulated_over_two_paths(folder, protocol, ack, sndbuf, loss=0.01):
+    """A simulated transfer over two paths (10 ms at 20 Mbit/s, 30 ms at 10 Mbit/s; B in payload)
+    -> (the sender's entry, the simulator's truth)."""
+    from nrsack.generator.sim.engine import PathConfig, SimConfig, simulate, write_pcap
+    from nrsack.generator.sim.truth import Truth
+
+    cfg = SimConfig(protocol=protocol, ack=ack, sndbuf=sndbuf, total_bytes=500_000, payload=1000, seed=1,
+                    paths=(PathConfig(bandwidth_bps=20e6, delay_s=0.01, loss=loss),
+                           PathConfig(bandwidth_bps=10e6, delay_s=0.03, loss=loss)))
+    trace = simulate(cfg)
+    write_pcap(trace, trace.sender, folder / "sender.pcap")
+    [entry] = [e for e in analyze(folder / "sender.pcap").entries if e.summary["data_bytes"] > 1000]
+    return entry, Truth(trace).summary()
+
+
+PATH_REASON = "a path of data over several paths (MPTCP, CMT): the buffer they share holds the connection's data"
+
+
+def test_a_cmt_association_held_at_a_ceiling_reads_its_buffer(tmp_path):
+    """A CMT association's buffer counts the payload of its whole queue (usrsctp, the simulator): full of
+    sent data, the association's waits begin at one level, over whichever paths the data took."""
+    entry, truth = simulated_over_two_paths(tmp_path, "cmt", "nrsack", 16000)
+    s = entry.summary
+    assert (s["sndbuf_verdict"], s["sndbuf_bytes"]) == ("held back", 16000), s["sndbuf_reason"]
+    assert truth["b_over_q"] > 0.5 and abs(s["b_over_q"] - truth["b_over_q"]) <= 0.1
+    assert abs(s["p_over_q"] - truth["p_over_q"]) <= 0.1
+    for path in entry.paths:  # a path alone does not see the buffer the paths share
+        assert path.summary["sndbuf_verdict"] == "cannot tell" and path.summary["b_over_q"] is None
+        assert path.summary["sndbuf_reason"].startswith(PATH_REASON)
+
+
+def test_an_mptcp_data_level_at_a_level_cannot_tell(tmp_path):
+    """The same waits at an MPTCP data level: Linux hands written data to a subflow's queue before the
+    subflow's window lets it out, so a data level held at one level may be a buffer holding unsent data."""
+    entry, truth = simulated_over_two_paths(tmp_path, "mptcp", "sack", 32000)
+    s = entry.summary
+    assert truth["b_over_q"] > 0.5  # (the simulator's buffer was full of sent data: the capture cannot know)
+    assert s["sndbuf_verdict"] == "cannot tell" and s["b_over_q"] is s["p_over_q"] is s["sndbuf_bytes"] is None
+    assert s["sndbuf_reason"].startswith("MPTCP: ") and "31000-32000 bytes" in s["sndbuf_reason"]
+    assert all(p.summary["sndbuf_reason"].startswith(PATH_REASON) for p in entry.paths)
+
+
+def test_cmt_waits_answered_at_once_cannot_tell(tmp_path):
+    """usrsctp resumes a writer at every SACK that frees room, so a full buffer's waits end at the first
+    ack too: with no ceiling, CMT cannot tell (here the buffer was full 30 % of q, once each loss: SACKed
+    data stays in it)."""
+    entry, truth = simulated_over_two_paths(tmp_path, "cmt", "sack", 64000, loss=0.03)
+    s = entry.summary
+    assert truth["b_over_q"] > 0.2
+    assert s["sndbuf_verdict"] == "cannot tell" and s["b_over_q"] is s["sndbuf_bytes"] is None
+    assert s["sndbuf_reason"].startswith("CMT: ") and "at no ceiling" in s["sndbuf_reason"]
+
+
+def test_an_mptcp_data_level_answering_every_ack_is_never_held_back(tmp_path):
+    """Waits that end at the first data-level acks, at no ceiling, were not on a full buffer: Linux wakes a
+    blocked MPTCP writer once a third of it is free (mptcp_write_space), and one that retries meets it
+    at one level."""
+    entry, truth = simulated_over_two_paths(tmp_path, "mptcp", "sack", 4 << 20)
+    s = entry.summary
+    assert truth["b_over_q"] == 0
+    assert (s["sndbuf_verdict"], s["b_over_q"], s["p_over_q"]) == ("never", 0, 0), s["sndbuf_reason"]

@@ -14,8 +14,7 @@ import pytest
 from nrsack.analyzer import CaptureError, analyze
 from nrsack.analyzer.views import stream
 from nrsack.analyzer.views import formats
-from nrsack.generator.sim.model import PathConfig, SimConfig, simulate
-from nrsack.generator.sim.wire import write_pcap
+from nrsack.generator.sim.engine import PathConfig, SimConfig, simulate, write_pcap
 from support.samples import PCAPS
 
 TABLES = ("summary", "rtxq", "blocking", "events", "flows")

@@ -1,9 +1,10 @@
 """The scoreboard core's per-row facts (Board.feed's flags, core/scoreboard.c) and the checker's findings
 agree: on every sample and conformance capture, the frames where the core flags a stale ack, an ack beyond
 what was sent, a unit in an R and an NR block, a revocation, or data resent below the cum ack / over
-NR-acked units are the frames where the matching rules break. The known differences are stated in
-docs/decisions.md 42 (an ack before any DATA: the core knows no highest TSN sent yet) and 65 (a DATA_FIN
-sent again: the core counts its DSN as a unit resent, MN-04 does not judge it)."""
+NR-acked units are the frames where the matching rules break. The known difference is stated in
+docs/decisions.md 42 (an ack before any DATA: the core knows no highest TSN sent yet). A DATA_FIN sent
+again (decision 65) is no longer one: its DSN carries no byte, so the data level feeds the core nothing
+for it (decisions 5X)."""
 
 import collections
 
@@ -20,8 +21,7 @@ RULE_FACT = {"NR-07": ("sctp", STALE), "NR-09": ("sctp", BEYOND_SENT), "NR-02": 
              "MN-03": ("mptcp", REVOKED), "NR-04": ("sctp", BELOW_CUM | WAS_NRACKED),
              "TN-04": ("tcp", BELOW_CUM | WAS_NRACKED), "MN-04": ("mptcp", BELOW_CUM | WAS_NRACKED)}
 LEVELS = {"SctpLevel": "sctp", "TcpLevel": "tcp", "MptcpLevel": "mptcp"}
-KNOWN = {("nr09-mid-association-note.pcap", "NR-09"),  # decisions.md 42
-         ("linux-mptcp-cubic-32k.pcap", "MN-04")}  # decisions.md 65: a DATA_FIN sent again
+KNOWN = {("nr09-mid-association-note.pcap", "NR-09")}  # decisions.md 42
 CAPTURES = sorted(p for p in SAMPLES.rglob("*.pcap"))
 
 

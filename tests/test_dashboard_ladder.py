@@ -13,8 +13,8 @@ from nrsack.analyzer import analyze
 from nrsack.dashboard.ladder import ladder_rows
 from nrsack.generator.timelines import all_timelines, conformance, notation_sctp
 from nrsack.generator.timelines.timeline import Step, Timeline, write_pcap as write_timeline
-from nrsack.generator.sim.model import DATA, RTX, PathConfig, SimConfig, simulate
-from nrsack.generator.sim.wire import write_pcap
+from nrsack.generator.sim.engine import PathConfig, SimConfig, simulate, write_pcap
+from nrsack.generator.sim.model import DATA, RTX
 from support.hostile import build_all
 from support.paths import SAMPLES
 

@@ -9,6 +9,8 @@ import struct
 
 import pytest
 
+from nrsack.generator.pcapfile import PcapWriter
+
 from support import pcaps, tcp_scenario, tshark
 from support.sctp_scenario import ack, handshake, nr, sent
 
@@ -20,10 +22,9 @@ AF_INET, NFULA_PAYLOAD = 2, 9
 
 def write_linktype(path, linktype, frames) -> str:
     """A classic pcap of (time, frame bytes) with the given link type."""
-    with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, linktype))
+    with PcapWriter(path, linktype) as writer:
         for t, frame in frames:
-            f.write(struct.pack("<IIII", int(t), round((t % 1) * 1e6), len(frame), len(frame)) + frame)
+            writer.write(int(t), round((t % 1) * 1e6), frame)
     return str(path)
 
 

@@ -40,11 +40,10 @@ def analyzed(hostile, name, *options):
     assert result.exit_code == 0, result.output
     text = result.stdout
     summary = json.loads(text[text.index("{"):])
-    frame_bound, mapping_bound = frame_bytes_bound(path)
+    frame_bound = frame_bytes_bound(path)
     for flow in summary["flows"]:
-        # the MPTCP data level counts the bytes its DSS mappings describe (one mapping may cover many
-        # segments); every other level counts payload the frames carried
-        check_bounds(flow, mapping_bound if flow["protocol"] == "mptcp" else frame_bound)
+        # every level, the MPTCP data level too (decisions 5X), counts payload the frames carried
+        check_bounds(flow, frame_bound)
         for path_entry in flow.get("paths", []):
             check_bounds(path_entry, frame_bound)
     return summary

@@ -114,8 +114,14 @@ def test_a_slow_pipe_redraws_within_a_second_of_its_frames():
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=False)
     process.stdout = io.TextIOWrapper(process.stdout)
     reading = timed_lines(process, seen)
-    process.stdin.write(header)
-    for record in records:
+    process.stdin.write(header + b"".join(records[:2]))
+    process.stdin.flush()
+    # wait out the start-up (seconds on a loaded machine): the first redraw must come while the
+    # rest is still to be written; one that waited for 64 frames (or the end) never comes here
+    deadline = time.monotonic() + 60
+    while not live_counts(seen) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for record in records[2:]:
         process.stdin.write(record)
         process.stdin.flush()
         time.sleep(0.25)

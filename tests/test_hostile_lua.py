@@ -72,8 +72,7 @@ def test_lua_on_hostile_capture(name, hostile, nrsack_c_plugin, tmp_path):
         assert lua.stdout == c.stdout
         return
     golden = tshark.parse_golden(tshark.golden_output(path, LUA_PLUGIN, sndbuf=3000))
-    frame_bound, mapping_bound = frame_bytes_bound(path)
-    check_bounds(golden, mapping_bound if name.startswith("mptcp") else frame_bound)
+    check_bounds(golden, frame_bytes_bound(path))
     assert lua.stdout == c.stdout, "the Lua and C plugins differ (tests/test_lua_parity.py's diff helps)"
     if name in ANALYZER_AGREES:
         assert lua_rows(golden) == analyzer_rows(path, tmp_path)

@@ -99,6 +99,9 @@ def test_kernel_samples_in_the_truth_files(mptcp_run):
     subflows = pd.read_csv(out / "truth_tcp_info.csv")
     assert len(conn) > 100 and conn.written_bytes.iloc[-1] == 2_000_000
     assert (conn.notsent_bytes >= 0).all() and (conn.unacked_bytes <= conn.written_bytes).all()
+    # what the subflows hold unsent is theirs, summed per sample (MPTCP_INFO counts it sent)
+    per_sample = subflows.groupby("time_s").notsent_bytes.sum().reindex(conn.time_s, fill_value=0).to_numpy()
+    assert np.allclose(conn.subflow_notsent_bytes.to_numpy(), per_sample)
     assert conn.subflows.max() == 1  # MPTCP_INFO counts the subflows beside the first
     assert set(subflows.subflow) == {0, 1} and (subflows.snd_cwnd > 0).all()
 

@@ -74,6 +74,21 @@ def test_b_over_q_against_the_senders_measured_waits(tcp_run):
     assert abs(flow["b_over_q"] - truth["b_over_q"]) < 0.08, (flow["b_over_q"], truth)
 
 
+def test_sndbuf_socket_translates_by_the_kernels_accounting(tcp_run):
+    """--sndbuf-socket 16384 --stack linux: the payload the kernel's full buffer held at the writer's waits
+    (the truth's sndbuf_bytes, GSO off), and the analyzer's figures with it as with the truth's B."""
+    from nrsack.analyzer.socket_buffer import payload_bytes
+
+    out, truth = tcp_run
+    assert payload_bytes(16384, "linux") == truth["sndbuf_bytes"]  # the default MSS: the lab's veth, MTU 1500
+    result = CliRunner().invoke(main, ["analyze", str(out / "sender.pcap"), "--format", "json",
+                                       "--sndbuf-socket", "16384", "--stack", "linux"])
+    assert result.exit_code == 0, result.output
+    [flow] = [f for f in json.loads(result.output)["flows"] if f["src"].startswith("10.0.0.1:")]
+    assert (flow["sndbuf_source"], flow["sndbuf_bytes"]) == ("given", truth["sndbuf_bytes"])
+    assert abs(flow["b_over_q"] - truth["b_over_q"]) < 0.08, (flow["b_over_q"], truth)  # as the test above
+
+
 def test_same_seed_same_drops(tcp_run, tmp_path):
     out, _ = tcp_run
     lab_run(tmp_path, *ARGS, "--bytes", "1000000")

@@ -88,10 +88,21 @@ def test_analyzer_shows_the_cmt_association_with_its_paths(cmt_run):
     # q: from the first write into the established association to all acked, against first DATA to
     # the last ack in the capture
     assert s["q_s"] == pytest.approx(truth["q_s"], abs=0.01)
-    # data over two paths: without --sndbuf the capture cannot tell the buffer (metrics.md, Estimating B)
-    for summary in [s, *(p.summary for p in entry.paths)]:
-        assert summary["sndbuf_verdict"] == "cannot tell" and summary["b_over_q"] is summary["sndbuf_bytes"] is None
-        assert summary["sndbuf_reason"].startswith("data over several paths")
+    # without --sndbuf (metrics.md, Data over several paths): a path alone does not see the buffer the
+    # paths share; the association reads it from its own waits, as the stack counts it (payload, whole
+    # messages of 1000 bytes: a ceiling at most SO_SNDBUF), or says never or why it cannot tell. Which
+    # of them a run gives depends on how often the buffer filled; what each says, the truth holds to.
+    for path in entry.paths:
+        assert path.summary["sndbuf_verdict"] == "cannot tell" and path.summary["b_over_q"] is None
+        assert path.summary["sndbuf_reason"].startswith("a path of data over several paths")
+    if s["sndbuf_verdict"] == "held back":
+        assert 65536 - 1000 < s["sndbuf_bytes"] <= 65536, s["sndbuf_reason"]
+        assert s["b_over_q"] == pytest.approx(truth["b_over_q"], abs=0.1), (s["b_over_q"], truth)
+        assert s["p_over_q"] == pytest.approx(truth["p_over_q"], abs=0.1), (s["p_over_q"], truth)
+    elif s["sndbuf_verdict"] == "never":
+        assert s["b_over_q"] == 0 and truth["b_over_q"] <= 0.1, truth
+    else:
+        assert s["b_over_q"] is s["sndbuf_bytes"] is None and s["sndbuf_reason"], s
     # given B (the socket's SO_SNDBUF, which usrsctp counts in payload bytes), the analyzer's b and p
     # meet the truth's under the same names. Not the largest RtxQ: a CMT sender held back by its
     # paths' windows may never fill the buffer with sent data (one run peaked at 47,000 of 65,536)

@@ -40,3 +40,29 @@ def test_imports_point_one_way():
         backwards += [f"{module} imports {name}" for name in imported(ast.parse(path.read_text()))
                       if (theirs := stage(name)) is not None and theirs > mine]
     assert backwards == []
+
+
+def test_the_staleness_check_watches_every_compiled_file():
+    """conftest refuses a build older than its sources; a C file it does not watch (the core, the lab's
+    UDP half) could change under the tests unnoticed."""
+    import subprocess
+
+    from conftest import compiled_sources
+
+    watched = {f for files in compiled_sources().values() for f in files}
+    tracked = subprocess.run(["git", "-C", str(REPO), "ls-files", "analyzer", "core", "generator", "lab"],
+                             capture_output=True, text=True, check=True).stdout.split()
+    c_files = {f for f in tracked if f.endswith((".c", ".h"))}
+    assert c_files and c_files - watched == set()
+
+
+def test_one_run_driver_reads_captures_for_every_analysis():
+    """The in-memory API, the streamed files, the live table and the checker drive the pipeline through
+    state/run.py's Run; a second loop over read_chunks would drift from it (notes, the no-flows error)."""
+    readers = []
+    for path in sorted(ANALYZER.rglob("*.py")):
+        calls = [node for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Call)]
+        if any(getattr(call.func, "attr", getattr(call.func, "id", None)) in ("read_chunks", "no_flows")
+               for call in calls):
+            readers.append(str(path.relative_to(ANALYZER)))
+    assert readers == ["read/events.py", "state/run.py"]

@@ -138,7 +138,8 @@ def keyed_capture(key_c: int, key_s: int, dsns, acks):
 def test_data_level_numbers_follow_the_key_far_ones_not_adopted(key_c, tmp_path, nrsack_c_plugin):
     """DSNs that follow the client's IDSN (decisions 40), 4 octets then 8 (one space for both, even for
     an IDSN from 2^63 up); an 8-octet DSN 2^40 away is far (SERIAL_FAR): reported, not adopted (its
-    segment's bytes follow the mapping before, and the last ack empties the queue)."""
+    segment's bytes lie beyond the 100 bytes of the mapping before, so no valid mapping covers them:
+    no data, decisions 5X), and the last ack empties the queue."""
     first = idsn(key_c) + 1
     dsns = [(first, False), (first + 100, True), (first + 200 + 2**40, True), (first + 300, True)]
     pcap = pcaps.write(tmp_path / "keyed.pcap", keyed_capture(key_c, 0x5555666677778888, dsns, {1: first + 100, 3: first + 400}))
@@ -147,8 +148,9 @@ def test_data_level_numbers_follow_the_key_far_ones_not_adopted(key_c, tmp_path,
         outputs[name] = tshark.golden_output(pcap, plugin, sndbuf=3000)
         g = tshark.parse_golden(outputs[name])
         rtxq = {int(r["frame.number"][0]): r["nrsack.rtxq.sack_bytes"] for r in g.rows}
-        # 4, 5: 100 and 200 bytes sent; 6: the first 100 acked; 7 (far mapping), 8: 100 more each; 9: all acked
-        assert [rtxq[f] for f in (4, 5, 6, 7, 8, 9)] == [["100"], ["200"], ["100"], ["200"], ["300"], ["0"]], (name, rtxq)
+        # 4, 5: 100 and 200 bytes sent; 6: the first 100 acked; 7 (far mapping): nothing mapped; 8: 100 more;
+        # 9: all acked
+        assert [rtxq[f] for f in (4, 5, 6, 7, 8, 9)] == [["100"], ["200"], ["100"], [], ["200"], ["0"]], (name, rtxq)
         assert [(int(f), rule) for f, rule, _ in g.expert] == [(7, "GEN-01")], (name, g.expert)
     assert_same(outputs["c"], outputs["lua"], "keyed data-level numbers")
 

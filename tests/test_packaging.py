@@ -67,7 +67,7 @@ def test_analyze_and_check_a_bundled_sample(venv):
 def test_simulate_runs_the_compiled_loop(venv):
     bin_dir, cwd = venv
     # engine="c" raises rather than falling back to the Python model
-    code = ("from nrsack.generator.sim.model import PathConfig, SimConfig, simulate; "
+    code = ("from nrsack.generator.sim.engine import PathConfig, SimConfig, simulate; "
             "t = simulate(SimConfig(protocol='sctp', ack='nrsack', sndbuf=16000, total_bytes=200_000, seed=1, "
             "paths=(PathConfig(bandwidth_bps=10e6, delay_s=0.01, loss=0.02),)), engine='c'); "
             "print(t.done_ns > 0)")

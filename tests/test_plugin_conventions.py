@@ -4,6 +4,8 @@ library allocator in the plugin or the core it links, American spelling with the
 and a licence line in every C and Lua file (issue 30)."""
 
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -72,3 +74,18 @@ def test_every_c_and_lua_file_names_its_licence(path):
     want = "GPL-2.0-or-later" if rel.parts[0] in ("dissector", "lua", "core") else "MIT"
     first = path.read_text().split("\n", 1)[0]
     assert re.fullmatch(rf"(/\* |-- )SPDX-License-Identifier: {re.escape(want)}( \*/)?", first), first
+
+
+def test_the_battery_refuses_to_start_without_its_spelling_checker(tmp_path):
+    """Wireshark's check_dissector.py goes on past a check that cannot start, so a python3 without
+    pyspellchecker would give a clean-looking run with no spelling checked: one line, exit 2, nothing run."""
+    bare = tmp_path / "bare"  # a python3 with nothing but its standard library
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "check_dissector.py").write_text("raise SystemExit('ran')\n")
+    run = subprocess.run([str(REPO / "scripts" / "wireshark-checks.sh"), str(tools)], capture_output=True, text=True,
+                         env={"PATH": f"{bare / 'bin'}:/usr/bin:/bin", "TMPDIR": str(tmp_path)})
+    assert run.returncode == 2 and run.stdout == "", (run.stdout, run.stderr)
+    (line,) = run.stderr.splitlines()
+    assert line.startswith("wireshark-checks: cannot run every check without: ") and "pip install pyspellchecker" in line

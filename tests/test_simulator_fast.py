@@ -1,14 +1,16 @@
 """The compiled event loop gives exactly the Python model's trace (single-path SCTP and TCP)."""
 
+import ast
 import itertools
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from nrsack.generator.sim import fast
-from nrsack.generator.sim.model import PathConfig, SimConfig, simulate
+from nrsack.generator.sim.engine import PathConfig, SimConfig, simulate, write_pcap
 from nrsack.generator.sim.truth import Truth
-from nrsack.generator.sim.wire import write_pcap
 
 FIELDS = ("sender", "cwnd", "recovery", "counters", "first_data_ns", "done_ns")
 
@@ -17,6 +19,54 @@ def test_the_compiled_loop_is_installed_beside_its_loader():
     # built by setup.py at install, never at first use: a wheel must carry it
     assert fast._installed_path().parent == fast.Path(fast.__file__).parent
     assert fast.library().fastsim_run is not None
+
+
+def sim_imports():
+    """generator/sim's own import graph, module -> the sibling modules it imports anywhere in its
+    source (inside functions too: the cycle engine.py removed hid in function-level imports)."""
+    here = fast.Path(fast.__file__).parent
+    modules = {p.stem for p in here.glob("*.py")}
+    graph = {}
+    for name in modules:
+        imported = set()
+        for node in ast.walk(ast.parse((here / f"{name}.py").read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                if node.module:
+                    imported.add(node.module.split(".")[0])
+                else:
+                    imported.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("nrsack.generator.sim."):
+                imported.add(node.module.split(".")[3])
+        graph[name] = imported & modules
+    return graph
+
+
+def test_the_simulator_modules_import_each_other_without_a_cycle():
+    graph = sim_imports()
+    assert {"model", "wire"} <= graph["fast"]  # the compiled path builds on both
+    assert {"fast", "model", "wire"} <= graph["engine"]  # the facade that chooses between them
+
+    def cycle_from(name, path):
+        if name in path:
+            return path[path.index(name):] + [name]
+        for child in sorted(graph[name]):
+            found = cycle_from(child, path + [name])
+            if found:
+                return found
+        return None
+
+    for name in sorted(graph):
+        assert cycle_from(name, []) is None, " -> ".join(cycle_from(name, []))
+
+
+def test_the_python_engine_and_wire_load_without_the_compiled_one():
+    # a fresh interpreter: what importing model.py and wire.py alone pulls in
+    code = ("import sys; import nrsack.generator.sim.model, nrsack.generator.sim.wire; "
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('nrsack.generator.sim.'))))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    names = loaded.stdout.split()
+    assert "nrsack.generator.sim.model" in names and "nrsack.generator.sim.wire" in names
+    assert "nrsack.generator.sim.fast" not in names and "nrsack.generator.sim.engine" not in names
 
 
 @pytest.mark.parametrize("profile", ["rfc", "ns2", "freebsd"])

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from nrsack.generator.sim.model import NS, RTX, PathConfig, SimConfig, Simulation, simulate
+from nrsack.generator.sim.engine import PathConfig, SimConfig, simulate
+from nrsack.generator.sim.model import NS, RTX, Simulation
 from nrsack.generator.sim.profiles import profile
 
 PATH = PathConfig(bandwidth_bps=20e6, delay_s=0.01, loss=0.0)

@@ -4,7 +4,8 @@ the loss processes."""
 import numpy as np
 import pytest
 
-from nrsack.generator.sim.model import ACK, DATA, RTX, PathConfig, SimConfig, simulate
+from nrsack.generator.sim.engine import PathConfig, SimConfig, simulate
+from nrsack.generator.sim.model import ACK, DATA, RTX
 
 PATH = PathConfig(bandwidth_bps=20e6, delay_s=0.01)
 

@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from nrsack.generator.sim.model import ACK, DATA, RTX, PathConfig, SimConfig, simulate
+from nrsack.generator.sim.engine import PathConfig, SimConfig, simulate
+from nrsack.generator.sim.model import ACK, DATA, RTX
 from nrsack.generator.sim.profiles import PROFILES
 
 

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from nrsack.analyzer import analyze
-from nrsack.generator.sim.model import ACK, PathConfig, SimConfig, simulate
+from nrsack.generator.sim.engine import PathConfig, SimConfig, simulate, write_pcap
+from nrsack.generator.sim.model import ACK
 from nrsack.generator.sim.truth import Truth
-from nrsack.generator.sim.wire import write_pcap
 
 B = 16000
 ONE_PACKET_S = (1000 + 48) * 8 / 10e6  # serialisation time of one packet on the slowest path

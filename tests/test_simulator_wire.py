@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from nrsack.generator.cli import generate
-from nrsack.generator.sim.model import ACK, DATA, RTX, PathConfig, SimConfig, simulate
-from nrsack.generator.sim.wire import write_pcap
+from nrsack.generator.sim.engine import PathConfig, SimConfig, simulate, write_pcap
+from nrsack.generator.sim.model import ACK, DATA, RTX
 
 VALIDATE = ["-o", "sctp.checksum:crc32c", "-o", "tcp.check_checksum:TRUE",
             "-o", "ip.check_checksum:TRUE", "-o", "tcp.relative_sequence_numbers:FALSE"]

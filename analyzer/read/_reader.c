@@ -428,6 +428,7 @@ static int parse_tcp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, size
             uint8_t sub = o[2] >> 4;
             if (sub == 0) {
                 e->flags |= EV_MP_CAPABLE;
+                if (!(e->flags & EV_DSS_MAP)) e->aux = o[2] & 0x0F; /* the version: the IDSN's hash (RFC 8684 3.1) */
                 if (olen >= 12) e->key = rd64(o + 4);
             } else if (sub == 1) {
                 e->flags |= EV_MP_JOIN;
@@ -1143,6 +1144,9 @@ static PyMethodDef module_methods[] = {
     {"tcp_fin_closes", tcp_fin_closes, METH_VARARGS,
      "tcp_fin_closes(events, rows, fin_end, fin_acked, closed) -> int64 rows where a TCP connection closed "
      "(state/pipeline.py)"},
+    {"mptcp_part", mptcp_part, METH_VARARGS,
+     "mptcp_part(events, rows, side, sender, state, maps) -> ((pos, kind, lo, hi, skip), state, (far rows left out, "
+     "first frame)): one chunk of an MPTCP data level, the bytes its mappings cover of the payload carried (see _levels.c)"},
     {"unwrap", unwrap_serials, METH_VARARGS,
      "unwrap(values u8, state) -> (serials i8, kept b1, state, (far rows left out, first index)): core/serial.c's rule"},
     {NULL}

@@ -13,7 +13,6 @@ import ipaddress
 import os
 import re
 import shutil
-import subprocess
 import time
 
 import numpy as np
@@ -224,6 +223,8 @@ class Decompressing:
         if shutil.which(command[0]) is None:
             raise CaptureError(f"{shown}: {name}-compressed; reading it needs the {command[0]} command "
                                f"(Debian package {command[0]})")
+        import subprocess  # here: a plain capture's start-up does without it
+
         self.name = name
         self._complaint = None
         self.process = subprocess.Popen([*command, path], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -237,6 +238,8 @@ class Decompressing:
     def failure(self, wait_s=5.0):
         """-> why the decompression failed ("gzip: ...: unexpected end of file"), or None when it did not
         (or is still running after `wait_s`: then the bytes it gives are what is wrong)."""
+        import subprocess
+
         try:
             code = self.process.wait(timeout=wait_s)
         except subprocess.TimeoutExpired:

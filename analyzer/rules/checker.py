@@ -12,7 +12,7 @@ in one call and writes per row the facts the revocation and retransmission rules
 rows no rule can fire on: data neither below the cum ack nor over NR-acked units, acks that neither go back,
 nor leave NR-acked units out, nor hold a unit in an R and an NR block, nor (SCTP) cover unsent data or break a
 block list's own rules, nor (TCP, MPTCP) carry NR blocks. Their effect on the state (highest sent, cum ack and
-its recent steps, MPTCP mappings) is applied at once (state.advance_quietly); every other row becomes an
+its recent steps) is applied at once (state.advance_quietly); every other row becomes an
 Event and goes through state.advance and its rules one by one. Quiet acks that only the handshake can fault
 (NR-01 / NR-06 by SCTP chunk type, TN-01 / MN-01 for NR blocks: the notes on every ack of a capture without
 its handshake) are judged as runs: a NoteRun keeps their frames and numbers, and Findings makes their dicts
@@ -37,6 +37,8 @@ from nrsack.analyzer.state import scoreboard as A
 from nrsack.analyzer.read import events as E
 from nrsack.analyzer.state import flows as F
 from nrsack.analyzer.state.pipeline import MAX_OPEN_FLOWS, Pipeline, grouped_order
+from nrsack.analyzer.state.run import Run
+from nrsack.analyzer.state.stores import NullStore
 from nrsack.analyzer.rules import REGISTRY, SEVERITIES, frames
 from nrsack.analyzer.rules import inputs as I
 from nrsack.analyzer.rules import state as S
@@ -90,22 +92,6 @@ def _finding(r, verdict, flow_id, direction):
             "direction": direction, "frames": list(verdict.frames), "message": verdict.message}
 
 
-class NullStore:
-    """The pipeline's row store when nobody reads the analyzer's tables (`nrsack check` alone)."""
-
-    def append(self, key, columns):
-        pass
-
-    def fork(self, key, twin):
-        pass
-
-    def discard(self, key):
-        pass
-
-    def batches(self, key):
-        return iter(())
-
-
 @dataclass
 class Lane:
     """One level's rows of one direction in one chunk, as the level unwrapped them (numpy arrays)."""
@@ -121,7 +107,6 @@ class Lane:
     frame: np.ndarray
     time_ns: np.ndarray
     conn: np.ndarray
-    aux: np.ndarray        # MPTCP data: the mapping's subflow sequence number
     older: np.ndarray      # acks the core judged maybe sent before one already seen (FLAG_OLDER)
     part: F.ScoreboardInput  # the level's rows: their blocks' units (inputs.lane_blocks)
     facts: np.ndarray = None   # rows x FACTS: the NR ledger's facts (Checker._facts)
@@ -129,11 +114,11 @@ class Lane:
     told: np.ndarray = None    # quiet rows the negotiation rules still judge
 
 
-def _lane(key, level, sender, frows, part, flags, ev):
+def _lane(key, level, sender, frows, part, flags):
     row = frows[part.pos]
     cum = part.hi if level == "sctp" else part.lo
     return Lane(key, level, sender, row, part.kind, part.lo, part.hi, np.where(part.kind == 1, cum, LOWEST), part.frame,
-                part.time_ns, part.conn, ev["aux"][row] if level == "mptcp" else None, (flags & FLAG_OLDER) != 0, part)
+                part.time_ns, part.conn, (flags & FLAG_OLDER) != 0, part)
 
 
 FACTS = 5  # NrLedger.feed's facts per row: count, lo, hi, frame, r_and_nr
@@ -266,18 +251,17 @@ class Checker:
         return out
 
     def _lanes(self, flow, frows):
-        ev = self.last.ev
         lanes = []
         for side in (0, 1):
             fed = self.parts.get((flow.id, side))
             if fed is not None:
                 conn = flow.conns[0] if flow.protocol == "tcp" else -1
-                lanes.append(_lane((flow.protocol, conn, side), flow.protocol, side, frows, *fed, ev))
+                lanes.append(_lane((flow.protocol, conn, side), flow.protocol, side, frows, *fed))
             if flow.protocol == "mptcp":
                 for conn in flow.conns:
                     fed = self.parts.get((flow.id, side, conn))
                     if fed is not None:
-                        lanes.append(_lane(("tcp", conn, side), "tcp", side, frows, *fed, ev))
+                        lanes.append(_lane(("tcp", conn, side), "tcp", side, frows, *fed))
         return lanes
 
     @staticmethod
@@ -438,13 +422,8 @@ class Checker:
         a, b = np.searchsorted(lane.advances, (start, stop)).tolist()
         moved = lane.advances[max(a, b - S.CUM_HISTORY):b]
         steps = tuple(zip(lane.cum[moved].tolist(), lane.frame[moved].tolist()))
-        mappings = ()
-        if lane.level == "mptcp" and data_hi is not None:  # the last mapping each subflow sent (MN-04)
-            rows = start + np.flatnonzero(lane.quiet[start:stop] & (lane.kind[start:stop] == 0))
-            mappings = tuple({conn: (aux, lo, hi) for conn, aux, lo, hi in zip(
-                lane.conn[rows].tolist(), lane.aux[rows].tolist(), lane.lo[rows].tolist(), lane.hi[rows].tolist())}.items())
         d = state.dirs.get(lane.key, S.EMPTY)
-        new = S.advance_quietly(d, data_hi, last_data_ns, steps, mappings)
+        new = S.advance_quietly(d, data_hi, last_data_ns, steps)
         return state._replace(dirs={**state.dirs, lane.key: new}) if new is not d else state
 
     def _direction(self, flow, e):
@@ -658,10 +637,10 @@ DIRECTION_KINDS = {I.DATA, I.ACK, I.INIT, I.INIT_ACK, I.SYN, I.SYN_ACK}
 def check_capture(cap: E.Capture, rule_ids=None):
     """-> (flows, findings as dicts of COLUMNS) of every selected rule over every flow of a read capture
     (one chunk). Raises CaptureError when it holds no SCTP or TCP flow, KeyError for an unknown rule ID."""
-    checker = Checker(rule_ids)
-    checker.feed(cap)
-    if not checker.pipeline.table.flows:
-        raise E.no_flows(cap.path, cap)
+    run = Run(cap.path, NullStore())
+    checker = Checker(rule_ids, run.pipeline)
+    run.feed(cap)
+    run.end()
     return checker.finish()
 
 
@@ -670,13 +649,11 @@ def check_path(path, rule_ids=None, chunk_frames=E.CHUNK_FRAMES, progress=None, 
     """-> (the last chunk's header: path, frames, truncated; flows; findings) of a capture read in chunks,
     in bounded memory (lazy: findings as Findings). Raises CaptureError for unusable input, KeyError for an
     unknown rule ID. max_open_flows: the flows held open at once (pipeline.MAX_OPEN_FLOWS)."""
-    checker = Checker(rule_ids, every_row=every_row, max_open_flows=max_open_flows)
-    for cap in E.read_chunks(path, chunk_frames, progress):
-        checker.feed(cap)
-    if not checker.pipeline.table.flows:
-        raise E.no_flows(path, checker.last)
+    run = Run(path, NullStore(), chunk_frames, progress, max_open_flows=max_open_flows)
+    checker = Checker(rule_ids, run.pipeline, every_row=every_row)
+    header = run.read()
     flows, found = checker.finish(lazy)
-    return checker.last, flows, found
+    return header, flows, found
 
 
 def at_least(findings, severity):

@@ -134,7 +134,7 @@ def lane_event(rows: ChunkRows, level, sender, row, kind, lo, hi, never_renege=F
     if kind != 0:
         base["older"] = older
     if kind == 0 and level == "mptcp":
-        return Event(kind=DATA, level="mptcp", lo=lo, hi=hi, aux=rec[_AUX], wire_seq=rec[_DSN], **base)
+        return Event(kind=DATA, level="mptcp", lo=lo, hi=hi, wire_seq=rec[_DSN], **base)
     if kind == 0:
         return Event(kind=DATA, level=level, lo=lo, hi=hi, wire_seq=rec[_SEQ], **base)
     r, nr, wire_r, wire_nr = blocks

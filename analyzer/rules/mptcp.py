@@ -43,20 +43,11 @@ def nr_acked_data_revoked(e, before, after, ctx):
     yield from revocation_in_room(e, before, "DSNs", "this DSS's NR blocks", "DATA ACK")
 
 
-def continues_mapping(e, before):
-    """A later segment of the mapping its subflow sent last (a mapping may span several segments)."""
-    return (e.conn, (e.aux, e.lo, e.hi)) in before.direction(e).mappings
-
-
 @rule("MN-04", "warning", kinds=[I.DATA], levels=["mptcp"])
 def data_level_retransmission_after_ack(e, before, after, ctx):
     """MN-04: "Data-level retransmission or reinjection of bytes after they were NR-acked or DATA-ACKed." """
-    if continues_mapping(e, before):
-        return
-    if e.flags & E.DATA_FIN and e.hi - e.lo == 1:
-        # the DATA_FIN alone carries no byte, and Linux sends it on every subflow (RFC 8684 3.3.3):
-        # not a retransmission of data, as the plugins read it (decisions.md 65)
-        return
+    # (a DATA_FIN alone, sent again on every subflow by Linux, carries no byte: the data level feeds
+    # nothing for it, decisions.md 65 and 5X)
     yield from retransmission(e, before, ctx, lambda lo, hi: f"DSNs {seqs(lo, hi)}",
                              lambda cum: f"DATA-ACKed (DATA ACK {I.display(cum)})")
 

@@ -27,7 +27,6 @@ class Direction(NamedTuple):  # NamedTuple: _replace is several times cheaper th
     snd_max: int = None        # end of the highest unit sent
     start_seen: bool = False   # the initial sequence number (INIT / SYN) was captured
     last_data_ns: int = None
-    mappings: tuple = ()       # MPTCP: ((conn, (subflow seq, dsn, length)), ...), the last per subflow
 
     def acked_by(self, unit):
         """The frame of the ack that first cum-acked `unit` (as far as the history reaches)."""
@@ -80,9 +79,6 @@ def _on_data(d, e):
     changes = dict(last_data_ns=e.time_ns)
     if d.snd_max is None or e.hi > d.snd_max:
         changes["snd_max"] = e.hi
-    if e.level == "mptcp":
-        others = tuple(m for m in d.mappings if m[0] != e.conn)
-        changes["mappings"] = others + ((e.conn, (e.aux, e.lo, e.hi)),)
     return d._replace(**changes)
 
 
@@ -126,20 +122,16 @@ def advance(state: FlowState, e: I.Event) -> FlowState:
     return state._replace(**changes) if changes else state
 
 
-def advance_quietly(d: Direction, data_hi, last_data_ns, steps, mappings=()) -> Direction:
+def advance_quietly(d: Direction, data_hi, last_data_ns, steps) -> Direction:
     """The direction after rows no rule can fire on (checker.py picks them with the NR ledger's facts), applied
     at once. data_hi: the highest end sent
     (None: no data among them), last_data_ns: the time of their last data; steps: the (cum, frame) of
-    their acks that moved the cum ack, in order (at most CUM_HISTORY, the last); mappings: MPTCP
-    ((conn, (subflow seq, lo, hi)), ...), the last mapping per subflow among them."""
+    their acks that moved the cum ack, in order (at most CUM_HISTORY, the last)."""
     changes = {}
     if data_hi is not None:
         if d.snd_max is None or data_hi > d.snd_max:
             changes["snd_max"] = data_hi
         changes["last_data_ns"] = last_data_ns
-    if mappings:
-        conns = {conn for conn, _ in mappings}
-        changes["mappings"] = tuple(m for m in d.mappings if m[0] not in conns) + tuple(mappings)
     if steps:
         cum, frame = steps[-1]
         changes.update(cum=cum, cum_frame=frame, cum_steps=(d.cum_steps + steps)[-CUM_HISTORY:])

@@ -223,3 +223,197 @@ out:
     if (side.ok) PyBuffer_Release(&side.b);
     return result;
 }
+
+/* ---- MPTCP data level (flows.MptcpLevel): which bytes the capture shows carried, at which DSNs ---- */
+
+/* A 64-bit data-level number as a serial: the plugins' wide_serial (packet-nrsack-mptcp.c): from 2^52
+ * up relative to the direction's first such number less 256 * 2^32, keeping the low 32 bits. */
+#define WIDE_AS_IS_BELOW ((uint64_t)1 << 52)
+typedef struct {
+    serial_space_t space;
+    int wide_known, idsn_pending, data_seen;
+    uint64_t wide_offset;
+} dl_space_t;
+
+static uint64_t dl_wide(dl_space_t *d, uint64_t v) {
+    if (!d->wide_known) {
+        d->wide_known = 1;
+        d->wide_offset = v < WIDE_AS_IS_BELOW ? 0 : ((v >> 32) - 256) << 32;
+    }
+    return v - d->wide_offset;
+}
+
+/* A DSN or DATA ACK, 4 or 8 octets, as the plugins' unwrap_dl: the first number on the wire checks the
+ * IDSN's anchor (decisions 40), then the core's far guard. */
+static int dl_unwrap(dl_space_t *d, uint64_t v, int wide, uint64_t *out) {
+    if (d->idsn_pending) {
+        d->idsn_pending = 0;
+        uint64_t x = wide ? v - d->wide_offset : serial_near(d->space.highest, (uint32_t)v);
+        uint64_t distance = x > d->space.highest ? x - d->space.highest : d->space.highest - x;
+        if (distance > SERIAL_FAR) {
+            memset(&d->space, 0, sizeof d->space);
+            d->wide_known = 0;
+        }
+    }
+    if (!wide) return serial_unwrap(&d->space, (uint32_t)v, out) == SERIAL_OK;
+    return serial_take64(&d->space, dl_wide(d, v), out) == SERIAL_OK;
+}
+
+/* one subflow's current mapping in the sender's direction */
+typedef struct {
+    long long conn, isn;  /* isn -1: its SYN not seen */
+    int known;
+    uint32_t seq, len;     /* absolute subflow sequence number where it starts; Data-Level Length (0: infinite) */
+    uint64_t dsn;
+} dl_map_t;
+
+enum { DL_MAPS = 64 };
+
+static int dl_map_store(PyObject *maps, const dl_map_t *m) {
+    PyObject *key = PyLong_FromLongLong(m->conn);
+    PyObject *value = Py_BuildValue("(LiIIK)", m->isn, m->known, m->seq, m->len, (unsigned long long)m->dsn);
+    int rc = key && value ? PyDict_SetItem(maps, key, value) : -1;
+    Py_XDECREF(key);
+    Py_XDECREF(value);
+    return rc;
+}
+
+static dl_map_t *dl_map_for(PyObject *maps, dl_map_t *cache, int *n, long long conn) {
+    for (int k = 0; k < *n; k++)
+        if (cache[k].conn == conn) return cache + k;
+    if (*n == DL_MAPS) {  /* more subflows than the cache holds: the last one goes back to the dict */
+        if (dl_map_store(maps, cache + DL_MAPS - 1) < 0) return NULL;
+        (*n)--;
+    }
+    dl_map_t *m = cache + (*n)++;
+    memset(m, 0, sizeof *m);
+    m->conn = conn;
+    m->isn = -1;
+    PyObject *key = PyLong_FromLongLong(conn);
+    if (!key) return NULL;
+    PyObject *value = PyDict_GetItemWithError(maps, key);
+    Py_DECREF(key);
+    if (value) {
+        unsigned long long dsn;
+        if (!PyArg_ParseTuple(value, "LiIIK", &m->isn, &m->known, &m->seq, &m->len, &dsn)) return NULL;
+        m->dsn = dsn;
+    } else if (PyErr_Occurred()) {
+        return NULL;
+    }
+    return m;
+}
+
+/* mptcp_part(events, rows, side, sender, state, maps)
+ *   -> ((pos i8, kind i1, lo i8, hi i8, skip i8), state, (rows left out as far, first such frame))
+ * One chunk of an MPTCP connection's data level in direction `sender`, in observation order: a mapping
+ * of the sender (a DSS with M whose DSN is not far) becomes its subflow's current one; a segment of the
+ * sender carries the data-level bytes [DSN lo, hi) that the current mapping covers of its payload
+ * (kind 0; skip: how many payload bytes before lo's the mapping does not cover); a DATA ACK of the
+ * peer, once the sender has carried data, is an ack (kind 1, lo = hi = its serial). state: (space
+ * state, wide offset or None, IDSN anchor pending, data seen, IDSN + 1 to anchor on or None); maps:
+ * {conn: (isn or -1, known, seq, len, dsn)}, updated. */
+PyObject *mptcp_part(PyObject *self, PyObject *args) {
+    PyObject *o_ev, *o_rows, *o_side, *o_state, *maps, *o_space, *o_offset, *o_anchor;
+    int sender, pending, data_seen;
+    if (!PyArg_ParseTuple(args, "OOOiOO!", &o_ev, &o_rows, &o_side, &sender, &o_state, &PyDict_Type, &maps) ||
+        !PyArg_ParseTuple(o_state, "OOppO", &o_space, &o_offset, &pending, &data_seen, &o_anchor))
+        return NULL;
+    dl_space_t d;
+    memset(&d, 0, sizeof d);
+    if (space_from_py(o_space, &d.space) < 0) return NULL;
+    d.idsn_pending = pending;
+    d.data_seen = data_seen;
+    if (o_offset != Py_None) {
+        d.wide_known = 1;
+        d.wide_offset = PyLong_AsUnsignedLongLong(o_offset);
+        if (PyErr_Occurred()) return NULL;
+    }
+    if (!d.space.anchored && o_anchor != Py_None) {  /* the key's IDSN + 1 (RFC 8684 3.1), as the plugins' learn_key */
+        uint64_t anchor = PyLong_AsUnsignedLongLong(o_anchor), unused;
+        if (PyErr_Occurred()) return NULL;
+        serial_take64(&d.space, dl_wide(&d, anchor), &unused);
+        d.idsn_pending = 1;
+    }
+    buf_t ev = {0}, rows = {0}, side = {0};
+    PyObject *out[5] = {0}, *result = NULL;
+    static const size_t itemsize[5] = {8, 1, 8, 8, 8};
+    dl_map_t cache[DL_MAPS];
+    int n_cache = 0;
+    if (get_buf(o_ev, &ev, sizeof(event_t), -1, 0, "mptcp_part") < 0 ||
+        get_buf(o_rows, &rows, 8, -1, 0, "mptcp_part") < 0 ||
+        get_buf(o_side, &side, 1, rows.b.len / 8, 0, "mptcp_part") < 0)
+        goto out;
+    Py_ssize_t n_rows = rows.b.len / 8, n_events = ev.b.len / (Py_ssize_t)sizeof(event_t), j = 0, far = 0;
+    uint32_t far_frame = 0;
+    char *p[5];
+    for (int a = 0; a < 5; a++)
+        if (!(out[a] = new_array(n_rows, itemsize[a], &p[a]))) goto out;
+    int64_t *pos = (int64_t *)p[0], *lo = (int64_t *)p[2], *hi = (int64_t *)p[3], *skip = (int64_t *)p[4];
+    int8_t *kind = (int8_t *)p[1];
+    const event_t *e = ev.b.buf;
+    const int64_t *row = rows.b.buf;
+    const int8_t *sides = side.b.buf;
+    for (Py_ssize_t i = 0; i < n_rows; i++) {
+        if (row[i] < 0 || row[i] >= n_events) {
+            PyErr_SetString(PyExc_IndexError, "mptcp_part: row out of range");
+            goto out;
+        }
+        const event_t *x = e + row[i];
+        if (x->proto != 6) continue;
+        uint64_t u;
+        if (sides[i] != sender) {
+            if (!(x->flags & EV_DATA_ACK) || !d.data_seen) continue;  /* the plugins: no data yet, no ack */
+            if (!dl_unwrap(&d, x->data_ack, (x->flags & EV_DACK64) != 0, &u)) {
+                if (!far++) far_frame = x->frame;
+                continue;
+            }
+            pos[j] = i; kind[j] = 1; lo[j] = hi[j] = (int64_t)u; skip[j] = 0; j++;
+            continue;
+        }
+        dl_map_t *m = NULL;
+        if ((x->tcp_flags & TCP_FLAG_SYN) || (x->flags & EV_DSS_MAP) || x->len) {
+            if (!(m = dl_map_for(maps, cache, &n_cache, x->conn))) goto out;
+        }
+        if (!m) continue;
+        if (x->tcp_flags & TCP_FLAG_SYN) m->isn = x->seq;
+        if (x->flags & EV_DSS_MAP) {
+            if (dl_unwrap(&d, x->dsn, (x->flags & EV_DSN64) != 0, &u)) {
+                m->known = 1;
+                m->dsn = u;
+                m->seq = m->isn >= 0 ? (uint32_t)m->isn + x->aux : x->seq;
+                m->len = x->dss_len;
+            } else if (!far++) {
+                far_frame = x->frame;
+            }
+        }
+        if (!x->len || !m->known) continue;
+        /* the payload bytes the mapping covers (the plugins' mptcp_payload) */
+        int64_t off = (int32_t)(x->seq - m->seq), first = off > 0 ? off : 0, end = off + (int64_t)x->len;
+        if (m->len && end > (int64_t)m->len) end = m->len;
+        if (end <= first) continue;
+        pos[j] = i; kind[j] = 0; lo[j] = (int64_t)(m->dsn + (uint64_t)first); hi[j] = lo[j] + (end - first);
+        skip[j] = first - off;
+        d.data_seen = 1;
+        j++;
+    }
+    for (int k = 0; k < n_cache; k++)
+        if (dl_map_store(maps, cache + k) < 0) goto out;
+    for (int a = 0; a < 5; a++)
+        if (PyByteArray_Resize(out[a], j * (Py_ssize_t)itemsize[a]) < 0) goto out;
+    PyObject *space = space_to_py(&d.space), *offset = d.wide_known ? PyLong_FromUnsignedLongLong(d.wide_offset)
+                                                                       : (Py_INCREF(Py_None), Py_None);
+    if (space && offset)
+        result = Py_BuildValue("(OOOOO)(NNOOO)(nI)", out[0], out[1], out[2], out[3], out[4], space, offset,
+                               d.idsn_pending ? Py_True : Py_False, d.data_seen ? Py_True : Py_False, Py_None,
+                               far, far_frame);
+    else {
+        Py_XDECREF(space);
+        Py_XDECREF(offset);
+    }
+out:
+    for (int a = 0; a < 5; a++) Py_XDECREF(out[a]);
+    if (ev.ok) PyBuffer_Release(&ev.b);
+    if (rows.ok) PyBuffer_Release(&rows.b);
+    if (side.ok) PyBuffer_Release(&side.b);
+    return result;
+}

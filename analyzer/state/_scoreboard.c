@@ -230,30 +230,35 @@ static PyObject *Board_fork(Board *self, PyObject *args) {
     return (PyObject *)copy;
 }
 
-/* sndbuf_estimate(nr, data_level) -> sbe_decide's (verdict, why, sndbuf, low, high, waits, long_waits,
- * at_ceiling, above, packet). */
+/* sndbuf_estimate(nr, paths) -> sbe_decide_paths's (verdict, why, sndbuf, low, high, waits, long_waits,
+ * at_ceiling, above, packet, deep_waits); paths: sbe_paths_t. */
 static PyObject *Board_sndbuf_estimate(Board *self, PyObject *args) {
-    int nr, data_level;
-    if (!PyArg_ParseTuple(args, "pp", &nr, &data_level)) return NULL;
+    int nr, paths;
+    if (!PyArg_ParseTuple(args, "pi", &nr, &paths)) return NULL;
+    if (paths < SBE_ONE_PATH || paths > SBE_CMT_ASSOCIATION) {
+        PyErr_Format(PyExc_ValueError, "paths %d is no sbe_paths_t", paths);
+        return NULL;
+    }
     sbe_result_t r;
-    sbe_decide(&self->estimate, nr, data_level, &r);
-    return Py_BuildValue("(iiKKKKKKKK)", (int)r.verdict, (int)r.why, (unsigned long long)r.sndbuf,
+    sbe_decide_paths(&self->estimate, nr, (sbe_paths_t)paths, &r);
+    return Py_BuildValue("(iiKKKKKKKKK)", (int)r.verdict, (int)r.why, (unsigned long long)r.sndbuf,
                          (unsigned long long)r.low, (unsigned long long)r.high, (unsigned long long)r.waits,
                          (unsigned long long)r.long_waits, (unsigned long long)r.at_ceiling,
-                         (unsigned long long)r.above, (unsigned long long)r.packet);
+                         (unsigned long long)r.above, (unsigned long long)r.packet, (unsigned long long)r.deep_waits);
 }
 
-/* An sbe_decide result back from Board.sndbuf_estimate's tuple. */
+/* An sbe_decide_paths result back from Board.sndbuf_estimate's tuple. */
 static int estimate_of(PyObject *t, sbe_result_t *r) {
     int verdict, why;
-    unsigned long long v[8];
-    if (!PyArg_ParseTuple(t, "iiKKKKKKKK", &verdict, &why, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]))
+    unsigned long long v[9];
+    if (!PyArg_ParseTuple(t, "iiKKKKKKKKK", &verdict, &why, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7],
+                          &v[8]))
         return -1;
     if (verdict < SBE_HELD_BACK || verdict > SBE_CANNOT_TELL || why < SBE_CEILING || why > SBE_NOT_BY_SENDER) {
         PyErr_SetString(PyExc_ValueError, "sndbuf estimate: verdict or reason out of range");
         return -1;
     }
-    *r = (sbe_result_t){(sbe_verdict_t)verdict, (sbe_why_t)why, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
+    *r = (sbe_result_t){(sbe_verdict_t)verdict, (sbe_why_t)why, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]};
     return 0;
 }
 
@@ -267,10 +272,11 @@ PyObject *sndbuf_verdict(PyObject *self, PyObject *args) {
     sbe_vantage(&r, !strcmp(vantage, "sender") || !strcmp(vantage, "unknown"));
     char reason[256];
     sbe_reason(&r, vantage, reason, sizeof reason);
-    return Py_BuildValue("(iiKKKKKKKK)s", (int)r.verdict, (int)r.why, (unsigned long long)r.sndbuf,
+    return Py_BuildValue("(iiKKKKKKKKK)s", (int)r.verdict, (int)r.why, (unsigned long long)r.sndbuf,
                          (unsigned long long)r.low, (unsigned long long)r.high, (unsigned long long)r.waits,
                          (unsigned long long)r.long_waits, (unsigned long long)r.at_ceiling,
-                         (unsigned long long)r.above, (unsigned long long)r.packet, reason);
+                         (unsigned long long)r.above, (unsigned long long)r.packet, (unsigned long long)r.deep_waits,
+                         reason);
 }
 
 /* sndbuf_blocked(estimate, new b1, rtxq i8, gap_open b1, out b1, start, after_new, last_new) -> after_new:
@@ -308,8 +314,9 @@ out:
 
 static PyMethodDef Board_methods[] = {
     {"sndbuf_estimate", (PyCFunction)Board_sndbuf_estimate, METH_VARARGS,
-     "sndbuf_estimate(nr, data_level) -> (verdict, why, sndbuf, low, high, waits, long_waits, at_ceiling, above, "
-     "packet) (core/sndbuf.c sbe_decide)"},
+     "sndbuf_estimate(nr, paths) -> (verdict, why, sndbuf, low, high, waits, long_waits, at_ceiling, above, "
+     "packet, deep_waits) (core/sndbuf.c sbe_decide_paths; paths: 0 one path, 1 a path of several, 2 an MPTCP "
+     "data level, 3 a CMT association)"},
     {"fork", (PyCFunction)Board_fork, METH_VARARGS, "fork(keep_data) -> a copy (keep_data False: the acks' state only)"},
     {"feed", (PyCFunction)Board_feed, METH_VARARGS,
      "feed(kind i1, lo i8, hi i8, size i8, bstart i8, bcount i4, blo i8, bhi i8, bnr i1, revoke i1, out_sack, "
@@ -702,7 +709,7 @@ enum {
     ENTRY_B_NS, ENTRY_DATA_BYTES, ENTRY_CAPACITY, ENTRY_MAX_SACK, ENTRY_MAX_NR, ENTRY_MAX_WHATIF, ENTRY_ACKED,
     ENTRY_INTERVALS, ENTRY_MAX_PAYLOAD, ENTRY_RETRANSMISSIONS, ENTRY_FAR, ENTRY_FAR_FRAME,
     ENTRY_VERDICT, ENTRY_WHY, ENTRY_SNDBUF, ENTRY_LOW, ENTRY_HIGH, ENTRY_WAITS, ENTRY_LONG_WAITS, ENTRY_AT_CEILING,
-    ENTRY_ABOVE, ENTRY_PACKET,  /* sbe_result_t, as Board.sndbuf_estimate gives it */
+    ENTRY_ABOVE, ENTRY_PACKET, ENTRY_DEEP_WAITS,  /* sbe_result_t, as Board.sndbuf_estimate gives it */
     ENTRY_FIELDS
 };
 
@@ -764,7 +771,8 @@ static void summarize(const Board *b, const part_out_t *o, Py_ssize_t n, const b
     sbe_result_t estimate;
     sbe_decide(&b->estimate, nr_sack, 0, &estimate);
     const uint64_t fields[] = {estimate.verdict, estimate.why, estimate.sndbuf, estimate.low, estimate.high,
-                               estimate.waits, estimate.long_waits, estimate.at_ceiling, estimate.above, estimate.packet};
+                               estimate.waits, estimate.long_waits, estimate.at_ceiling, estimate.above, estimate.packet,
+                               estimate.deep_waits};
     for (int k = 0; k < ENTRY_FIELDS - ENTRY_VERDICT; k++) e[ENTRY_VERDICT + k] = (int64_t)fields[k];
     int64_t capacity = e[ENTRY_CAPACITY] = sndbuf >= 0 ? sndbuf : (int64_t)estimate.sndbuf;
     int was_blocked = 0, was_gap = 0;

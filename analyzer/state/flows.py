@@ -15,7 +15,6 @@ positions are bytes; SCTP positions are TSNs, weighed by the scoreboard with the
 """
 
 from dataclasses import dataclass, field
-import hashlib
 
 import numpy as np
 
@@ -23,6 +22,19 @@ from nrsack.analyzer import _native
 from nrsack.analyzer.read import events as E
 
 TWO32 = 1 << 32
+
+
+# numpy's np.unique hashes (fast on many rows) but imports numpy.ma on its first call: ~40M instructions,
+# a tenth of `nrsack analyze` on a short capture. Below this many values a sort costs less than either.
+SORT_UNIQUE_MAX = 4096
+
+
+def distinct(values) -> np.ndarray:
+    """np.unique(values) of a 1-D array."""
+    if len(values) > SORT_UNIQUE_MAX:
+        return np.unique(values)
+    ordered = np.sort(values)
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
 
 
 def unwrap32(values, state, frames, far: "FarSerials"):
@@ -74,6 +86,7 @@ class Flow:
     negotiated_nr: bool = False   # NR-SACK negotiated in the handshake (both sides)
     never_renege: list = field(default_factory=lambda: [False, False])  # per side (TCP flag 0x01)
     keys: list = field(default_factory=lambda: [None, None])  # MPTCP keys per side
+    mp_version: int | None = None  # MPTCP version of the first MP_CAPABLE (0: RFC 6824, 1: RFC 8684)
     tokens: list = field(default_factory=lambda: [None, None])
     tags: list = field(default_factory=lambda: [None, None])  # SCTP verification tags per side
     # the first event of each handshake kind (SCTP chunk type / TCP "syn", "synack", "ack"): (index, time, flags)
@@ -82,6 +95,8 @@ class Flow:
 
 def mptcp_tokens(key: int) -> set:
     """The token of a key: the high 32 bits of its SHA-256 (RFC 8684) or SHA-1 (RFC 6824, version 0)."""
+    import hashlib  # here: only MPTCP asks, and it costs a capture without MPTCP's start-up
+
     raw = key.to_bytes(8, "big")
     return {int.from_bytes(hashlib.new(name, raw).digest()[:4], "big") for name in ("sha256", "sha1")}
 
@@ -339,14 +354,14 @@ class FlowTable:
         note("synack", (tf & 0x12) == 0x12)
         # the opener's first ACK at or after the SYN-ACK (of this chunk or an earlier one)
         synack_ns = np.full(len(self._conn_flow), np.iinfo(np.int64).max)
-        conns = np.unique(conn)
+        conns = distinct(conn)
         for c, f in zip(conns.tolist(), self._conn_flow[conns].tolist()):
             firsts = flows[f].firsts
             if "synack" in firsts and "ack" not in firsts:
                 synack_ns[c] = firsts["synack"][1]
         note("ack", (ev["dir"][rows] == self._conn_flip[conn]) & ((tf & 0x10) != 0)
              & (ev["time_ns"][rows] >= synack_ns[conn]))
-        for c in np.unique(conn[(ev["flags"][rows] & E.MP_CAPABLE) != 0]).tolist():
+        for c in distinct(conn[(ev["flags"][rows] & E.MP_CAPABLE) != 0]).tolist():
             flow = self.flows[self._conn_flow[c]]
             if flow.protocol == "mptcp":
                 self._mptcp_keys(ev, flow, rows[conn == c])
@@ -354,7 +369,10 @@ class FlowTable:
     def _mptcp_keys(self, ev, flow, rows):
         # MP_CAPABLE v1 sends no key on the SYN: the opener's key rides on its third ACK
         flip = self.flip(flow.conns[0])
-        capable = rows[((ev["flags"][rows] & E.MP_CAPABLE) != 0) & (ev["key"][rows] != 0)]
+        capable = rows[(ev["flags"][rows] & E.MP_CAPABLE) != 0]
+        if flow.mp_version is None and len(capable):
+            flow.mp_version = int(ev["aux"][capable[0]])
+        capable = capable[ev["key"][capable] != 0]
         for side in (0, 1):
             keyed = capable[(ev["dir"][capable] ^ flip) == side]
             if flow.keys[side] is None and len(keyed):
@@ -408,7 +426,7 @@ def _sctp_endpoint_keys(cap, rows):
     key = (ports[conn, endpoint] << 32) | tag.astype(np.int64)
     if len(cap.conns) < 1 << 15:
         # one 64-bit key per row, made unique by hashing (few distinct values, many rows)
-        packed = np.unique((node.astype(np.uint64) << np.uint64(48)) | key.astype(np.uint64))
+        packed = distinct((node.astype(np.uint64) << np.uint64(48)) | key.astype(np.uint64))
         node, key = (packed >> np.uint64(48)).astype(np.int64), (packed & np.uint64((1 << 48) - 1)).astype(np.int64)
     else:
         pairs = np.unique(np.stack([node, key], 1), axis=0)
@@ -624,38 +642,52 @@ class SctpPathLevel:
 
 
 class MptcpLevel(_SpaceLevel):
-    """MPTCP data level of direction `sender`: DSS mappings of the sender's subflows, DATA ACKs of the
-    peer with its NR blocks and, as renegable blocks, the DSNs its subflow acks cover (decision 12:
-    `sacked` at the data level)."""
+    """MPTCP data level of direction `sender`: the data-level bytes the sender's segments carry (their
+    payload that their subflow's current DSS mapping covers: a mapping's length bounds them and never
+    adds any, decisions 5X), DATA ACKs of the peer with its NR blocks and, as renegable blocks, the DSNs
+    its subflow acks cover (decision 12: `sacked` at the data level). Numbers of 4 and 8 octets share
+    one space anchored on the key's IDSN + 1 as in the plugins (_levels.c's mptcp_part)."""
 
     units = False
     gap_from_sacked = True
 
-    def __init__(self, sender):
+    def __init__(self, sender, flow=None):
         super().__init__(sender)
+        self.flow = flow
         self.subflows = {}  # conn -> _SubflowMap
+        self.maps = {}      # conn -> the subflow's current mapping (mptcp_part's)
+        self.state = (None, None, False, False, None)
+
+    def _idsn_anchor(self):
+        """IDSN + 1 of the sender's key (RFC 8684 3.1: SHA-1's last 64 bits in version 0, SHA-256's
+        from version 1), the first data-level number, or None without the key."""
+        key = self.flow.keys[self.sender] if self.flow is not None else None
+        if key is None:
+            return None
+        import hashlib  # here, as in the token's function above: only MPTCP needs it
+
+        digest = hashlib.new("sha1" if self.flow.mp_version == 0 else "sha256", key.to_bytes(8, "big")).digest()
+        return (int.from_bytes(digest[-8:], "big") + 1) % (1 << 64)
 
     def build(self, events: FlowEvents) -> ScoreboardInput:
-        fl = events["flags"]
-        mine = events.side == self.sender
-        data = mine & ((fl & E.DSS_MAP) != 0) & (events["dss_len"] > 0)
-        ack = ~mine & ((fl & E.DATA_ACK) != 0)
-        pos = np.flatnonzero(data | ack)
-        is_data = data[pos]
-        u, keep, self.space = unwrap32(np.where(is_data, events["dsn"][pos], events["data_ack"][pos]), self.space,
-                                       events["frame"][pos], self.far)
-        pos, is_data, u = pos[keep], is_data[keep], u[keep]
-        length = np.where(is_data, events["dss_len"][pos], 0).astype(np.int64)
+        space, offset, pending, data_seen, _ = self.state
+        anchor = self._idsn_anchor() if space is None else None
+        arrays, self.state, (far, far_frame) = _native.mptcp_part(
+            events.cap.ev, events.rows, events.side, self.sender, (space, offset, pending, data_seen, anchor), self.maps)
+        self.far.add(far, far_frame)
+        pos, kind, lo, hi, skip = (np.frombuffer(a, t) for a, t in zip(arrays, (np.int64, np.int8, np.int64, np.int64, np.int64)))
+        is_data = kind == 0
+        length = hi - lo
         index, owner, _, _ = _by_owner(events, pos, [E.BK_MPTCP_NR])
         acking = ~is_data[owner]  # a data segment's NR blocks ack the other way
         index, owner = index[acking], owner[acking]
         blk = events.blocks[index]
-        base = u[owner]
+        base = lo[owner]
         self.nr_seen |= bool(len(blk))
         parts = [(owner, base + blk["lo"].astype(np.int64), base + blk["hi"].astype(np.int64))]
-        for conn in np.unique(events["conn"]).tolist():
+        for conn in distinct(events["conn"]).tolist():
             sub = self.subflows.setdefault(conn, _SubflowMap(conn, self.sender))
-            parts.append(sub.acked_dsns(events, pos, u, is_data))
+            parts.append(sub.acked_dsns(events, pos, lo, is_data, skip, length))
         owners = np.concatenate([p[0] for p in parts])
         order = np.argsort(owners, kind="stable")  # per ack: its NR blocks, then its subflow-acked DSNs
         bcount = np.bincount(owners, minlength=len(pos))
@@ -663,7 +695,7 @@ class MptcpLevel(_SpaceLevel):
         blo = np.concatenate([p[1] for p in parts])[order]
         bhi = np.concatenate([p[2] for p in parts])[order]
         bnr = np.concatenate([np.ones(len(owner), np.int8)] + [np.zeros(len(p[0]), np.int8) for p in parts[1:]])[order]
-        return _part(events, pos, is_data, u, u + length, length, (bstart, bcount, blo, bhi, bnr), u)
+        return _part(events, pos, is_data, lo, hi, length, (bstart, bcount, blo, bhi, bnr), lo)
 
 
 class _SubflowMap:
@@ -673,37 +705,35 @@ class _SubflowMap:
 
     def __init__(self, conn, sender):
         self.tcp = TcpLevel(conn, sender)
-        self.isn = None
         self.floor = None      # the lowest mapped byte ever seen
         self.acked_to = None   # the highest cum ack seen on a DATA ACK segment
         self.map_lo = self.map_hi = self.map_dsn = np.empty(0, np.int64)
 
-    def acked_dsns(self, events, pos, dsn, is_data):
-        """-> (index into pos, DSN lo, DSN hi) of this chunk's data-level acks (pos, dsn, is_data)."""
-        conn, sender = self.tcp.conn, self.tcp.sender
+    def acked_dsns(self, events, pos, dsn, is_data, skip, length):
+        """-> (index into pos, DSN lo, DSN hi) of this chunk's data-level acks; pos, dsn, is_data, skip and
+        length are the data level's rows (MptcpLevel.build), whose data rows of this subflow are its
+        mapped bytes: [seq + skip, + length) in the subflow's numbers."""
+        conn = self.tcp.conn
         sub = self.tcp.build(events)
-        if self.isn is None:
-            syn = np.flatnonzero((events["conn"] == conn) & (events.side == sender) & ((events["tcp_flags"] & E.TCP_SYN) != 0))
-            if len(syn):  # the mapping's subflow sequence number is relative to the ISN (RFC 8684 3.3)
-                self.isn = int(events["seq"][syn[0]])
-        mapped = (sub.kind == 0) & ((events["flags"][sub.pos] & E.DSS_MAP) != 0) & (events["dss_len"][sub.pos] > 0)
-        mapped &= np.isin(sub.pos, pos)  # a mapping the data level left out (far outside its window) maps nothing
-        map_pos = sub.pos[mapped]
-        seq64 = sub.serial[mapped]
-        map_lo = near(seq64, (self.isn + events["aux"][map_pos].astype(np.int64)) & 0xFFFFFFFF) if self.isn is not None else seq64
-        map_dsn = dsn[np.searchsorted(pos, map_pos)]
+        data = np.flatnonzero(is_data & (events["conn"][pos] == conn))
+        at = np.searchsorted(sub.pos, pos[data])
+        found = at < len(sub.pos)
+        found[found] = (sub.pos[at[found]] == pos[data[found]]) & (sub.kind[at[found]] == 0)
+        data, at = data[found], at[found]
+        map_lo = sub.serial[at] + skip[data]
         all_lo = np.concatenate((self.map_lo, map_lo))
-        all_lo, first = np.unique(all_lo, return_index=True)  # a retransmission repeats its mapping
-        self.map_dsn = np.concatenate((self.map_dsn, map_dsn))[first]
-        self.map_hi = np.concatenate((self.map_hi, map_lo + events["dss_len"][map_pos].astype(np.int64)))[first]
+        all_lo, first = np.unique(all_lo, return_index=True)  # a retransmission repeats its bytes
+        self.map_dsn = np.concatenate((self.map_dsn, dsn[data]))[first]
+        self.map_hi = np.concatenate((self.map_hi, map_lo + length[data]))[first]
         self.map_lo = all_lo
         empty = (np.empty(0, np.int64),) * 3
         if not len(self.map_lo):
             return empty
         if self.floor is None or self.map_lo[0] < self.floor:
             self.floor = int(self.map_lo[0])
-        # the subflow acks that ride on data-level acks
-        acks = (sub.kind == 1) & np.isin(sub.pos, pos[~is_data & (events["conn"][pos] == conn)])
+        # the subflow acks that ride on DATA ACKs, also those the data level leaves out (far, or before
+        # its data): they move the subflow's cum as in the plugins; only the kept ones own ranges
+        acks = (sub.kind == 1) & ((events["flags"][sub.pos] & E.DATA_ACK) != 0)
         ack_rows, cum = sub.pos[acks], sub.hi[acks]
         start = self.floor if self.acked_to is None else self.acked_to
         reached = np.maximum.accumulate(np.concatenate(([start], cum)))
@@ -715,7 +745,7 @@ class _SubflowMap:
         ranges.append((np.repeat(ack_rows, count), sub.blo[pick], sub.bhi[pick]))
         out = ([], [], [])
         for owner_rows, lo, hi in ranges:
-            keep = hi > lo
+            keep = (hi > lo) & np.isin(owner_rows, pos[~is_data])
             owner_rows, lo, hi = owner_rows[keep], lo[keep], hi[keep]
             i = np.searchsorted(self.map_hi, lo, "right")
             j = np.searchsorted(self.map_lo, hi, "left")

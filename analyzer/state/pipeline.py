@@ -511,7 +511,7 @@ class Pipeline:
             return F.SctpLevel(side)
         if flow.protocol == "tcp":
             return F.TcpLevel(flow.conns[0], side, flow)
-        return F.MptcpLevel(side)
+        return F.MptcpLevel(side, flow)
 
     def plan(self):
         """-> [(flow, side, entry id, main DirectionAccumulator, [(path id, conn, DirectionAccumulator)])] of every direction that sent data
@@ -553,10 +553,13 @@ class Pipeline:
         base = A.entry_base(flow, side)
         never_renege = flow.never_renege[1 - side]
         nr_sack = flow.negotiated_nr or main.level.nr_seen or never_renege
-        # data scheduled over several paths: their windows hold it back too, and a path alone does not see
-        # the buffer they share (metrics.md, Estimating B)
-        for sender in [main, *(sender for _, _, sender in paths)] if len(paths) > 1 else ():
-            sender.data_level = True
+        # data scheduled over several paths: a path alone does not see the buffer they share, and the
+        # association's waits are read by its stack's accounting (metrics.md, Data over several paths)
+        if len(paths) > 1:
+            for _, _, sender in paths:
+                sender.paths = A.A_PATH_OF_SEVERAL
+            if flow.protocol == "sctp":
+                main.paths = A.CMT_ASSOCIATION
         end_ns = self.cut_end.get(flow.id, self.end_ns)
         entry = main.finish(entry_id, base, nr_sack, sndbuf, end_ns, *(sinks(entry_id) if sinks else ()))
         for path_id, conn, sender in paths:

@@ -32,13 +32,15 @@ SUMMARY_KEYS = [
 HELD_BACK, NEVER, CANNOT_TELL = "held back", "never", "cannot tell"
 VERDICTS = (HELD_BACK, NEVER, CANNOT_TELL)  # indexed by sbe_verdict_t
 SBE_HELD_BACK, SBE_CANNOT_TELL = 0, 2
+PATHS = ONE_PATH, A_PATH_OF_SEVERAL, MPTCP_DATA_LEVEL, CMT_ASSOCIATION = range(4)  # sbe_paths_t
 
 
 def buffer_fields(given, capacity, estimate, vantage, b_ns) -> tuple:
     """The summary's send-buffer values: sndbuf_bytes, sndbuf_estimated, sndbuf_source, sndbuf_verdict,
     sndbuf_reason, and whether p and b can be told (not a key). given: B came from the user (capacity); else
     estimate is Board.sndbuf_estimate's (verdict, why, sndbuf, low, high, waits, long_waits, at_ceiling, above,
-    packet), judged for the vantage and worded by the core (sbe_vantage, sbe_reason: the plugins' words too)."""
+    packet, deep_waits), judged for the vantage and worded by the core (sbe_vantage, sbe_reason: the plugins'
+    words too)."""
     if given:
         return capacity, False, "given", HELD_BACK if b_ns else NEVER, None, True
     (verdict, _, sndbuf, *_), reason = _native.sndbuf_verdict(estimate, vantage)
@@ -123,27 +125,6 @@ def vantage(flow: F.Flow, sender: int) -> str:
     return "sender" if near == sender else "receiver"
 
 
-class MemoryStore:
-    """Pass-1 rows kept in memory: pass 2 gets each sender's rows as one batch."""
-
-    def __init__(self):
-        self._parts = {}
-
-    def append(self, key, columns: dict):
-        self._parts.setdefault(key, []).append(columns)
-
-    def fork(self, key, twin):
-        self._parts[twin] = list(self._parts.get(key, []))
-
-    def discard(self, key):
-        self._parts.pop(key, None)
-
-    def batches(self, key):
-        parts = self._parts.pop(key, [])
-        if parts:
-            yield join_columns(parts)
-
-
 def IGNORE(columns):
     """The sink of a table nobody reads (DirectionAccumulator.finish skips making its rows)."""
 
@@ -159,10 +140,10 @@ class DirectionAccumulator:
         self.first_frame = self.t_start = None
         self.done = None               # row index of the ack ending the transfer (after the last data)
         self.last_new = -1             # row index of the last new data (the first transmission of some)
-        self.estimates = None          # release(): Board.sndbuf_estimate's, per (nr_sack, data_level)
-        # core/sndbuf.c sbe_decide's data_level: MPTCP's, or (the pipeline sets it) an association whose
-        # data went over more than one path
-        self.data_level = isinstance(level, F.MptcpLevel)
+        self.estimates = None          # release(): Board.sndbuf_estimate's, per (nr_sack, paths)
+        # core/sndbuf.c sbe_paths_t: whose waits these are (the pipeline sets a CMT association's and the
+        # paths of several)
+        self.paths = MPTCP_DATA_LEVEL if isinstance(level, F.MptcpLevel) else ONE_PATH
         self.max_payload = 0
         self.max_rtxq = {"sack": 0, "nr": 0, "whatif": 0}
         self.retransmissions = 0
@@ -233,8 +214,8 @@ class DirectionAccumulator:
         """The flow ended: the Board and the level's tables go, what finish() reads stays."""
         if self.board is not None:
             self.data_bytes = self.board.data_bytes
-            self.estimates = {(nr, level): self.board.sndbuf_estimate(nr, level) for nr in (False, True)
-                              for level in (False, True)}
+            self.estimates = {(nr, paths): self.board.sndbuf_estimate(nr, paths) for nr in (False, True)
+                              for paths in PATHS}
             self.board = None
             self.level = EndedLevel(self.level.units, self.level.gap_from_sacked, getattr(self.level, "far", None),
                                     self.level.nr_seen)
@@ -245,8 +226,8 @@ class DirectionAccumulator:
         estimated = sndbuf is None
         estimate = None
         if estimated:
-            estimate = (self.estimates[bool(nr_sack), self.data_level] if self.board is None
-                        else self.board.sndbuf_estimate(bool(nr_sack), self.data_level))
+            estimate = (self.estimates[bool(nr_sack), self.paths] if self.board is None
+                        else self.board.sndbuf_estimate(bool(nr_sack), self.paths))
             # a capture not by the sender cannot tell: no row is blocked (the plugins' rule too)
             judged, _ = _native.sndbuf_verdict(estimate, base["vantage"])
             capacity = estimate[2]
@@ -367,7 +348,7 @@ def summary_row(summary) -> tuple:
 SHORT_FIELDS = ("has_data", "complete", "nr_sack", "first_frame", "t_start", "q_ns", "p_ns", "b_ns", "data_bytes",
                 "capacity", "max_sack", "max_nr", "max_whatif", "acked", "intervals", "max_payload",
                 "retransmissions", "far", "far_frame", "verdict", "why", "estimate_sndbuf", "low", "high", "waits",
-                "long_waits", "at_ceiling", "above", "packet")
+                "long_waits", "at_ceiling", "above", "packet", "deep_waits")
 FLOW_NEGOTIATED_NR, FLOW_NEVER_RENEGE_0, FLOW_NEVER_RENEGE_1 = 1, 2, 4
 
 

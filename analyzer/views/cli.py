@@ -123,6 +123,38 @@ def run_follow(path, sndbuf, flow_filter, idle_s):
 
 sndbuf_option = click.option("--sndbuf", type=click.IntRange(min=1), default=None, metavar="BYTES",
                              help="Send buffer B in payload bytes (default: estimated from the capture, or cannot tell).")
+
+
+def socket_buffer_options(command):
+    """--sndbuf-socket, --stack and --mss: B from the socket's SO_SNDBUF by the stack's accounting."""
+    for option in reversed((
+        click.option("--sndbuf-socket", type=click.IntRange(min=1), default=None, metavar="BYTES",
+                     help="The sender's SO_SNDBUF (the value given to setsockopt), translated into B by --stack's "
+                          "accounting (`nrsack docs metrics`); instead of --sndbuf."),
+        click.option("--stack", type=click.Choice(["linux"]), default=None,
+                     help="With --sndbuf-socket: the sender's stack."),
+        click.option("--mss", type=click.IntRange(min=1), default=None, metavar="BYTES",
+                     help="With --sndbuf-socket: payload per segment (default 1448: Ethernet with TCP timestamps)."),
+    )):
+        command = option(command)
+    return command
+
+
+def resolve_sndbuf(sndbuf, sndbuf_socket, stack, mss):
+    """B in payload bytes from --sndbuf or --sndbuf-socket/--stack/--mss (None: estimate it)."""
+    from nrsack.analyzer.socket_buffer import DEFAULT_MSS, payload_bytes
+
+    if sndbuf_socket is None:
+        if stack is not None or mss is not None:
+            fail("--stack and --mss go with --sndbuf-socket")
+        return sndbuf
+    if sndbuf is not None:
+        fail("give --sndbuf (B in payload bytes) or --sndbuf-socket (the socket's SO_SNDBUF), not both")
+    if stack is None:
+        fail("--sndbuf-socket needs --stack (the accounting that turns SO_SNDBUF into payload)")
+    return payload_bytes(sndbuf_socket, stack, mss or DEFAULT_MSS)
+
+
 max_open_flows_option = click.option(
     "--max-open-flows", type=click.IntRange(min=1), default=None, metavar="N",
     help="Flows held open at once (default 50000, a few hundred MB): past it the flows without data are released "
@@ -148,6 +180,7 @@ def _table_legend():
 @click.command(epilog=_table_legend())
 @click.argument("capture", type=click.Path(dir_okay=False))
 @sndbuf_option
+@socket_buffer_options
 @flow_option
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv", "parquet"]), default="table",
               show_default=True)
@@ -168,11 +201,14 @@ def _table_legend():
 @click.option("--severity", type=click.Choice(["error", "warning", "note"]), default="note", show_default=True,
               help="With --check: report findings of this severity or more severe.")
 @max_open_flows_option
-def analyze(capture, sndbuf, flow_filter, fmt, out_dir, stream, follow, idle_s, check, severity, max_open_flows):
+def analyze(capture, sndbuf, sndbuf_socket, stack, mss, flow_filter, fmt, out_dir, stream, follow, idle_s, check, severity,
+            max_open_flows):
     """RtxQ evolution, send-buffer blocking and p/q of every sender direction in CAPTURE ('-': standard input).
 
     With --check, exit status as `nrsack check`: 0 without an error finding, 1 with one, 2 for unusable input."""
     from nrsack.analyzer.views import formats
+
+    sndbuf = resolve_sndbuf(sndbuf, sndbuf_socket, stack, mss)
 
     if follow:
         return run_follow(capture, sndbuf, flow_filter, idle_s)

@@ -15,30 +15,14 @@ import threading
 import time
 
 from nrsack.analyzer.state import scoreboard as A
-from nrsack.analyzer.read import events as E
-from nrsack.analyzer.state.pipeline import Pipeline
+from nrsack.analyzer.state.run import Run
+from nrsack.analyzer.state.stores import KeptStore
 from nrsack.analyzer.views.stream import StreamedAnalysis
 
 FOLLOW_FRAMES = 64      # frames per chunk at most; a chunk also ends after REFRESH_S of waiting
 REFRESH_S = 1.0         # at most one redraw a second, as top
 IDLE_S = 10.0           # a growing file whose size has not changed this long is finished
 POLL_S = 0.1            # how often a growing file is looked at
-
-
-class KeptStore(A.MemoryStore):
-    """MemoryStore whose rows a refresh can read without taking them (pass 2 runs again later)."""
-
-    keep = False
-
-    def batches(self, key):
-        if not self.keep:
-            yield from super().batches(key)
-            return
-        parts = self._parts.get(key, [])
-        if parts:
-            joined = A.join_columns(parts)
-            self._parts[key] = [joined]  # joined once, not on every refresh
-            yield joined
 
 
 def feed_growing_file(path, fd, idle_s, stop, poll_s=POLL_S):
@@ -69,24 +53,21 @@ def follow(path, sndbuf, draw, frames=FOLLOW_FRAMES, refresh_s=REFRESH_S, idle_s
     calling draw(analysis, final) at most every `refresh_s` while it runs and once at its end (Ctrl-C
     ends it too); -> the final StreamedAnalysis. Raises CaptureError."""
     store = KeptStore()
-    pipeline = Pipeline(store)
-    drawn, header = 0.0, None
+    drawn = 0.0
     source, stop, feeder = path, threading.Event(), None
     if path != "-" and os.path.exists(path) and stat.S_ISREG(os.stat(path).st_mode):
         read_end, write_end = os.pipe()
         feeder = threading.Thread(target=feed_growing_file, args=(path, write_end, idle_s, stop), daemon=True)
         feeder.start()
         source = f"/dev/fd/{read_end}"
+    run = Run(source, store, frames, wait_s=refresh_s, name=path)
     try:
-        for cap in E.read_chunks(source, frames, wait_s=refresh_s, name=path):
-            pipeline.feed(cap)
-            header = E.Capture(cap.path, cap.linktype, cap.frames, cap.ev[:0], cap.blocks[:0], cap.conns,
-                               cap.findings, cap.rule_findings, truncated=cap.truncated)
-            if pipeline.table.flows and time.monotonic() - drawn >= refresh_s:
+        for _ in run.chunks():
+            if run.pipeline.table.flows and time.monotonic() - drawn >= refresh_s:
                 drawn = time.monotonic()  # before drawing: the next chunk ends refresh_s after its first frame
                 store.keep = True
                 try:
-                    draw(StreamedAnalysis(header, pipeline.entries(sndbuf, lambda entry_id: (A.IGNORE, A.IGNORE)),
+                    draw(StreamedAnalysis(run.header, run.entries(sndbuf, lambda entry_id: (A.IGNORE, A.IGNORE)),
                                           []), False)
                 finally:
                     store.keep = False
@@ -97,8 +78,7 @@ def follow(path, sndbuf, draw, frames=FOLLOW_FRAMES, refresh_s=REFRESH_S, idle_s
         if feeder is not None:
             os.close(read_end)
             feeder.join()
-    if not pipeline.table.flows:
-        raise E.no_flows(path, header)
-    final = StreamedAnalysis(header, pipeline.entries(sndbuf, lambda entry_id: (A.IGNORE, A.IGNORE)), [])
+    header = run.end()
+    final = StreamedAnalysis(header, run.entries(sndbuf, lambda entry_id: (A.IGNORE, A.IGNORE)), [])
     draw(final, True)
     return final

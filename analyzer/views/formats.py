@@ -13,7 +13,6 @@ import numpy as np
 
 from nrsack.analyzer import _native
 from nrsack.analyzer.state import scoreboard as A
-from nrsack.analyzer.rules.inputs import far_reason
 
 
 def _ordered(summary):
@@ -149,6 +148,9 @@ def _findings(analysis, entry_ids, far=None):
     findings += [general_finding(*found) for found in analysis.capture.rule_findings if found[1].startswith("GEN-")]
     if far is None:
         far = [note for note in (_far_note(entry.summary) for entry in analysis.all_entries()) if note]
+    if far:
+        # here: the rules package (the checker's) costs start-up, and only this note's text comes from it
+        from nrsack.analyzer.rules.inputs import far_reason
     for frame, entry_id, count in far:
         if entry_ids is None or entry_id in entry_ids:
             findings.append(general_finding(frame, "GEN-01.note", f"entry {entry_id}: {far_reason(count)}"))

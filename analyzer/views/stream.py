@@ -14,65 +14,16 @@ from dataclasses import dataclass
 from functools import cached_property
 import gc
 from pathlib import Path
-import tempfile
 
-import numpy as np
 
 from nrsack.analyzer.state import scoreboard as A
 from nrsack.analyzer.read import events as E
 from nrsack.analyzer.views import formats
-from nrsack.analyzer.state.pipeline import MAX_OPEN_FLOWS, Pipeline
+from nrsack.analyzer.state.pipeline import MAX_OPEN_FLOWS
+from nrsack.analyzer.state.run import Run
+from nrsack.analyzer.state.stores import DiskStore
 
 GC_YOUNG_THRESHOLD = 20000
-ROW_DTYPE = np.dtype([(name, "<i8") for name in A.BOARD_OUTPUTS]
-                     + [("time_ns", "<i8"), ("frame", "<u4"), ("flags", "<i4"), ("is_data", "?")])
-
-
-class DiskStore:
-    """Pass-1 rows in one temporary file: per entry, the (offset, count) of each chunk's piece. The
-    pieces of the chunk being fed wait in memory until flush() (end of the chunk): a short flow that
-    ends in it is finished from there and never touches the file."""
-
-    def __init__(self, folder=None):
-        self.file = tempfile.TemporaryFile(dir=folder, prefix="nrsack-rows-")
-        self.pieces = {}
-        self.waiting = {}  # key -> [column dicts] of the current chunk
-        self.end = 0
-
-    def append(self, key, columns: dict):
-        self.waiting.setdefault(key, []).append(columns)
-
-    def flush(self):
-        self.file.seek(self.end)  # (batches() reads move it; the writes here follow one another)
-        for key, parts in self.waiting.items():
-            for columns in parts:
-                record = np.empty(len(columns["time_ns"]), ROW_DTYPE)
-                for name in ROW_DTYPE.names:
-                    record[name] = columns[name]
-                self.file.write(record)  # its buffer, not a copy of it
-                self.pieces.setdefault(key, []).append((self.end, len(record)))
-                self.end += record.nbytes
-        self.waiting = {}
-
-    def fork(self, key, twin):
-        self.pieces[twin] = list(self.pieces.get(key, []))
-        self.waiting[twin] = list(self.waiting.get(key, []))
-
-    def discard(self, key):
-        """A finished flow's rows nobody reads (a direction without data): never written."""
-        self.pieces.pop(key, None)
-        self.waiting.pop(key, None)
-
-    def batches(self, key):
-        for offset, count in self.pieces.pop(key, []):
-            self.file.seek(offset)
-            record = np.frombuffer(self.file.read(count * ROW_DTYPE.itemsize), ROW_DTYPE)
-            yield {name: record[name] for name in ROW_DTYPE.names}
-        for columns in self.waiting.pop(key, []):
-            yield {name: columns[name] for name in ROW_DTYPE.names}
-
-    def close(self):
-        self.file.close()
 
 
 class TableWriter:
@@ -159,33 +110,21 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
     out = None if out_dir is None else Path(out_dir)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-    store = DiskStore(out)
+    # the summary alone: a flow is finished when it ends and its entries spilled (pipeline.py); not
+    # under an observer (the checker), which judges a flow's end rules at the end of the capture
+    run = Run(path, DiskStore(out), chunk_frames, progress, observers=() if observe is None else (observe,),
+              finish_ended=out is None and observe is None, sndbuf=sndbuf, max_open_flows=max_open_flows)
     # flows, summaries and their dicts are made by the hundred thousand and seldom form cycles: at the
     # collector's default pace (a young collection every 700 new objects, a full one every 100) it
     # took a fifth of a run on short flows
     pace = gc.get_threshold()
     gc.set_threshold(max(pace[0], GC_YOUNG_THRESHOLD), *pace[1:])
     try:
-        # the summary alone: a flow is finished when it ends and its entries spilled (pipeline.py); not
-        # under an observer (the checker), which judges a flow's end rules at the end of the capture
-        pipeline = Pipeline(store, finish_ended=out is None and observe is None, sndbuf=sndbuf,
-                            max_open_flows=max_open_flows)
-        if observe is not None:
-            observe(pipeline)
-        last = None
-        for cap in E.read_chunks(path, chunk_frames, progress):
-            pipeline.feed(cap)
-            # of a chunk only its header stays: the next chunk's events replace these
-            last = E.Capture(cap.path, cap.linktype, cap.frames, cap.ev[:0], cap.blocks[:0], cap.conns,
-                             cap.findings, cap.rule_findings, cap.offset + len(cap.ev), cap.truncated)
-        if last is not None:
-            last.rule_findings = sorted(last.rule_findings + pipeline.late_note(), key=lambda f: f[0])
-        if not pipeline.table.flows:
-            raise E.no_flows(path, last)
+        header = run.read()
         if out is None:
-            return StreamedAnalysis(last, pipeline.entries(sndbuf, lambda entry_id: (A.IGNORE, A.IGNORE)), [])
+            return StreamedAnalysis(header, run.entries(sndbuf, lambda entry_id: (A.IGNORE, A.IGNORE)), [])
         ids, units = [], set()
-        for _, _, entry_id, main, paths in pipeline.plan():
+        for _, _, entry_id, main, paths in run.pipeline.plan():
             for sender_id, sender in ((entry_id, main), *((path_id, s) for path_id, _, s in paths)):
                 ids.append(sender_id)
                 units.add(sender.level.units)
@@ -198,7 +137,7 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
             return (lambda columns: writers["rtxq"].write(entry_id, columns),
                     lambda columns: writers["blocking"].write(entry_id, columns))
 
-        result = StreamedAnalysis(last, pipeline.entries(sndbuf, sinks), [])
+        result = StreamedAnalysis(header, run.entries(sndbuf, sinks), [])
         summary = result.summary
         if keep is not None:
             summary = summary[summary["id"].map(keep).astype(bool)]
@@ -211,5 +150,5 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
         return result
     finally:
         gc.set_threshold(*pace)
-        store.close()
+        run.close()
 

@@ -40,7 +40,7 @@ typedef struct flow_dir {
     sbe_t estimate;
     guint64 estimate_changes;   /* events fed: a kept decision is current while this is unchanged */
     guint64 decided_at;
-    sbe_result_t decided[2];    /* sbe_decide's per semantics (SBE_SACK, SBE_NR) as of decided_at; at release, final */
+    sbe_result_t decided[2];    /* sbe_decide_paths's per semantics (SBE_SACK, SBE_NR) as of decided_at; final at release */
     gboolean decided_valid;
     guint64 after_new[2];       /* the RtxQ (SACK, NR) after the last new data */
     guint32 last_new_frame;     /* the frame of the last new data */
@@ -160,7 +160,7 @@ void rtxq_ack_before_data(frame_result_t *fr, flow_dir_t *d, guint64 cum, const 
                           const ival_t *nr, guint n_nr);
 /* Units the receiver is known to hold beyond the ack's own blocks (MPTCP: DSNs its subflow ack covers). */
 void rtxq_on_received(frame_result_t *fr, flow_dir_t *d, const ival_t *r, guint n_r);
-/* SCTP: a DATA chunk of d went over the address pair `path` (CMT: several pairs make it data_level). */
+/* SCTP: a DATA chunk of d went over the address pair `path` (several pairs: CMT). */
 void rtxq_data_path(flow_dir_t *d, guint64 path);
 
 /* Which B nrsack.blocked uses for a direction as a frame is shown (docs/fields.md, nrsack.sndbuf.*). */

@@ -359,25 +359,42 @@ static gboolean unwrap_dl(frame_result_t *fr, mptcp_conn_t *m, int side, const c
     return rtxq_take64(fr, dir, what, wide_serial(m, side, v), v, out);
 }
 
+/* The data-level bytes a segment carries (decisions 5X): its payload bytes that the subflow's current
+ * mapping covers, [map_seq, map_seq + Data-Level Length) (from map_seq on for an infinite mapping, length
+ * 0), at their DSNs. A mapping's length bounds what the payload gives and never adds bytes: a DATA_FIN's
+ * DSN, or a length beyond the payload, is no data. A segment without a readable DSS continues the mapping. */
+static void mptcp_payload(const tcp_seg_t *s, guint32 payload_len, tcp_conn_t *sub, int from, frame_result_t *fr)
+{
+    mptcp_conn_t *m = sub->mptcp;
+    if (!payload_len || !sub->map_known[from] || m->dir[sub->mptcp_side[from]].released)
+        return;
+    gint64 off = (gint32)(s->seq - sub->map_seq[from]);
+    gint64 lo = MAX(off, 0), hi = off + payload_len;
+    if (sub->map_len[from])
+        hi = MIN(hi, (gint64)sub->map_len[from]);
+    if (hi <= lo)
+        return;
+    guint64 dsn = sub->map_dsn[from] + (guint64)lo;
+    rtxq_on_data(fr, &m->dir[sub->mptcp_side[from]], dsn, dsn + (guint64)(hi - lo), (guint32)(hi - lo));
+    sub_maps_t *sm = sub_maps(sub, from);
+    guint64 first = sub_unwrap(sm, s->seq) + (guint64)(lo - off);
+    sub_maps_add(sm, first, first + (guint64)(hi - lo), dsn);
+}
+
 static void analyze_dss(packet_info *pinfo, const dss_t *d, const tcp_seg_t *s, guint32 payload_len, tcp_conn_t *sub,
                         int from, frame_result_t *fr)
 {
     mptcp_conn_t *m = sub->mptcp;
     int side = sub->mptcp_side[from];
-    flow_dir_t *mine = &m->dir[side], *peer = &m->dir[1 - side];
+    flow_dir_t *peer = &m->dir[1 - side];
     guint64 dsn;
     if (d->has_map && unwrap_dl(fr, m, side, "DSN", d->dsn, d->dsn_wide, &dsn)) {
         sub->map_known[from] = TRUE;
         sub->map_dsn[from] = dsn;
         sub->map_seq[from] = sub->isn_known[from] ? sub->isn[from] + d->ssn : s->seq;
+        sub->map_len[from] = d->dll;
     }
-    if (payload_len && sub->map_known[from]) {
-        dsn = sub->map_dsn[from] + (gint32)(s->seq - sub->map_seq[from]);
-        rtxq_on_data(fr, mine, dsn, dsn + payload_len, payload_len);
-        sub_maps_t *sm = sub_maps(sub, from);
-        guint64 lo = sub_unwrap(sm, s->seq);
-        sub_maps_add(sm, lo, lo + payload_len, dsn);
-    }
+    mptcp_payload(s, payload_len, sub, from, fr);
     if (d->has_nr) {
         if (!m->capable)
             rules_raise(fr, MN01, !m->handshake_seen,
@@ -417,7 +434,7 @@ static void analyze_dss(packet_info *pinfo, const dss_t *d, const tcp_seg_t *s, 
 void mptcp_segment(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const tcp_seg_t *s, guint32 payload_len,
                    tcp_conn_t *sub, int from, frame_result_t *fr)
 {
-    gboolean had_dss = FALSE;
+    gboolean had_dss = FALSE, analyzed = FALSE;
     for (guint i = 0; i < s->n_mptcp; i++) {
         int off = s->mptcp_off[i], len = s->mptcp_len[i];
         if (len < 3)
@@ -441,6 +458,7 @@ void mptcp_segment(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const tc
             if (!sub->mptcp)
                 new_mptcp_conn(sub); /* the handshake was not captured */
             analyze_dss(pinfo, &d, s, payload_len, sub, from, fr);
+            analyzed = TRUE;
         }
     }
     if (!fr)
@@ -448,6 +466,8 @@ void mptcp_segment(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const tc
     mptcp_conn_t *m = sub->mptcp;
     if (!m)
         m = new_mptcp_conn(sub);
+    if (!analyzed && !sub->ended) /* no readable DSS: the payload continues the current mapping */
+        mptcp_payload(s, payload_len, sub, from, fr);
     if ((s->flags & (TCP_FLAG_SYN | TCP_FLAG_ACK)) == (TCP_FLAG_SYN | TCP_FLAG_ACK) && sub->mp_capable_syn[0] &&
         sub->mp_capable_syn[1]) {
         /* the initial subflow's handshake decides the data-level capability */

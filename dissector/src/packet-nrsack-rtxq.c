@@ -24,18 +24,21 @@ void flow_dir_init(flow_dir_t *d, guint32 stream, guint8 sender_side, const char
     g_ptr_array_add(live_dirs, d);
 }
 
-/* sbe_decide per semantics, kept until the estimator is fed again; with `current` FALSE (one pass, the
- * estimate so far) until its events have grown by a sixteenth, so that a long capture costs a few hundred
- * decisions, not one per frame (lua/nrsack.lua decides alike). */
+/* sbe_decide_paths per semantics, kept until the estimator is fed again; with `current` FALSE (one pass,
+ * the estimate so far) until its events have grown by a sixteenth, so that a long capture costs a few
+ * hundred decisions, not one per frame (lua/nrsack.lua decides alike). */
 static void decide(flow_dir_t *d, gboolean current)
 {
     guint64 fed = d->estimate_changes - d->decided_at;
     if (d->decided_valid && (!fed || (!current && fed < MAX(1, d->decided_at / 16))))
         return;
-    /* MPTCP's data level, or an association whose DATA went over several address pairs (CMT) */
-    int data_level = d->data_paths || !strcmp(d->protocol, "mptcp");
+    /* MPTCP's data level, an association whose DATA went over several address pairs (CMT), or one path:
+     * the analyzer's entry for the same direction */
+    sbe_paths_t paths = !strcmp(d->protocol, "mptcp") ? SBE_MPTCP_DATA_LEVEL
+                        : d->data_paths                ? SBE_CMT_ASSOCIATION
+                                                       : SBE_ONE_PATH;
     for (int k = 0; k < 2; k++)
-        sbe_decide(&d->estimate, k == SBE_NR, data_level, &d->decided[k]);
+        sbe_decide_paths(&d->estimate, k == SBE_NR, paths, &d->decided[k]);
     d->decided_at = d->estimate_changes;
     d->decided_valid = TRUE;
 }

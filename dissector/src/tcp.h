@@ -84,6 +84,7 @@ typedef struct tcp_conn {
     gboolean map_known[2];     /* last DSS mapping per direction */
     guint64 map_dsn[2];
     guint32 map_seq[2];        /* absolute subflow sequence number where map_dsn starts */
+    guint32 map_len[2];        /* its Data-Level Length: the bytes it maps (0: an infinite mapping) */
     struct sub_maps *sent_maps[2]; /* per direction: subflow bytes sent -> DSNs, for the peer's acks */
 } tcp_conn_t;
 

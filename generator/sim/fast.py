@@ -2,7 +2,8 @@
 
 Built with the package at install (setup.py, as `_fastsim` beside this file: a plain shared library,
 no Python module init) and loaded with ctypes; for a run that needs what only model.py does,
-simulate() uses model.py. Both give the same trace (tests/test_simulator_fast.py).
+engine.simulate() uses model.py. Both give the same trace (tests/test_simulator_fast.py). This
+module builds on model.py and wire.py; they never import it (engine.py chooses between them).
 """
 
 import ctypes
@@ -15,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from . import model as M
+from . import wire as W
 from .profiles import PYTHON_ONLY
 
 CTRL_NAMES = {"sctp": ["INIT", "INIT-ACK", "COOKIE-ECHO", "COOKIE-ACK"], "tcp": ["SYN", "SYN-ACK", "ACK"]}
@@ -229,13 +231,11 @@ class WParams(ctypes.Structure):
 
 def write_pcap(trace, frames, path, wire):
     """Write the sender or receiver frames of a compiled run with the compiled writer; False when
-    it does not apply (then wire.py's loop writes). The bytes are wire.py's (tests check)."""
+    it does not apply (then engine.write_pcap takes the Python writer). The bytes are wire.py's (tests check)."""
     columns = getattr(frames, "columns", None)
     if columns is None:
         return False
     lib = library()
-    from . import wire as W
-
     n, S = wire.n, wire.S
     full = bytes(wire.data(0, 0, 0)) if n > 1 else None
     last = bytes(wire.data(0, n - 1, n - 1))

@@ -1138,20 +1138,3 @@ def _recent_first(blocks, latest_block, limit):
         if b != latest_block:
             ordered.append(b)
     return tuple(ordered[:limit])
-
-
-def simulate(config: SimConfig, receiver_trace=False, engine="auto") -> Trace:
-    """Run one transfer. engine: "python" (this module), "c" (the compiled loop of fast.py,
-    single-path SCTP/TCP) or "auto" (C when it applies)."""
-    if engine not in ("auto", "python", "c"):
-        raise ValueError(f"engine must be auto, python or c, not {engine!r}")
-    sim = Simulation(config, receiver_trace)
-    if engine != "python":
-        from . import fast
-
-        trace = fast.run(sim) if fast.eligible(config, receiver_trace) else None
-        if trace is not None:
-            return trace
-        if engine == "c":
-            raise RuntimeError("the compiled event loop does not apply to this run")
-    return sim.run()

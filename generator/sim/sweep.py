@@ -4,7 +4,7 @@ run in parallel with Dask; the table of throughput, gain, p/q and the regions of
 import numpy as np
 import pandas as pd
 
-from .model import PathConfig, SimConfig, simulate
+from .engine import PathConfig, SimConfig, simulate
 from .truth import Truth
 
 GAIN_THRESHOLD_PCT = 5.0  # metrics.md: x = 5 % by default, as in the papers

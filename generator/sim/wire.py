@@ -27,6 +27,7 @@ from scapy.layers.sctp import (
 
 from nrsack import constants as C
 from nrsack.generator import layers as L
+from nrsack.generator.pcapfile import PcapWriter
 
 from .model import ACK, RTX
 
@@ -415,20 +416,13 @@ def _hmac(key_1, key_2, nonce_1, nonce_2):
 WIRES = {"sctp": SctpWire, "cmt": SctpWire, "tcp": TcpWire, "mptcp": MptcpWire}
 
 
-def write_pcap(trace, frames, path):
-    """Write `frames` (trace.sender or trace.receiver) as a classic microsecond pcap, Ethernet."""
-    wire = WIRES[trace.config.protocol](trace)
-    if getattr(frames, "columns", None) is not None:  # a compiled run's frames
-        from . import fast
-
-        if fast.write_pcap(trace, frames, path, wire):
-            return len(frames)
+def write_frames(wire, frames, path):
+    """Write `frames` (a trace's sender or receiver frames) with the Python pcap writer, each frame
+    built by `wire` (one of WIRES, made for the frames' trace); return the number written. Callers
+    go through engine.write_pcap, which takes the compiled writer when the run was compiled."""
     data, ack, ctrl = wire.data, wire.ack, wire.ctrl
-    rec = struct.Struct("<IIII")
-    pack = rec.pack
-    out = bytearray(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
-    count = 0
-    with open(path, "wb") as f:
+    with PcapWriter(path) as out:
+        write = out.write
         for t, kind, p, a, b in frames:
             if kind <= RTX:
                 pkt = data(p, a, b)
@@ -437,12 +431,5 @@ def write_pcap(trace, frames, path):
             else:
                 pkt = ctrl(p, a)
             us = t // 1000
-            n = len(pkt)
-            out += pack(EPOCH_S + us // 1_000_000, us % 1_000_000, n, n)
-            out += pkt
-            count += 1
-            if len(out) > 1 << 24:
-                f.write(out)
-                out.clear()
-        f.write(out)
-    return count
+            write(EPOCH_S + us // 1_000_000, us % 1_000_000, pkt)
+    return out.count

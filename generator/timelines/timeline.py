@@ -14,7 +14,8 @@ from pathlib import Path
 from scapy.layers.inet import IP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
-from scapy.utils import PcapWriter
+
+from nrsack.generator.pcapfile import write_packets
 
 # 2010-06-01T00:00:00Z: the year of the SCTP and FSACK papers; any fixed epoch would do.
 DEFAULT_EPOCH_S = 1275350400
@@ -72,7 +73,4 @@ def write_pcap(timeline, path):
     """Write the timeline as a microsecond pcap (Ethernet link type)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with PcapWriter(str(path), linktype=1, sync=False) as writer:
-        for pkt in packets(timeline):
-            writer.write(pkt)
-    return path
+    return write_packets(path, packets(timeline))

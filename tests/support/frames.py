@@ -10,8 +10,8 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Dot1AD, Dot1Q, Ether
 from scapy.layers.sctp import (SCTP, SCTPChunkCookieAck, SCTPChunkCookieEcho, SCTPChunkData, SCTPChunkInit,
                                SCTPChunkInitAck, SCTPChunkParamStateCookie)
-from scapy.utils import RawPcapWriter
 
+from nrsack.generator.pcapfile import PcapWriter
 from nrsack.generator.timelines import sctp as timelines_sctp
 from nrsack.generator.timelines.timeline import Step, write_pcap as write_timeline
 
@@ -119,16 +119,11 @@ LINKS = {
 
 
 def write_pcap(path, frames, linktype, nano=False, snaplen=None):
-    with RawPcapWriter(str(path), linktype=linktype, nano=nano, sync=True) as writer:
-        writer.write_header(None)
+    with PcapWriter(path, linktype, nano=nano) as writer:
         for i, frame in enumerate(frames):
             ns = 1_000_000 * i + 123  # 1 ms apart, plus nanoseconds only a nano pcap keeps
             kept = frame if snaplen is None else frame[:snaplen]
-            writer.write_packet(kept, sec=EPOCH, usec=ns if nano else ns // 1000, wirelen=len(frame))
-    # Scapy writes link type 0 (null) as 1: set the header's field (little-endian file) ourselves
-    with open(path, "r+b") as handle:
-        handle.seek(20)
-        handle.write(struct.pack("<I", linktype))
+            writer.write(EPOCH, ns if nano else ns // 1000, kept, orig_len=len(frame))
     return path
 
 

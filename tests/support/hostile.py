@@ -6,16 +6,19 @@ short, damaged records) and a few more, each from a small well-formed transfer.
 (analyze exits 0, check 0 or 1) or "unusable" (both exit 2). Figures are checked by the tests.
 """
 
+import hashlib
 import math
 import random
 import struct
 import zlib
 
+from nrsack.generator.pcapfile import file_header, record_header
 from support.pcaps import FSACK_INIT, NR_SACK, chunk, data_chunk, init_chunk, nr_sack_chunk
 
 EPOCH = 1_700_000_000
 A, B = bytes([192, 0, 2, 1]), bytes([198, 51, 100, 2])
 LINK_ETHERNET, LINK_RAW = 1, 101
+SNAPLEN = 262144  # what tcpdump writes by default, as the captures these imitate carry
 
 
 # ---- transport and IP ----
@@ -183,6 +186,73 @@ def mptcp_transfer(segments=8, size=1000, rng=None):
     return out
 
 
+
+def random_dss(rng, data_ack, dsn, ssn, dll):
+    """A DSS option of random flags (every bit, F and the reserved one too) around plausible fields: the
+    DATA ACK, DSN, subflow sequence number and Data-Level Length given, each sometimes replaced by a
+    random value; NR blocks with a random count; half the time at the length its flags ask for, else
+    cut or padded with random bytes to a random length."""
+    flags = rng.randrange(256)
+    def value(v, bits):
+        return rng.randrange(1 << bits) if rng.random() < 0.15 else v % (1 << bits)
+    body = b""
+    if flags & 0x01:
+        body += struct.pack("!Q", value(data_ack, 64)) if flags & 0x02 else struct.pack("!I", value(data_ack, 32))
+    if flags & 0x04:
+        body += struct.pack("!Q", value(dsn, 64)) if flags & 0x08 else struct.pack("!I", value(dsn, 32))
+        body += struct.pack("!IH", value(ssn, 32), dll)
+        if rng.random() < 0.3:
+            body += b"\0\0"  # a checksum
+    if flags & 0x20:
+        count = rng.randrange(4)
+        body += bytes([count, 0])
+        wide = flags & 0x40
+        for _ in range(count if rng.random() < 0.7 else rng.randrange(4)):
+            start = rng.randrange(2000)
+            end = start + rng.randrange(-10, 500)
+            body += struct.pack("!QQ", start, end % (1 << 64)) if wide else struct.pack("!II", start, end % (1 << 32))
+    if rng.random() < 0.5:
+        length = rng.randrange(4, 41)
+        body = (body + bytes(rng.randrange(256) for _ in range(40)))[:length - 4]
+    body = body[:36]
+    return bytes([30, 4 + len(body), 0x20, flags]) + body
+
+
+def mptcp_idsn(key):
+    """RFC 8684 3.1, version 1: the least significant 64 bits of SHA-256 of the key."""
+    return int.from_bytes(hashlib.sha256(struct.pack("!Q", key)).digest()[-8:], "big")
+
+
+def mptcp_random_dss(rng, segments=600, max_payload=10):
+    """An MPTCP connection with a valid handshake (keys, NR-SACK capability) whose client sends small
+    segments (0 to max_payload bytes, now and then one sent again), each with a random DSS (random_dss:
+    flags, lengths, Data-Level Lengths; some with no DSS at all), and whose server acks each with a
+    random DSS and no payload. The capture class of issue 29's data-level probe: a mapping's length may
+    claim far more than the segment carries."""
+    key_c, key_s, isn_c, isn_s = 0x1111222233334444, 0x5555666677778888, 1000, 5000
+    nr = b"\xfd\x05" + struct.pack("!H", 0x4E52) + b"\x02"
+    out = [(0.0, 0, tcp(41000, 443, isn_c, 0, SYN, bytes([30, 4, 0x01, 0x01]) + SACK_PERM + nr), 6),
+           (0.01, 1, tcp(443, 41000, isn_s, isn_c + 1, SYN | ACK,
+                         bytes([30, 12, 0x01, 0x01]) + struct.pack("!Q", key_s) + SACK_PERM + nr), 6),
+           (0.011, 0, tcp(41000, 443, isn_c + 1, isn_s + 1, ACK,
+                          bytes([30, 20, 0x01, 0x01]) + struct.pack("!QQ", key_c, key_s)), 6)]
+    dsn_c, dsn_s = mptcp_idsn(key_c) + 1, mptcp_idsn(key_s) + 1
+    t, sent, acked = 0.02, 0, 0
+    for _ in range(segments):
+        size = rng.randrange(max_payload + 1)
+        offset = sent if rng.random() > 0.05 or not sent else max(0, sent - rng.randrange(1, 30))
+        size = size if offset == sent else min(size, sent - offset) or 1
+        dll = rng.choice((size, size + rng.randrange(1, 20), rng.randrange(1 << 16), 0))
+        option = random_dss(rng, dsn_s, dsn_c + offset, 1 + offset, dll) if rng.random() > 0.1 else b""
+        out.append((t, 0, tcp(41000, 443, isn_c + 1 + offset, isn_s + 1, ACK | PSH, option, b"m" * size), 6))
+        sent = max(sent, offset + size)
+        acked = rng.randrange(acked, sent + 1)
+        option = random_dss(rng, dsn_c + acked, dsn_s, 1, rng.randrange(1 << 16))
+        out.append((t + 0.0005, 1, tcp(443, 41000, isn_s + 1, isn_c + 1 + acked, ACK, option), 6))
+        t += 0.001
+    return out
+
+
 # ---- files ----
 
 def ip_frames(transfer, link=LINK_ETHERNET, total=None):
@@ -201,10 +271,9 @@ def ip_frames(transfer, link=LINK_ETHERNET, total=None):
 
 def pcap_bytes(records, link=LINK_ETHERNET, nano=False):
     """records: [(seconds, fraction, caplen bytes, orig length)]."""
-    magic = 0xA1B23C4D if nano else 0xA1B2C3D4
-    out = [struct.pack("<IHHiIII", magic, 2, 4, 0, 0, 262144, link)]
+    out = [file_header(link, nano, snaplen=SNAPLEN)]
     for sec, frac, data, orig in records:
-        out.append(struct.pack("<IIII", sec & 0xFFFFFFFF, frac, len(data), orig) + data)
+        out.append(record_header(sec & 0xFFFFFFFF, frac, len(data), orig) + data)
     return b"".join(out)
 
 
@@ -315,6 +384,9 @@ def build_all():
     # DSS options with random flags and lengths
     for seed in range(12):
         put(f"mptcp-dss-random-{seed}", pcap_bytes(plain_records(ip_frames(mptcp_transfer(rng=random.Random(seed))))))
+    # random DSS options around plausible fields on small segments: mappings claiming more than is carried
+    for seed in range(6):
+        put(f"mptcp-dss-mapped-random-{seed}", pcap_bytes(plain_records(ip_frames(mptcp_random_dss(random.Random(seed))))))
     # several interfaces of different link types, several sections
     frames = ip_frames(tcp_transfer())
     raw = ip_frames(tcp_transfer(), LINK_RAW)
@@ -364,19 +436,18 @@ def many_blocks_capture(path, blocks, acks, data=True):
 
 
 def frame_bytes_bound(path):
-    """-> (what the capture's frames can hold: the sum of the records' lengths as the reader believes
-    them, at least captured and at most 262,144; what its DSS mappings can describe: 65,535 bytes a
-    frame), from the pcap record headers (pcapng: its size, the records lie inside it)."""
+    """-> what the capture's frames can hold: the sum of the records' lengths as the reader believes
+    them, at least captured and at most 262,144, from the pcap record headers (pcapng: its size, the
+    records lie inside it)."""
     data = path.read_bytes()
     if data[:4] not in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
-        return len(data), len(data) * 65535
-    total, frames, off = 0, 0, 24
+        return len(data)
+    total, off = 0, 24
     while off + 16 <= len(data):
         _, _, caplen, orig = struct.unpack_from("<IIII", data, off)
         total += min(max(orig, caplen), 262144)
-        frames += 1
         off += 16 + caplen
-    return total, frames * 65535
+    return total
 
 
 def check_bounds(entry, bound):
@@ -416,7 +487,7 @@ def write_flood(path, flows, kind="syn", gap_us=10):
     isn = (0x10000000, 0x20000000)  # client, server
     frames = 0
     with open(path, "wb") as out:
-        out.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, LINK_RAW))
+        out.write(file_header(LINK_RAW, snaplen=SNAPLEN))
         batch = []
         for k in range(flows):
             client = bytes([10, (k >> 16) & 0xFF, (k >> 8) & 0xFF, k & 0xFF])
@@ -430,7 +501,7 @@ def write_flood(path, flows, kind="syn", gap_us=10):
                 segment = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, 5 << 4, flags, 65535, 0, 0) + data
                 packet = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 40 + len(data), 1, 0x4000, 64, 6, 0, src, dst) + segment
                 t = usec + step
-                batch.append(struct.pack("<IIII", EPOCH + t // 1_000_000, t % 1_000_000, len(packet), len(packet)))
+                batch.append(record_header(EPOCH + t // 1_000_000, t % 1_000_000, len(packet), len(packet)))
                 batch.append(packet)
                 frames += 1
             if len(batch) > 65536:

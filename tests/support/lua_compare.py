@@ -33,6 +33,35 @@ def analyzer_rows(pcap, folder):
     return rows
 
 
+def analyzer_level_rows(pcap, folder):
+    """Like analyzer_rows, for the flows' own levels only (no path or subflow entries, whose labels an
+    MPTCP connection's initial subflow shares with its data level)."""
+    result = CliRunner().invoke(main, ["analyze", "--format", "csv", "--out", str(folder), str(pcap)])
+    assert result.exit_code == 0, result.output
+    with open(folder / "summary.csv") as f:
+        label = {row["id"]: f"{row['src']} -> {row['dst']}" for row in csv.DictReader(f) if not row["parent"]}
+    rows = {}
+    with open(folder / "rtxq.csv") as f:
+        for row in csv.DictReader(f):
+            if row["flow"] in label:
+                rows[(int(row["frame"]), label[row["flow"]])] = {c: int(row[c]) for c in FIGURES.values()}
+    return rows
+
+
+def states_after_frames(rows, frames):
+    """(frame, direction) -> figures, as each tool gives them (on the frames that changed a direction)
+    -> frame -> {direction: its figures after that frame}, for every frame in `frames`: tools that
+    report different frames of a direction still compare figure for figure."""
+    state, out, by_frame = {}, {}, {}
+    for (frame, direction), figures in rows.items():
+        by_frame.setdefault(frame, []).append((direction, figures))
+    for frame in sorted(set(frames)):
+        for direction, figures in by_frame.get(frame, ()):
+            state[direction] = figures
+        out[frame] = dict(state)
+    return out
+
+
 def lua_rows(golden):
     """(frame, direction) -> Lua's figures on that frame, for every direction it updated."""
     rows = {}

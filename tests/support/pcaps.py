@@ -13,8 +13,10 @@ from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.layers.sctp import SCTP
+from scapy.config import conf
 from scapy.packet import Raw
-from scapy.utils import wrpcap
+
+from nrsack.generator.pcapfile import LINKTYPE_ETHERNET, write_packets
 
 NR_SACK = 0x10
 FSACK_INIT, FSACK_ACK, FSACK_COMPLETE = 0xA0, 0xA1, 0xA2
@@ -100,8 +102,10 @@ def tcp_packet(t: float, src: str, dst: str, sport: int, dport: int, seq: int, a
 
 
 def write(path, packets) -> str:
-    wrpcap(str(path), packets)
-    return str(path)
+    packets = list(packets)
+    # the link type of the first packet's outer layer, as Scapy's wrpcap chose it
+    linktype = conf.l2types.layer2num.get(type(packets[0]), LINKTYPE_ETHERNET) if packets else LINKTYPE_ETHERNET
+    return str(write_packets(path, packets, linktype))
 
 
 def mptcp_capable_option(version: int = 1, flags: int = 0x01, keys: tuple = ()) -> tuple:

@@ -95,10 +95,15 @@ def timed_sender(ends, t0):
     return send, frames
 
 
-def window_transfer(k, t0, window=8, rounds=40, lost_round=20, size=1000, grow=False):
+def window_transfer(k, t0, window=8, rounds=40, lost_round=20, size=1000, grow=False, ramp=0, slow_every=0,
+                    steady=0):
     """One connection's frames as a sender-side capture sees them: `window` segments in flight, each ack of
     two answered at once by two new segments: the RtxQ back at the same level every wait, as a sender held
-    back by its buffer keeps it (grow: by three, a window that grows a segment a round). In round
+    back by its buffer keeps it (grow: by three, a window that grows a segment a round). ramp: first that
+    many rounds answered by three (a transient above the buffer, as Linux's GSO skbs make it), then ramp / 2
+    acks answered by nothing, back to `window` in flight, before the rounds. slow_every: every that many
+    rounds, three acks of a segment each before the new data (a sender that waited for more than room, as
+    TSO deferral or pacing do); steady: with grow, the first that many rounds do not grow. In round
     `lost_round` the segment at the cum ack is lost and SACKed around, no new data leaving, until its
     retransmission is acked; then FINs both ways acked. Connection k: 10.2.k.1:2000+k -> 10.255.0.2:80."""
     send, frames = timed_sender([(f"10.2.{k}.1", 2000 + k), ("10.255.0.2", 80)], t0)
@@ -110,14 +115,22 @@ def window_transfer(k, t0, window=8, rounds=40, lost_round=20, size=1000, grow=F
     for _ in range(window):
         send(0, nxt, 5001, "PA", payload=size, dt=0.0001)
         nxt += size
+    for r in range(ramp + ramp // 2):
+        cum += 2 * size
+        send(1, 5001, cum, "A", dt=0.01)
+        for _ in range(3 if r < ramp else 0):
+            send(0, nxt, 5001, "PA", payload=size, dt=0.0001)
+            nxt += size
     for r in range(rounds):
         if r == lost_round:
             for j in range(2, window, 2):
                 send(1, 5001, cum, "A", [("SAck", (cum + size, cum + j * size))], dt=0.002)
             send(0, cum, 5001, "PA", payload=size, dt=0.002)
-        cum += 2 * size
-        send(1, 5001, cum, "A", dt=0.01 if r != lost_round else 0.005)
-        for _ in range(3 if grow else 2):
+        slow = slow_every and r % slow_every == slow_every - 1
+        for _ in range(3 if slow else 1):
+            cum += size if slow else 2 * size
+            send(1, 5001, cum, "A", dt=0.01 if r != lost_round else 0.005)
+        for _ in range((3 if grow and r >= steady else 2) + bool(slow)):
             send(0, nxt, 5001, "PA", payload=size, dt=0.0001)
             nxt += size
     send(1, 5001, nxt, "A", dt=0.01)

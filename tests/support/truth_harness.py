@@ -33,9 +33,9 @@ from click.testing import CliRunner
 
 from nrsack.analyzer import analyze
 from nrsack.cli import main as nrsack_main
-from nrsack.generator.sim.model import ACK, PathConfig, SimConfig, simulate
+from nrsack.generator.sim.engine import PathConfig, SimConfig, simulate, write_pcap
+from nrsack.generator.sim.model import ACK
 from nrsack.generator.sim.truth import Truth, flow_id
-from nrsack.generator.sim.wire import write_pcap
 from support import tshark
 from support.paths import REPO
 from support.samples import RTXQ_FIELDS
