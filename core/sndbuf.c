@@ -121,6 +121,13 @@ static uint64_t median_level(const sbe_levels_t *l) {
     return 0;
 }
 
+/* Waits within a packet below the level of bin k, the highest of them (a ceiling's or a pile's band). */
+static uint64_t band_waits(const sbe_levels_t *l, size_t k, uint64_t packet) {
+    uint64_t x = l->v[k].top, floor = x > packet ? x - packet : 0, count = 0;
+    for (size_t j = k + 1; j-- > 0 && l->v[j].top >= floor;) count += l->v[j].waits;
+    return count;
+}
+
 /* A ceiling: the highest level x with at least `percent` % of the waits of `l` within a packet below it and
  * at most 10 % above it (excursions in loss recovery): a buffer counted in payload (usrsctp), or a writer
  * woken as soon as a packet's room is free. r->packet set; fills r and returns 1 when found. */
@@ -128,8 +135,7 @@ static int find_ceiling(const sbe_levels_t *l, unsigned percent, sbe_result_t *r
     uint64_t above = 0;
     for (size_t k = l->n; k-- > 0;) {
         if (above * 10 > l->waits) break;
-        uint64_t x = l->v[k].top, floor = x > r->packet ? x - r->packet : 0, count = 0;
-        for (size_t j = k + 1; j-- > 0 && l->v[j].top >= floor;) count += l->v[j].waits;
+        uint64_t x = l->v[k].top, count = band_waits(l, k, r->packet);
         if (count >= SBE_MIN_WAITS && count * 100 >= percent * l->waits) {
             r->verdict = SBE_HELD_BACK;
             r->why = why;
@@ -152,8 +158,7 @@ static int find_ceiling(const sbe_levels_t *l, unsigned percent, sbe_result_t *r
 static uint64_t fullest_band(const sbe_levels_t *l, uint64_t packet) {
     uint64_t most = 0, above = 0;
     for (size_t k = l->n; k-- > 0 && above * 4 <= l->waits;) {
-        uint64_t x = l->v[k].top, floor = x > packet ? x - packet : 0, count = 0;
-        for (size_t j = k + 1; j-- > 0 && l->v[j].top >= floor;) count += l->v[j].waits;
+        uint64_t count = band_waits(l, k, packet);
         if (count > most) most = count;
         above += l->v[k].waits;
     }

@@ -899,20 +899,26 @@ local function median_level(l)
     return 0
 end
 
+-- Waits within a packet below the level of bin k, the highest of them (a ceiling's or a pile's band).
+local function band_waits(l, k, packet)
+    local x = l.top[k]
+    local lowest = x > packet and x - packet or 0
+    local count = 0
+    local j = k
+    while j >= 1 and l.top[j] >= lowest do
+        count = count + l.waits_of[j]
+        j = j - 1
+    end
+    return count
+end
+
 -- A ceiling: the highest level x with at least `percent` % of the waits of `l` within a packet below it and
 -- at most 10 % above it. r.packet set; fills r and returns true when found.
 local function find_ceiling(l, percent, r, why)
     local above = 0
     for k = l.n, 1, -1 do
         if above * 10 > l.waits then break end
-        local x = l.top[k]
-        local lowest = x > r.packet and x - r.packet or 0
-        local count = 0
-        local j = k
-        while j >= 1 and l.top[j] >= lowest do
-            count = count + l.waits_of[j]
-            j = j - 1
-        end
+        local x, count = l.top[k], band_waits(l, k, r.packet)
         if count >= MIN_WAITS and count * 100 >= percent * l.waits then
             r.verdict, r.why, r.sndbuf, r.high = sbe.HELD_BACK, why, x, x
             r.low = x > CEILING_BAND * r.packet and x - CEILING_BAND * r.packet or 0
@@ -929,14 +935,7 @@ local function fullest_band(l, packet)
     local most, above = 0, 0
     local k = l.n
     while k >= 1 and above * 4 <= l.waits do
-        local x = l.top[k]
-        local lowest = x > packet and x - packet or 0
-        local count = 0
-        local j = k
-        while j >= 1 and l.top[j] >= lowest do
-            count = count + l.waits_of[j]
-            j = j - 1
-        end
+        local count = band_waits(l, k, packet)
         if count > most then most = count end
         above = above + l.waits_of[k]
         k = k - 1
