@@ -83,6 +83,8 @@ int level_row(const level_t *lv, serial_space_t *space, const event_t *x, int mi
 int add_reader_type(PyObject *module);                       /* read/_reader.c */
 int add_board_type(PyObject *module);                        /* state/_scoreboard.c */
 PyObject *short_tcp_entries(PyObject *self, PyObject *args); /* state/_scoreboard.c */
+PyObject *sndbuf_verdict(PyObject *self, PyObject *args);    /* state/_scoreboard.c */
+PyObject *sndbuf_blocked(PyObject *self, PyObject *args);    /* state/_scoreboard.c */
 PyObject *tcp_fin_closes(PyObject *self, PyObject *args);    /* state/_fin_closes.c */
 PyObject *level_part(PyObject *self, PyObject *args);        /* state/_levels.c */
 PyObject *unwrap_serials(PyObject *self, PyObject *args);    /* state/_levels.c */

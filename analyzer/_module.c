@@ -28,6 +28,11 @@ static PyMethodDef module_methods[] = {
     {"short_tcp_entries", short_tcp_entries, METH_VARARGS,
      "short_tcp_entries(events, blocks, rows, side, group_lo, group_hi, conn, flow_flags, sndbuf) -> int64 records: "
      "Sender.feed and finish of TCP connections wholly in one chunk, in one call (see _scoreboard.c)"},
+    {"sndbuf_verdict", sndbuf_verdict, METH_VARARGS,
+     "sndbuf_verdict(estimate, vantage) -> (estimate, reason): core/sndbuf.c's sbe_vantage and sbe_reason"},
+    {"sndbuf_blocked", sndbuf_blocked, METH_VARARGS,
+     "sndbuf_blocked(estimate, new b1, rtxq i8, gap_open b1, out b1, start, after_new, last_new) -> after_new: "
+     "core/sndbuf.c's sbe_blocked per row (see _scoreboard.c)"},
     {"fill_layout", fill_layout, METH_VARARGS,
      "fill_layout(pieces, values, fallback) -> str: the values' JSON text between the pieces, len(pieces) - 1 "
      "values a run (views/formats.py)"},

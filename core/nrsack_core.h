@@ -222,6 +222,7 @@ typedef enum {
     SBE_PATHS_NO_CEILING, /* cannot tell: CMT waits at no ceiling, which a payload-counted buffer makes */
     SBE_SETTLED_CEILING,  /* held back: half the waits after the highest level (half the waits or more) within a packet below one level */
     SBE_NO_PILE,      /* never: no level holds a fifth of the waits, and at most 2 % of them were deep */
+    SBE_NOT_BY_SENDER, /* cannot tell: the capture is not by the sender (sbe_vantage) */
 } sbe_why_t;
 typedef struct {
     sbe_verdict_t verdict;
@@ -258,6 +259,12 @@ void sbe_decide_paths(const sbe_t *e, int nr, sbe_paths_t paths, sbe_result_t *r
 /* Estimated B: blocked while held back, more new data still to come (`before_last_new`), and the RtxQ
  * after the last new data at the ceiling, or above it while a gap is open (loss recovery). */
 int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, int gap_open, int before_last_new);
+/* A capture not by the sender (by_sender 0: by the receiver or in the middle) shows neither when the sender
+ * sent nor when acks reached it: beyond one flight, it cannot tell. */
+void sbe_vantage(sbe_result_t *r, int by_sender);
+/* The evidence or the reason of r as one line (docs/metrics.md, "Estimating B"), at most n bytes with its
+ * NUL; vantage names where the capture sits (SBE_NOT_BY_SENDER). Returns snprintf's. */
+int sbe_reason(const sbe_result_t *r, const char *vantage, char *buf, size_t n);
 
 /* ---- wire blocks to units ---- */
 

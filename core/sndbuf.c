@@ -5,6 +5,7 @@
 #include "nrsack_core.h"
 #include "nrsack_core_alloc.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,6 +121,13 @@ static uint64_t median_level(const sbe_levels_t *l) {
     return 0;
 }
 
+/* Waits within a packet below the level of bin k, the highest of them (a ceiling's or a pile's band). */
+static uint64_t band_waits(const sbe_levels_t *l, size_t k, uint64_t packet) {
+    uint64_t x = l->v[k].top, floor = x > packet ? x - packet : 0, count = 0;
+    for (size_t j = k + 1; j-- > 0 && l->v[j].top >= floor;) count += l->v[j].waits;
+    return count;
+}
+
 /* A ceiling: the highest level x with at least `percent` % of the waits of `l` within a packet below it and
  * at most 10 % above it (excursions in loss recovery): a buffer counted in payload (usrsctp), or a writer
  * woken as soon as a packet's room is free. r->packet set; fills r and returns 1 when found. */
@@ -127,8 +135,7 @@ static int find_ceiling(const sbe_levels_t *l, unsigned percent, sbe_result_t *r
     uint64_t above = 0;
     for (size_t k = l->n; k-- > 0;) {
         if (above * 10 > l->waits) break;
-        uint64_t x = l->v[k].top, floor = x > r->packet ? x - r->packet : 0, count = 0;
-        for (size_t j = k + 1; j-- > 0 && l->v[j].top >= floor;) count += l->v[j].waits;
+        uint64_t x = l->v[k].top, count = band_waits(l, k, r->packet);
         if (count >= SBE_MIN_WAITS && count * 100 >= percent * l->waits) {
             r->verdict = SBE_HELD_BACK;
             r->why = why;
@@ -151,8 +158,7 @@ static int find_ceiling(const sbe_levels_t *l, unsigned percent, sbe_result_t *r
 static uint64_t fullest_band(const sbe_levels_t *l, uint64_t packet) {
     uint64_t most = 0, above = 0;
     for (size_t k = l->n; k-- > 0 && above * 4 <= l->waits;) {
-        uint64_t x = l->v[k].top, floor = x > packet ? x - packet : 0, count = 0;
-        for (size_t j = k + 1; j-- > 0 && l->v[j].top >= floor;) count += l->v[j].waits;
+        uint64_t count = band_waits(l, k, packet);
         if (count > most) most = count;
         above += l->v[k].waits;
     }
@@ -242,4 +248,59 @@ void sbe_decide_paths(const sbe_t *e, int nr, sbe_paths_t paths, sbe_result_t *r
     /* the level stays in r as the evidence; no verdict rests on it */
     r->verdict = SBE_CANNOT_TELL;
     r->why = paths == SBE_MPTCP_DATA_LEVEL ? SBE_SUBFLOW_QUEUES : SBE_PATHS_NO_CEILING;
+}
+
+void sbe_vantage(sbe_result_t *r, int by_sender) {
+    if (by_sender || r->why == SBE_ONE_FLIGHT) return;  /* data seen before any ack left before it, anywhere */
+    r->verdict = SBE_CANNOT_TELL;
+    r->why = SBE_NOT_BY_SENDER;
+}
+
+int sbe_reason(const sbe_result_t *r, const char *vantage, char *buf, size_t n) {
+    unsigned long long waits = r->waits, long_waits = r->long_waits, at = r->at_ceiling, low = r->low, high = r->high,
+                       deep = r->deep_waits;
+    switch (r->why) {
+    case SBE_CEILING:
+        return snprintf(buf, n, "%llu of %llu waits for an ack began at an RtxQ of %llu-%llu bytes, %llu above", at,
+                        waits, low, high, (unsigned long long)r->above);
+    case SBE_LONG_WAITS:
+        return snprintf(buf, n, "%llu of %llu waits for an ack outlasted %d acks, %llu of them at an RtxQ of %llu-%llu bytes",
+                        long_waits, waits, SBE_LONG_WAIT, at, low, high);
+    case SBE_ONE_FLIGHT: return snprintf(buf, n, "all new data left before an ack freed room");
+    case SBE_ANSWERED:
+        return snprintf(buf, n, "%llu of %llu waits for an ack ended within %d acks, at no ceiling", waits - long_waits,
+                        waits, SBE_LONG_WAIT - 1);
+    case SBE_NO_DATA: return snprintf(buf, n, "no new data");
+    case SBE_FEW_WAITS: return snprintf(buf, n, "too short: %llu waits for an ack, %d needed", waits, SBE_MIN_WAITS);
+    case SBE_UNSETTLED:
+        return snprintf(buf, n,
+                        "%llu of %llu waits for an ack outlasted %d acks, at no settled RtxQ; %llu of them until a "
+                        "quarter of their RtxQ was acked, up to %llu within a packet of one RtxQ",
+                        long_waits, waits, SBE_LONG_WAIT, deep, at);
+    case SBE_DATA_LEVEL:
+        return snprintf(buf, n, "a path of data over several paths (MPTCP, CMT): the buffer they share holds the "
+                                "connection's data, see its entry");
+    case SBE_SUBFLOW_QUEUES:
+        return snprintf(buf, n,
+                        "MPTCP: %llu of %llu waits for a data-level ack began at an RtxQ of %llu-%llu bytes, but data "
+                        "the subflows hold unsent makes the same waits as a buffer full of sent data",
+                        at, waits, low, high);
+    case SBE_PATHS_NO_CEILING:
+        return snprintf(buf, n,
+                        "CMT: %llu waits for an ack at no ceiling: the association's buffer counts payload (full, it "
+                        "is one level) and resumes the writer at the first ack, as the paths' windows do",
+                        waits);
+    case SBE_SETTLED_CEILING:
+        return snprintf(buf, n,
+                        "%llu of the %llu waits for an ack began at an RtxQ of %llu-%llu bytes, %llu above, after a "
+                        "transient at a higher RtxQ",
+                        at, waits, low, high, (unsigned long long)r->above);
+    case SBE_NO_PILE:
+        return snprintf(buf, n,
+                        "at most %llu of %llu waits for an ack began within a packet of one RtxQ, and %llu lasted "
+                        "until a quarter of their RtxQ was acked: no sign of a full buffer",
+                        at, waits, deep);
+    case SBE_NOT_BY_SENDER: return snprintf(buf, n, "the capture is not by the sender (vantage %s)", vantage);
+    }
+    return snprintf(buf, n, "?");
 }

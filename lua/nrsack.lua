@@ -139,7 +139,17 @@ local hf = {
     freed_bytes = ProtoField.uint32("nrsack.freed_bytes", "Freed beyond the cum ack (bytes)", base.DEC, nil, nil,
         "Bytes this ack reports non-renegable for the first time: what it lets the sender free beyond what the cumulative ack frees"),
     blocked = ProtoField.bool("nrsack.blocked", "Send buffer blocked", base.NONE, nil, nil,
-        "After this packet the send buffer has no room for another full-size packet (needs the sndbuf preference; 0 turns it off)"),
+        "After this packet the send buffer is full of sent data: with the sndbuf preference, no room for another full-size packet; without it, as estimated from the capture (nrsack.sndbuf.*); absent where the capture cannot tell"),
+    sndbuf_bytes = ProtoField.uint32("nrsack.sndbuf.bytes", "Send buffer B (bytes)", base.DEC, nil, nil,
+        "The B in payload bytes nrsack.blocked uses for this direction: the sndbuf preference, or the estimate where the capture shows the sender held back"),
+    sndbuf_source = ProtoField.string("nrsack.sndbuf.source", "Send buffer B from", base.NONE,
+        "How B was obtained: given (the sndbuf preference), estimated from the whole capture (second pass, or the flow ended), or estimated so far (one pass)"),
+    sndbuf_verdict = ProtoField.string("nrsack.sndbuf.verdict", "Send buffer verdict", base.NONE,
+        "Estimated B: the sender was held back by a full send buffer at times, never, or the capture cannot tell (then no frame is marked blocked)"),
+    sndbuf_reason = ProtoField.string("nrsack.sndbuf.reason", "Send buffer evidence", base.NONE,
+        "Estimated B: the waits for acks the verdict rests on, or why the capture cannot tell"),
+    sndbuf_waits = ProtoField.uint32("nrsack.sndbuf.waits", "Send buffer waits", base.DEC, nil, nil,
+        "Estimated B: the sender's waits for an ack that ended in new data, the evidence B is estimated from"),
     gap_open = ProtoField.bool("nrsack.gap_open", "Gap open", base.NONE, nil, nil,
         "The last ack of this direction reports a gap block above its cumulative ack: data is out of order at the receiver (loss recovery)"),
     revoked = ProtoField.uint32("nrsack.revoked", "Revoked TSN / byte", base.DEC, nil, nil,
@@ -150,7 +160,7 @@ for _, f in pairs(hf) do hf_list[#hf_list + 1] = f end
 nrsack.fields = hf_list
 
 nrsack.prefs.sndbuf = Pref.uint("Send buffer (bytes)", 0,
-    "Send buffer B in payload bytes for nrsack.blocked; 0 = off")
+    "Send buffer B in payload bytes for nrsack.blocked; 0 = estimated from the capture")
 nrsack.prefs.tcp_exid = Pref.uint("TCP experiment ID", 0x4E52,
     "RFC 6994 ExID of the TCP NR-SACK options (kinds 253 and 254)")
 nrsack.prefs.fsack_init_type = Pref.uint("FSACK-INIT chunk type", 0xA0, "SCTP chunk type of FSACK-INIT")
@@ -793,6 +803,262 @@ function sctp_gap_block(cum_tsn, start, stop) return {cum_tsn + start, cum_tsn +
 end
 
 ------------------------------------------------------------------------------------------------
+-- The send buffer B from the capture alone: a line-by-line translation of core/sndbuf.c (sbe_*, the
+-- estimator the C plugin and the analyzer link), names kept, in one table (the main chunk's locals are
+-- few). tests/test_plugin_sndbuf.py holds it to the core on the sample captures and lab runs.
+------------------------------------------------------------------------------------------------
+
+local sbe = {SACK = 0, NR = 1, HELD_BACK = 0, NEVER = 1, CANNOT_TELL = 2,
+             CEILING = 0, LONG_WAITS = 1, ONE_FLIGHT = 2, ANSWERED = 3, NO_DATA = 4, FEW_WAITS = 5, UNSETTLED = 6,
+             DATA_LEVEL = 7, SUBFLOW_QUEUES = 8, PATHS_NO_CEILING = 9, SETTLED_CEILING = 10, NO_PILE = 11,
+             NOT_BY_SENDER = 12,
+             ONE_PATH = 0, A_PATH_OF_SEVERAL = 1, MPTCP_DATA_LEVEL = 2, CMT_ASSOCIATION = 3}
+do
+local BIN, MIN_WAITS, LONG_WAIT, SIZES, CEILING_BAND = 64, 16, 3, 33, 1
+local floor = math.floor
+
+-- a levels vector: bins ascending, bin[k], waits[k], top[k] (the highest RtxQ seen in the bin), 1..n
+local function levels_new() return {bin = {}, waits_of = {}, top = {}, n = 0, waits = 0} end
+
+function sbe.new()
+    local e = {all = {[0] = levels_new(), [1] = levels_new()}, held = {[0] = levels_new(), [1] = levels_new()},
+               settled = {[0] = levels_new(), [1] = levels_new()}, record = {[0] = 0, [1] = 0},
+               deep = {[0] = 0, [1] = 0}, after_new = {[0] = 0, [1] = 0}, size_count = {}, size_sum = {}, acks = 0,
+               sent_new = false, gap_seen = false}
+    for k = 0, SIZES - 1 do e.size_count[k], e.size_sum[k] = 0, 0 end
+    return e
+end
+
+local function count_wait(l, level)
+    local bin = floor(level / BIN)
+    local lo, hi = 1, l.n + 1 -- the first bin >= bin
+    while lo < hi do
+        local mid = floor((lo + hi) / 2)
+        if l.bin[mid] < bin then lo = mid + 1 else hi = mid end
+    end
+    if lo > l.n or l.bin[lo] ~= bin then
+        table.insert(l.bin, lo, bin)
+        table.insert(l.waits_of, lo, 0)
+        table.insert(l.top, lo, level)
+        l.n = l.n + 1
+    end
+    l.waits_of[lo] = l.waits_of[lo] + 1
+    if level > l.top[lo] then l.top[lo] = level end
+    l.waits = l.waits + 1
+end
+
+function sbe.new_data(e, rtxq_sack, rtxq_nr, bytes)
+    if e.sent_new and e.acks > 0 then -- a wait for an ack ended in new data: it began at after_new
+        local long_wait = e.acks >= LONG_WAIT and not e.gap_seen
+        for k = 0, 1 do
+            local rtxq = k == sbe.SACK and rtxq_sack or rtxq_nr
+            local before = rtxq > bytes and rtxq - bytes or 0
+            -- deep: a quarter of the level acked before new data left
+            if long_wait and e.after_new[k] > before and (e.after_new[k] - before) * 4 >= e.after_new[k] then
+                e.deep[k] = e.deep[k] + 1
+            end
+            count_wait(e.all[k], e.after_new[k])
+            if long_wait then count_wait(e.held[k], e.after_new[k]) end
+            if e.after_new[k] > e.record[k] then -- a new highest level: what came before is a transient
+                e.record[k] = e.after_new[k]
+                e.settled[k] = levels_new()
+            else
+                count_wait(e.settled[k], e.after_new[k])
+            end
+        end
+    end
+    local power = 0
+    while power < SIZES - 1 and bytes >= 2 ^ (power + 1) do power = power + 1 end
+    e.size_count[power] = e.size_count[power] + 1
+    e.size_sum[power] = e.size_sum[power] + bytes
+    e.after_new[0], e.after_new[1] = rtxq_sack, rtxq_nr
+    e.sent_new, e.acks, e.gap_seen = true, 0, false
+end
+
+function sbe.freeing_ack(e, gap_open)
+    if not e.sent_new then return end
+    e.acks = e.acks + 1
+    e.gap_seen = e.gap_seen or gap_open
+end
+
+-- Waits whose level is in [lo, hi].
+local function waits_within(l, lo, hi)
+    local count = 0
+    for k = 1, l.n do
+        if l.top[k] >= lo and l.top[k] <= hi then count = count + l.waits_of[k] end
+    end
+    return count
+end
+
+local function median_level(l)
+    local seen = 0
+    for k = 1, l.n do
+        seen = seen + l.waits_of[k]
+        if seen * 2 >= l.waits then return l.top[k] end
+    end
+    return 0
+end
+
+-- Waits within a packet below the level of bin k, the highest of them (a ceiling's or a pile's band).
+local function band_waits(l, k, packet)
+    local x = l.top[k]
+    local lowest = x > packet and x - packet or 0
+    local count = 0
+    local j = k
+    while j >= 1 and l.top[j] >= lowest do
+        count = count + l.waits_of[j]
+        j = j - 1
+    end
+    return count
+end
+
+-- A ceiling: the highest level x with at least `percent` % of the waits of `l` within a packet below it and
+-- at most 10 % above it. r.packet set; fills r and returns true when found.
+local function find_ceiling(l, percent, r, why)
+    local above = 0
+    for k = l.n, 1, -1 do
+        if above * 10 > l.waits then break end
+        local x, count = l.top[k], band_waits(l, k, r.packet)
+        if count >= MIN_WAITS and count * 100 >= percent * l.waits then
+            r.verdict, r.why, r.sndbuf, r.high = sbe.HELD_BACK, why, x, x
+            r.low = x > CEILING_BAND * r.packet and x - CEILING_BAND * r.packet or 0
+            r.at_ceiling, r.above = count, above
+            return true
+        end
+        above = above + l.waits_of[k]
+    end
+    return false
+end
+
+-- The most waits within one packet below a level with at most a quarter of the waits above it.
+local function fullest_band(l, packet)
+    local most, above = 0, 0
+    local k = l.n
+    while k >= 1 and above * 4 <= l.waits do
+        local count = band_waits(l, k, packet)
+        if count > most then most = count end
+        above = above + l.waits_of[k]
+        k = k - 1
+    end
+    return most
+end
+
+function sbe.decide(e, nr, data_level)
+    local all, held = e.all[nr and 1 or 0], e.held[nr and 1 or 0]
+    local r = {verdict = sbe.CANNOT_TELL, why = 0, sndbuf = 0, low = 0, high = 0, waits = all.waits,
+               long_waits = held.waits, at_ceiling = 0, above = 0, packet = 0, deep_waits = 0}
+    local usual = 0 -- the usual packet: the mean size of the most common power of two
+    for k = 1, SIZES - 1 do
+        if e.size_count[k] > e.size_count[usual] then usual = k end
+    end
+    if e.size_count[usual] > 0 then r.packet = floor(e.size_sum[usual] / e.size_count[usual]) end
+    if not e.sent_new or r.packet == 0 then
+        r.why = sbe.NO_DATA
+        return r
+    end
+    if all.waits == 0 then
+        r.verdict, r.why = sbe.NEVER, sbe.ONE_FLIGHT
+        return r
+    end
+    if all.waits < MIN_WAITS then
+        r.why = sbe.FEW_WAITS
+        return r
+    end
+    if data_level then
+        r.why = sbe.DATA_LEVEL
+        return r
+    end
+    if find_ceiling(all, 30, r, sbe.CEILING) then return r end
+    if held.waits >= MIN_WAITS / 2 and held.waits * 25 >= all.waits then
+        local m = median_level(held)
+        local near = waits_within(held, m - floor(m * 15 / 100), m + floor(m * 15 / 100))
+        if near * 3 >= held.waits * 2 then
+            r.verdict, r.why, r.sndbuf = sbe.HELD_BACK, sbe.LONG_WAITS, m
+            r.low, r.high, r.at_ceiling = m - floor(m / 10), m + floor(m / 10), near
+            return r
+        end
+    end
+    local settled = e.settled[nr and 1 or 0]
+    if settled.waits * 2 >= all.waits and find_ceiling(settled, 50, r, sbe.SETTLED_CEILING) then return r end
+    if held.waits * 50 <= all.waits then
+        r.verdict, r.why = sbe.NEVER, sbe.ANSWERED
+        return r
+    end
+    r.deep_waits = e.deep[nr and 1 or 0]
+    local fullest = fullest_band(all, r.packet)
+    r.at_ceiling = fullest
+    if r.deep_waits * 50 <= all.waits and fullest * 5 < all.waits then
+        r.verdict, r.why = sbe.NEVER, sbe.NO_PILE
+        return r
+    end
+    r.why = sbe.UNSETTLED
+    return r
+end
+
+function sbe.blocked(r, rtxq_after_new, gap_open, before_last_new)
+    if r.verdict ~= sbe.HELD_BACK or not before_last_new or rtxq_after_new < r.low then return false end
+    return rtxq_after_new <= r.high or gap_open
+end
+
+function sbe.decide_paths(e, nr, paths)
+    local r = sbe.decide(e, nr, paths == sbe.A_PATH_OF_SEVERAL)
+    if paths <= sbe.A_PATH_OF_SEVERAL or r.why == sbe.ONE_FLIGHT or r.why == sbe.NO_DATA or
+        r.why == sbe.FEW_WAITS or r.why == sbe.UNSETTLED then
+        return r
+    end
+    if paths == sbe.CMT_ASSOCIATION and r.why == sbe.CEILING then return r end
+    if paths == sbe.MPTCP_DATA_LEVEL and r.why == sbe.ANSWERED then return r end
+    -- the level stays in r as the evidence; no verdict rests on it
+    r.verdict = sbe.CANNOT_TELL
+    r.why = paths == sbe.MPTCP_DATA_LEVEL and sbe.SUBFLOW_QUEUES or sbe.PATHS_NO_CEILING
+    return r
+end
+
+function sbe.vantage(r, by_sender)
+    if by_sender or r.why == sbe.ONE_FLIGHT then return end
+    r.verdict, r.why = sbe.CANNOT_TELL, sbe.NOT_BY_SENDER
+end
+
+function sbe.reason(r, vantage)
+    local why, fmt = r.why, string.format
+    if why == sbe.CEILING then
+        return fmt("%d of %d waits for an ack began at an RtxQ of %d-%d bytes, %d above", r.at_ceiling, r.waits, r.low,
+            r.high, r.above)
+    elseif why == sbe.LONG_WAITS then
+        return fmt("%d of %d waits for an ack outlasted %d acks, %d of them at an RtxQ of %d-%d bytes", r.long_waits,
+            r.waits, LONG_WAIT, r.at_ceiling, r.low, r.high)
+    elseif why == sbe.ONE_FLIGHT then return "all new data left before an ack freed room"
+    elseif why == sbe.ANSWERED then
+        return fmt("%d of %d waits for an ack ended within %d acks, at no ceiling", r.waits - r.long_waits, r.waits,
+            LONG_WAIT - 1)
+    elseif why == sbe.NO_DATA then return "no new data"
+    elseif why == sbe.FEW_WAITS then return fmt("too short: %d waits for an ack, %d needed", r.waits, MIN_WAITS)
+    elseif why == sbe.UNSETTLED then
+        return fmt("%d of %d waits for an ack outlasted %d acks, at no settled RtxQ; %d of them until a quarter of " ..
+            "their RtxQ was acked, up to %d within a packet of one RtxQ", r.long_waits, r.waits, LONG_WAIT,
+            r.deep_waits, r.at_ceiling)
+    elseif why == sbe.DATA_LEVEL then
+        return "a path of data over several paths (MPTCP, CMT): the buffer they share holds the connection's data, " ..
+            "see its entry"
+    elseif why == sbe.SUBFLOW_QUEUES then
+        return fmt("MPTCP: %d of %d waits for a data-level ack began at an RtxQ of %d-%d bytes, but data the " ..
+            "subflows hold unsent makes the same waits as a buffer full of sent data", r.at_ceiling, r.waits, r.low,
+            r.high)
+    elseif why == sbe.PATHS_NO_CEILING then
+        return fmt("CMT: %d waits for an ack at no ceiling: the association's buffer counts payload (full, it is " ..
+            "one level) and resumes the writer at the first ack, as the paths' windows do", r.waits)
+    elseif why == sbe.SETTLED_CEILING then
+        return fmt("%d of the %d waits for an ack began at an RtxQ of %d-%d bytes, %d above, after a transient at " ..
+            "a higher RtxQ", r.at_ceiling, r.waits, r.low, r.high, r.above)
+    elseif why == sbe.NO_PILE then
+        return fmt("at most %d of %d waits for an ack began within a packet of one RtxQ, and %d lasted until a " ..
+            "quarter of their RtxQ was acked: no sign of a full buffer", r.at_ceiling, r.waits, r.deep_waits)
+    end
+    return fmt("the capture is not by the sender (vantage %s)", vantage)
+end
+end
+
+------------------------------------------------------------------------------------------------
 -- Frame results and findings
 ------------------------------------------------------------------------------------------------
 
@@ -826,20 +1092,41 @@ end
 ------------------------------------------------------------------------------------------------
 
 local state -- per-capture state, reset in init
+local VANTAGE_UNKNOWN, VANTAGE_MIDDLE = -2, -1 -- where the capture sits beside the endpoint indexes (decisions 17)
 
 local function flow_dir_new(stream, index, protocol, tsn_units, rule_rtx_after_ack, rule_revoked)
     return {
         sb = sb_init(tsn_units), stream = stream, index = index, protocol = protocol,
         sender = "", receiver = "", label = "", max_payload = 0, nr_mode = false, gap_open = false,
         rule_rtx_after_ack = rule_rtx_after_ack, rule_revoked = rule_revoked,
+        -- B from the capture (packet-nrsack-rtxq.c): the estimator, fed as the analyzer feeds it, and its
+        -- decisions per semantics, kept until it is fed again (changes); at release, final
+        estimate = sbe.new(), changes = 0, decided = nil, decided_at = 0, after_new = {[0] = 0, [1] = 0},
+        last_new_frame = 0, data_path = nil, data_paths = false,
     }
 end
 
 -- A flow that ended gives its scoreboards back (decisions.md 44: memory bounded by the live flows); once out
 -- of the lookups its tables go too, the stored frame results keeping only its labels.
+-- sbe.decide_paths per semantics, kept until the estimator is fed again; with `current` false (one pass, the
+-- estimate so far) until its events have grown by a sixteenth (packet-nrsack-rtxq.c decide, alike).
+local function decide(d, current)
+    local fed = d.changes - d.decided_at
+    if d.decided and (fed == 0 or (not current and fed < math.max(1, math.floor(d.decided_at / 16)))) then return end
+    -- MPTCP's data level, an association whose DATA went over several address pairs (CMT), or one path
+    local paths = d.protocol == "mptcp" and sbe.MPTCP_DATA_LEVEL or d.data_paths and sbe.CMT_ASSOCIATION or
+        sbe.ONE_PATH
+    d.decided = {[0] = sbe.decide_paths(d.estimate, false, paths), [1] = sbe.decide_paths(d.estimate, true, paths)}
+    d.decided_at = d.changes
+end
+
 local function release_dirs(dirs)
     for i = 0, 1 do
-        if dirs[i] then dirs[i].sb = nil end
+        local d = dirs[i]
+        if d then
+            if d.estimate then decide(d, true) end -- the flow's estimate is final: its state goes
+            d.sb, d.estimate = nil, nil
+        end
     end
 end
 
@@ -874,6 +1161,7 @@ local function refresh_figures(u, d)
     local sndbuf = state.prefs.sndbuf
     u.blocked = sndbuf > 0 and d.max_payload > 0 and sb_blocked(f, sndbuf, d.max_payload, d.nr_mode)
     u.gap_open = d.gap_open
+    u.after_new_sack, u.after_new_nr = d.after_new[0], d.after_new[1]
 end
 
 local function rtxq_on_data(fr, d, lo, hi, payload_bytes)
@@ -896,6 +1184,12 @@ local function rtxq_on_data(fr, d, lo, hi, payload_bytes)
             sb.tsn_units and "TSN" or "data", d.sender, was_nracked and "NR-acked" or "cum-acked",
             by_sender and "" or "; the capture is not at the sender: the ack may have crossed it"))
     end
+    if f.new_units > 0 then -- new data: the estimator's input as analyzer/state/_scoreboard.c note_estimate gives it
+        d.after_new[0], d.after_new[1] = sb.sent.weight, sb.sent.weight - sb.nracked.weight
+        d.last_new_frame = state.frame
+        d.changes = d.changes + 1
+        sbe.new_data(d.estimate, d.after_new[0], d.after_new[1], f.new_bytes)
+    end
     if f.new_bytes == 0 then return end -- decisions 4: retransmissions do not change the RtxQ
     local u = update_for(fr, d)
     if not u then return end
@@ -904,8 +1198,13 @@ end
 
 local function rtxq_on_ack(fr, d, cum, r, nr, revoke, path)
     local res = ack_facts
+    local acked_before = d.sb.acked_bytes
     sb_ack(d.sb, cum, r, nr, revoke, path, res)
     if not res.stale and not d.gap_from_sacked then d.gap_open = res.gap_open end
+    if d.sb.acked_bytes > acked_before or res.freed_bytes > 0 then -- an ack that freed room
+        d.changes = d.changes + 1
+        sbe.freeing_ack(d.estimate, d.sb.gap_open)
+    end
     local u = update_for(fr, d)
     if not u then return res end
     u.is_ack = true
@@ -936,6 +1235,46 @@ local function rtxq_ack_before_data(d, cum, r, nr)
     local res = ack_facts
     sb_ack(d.sb, cum, r, nr, REVOKE_NONE, 0, res)
     if not d.gap_from_sacked then d.gap_open = res.gap_open end
+end
+
+-- SCTP: a DATA chunk of d went over the address pair `path` (several pairs: CMT).
+local function rtxq_data_path(d, path)
+    if not d.data_path then
+        d.data_path = path
+    elseif path ~= d.data_path and not d.data_paths then
+        d.data_paths = true
+        d.changes = d.changes + 1
+    end
+end
+
+-- Where the capture sits for d's sender, as the analyzer's summary names it (vantage).
+local function vantage_name(d)
+    local v = d.hs and d.hs.vantage or VANTAGE_UNKNOWN
+    return v == VANTAGE_UNKNOWN and "unknown" or v == VANTAGE_MIDDLE and "middle" or v == d.index and "sender" or "receiver"
+end
+
+-- Which B nrsack.blocked uses for d (packet-nrsack-rtxq.c rtxq_sndbuf_view): the preference (given), else
+-- core/sndbuf.c's verdict, from the whole capture once the frame is shown again after its first pass.
+local function sndbuf_view(d, shown_again)
+    local sndbuf = state.prefs.sndbuf
+    if sndbuf > 0 then return {given = true, sndbuf = sndbuf} end
+    local whole = d.sb == nil or shown_again
+    if d.sb then decide(d, whole) end
+    local decided = d.decided[d.nr_mode and 1 or 0]
+    local r = {}
+    for k, v in pairs(decided) do r[k] = v end
+    local where = vantage_name(d)
+    sbe.vantage(r, where == "sender" or where == "unknown")
+    return {given = false, whole = whole, r = r, sndbuf = r.verdict == sbe.HELD_BACK and math.min(r.sndbuf, 4294967295) or 0,
+            where = where}
+end
+
+-- nrsack.blocked of an update of frame `number` (after_new: the RtxQ after d's last new data, as of it).
+local function update_blocked(d, view, number, blocked, after_new_sack, after_new_nr, gap_open)
+    if view.given then return blocked end
+    -- one pass: more new data may follow (the estimate so far)
+    local before_last_new = not view.whole or number < d.last_new_frame
+    return sbe.blocked(view.r, d.nr_mode and after_new_nr or after_new_sack, gap_open, before_last_new)
 end
 
 local function rtxq_on_received(fr, d, r)
@@ -974,7 +1313,6 @@ local function frame_ns()
 end
 
 -- Where the capture sits (decisions 17): next to endpoint 0 or 1, or:
-local VANTAGE_UNKNOWN, VANTAGE_MIDDLE = -2, -1
 local VANTAGE_RATIO = 2.5 -- one handshake gap this many times the other puts the capture by one end
 
 local function handshake_new() return {seen = {}, ns = {}, vantage = VANTAGE_UNKNOWN} end
@@ -1344,7 +1682,10 @@ local function sctp_dissect(s, source, start, captured, reported, pinfo, tree, f
                 local tsn = unwrap(fr, d, u32(s, off + 4), "TSN")
                 if not data_checked then check_fsack_update_interval(a, from, fr) end
                 data_checked = true
-                if tsn then rtxq_on_data(fr, d, tsn, tsn + 1, clen - 16) end
+                if tsn then
+                    rtxq_data_path(d, tostring(pinfo.net_src) .. ">" .. tostring(pinfo.net_dst))
+                    rtxq_on_data(fr, d, tsn, tsn + 1, clen - 16)
+                end
             end
         elseif (ctype == CHUNK_SACK or ctype == CHUNK_NR_SACK) and a then
             sctp_sack(s, off, ctype, clen, pinfo, a, from, fr)
@@ -2194,8 +2535,9 @@ end
 -- state.rec_at[frame number] is where the frame's record starts:
 --   stream|false, rtt_ms|false, findings|false, n_upd, then n_upd times:
 --   direction label (not its table: an ended flow's tables can go), rtxq_sack, nr_acked, sacked,
---   freed_bytes|false (not an ack), nr_figure, blocked, gap_open, revoked|false
-local UPD_SLOTS = 9
+--   freed_bytes|false (not an ack), nr_figure, blocked, gap_open, revoked|false, the direction (its
+--   estimate's view: after release only its small fields stay), after_new_sack, after_new_nr
+local UPD_SLOTS = 12
 
 local function store_result(fr)
     local rec, i = state.rec, state.rec_n + 1
@@ -2207,22 +2549,44 @@ local function store_result(fr)
         rec[k], rec[k + 1], rec[k + 2], rec[k + 3] = u.dir.label, u.rtxq_sack, u.nr_acked, u.sacked
         rec[k + 4], rec[k + 5], rec[k + 6], rec[k + 7] = u.is_ack and u.freed_bytes, u.nr_figure, u.blocked, u.gap_open
         rec[k + 8] = u.revoked ~= NO_ITEMS and u.revoked
+        rec[k + 9], rec[k + 10], rec[k + 11] = u.dir, u.after_new_sack, u.after_new_nr
         k = k + UPD_SLOTS
     end
     state.rec_n = k - 1
     return i
 end
 
-local function emit_result(i, tree)
+local SBE_VERDICTS = {[0] = "held back", "never", "cannot tell"} -- as the analyzer's summary says them
+
+-- The update at rec[k] of frame `number`: its nrsack.blocked (nil: cannot tell) and the view of B it used.
+local function stored_blocked(k, number, shown_again)
+    local rec = state.rec
+    local d = rec[k + 9]
+    local view = sndbuf_view(d, shown_again)
+    if not view.given and view.r.verdict == sbe.CANNOT_TELL then return nil, view end
+    return update_blocked(d, view, number, rec[k + 6], rec[k + 10], rec[k + 11], rec[k + 7]), view
+end
+
+-- Which B nrsack.blocked used and how it was obtained (docs/fields.md).
+local function add_sndbuf(t, view)
+    if view.sndbuf > 0 then t:add(hf.sndbuf_bytes, view.sndbuf) end
+    t:add(hf.sndbuf_source, view.given and "given" or view.whole and "estimated from the whole capture" or "estimated so far")
+    if view.given then return end
+    t:add(hf.sndbuf_verdict, SBE_VERDICTS[view.r.verdict])
+    t:add(hf.sndbuf_reason, sbe.reason(view.r, view.where))
+    t:add(hf.sndbuf_waits, math.min(view.r.waits, 4294967295))
+end
+
+local function emit_result(i, tree, number, shown_again)
     local rec = state.rec
     local stream, rtt_ms, findings, n_upd = rec[i], rec[i + 1], rec[i + 2], rec[i + 3]
     if stream then tree:add(hf.stream, stream):set_generated() end
     if rtt_ms then tree:add(hf.fsack_rtt_ms, rtt_ms):set_generated() end
-    local show_blocked = state.prefs.sndbuf > 0
     local k = i + 4
     for _ = 1, n_upd do
         local label, rtxq_sack, nr_acked, sacked = rec[k], rec[k + 1], rec[k + 2], rec[k + 3]
-        local freed_bytes, nr_figure, blocked, gap_open, revoked = rec[k + 4], rec[k + 5], rec[k + 6], rec[k + 7], rec[k + 8]
+        local freed_bytes, nr_figure, gap_open, revoked = rec[k + 4], rec[k + 5], rec[k + 7], rec[k + 8]
+        local blocked, view = stored_blocked(k, number, shown_again)
         local rtxq_nr = rtxq_sack - nr_acked
         -- one generated item per update holds its figures: marking each one costs a call per field
         local t = tree:add(hf.direction, label)
@@ -2234,7 +2598,9 @@ local function emit_result(i, tree)
         t:add(hf.rtxq_sacked_bytes, queue_u32(sacked))
         t:add(hf.rtxq_whatif_bytes, queue_u32(rtxq_sack - sacked))
         if freed_bytes then t:add(hf.freed_bytes, queue_u32(freed_bytes)) end
-        if show_blocked then t:add(hf.blocked, blocked) end
+        -- cannot tell: no verdict on the frame, the reason says why
+        if blocked ~= nil then t:add(hf.blocked, blocked) end
+        add_sndbuf(t, view)
         t:add(hf.gap_open, gap_open)
         if revoked then
             for r = 1, #revoked do t:add(hf.revoked, revoked[r]) end
@@ -2335,7 +2701,11 @@ function nrsack.dissector(tvb, pinfo, tree)
     -- pass unless a filter or tap needs one), then only show the cached result.
     local fr
     local number = pinfo.number
+    state.frame = number
     local at = state.rec_at[number]
+    -- a later dissection than the frame's first: the estimator has seen the whole capture (not pinfo.visited,
+    -- which a tap sees set in tshark's single pass)
+    local shown_again = at ~= nil
     if not at then fr = new_frame_result() end
     local subtree = tree:add(nrsack)
     local ok, err
@@ -2368,7 +2738,7 @@ function nrsack.dissector(tvb, pinfo, tree)
         at = store_result(fr)
         state.rec_at[number] = at
     end
-    emit_result(at, subtree)
+    emit_result(at, subtree, number, shown_again)
 end
 
 register_postdissector(nrsack)
@@ -2408,12 +2778,15 @@ local function statistics_text()
             d.frames = d.frames + 1
             d.sum_sack, d.sum_nr = d.sum_sack + rtxq_sack, d.sum_nr + rtxq_nr
             d.max_sack, d.max_nr = math.max(d.max_sack, rtxq_sack), math.max(d.max_nr, rtxq_nr)
-            if rec[k + 6] then d.blocked = d.blocked + 1 end
+            -- drawn after the frames: the estimate from every frame dissected
+            local blocked, view = stored_blocked(k, number, true)
+            if blocked then d.blocked = d.blocked + 1 end
+            d.view = view
             k = k + UPD_SLOTS
         end
     end
     local lines = {string.format("NR-SACK statistics; sndbuf preference: %d bytes%s", state.prefs.sndbuf,
-        state.prefs.sndbuf > 0 and "" or " (off: no blocked frames)")}
+        state.prefs.sndbuf > 0 and "" or " (0: B estimated per direction)")}
     for _, name in ipairs(order) do
         local d = dirs[name]
         lines[#lines + 1] = name
@@ -2422,6 +2795,14 @@ local function statistics_text()
         lines[#lines + 1] = string.format("  RtxQ bytes (SACK semantics): mean %.2f, max %d", d.sum_sack / d.frames,
             d.max_sack)
         lines[#lines + 1] = string.format("  Send-buffer blocked frames: %d", d.blocked)
+        local view = d.view
+        if view.given then
+            lines[#lines + 1] = string.format("  Send buffer B: %d bytes, given", view.sndbuf)
+        else
+            lines[#lines + 1] = string.format("  Send buffer B: %s, estimated from the whole capture, %s: %s",
+                view.sndbuf > 0 and string.format("%d bytes", view.sndbuf) or "none", SBE_VERDICTS[view.r.verdict],
+                sbe.reason(view.r, view.where))
+        end
     end
     local counts = {}
     for _, id in ipairs(rule_order) do counts[#counts + 1] = id .. "=" .. rules[id] end

@@ -80,7 +80,10 @@ def test_results_outlive_the_flow(name, tmp_path):
     assert one == tshark.golden_output(pcap, LUA_PLUGIN, two_pass=True)
     shown = tshark.parse_golden(tshark.golden_output(pcap, LUA_PLUGIN, two_pass=True, display_filter="nrsack.stream == 0"))
     rows = {r["frame.number"][0]: r for r in tshark.parse_golden(one).rows}
-    assert shown.rows and all(r == rows[r["frame.number"][0]] for r in shown.rows)
+
+    def kept(row):  # nrsack.blocked aside: a later pass uses the whole capture's estimate of B, one pass the
+        return {k: v for k, v in row.items() if k != "nrsack.blocked"}  # estimate so far (metrics.md)
+    assert shown.rows and all(kept(r) == kept(rows[r["frame.number"][0]]) for r in shown.rows)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -273,6 +273,71 @@ static PyObject *Board_sndbuf_estimate(Board *self, PyObject *args) {
                          (unsigned long long)r.above, (unsigned long long)r.packet, (unsigned long long)r.deep_waits);
 }
 
+/* An sbe_decide_paths result back from Board.sndbuf_estimate's tuple. */
+static int estimate_of(PyObject *t, sbe_result_t *r) {
+    int verdict, why;
+    unsigned long long v[9];
+    if (!PyArg_ParseTuple(t, "iiKKKKKKKKK", &verdict, &why, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7],
+                          &v[8]))
+        return -1;
+    if (verdict < SBE_HELD_BACK || verdict > SBE_CANNOT_TELL || why < SBE_CEILING || why > SBE_NOT_BY_SENDER) {
+        PyErr_SetString(PyExc_ValueError, "sndbuf estimate: verdict or reason out of range");
+        return -1;
+    }
+    *r = (sbe_result_t){(sbe_verdict_t)verdict, (sbe_why_t)why, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]};
+    return 0;
+}
+
+/* sndbuf_verdict(estimate, vantage) -> (estimate, reason): core/sndbuf.c's sbe_vantage (a capture not by the
+ * sender, or by no known end, "unknown" counting as by it) and sbe_reason, the words the plugins show. */
+PyObject *sndbuf_verdict(PyObject *self, PyObject *args) {
+    PyObject *t;
+    const char *vantage;
+    sbe_result_t r;
+    if (!PyArg_ParseTuple(args, "Os", &t, &vantage) || estimate_of(t, &r) < 0) return NULL;
+    sbe_vantage(&r, !strcmp(vantage, "sender") || !strcmp(vantage, "unknown"));
+    char reason[256];
+    sbe_reason(&r, vantage, reason, sizeof reason);
+    return Py_BuildValue("(iiKKKKKKKKK)s", (int)r.verdict, (int)r.why, (unsigned long long)r.sndbuf,
+                         (unsigned long long)r.low, (unsigned long long)r.high, (unsigned long long)r.waits,
+                         (unsigned long long)r.long_waits, (unsigned long long)r.at_ceiling,
+                         (unsigned long long)r.above, (unsigned long long)r.packet, (unsigned long long)r.deep_waits,
+                         reason);
+}
+
+/* sndbuf_blocked(estimate, new b1, rtxq i8, gap_open b1, out b1, start, after_new, last_new) -> after_new:
+ * core/sndbuf.c sbe_blocked over a batch of rows that starts at row `start` (pass 2's batches): out[i], the
+ * row's blocked; after_new, the RtxQ after the last new data before the batch and, returned, at its end. */
+PyObject *sndbuf_blocked(PyObject *self, PyObject *args) {
+    PyObject *t, *o_new, *o_rtxq, *o_gap, *o_out;
+    long long start, after_new, last_new;
+    sbe_result_t r;
+    if (!PyArg_ParseTuple(args, "OOOOOLLL", &t, &o_new, &o_rtxq, &o_gap, &o_out, &start, &after_new, &last_new) ||
+        estimate_of(t, &r) < 0)
+        return NULL;
+    buf_t nb = {0}, qb = {0}, gb = {0}, ob = {0};
+    PyObject *result = NULL;
+    if (get_buf(o_rtxq, &qb, 8, -1, 0, "sndbuf_blocked") < 0) goto out;
+    Py_ssize_t n = qb.b.len / 8;
+    if (get_buf(o_new, &nb, 1, n, 0, "sndbuf_blocked") < 0 || get_buf(o_gap, &gb, 1, n, 0, "sndbuf_blocked") < 0 ||
+        get_buf(o_out, &ob, 1, n, 1, "sndbuf_blocked") < 0)
+        goto out;
+    const int8_t *is_new = nb.b.buf, *gap = gb.b.buf;
+    const int64_t *rtxq = qb.b.buf;
+    int8_t *blocked = ob.b.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (is_new[i]) after_new = rtxq[i];
+        blocked[i] = (int8_t)sbe_blocked(&r, after_new < 0 ? 0 : (uint64_t)after_new, gap[i] != 0, start + i < last_new);
+    }
+    result = PyLong_FromLongLong(after_new);
+out:
+    if (nb.ok) PyBuffer_Release(&nb.b);
+    if (qb.ok) PyBuffer_Release(&qb.b);
+    if (gb.ok) PyBuffer_Release(&gb.b);
+    if (ob.ok) PyBuffer_Release(&ob.b);
+    return result;
+}
+
 static PyMethodDef Board_methods[] = {
     {"sndbuf_estimate", (PyCFunction)Board_sndbuf_estimate, METH_VARARGS,
      "sndbuf_estimate(nr, paths) -> (verdict, why, sndbuf, low, high, waits, long_waits, at_ceiling, above, "

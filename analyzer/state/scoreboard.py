@@ -32,46 +32,21 @@ SUMMARY_KEYS = [
 HELD_BACK, NEVER, CANNOT_TELL = "held back", "never", "cannot tell"
 VERDICTS = (HELD_BACK, NEVER, CANNOT_TELL)  # indexed by sbe_verdict_t
 SBE_HELD_BACK, SBE_CANNOT_TELL = 0, 2
-MIN_WAITS, LONG_WAIT = 16, 3  # SBE_MIN_WAITS, SBE_LONG_WAIT
-ONE_FLIGHT = 2  # sbe_why_t SBE_ONE_FLIGHT
 PATHS = ONE_PATH, A_PATH_OF_SEVERAL, MPTCP_DATA_LEVEL, CMT_ASSOCIATION = range(4)  # sbe_paths_t
-# the vantages whose timing shows when the sender sent and when acks reached it
-SENDER_SIDE = ("sender", "unknown")
 
 
 def buffer_fields(given, capacity, estimate, vantage, b_ns) -> tuple:
     """The summary's send-buffer values: sndbuf_bytes, sndbuf_estimated, sndbuf_source, sndbuf_verdict,
     sndbuf_reason, and whether p and b can be told (not a key). given: B came from the user (capacity); else
     estimate is Board.sndbuf_estimate's (verdict, why, sndbuf, low, high, waits, long_waits, at_ceiling, above,
-    packet, deep_waits)."""
+    packet, deep_waits), judged for the vantage and worded by the core (sbe_vantage, sbe_reason: the plugins'
+    words too)."""
     if given:
         return capacity, False, "given", HELD_BACK if b_ns else NEVER, None, True
-    verdict, why, sndbuf, low, high, waits, long_waits, at_ceiling, above, packet, deep_waits = estimate
-    reason = (
-        f"{at_ceiling} of {waits} waits for an ack began at an RtxQ of {low}-{high} bytes, {above} above",
-        f"{long_waits} of {waits} waits for an ack outlasted {LONG_WAIT} acks, {at_ceiling} of them at an RtxQ of "
-        f"{low}-{high} bytes",
-        "all new data left before an ack freed room",
-        f"{waits - long_waits} of {waits} waits for an ack ended within {LONG_WAIT - 1} acks, at no ceiling",
-        "no new data",
-        f"too short: {waits} waits for an ack, {MIN_WAITS} needed",
-        f"{long_waits} of {waits} waits for an ack outlasted {LONG_WAIT} acks, at no settled RtxQ; {deep_waits} of them "
-        f"until a quarter of their RtxQ was acked, up to {at_ceiling} within a packet of one RtxQ",
-        "a path of data over several paths (MPTCP, CMT): the buffer they share holds the connection's data, "
-        "see its entry",
-        f"MPTCP: {at_ceiling} of {waits} waits for a data-level ack began at an RtxQ of {low}-{high} bytes, but data "
-        "the subflows hold unsent makes the same waits as a buffer full of sent data",
-        f"CMT: {waits} waits for an ack at no ceiling: the association's buffer counts payload (full, it is one "
-        "level) and resumes the writer at the first ack, as the paths' windows do",
-        f"{at_ceiling} of the {waits} waits for an ack began at an RtxQ of {low}-{high} bytes, {above} above, "
-        "after a transient at a higher RtxQ",
-        f"at most {at_ceiling} of {waits} waits for an ack began within a packet of one RtxQ, and {deep_waits} lasted "
-        "until a quarter of their RtxQ was acked: no sign of a full buffer",
-    )[why]
-    if vantage not in SENDER_SIDE and why != ONE_FLIGHT:  # (data seen before any ack left before it, anywhere)
-        verdict, reason = SBE_CANNOT_TELL, f"the capture is not by the sender (vantage {vantage})"
+    (verdict, _, sndbuf, *_), reason = _native.sndbuf_verdict(estimate, vantage)
     return (sndbuf if verdict == SBE_HELD_BACK else None, True, "estimated", VERDICTS[verdict], reason,
             verdict != SBE_CANNOT_TELL)
+
 
 # vantage: the capture sits next to the endpoint whose handshake gap is the short one (its own
 # processing time, against a round trip for the other); "short" means under 1/2.5 of the other gap.
@@ -248,7 +223,9 @@ class DirectionAccumulator:
         if estimated:
             estimate = (self.estimates[bool(nr_sack), self.paths] if self.board is None
                         else self.board.sndbuf_estimate(bool(nr_sack), self.paths))
-            held_back, capacity, ceiling = estimate[0] == SBE_HELD_BACK, estimate[2], estimate[3:5]
+            # a capture not by the sender cannot tell: no row is blocked (the plugins' rule too)
+            judged, _ = _native.sndbuf_verdict(estimate, base["vantage"])
+            capacity = estimate[2]
             after_new = 0  # the RtxQ after the last new data, carried from batch to batch
         else:
             capacity = int(sndbuf)
@@ -263,8 +240,10 @@ class DirectionAccumulator:
             rtxq = rows["sack"] - rows["nr"] if nr_sack else rows["sack"]
             gap_open = rows["sacked"] > 0 if self.level.gap_from_sacked else (rows["flags"] & 2) != 0
             if estimated:
-                blocked, after_new = estimated_blocked(rows, rtxq, gap_open, start, after_new, held_back, ceiling,
-                                                       self.last_new)
+                blocked = np.empty(len(rtxq), bool)
+                after_new = _native.sndbuf_blocked(judged, rows["is_data"] & ((rows["flags"] & 1) != 0),
+                                                   np.ascontiguousarray(rtxq, np.int64), gap_open, blocked, start,
+                                                   after_new, self.last_new)
             else:
                 blocked = (capacity - rtxq) < self.max_payload
             window.add(start, rows, blocked, gap_open, rtxq, blocking_sink)
@@ -284,22 +263,6 @@ class DirectionAccumulator:
         if self.serials:
             serials = Serials(*(np.concatenate(part) for part in zip(*self.serials)))
         return DirectionResult(summary, join_columns(kept_rtxq), join_columns(kept_blocking, NO_INTERVALS), serials)
-
-
-def estimated_blocked(rows, rtxq, gap_open, start, after_new, held_back, ceiling, last_new) -> tuple:
-    """core/sndbuf.c sbe_blocked over a batch of rows starting at row `start` (its array form, for pass 2's
-    batches; short_tcp_entries calls sbe_blocked itself, and tests/test_analyzer_short_flows.py holds the
-    two to the same figures): -> (blocked, the RtxQ after the last new data at the batch's end).
-    after_new: that RtxQ before the batch; ceiling: (low, high)."""
-    n = len(rtxq)
-    if not held_back:
-        return np.zeros(n, bool), after_new
-    new = rows["is_data"] & ((rows["flags"] & 1) != 0)
-    last = np.maximum.accumulate(np.where(new, np.arange(n), -1))
-    level = np.where(last >= 0, rtxq[np.maximum(last, 0)], after_new)
-    low, high = ceiling
-    blocked = (level >= low) & ((level <= high) | gap_open) & (np.arange(start, start + n) < last_new)
-    return blocked, int(level[-1]) if n else after_new
 
 
 def entry_base(flow: F.Flow, side) -> dict:

@@ -12,7 +12,7 @@
 #include "rules.h"
 
 typedef struct {
-    guint sndbuf;        /* bytes; 0 = blocked is not computed */
+    guint sndbuf;        /* B in payload bytes for nrsack.blocked; 0 = estimated from the capture (core/sndbuf.c) */
     guint tcp_exid;
     guint fsack_init, fsack_ack, fsack_complete;
     guint sctp_udp_port;
@@ -36,6 +36,16 @@ typedef struct flow_dir {
     gboolean released;        /* the flow ended: its scoreboard is freed, later events are not analyzed */
     gboolean far_reported;    /* a serial far outside the window was reported (GEN-01 note, once) */
     guint32 far_count;
+    /* B from the capture (core/sndbuf.c), fed as the analyzer feeds it (analyzer/state/_scoreboard.c) */
+    sbe_t estimate;
+    guint64 estimate_changes;   /* events fed: a kept decision is current while this is unchanged */
+    guint64 decided_at;
+    sbe_result_t decided[2];    /* sbe_decide_paths's per semantics (SBE_SACK, SBE_NR) as of decided_at; final at release */
+    gboolean decided_valid;
+    guint64 after_new[2];       /* the RtxQ (SACK, NR) after the last new data */
+    guint32 last_new_frame;     /* the frame of the last new data */
+    guint64 data_path;          /* SCTP: the address pair of the first DATA; data_paths: DATA on another too */
+    gboolean data_path_seen, data_paths;
 } flow_dir_t;
 
 /* Where the capture sits (docs/decisions.md 17): next to endpoint 0 or 1, or: */
@@ -59,6 +69,7 @@ typedef struct {
     guint64 rtxq;
     guint64 freed_bytes;
     gboolean blocked, gap_open;
+    guint64 after_new[2];
     guint n_revoked;
     guint32 *revoked;         /* NRSACK_MAX_REVOKED entries, allocated on the first one */
 } rtxq_update_t;
@@ -73,6 +84,7 @@ typedef struct finding {
 /* The analysis of one frame (first pass), built on the stack and then kept as a frame_record_t. */
 #define NRSACK_MAX_UPDATES 2
 struct frame_result {
+    guint32 num;              /* the frame */
     gboolean has_stream;
     guint32 stream;
     guint n_updates;
@@ -88,6 +100,7 @@ typedef struct {
     flow_dir_t *dir;
     guint32 rtxq, rtxq_sack, rtxq_nr, nr_acked, sacked, rtxq_whatif, freed_bytes, new_data_bytes;
     guint8 is_ack, has_data, blocked, gap_open;
+    guint32 after_new_sack, after_new_nr;  /* the direction's RtxQ after its last new data, as of this frame */
     guint32 n_revoked;
     guint32 *revoked;
 } shown_update_t;
@@ -95,6 +108,7 @@ typedef struct {
 /* What every pass shows of a frame: its first pass's analysis. One per frame number, in chunks. */
 typedef struct {
     gboolean analyzed;
+    gboolean shown_again;     /* this dissection is not the frame's first (the analysis has seen the whole capture) */
     guint8 has_stream, has_rtt, n_updates;
     guint32 stream, rtt_ms;
     finding_t *findings;
@@ -146,6 +160,22 @@ void rtxq_ack_before_data(frame_result_t *fr, flow_dir_t *d, guint64 cum, const 
                           const ival_t *nr, guint n_nr);
 /* Units the receiver is known to hold beyond the ack's own blocks (MPTCP: DSNs its subflow ack covers). */
 void rtxq_on_received(frame_result_t *fr, flow_dir_t *d, const ival_t *r, guint n_r);
+/* SCTP: a DATA chunk of d went over the address pair `path` (several pairs: CMT). */
+void rtxq_data_path(flow_dir_t *d, guint64 path);
+
+/* Which B nrsack.blocked uses for a direction as a frame is shown (docs/fields.md, nrsack.sndbuf.*). */
+typedef struct {
+    gboolean given;          /* the sndbuf preference */
+    gboolean whole;          /* estimated from the whole capture (a later pass, or the flow ended), else so far */
+    sbe_result_t r;          /* estimated: core/sndbuf.c's verdict, vantage applied */
+    guint32 sndbuf;          /* B (given, or estimated and held back), else 0 */
+} sndbuf_view_t;
+/* shown_again: the frame is dissected after its first pass (frame_record_t), so the estimator has seen all. */
+void rtxq_sndbuf_view(flow_dir_t *d, gboolean shown_again, sndbuf_view_t *v);
+/* nrsack.blocked of update u of frame `num` under v. */
+gboolean rtxq_blocked(const flow_dir_t *d, const shown_update_t *u, guint32 num, const sndbuf_view_t *v);
+/* v's reason (estimated), allocated in pool. */
+char *rtxq_sndbuf_reason(const flow_dir_t *d, const sndbuf_view_t *v, wmem_allocator_t *pool);
 
 /* packet-nrsack-sctp.c, -tcp.c, -mptcp.c: decode (every pass) and analyze (once, when fr != NULL) */
 void sctp_init_state(void);

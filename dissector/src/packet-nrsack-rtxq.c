@@ -24,10 +24,31 @@ void flow_dir_init(flow_dir_t *d, guint32 stream, guint8 sender_side, const char
     g_ptr_array_add(live_dirs, d);
 }
 
+/* sbe_decide_paths per semantics, kept until the estimator is fed again; with `current` FALSE (one pass,
+ * the estimate so far) until its events have grown by a sixteenth, so that a long capture costs a few
+ * hundred decisions, not one per frame (lua/nrsack.lua decides alike). */
+static void decide(flow_dir_t *d, gboolean current)
+{
+    guint64 fed = d->estimate_changes - d->decided_at;
+    if (d->decided_valid && (!fed || (!current && fed < MAX(1, d->decided_at / 16))))
+        return;
+    /* MPTCP's data level, an association whose DATA went over several address pairs (CMT), or one path:
+     * the analyzer's entry for the same direction */
+    sbe_paths_t paths = !strcmp(d->protocol, "mptcp") ? SBE_MPTCP_DATA_LEVEL
+                        : d->data_paths                ? SBE_CMT_ASSOCIATION
+                                                       : SBE_ONE_PATH;
+    for (int k = 0; k < 2; k++)
+        sbe_decide_paths(&d->estimate, k == SBE_NR, paths, &d->decided[k]);
+    d->decided_at = d->estimate_changes;
+    d->decided_valid = TRUE;
+}
+
 void flow_dir_release(flow_dir_t *d)
 {
     if (d->released)
         return;
+    decide(d, TRUE);  /* the flow's estimate is final: its state goes */
+    sbe_free(&d->estimate);
     sb_free(&d->sb);
     d->released = TRUE;
 }
@@ -106,6 +127,8 @@ static void refresh_figures(rtxq_update_t *u, flow_dir_t *d)
     if (d->gap_from_sacked)
         d->gap_open = u->fig.sacked > 0;
     u->rtxq = d->nr_mode ? u->fig.rtxq_nr : u->fig.rtxq_sack;
+    u->after_new[SBE_SACK] = d->after_new[SBE_SACK];
+    u->after_new[SBE_NR] = d->after_new[SBE_NR];
     u->blocked = nrsack_prefs.sndbuf > 0 && d->max_payload > 0 &&
                  sb_blocked(&u->fig, nrsack_prefs.sndbuf, d->max_payload, d->nr_mode);
     u->gap_open = d->gap_open;
@@ -163,6 +186,16 @@ void rtxq_on_data(frame_result_t *fr, flow_dir_t *d, guint64 lo, guint64 hi, gui
                     res.was_nracked ? "NR-acked" : "cum-acked",
                     by_sender ? "" : "; the capture is not at the sender: the ack may have crossed it");
     }
+    if (res.new_units) {  /* new data: the estimator's input as analyzer/state/_scoreboard.c note_estimate gives it */
+        d->after_new[SBE_SACK] = d->sb.sent.weight;
+        d->after_new[SBE_NR] = d->sb.sent.weight - d->sb.nracked.weight;
+        d->last_new_frame = fr->num;
+        d->estimate_changes++;
+        if (sbe_new_data(&d->estimate, d->after_new[SBE_SACK], d->after_new[SBE_NR], res.new_bytes) < 0) {
+            out_of_memory(fr, d);
+            return;
+        }
+    }
     if (!res.new_bytes)
         return; /* decisions 4: retransmissions do not change the RtxQ */
     rtxq_update_t *u = update_for(fr, d);
@@ -179,10 +212,15 @@ void rtxq_on_ack(frame_result_t *fr, flow_dir_t *d, guint64 cum, const ival_t *r
     memset(res, 0, sizeof(*res));
     if (d->released)
         return;
+    guint64 acked_before = d->sb.acked_bytes;
     if (sb_ack(&d->sb, cum, r, n_r, nr, n_nr, revoke, path, res) < 0) {
         memset(res, 0, sizeof(*res));
         out_of_memory(fr, d);
         return;
+    }
+    if (d->sb.acked_bytes > acked_before || res->freed_bytes > 0) {  /* an ack that freed room */
+        d->estimate_changes++;
+        sbe_freeing_ack(&d->estimate, d->sb.gap_open);
     }
     if (!res->stale && !d->gap_from_sacked)
         d->gap_open = res->gap_open;
@@ -231,4 +269,58 @@ void rtxq_on_received(frame_result_t *fr, flow_dir_t *d, const ival_t *r, guint 
     rtxq_update_t *u = update_for(fr, d);
     if (u)
         refresh_figures(u, d);
+}
+
+void rtxq_data_path(flow_dir_t *d, guint64 path)
+{
+    if (!d->data_path_seen) {
+        d->data_path_seen = TRUE;
+        d->data_path = path;
+    } else if (path != d->data_path && !d->data_paths) {
+        d->data_paths = TRUE;
+        d->estimate_changes++;
+    }
+}
+
+/* Where the capture sits for d's sender, as the analyzer's summary names it (vantage). */
+static const char *vantage_name(const flow_dir_t *d)
+{
+    gint8 v = d->vantage ? *d->vantage : VANTAGE_UNKNOWN;
+    return v == VANTAGE_UNKNOWN ? "unknown" : v == VANTAGE_MIDDLE ? "middle" : v == (gint8)d->sender_side ? "sender" : "receiver";
+}
+
+void rtxq_sndbuf_view(flow_dir_t *d, gboolean shown_again, sndbuf_view_t *v)
+{
+    memset(v, 0, sizeof(*v));
+    if (nrsack_prefs.sndbuf) {
+        v->given = TRUE;
+        v->sndbuf = nrsack_prefs.sndbuf;
+        return;
+    }
+    /* after the first pass (Wireshark's display, tshark -2) the estimator has seen the whole capture; not
+     * pinfo->fd->visited, which taps already see set in tshark's single pass */
+    v->whole = d->released || shown_again;
+    if (!d->released)
+        decide(d, v->whole);
+    v->r = d->decided[d->nr_mode ? SBE_NR : SBE_SACK];
+    const char *where = vantage_name(d);
+    sbe_vantage(&v->r, !strcmp(where, "sender") || !strcmp(where, "unknown"));
+    if (v->r.verdict == SBE_HELD_BACK)
+        v->sndbuf = (guint32)MIN(v->r.sndbuf, G_MAXUINT32);
+}
+
+gboolean rtxq_blocked(const flow_dir_t *d, const shown_update_t *u, guint32 num, const sndbuf_view_t *v)
+{
+    if (v->given)
+        return u->blocked;
+    /* one pass: more new data may follow (the estimate so far) */
+    gboolean before_last_new = !v->whole || num < d->last_new_frame;
+    return sbe_blocked(&v->r, d->nr_mode ? u->after_new_nr : u->after_new_sack, u->gap_open, before_last_new);
+}
+
+char *rtxq_sndbuf_reason(const flow_dir_t *d, const sndbuf_view_t *v, wmem_allocator_t *pool)
+{
+    char line[256];
+    sbe_reason(&v->r, vantage_name(d), line, sizeof(line));
+    return wmem_strdup(pool, line);
 }

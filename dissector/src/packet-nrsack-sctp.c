@@ -440,8 +440,10 @@ void sctp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, frame_res
                 if (!data_checked)
                     check_fsack_update_interval(pinfo, a, from, fr);
                 data_checked = TRUE;
-                if (rtxq_unwrap(fr, d, "TSN", tvb_get_ntohl(tvb, off + 4), &tsn))
+                if (rtxq_unwrap(fr, d, "TSN", tvb_get_ntohl(tvb, off + 4), &tsn)) {
+                    rtxq_data_path(d, add_address_to_hash64(add_address_to_hash64(0, &pinfo->net_src), &pinfo->net_dst));
                     rtxq_on_data(fr, d, tsn, tsn + 1, len - 16);
+                }
             }
         } else if ((type == CHUNK_SACK || type == CHUNK_NR_SACK) && a) {
             analyze_sack(tvb, off, type, len, pinfo, a, from, fr);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* tshark -z nrsack,stat[,FILTER]: per flow direction data bytes, max and mean RtxQ (SACK and NR-SACK
- * semantics), blocked time and p/q (with the nrsack.sndbuf preference), and rule counts.
+ * semantics), blocked time and p/q with the B nrsack.blocked uses (given or estimated, said per direction),
+ * and rule counts.
  * Statistics > NR-SACK in Wireshark's GUI (and tshark -z nrsack,tree): the same per direction data
  * bytes, RtxQ (count, mean, min, max), blocked frames and rule counts as a stats tree, the form
  * Wireshark gives plugins a Statistics menu entry in; blocked time and p/q stay in -z nrsack,stat. */
@@ -24,6 +25,7 @@ typedef struct {
     double first_data_t, last_t, q_end_t;
     gboolean last_blocked, last_gap, complete;
     double blocked_s, p_s;
+    sndbuf_view_t view;   /* B as of the direction's last frame */
 } dir_stats_t;
 
 typedef struct {
@@ -113,7 +115,8 @@ static tap_packet_status stat_packet(void *p, packet_info *pinfo, epan_dissect_t
         s->sum_sack += (double)u->rtxq_sack;
         s->sum_nr += (double)u->rtxq_nr;
         s->n_samples++;
-        s->last_blocked = u->blocked;
+        rtxq_sndbuf_view(u->dir, rec->shown_again, &s->view);
+        s->last_blocked = rtxq_blocked(u->dir, u, pinfo->num, &s->view);
         s->last_gap = u->gap_open;
         /* q ends with the ack that cum-acks the last data seen (metrics.md; a later ack of nothing
          * new, the peer's FIN-ACK, leaves it there); new data reopens it */
@@ -125,12 +128,30 @@ static tap_packet_status stat_packet(void *p, packet_info *pinfo, epan_dissect_t
     return TAP_PACKET_REDRAW;
 }
 
+/* The line under a direction's row: which B its blocked time used, and how it was obtained. */
+static void print_sndbuf(const dir_stats_t *s)
+{
+    const sndbuf_view_t *v = &s->view;
+    if (v->given) {
+        printf("       B %u bytes, given\n", v->sndbuf);
+        return;
+    }
+    static const char *const verdicts[] = {"held back", "never", "cannot tell"};
+    char *reason = rtxq_sndbuf_reason(s->dir, v, NULL);
+    char bytes[32] = "none";  /* never held back, or cannot tell */
+    if (v->sndbuf)
+        snprintf(bytes, sizeof(bytes), "%u bytes", v->sndbuf);
+    printf("       B %s, %s, %s: %s\n", bytes, v->whole ? "estimated from the whole capture" : "estimated so far",
+           verdicts[v->r.verdict], reason);
+    wmem_free(NULL, reason);
+}
+
 static void stat_draw(void *p)
 {
     nrsack_stat_t *st = (nrsack_stat_t *)p;
     printf("\n================================================================================================================\n");
     printf("NR-SACK statistics (nrsack,stat%s%s); sndbuf preference: %u bytes%s\n", st->filter ? "," : "",
-           st->filter ? st->filter : "", nrsack_prefs.sndbuf, nrsack_prefs.sndbuf ? "" : " (off: no blocked time)");
+           st->filter ? st->filter : "", nrsack_prefs.sndbuf, nrsack_prefs.sndbuf ? "" : " (0: B estimated per direction)");
     printf("%-6s %-5s %-45s %10s %9s %9s %11s %11s %12s %12s %12s %7s %s\n", "Stream", "Proto", "Sender -> Receiver",
            "Data B", "MaxSACK", "MaxNR", "MeanSACK", "MeanNR", "Blocked s", "p s", "q s", "p/q", "Complete");
     for (guint i = 0; i < st->order->len; i++) {
@@ -140,15 +161,20 @@ static void stat_draw(void *p)
         if (!s->complete)
             integrate(s, st->last_frame_t);
         double q = (s->complete ? s->q_end_t : st->last_frame_t) - s->first_data_t;
-        char pq[32];
-        if (nrsack_prefs.sndbuf && q > 0)
+        /* b and p only where B is known: given, or estimated with a verdict (never: no blocked time) */
+        gboolean known = s->view.given || s->view.r.verdict != SBE_CANNOT_TELL;
+        char pq[32] = "-", b[32] = "-", p_s[32] = "-";
+        if (known && q > 0)
             snprintf(pq, sizeof(pq), "%.4f", s->p_s / q);
-        else
-            snprintf(pq, sizeof(pq), "-");
-        printf("%-6u %-5s %-45s %10" G_GUINT64_FORMAT " %9" G_GUINT64_FORMAT " %9" G_GUINT64_FORMAT " %11.1f %11.1f %12.6f %12.6f %12.6f %7s %s\n",
+        if (known) {
+            snprintf(b, sizeof(b), "%.6f", s->blocked_s);
+            snprintf(p_s, sizeof(p_s), "%.6f", s->p_s);
+        }
+        printf("%-6u %-5s %-45s %10" G_GUINT64_FORMAT " %9" G_GUINT64_FORMAT " %9" G_GUINT64_FORMAT " %11.1f %11.1f %12s %12s %12.6f %7s %s\n",
                s->dir->stream, s->dir->protocol, s->dir->name, s->data_bytes, s->max_sack, s->max_nr,
                s->n_samples ? s->sum_sack / s->n_samples : 0.0, s->n_samples ? s->sum_nr / s->n_samples : 0.0,
-               s->blocked_s, s->p_s, q, pq, s->complete ? "yes" : "no");
+               b, p_s, q, pq, s->complete ? "yes" : "no");
+        print_sndbuf(s);
     }
     printf("Rule findings:");
     gboolean any = FALSE;
@@ -186,7 +212,7 @@ static void tree_init(stats_tree *st)
     tree_rules_node = stats_tree_create_node(st, "Rule findings", 0, STAT_DT_INT, TRUE);
 }
 
-static tap_packet_status tree_packet(stats_tree *st, packet_info *pinfo _U_, epan_dissect_t *edt _U_, const void *data,
+static tap_packet_status tree_packet(stats_tree *st, packet_info *pinfo, epan_dissect_t *edt _U_, const void *data,
                                      tap_flags_t flags _U_)
 {
     const frame_record_t *rec = (const frame_record_t *)data;
@@ -202,7 +228,9 @@ static tap_packet_status tree_packet(stats_tree *st, packet_info *pinfo _U_, epa
         increase_stat_node(st, "Data bytes", dir_node, FALSE, (gint)u->new_data_bytes);
         avg_stat_node_add_value_int(st, "RtxQ bytes (NR-SACK)", dir_node, FALSE, (gint)u->rtxq_nr);
         avg_stat_node_add_value_int(st, "RtxQ bytes (SACK semantics)", dir_node, FALSE, (gint)u->rtxq_sack);
-        if (u->blocked)
+        sndbuf_view_t v;
+        rtxq_sndbuf_view(u->dir, rec->shown_again, &v);
+        if (rtxq_blocked(u->dir, u, pinfo->num, &v))
             tick_stat_node(st, "Send-buffer blocked frames", dir_node, FALSE);
     }
     return TAP_PACKET_REDRAW;

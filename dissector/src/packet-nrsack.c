@@ -68,6 +68,11 @@ static int hf_nrsack_rtxq_sacked_bytes = -1;
 static int hf_nrsack_rtxq_whatif_bytes = -1;
 static int hf_nrsack_freed_bytes = -1;
 static int hf_nrsack_blocked = -1;
+static int hf_nrsack_sndbuf_bytes = -1;
+static int hf_nrsack_sndbuf_source = -1;
+static int hf_nrsack_sndbuf_verdict = -1;
+static int hf_nrsack_sndbuf_reason = -1;
+static int hf_nrsack_sndbuf_waits = -1;
 static int hf_nrsack_gap_open = -1;
 static int hf_nrsack_revoked = -1;
 
@@ -203,6 +208,8 @@ static void keep_update(shown_update_t *k, const rtxq_update_t *u)
         .has_data = u->has_data,
         .blocked = u->blocked,
         .gap_open = u->gap_open,
+        .after_new_sack = clamp32(u->after_new[SBE_SACK]),
+        .after_new_nr = clamp32(u->after_new[SBE_NR]),
         .n_revoked = u->n_revoked,
         .revoked = u->revoked,
     };
@@ -295,8 +302,29 @@ void nrsack_tree_mptcp_blocks(proto_tree *tree, tvbuff_t *tvb, const dss_t *d)
     }
 }
 
+/* verdicts as the analyzer's summary says them (sndbuf_verdict) */
+static const char *const sbe_verdicts[] = {"held back", "never", "cannot tell"};
+
+/* Which B nrsack.blocked used and how it was obtained (docs/fields.md). */
+static void add_sndbuf(proto_tree *tree, tvbuff_t *tvb, packet_info *pinfo, const flow_dir_t *d, const sndbuf_view_t *v)
+{
+    proto_item *pi;
+    if (v->sndbuf)
+        add_generated_uint(tree, hf_nrsack_sndbuf_bytes, tvb, v->sndbuf);
+    pi = proto_tree_add_string(tree, hf_nrsack_sndbuf_source, tvb, 0, 0,
+                               v->given ? "given" : v->whole ? "estimated from the whole capture" : "estimated so far");
+    proto_item_set_generated(pi);
+    if (v->given)
+        return;
+    pi = proto_tree_add_string(tree, hf_nrsack_sndbuf_verdict, tvb, 0, 0, sbe_verdicts[v->r.verdict]);
+    proto_item_set_generated(pi);
+    pi = proto_tree_add_string(tree, hf_nrsack_sndbuf_reason, tvb, 0, 0, rtxq_sndbuf_reason(d, v, pinfo->pool));
+    proto_item_set_generated(pi);
+    add_generated_uint(tree, hf_nrsack_sndbuf_waits, tvb, (guint32)MIN(v->r.waits, G_MAXUINT32));
+}
+
 /* The analysis's figures after this frame, for each direction it touched (generated items). */
-static void add_results(proto_tree *tree, tvbuff_t *tvb, const frame_record_t *rec)
+static void add_results(proto_tree *tree, tvbuff_t *tvb, packet_info *pinfo, const frame_record_t *rec)
 {
     proto_item *pi;
     if (rec->has_stream) {
@@ -319,10 +347,13 @@ static void add_results(proto_tree *tree, tvbuff_t *tvb, const frame_record_t *r
         add_generated_uint(tree, hf_nrsack_rtxq_whatif_bytes, tvb, u->rtxq_whatif);
         if (u->is_ack)
             add_generated_uint(tree, hf_nrsack_freed_bytes, tvb, u->freed_bytes);
-        if (nrsack_prefs.sndbuf) {
-            pi = proto_tree_add_boolean(tree, hf_nrsack_blocked, tvb, 0, 0, u->blocked);
+        sndbuf_view_t v;
+        rtxq_sndbuf_view(u->dir, rec->shown_again, &v);
+        if (v.given || v.r.verdict != SBE_CANNOT_TELL) {  /* cannot tell: no verdict on the frame, the reason says why */
+            pi = proto_tree_add_boolean(tree, hf_nrsack_blocked, tvb, 0, 0, rtxq_blocked(u->dir, u, pinfo->num, &v));
             proto_item_set_generated(pi);
         }
+        add_sndbuf(tree, tvb, pinfo, u->dir, &v);
         pi = proto_tree_add_boolean(tree, hf_nrsack_gap_open, tvb, 0, 0, u->gap_open);
         proto_item_set_generated(pi);
         for (guint k = 0; k < u->n_revoked; k++)
@@ -432,6 +463,7 @@ static void analyze_once(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, gu
     /* static: it must survive a longjmp, and Wireshark dissects one frame at a time */
     static frame_result_t result;
     memset(&result, 0, sizeof(result));
+    result.num = pinfo->num;
     rec->analyzed = TRUE; /* never twice */
     TRY {
         decode_layer(tvb, pinfo, tree, layer, &result);
@@ -462,12 +494,13 @@ static void analyze_layer(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, g
     gboolean items = tree && proto_field_is_referenced(tree, proto_nrsack);
     proto_item *ti = items ? proto_tree_add_item(tree, proto_nrsack, frame_tvb, 0, 0, ENC_NA) : NULL;
     proto_tree *nt = items ? proto_item_add_subtree(ti, ett_nrsack) : NULL;
+    rec->shown_again = rec->analyzed;
     if (rec->analyzed)
         decode_layer(tvb, pinfo, nt, layer, NULL);
     else
         analyze_once(tvb, pinfo, nt, layer, rec);
     if (items)
-        add_results(nt, frame_tvb, rec);
+        add_results(nt, frame_tvb, pinfo, rec);
     if (rec->findings) {
         if (!ti)
             ti = proto_tree_add_item(tree, proto_nrsack, frame_tvb, 0, 0, ENC_NA);
@@ -652,7 +685,22 @@ static void proto_register_nrsack(void)
            "Bytes this ack reports non-renegable for the first time: what it lets the sender free beyond what the cumulative ack frees", HFILL}},
         {&hf_nrsack_blocked,
           {"Send buffer blocked", "nrsack.blocked", FT_BOOLEAN, BASE_NONE, NULL, 0x0,
-           "After this packet the send buffer has no room for another full-size packet (needs the sndbuf preference; 0 turns it off)", HFILL}},
+           "After this packet the send buffer is full of sent data: with the sndbuf preference, no room for another full-size packet; without it, as estimated from the capture (nrsack.sndbuf.*); absent where the capture cannot tell", HFILL}},
+        {&hf_nrsack_sndbuf_bytes,
+          {"Send buffer B (bytes)", "nrsack.sndbuf.bytes", FT_UINT32, BASE_DEC, NULL, 0x0,
+           "The B in payload bytes nrsack.blocked uses for this direction: the sndbuf preference, or the estimate where the capture shows the sender held back", HFILL}},
+        {&hf_nrsack_sndbuf_source,
+          {"Send buffer B from", "nrsack.sndbuf.source", FT_STRING, BASE_NONE, NULL, 0x0,
+           "How B was obtained: given (the sndbuf preference), estimated from the whole capture (second pass, or the flow ended), or estimated so far (one pass)", HFILL}},
+        {&hf_nrsack_sndbuf_verdict,
+          {"Send buffer verdict", "nrsack.sndbuf.verdict", FT_STRING, BASE_NONE, NULL, 0x0,
+           "Estimated B: the sender was held back by a full send buffer at times, never, or the capture cannot tell (then no frame is marked blocked)", HFILL}},
+        {&hf_nrsack_sndbuf_reason,
+          {"Send buffer evidence", "nrsack.sndbuf.reason", FT_STRING, BASE_NONE, NULL, 0x0,
+           "Estimated B: the waits for acks the verdict rests on, or why the capture cannot tell", HFILL}},
+        {&hf_nrsack_sndbuf_waits,
+          {"Send buffer waits", "nrsack.sndbuf.waits", FT_UINT32, BASE_DEC, NULL, 0x0,
+           "Estimated B: the sender's waits for an ack that ended in new data, the evidence B is estimated from", HFILL}},
         {&hf_nrsack_gap_open,
           {"Gap open", "nrsack.gap_open", FT_BOOLEAN, BASE_NONE, NULL, 0x0,
            "The last ack of this direction reports a gap block above its cumulative ack: data is out of order at the receiver (loss recovery)", HFILL}},
@@ -722,7 +770,7 @@ static void proto_register_nrsack(void)
 
     module_t *m = prefs_register_protocol(proto_nrsack, apply_prefs);
     prefs_register_uint_preference(m, "sndbuf", "Send buffer B (bytes)",
-                                   "Send buffer size in payload bytes for nrsack.blocked; 0 = off", 10, &nrsack_prefs.sndbuf);
+                                   "Send buffer size in payload bytes for nrsack.blocked; 0 = estimated from the capture", 10, &nrsack_prefs.sndbuf);
     prefs_register_uint_preference(m, "tcp_exid", "TCP NR-SACK ExID", "RFC 6994 experiment ID of the TCP NR-SACK options", 16,
                                    &nrsack_prefs.tcp_exid);
     prefs_register_uint_preference(m, "fsack_init_type", "FSACK-INIT chunk type", NULL, 16, &nrsack_prefs.fsack_init);

@@ -98,7 +98,12 @@ WIRESHARK_RELEASE = _release()  # plugin folders are scanned as DIR/<release>/ep
 
 NOBODY = 65534
 
-# Every field of docs/fields.md (both plugins register them all), in golden-column order.
+# Which B nrsack.blocked used and how (docs/fields.md): not golden columns, since their evidence moves with
+# the estimator's rules (core/sndbuf.c); tests/test_plugin_sndbuf.py holds both plugins to the analyzer's.
+SNDBUF_FIELDS = ["nrsack.sndbuf.bytes", "nrsack.sndbuf.source", "nrsack.sndbuf.verdict", "nrsack.sndbuf.reason",
+                 "nrsack.sndbuf.waits"]
+
+# Every other field of docs/fields.md (both plugins register them all), in golden-column order.
 NRSACK_FIELDS = [
     "nrsack.stream",
     "nrsack.direction",

@@ -1,0 +1,138 @@
+"""B from the capture in both plugins (issue 25): with no nrsack.sndbuf preference and two passes, the C plugin
+(core/sndbuf.c, fed as the analyzer feeds it), the Lua twin (its line-by-line translation) and the analyzer
+mark the same frames blocked, and name the same verdict, evidence and B per sender direction, on every
+sample capture and on the lab runs of each stack in sample-pcaps/lab/ (linux-tcp, linux-mptcp, usrsctp).
+
+The analyzer's frame is blocked when its last row in that frame is (the row after which the plugins show
+the frame's figures). tshark -2 builds no tree in its first pass unless a filter asks for one, and the Lua
+twin reads its layers through field extractors, which need a tree: it gets `-R frame` so that its first
+pass analyzes (docs/metrics.md, "In the plugins")."""
+
+import pytest
+
+from nrsack.analyzer import analyze
+from support import tshark
+from support.paths import SAMPLES
+
+pytestmark = pytest.mark.tshark
+
+CAPTURES = sorted(SAMPLES.rglob("*.pcap"))
+LAB = sorted((SAMPLES / "lab").glob("*.pcap"))
+SHOWN = ["nrsack.direction", "nrsack.blocked", "nrsack.sndbuf.verdict", "nrsack.sndbuf.reason", "nrsack.sndbuf.bytes",
+         "nrsack.sndbuf.source"]
+# the Lua twin's first pass needs a tree (module docstring)
+FIRST_PASS_TREE = {"c": [], "lua": ["-R", "frame"]}
+
+
+def plugin_view(plugin, kind, pcap, two_pass=True, prefs=None):
+    """({(frame, direction) marked blocked}, {(frame, direction) with no nrsack.blocked},
+    {direction: (verdict, reason, B, source) as its last frame shows it})."""
+    args = ["-T", "fields", "-E", "occurrence=a", "-E", f"aggregator={tshark.AGGREGATOR}", "-e", "frame.number"]
+    for field in SHOWN:
+        args += ["-e", field]
+    if two_pass:
+        args += ["-2", *FIRST_PASS_TREE[kind]]
+    out = tshark.run_tshark(args, plugin, prefs={**tshark.GOLDEN_PREFS, **(prefs or {})}, pcap=pcap).stdout
+    blocked, unmarked, view = set(), set(), {}
+    for line in out.splitlines():
+        frame, *cells = line.split("\t")
+        columns = [cell.split(tshark.AGGREGATOR) if cell else [] for cell in cells]
+        directions, marks = columns[0], columns[1]
+        # (an update of a direction that cannot tell has no nrsack.blocked: the marks are of the others)
+        verdicts = columns[2]
+        marked = iter(marks)
+        for i, direction in enumerate(directions):
+            verdict = verdicts[i] if i < len(verdicts) else None
+            if verdict == "cannot tell":
+                unmarked.add((int(frame), direction))
+            elif next(marked) in ("1", "True"):
+                blocked.add((int(frame), direction))
+            view[direction] = tuple(column[i] if i < len(column) else "" for column in columns[2:])
+    return blocked, unmarked, view
+
+
+def analyzer_view(pcap):
+    """({(frame, direction) blocked after the frame}, {direction: (verdict, reason, B)})."""
+    blocked, view = set(), {}
+    for entry in analyze(pcap).entries:
+        s = entry.summary
+        direction = f"{s['src']} -> {s['dst']}"
+        view[direction] = (s["sndbuf_verdict"], s["sndbuf_reason"], "" if s["sndbuf_bytes"] is None else str(s["sndbuf_bytes"]))
+        if len(entry.rtxq):
+            last = entry.rtxq.groupby("frame").tail(1)
+            blocked |= {(int(frame), direction) for frame in last.loc[last["blocked"], "frame"]}
+    return blocked, view
+
+
+@pytest.fixture(scope="module")
+def plugins(nrsack_c_plugin):
+    return {"c": nrsack_c_plugin, "lua": tshark.LUA_PLUGIN}
+
+
+@pytest.mark.parametrize("kind", ["c", "lua"])
+@pytest.mark.parametrize("pcap", CAPTURES, ids=lambda p: str(p.relative_to(SAMPLES)))
+def test_two_passes_mark_the_analyzers_frames_with_its_verdict(plugins, kind, pcap):
+    blocked, unmarked, view = plugin_view(plugins[kind], kind, pcap)
+    want_blocked, want_view = analyzer_view(pcap)
+    assert blocked == want_blocked
+    for direction, (verdict, reason, sndbuf, source) in view.items():
+        assert (verdict, reason, sndbuf) == want_view[direction], direction
+        assert source == "estimated from the whole capture"
+    # cannot tell: no frame of that direction carries a verdict, and the tree says why
+    assert all(view[direction][0] == "cannot tell" for _, direction in unmarked)
+
+
+@pytest.mark.parametrize("pcap", LAB, ids=lambda p: p.name)
+def test_lab_runs_of_each_stack_are_told(plugins, pcap):
+    """Not a vacuous agreement: the lab's 16 KiB Linux TCP and usrsctp runs are held back and both
+    plugins mark frames; the MPTCP run cannot tell (data over two subflows) and marks none."""
+    want_blocked, want_view = analyzer_view(pcap)
+    held_back = {d for d, (verdict, _, _) in want_view.items() if verdict == "held back"}
+    if pcap.name.startswith(("linux-tcp-cubic", "usrsctp")):
+        assert held_back and {d for _, d in want_blocked} == held_back
+    if pcap.name.startswith("linux-mptcp"):
+        assert not held_back and not want_blocked
+    c_blocked, _, _ = plugin_view(plugins["c"], "c", pcap)
+    lua_blocked, _, _ = plugin_view(plugins["lua"], "lua", pcap)
+    assert c_blocked == lua_blocked == want_blocked
+
+
+def test_one_pass_says_so_far_and_a_given_b_wins(plugins):
+    """One pass: each frame shows the estimate as of that frame and says so; with the preference set the
+    plugins use it and say "given" (the expected files' B: test_dissector_samples)."""
+    pcap = SAMPLES / "lab" / "usrsctp-sack-8k.pcap"
+    for kind, plugin in plugins.items():
+        _, _, view = plugin_view(plugin, kind, pcap, two_pass=False)
+        _, _, first = plugin_view(plugin, kind, pcap, two_pass=False, prefs={"nrsack.sndbuf": "0"})
+        assert view == first
+        sources = {v[3] for v in view.values()}
+        assert sources <= {"estimated so far", "estimated from the whole capture"}, kind
+        _, _, given = plugin_view(plugin, kind, pcap, two_pass=False, prefs={"nrsack.sndbuf": "9000"})
+        assert {v[2:] for v in given.values()} == {("9000", "given")}, kind
+
+
+def test_stat_tap_and_lua_statistics_use_the_same_b(plugins):
+    """-z nrsack,stat prints the B its blocked time used and how it was obtained; its blocked time with the
+    estimate is the analyzer's b; the Lua statistics count the frames the C stats tree counts."""
+    pcap = SAMPLES / "lab" / "linux-tcp-cubic-16k.pcap"
+    entry = next(e for e in analyze(pcap).entries if e.summary["sndbuf_verdict"] == "held back")
+    out = tshark.run_tshark(["-q", "-2", "-z", "nrsack,stat"], plugins["c"], pcap=pcap).stdout
+    lines = out.splitlines()
+    row = next(i for i, line in enumerate(lines) if f"{entry.summary['src']} -> {entry.summary['dst']}" in line)
+    assert lines[row + 1].split()[:4] == ["B", str(entry.summary["sndbuf_bytes"]), "bytes,", "estimated"]
+    assert entry.summary["sndbuf_reason"] in lines[row + 1]
+    assert float(lines[row].split()[10]) == pytest.approx(entry.summary["b_s"], abs=1e-6)
+    c_tree = tshark.run_tshark(["-q", "-2", "-z", "nrsack,tree"], plugins["c"], pcap=pcap).stdout
+    c_count = next(int(line.split()[3]) for line in c_tree.splitlines() if "Send-buffer blocked frames" in line)
+    lua = tshark.run_tshark(["-q", "-2", "-R", "frame", "-z", "nrsack,tree"], plugins["lua"], pcap=pcap).stdout
+    assert f"  Send-buffer blocked frames: {c_count}" in lua.splitlines()
+    assert c_count > 0
+    assert (f"  Send buffer B: {entry.summary['sndbuf_bytes']} bytes, estimated from the whole capture, held back: "
+            f"{entry.summary['sndbuf_reason']}") in lua.splitlines()
+
+
+@pytest.mark.parametrize("pcap", LAB, ids=lambda p: p.name)
+def test_one_pass_estimates_so_far_alike(plugins, pcap):
+    """One pass: both plugins refresh the estimate so far alike (as its evidence grows by a sixteenth), so
+    they mark the same frames and say the same."""
+    assert plugin_view(plugins["c"], "c", pcap, two_pass=False) == plugin_view(plugins["lua"], "lua", pcap, two_pass=False)
