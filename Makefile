@@ -46,7 +46,8 @@ test: setup
 # C output (samples), and the C output is checked against the expected files.
 WIRESHARK_SUITES ?= trixie forky
 PLUGIN_VERSION_TESTS ?= tests/test_dissector_versions.py tests/test_dissector_samples.py tests/test_dissector_tap.py \
-  tests/test_dissector_fuzz.py tests/test_lua_parity.py tests/test_dissector_profile.py tests/test_fields_table.py
+  tests/test_dissector_fuzz.py tests/test_lua_parity.py tests/test_dissector_profile.py tests/test_fields_table.py \
+  tests/test_plugin_sndbuf.py
 .PHONY: test-wireshark-versions
 test-wireshark-versions:
 	@if [ "$$(id -u)" = 0 ] && command -v debootstrap >/dev/null; then \
