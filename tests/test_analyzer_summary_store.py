@@ -1,8 +1,8 @@
-"""SummaryStore (state/summary_store.py): the summary's pass-1 rows, narrowed on disk, read back as they went in."""
+"""SummaryStore (state/stores.py): the summary's pass-1 rows, narrowed on disk, read back as they went in."""
 
 import numpy as np
 
-from nrsack.analyzer.state.summary_store import SummaryStore
+from nrsack.analyzer.state.stores import SummaryStore
 
 
 def _columns(n, rng, span):

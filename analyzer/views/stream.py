@@ -22,7 +22,7 @@ from nrsack.analyzer.views import formats
 from nrsack.analyzer.state.pipeline import MAX_OPEN_FLOWS
 from nrsack.analyzer.state.run import Run
 from nrsack.analyzer.state.stores import DiskStore
-from nrsack.analyzer.state.summary_store import SummaryStore
+from nrsack.analyzer.state.stores import SummaryStore
 
 GC_YOUNG_THRESHOLD = 20000
 
@@ -113,7 +113,7 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
         out.mkdir(parents=True, exist_ok=True)
     # the summary alone: a flow is finished when it ends and its entries spilled (pipeline.py); not
     # under an observer (the checker), which judges a flow's end rules at the end of the capture. It
-    # reads a fifth of what the tables do from pass 1's rows (state/summary_store.py)
+    # reads a fifth of what the tables do from pass 1's rows (state/stores.py)
     store = DiskStore(out) if out is not None else SummaryStore()
     run = Run(path, store, chunk_frames, progress, observers=() if observe is None else (observe,),
               finish_ended=out is None and observe is None, sndbuf=sndbuf, max_open_flows=max_open_flows)
