@@ -5,6 +5,7 @@
 #include "nrsack_core.h"
 #include "nrsack_core_alloc.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,47 +258,47 @@ void sbe_vantage(sbe_result_t *r, int by_sender) {
 }
 
 int sbe_reason(const sbe_result_t *r, const char *vantage, char *buf, size_t n) {
-    unsigned long long waits = r->waits, long_waits = r->long_waits, at = r->at_ceiling, low = r->low, high = r->high,
-                       deep = r->deep_waits;
+    uint64_t waits = r->waits, long_waits = r->long_waits, at = r->at_ceiling, low = r->low, high = r->high,
+             deep = r->deep_waits;
     switch (r->why) {
     case SBE_CEILING:
-        return snprintf(buf, n, "%llu of %llu waits for an ack began at an RtxQ of %llu-%llu bytes, %llu above", at,
-                        waits, low, high, (unsigned long long)r->above);
+        return snprintf(buf, n, "%" PRIu64 " of %" PRIu64 " waits for an ack began at an RtxQ of %" PRIu64 "-%" PRIu64 " bytes, %" PRIu64 " above", at,
+                        waits, low, high, r->above);
     case SBE_LONG_WAITS:
-        return snprintf(buf, n, "%llu of %llu waits for an ack outlasted %d acks, %llu of them at an RtxQ of %llu-%llu bytes",
+        return snprintf(buf, n, "%" PRIu64 " of %" PRIu64 " waits for an ack outlasted %d acks, %" PRIu64 " of them at an RtxQ of %" PRIu64 "-%" PRIu64 " bytes",
                         long_waits, waits, SBE_LONG_WAIT, at, low, high);
     case SBE_ONE_FLIGHT: return snprintf(buf, n, "all new data left before an ack freed room");
     case SBE_ANSWERED:
-        return snprintf(buf, n, "%llu of %llu waits for an ack ended within %d acks, at no ceiling", waits - long_waits,
+        return snprintf(buf, n, "%" PRIu64 " of %" PRIu64 " waits for an ack ended within %d acks, at no ceiling", waits - long_waits,
                         waits, SBE_LONG_WAIT - 1);
     case SBE_NO_DATA: return snprintf(buf, n, "no new data");
-    case SBE_FEW_WAITS: return snprintf(buf, n, "too short: %llu waits for an ack, %d needed", waits, SBE_MIN_WAITS);
+    case SBE_FEW_WAITS: return snprintf(buf, n, "too short: %" PRIu64 " waits for an ack, %d needed", waits, SBE_MIN_WAITS);
     case SBE_UNSETTLED:
         return snprintf(buf, n,
-                        "%llu of %llu waits for an ack outlasted %d acks, at no settled RtxQ; %llu of them until a "
-                        "quarter of their RtxQ was acked, up to %llu within a packet of one RtxQ",
+                        "%" PRIu64 " of %" PRIu64 " waits for an ack outlasted %d acks, at no settled RtxQ; %" PRIu64 " of them until a "
+                        "quarter of their RtxQ was acked, up to %" PRIu64 " within a packet of one RtxQ",
                         long_waits, waits, SBE_LONG_WAIT, deep, at);
     case SBE_DATA_LEVEL:
         return snprintf(buf, n, "a path of data over several paths (MPTCP, CMT): the buffer they share holds the "
                                 "connection's data, see its entry");
     case SBE_SUBFLOW_QUEUES:
         return snprintf(buf, n,
-                        "MPTCP: %llu of %llu waits for a data-level ack began at an RtxQ of %llu-%llu bytes, but data "
+                        "MPTCP: %" PRIu64 " of %" PRIu64 " waits for a data-level ack began at an RtxQ of %" PRIu64 "-%" PRIu64 " bytes, but data "
                         "the subflows hold unsent makes the same waits as a buffer full of sent data",
                         at, waits, low, high);
     case SBE_PATHS_NO_CEILING:
         return snprintf(buf, n,
-                        "CMT: %llu waits for an ack at no ceiling: the association's buffer counts payload (full, it "
+                        "CMT: %" PRIu64 " waits for an ack at no ceiling: the association's buffer counts payload (full, it "
                         "is one level) and resumes the writer at the first ack, as the paths' windows do",
                         waits);
     case SBE_SETTLED_CEILING:
         return snprintf(buf, n,
-                        "%llu of the %llu waits for an ack began at an RtxQ of %llu-%llu bytes, %llu above, after a "
+                        "%" PRIu64 " of the %" PRIu64 " waits for an ack began at an RtxQ of %" PRIu64 "-%" PRIu64 " bytes, %" PRIu64 " above, after a "
                         "transient at a higher RtxQ",
-                        at, waits, low, high, (unsigned long long)r->above);
+                        at, waits, low, high, r->above);
     case SBE_NO_PILE:
         return snprintf(buf, n,
-                        "at most %llu of %llu waits for an ack began within a packet of one RtxQ, and %llu lasted "
+                        "at most %" PRIu64 " of %" PRIu64 " waits for an ack began within a packet of one RtxQ, and %" PRIu64 " lasted "
                         "until a quarter of their RtxQ was acked: no sign of a full buffer",
                         at, waits, deep);
     case SBE_NOT_BY_SENDER: return snprintf(buf, n, "the capture is not by the sender (vantage %s)", vantage);
