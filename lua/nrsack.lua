@@ -157,7 +157,6 @@ local hf = {
 }
 local hf_list = {}
 for _, f in pairs(hf) do hf_list[#hf_list + 1] = f end
-nrsack.fields = hf_list
 
 nrsack.prefs.sndbuf = Pref.uint("Send buffer (bytes)", 0,
     "Send buffer B in payload bytes for nrsack.blocked; 0 = estimated from the capture")
@@ -168,35 +167,62 @@ nrsack.prefs.fsack_ack_type = Pref.uint("FSACK-ACK chunk type", 0xA1, "SCTP chun
 nrsack.prefs.fsack_complete_type = Pref.uint("FSACK-COMPLETE chunk type", 0xA2, "SCTP chunk type of FSACK-COMPLETE")
 nrsack.prefs.sctp_udp_port = Pref.uint("SCTP over UDP port", 9899, "UDP port of SCTP encapsulation (RFC 6951)")
 
--- The rule table of rules.md: ID, severity, group, whether a "cannot be decided" note variant exists.
+-- The rule table of rules.md: ID, severity, group, whether a "cannot be decided" note variant exists,
+-- summary (the label), description (docs/fields.md, the same text as the C plugin's).
 local E = expert
 local RULES = {
-    {"NR-01", E.severity.ERROR, E.group.PROTOCOL, true, "NR-SACK without 0x10 in both INIT and INIT-ACK Supported Extensions"},
-    {"NR-02", E.severity.ERROR, E.group.PROTOCOL, false, "TSN in both an R and an NR gap block"},
-    {"NR-03", E.severity.ERROR, E.group.SEQUENCE, false, "NR-acked TSN revoked"},
-    {"NR-04", E.severity.WARN, E.group.SEQUENCE, true, "Retransmission of a TSN already NR-acked or cum-acked"},
-    {"NR-05", E.severity.ERROR, E.group.MALFORMED, false, "Malformed NR-SACK / SACK gap blocks"},
-    {"NR-06", E.severity.WARN, E.group.PROTOCOL, false, "Plain SACK after NR-SACK was negotiated"},
-    {"NR-07", E.severity.NOTE, E.group.SEQUENCE, false, "Cumulative TSN ack moves backwards"},
-    {"NR-08", E.severity.WARN, E.group.PROTOCOL, false, "Adjacent gap blocks should have been merged"},
-    {"NR-09", E.severity.ERROR, E.group.SEQUENCE, true, "Ack covers a TSN never sent"},
-    {"TN-01", E.severity.ERROR, E.group.PROTOCOL, true, "TCP NR-SACK blocks without NR-SACK-Permitted on SYN and SYN-ACK"},
-    {"TN-02", E.severity.ERROR, E.group.PROTOCOL, false, "Byte in both a SACK block and an NR-SACK block"},
-    {"TN-03", E.severity.ERROR, E.group.SEQUENCE, false, "NR-acked bytes revoked"},
-    {"TN-04", E.severity.WARN, E.group.SEQUENCE, true, "Retransmission of bytes already NR-acked or cum-acked"},
-    {"TN-05", E.severity.ERROR, E.group.MALFORMED, false, "Malformed TCP NR-SACK option"},
-    {"MN-01", E.severity.ERROR, E.group.PROTOCOL, true, "DSS NR blocks without MPTCP NR-SACK capability on SYN and SYN-ACK"},
-    {"MN-02", E.severity.ERROR, E.group.MALFORMED, false, "DSS flag N without DATA ACK, or count disagrees with length"},
-    {"MN-03", E.severity.ERROR, E.group.SEQUENCE, false, "NR-acked data-level bytes revoked"},
-    {"MN-04", E.severity.WARN, E.group.SEQUENCE, true, "Data-level retransmission of bytes already NR-acked or DATA-ACKed"},
-    {"MN-05", E.severity.ERROR, E.group.MALFORMED, false, "Malformed MPTCP NR blocks"},
-    {"FS-01", E.severity.ERROR, E.group.PROTOCOL, false, "FSACK-ACK timestamp never sent in an FSACK-INIT"},
-    {"FS-02", E.severity.WARN, E.group.PROTOCOL, false, "FSACK-INIT answered on fewer return paths than receiver addresses"},
-    {"FS-03", E.severity.WARN, E.group.PROTOCOL, false, "FSACK-COMPLETE names a path other than the first FSACK-ACK's"},
-    {"FS-04", E.severity.ERROR, E.group.PROTOCOL, false, "SACK sent off the FSACK path"},
-    {"FS-05", E.severity.WARN, E.group.SEQUENCE, false, "FSACK path not updated within the maximum update interval"},
-    {"FS-06", E.severity.ERROR, E.group.PROTOCOL, true, "FSACK chunks without 0xA0 in both INIT and INIT-ACK Supported Extensions"},
-    {"GEN-01", E.severity.ERROR, E.group.MALFORMED, false, "Malformed packet prevents analysis"},
+    {"NR-01", E.severity.ERROR, E.group.PROTOCOL, true, "NR-SACK without 0x10 in both INIT and INIT-ACK Supported Extensions",
+        "An NR-SACK chunk is sent in an association where INIT and INIT-ACK did not both list 0x10 in Supported Extensions"},
+    {"NR-02", E.severity.ERROR, E.group.PROTOCOL, false, "TSN in both an R and an NR gap block",
+        "A TSN lies in both an R gap block and an NR gap block of the same NR-SACK"},
+    {"NR-03", E.severity.ERROR, E.group.SEQUENCE, false, "NR-acked TSN revoked",
+        "A TSN NR-acked earlier is neither cum-acked nor NR-acked by a later NR-SACK of the same direction"},
+    {"NR-04", E.severity.WARN, E.group.SEQUENCE, true, "Retransmission of a TSN already NR-acked or cum-acked",
+        "The data sender retransmits a TSN after it has received an NR-SACK or SACK that NR-acked or cum-acked it"},
+    {"NR-05", E.severity.ERROR, E.group.MALFORMED, false, "Malformed NR-SACK / SACK gap blocks",
+        "A gap block has Start < 2 or Start > End, the blocks of one list are not ascending or overlap, or the counts disagree with the chunk length"},
+    {"NR-06", E.severity.WARN, E.group.PROTOCOL, false, "Plain SACK after NR-SACK was negotiated",
+        "A plain SACK is sent after NR-SACK was negotiated"},
+    {"NR-07", E.severity.NOTE, E.group.SEQUENCE, false, "Cumulative TSN ack moves backwards",
+        "The cumulative TSN ack is lower than an earlier one of the same direction: a reordered or stale ack"},
+    {"NR-08", E.severity.WARN, E.group.PROTOCOL, false, "Adjacent gap blocks should have been merged",
+        "Two blocks of one list touch (End + 1 = next Start): legal to decode, but they should have been one block"},
+    {"NR-09", E.severity.ERROR, E.group.SEQUENCE, true, "Ack covers a TSN never sent",
+        "An ack (cum, R or NR block) covers a TSN that was never sent"},
+    {"TN-01", E.severity.ERROR, E.group.PROTOCOL, true, "TCP NR-SACK blocks without NR-SACK-Permitted on SYN and SYN-ACK",
+        "A TCP NR-SACK block option appears without NR-SACK-Permitted on both SYN and SYN-ACK"},
+    {"TN-02", E.severity.ERROR, E.group.PROTOCOL, false, "Byte in both a SACK block and an NR-SACK block",
+        "A byte lies in both a SACK block and an NR-SACK block of the same segment"},
+    {"TN-03", E.severity.ERROR, E.group.SEQUENCE, false, "NR-acked bytes revoked",
+        "Bytes NR-acked earlier are neither cum-acked nor NR-acked by a later ack of the same direction"},
+    {"TN-04", E.severity.WARN, E.group.SEQUENCE, true, "Retransmission of bytes already NR-acked or cum-acked",
+        "The data sender retransmits bytes after they were NR-acked or cum-acked"},
+    {"TN-05", E.severity.ERROR, E.group.MALFORMED, false, "Malformed TCP NR-SACK option",
+        "The NR-SACK option has a wrong length, a block with left >= right, or a block at or below the ack"},
+    {"MN-01", E.severity.ERROR, E.group.PROTOCOL, true, "DSS NR blocks without MPTCP NR-SACK capability on SYN and SYN-ACK",
+        "A DSS with flag N appears although the SYN and SYN-ACK of the initial subflow did not both carry NR-SACK-Permitted with flag 0x02"},
+    {"MN-02", E.severity.ERROR, E.group.MALFORMED, false, "DSS flag N without DATA ACK, or count disagrees with length",
+        "A DSS has flag N without a DATA ACK, or a block count that disagrees with the option length"},
+    {"MN-03", E.severity.ERROR, E.group.SEQUENCE, false, "NR-acked data-level bytes revoked",
+        "Data-level bytes NR-acked earlier are neither DATA-ACKed nor NR-acked by a later ack of the same direction"},
+    {"MN-04", E.severity.WARN, E.group.SEQUENCE, true, "Data-level retransmission of bytes already NR-acked or DATA-ACKed",
+        "The data sender sends data-level bytes again, on any subflow, after they were NR-acked or DATA-ACKed"},
+    {"MN-05", E.severity.ERROR, E.group.MALFORMED, false, "Malformed MPTCP NR blocks",
+        "An MPTCP NR block has Start >= End, or the blocks are not ascending or overlap"},
+    {"FS-01", E.severity.ERROR, E.group.PROTOCOL, false, "FSACK-ACK timestamp never sent in an FSACK-INIT",
+        "An FSACK-ACK carries a timestamp that no earlier FSACK-INIT of the association carried"},
+    {"FS-02", E.severity.WARN, E.group.PROTOCOL, false, "FSACK-INIT answered on fewer return paths than receiver addresses",
+        "An FSACK-INIT is answered on fewer return paths than the receiver has addresses"},
+    {"FS-03", E.severity.WARN, E.group.PROTOCOL, false, "FSACK-COMPLETE names a path other than the first FSACK-ACK's",
+        "FSACK-COMPLETE names a path other than the one whose FSACK-ACK arrived first"},
+    {"FS-04", E.severity.ERROR, E.group.PROTOCOL, false, "SACK sent off the FSACK path",
+        "After FSACK-COMPLETE, the receiver sends a SACK or NR-SACK on a path other than the FSACK path"},
+    {"FS-05", E.severity.WARN, E.group.SEQUENCE, false, "FSACK path not updated within the maximum update interval",
+        "During data transfer the FSACK path is not confirmed or updated within the maximum update interval (1 s by default)"},
+    {"FS-06", E.severity.ERROR, E.group.PROTOCOL, true, "FSACK chunks without 0xA0 in both INIT and INIT-ACK Supported Extensions",
+        "FSACK chunks are sent although INIT and INIT-ACK did not both list 0xA0 in Supported Extensions"},
+    {"GEN-01", E.severity.ERROR, E.group.MALFORMED, false, "Malformed packet prevents analysis",
+        "A truncated chunk or a bad length prevents analysis of the packet; analysis continues with the next packet"},
 }
 
 local rule_expert = {}      -- "NR-03" -> ProtoExpert
@@ -204,16 +230,23 @@ local rule_note_expert = {} -- "NR-01" -> ProtoExpert of the note variant
 do
     local experts = {}
     for _, r in ipairs(RULES) do
-        local id, severity, group, has_note, summary = r[1], r[2], r[3], r[4], r[5]
+        local id, severity, group, has_note, summary, description = r[1], r[2], r[3], r[4], r[5], r[6]
         local compact = id:gsub("-", "")
-        rule_expert[id] = ProtoExpert.new("nrsack.rule." .. compact, id .. ": " .. summary, group, severity)
-        experts[#experts + 1] = rule_expert[id]
+        -- ProtoExpert.new takes no description, so its field lists none in `tshark -G fields`. A
+        -- ProtoField.none of the same name, label and a description is registered first and listed
+        -- instead (decisions.md 68); it is never added to a tree, so packets carry the expert's field.
+        local function expert_field(abbr, label, level)
+            hf_list[#hf_list + 1] = ProtoField.none(abbr, label, description)
+            experts[#experts + 1] = ProtoExpert.new(abbr, label, group, level)
+            return experts[#experts]
+        end
+        rule_expert[id] = expert_field("nrsack.rule." .. compact, id .. ": " .. summary, severity)
         if has_note then
-            rule_note_expert[id] = ProtoExpert.new("nrsack.rule." .. compact .. ".note",
-                id .. ": " .. summary .. " (cannot be decided from this capture)", group, E.severity.NOTE)
-            experts[#experts + 1] = rule_note_expert[id]
+            rule_note_expert[id] = expert_field("nrsack.rule." .. compact .. ".note",
+                id .. ": " .. summary .. " (cannot be decided from this capture)", E.severity.NOTE)
         end
     end
+    nrsack.fields = hf_list
     nrsack.experts = experts
 end
 

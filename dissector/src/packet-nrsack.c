@@ -368,35 +368,62 @@ typedef struct {
     const char *id;           /* "NR-03" */
     expert_field *ei;         /* its finding */
     expert_field *ei_note;    /* its note variant ("cannot be decided from this capture"), or NULL */
+    const char *description;  /* both variants' field description (docs/fields.md, as the Lua plugin's) */
 } rule_info_t;
 
 static const rule_info_t rule_table[RULE_COUNT] = {
-    [NR01] = {"NR-01", &ei_nrsack_rule_nr01, &ei_nrsack_rule_nr01_note},
-    [NR02] = {"NR-02", &ei_nrsack_rule_nr02, NULL},
-    [NR03] = {"NR-03", &ei_nrsack_rule_nr03, NULL},
-    [NR04] = {"NR-04", &ei_nrsack_rule_nr04, &ei_nrsack_rule_nr04_note},
-    [NR05] = {"NR-05", &ei_nrsack_rule_nr05, NULL},
-    [NR06] = {"NR-06", &ei_nrsack_rule_nr06, NULL},
-    [NR07] = {"NR-07", &ei_nrsack_rule_nr07, NULL},
-    [NR08] = {"NR-08", &ei_nrsack_rule_nr08, NULL},
-    [NR09] = {"NR-09", &ei_nrsack_rule_nr09, &ei_nrsack_rule_nr09_note},
-    [TN01] = {"TN-01", &ei_nrsack_rule_tn01, &ei_nrsack_rule_tn01_note},
-    [TN02] = {"TN-02", &ei_nrsack_rule_tn02, NULL},
-    [TN03] = {"TN-03", &ei_nrsack_rule_tn03, NULL},
-    [TN04] = {"TN-04", &ei_nrsack_rule_tn04, &ei_nrsack_rule_tn04_note},
-    [TN05] = {"TN-05", &ei_nrsack_rule_tn05, NULL},
-    [MN01] = {"MN-01", &ei_nrsack_rule_mn01, &ei_nrsack_rule_mn01_note},
-    [MN02] = {"MN-02", &ei_nrsack_rule_mn02, NULL},
-    [MN03] = {"MN-03", &ei_nrsack_rule_mn03, NULL},
-    [MN04] = {"MN-04", &ei_nrsack_rule_mn04, &ei_nrsack_rule_mn04_note},
-    [MN05] = {"MN-05", &ei_nrsack_rule_mn05, NULL},
-    [FS01] = {"FS-01", &ei_nrsack_rule_fs01, NULL},
-    [FS02] = {"FS-02", &ei_nrsack_rule_fs02, NULL},
-    [FS03] = {"FS-03", &ei_nrsack_rule_fs03, NULL},
-    [FS04] = {"FS-04", &ei_nrsack_rule_fs04, NULL},
-    [FS05] = {"FS-05", &ei_nrsack_rule_fs05, NULL},
-    [FS06] = {"FS-06", &ei_nrsack_rule_fs06, &ei_nrsack_rule_fs06_note},
-    [GEN01] = {"GEN-01", &ei_nrsack_rule_gen01, NULL},
+    [NR01] = {"NR-01", &ei_nrsack_rule_nr01, &ei_nrsack_rule_nr01_note,
+        "An NR-SACK chunk is sent in an association where INIT and INIT-ACK did not both list 0x10 in Supported Extensions"},
+    [NR02] = {"NR-02", &ei_nrsack_rule_nr02, NULL,
+        "A TSN lies in both an R gap block and an NR gap block of the same NR-SACK"},
+    [NR03] = {"NR-03", &ei_nrsack_rule_nr03, NULL,
+        "A TSN NR-acked earlier is neither cum-acked nor NR-acked by a later NR-SACK of the same direction"},
+    [NR04] = {"NR-04", &ei_nrsack_rule_nr04, &ei_nrsack_rule_nr04_note,
+        "The data sender retransmits a TSN after it has received an NR-SACK or SACK that NR-acked or cum-acked it"},
+    [NR05] = {"NR-05", &ei_nrsack_rule_nr05, NULL,
+        "A gap block has Start < 2 or Start > End, the blocks of one list are not ascending or overlap, or the counts disagree with the chunk length"},
+    [NR06] = {"NR-06", &ei_nrsack_rule_nr06, NULL,
+        "A plain SACK is sent after NR-SACK was negotiated"},
+    [NR07] = {"NR-07", &ei_nrsack_rule_nr07, NULL,
+        "The cumulative TSN ack is lower than an earlier one of the same direction: a reordered or stale ack"},
+    [NR08] = {"NR-08", &ei_nrsack_rule_nr08, NULL,
+        "Two blocks of one list touch (End + 1 = next Start): legal to decode, but they should have been one block"},
+    [NR09] = {"NR-09", &ei_nrsack_rule_nr09, &ei_nrsack_rule_nr09_note,
+        "An ack (cum, R or NR block) covers a TSN that was never sent"},
+    [TN01] = {"TN-01", &ei_nrsack_rule_tn01, &ei_nrsack_rule_tn01_note,
+        "A TCP NR-SACK block option appears without NR-SACK-Permitted on both SYN and SYN-ACK"},
+    [TN02] = {"TN-02", &ei_nrsack_rule_tn02, NULL,
+        "A byte lies in both a SACK block and an NR-SACK block of the same segment"},
+    [TN03] = {"TN-03", &ei_nrsack_rule_tn03, NULL,
+        "Bytes NR-acked earlier are neither cum-acked nor NR-acked by a later ack of the same direction"},
+    [TN04] = {"TN-04", &ei_nrsack_rule_tn04, &ei_nrsack_rule_tn04_note,
+        "The data sender retransmits bytes after they were NR-acked or cum-acked"},
+    [TN05] = {"TN-05", &ei_nrsack_rule_tn05, NULL,
+        "The NR-SACK option has a wrong length, a block with left >= right, or a block at or below the ack"},
+    [MN01] = {"MN-01", &ei_nrsack_rule_mn01, &ei_nrsack_rule_mn01_note,
+        "A DSS with flag N appears although the SYN and SYN-ACK of the initial subflow did not both carry NR-SACK-Permitted with flag 0x02"},
+    [MN02] = {"MN-02", &ei_nrsack_rule_mn02, NULL,
+        "A DSS has flag N without a DATA ACK, or a block count that disagrees with the option length"},
+    [MN03] = {"MN-03", &ei_nrsack_rule_mn03, NULL,
+        "Data-level bytes NR-acked earlier are neither DATA-ACKed nor NR-acked by a later ack of the same direction"},
+    [MN04] = {"MN-04", &ei_nrsack_rule_mn04, &ei_nrsack_rule_mn04_note,
+        "The data sender sends data-level bytes again, on any subflow, after they were NR-acked or DATA-ACKed"},
+    [MN05] = {"MN-05", &ei_nrsack_rule_mn05, NULL,
+        "An MPTCP NR block has Start >= End, or the blocks are not ascending or overlap"},
+    [FS01] = {"FS-01", &ei_nrsack_rule_fs01, NULL,
+        "An FSACK-ACK carries a timestamp that no earlier FSACK-INIT of the association carried"},
+    [FS02] = {"FS-02", &ei_nrsack_rule_fs02, NULL,
+        "An FSACK-INIT is answered on fewer return paths than the receiver has addresses"},
+    [FS03] = {"FS-03", &ei_nrsack_rule_fs03, NULL,
+        "FSACK-COMPLETE names a path other than the one whose FSACK-ACK arrived first"},
+    [FS04] = {"FS-04", &ei_nrsack_rule_fs04, NULL,
+        "After FSACK-COMPLETE, the receiver sends a SACK or NR-SACK on a path other than the FSACK path"},
+    [FS05] = {"FS-05", &ei_nrsack_rule_fs05, NULL,
+        "During data transfer the FSACK path is not confirmed or updated within the maximum update interval (1 s by default)"},
+    [FS06] = {"FS-06", &ei_nrsack_rule_fs06, &ei_nrsack_rule_fs06_note,
+        "FSACK chunks are sent although INIT and INIT-ACK did not both list 0xA0 in Supported Extensions"},
+    [GEN01] = {"GEN-01", &ei_nrsack_rule_gen01, NULL,
+        "A truncated chunk or a bad length prevents analysis of the packet; analysis continues with the next packet"},
 };
 
 const char *rule_name(rule_t rule)
@@ -762,9 +789,11 @@ static void proto_register_nrsack(void)
     proto_register_field_array(proto_nrsack, hf, array_length(hf));
     proto_register_subtree_array(ett, array_length(ett));
     /* An expert item's filter field takes its description from the template EXPFILL leaves empty
-     * (`tshark -G fields` shows none); the summary describes it. */
+     * (`tshark -G fields` would show none); each rule's description fills it for both variants. */
     for (guint i = 0; i < array_length(ei); i++)
-        ei[i].eiinfo.hf_info.hfinfo.blurb = ei[i].eiinfo.summary;
+        for (guint r = 0; r < RULE_COUNT; r++)
+            if (ei[i].ids == rule_table[r].ei || ei[i].ids == rule_table[r].ei_note)
+                ei[i].eiinfo.hf_info.hfinfo.blurb = rule_table[r].description;
     expert_module_t *expert_nrsack = expert_register_protocol(proto_nrsack);
     expert_register_field_array(expert_nrsack, ei, array_length(ei));
 
