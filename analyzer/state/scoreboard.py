@@ -35,15 +35,15 @@ SBE_HELD_BACK, SBE_CANNOT_TELL = 0, 2
 PATHS = ONE_PATH, A_PATH_OF_SEVERAL, MPTCP_DATA_LEVEL, CMT_ASSOCIATION = range(4)  # sbe_paths_t
 
 
-def buffer_fields(given, capacity, estimate, vantage, b_ns) -> tuple:
+def buffer_fields(given, capacity, judged, b_ns) -> tuple:
     """The summary's send-buffer values: sndbuf_bytes, sndbuf_estimated, sndbuf_source, sndbuf_verdict,
     sndbuf_reason, and whether p and b can be told (not a key). given: B came from the user (capacity); else
-    estimate is Board.sndbuf_estimate's (verdict, why, sndbuf, low, high, waits, long_waits, at_ceiling, above,
-    packet, deep_waits), judged for the vantage and worded by the core (sbe_vantage, sbe_reason: the plugins'
-    words too)."""
+    judged is _native.sndbuf_verdict's (estimate, reason): Board.sndbuf_estimate's (verdict, why, sndbuf, low,
+    high, waits, long_waits, at_ceiling, above, packet, deep_waits) judged for the vantage and worded by the
+    core (sbe_vantage, sbe_reason: the plugins' words too)."""
     if given:
         return capacity, False, "given", HELD_BACK if b_ns else NEVER, None, True
-    (verdict, _, sndbuf, *_), reason = _native.sndbuf_verdict(estimate, vantage)
+    (verdict, _, sndbuf, *_), reason = judged
     return (sndbuf if verdict == SBE_HELD_BACK else None, True, "estimated", VERDICTS[verdict], reason,
             verdict != SBE_CANNOT_TELL)
 
@@ -219,12 +219,12 @@ class DirectionAccumulator:
         """Pass 2. The RtxQ and blocking rows go to the sinks (callables taking a column dict) when
         given, else into the DirectionResult; with the sink IGNORE they are not even made."""
         estimated = sndbuf is None
-        estimate = None
+        judged = None
         if estimated:
             estimate = (self.estimates[bool(nr_sack), self.paths] if self.board is None
                         else self.board.sndbuf_estimate(bool(nr_sack), self.paths))
             # a capture not by the sender cannot tell: no row is blocked (the plugins' rule too)
-            judged, _ = _native.sndbuf_verdict(estimate, base["vantage"])
+            judged = _native.sndbuf_verdict(estimate, base["vantage"])
             capacity = estimate[2]
             after_new = 0  # the RtxQ after the last new data, carried from batch to batch
         else:
@@ -241,7 +241,7 @@ class DirectionAccumulator:
             gap_open = rows["sacked"] > 0 if self.level.gap_from_sacked else (rows["flags"] & 2) != 0
             if estimated:
                 blocked = np.empty(len(rtxq), bool)
-                after_new = _native.sndbuf_blocked(judged, rows["is_data"] & ((rows["flags"] & 1) != 0),
+                after_new = _native.sndbuf_blocked(judged[0], rows["is_data"] & ((rows["flags"] & 1) != 0),
                                                    np.ascontiguousarray(rtxq, np.int64), gap_open, blocked, start,
                                                    after_new, self.last_new)
             else:
@@ -252,7 +252,7 @@ class DirectionAccumulator:
             start += len(rtxq)
         t_end = window.close(end_ns, complete, blocking_sink)
         far = getattr(self.level, "far", None)  # (a CMT path's level has none: its association counts)
-        buffer = buffer_fields(not estimated, capacity, estimate, base["vantage"], window.b_ns)
+        buffer = buffer_fields(not estimated, capacity, judged, window.b_ns)
         summary = entry_summary(
             base, entry_id, nr_sack, buffer,
             self.board.data_bytes if self.board is not None else self.data_bytes,
@@ -372,7 +372,8 @@ def short_tcp_rows(cap, rows, side, lo, hi, flows, sndbuf) -> list:
      acked, intervals, max_payload, retransmissions, far, far_frame, *estimate) = records[kept].T.tolist()
     vantages = list(map(vantage, picked, side_of))
     given = sndbuf is not None
-    buffers = list(map(buffer_fields, repeat(given), capacity, zip(*estimate) if picked else (), vantages, b_ns))
+    judged = map(_native.sndbuf_verdict, zip(*estimate), vantages) if picked and not given else repeat(None)
+    buffers = list(map(buffer_fields, repeat(given), capacity, judged, b_ns))
     sndbuf_bytes, estimated, source, verdict, reason, figures = zip(*buffers) if picked else [()] * 6
     if not all(figures):  # the capture cannot tell when these senders were blocked
         p_ns, b_ns, intervals = ([x if ok else None for x, ok in zip(column, figures)] for column in (p_ns, b_ns, intervals))
