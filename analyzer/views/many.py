@@ -1,0 +1,110 @@
+"""`nrsack analyze` of several independent captures: each analysed as `analyze CAPTURE` would stream it,
+one by one in this process or spread over a Dask cluster (the sweep extra: generator/sim/sweep.py's
+runner, a local cluster of --workers processes or the one at --scheduler), then put together: the
+tables as one dataset partitioned by capture (OUT/rtxq/capture=NAME/part-0.parquet, Hive layout), one
+summary with a `capture` column first, one JSON document {"captures": [each capture's document]}.
+
+A worker writes its capture's tables into OUT itself: OUT must be a folder every worker can write
+(the same machine, or a shared file system) when the cluster is elsewhere.
+"""
+
+from dataclasses import dataclass
+import os
+from pathlib import Path
+import shutil
+
+from nrsack.analyzer.read import events as E
+
+
+@dataclass
+class Job:
+    """One capture's analysis, as a worker is given it (picklable)."""
+
+    capture: object       # a path or events.Ring
+    label: str            # its partition's name in the dataset
+    sndbuf: int = None
+    flow_filter: str = None
+    out_dir: str = None   # the dataset's folder (tables wanted), or None
+    fmt: str = "csv"
+    check: bool = False
+    severity: str = "note"
+    max_open_flows: int = None
+
+
+def analyze_job(job: Job) -> dict:
+    """One capture -> {"label", "analysis" (StreamedAnalysis, entries kept), "summary" (its rows kept by
+    --flow, tables wanted), "found" (--check's findings), "files", "error" (why it is unusable, else None)}.
+    Runs on a Dask worker: everything it returns is picklable."""
+    from nrsack.analyzer.views import formats, stream
+    from nrsack.analyzer.views.cli import check_findings, open_flows
+
+    keep = None if job.flow_filter is None else (lambda entry_id: formats.id_matches(entry_id, job.flow_filter))
+    checker = None
+    if job.check:
+        from nrsack.analyzer.rules.checker import Checker
+
+        checker = Checker()
+    part = None if job.out_dir is None else Path(job.out_dir) / f".capture={job.label}"
+    out = {"label": job.label, "analysis": None, "summary": None, "found": None, "files": [], "error": None}
+    try:
+        result = stream.analyze_to_files(job.capture, part, job.fmt, job.sndbuf, keep,
+                                         observe=None if checker is None else checker.attach,
+                                         **open_flows(job.max_open_flows))
+    except E.CaptureError as error:
+        if part is not None:
+            shutil.rmtree(part, ignore_errors=True)
+        out["error"] = str(error)
+        return out
+    if part is not None:
+        summary = result.summary
+        if keep is not None:
+            summary = summary[summary["id"].map(keep).astype(bool)]
+        out["summary"] = summary
+        for table in ("rtxq", "blocking"):
+            into = Path(job.out_dir) / table / f"capture={job.label}"
+            into.mkdir(parents=True, exist_ok=True)
+            os.replace(part / f"{table}.{job.fmt}", into / f"part-0.{job.fmt}")
+            out["files"].append(into / f"part-0.{job.fmt}")
+        shutil.rmtree(part)
+    result.entries = list(result.entries)  # a run's own live in its temporary file
+    result.files = []
+    out["analysis"] = result
+    if checker is not None:
+        out["found"] = list(check_findings(checker, job.flow_filter, job.severity))
+    return out
+
+
+def labels(captures) -> list:
+    """Each capture's partition name: its file's (a ring: its folder's or its first file's) name, made
+    unique with -2, -3 ... in the order given."""
+    names, seen = [], {}
+    for capture in captures:
+        path = capture.name if isinstance(capture, E.Ring) and os.path.isdir(capture.name) else \
+            capture.paths[0] if isinstance(capture, E.Ring) else capture
+        name = os.path.basename(os.path.normpath(path))
+        seen[name] = seen.get(name, 0) + 1
+        names.append(name if seen[name] == 1 else f"{name}-{seen[name]}")
+    return names
+
+
+def run_jobs(jobs, workers=None, scheduler=None, progress=None) -> list:
+    """analyze_job of every job, in their order: in this process without workers or scheduler, else on a
+    local Dask cluster of `workers` processes or the one at `scheduler`. progress(): after each capture."""
+    from nrsack.generator.sim import sweep
+
+    serial = workers is None and scheduler is None
+    try:
+        done = sweep.run(jobs, scheduler=scheduler, workers=workers, serial=serial, progress=progress,
+                         task=analyze_job)
+    except OSError as error:  # a scheduler that cannot be reached
+        raise E.CaptureError(f"Dask scheduler {scheduler}: {error}") from None
+    return done.to_dict("records")
+
+
+def merged_summary(results):
+    """Every usable capture's summary rows, `capture` first, as one table."""
+    import pandas as pd
+
+    frames = [r["summary"].assign(capture=r["label"]) for r in results if r["summary"] is not None]
+    merged = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return merged[["capture", *(c for c in merged.columns if c != "capture")]] if frames else merged
