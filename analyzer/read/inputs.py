@@ -37,15 +37,13 @@ class Span:
 def captures(arguments, separate=False) -> list:
     """The captures `arguments` hold, each a path or an events.Ring: the files named directly are one set,
     each folder another (its capture files, by name; hidden and other files left out), and each set is
-    one ring or as many captures as files (the module's rule). A lone file or '-': itself. separate:
-    every file its own capture. Raises CaptureError for a missing path, a folder without captures, an
-    unreadable file among several, or files that follow each other in time but differ in link type or
-    snapshot length."""
+    one ring or as many captures as files (the module's rule). A lone file or '-': itself; a set with a
+    missing or unreadable file: its files, each said or analysed on its own. separate: every file its own
+    capture. Raises CaptureError for a folder without captures, or files that follow each other in time
+    but differ in link type or snapshot length."""
     files, found = [], []
     for argument in map(os.fspath, arguments):
-        if argument != "-" and not os.path.exists(argument):
-            raise E.CaptureError(f"{argument}: no such file")
-        if not os.path.isdir(argument):
+        if not os.path.isdir(argument):  # a missing or unreadable one is said when its analysis starts
             files.append(argument)
             continue
         inside = [os.path.join(argument, name) for name in sorted(os.listdir(argument))
@@ -68,10 +66,15 @@ def _is_capture(path) -> bool:
 def _one_set(files, folder) -> list:
     """[Ring] when `files` continue each other, else the files (the module's rule); folder: the set's
     folder, the ring's name (else its files joined by " + ", in time order)."""
-    if len(files) == 1 or "-" in files:
+    if len(files) == 1 or "-" in files or not all(map(os.path.isfile, files)):
         return files
-    spans = [_first(path) for path in files]
+    try:
+        spans = [_first(path) for path in files]
+    except E.CaptureError:  # an unreadable file is no part of a ring: each is said or analysed on its own
+        return files
     timed = sorted((s for s in spans if s.first_ns is not None), key=lambda s: s.first_ns)
+    if len(timed) < 2:
+        return files  # nothing to continue
     for before, after in zip(timed, timed[1:]):
         if _ends_after(before, after.first_ns):
             return files  # overlapping in time: captures side by side, not one after the other

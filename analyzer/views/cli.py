@@ -226,13 +226,17 @@ def run_many(captures, sndbuf, flow_filter, fmt, out_dir, check, severity, max_o
     out = (out_dir or ".") if files_wanted else None
     jobs = [many.Job(capture, label, sndbuf, flow_filter, out, tables, check, severity, max_open_flows)
             for capture, label in zip(captures, many.labels(captures))]
-    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  transient=True, console=Console(stderr=True)) as bar:
-        task = bar.add_task(f"analysing {len(jobs)} captures", total=len(jobs))
-        try:
-            results = many.run_jobs(jobs, workers, scheduler, lambda: bar.advance(task))
-        except CaptureError as error:
-            fail(str(error))
+    errors = Console(stderr=True)
+    try:
+        if not errors.is_terminal:  # a bar only where someone watches it
+            results = many.run_jobs(jobs, workers, scheduler)
+        else:
+            with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn(), transient=True, console=errors) as bar:
+                task = bar.add_task(f"analysing {len(jobs)} captures", total=len(jobs))
+                results = many.run_jobs(jobs, workers, scheduler, lambda: bar.advance(task))
+    except CaptureError as error:
+        fail(str(error))
     usable = [r for r in results if r["error"] is None]
     for r in results:
         if r["error"] is not None:
@@ -255,7 +259,7 @@ def run_many(captures, sndbuf, flow_filter, fmt, out_dir, check, severity, max_o
         warn_truncated(r["analysis"].capture)
     if files_wanted:
         summary = Path(out) / f"summary.{tables}"
-        formats.write_table(many.merged_summary(usable), summary, tables)
+        formats.write_table(many.merged_summary(usable, flow_filter), summary, tables)
         click.echo(f"wrote {summary}", err=fmt == "json")
         for table in ("rtxq", "blocking"):
             click.echo(f"wrote {Path(out) / table} (partitioned by capture)", err=fmt == "json")

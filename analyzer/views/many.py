@@ -32,8 +32,8 @@ class Job:
 
 
 def analyze_job(job: Job) -> dict:
-    """One capture -> {"label", "analysis" (StreamedAnalysis, entries kept), "summary" (its rows kept by
-    --flow, tables wanted), "found" (--check's findings), "files", "error" (why it is unusable, else None)}.
+    """One capture -> {"label", "analysis" (StreamedAnalysis, entries kept), "found" (--check's findings),
+    "files", "error" (why it is unusable, else None)}.
     Runs on a Dask worker: everything it returns is picklable."""
     from nrsack.analyzer.views import formats, stream
     from nrsack.analyzer.views.cli import check_findings, open_flows
@@ -45,7 +45,7 @@ def analyze_job(job: Job) -> dict:
 
         checker = Checker()
     part = None if job.out_dir is None else Path(job.out_dir) / f".capture={job.label}"
-    out = {"label": job.label, "analysis": None, "summary": None, "found": None, "files": [], "error": None}
+    out = {"label": job.label, "analysis": None, "found": None, "files": [], "error": None}
     try:
         result = stream.analyze_to_files(job.capture, part, job.fmt, job.sndbuf, keep,
                                          observe=None if checker is None else checker.attach,
@@ -56,10 +56,6 @@ def analyze_job(job: Job) -> dict:
         out["error"] = str(error)
         return out
     if part is not None:
-        summary = result.summary
-        if keep is not None:
-            summary = summary[summary["id"].map(keep).astype(bool)]
-        out["summary"] = summary
         for table in ("rtxq", "blocking"):
             into = Path(job.out_dir) / table / f"capture={job.label}"
             into.mkdir(parents=True, exist_ok=True)
@@ -95,16 +91,31 @@ def run_jobs(jobs, workers=None, scheduler=None, progress=None) -> list:
     serial = workers is None and scheduler is None
     try:
         done = sweep.run(jobs, scheduler=scheduler, workers=workers, serial=serial, progress=progress,
-                         task=analyze_job)
+                         task=_boxed)
     except OSError as error:  # a scheduler that cannot be reached
         raise E.CaptureError(f"Dask scheduler {scheduler}: {error}") from None
-    return done.to_dict("records")
+    return done["result"].tolist()
 
 
-def merged_summary(results):
-    """Every usable capture's summary rows, `capture` first, as one table."""
-    import pandas as pd
+def _boxed(job):
+    """analyze_job's dict in one column: sweep.run makes a table of its tasks' dicts, whose columns would
+    turn a None into NaN."""
+    return {"result": analyze_job(job)}
 
-    frames = [r["summary"].assign(capture=r["label"]) for r in results if r["summary"] is not None]
-    merged = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    return merged[["capture", *(c for c in merged.columns if c != "capture")]] if frames else merged
+
+def merged_summary(results, flow_filter=None):
+    """Every usable capture's summary rows (those --flow names), `capture` first, as one table made as
+    one capture's is (scoreboard.summary_frame)."""
+    from nrsack.analyzer.state import scoreboard as A
+    from nrsack.analyzer.views import formats
+
+    entries, captures = [], []
+    for result in results:
+        mine = list(result["analysis"].all_entries())
+        entries += mine
+        captures += [result["label"]] * len(mine)
+    summary = A.summary_frame(entries)
+    summary.insert(0, "capture", captures)
+    if flow_filter is not None:
+        summary = summary[summary["id"].map(lambda entry_id: formats.id_matches(entry_id, flow_filter)).astype(bool)]
+    return summary
