@@ -229,3 +229,31 @@ def test_captures_on_a_scheduler_with_two_workers_give_the_summaries_of_one_by_o
         serial_rows = pd.read_parquet(tmp_path / "serial" / table).sort_values(["capture", "flow"], kind="stable")
         assert len(spread_rows) > 0 and spread_rows.reset_index(drop=True).equals(serial_rows.reset_index(drop=True))
     assert document("analyze", *captures, "--scheduler", dask_cluster) == document("analyze", *captures)
+
+
+def test_a_ring_of_pcapng_and_compressed_pieces_is_the_whole_capture(ring, tmp_path):
+    whole, pieces = ring
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    for i, piece in enumerate(pieces):
+        target = folder / f"part{i}.pcapng"
+        subprocess.run(["editcap", "-F", "pcapng", str(piece), str(target)], check=True)
+        if i % 3 == 1:  # tcpdump -C -z gzip compresses the files it is done with
+            subprocess.run(["gzip", str(target)], check=True)
+    assert len(inputs.captures([folder])) == 1
+    assert without_name(document("analyze", folder)) == without_name(document("analyze", whole))
+
+
+def test_a_ring_file_cut_short_is_read_up_to_its_last_record_and_the_next_read_on(ring, tmp_path):
+    _, pieces = ring
+    folder = tmp_path / "cut"
+    folder.mkdir()
+    for piece in pieces:
+        (folder / piece.name).write_bytes(piece.read_bytes())
+    cut = folder / pieces[3].name
+    cut.write_bytes(cut.read_bytes()[:-20])  # its last record loses its tail
+    result = run("analyze", "--format", "json", folder)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["frames"] == 18_000 - 1
+    assert result.stderr.startswith("nrsack: warning:") and pieces[3].name in result.stderr
+    assert result.stderr.count("\n") == 1

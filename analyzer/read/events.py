@@ -174,7 +174,8 @@ def read_capture(path, progress=None) -> Capture:
 
 
 def read_chunks(path, frames=CHUNK_FRAMES, progress=None, wait_s=None, name=None):
-    """Yields the capture as Capture chunks of `frames` frames each (None: one chunk with everything);
+    """Yields the capture at `path` (or a Ring of files: one capture) as Capture chunks of `frames` frames
+    each (None: one chunk with everything);
     `progress(bytes_read)` after every CHUNK_FRAMES frames read. Findings accumulate: the last chunk
     carries all of them. wait_s: a chunk also ends when input pauses, at most wait_s after its first
     frame came (a slow live input; frames are then read one at a time). name: the capture's name in the Captures (its

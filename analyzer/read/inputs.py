@@ -5,7 +5,7 @@ time order (events.Ring); any other set of files is that many independent captur
 decided from the files, not their names (docs/decisions.md, "Many captures"): ordered by their first
 frame's time, every file starts no earlier than the one before it ends. Such a set is a ring when the
 files share their link type and snapshot length; when they do not, they cannot be one capture and
-cannot be told apart from one either, so the set is refused (`separate` reads them one by one). Files
+cannot be told from one either, so the set is refused (`separate` reads them one by one). Files
 whose times overlap are independent captures: a ring never overlaps itself.
 """
 
