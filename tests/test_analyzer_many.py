@@ -189,8 +189,10 @@ def dask_cluster(tmp_path):
     pytest.importorskip("distributed")
     scheduler_file = tmp_path / "scheduler.json"
     dask = [sys.executable, "-m", "dask"]
+    home = tmp_path / "cluster"  # not where the command runs: paths must reach the workers whole
+    home.mkdir()
     started = [subprocess.Popen([*dask, "scheduler", "--scheduler-file", scheduler_file, "--port", "0",
-                                 "--no-dashboard"], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 "--no-dashboard"], cwd=home, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)]
     try:
         deadline = time.monotonic() + 120
@@ -199,7 +201,7 @@ def dask_cluster(tmp_path):
             time.sleep(0.2)
         for _ in range(2):
             started.append(subprocess.Popen([*dask, "worker", "--scheduler-file", scheduler_file, "--nthreads", "1",
-                                             "--no-dashboard"], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                                             "--no-dashboard"], cwd=home, stdout=subprocess.DEVNULL,
                                             stderr=subprocess.DEVNULL, start_new_session=True))
         from dask.distributed import Client
 
@@ -215,11 +217,13 @@ def dask_cluster(tmp_path):
 
 
 @pytest.mark.slow  # a cluster's start-up: seconds
-def test_captures_on_a_scheduler_with_two_workers_give_the_summaries_of_one_by_one(tmp_path, dask_cluster):
-    captures = [build(tmp_path / f"host{i}.pcap", 5_000, 2 + i % 3, seed=i) for i in range(6)]
-    spread = run("analyze", *captures, "--scheduler", dask_cluster, "--format", "parquet", "--out", tmp_path / "spread")
+def test_captures_on_a_scheduler_with_two_workers_give_the_summaries_of_one_by_one(tmp_path, dask_cluster,
+                                                                                  monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the captures and the output named as a user would, from here
+    captures = [build(Path(f"host{i}.pcap"), 5_000, 2 + i % 3, seed=i) for i in range(6)]
+    spread = run("analyze", *captures, "--scheduler", dask_cluster, "--format", "parquet", "--out", "spread")
     assert spread.exit_code == 0, spread.output
-    serial = run("analyze", *captures, "--format", "parquet", "--out", tmp_path / "serial")
+    serial = run("analyze", *captures, "--format", "parquet", "--out", "serial")
     assert serial.exit_code == 0, serial.output
     merged = pd.read_parquet(tmp_path / "spread" / "summary.parquet")
     assert merged.equals(pd.read_parquet(tmp_path / "serial" / "summary.parquet"))

@@ -262,6 +262,8 @@ class RingReader:
 
     def truncated(self):
         last = self.reader.truncated()
+        if len(self.paths) == 1:
+            return last
         return "; ".join(self.cut + ([f"{self.paths[self.at]}: {last}"] if last else [])) or None
 
     def close(self):

@@ -8,6 +8,7 @@ A worker writes its capture's tables into OUT itself: OUT must be a folder every
 (the same machine, or a shared file system) when the cluster is elsewhere.
 """
 
+import dataclasses
 from dataclasses import dataclass
 import os
 from pathlib import Path
@@ -88,6 +89,11 @@ def run_jobs(jobs, workers=None, scheduler=None, progress=None) -> list:
     local Dask cluster of `workers` processes or the one at `scheduler`. progress(): after each capture."""
     from nrsack.generator.sim import sweep
 
+    if scheduler is not None:  # its workers started in folders of their own: paths from the root
+        jobs = [dataclasses.replace(job, capture=_absolute(job.capture),
+                                    out_dir=None if job.out_dir is None else os.path.abspath(job.out_dir))
+                for job in jobs]
+
     serial = workers is None and scheduler is None
     try:
         done = sweep.run(jobs, scheduler=scheduler, workers=workers, serial=serial, progress=progress,
@@ -95,6 +101,13 @@ def run_jobs(jobs, workers=None, scheduler=None, progress=None) -> list:
     except OSError as error:  # a scheduler that cannot be reached
         raise E.CaptureError(f"Dask scheduler {scheduler}: {error}") from None
     return done["result"].tolist()
+
+
+def _absolute(capture):
+    """The capture with its files' absolute paths, under the name it was given (a file: a Ring of one)."""
+    if isinstance(capture, E.Ring):
+        return E.Ring(tuple(map(os.path.abspath, capture.paths)), capture.name)
+    return E.Ring((os.path.abspath(capture),), capture)
 
 
 def _boxed(job):
