@@ -195,8 +195,7 @@ def read_chunks(path, frames=CHUNK_FRAMES, progress=None, wait_s=None, name=None
         raise CaptureError(f"{name}: no such file")
     if os.path.isdir(path):
         raise CaptureError(f"{name}: is a folder, not a capture")
-    compression = _compression(path)
-    decompressing = None if compression is None else Decompressing(name, path, *compression)
+    decompressing = decompressing_of(path, name)
     try:
         reader = _open_reader(path, name, decompressing)
         yield from _read_chunks(name, reader, frames, progress, decompressing, wait_s)
@@ -228,13 +227,8 @@ class RingReader:
     def __init__(self, ring):
         self.paths, self.at, self.before = ring.paths, 0, 0
         self.cut = []  # "FILE: why" of files before the current one that ended inside a record
-        self.decompressing = self._decompressing(self.paths[0])
+        self.decompressing = decompressing_of(self.paths[0])
         self.reader = _open_reader(self.paths[0], self.paths[0], self.decompressing)
-
-    @staticmethod
-    def _decompressing(path):
-        compression = _compression(path)
-        return None if compression is None else Decompressing(path, path, *compression)
 
     def read(self, max_frames):
         got = self.reader.read(max_frames)
@@ -246,7 +240,7 @@ class RingReader:
             self.at += 1
             self.close()
             path = self.paths[self.at]
-            self.decompressing = self._decompressing(path)
+            self.decompressing = decompressing_of(path)
             try:
                 self.reader.open_next(path if self.decompressing is None else self.decompressing.source)
             except _native.ReaderError as error:
@@ -291,6 +285,12 @@ def _compression(path):
     with open(path, "rb") as handle:
         first = handle.read(4)
     return next((found for magic, found in COMPRESSIONS.items() if first.startswith(magic)), None)
+
+
+def decompressing_of(path, name=None) -> "Decompressing | None":
+    """The decompression streaming the file at `path` (shown as `name`) out, when it is compressed."""
+    compression = _compression(path)
+    return None if compression is None else Decompressing(path if name is None else name, path, *compression)
 
 
 class Decompressing:

@@ -9,6 +9,7 @@ cannot be told from one either, so the set is refused (`separate` reads them one
 whose times overlap are independent captures: a ring never overlaps itself.
 """
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 import os
 
@@ -89,27 +90,16 @@ def _one_set(files, folder) -> list:
     return [E.Ring(tuple(ordered), folder or " + ".join(ordered))]
 
 
-def _skimming(path):
-    """(reader, its Decompressing or None) of `path`, skimming."""
-    compression = E._compression(path)
-    decompressing = None if compression is None else E.Decompressing(path, path, *compression)
+@contextmanager
+def _skimmed(path):
+    """The compiled Reader of `path`, skimming (Reader.skim), its decompression stopped after; the
+    reader's errors as CaptureError."""
+    decompressing = E.decompressing_of(path)
+    reader = None
     try:
         reader = E._open_reader(path, path, decompressing)
-    except E.CaptureError:
-        if decompressing is not None:
-            decompressing.stop()
-        raise
-    reader.skim()
-    return reader, decompressing
-
-
-def _first(path) -> Span:
-    """The file's link type, snaplen and its first frame's time (its first frames skimmed)."""
-    reader, decompressing = _skimming(path)
-    try:
-        while reader.read(_SKIM_STEP) == _SKIM_STEP and reader.span()[2] is None:
-            pass
-        return Span(path, *reader.span()[:3])
+        reader.skim()
+        yield reader
     except _native.ReaderError as error:
         raise E.CaptureError(f"{path}: damaged or truncated capture, {error}") from None
     finally:
@@ -118,11 +108,18 @@ def _first(path) -> Span:
             decompressing.stop()
 
 
+def _first(path) -> Span:
+    """The file's link type, snaplen and its first frame's time (its first frames skimmed)."""
+    with _skimmed(path) as reader:
+        while reader.read(_SKIM_STEP) == _SKIM_STEP and reader.span()[2] is None:
+            pass
+        return Span(path, *reader.span()[:3])
+
+
 def _ends_after(span, time_ns) -> bool:
     """Whether a frame of the file at span.path is later than `time_ns`, skimming no further than the first
     such frame (captures side by side tell at once); span.last_ns: its last frame's time once all was read."""
-    reader, decompressing = _skimming(span.path)
-    try:
+    with _skimmed(span.path) as reader:
         while True:
             more = reader.read(_SKIM_STEP) == _SKIM_STEP
             last = reader.span()[3]
@@ -131,9 +128,3 @@ def _ends_after(span, time_ns) -> bool:
             if not more:
                 span.last_ns = last
                 return False
-    except _native.ReaderError as error:
-        raise E.CaptureError(f"{span.path}: damaged or truncated capture, {error}") from None
-    finally:
-        reader = None
-        if decompressing is not None:
-            decompressing.stop()
