@@ -155,7 +155,7 @@ def _rule_list(ctx, param, value):
 
 
 @click.command()
-@click.argument("captures", nargs=-1, required=True, type=click.Path())
+@click.argument("captures", nargs=-1, required=True, type=click.Path(), metavar="CAPTURE...")
 @click.option("--rules", "rule_ids", callback=_rule_list, default=None, metavar="ID,...",
               help="Only these rules (default: every rule of `nrsack docs rules`).")
 @click.option("--severity", type=click.Choice(list(SEVERITIES)), default="note", show_default=True,

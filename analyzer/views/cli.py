@@ -270,7 +270,7 @@ def run_many(captures, sndbuf, flow_filter, fmt, out_dir, check, severity, max_o
 
 
 @click.command(epilog=_table_legend())
-@click.argument("captures", nargs=-1, required=True, type=click.Path())
+@click.argument("captures", nargs=-1, required=True, type=click.Path(), metavar="CAPTURE...")
 @sndbuf_option
 @socket_buffer_options
 @flow_option
@@ -307,7 +307,7 @@ def analyze(captures, sndbuf, sndbuf_socket, stack, mss, flow_filter, fmt, out_d
     Several files or a folder: files that continue each other (a tcpdump -C / -G ring, editcap -c pieces)
     are one capture in time order, frames numbered on across the files; other files are independent
     captures, analysed one by one or spread over Dask (--workers, --scheduler) into one summary, one
-    JSON document and tables partitioned by capture (`nrsack docs architecture`, "Many captures").
+    JSON document and tables partitioned by capture (`nrsack docs metrics`, "Many captures").
 
     With --check, exit status as `nrsack check`: 0 without an error finding, 1 with one, 2 for unusable input."""
     from nrsack.analyzer.views import formats
