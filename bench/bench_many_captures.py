@@ -15,6 +15,7 @@ figure: 100 captures of 100k packets on 2 workers against one by one.
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -35,10 +36,16 @@ def build(folder, captures, packets):
     return paths
 
 
-def timed(command):
-    start = time.perf_counter()
-    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-    return time.perf_counter() - start, out
+def children_cpu():
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def timed(commands):
+    """-> (wall s, CPU s of the commands and the processes they waited for, their outputs), run in turn."""
+    start, cpu = time.perf_counter(), children_cpu()
+    outs = [subprocess.run(command, capture_output=True, text=True, check=True).stdout for command in commands]
+    return time.perf_counter() - start, children_cpu() - cpu, outs
 
 
 def main():
@@ -54,20 +61,20 @@ def main():
     nrsack = ["nrsack"]  # the one on PATH: run it from the environment that installs this tree
     print(f"{args.captures} captures of {args.packets} packets in {folder}")
 
-    start = time.perf_counter()
-    alone = [json.loads(subprocess.run([*nrsack, "analyze", path, "--format", "json"], capture_output=True, text=True,
-                                       check=True).stdout) for path in paths]
-    commands_s = time.perf_counter() - start
-    serial_s, serial = timed([*nrsack, "analyze", *paths, "--format", "json"])
-    dask_s, spread = timed([*nrsack, "analyze", *paths, "--format", "json", "--workers", str(args.workers)])
+    commands_s, commands_cpu, alone = timed([[*nrsack, "analyze", path, "--format", "json"] for path in paths])
+    serial_s, serial_cpu, [serial] = timed([[*nrsack, "analyze", *paths, "--format", "json"]])
+    dask_s, dask_cpu, [spread] = timed([[*nrsack, "analyze", *paths, "--format", "json", "--workers", str(args.workers)]])
+    alone = [json.loads(out) for out in alone]
     serial, spread = json.loads(serial)["captures"], json.loads(spread)["captures"]
     same = serial == spread == alone
     packets = args.captures * args.packets
-    print(f"{'':28} {'wall s':>8} {'packets/s':>12}")
-    for name, seconds in ((f"{args.captures} commands", commands_s), ("one by one (one process)", serial_s),
-                          (f"dask, {args.workers} workers", dask_s)):
-        print(f"{name:28} {seconds:8.2f} {packets / seconds:12,.0f}")
-    print(f"dask / one by one: {serial_s / dask_s:.2f}x faster; / commands: {commands_s / dask_s:.2f}x")
+    print(f"{'':28} {'wall s':>8} {'CPU s':>8} {'packets/s':>12}  (wall; CPU: the command's and its workers')")
+    for name, seconds, cpu in ((f"{args.captures} commands", commands_s, commands_cpu),
+                               ("one by one (one process)", serial_s, serial_cpu),
+                               (f"dask, {args.workers} workers", dask_s, dask_cpu)):
+        print(f"{name:28} {seconds:8.2f} {cpu:8.2f} {packets / seconds:12,.0f}")
+    print(f"dask / one by one: {serial_s / dask_s:.2f}x faster in wall time; / commands: {commands_s / dask_s:.2f}x; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"summaries the same in all three: {same}")
     if not args.keep:
         shutil.rmtree(folder)
