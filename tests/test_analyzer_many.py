@@ -261,3 +261,9 @@ def test_a_ring_file_cut_short_is_read_up_to_its_last_record_and_the_next_read_o
     assert json.loads(result.stdout)["frames"] == 18_000 - 1
     assert result.stderr.startswith("nrsack: warning:") and pieces[3].name in result.stderr
     assert result.stderr.count("\n") == 1
+
+
+def test_follow_takes_one_file_not_a_ring(ring):
+    _, pieces = ring
+    result = run("analyze", "--follow", pieces[0].parent)
+    assert result.exit_code == 2 and result.output == "nrsack: error: --follow reads one file as it grows, not several\n"

@@ -314,9 +314,9 @@ def analyze(captures, sndbuf, sndbuf_socket, stack, mss, flow_filter, fmt, out_d
 
     sndbuf = resolve_sndbuf(sndbuf, sndbuf_socket, stack, mss)
     found_captures = resolve_captures(captures, separate)
+    if follow and (len(found_captures) > 1 or not isinstance(found_captures[0], str)):
+        fail("--follow reads one file as it grows, not several")
     if len(found_captures) > 1:
-        if follow:
-            fail("--follow reads one capture, not several")
         return run_many(found_captures, sndbuf, flow_filter, fmt, out_dir, check, severity, max_open_flows, workers,
                         scheduler)
     capture = found_captures[0]

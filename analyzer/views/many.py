@@ -87,8 +87,12 @@ def labels(captures) -> list:
 def run_jobs(jobs, workers=None, scheduler=None, progress=None) -> list:
     """analyze_job of every job, in their order: in this process without workers or scheduler, else on a
     local Dask cluster of `workers` processes or the one at `scheduler`. progress(): after each capture."""
+    import importlib.util
+
     from nrsack.generator.sim import sweep
 
+    if scheduler is not None and importlib.util.find_spec("distributed") is None:
+        raise E.CaptureError("a Dask scheduler needs the sweep extra: pip install 'nrsack[sweep]'")
     if scheduler is not None:  # its workers started in folders of their own: paths from the root
         jobs = [dataclasses.replace(job, capture=_absolute(job.capture),
                                     out_dir=None if job.out_dir is None else os.path.abspath(job.out_dir))
