@@ -4,7 +4,8 @@ so it lives there).
 Unusable input (not a capture, cut short before its first whole record, unknown link type, no
 flows) ends with one line on stderr and exit code 2; malformed packets inside a usable capture are
 GEN-01 findings instead, and a capture cut short later is analysed up to its last whole record with
-one warning line on stderr (exit 0). CAPTURE may be '-' (standard input) or a FIFO.
+one warning line on stderr (exit 0). CAPTURE may be '-' (standard input) or a FIFO. Several files or a
+folder: a ring read as one capture, or independent captures put together (views/many.py).
 """
 
 import json
