@@ -83,6 +83,16 @@ def test_a_ring_of_ten_files_gives_the_figures_of_the_whole_capture(ring):
         as_ring = document("analyze", *args)
         assert without_name(as_ring) == without_name(merged)
     assert document("analyze", pieces[0].parent)["capture"] == str(pieces[0].parent)
+    assert document("analyze", *shuffled)["capture"] == " + ".join(map(str, pieces))  # in time order
+
+
+def test_a_ring_whose_newest_file_is_still_empty_is_the_ring(ring, tmp_path):
+    whole, pieces = ring
+    newest = tmp_path / "ring_99999.pcap"
+    newest.write_bytes(pieces[0].read_bytes()[:24])  # just rotated: its header, no frame yet
+    [capture] = inputs.captures([newest, *pieces])
+    assert capture.paths[-1] == str(newest)
+    assert without_name(document("analyze", newest, *pieces)) == without_name(document("analyze", whole))
 
 
 def test_a_ring_gives_the_tables_and_the_check_of_the_whole_capture(ring, tmp_path):
