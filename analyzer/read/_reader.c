@@ -98,7 +98,17 @@ typedef struct {
     uint8_t *block; size_t block_cap;
     char *iobuf;  /* the FILE's buffer: it must outlive the FILE, so the Reader owns it */
     struct peek_s *peek;  /* a pipe's reading state (NULL for a file), owned by the FILE */
+    /* skim(): frames are counted and their times kept, nothing parsed (a file's span, to tell whether
+     * files continue each other) */
+    int skim, have_span;
+    uint64_t span_first, span_last;
 } Reader;
+
+/* skim(): the raw time of a frame read only for its span (the first frame's, the latest) */
+static void span_note(Reader *r, uint64_t raw) {
+    if (!r->have_span) { r->have_span = 1; r->span_first = raw; }
+    if (raw > r->span_last) r->span_last = raw;
+}
 
 static uint64_t load64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
 
@@ -810,6 +820,7 @@ static Py_ssize_t ng_read(Reader *r, Py_ssize_t max_frames) {
             continue;
         }
         uint64_t raw = timed ? ng_time(f, ticks) : (r->have_clock ? r->clock_raw : 0);
+        if (r->skim) { if (timed) span_note(r, raw); continue; }
         if (parse_frame(r, raw, caplen, orig, f->linktype, data) < 0) return -1;
     }
     return got;
@@ -864,9 +875,8 @@ static int peek_close(void *cookie) {
 
 /* ---- Reader type ---- */
 
-static int Reader_init(Reader *self, PyObject *args, PyObject *kw) {
-    const char *path;
-    if (!PyArg_ParseTuple(args, "s", &path)) return -1;
+/* Opens `path` (pcap or pcapng) as the Reader's input: 0, or -1 with ReaderError set. */
+static int reader_open(Reader *self, const char *path) {
     char errbuf[PCAP_ERRBUF_SIZE] = "";
     /* "-": standard input (a pipe from tcpdump -w -); FIFOs and devices open like files */
     int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : dup(0);
@@ -900,9 +910,6 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kw) {
      * third of the system time). glibc ignores setvbuf's size unless it is given the buffer. */
     if (!self->iobuf) self->iobuf = malloc(READ_BUFFER);
     if (self->iobuf) setvbuf(file, self->iobuf, _IOFBF, READ_BUFFER);
-    self->findings = PyList_New(0);
-    self->rule_findings = PyList_New(0);
-    if (!self->findings || !self->rule_findings) { fclose(file); return -1; }
     uint32_t magic;
     memcpy(&magic, first, 4);
     if (n_first == 4 && magic == NG_SHB) {
@@ -921,6 +928,41 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kw) {
         return -1;
     }
     return 0;
+}
+
+static int Reader_init(Reader *self, PyObject *args, PyObject *kw) {
+    const char *path;
+    if (!PyArg_ParseTuple(args, "s", &path)) return -1;
+    self->findings = PyList_New(0);
+    self->rule_findings = PyList_New(0);
+    if (!self->findings || !self->rule_findings) return -1;
+    return reader_open(self, path);
+}
+
+/* open_next(path): the file that continues this one (a tcpdump -C / -G ring, editcap -c pieces) is read
+ * on as the same capture: frame numbers, connections, the capture clock and the findings carry over, as
+ * if the files were one (mergecap -a of them). Only the per-file reading state starts anew. */
+static PyObject *Reader_open_next(Reader *self, PyObject *args) {
+    const char *path;
+    if (!PyArg_ParseTuple(args, "s", &path)) return NULL;
+    if (self->pcap) { pcap_close(self->pcap); self->pcap = NULL; }
+    if (self->ng) { fclose(self->ng); self->ng = NULL; }
+    self->peek = NULL;  /* the FILE owned it */
+    self->n_ifaces = 0; self->ng_swap = 0;
+    self->done = 0; self->truncated[0] = 0;
+    if (reader_open(self, path) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Reader_skim(Reader *self, PyObject *unused) { self->skim = 1; Py_RETURN_NONE; }
+
+/* span() -> (link type, snaplen, first frame's raw time ns, last's) of what was skimmed; the times are
+ * None without a timed frame. pcapng: the first interface's link type and snaplen. */
+static PyObject *Reader_span(Reader *self, PyObject *unused) {
+    long snaplen = self->pcap ? pcap_snapshot(self->pcap) : self->n_ifaces ? (long)self->ifaces[0].snaplen : -1;
+    if (!self->have_span) return Py_BuildValue("(ilOO)", self->linktype, snaplen, Py_None, Py_None);
+    return Py_BuildValue("(ilKK)", self->linktype, snaplen, (unsigned long long)self->span_first,
+                         (unsigned long long)self->span_last);
 }
 
 static void Reader_dealloc(Reader *self) {
@@ -967,6 +1009,7 @@ static PyObject *Reader_read(Reader *self, PyObject *args) {
         /* pcap seconds are unsigned 32-bit; libpcap hands those past 2^31 over sign-extended */
         int64_t sec = (int64_t)h->ts.tv_sec;
         uint64_t raw = ns_of(sec < 0 ? (uint64_t)sec + (1ULL << 32) : (uint64_t)sec, (uint64_t)h->ts.tv_usec);
+        if (self->skim) { span_note(self, raw); continue; }
         if (parse_frame(self, raw, h->caplen, h->len, self->linktype, data) < 0) return NULL;
     }
     return PyLong_FromSsize_t(got);
@@ -1095,6 +1138,9 @@ static PyMethodDef Reader_methods[] = {
     {"truncated", (PyCFunction)Reader_truncated, METH_NOARGS, "why reading stopped before the end of the file, or None"},
     {"notes", (PyCFunction)Reader_notes, METH_NOARGS, "counted notes [(frame, rule, reason)]: length repairs, held clock"},
     {"linktype", (PyCFunction)Reader_linktype, METH_NOARGS, "DLT of the capture"},
+    {"open_next", (PyCFunction)Reader_open_next, METH_VARARGS, "open_next(path): read on in the file that continues this one"},
+    {"skim", (PyCFunction)Reader_skim, METH_NOARGS, "read on without parsing: frames counted, span() kept"},
+    {"span", (PyCFunction)Reader_span, METH_NOARGS, "(link type, snaplen, first frame raw time ns, latest) of the frames skimmed"},
     {NULL}
 };
 

@@ -174,11 +174,20 @@ def read_capture(path, progress=None) -> Capture:
 
 
 def read_chunks(path, frames=CHUNK_FRAMES, progress=None, wait_s=None, name=None):
-    """Yields the capture as Capture chunks of `frames` frames each (None: one chunk with everything);
+    """Yields the capture at `path` (or a Ring of files: one capture) as Capture chunks of `frames` frames
+    each (None: one chunk with everything);
     `progress(bytes_read)` after every CHUNK_FRAMES frames read. Findings accumulate: the last chunk
     carries all of them. wait_s: a chunk also ends when input pauses, at most wait_s after its first
     frame came (a slow live input; frames are then read one at a time). name: the capture's name in the Captures (its
     path by default)."""
+    if isinstance(path, Ring):
+        reader = RingReader(path)
+        try:
+            yield from _read_chunks(path.name if name is None else os.fspath(name), reader, frames, progress, None,
+                                    wait_s)
+        finally:
+            reader.close()
+        return
     path = os.fspath(path)
     name = path if name is None else os.fspath(name)
     # "-" is standard input; FIFOs and character devices stream like files
@@ -186,8 +195,7 @@ def read_chunks(path, frames=CHUNK_FRAMES, progress=None, wait_s=None, name=None
         raise CaptureError(f"{name}: no such file")
     if os.path.isdir(path):
         raise CaptureError(f"{name}: is a folder, not a capture")
-    compression = _compression(path)
-    decompressing = None if compression is None else Decompressing(name, path, *compression)
+    decompressing = decompressing_of(path, name)
     try:
         reader = _open_reader(path, name, decompressing)
         yield from _read_chunks(name, reader, frames, progress, decompressing, wait_s)
@@ -195,6 +203,70 @@ def read_chunks(path, frames=CHUNK_FRAMES, progress=None, wait_s=None, name=None
         if decompressing is not None:
             reader = None  # closes the pipe: a decompressor still writing (the reading stopped early) ends
             decompressing.stop()
+
+
+@dataclass(frozen=True)
+class Ring:
+    """Files that continue each other (a tcpdump -C / -G ring, editcap -c pieces), in time order: read as
+    one capture (inputs.py decides which files do). name: the capture's name in the outputs."""
+
+    paths: tuple
+    name: str
+
+    def __str__(self):
+        return self.name
+
+    def size(self) -> int:
+        return sum(os.path.getsize(path) for path in self.paths)
+
+
+class RingReader:
+    """The compiled Reader over a Ring's files one after the other (Reader.open_next: frame numbers,
+    connections, clock and findings carry over), with the Reader's interface for _read_chunks."""
+
+    def __init__(self, ring):
+        self.paths, self.at, self.before = ring.paths, 0, 0
+        self.cut = []  # "FILE: why" of files before the current one that ended inside a record
+        self.decompressing = decompressing_of(self.paths[0])
+        self.reader = _open_reader(self.paths[0], self.paths[0], self.decompressing)
+
+    def read(self, max_frames):
+        got = self.reader.read(max_frames)
+        while got < max_frames and self.at + 1 < len(self.paths):
+            cut = self.reader.truncated()
+            if cut:
+                self.cut.append(f"{self.paths[self.at]}: {cut}")
+            self.before += os.path.getsize(self.paths[self.at])
+            self.at += 1
+            self.close()
+            path = self.paths[self.at]
+            self.decompressing = decompressing_of(path)
+            try:
+                self.reader.open_next(path if self.decompressing is None else self.decompressing.source)
+            except _native.ReaderError as error:
+                raise CaptureError(f"{path}: not a readable capture: {error}") from None
+            finally:
+                if self.decompressing is not None:
+                    self.decompressing.opened()
+            got += self.reader.read(max_frames - got)
+        return got
+
+    def position(self):
+        return self.before + self.reader.position()
+
+    def truncated(self):
+        last = self.reader.truncated()
+        if len(self.paths) == 1:
+            return last
+        return "; ".join(self.cut + ([f"{self.paths[self.at]}: {last}"] if last else [])) or None
+
+    def close(self):
+        if self.decompressing is not None:
+            self.decompressing.stop()
+            self.decompressing = None
+
+    def __getattr__(self, name):  # take_chunk, conns, findings, frames, linktype ...: the Reader's own
+        return getattr(self.reader, name)
 
 
 # the first bytes of the compressed files Wireshark opens -> (what it is, the command that streams it out)
@@ -213,6 +285,12 @@ def _compression(path):
     with open(path, "rb") as handle:
         first = handle.read(4)
     return next((found for magic, found in COMPRESSIONS.items() if first.startswith(magic)), None)
+
+
+def decompressing_of(path, name=None) -> "Decompressing | None":
+    """The decompression streaming the file at `path` (shown as `name`) out, when it is compressed."""
+    compression = _compression(path)
+    return None if compression is None else Decompressing(path if name is None else name, path, *compression)
 
 
 class Decompressing:

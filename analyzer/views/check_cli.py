@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 
 import click
 
-from nrsack.analyzer.views.cli import fail, max_open_flows_option, open_flows, warn_truncated
+from nrsack.analyzer.views.cli import fail, max_open_flows_option, open_flows, resolve_captures, warn_truncated
 from nrsack.analyzer.rules import REGISTRY, SEVERITIES
 
 FORMATS = ["text", "json", "junit", "sarif"]
@@ -36,7 +36,7 @@ def run(captures, rule_ids, severity, max_open_flows=None):
             continue
         except KeyError as error:
             fail(f"unknown rule ID {error.args[0]} (known: {', '.join(REGISTRY)})")
-        results.append((path, flows, C.at_least(found, severity)))
+        results.append((str(path), flows, C.at_least(found, severity)))  # a ring by its name
     return results, unusable
 
 
@@ -155,7 +155,7 @@ def _rule_list(ctx, param, value):
 
 
 @click.command()
-@click.argument("captures", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("captures", nargs=-1, required=True, type=click.Path(), metavar="CAPTURE...")
 @click.option("--rules", "rule_ids", callback=_rule_list, default=None, metavar="ID,...",
               help="Only these rules (default: every rule of `nrsack docs rules`).")
 @click.option("--severity", type=click.Choice(list(SEVERITIES)), default="note", show_default=True,
@@ -163,14 +163,19 @@ def _rule_list(ctx, param, value):
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None, help="Write the report here.")
 @max_open_flows_option
-def check(captures, rule_ids, severity, fmt, out_file, max_open_flows):
+@click.option("--separate", is_flag=True,
+              help="Each file its own capture, even where the files continue each other (a ring).")
+def check(captures, rule_ids, severity, fmt, out_file, max_open_flows, separate):
     """Conformance of the NR-SACK / FSACK peers in CAPTURE... to the rules of `nrsack docs rules`.
+
+    Files that continue each other (a tcpdump ring) are one capture, as `nrsack analyze` reads them; a
+    folder stands for the capture files in it.
 
     Each finding: rule ID, severity, flow (the analyzer's flow id; "CAPTURE:ID" with several captures),
     direction (data sender -> receiver), frames (1-based, the breaking frame last) and a message.
     junit: one test case per rule per flow, error findings fail it. Exit status 0 without an error
     finding, 1 with one, 2 for unusable input."""
-    results, unusable = run(captures, rule_ids, severity, max_open_flows)
+    results, unusable = run(resolve_captures(captures, separate), rule_ids, severity, max_open_flows)
     report = {"text": lambda: [text_report(results)], "json": lambda: json_report_parts(results),
               "junit": lambda: [junit_report(results, rule_ids)], "sarif": lambda: [sarif_report(results, rule_ids)]}[fmt]()
     if out_file:

@@ -4,13 +4,15 @@ so it lives there).
 Unusable input (not a capture, cut short before its first whole record, unknown link type, no
 flows) ends with one line on stderr and exit code 2; malformed packets inside a usable capture are
 GEN-01 findings instead, and a capture cut short later is analysed up to its last whole record with
-one warning line on stderr (exit 0). CAPTURE may be '-' (standard input) or a FIFO.
+one warning line on stderr (exit 0). CAPTURE may be '-' (standard input) or a FIFO. Several files or a
+folder: a ring read as one capture, or independent captures put together (views/many.py).
 """
 
 import json
 import os
 import sys
 from contextlib import contextmanager
+from pathlib import Path
 
 import click
 
@@ -39,7 +41,9 @@ def warn_truncated(capture):
 
 @contextmanager
 def _progress(path):
-    size = os.path.getsize(path) if os.path.isfile(path) else 0
+    from nrsack.analyzer.read.events import Ring
+
+    size = path.size() if isinstance(path, Ring) else os.path.getsize(path) if os.path.isfile(path) else 0
     if size < PROGRESS_MIN_BYTES:
         yield None
         return
@@ -177,8 +181,97 @@ def _table_legend():
     return "The table's columns (`nrsack docs metrics` defines each figure):\n\n\b\n" + legend_text()
 
 
+def resolve_captures(arguments, separate):
+    """The captures in the files and folders given (read/inputs.py); unusable ones end here (exit 2)."""
+    from nrsack.analyzer.read import inputs
+    from nrsack.analyzer import CaptureError
+
+    if len(arguments) == 1 and not os.path.isdir(arguments[0]):
+        return list(arguments)  # one capture: read as it always was, even when it is missing
+    try:
+        return inputs.captures(arguments, separate)
+    except CaptureError as error:
+        fail(str(error))
+
+
+def print_table(console, analysis, ids, capture, found):
+    """One capture's table, its reader's findings and (found: --check's findings) the check report."""
+    from nrsack.analyzer.views import formats
+
+    console.print(formats.rich_table(analysis, ids, console.width))
+    for frame, reason in analysis.capture.findings:
+        console.print(f"GEN-01 frame {frame}: {reason}", markup=False)
+    for finding in formats.summary_dict(analysis, ids)["findings"]:
+        if finding["rule"] != "GEN-01" or finding["severity"] == "note":
+            console.print(f"{finding['rule']} {finding['severity']} frame {finding['frames'][0]}: "
+                          f"{finding['message'].split(' ', 1)[1]}", markup=False)
+    if found is not None:
+        from nrsack.analyzer.views.check_cli import text_report
+
+        console.print(text_report([(capture, None, found)]), markup=False, highlight=False)
+
+
+def run_many(captures, sndbuf, flow_filter, fmt, out_dir, check, severity, max_open_flows, workers, scheduler):
+    """Several independent captures (views/many.py): each as `analyze CAPTURE --stream` would, one by
+    one or on a Dask cluster; one JSON document, one summary and one dataset partitioned by capture, or
+    each capture's table in turn. Exit 2 when one was unusable (after the others), else 1 when --check
+    found an error."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from nrsack.analyzer import CaptureError
+    from nrsack.analyzer.views import formats, many
+
+    files_wanted = fmt in ("csv", "parquet") or out_dir
+    tables = "parquet" if fmt == "parquet" else "csv"
+    out = (out_dir or ".") if files_wanted else None
+    jobs = [many.Job(capture, label, sndbuf, flow_filter, out, tables, check, severity, max_open_flows)
+            for capture, label in zip(captures, many.labels(captures))]
+    errors = Console(stderr=True)
+    try:
+        if not errors.is_terminal:  # a bar only where someone watches it
+            results = many.run_jobs(jobs, workers, scheduler)
+        else:
+            with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn(), transient=True, console=errors) as bar:
+                task = bar.add_task(f"analysing {len(jobs)} captures", total=len(jobs))
+                results = many.run_jobs(jobs, workers, scheduler, lambda: bar.advance(task))
+    except CaptureError as error:
+        fail(str(error))
+    usable = [r for r in results if r["error"] is None]
+    for r in results:
+        if r["error"] is not None:
+            click.echo(f"nrsack: error: {r['error']}", err=True)
+    if fmt == "json":
+        sys.stdout.write('{"captures": [\n')
+        for i, r in enumerate(usable):
+            if i:
+                sys.stdout.write(",\n")
+            analysis = r["analysis"]
+            formats.write_json(analysis, sys.stdout, formats.selected_ids(analysis, flow_filter), findings=r["found"])
+        sys.stdout.write("]}\n")
+    elif fmt == "table":
+        console = Console() if sys.stdout.isatty() else Console(width=200)
+        for r, job in zip(results, jobs):
+            if r["error"] is None:
+                print_table(console, r["analysis"], formats.selected_ids(r["analysis"], flow_filter), str(job.capture),
+                            r["found"])
+    for r in usable:
+        warn_truncated(r["analysis"].capture)
+    if files_wanted:
+        summary = Path(out) / f"summary.{tables}"
+        formats.write_table(many.merged_summary(usable, flow_filter), summary, tables)
+        click.echo(f"wrote {summary}", err=fmt == "json")
+        for table in ("rtxq", "blocking"):
+            click.echo(f"wrote {Path(out) / table} (partitioned by capture)", err=fmt == "json")
+    if len(usable) < len(results):
+        sys.exit(2)
+    if check and any(f["severity"] == "error" for r in usable for f in r["found"]):
+        sys.exit(1)
+
+
 @click.command(epilog=_table_legend())
-@click.argument("capture", type=click.Path(dir_okay=False))
+@click.argument("captures", nargs=-1, required=True, type=click.Path(), metavar="CAPTURE...")
 @sndbuf_option
 @socket_buffer_options
 @flow_option
@@ -201,14 +294,33 @@ def _table_legend():
 @click.option("--severity", type=click.Choice(["error", "warning", "note"]), default="note", show_default=True,
               help="With --check: report findings of this severity or more severe.")
 @max_open_flows_option
-def analyze(capture, sndbuf, sndbuf_socket, stack, mss, flow_filter, fmt, out_dir, stream, follow, idle_s, check, severity,
-            max_open_flows):
+@click.option("--separate", is_flag=True,
+              help="Each file its own capture, even where the files continue each other (a ring).")
+@click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Several captures: analyse them on a local Dask cluster of N processes (the sweep extra).")
+@click.option("--scheduler", default=None, metavar="ADDR",
+              help="Several captures: analyse them on the Dask cluster at ADDR (e.g. tcp://host:8786); its "
+                   "workers must be able to read the captures and write --out.")
+def analyze(captures, sndbuf, sndbuf_socket, stack, mss, flow_filter, fmt, out_dir, stream, follow, idle_s, check, severity,
+            max_open_flows, separate, workers, scheduler):
     """RtxQ evolution, send-buffer blocking and p/q of every sender direction in CAPTURE ('-': standard input).
+
+    Several files or a folder: files that continue each other (a tcpdump -C / -G ring, editcap -c pieces)
+    are one capture in time order, frames numbered on across the files; other files are independent
+    captures, analysed one by one or spread over Dask (--workers, --scheduler) into one summary, one
+    JSON document and tables partitioned by capture (`nrsack docs metrics`, "Many captures").
 
     With --check, exit status as `nrsack check`: 0 without an error finding, 1 with one, 2 for unusable input."""
     from nrsack.analyzer.views import formats
 
     sndbuf = resolve_sndbuf(sndbuf, sndbuf_socket, stack, mss)
+    found_captures = resolve_captures(captures, separate)
+    if follow and (len(found_captures) > 1 or not isinstance(found_captures[0], str)):
+        fail("--follow reads one file as it grows, not several")
+    if len(found_captures) > 1:
+        return run_many(found_captures, sndbuf, flow_filter, fmt, out_dir, check, severity, max_open_flows, workers,
+                        scheduler)
+    capture = found_captures[0]
 
     if follow:
         return run_follow(capture, sndbuf, flow_filter, idle_s)
@@ -239,17 +351,7 @@ def analyze(capture, sndbuf, sndbuf_socket, stack, mss, flow_filter, fmt, out_di
 
         # piped output is not limited to 80 columns: the table stays one line per entry
         console = Console() if sys.stdout.isatty() else Console(width=200)
-        console.print(formats.rich_table(analysis, ids, console.width))
-        for frame, reason in analysis.capture.findings:
-            console.print(f"GEN-01 frame {frame}: {reason}", markup=False)
-        for finding in formats.summary_dict(analysis, ids)["findings"]:
-            if finding["rule"] != "GEN-01" or finding["severity"] == "note":
-                console.print(f"{finding['rule']} {finding['severity']} frame {finding['frames'][0]}: "
-                              f"{finding['message'].split(' ', 1)[1]}", markup=False)
-        if check:
-            from nrsack.analyzer.views.check_cli import text_report
-
-            console.print(text_report([(capture, None, found)]), markup=False, highlight=False)
+        print_table(console, analysis, ids, capture, found)
     warn_truncated(analysis.capture)
     if streaming:
         for path in written:
