@@ -195,7 +195,7 @@ uint64_t sb_bytes(const scoreboard_t *sb, uint64_t lo, uint64_t hi);
  * those that outlasted SBE_LONG_WAIT freeing acks outside loss recovery; sbe_decide reads B from them, or
  * says why it cannot. */
 enum { SBE_SACK, SBE_NR, SBE_BIN = 64, SBE_MIN_WAITS = 16, SBE_LONG_WAIT = 3, SBE_SIZES = 33, SBE_CEILING_BAND = 1 };
-typedef struct { uint64_t bin, waits, top; } sbe_bin_t;  /* top: the highest RtxQ seen in the bin */
+typedef struct { uint64_t bin, waits, top, wait_ns; } sbe_bin_t;  /* top: the highest RtxQ seen in the bin; wait_ns: the waits' time */
 typedef struct { sbe_bin_t *v; size_t n, cap; uint64_t waits; } sbe_levels_t;
 typedef struct {
     sbe_levels_t all[2], held[2];    /* every wait; the waits that outlasted SBE_LONG_WAIT freeing acks */
@@ -203,6 +203,7 @@ typedef struct {
     uint64_t record[2];              /* the highest level yet */
     uint64_t deep[2];                /* long waits that lasted until a quarter of their level was acked */
     uint64_t after_new[2];           /* the RtxQ after the last new data */
+    int64_t first_new_ns, new_at_ns; /* capture times of the first and the last new data */
     uint64_t size_count[SBE_SIZES], size_sum[SBE_SIZES];  /* new data per packet, by power of two */
     uint32_t acks;                   /* freeing acks since the last new data */
     int sent_new;                    /* new data seen */
@@ -219,10 +220,11 @@ typedef enum {
     SBE_UNSETTLED,    /* cannot tell: long waits, but at no settled level */
     SBE_DATA_LEVEL,   /* cannot tell: data scheduled over several paths (MPTCP's data level, CMT) */
     SBE_SUBFLOW_QUEUES, /* cannot tell: MPTCP held at a level, which queued-unsent data in subflows also makes */
-    SBE_PATHS_NO_CEILING, /* cannot tell: CMT waits at no ceiling, which a payload-counted buffer makes */
+    SBE_PATHS_TOP_BRIEF,  /* never: CMT, the waits at the highest RtxQ (a payload-counted buffer's only full level) were brief */
     SBE_SETTLED_CEILING,  /* held back: half the waits after the highest level (half the waits or more) within a packet below one level */
     SBE_NO_PILE,      /* never: no level holds a fifth of the waits, and at most 2 % of them were deep */
     SBE_NOT_BY_SENDER, /* cannot tell: the capture is not by the sender (sbe_vantage) */
+    SBE_PATHS_TOP_HELD, /* held back: CMT, the waits at the highest RtxQ took a twentieth of the time or more */
 } sbe_why_t;
 typedef struct {
     sbe_verdict_t verdict;
@@ -237,8 +239,9 @@ typedef struct {
 void sbe_init(sbe_t *e);
 void sbe_free(sbe_t *e);
 int sbe_copy(sbe_t *dst, const sbe_t *src);
-/* After a first transmission of `bytes` of data: the RtxQ of each semantics now. -1: out of memory. */
-int sbe_new_data(sbe_t *e, uint64_t rtxq_sack, uint64_t rtxq_nr, uint64_t bytes);
+/* After a first transmission of `bytes` of data at capture time now_ns: the RtxQ of each semantics now.
+ * -1: out of memory. */
+int sbe_new_data(sbe_t *e, uint64_t rtxq_sack, uint64_t rtxq_nr, uint64_t bytes, int64_t now_ns);
 /* After an ack that freed room (moved the cum ack or NR-acked data); gap_open: as of that ack. */
 void sbe_freeing_ack(sbe_t *e, int gap_open);
 /* The verdict for semantics `nr` (SBE_SACK / SBE_NR). data_level: the waits are those of data scheduled
@@ -252,9 +255,10 @@ typedef enum { SBE_ONE_PATH, SBE_A_PATH_OF_SEVERAL, SBE_MPTCP_DATA_LEVEL, SBE_CM
 /* sbe_decide's verdict, kept where the stack's accounting lets the connection level's waits show the
  * buffer (docs/metrics.md, "Data over several paths"): MPTCP keeps never and too short, the rest cannot
  * tell (Linux hands written data to a subflow's queue, where it may wait unsent, before the wire sees it).
- * CMT (usrsctp counts the association's queue in payload, so a full buffer is one level, and resumes the
- * writer at every SACK) keeps a ceiling and otherwise cannot tell: waits ended at the first acks are no
- * sign of room there. */
+ * CMT (usrsctp counts the association's queue in payload, so its RtxQ never exceeds the buffer and a full
+ * buffer is the highest level, and resumes the writer at every SACK) keeps a ceiling; otherwise the time
+ * of the waits at the highest level tells: a twentieth of the waits' span or more, held back there, else
+ * never. */
 void sbe_decide_paths(const sbe_t *e, int nr, sbe_paths_t paths, sbe_result_t *r);
 /* Estimated B: blocked while held back, more new data still to come (`before_last_new`), and the RtxQ
  * after the last new data at the ceiling, or above it while a gap is open (loss recovery). */

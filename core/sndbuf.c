@@ -42,7 +42,7 @@ int sbe_copy(sbe_t *dst, const sbe_t *src) {
     return 0;
 }
 
-static int count_wait(sbe_levels_t *l, uint64_t level) {
+static int count_wait(sbe_levels_t *l, uint64_t level, uint64_t waited_ns) {
     uint64_t bin = level / SBE_BIN;
     size_t lo = 0, hi = l->n;  /* the first bin >= bin */
     while (lo < hi) {
@@ -59,32 +59,34 @@ static int count_wait(sbe_levels_t *l, uint64_t level) {
             l->cap = cap;
         }
         memmove(l->v + lo + 1, l->v + lo, (l->n - lo) * sizeof *l->v);
-        l->v[lo] = (sbe_bin_t){bin, 0, level};
+        l->v[lo] = (sbe_bin_t){bin, 0, level, 0};
         l->n++;
     }
     l->v[lo].waits++;
+    l->v[lo].wait_ns += waited_ns;
     if (level > l->v[lo].top) l->v[lo].top = level;
     l->waits++;
     return 0;
 }
 
-int sbe_new_data(sbe_t *e, uint64_t rtxq_sack, uint64_t rtxq_nr, uint64_t bytes) {
+int sbe_new_data(sbe_t *e, uint64_t rtxq_sack, uint64_t rtxq_nr, uint64_t bytes, int64_t now_ns) {
     if (e->sent_new && e->acks) {  /* a wait for an ack ended in new data: it began at after_new */
         int long_wait = e->acks >= SBE_LONG_WAIT && !e->gap_seen;
+        uint64_t waited = now_ns > e->new_at_ns ? (uint64_t)now_ns - (uint64_t)e->new_at_ns : 0;
         for (int k = 0; k < 2; k++) {
             uint64_t rtxq = k == SBE_SACK ? rtxq_sack : rtxq_nr, before = rtxq > bytes ? rtxq - bytes : 0;
             /* deep: a quarter of the level acked before new data left (a writer woken once a third of its
              * buffer is free; a GSO skb's truesize freed only as a whole) */
             if (long_wait && e->after_new[k] > before && (e->after_new[k] - before) * 4 >= e->after_new[k])
                 e->deep[k]++;
-            if (count_wait(&e->all[k], e->after_new[k]) < 0 ||
-                (long_wait && count_wait(&e->held[k], e->after_new[k]) < 0))
+            if (count_wait(&e->all[k], e->after_new[k], waited) < 0 ||
+                (long_wait && count_wait(&e->held[k], e->after_new[k], waited) < 0))
                 return -1;
             if (e->after_new[k] > e->record[k]) {  /* a new highest level: what came before is a transient */
                 e->record[k] = e->after_new[k];
                 e->settled[k].n = 0;
                 e->settled[k].waits = 0;
-            } else if (count_wait(&e->settled[k], e->after_new[k]) < 0) {
+            } else if (count_wait(&e->settled[k], e->after_new[k], waited) < 0) {
                 return -1;
             }
         }
@@ -95,6 +97,8 @@ int sbe_new_data(sbe_t *e, uint64_t rtxq_sack, uint64_t rtxq_nr, uint64_t bytes)
     e->size_sum[power] += bytes;
     e->after_new[SBE_SACK] = rtxq_sack;
     e->after_new[SBE_NR] = rtxq_nr;
+    if (!e->sent_new) e->first_new_ns = now_ns;
+    e->new_at_ns = now_ns;
     e->sent_new = 1;
     e->acks = 0;
     e->gap_seen = 0;
@@ -122,10 +126,15 @@ static uint64_t median_level(const sbe_levels_t *l) {
     return 0;
 }
 
-/* Waits within a packet below the level of bin k, the highest of them (a ceiling's or a pile's band). */
-static uint64_t band_waits(const sbe_levels_t *l, size_t k, uint64_t packet) {
-    uint64_t x = l->v[k].top, floor = x > packet ? x - packet : 0, count = 0;
-    for (size_t j = k + 1; j-- > 0 && l->v[j].top >= floor;) count += l->v[j].waits;
+/* Waits within a packet below the level of bin k, the highest of them (a ceiling's or a pile's band); their
+ * time in *waited_ns when given. */
+static uint64_t band_waits(const sbe_levels_t *l, size_t k, uint64_t packet, uint64_t *waited_ns) {
+    uint64_t x = l->v[k].top, floor = x > packet ? x - packet : 0, count = 0, ns = 0;
+    for (size_t j = k + 1; j-- > 0 && l->v[j].top >= floor;) {
+        count += l->v[j].waits;
+        ns += l->v[j].wait_ns;
+    }
+    if (waited_ns) *waited_ns = ns;
     return count;
 }
 
@@ -136,7 +145,7 @@ static int find_ceiling(const sbe_levels_t *l, unsigned percent, sbe_result_t *r
     uint64_t above = 0;
     for (size_t k = l->n; k-- > 0;) {
         if (above * 10 > l->waits) break;
-        uint64_t x = l->v[k].top, count = band_waits(l, k, r->packet);
+        uint64_t x = l->v[k].top, count = band_waits(l, k, r->packet, NULL);
         if (count >= SBE_MIN_WAITS && count * 100 >= percent * l->waits) {
             r->verdict = SBE_HELD_BACK;
             r->why = why;
@@ -159,7 +168,7 @@ static int find_ceiling(const sbe_levels_t *l, unsigned percent, sbe_result_t *r
 static uint64_t fullest_band(const sbe_levels_t *l, uint64_t packet) {
     uint64_t most = 0, above = 0;
     for (size_t k = l->n; k-- > 0 && above * 4 <= l->waits;) {
-        uint64_t count = band_waits(l, k, packet);
+        uint64_t count = band_waits(l, k, packet, NULL);
         if (count > most) most = count;
         above += l->v[k].waits;
     }
@@ -239,16 +248,46 @@ int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, int gap_open, in
     return rtxq_after_new <= r->high || gap_open;
 }
 
+/* CMT: usrsctp counts the association's whole queue in payload against its buffer, so the RtxQ never
+ * exceeds the buffer and a buffer full of sent data is the highest level: the writer was held back at most
+ * as long as the waits that began within a packet of the highest level lasted. A twentieth of the span of
+ * the waits (first to last new data) or more: held back there (a window stalls at its peak but briefly,
+ * for the new data after a loss rises above it); less: never (b is below a twentieth). */
+static void top_of_association(const sbe_t *e, int nr, sbe_result_t *r) {
+    const sbe_levels_t *all = &e->all[nr ? SBE_NR : SBE_SACK];
+    size_t k = all->n - 1;  /* waits were counted: the highest bin */
+    uint64_t x = all->v[k].top, waited = 0, span = (uint64_t)(e->new_at_ns - e->first_new_ns);
+    r->at_ceiling = band_waits(all, k, r->packet, &waited);
+    r->above = 0;
+    r->deep_waits = 0;
+    r->high = x;
+    r->low = x > SBE_CEILING_BAND * r->packet ? x - SBE_CEILING_BAND * r->packet : 0;
+    if (waited && waited * 20 >= span) {
+        r->verdict = SBE_HELD_BACK;
+        r->why = SBE_PATHS_TOP_HELD;
+        r->sndbuf = x;
+    } else {
+        r->verdict = SBE_NEVER;
+        r->why = SBE_PATHS_TOP_BRIEF;
+        r->sndbuf = 0;
+    }
+}
+
 void sbe_decide_paths(const sbe_t *e, int nr, sbe_paths_t paths, sbe_result_t *r) {
     sbe_decide(e, nr, paths == SBE_A_PATH_OF_SEVERAL, r);
     if (paths <= SBE_A_PATH_OF_SEVERAL || r->why == SBE_ONE_FLIGHT || r->why == SBE_NO_DATA ||
-        r->why == SBE_FEW_WAITS || r->why == SBE_UNSETTLED)
+        r->why == SBE_FEW_WAITS)
         return;
-    if (paths == SBE_CMT_ASSOCIATION && r->why == SBE_CEILING) return;
-    if (paths == SBE_MPTCP_DATA_LEVEL && r->why == SBE_ANSWERED) return;
+    if (paths == SBE_CMT_ASSOCIATION) {
+        if (r->why != SBE_CEILING) top_of_association(e, nr, r);
+        return;
+    }
+    /* MPTCP. b counts a buffer full of SENT data: then nothing waits in a subflow and the data level's waits
+     * pile or run deep as one path's; with neither, the buffer was never full of sent data */
+    if (r->why == SBE_UNSETTLED || r->why == SBE_ANSWERED || r->why == SBE_NO_PILE) return;
     /* the level stays in r as the evidence; no verdict rests on it */
     r->verdict = SBE_CANNOT_TELL;
-    r->why = paths == SBE_MPTCP_DATA_LEVEL ? SBE_SUBFLOW_QUEUES : SBE_PATHS_NO_CEILING;
+    r->why = SBE_SUBFLOW_QUEUES;
 }
 
 void sbe_vantage(sbe_result_t *r, int by_sender) {
@@ -286,11 +325,15 @@ int sbe_reason(const sbe_result_t *r, const char *vantage, char *buf, size_t n) 
                         "MPTCP: %" PRIu64 " of %" PRIu64 " waits for a data-level ack began at an RtxQ of %" PRIu64 "-%" PRIu64 " bytes, but data "
                         "the subflows hold unsent makes the same waits as a buffer full of sent data",
                         at, waits, low, high);
-    case SBE_PATHS_NO_CEILING:
+    case SBE_PATHS_TOP_BRIEF:
+    case SBE_PATHS_TOP_HELD:
         return snprintf(buf, n,
-                        "CMT: %" PRIu64 " waits for an ack at no ceiling: the association's buffer counts payload (full, it "
-                        "is one level) and resumes the writer at the first ack, as the paths' windows do",
-                        waits);
+                        "CMT: %" PRIu64 " of %" PRIu64 " waits for an ack began at the highest RtxQ, %" PRIu64 "-%" PRIu64 " bytes, and took %s",
+                        at, waits, low, high,
+                        r->why == SBE_PATHS_TOP_HELD
+                            ? "a twentieth of the time or more: the association's buffer counts payload, so it was full there"
+                            : "less than a twentieth of the time: the association's buffer counts payload, so only there "
+                              "could it be full");
     case SBE_SETTLED_CEILING:
         return snprintf(buf, n,
                         "%" PRIu64 " of the %" PRIu64 " waits for an ack began at an RtxQ of %" PRIu64 "-%" PRIu64 " bytes, %" PRIu64 " above, after a "

@@ -843,26 +843,27 @@ end
 
 local sbe = {SACK = 0, NR = 1, HELD_BACK = 0, NEVER = 1, CANNOT_TELL = 2,
              CEILING = 0, LONG_WAITS = 1, ONE_FLIGHT = 2, ANSWERED = 3, NO_DATA = 4, FEW_WAITS = 5, UNSETTLED = 6,
-             DATA_LEVEL = 7, SUBFLOW_QUEUES = 8, PATHS_NO_CEILING = 9, SETTLED_CEILING = 10, NO_PILE = 11,
-             NOT_BY_SENDER = 12,
+             DATA_LEVEL = 7, SUBFLOW_QUEUES = 8, PATHS_TOP_BRIEF = 9, SETTLED_CEILING = 10, NO_PILE = 11,
+             NOT_BY_SENDER = 12, PATHS_TOP_HELD = 13,
              ONE_PATH = 0, A_PATH_OF_SEVERAL = 1, MPTCP_DATA_LEVEL = 2, CMT_ASSOCIATION = 3}
 do
 local BIN, MIN_WAITS, LONG_WAIT, SIZES, CEILING_BAND = 64, 16, 3, 33, 1
 local floor = math.floor
 
--- a levels vector: bins ascending, bin[k], waits[k], top[k] (the highest RtxQ seen in the bin), 1..n
-local function levels_new() return {bin = {}, waits_of = {}, top = {}, n = 0, waits = 0} end
+-- a levels vector: bins ascending, bin[k], waits[k], top[k] (the highest RtxQ seen in the bin), wait_ns[k] (the
+-- waits' time), 1..n
+local function levels_new() return {bin = {}, waits_of = {}, top = {}, wait_ns = {}, n = 0, waits = 0} end
 
 function sbe.new()
     local e = {all = {[0] = levels_new(), [1] = levels_new()}, held = {[0] = levels_new(), [1] = levels_new()},
                settled = {[0] = levels_new(), [1] = levels_new()}, record = {[0] = 0, [1] = 0},
                deep = {[0] = 0, [1] = 0}, after_new = {[0] = 0, [1] = 0}, size_count = {}, size_sum = {}, acks = 0,
-               sent_new = false, gap_seen = false}
+               sent_new = false, gap_seen = false, first_new_ns = 0, new_at_ns = 0}
     for k = 0, SIZES - 1 do e.size_count[k], e.size_sum[k] = 0, 0 end
     return e
 end
 
-local function count_wait(l, level)
+local function count_wait(l, level, waited_ns)
     local bin = floor(level / BIN)
     local lo, hi = 1, l.n + 1 -- the first bin >= bin
     while lo < hi do
@@ -873,16 +874,19 @@ local function count_wait(l, level)
         table.insert(l.bin, lo, bin)
         table.insert(l.waits_of, lo, 0)
         table.insert(l.top, lo, level)
+        table.insert(l.wait_ns, lo, 0)
         l.n = l.n + 1
     end
     l.waits_of[lo] = l.waits_of[lo] + 1
+    l.wait_ns[lo] = l.wait_ns[lo] + waited_ns
     if level > l.top[lo] then l.top[lo] = level end
     l.waits = l.waits + 1
 end
 
-function sbe.new_data(e, rtxq_sack, rtxq_nr, bytes)
+function sbe.new_data(e, rtxq_sack, rtxq_nr, bytes, now_ns)
     if e.sent_new and e.acks > 0 then -- a wait for an ack ended in new data: it began at after_new
         local long_wait = e.acks >= LONG_WAIT and not e.gap_seen
+        local waited = now_ns > e.new_at_ns and now_ns - e.new_at_ns or 0
         for k = 0, 1 do
             local rtxq = k == sbe.SACK and rtxq_sack or rtxq_nr
             local before = rtxq > bytes and rtxq - bytes or 0
@@ -890,13 +894,13 @@ function sbe.new_data(e, rtxq_sack, rtxq_nr, bytes)
             if long_wait and e.after_new[k] > before and (e.after_new[k] - before) * 4 >= e.after_new[k] then
                 e.deep[k] = e.deep[k] + 1
             end
-            count_wait(e.all[k], e.after_new[k])
-            if long_wait then count_wait(e.held[k], e.after_new[k]) end
+            count_wait(e.all[k], e.after_new[k], waited)
+            if long_wait then count_wait(e.held[k], e.after_new[k], waited) end
             if e.after_new[k] > e.record[k] then -- a new highest level: what came before is a transient
                 e.record[k] = e.after_new[k]
                 e.settled[k] = levels_new()
             else
-                count_wait(e.settled[k], e.after_new[k])
+                count_wait(e.settled[k], e.after_new[k], waited)
             end
         end
     end
@@ -905,6 +909,8 @@ function sbe.new_data(e, rtxq_sack, rtxq_nr, bytes)
     e.size_count[power] = e.size_count[power] + 1
     e.size_sum[power] = e.size_sum[power] + bytes
     e.after_new[0], e.after_new[1] = rtxq_sack, rtxq_nr
+    if not e.sent_new then e.first_new_ns = now_ns end
+    e.new_at_ns = now_ns
     e.sent_new, e.acks, e.gap_seen = true, 0, false
 end
 
@@ -932,17 +938,19 @@ local function median_level(l)
     return 0
 end
 
--- Waits within a packet below the level of bin k, the highest of them (a ceiling's or a pile's band).
+-- Waits within a packet below the level of bin k, the highest of them (a ceiling's or a pile's band), and
+-- their time.
 local function band_waits(l, k, packet)
     local x = l.top[k]
     local lowest = x > packet and x - packet or 0
-    local count = 0
+    local count, ns = 0, 0
     local j = k
     while j >= 1 and l.top[j] >= lowest do
         count = count + l.waits_of[j]
+        ns = ns + l.wait_ns[j]
         j = j - 1
     end
-    return count
+    return count, ns
 end
 
 -- A ceiling: the highest level x with at least `percent` % of the waits of `l` within a packet below it and
@@ -951,7 +959,7 @@ local function find_ceiling(l, percent, r, why)
     local above = 0
     for k = l.n, 1, -1 do
         if above * 10 > l.waits then break end
-        local x, count = l.top[k], band_waits(l, k, r.packet)
+        local x, count = l.top[k], (band_waits(l, k, r.packet))
         if count >= MIN_WAITS and count * 100 >= percent * l.waits then
             r.verdict, r.why, r.sndbuf, r.high = sbe.HELD_BACK, why, x, x
             r.low = x > CEILING_BAND * r.packet and x - CEILING_BAND * r.packet or 0
@@ -1033,17 +1041,42 @@ function sbe.blocked(r, rtxq_after_new, gap_open, before_last_new)
     return rtxq_after_new <= r.high or gap_open
 end
 
+-- CMT: usrsctp counts the association's whole queue in payload against its buffer, so the RtxQ never
+-- exceeds the buffer and a buffer full of sent data is the highest level: the writer was held back at most
+-- as long as the waits that began within a packet of the highest level lasted. A twentieth of the span of
+-- the waits (first to last new data) or more: held back there (a window stalls at its peak but briefly,
+-- for the new data after a loss rises above it); less: never (b is below a twentieth).
+local function top_of_association(e, nr, r)
+    local all = e.all[nr and 1 or 0]
+    local k = all.n -- waits were counted: the highest bin
+    local x, span = all.top[k], e.new_at_ns - e.first_new_ns
+    local at, waited = band_waits(all, k, r.packet)
+    r.at_ceiling, r.above, r.deep_waits = at, 0, 0
+    r.high = x
+    r.low = x > CEILING_BAND * r.packet and x - CEILING_BAND * r.packet or 0
+    if waited > 0 and waited * 20 >= span then
+        r.verdict, r.why, r.sndbuf = sbe.HELD_BACK, sbe.PATHS_TOP_HELD, x
+    else
+        r.verdict, r.why, r.sndbuf = sbe.NEVER, sbe.PATHS_TOP_BRIEF, 0
+    end
+end
+
 function sbe.decide_paths(e, nr, paths)
     local r = sbe.decide(e, nr, paths == sbe.A_PATH_OF_SEVERAL)
     if paths <= sbe.A_PATH_OF_SEVERAL or r.why == sbe.ONE_FLIGHT or r.why == sbe.NO_DATA or
-        r.why == sbe.FEW_WAITS or r.why == sbe.UNSETTLED then
+        r.why == sbe.FEW_WAITS then
         return r
     end
-    if paths == sbe.CMT_ASSOCIATION and r.why == sbe.CEILING then return r end
-    if paths == sbe.MPTCP_DATA_LEVEL and r.why == sbe.ANSWERED then return r end
+    if paths == sbe.CMT_ASSOCIATION then
+        if r.why ~= sbe.CEILING then top_of_association(e, nr, r) end
+        return r
+    end
+    -- MPTCP. b counts a buffer full of SENT data: then nothing waits in a subflow and the data level's waits
+    -- pile or run deep as one path's; with neither, the buffer was never full of sent data
+    if r.why == sbe.UNSETTLED or r.why == sbe.ANSWERED or r.why == sbe.NO_PILE then return r end
     -- the level stays in r as the evidence; no verdict rests on it
     r.verdict = sbe.CANNOT_TELL
-    r.why = paths == sbe.MPTCP_DATA_LEVEL and sbe.SUBFLOW_QUEUES or sbe.PATHS_NO_CEILING
+    r.why = sbe.SUBFLOW_QUEUES
     return r
 end
 
@@ -1077,9 +1110,11 @@ function sbe.reason(r, vantage)
         return fmt("MPTCP: %d of %d waits for a data-level ack began at an RtxQ of %d-%d bytes, but data the " ..
             "subflows hold unsent makes the same waits as a buffer full of sent data", r.at_ceiling, r.waits, r.low,
             r.high)
-    elseif why == sbe.PATHS_NO_CEILING then
-        return fmt("CMT: %d waits for an ack at no ceiling: the association's buffer counts payload (full, it is " ..
-            "one level) and resumes the writer at the first ack, as the paths' windows do", r.waits)
+    elseif why == sbe.PATHS_TOP_BRIEF or why == sbe.PATHS_TOP_HELD then
+        return fmt("CMT: %d of %d waits for an ack began at the highest RtxQ, %d-%d bytes, and took %s", r.at_ceiling,
+            r.waits, r.low, r.high, why == sbe.PATHS_TOP_HELD and
+            "a twentieth of the time or more: the association's buffer counts payload, so it was full there" or
+            "less than a twentieth of the time: the association's buffer counts payload, so only there could it be full")
     elseif why == sbe.SETTLED_CEILING then
         return fmt("%d of the %d waits for an ack began at an RtxQ of %d-%d bytes, %d above, after a transient at " ..
             "a higher RtxQ", r.at_ceiling, r.waits, r.low, r.high, r.above)
@@ -1125,6 +1160,16 @@ end
 ------------------------------------------------------------------------------------------------
 
 local state -- per-capture state, reset in init
+
+-- Capture time of the frame in ns since the first frame the plugin saw: exact (frame.time_epoch is an
+-- NSTime), and small enough for doubles.
+local f_time_epoch = Field.new("frame.time_epoch")
+local function frame_ns()
+    local t = f_time_epoch().value
+    if not state.t0_secs then state.t0_secs = t.secs end
+    return (t.secs - state.t0_secs) * 1e9 + t.nsecs
+end
+
 local VANTAGE_UNKNOWN, VANTAGE_MIDDLE = -2, -1 -- where the capture sits beside the endpoint indexes (decisions 17)
 
 local function flow_dir_new(stream, index, protocol, tsn_units, rule_rtx_after_ack, rule_revoked)
@@ -1221,7 +1266,7 @@ local function rtxq_on_data(fr, d, lo, hi, payload_bytes)
         d.after_new[0], d.after_new[1] = sb.sent.weight, sb.sent.weight - sb.nracked.weight
         d.last_new_frame = state.frame
         d.changes = d.changes + 1
-        sbe.new_data(d.estimate, d.after_new[0], d.after_new[1], f.new_bytes)
+        sbe.new_data(d.estimate, d.after_new[0], d.after_new[1], f.new_bytes, frame_ns())
     end
     if f.new_bytes == 0 then return end -- decisions 4: retransmissions do not change the RtxQ
     local u = update_for(fr, d)
@@ -1334,15 +1379,6 @@ local function unwrap(fr, d, v, what, take64, wire)
         return nil
     end
     return x
-end
-
--- Capture time of the frame in ns since the first frame the plugin saw: exact (frame.time_epoch is an
--- NSTime), and small enough for doubles.
-local f_time_epoch = Field.new("frame.time_epoch")
-local function frame_ns()
-    local t = f_time_epoch().value
-    if not state.t0_secs then state.t0_secs = t.secs end
-    return (t.secs - state.t0_secs) * 1e9 + t.nsecs
 end
 
 -- Where the capture sits (decisions 17): next to endpoint 0 or 1, or:

@@ -8,9 +8,10 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
-from nrsack.analyzer import analyze
+from nrsack.analyzer import _native, analyze
 from nrsack.lab.namespaces import namespace_problem
 from support import pcaps, tcp_scenario
 
@@ -190,15 +191,84 @@ def test_an_mptcp_data_level_at_a_level_cannot_tell(tmp_path):
     assert all(p.summary["sndbuf_reason"].startswith(PATH_REASON) for p in entry.paths)
 
 
-def test_cmt_waits_answered_at_once_cannot_tell(tmp_path):
-    """usrsctp resumes a writer at every SACK that frees room, so a full buffer's waits end at the first
-    ack too: with no ceiling, CMT cannot tell (here the buffer was full 30 % of q, once each loss: SACKed
-    data stays in it)."""
+def test_a_cmt_buffer_full_of_sacked_data_once_each_loss_reads_its_time_at_the_top(tmp_path):
+    """usrsctp resumes a writer at every SACK that frees room, so a full buffer's waits end at the first ack
+    and pile at no ceiling when it fills only in loss recovery (SACKed data stays in it): but it counts
+    payload, so the RtxQ never exceeds it and the waits at the highest level are the time it was full."""
     entry, truth = simulated_over_two_paths(tmp_path, "cmt", "sack", 64000, loss=0.03)
     s = entry.summary
     assert truth["b_over_q"] > 0.2
-    assert s["sndbuf_verdict"] == "cannot tell" and s["b_over_q"] is s["sndbuf_bytes"] is None
-    assert s["sndbuf_reason"].startswith("CMT: ") and "at no ceiling" in s["sndbuf_reason"]
+    assert (s["sndbuf_verdict"], s["sndbuf_bytes"]) == ("held back", 64000), s["sndbuf_reason"]
+    assert s["sndbuf_reason"].startswith("CMT: ") and "at the highest RtxQ, 63000-64000 bytes" in s["sndbuf_reason"]
+    assert "twentieth of the time or more" in s["sndbuf_reason"]
+    assert abs(s["b_over_q"] - truth["b_over_q"]) <= 0.1 and abs(s["p_over_q"] - truth["p_over_q"]) <= 0.1
+
+
+def test_a_cmt_association_briefly_at_its_highest_level_was_never_held_back(tmp_path):
+    """A buffer larger than the paths' windows: the waits at the highest RtxQ, the only level where a
+    payload-counted buffer can be full, take a sliver of the time, so b is below a twentieth of it."""
+    entry, truth = simulated_over_two_paths(tmp_path, "cmt", "sack", 256000, loss=0.01)
+    s = entry.summary
+    assert truth["b_over_q"] < 0.05
+    assert (s["sndbuf_verdict"], s["b_over_q"], s["p_over_q"], s["sndbuf_bytes"]) == ("never", 0, 0, None)
+    assert s["sndbuf_reason"].startswith("CMT: ") and "less than a twentieth of the time" in s["sndbuf_reason"]
+
+
+def fed_board(rows, paths):
+    """A Board (the core's scoreboard and estimator) fed rows one millisecond apart: ("data", bytes) sends new
+    data, ("ack", bytes) cum-acks that many more -> (verdict, reason) of sbe_decide_paths for `paths`."""
+    kinds, lo, hi, size, times = [], [], [], [], []
+    sent = acked = 0
+    for k, (kind, n) in enumerate(rows):
+        if kind == "data":
+            kinds.append(0); lo.append(sent); hi.append(sent + n); size.append(n)
+            sent += n
+        else:
+            acked += n
+            kinds.append(1); lo.append(acked); hi.append(acked); size.append(0)
+        times.append(k * 1_000_000)
+    n = len(rows)
+    out = [np.empty(n, np.int64) for _ in range(8)]
+    board = _native.Board()
+    board.feed(np.array(kinds, np.int8), np.array(lo, np.int64), np.array(hi, np.int64), np.array(size, np.int64),
+               np.zeros(n, np.int64), np.zeros(n, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64),
+               np.zeros(0, np.int8), np.zeros(n, np.int8), *out, np.empty(n, np.int32), None,
+               np.array(times, np.int64))
+    estimate, reason = _native.sndbuf_verdict(board.sndbuf_estimate(False, paths), "sender")
+    return VERDICTS[estimate[0]], reason
+
+
+VERDICTS = ("held back", "never", "cannot tell")
+SBE_ONE_PATH, SBE_MPTCP_DATA_LEVEL, SBE_CMT_ASSOCIATION = 0, 2, 3
+
+
+def test_an_mptcp_data_level_without_a_pile_is_never_held_back_and_names_no_level():
+    """No band of a packet holds a fifth of the waits and none ran deep: b counts a buffer full of sent
+    data, whose data-level waits pile (or run deep) as one path's, so never (it read cannot tell, naming an
+    RtxQ of "0-0 bytes")."""
+    rows = [("data", 1000)] * 16
+    for wait in range(40):  # a window growing a packet a wait; every fifth wait outlasts three acks
+        rows += [("ack", 1000)] * (3 if wait % 5 == 4 else 1) + [("data", 1000)] * (4 if wait % 5 == 4 else 2)
+    verdict, reason = fed_board(rows, SBE_MPTCP_DATA_LEVEL)
+    assert verdict == "never" and reason.endswith("no sign of a full buffer"), reason
+    assert "0-0 bytes" not in reason
+
+
+def test_a_cmt_level_below_a_higher_one_is_not_called_no_ceiling():
+    """Waits settled at 16,000 after a transient up to 30,000: a payload-counted buffer is never exceeded,
+    so the settled level is no buffer's, and the highest took a sliver of the time (it read "at no
+    ceiling" though a ceiling had been found)."""
+    rows = [("data", 1000)] * 16
+    for _ in range(14):  # the transient: a packet higher each wait
+        rows += [("ack", 1000), ("data", 1000), ("data", 1000)]
+    rows += [("ack", 14000)]
+    for _ in range(60):  # settled at 16,000
+        rows += [("ack", 1000), ("data", 1000)]
+    one_path = fed_board(rows, SBE_ONE_PATH)
+    assert one_path[0] == "held back" and one_path[1].endswith("after a transient at a higher RtxQ"), one_path
+    verdict, reason = fed_board(rows, SBE_CMT_ASSOCIATION)
+    assert verdict == "never" and "at no ceiling" not in reason, reason
+    assert reason.startswith("CMT: 2 of 74 waits for an ack began at the highest RtxQ, 29000-30000 bytes")
 
 
 def test_an_mptcp_data_level_answering_every_ack_is_never_held_back(tmp_path):

@@ -136,3 +136,34 @@ def test_one_pass_estimates_so_far_alike(plugins, pcap):
     """One pass: both plugins refresh the estimate so far alike (as its evidence grows by a sixteenth), so
     they mark the same frames and say the same."""
     assert plugin_view(plugins["c"], "c", pcap, two_pass=False) == plugin_view(plugins["lua"], "lua", pcap, two_pass=False)
+
+
+def simulated_cmt(folder, sndbuf, loss):
+    """A simulated CMT association over two paths (10 ms at 20 Mbit/s, 30 ms at 10 Mbit/s) with SACKs and
+    drain: the simulator's virtual time, so the same capture on any machine."""
+    from nrsack.generator.sim.engine import PathConfig, SimConfig, simulate, write_pcap
+
+    cfg = SimConfig(protocol="cmt", ack="sack", sndbuf=sndbuf, total_bytes=200_000, payload=1000, seed=1,
+                    paths=(PathConfig(bandwidth_bps=20e6, delay_s=0.01, loss=loss),
+                           PathConfig(bandwidth_bps=10e6, delay_s=0.03, loss=loss)))
+    trace = simulate(cfg)
+    pcap = folder / f"cmt-{sndbuf}.pcap"
+    write_pcap(trace, trace.sender, pcap)
+    return pcap
+
+
+@pytest.mark.parametrize(("sndbuf", "verdict"), [(32000, "held back"), (256000, "never")])
+def test_cmt_waits_timed_at_the_highest_level_alike(plugins, tmp_path, sndbuf, verdict):
+    """The CMT rule that reads the waits' time at the highest RtxQ (core/sndbuf.c top_of_association): each
+    plugin times the waits by its frames' capture times as the analyzer does by its rows'."""
+    pcap = simulated_cmt(tmp_path, sndbuf, 0.03)
+    want_blocked, want_view = analyzer_view(pcap)
+    [association] = [d for d, (v, reason, _) in want_view.items() if reason and reason.startswith("CMT: ")]
+    assert want_view[association][0] == verdict and "at the highest RtxQ" in want_view[association][1]
+    assert bool(want_blocked) == (verdict == "held back")
+    for kind in ("c", "lua"):
+        blocked, _, view = plugin_view(plugins[kind], kind, pcap)
+        assert blocked == want_blocked, kind
+        assert view[association][:3] == want_view[association], kind
+    assert plugin_view(plugins["c"], "c", pcap, two_pass=False) == plugin_view(plugins["lua"], "lua", pcap,
+                                                                                 two_pass=False)

@@ -122,11 +122,12 @@ static int feed_ack(Board *b, Py_ssize_t row, int64_t cum, const int64_t *blo, c
 }
 
 /* The send-buffer estimator's inputs after a row: new data (the RtxQ now), or an ack that freed room. */
-static int note_estimate(Board *b, int is_data, int32_t fl, uint64_t acked_before, uint64_t data_before, int64_t freed) {
+static int note_estimate(Board *b, int is_data, int32_t fl, uint64_t acked_before, uint64_t data_before, int64_t freed,
+                         int64_t time_ns) {
     const scoreboard_t *sb = &b->sb;
     if (is_data)
         return fl & FLAG_CHANGED ? sbe_new_data(&b->estimate, sb->sent.weight, sb->sent.weight - sb->nracked.weight,
-                                                sb->data_bytes - data_before) : 0;
+                                                sb->data_bytes - data_before, time_ns) : 0;
     if (sb->acked_bytes > acked_before || freed > 0) sbe_freeing_ack(&b->estimate, sb->gap_open);
     return 0;
 }
@@ -145,11 +146,12 @@ typedef struct {
 } feed_tally_t;
 
 static PyObject *Board_feed(Board *self, PyObject *args) {
-    PyObject *o[N_ARRAYS], *paths = NULL;
-    if (!PyArg_UnpackTuple(args, "feed", N_ARRAYS, N_ARRAYS + 1, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
-                           &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &o[15], &o[16], &o[17], &o[18], &paths))
+    PyObject *o[N_ARRAYS], *paths = NULL, *times = NULL;
+    if (!PyArg_UnpackTuple(args, "feed", N_ARRAYS, N_ARRAYS + 2, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                           &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &o[15], &o[16], &o[17], &o[18], &paths,
+                           &times))
         return NULL;
-    buf_t pb; memset(&pb, 0, sizeof pb);
+    buf_t pb, tb; memset(&pb, 0, sizeof pb); memset(&tb, 0, sizeof tb);
     static const size_t sizes[N_ARRAYS] = {1, 8, 8, 8, 8, 4, 8, 8, 1, 1, 8, 8, 8, 8, 8, 8, 8, 8, 4};
     buf_t b[N_ARRAYS]; memset(b, 0, sizeof b);
     PyObject *result = NULL;
@@ -163,6 +165,7 @@ static PyObject *Board_feed(Board *self, PyObject *args) {
         if (i == IN_BLO) nb = b[i].b.len / 8;
     }
     if (paths && paths != Py_None && get_buf(paths, &pb, 8, n, 0, "Board.feed") < 0) goto out;
+    if (times && times != Py_None && get_buf(times, &tb, 8, n, 0, "Board.feed") < 0) goto out;
     {
         const int8_t *kind = b[IN_KIND].b.buf, *bnr = b[IN_BNR].b.buf, *revoke = b[IN_REVOKE].b.buf;
         const int64_t *lo = b[IN_LO].b.buf, *hi = b[IN_HI].b.buf, *size = b[IN_SIZE].b.buf, *bs = b[IN_BSTART].b.buf;
@@ -184,7 +187,8 @@ static PyObject *Board_feed(Board *self, PyObject *args) {
                 rc = feed_ack(self, i, hi[i], blo + bs[i], bhi + bs[i], bnr + bs[i], bc[i], revoke[i],
                               pb.ok ? ((const int64_t *)pb.b.buf)[i] : 0, &fl, &freed);
             }
-            if (rc < 0 || note_estimate(self, kind[i] == 0, fl, acked_before, data_before, freed) < 0) { PyErr_NoMemory(); goto out; }
+            if (rc < 0 || note_estimate(self, kind[i] == 0, fl, acked_before, data_before, freed,
+                                        tb.ok ? ((const int64_t *)tb.b.buf)[i] : 0) < 0) { PyErr_NoMemory(); goto out; }
             if (sb->gap_open) fl |= FLAG_GAP_OPEN;
             out[OUT_SACK][i] = (int64_t)sb->sent.weight; out[OUT_SACKED][i] = (int64_t)sb->sacked.weight;
             out[OUT_NR][i] = (int64_t)sb->nracked.weight; out[OUT_FREED][i] = freed;
@@ -213,6 +217,7 @@ static PyObject *Board_feed(Board *self, PyObject *args) {
 out:
     for (int i = 0; i < N_ARRAYS; i++) if (b[i].ok) PyBuffer_Release(&b[i].b);
     if (pb.ok) PyBuffer_Release(&pb.b);
+    if (tb.ok) PyBuffer_Release(&tb.b);
     return result;
 }
 
@@ -280,7 +285,7 @@ static int estimate_of(PyObject *t, sbe_result_t *r) {
     if (!PyArg_ParseTuple(t, "iiKKKKKKKKK", &verdict, &why, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7],
                           &v[8]))
         return -1;
-    if (verdict < SBE_HELD_BACK || verdict > SBE_CANNOT_TELL || why < SBE_CEILING || why > SBE_NOT_BY_SENDER) {
+    if (verdict < SBE_HELD_BACK || verdict > SBE_CANNOT_TELL || why < SBE_CEILING || why > SBE_PATHS_TOP_HELD) {
         PyErr_SetString(PyExc_ValueError, "sndbuf estimate: verdict or reason out of range");
         return -1;
     }
@@ -346,7 +351,8 @@ static PyMethodDef Board_methods[] = {
     {"fork", (PyCFunction)Board_fork, METH_VARARGS, "fork(keep_data) -> a copy (keep_data False: the acks' state only)"},
     {"feed", (PyCFunction)Board_feed, METH_VARARGS,
      "feed(kind i1, lo i8, hi i8, size i8, bstart i8, bcount i4, blo i8, bhi i8, bnr i1, revoke i1, out_sack, "
-     "out_sacked, out_nr, out_freed, out_acked, out_units_sack, out_units_sacked, out_units_nr (i8), out_flags i4)"},
+     "out_sacked, out_nr, out_freed, out_acked, out_units_sack, out_units_sacked, out_units_nr (i8), out_flags i4[, "
+     "paths i8[, time_ns i8]]): paths, the path each ack came on; time_ns, each row's capture time (the estimator's waits)"},
     {"revoked", (PyCFunction)Board_revoked, METH_NOARGS,
      "revoked() -> int64 (row, lo, hi) triples, flat: the intervals each ack row of the last feed revoked"},
     {NULL}
@@ -756,7 +762,7 @@ static int feed_fresh(Board *b, const part_out_t *o, Py_ssize_t n, const board_r
         int rc = o->kind[i] == 0 ? feed_data(b, o->lo[i], o->hi[i], o->size[i], &fl)
                                  : feed_ack(b, i, o->hi[i], o->blo + o->bstart[i], o->bhi + o->bstart[i],
                                             o->bnr + o->bstart[i], o->bcount[i], REVOKE_IN_SPAN, o->conn[i], &fl, &freed);
-        if (rc < 0 || note_estimate(b, o->kind[i] == 0, fl, acked_before, data_before, freed) < 0) return -1;
+        if (rc < 0 || note_estimate(b, o->kind[i] == 0, fl, acked_before, data_before, freed, o->time_ns[i]) < 0) return -1;
         if (b->sb.gap_open) fl |= FLAG_GAP_OPEN;
         r->sack[i] = (int64_t)b->sb.sent.weight; r->sacked[i] = (int64_t)b->sb.sacked.weight;
         r->nr[i] = (int64_t)b->sb.nracked.weight; r->acked[i] = (int64_t)b->sb.acked_bytes;

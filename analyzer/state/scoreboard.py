@@ -161,7 +161,8 @@ class DirectionAccumulator:
         first, _, last_new, max_payload, max_sack, max_nr, max_whatif, retransmissions, ending = self.board.feed(
             part.kind, part.lo, part.hi, part.size, part.bstart, part.bcount, part.blo, part.bhi, part.bnr,
             revoke_modes(self.level, events, part), *out.values(), flags,
-            part.conn.astype(np.int64, copy=False))  # the path each ack came on (sb_ack)
+            part.conn.astype(np.int64, copy=False),  # the path each ack came on (sb_ack)
+            part.time_ns.astype(np.int64, copy=False))  # the waits' time (sbe_new_data)
         if self.on_part is not None:
             self.on_part(self, part, flags)
         is_data = part.kind == 0

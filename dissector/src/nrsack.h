@@ -85,6 +85,7 @@ typedef struct finding {
 #define NRSACK_MAX_UPDATES 2
 struct frame_result {
     guint32 num;              /* the frame */
+    gint64 ns;                /* its capture time (nrsack_time_ns) */
     gboolean has_stream;
     guint32 stream;
     guint n_updates;

@@ -191,7 +191,7 @@ void rtxq_on_data(frame_result_t *fr, flow_dir_t *d, guint64 lo, guint64 hi, gui
         d->after_new[SBE_NR] = d->sb.sent.weight - d->sb.nracked.weight;
         d->last_new_frame = fr->num;
         d->estimate_changes++;
-        if (sbe_new_data(&d->estimate, d->after_new[SBE_SACK], d->after_new[SBE_NR], res.new_bytes) < 0) {
+        if (sbe_new_data(&d->estimate, d->after_new[SBE_SACK], d->after_new[SBE_NR], res.new_bytes, fr->ns) < 0) {
             out_of_memory(fr, d);
             return;
         }

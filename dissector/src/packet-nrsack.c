@@ -491,6 +491,7 @@ static void analyze_once(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, gu
     static frame_result_t result;
     memset(&result, 0, sizeof(result));
     result.num = pinfo->num;
+    result.ns = nrsack_time_ns(pinfo);
     rec->analyzed = TRUE; /* never twice */
     TRY {
         decode_layer(tvb, pinfo, tree, layer, &result);
