@@ -1,21 +1,24 @@
 """The simulator's linux profile against the Linux kernel (issue 27): the same grid through
 `nrsack lab sweep --stack linux-tcp` (real time, root) and `nrsack generate sweep --profile linux`,
-side by side.
+side by side; with --stack linux-mptcp, MPTCP over the lab's two alike paths (each with the grid's
+loss, delay and bandwidth) against the simulator's MPTCP over two such paths.
 
     python bench/bench_linux_profile.py --out calib/                 # lab runs missing, then the table
     python bench/bench_linux_profile.py --out calib/ --report-only   # the table from the runs made
+    python bench/bench_linux_profile.py --out calib/ --stack linux-mptcp
 
 Per grid point (send buffer x loss x delay) the mean and spread (standard deviation over seeds) of
 throughput, retransmissions, timeouts, b/q and p/q for the kernel and for the model; a point is
 flagged where a mean differs from the other's by more than the larger spread (and the issue's
 criterion: throughput within 15 %, b/q within 0.1). The lab's b/q and p/q are its truth.json's (the
 writer's measured waits on a buffer full of sent data; docs/lab.md); its retransmissions and
-timeouts are counted on its sender.pcap: a data segment at or below the highest sequence sent is a
-retransmission, and a retransmission after 200 ms or more without any data sent is a timeout (Linux's
+timeouts are counted on its sender.pcap: a data segment at or below the highest sequence sent on
+its subflow is a retransmission, and a retransmission after 200 ms or more without any data sent is a timeout (Linux's
 RTO is at least SRTT + 200 ms, its tail-loss probe fires after 2 SRTT). The model's are its counters.
 """
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,9 +33,10 @@ SMALLEST_DIFFERENCE = 0.005  # below the table's last digit: two zero-spread zer
 
 
 def capture_counters(pcap):
-    """(retransmissions, timeouts) of the sender's data in a TCP capture."""
+    """(retransmissions, timeouts) of the sender's data in a TCP capture (MPTCP: each subflow's
+    sequence space apart; a timeout is a silence of the whole connection)."""
     retransmissions = timeouts = 0
-    high = None
+    highest = {}  # the sender's port (the subflow) -> highest sequence sent
     last_data_t = None
     with open(pcap, "rb") as f:
         for t, buf in dpkt.pcap.Reader(f):
@@ -40,15 +44,18 @@ def capture_counters(pcap):
             if not isinstance(ip, dpkt.ip.IP) or not isinstance(ip.data, dpkt.tcp.TCP):
                 continue
             tcp = ip.data
-            if not tcp.data or tcp.dport != 5201:
+            # the lab's captures keep the first 128 bytes of a frame: the payload's length from the headers
+            size = ip.len - ip.hl * 4 - tcp.off * 4
+            if not size or tcp.dport != 5201:
                 continue
-            end = tcp.seq + len(tcp.data)
+            end = tcp.seq + size
+            high = highest.get(tcp.sport)
             if high is not None and (end - high) % 2**32 > 2**31 or end == high:
                 retransmissions += 1
                 if last_data_t is not None and t - last_data_t >= SILENCE_BEFORE_TIMEOUT_S:
                     timeouts += 1
             else:
-                high = end
+                highest[tcp.sport] = end
             last_data_t = t
     return retransmissions, timeouts
 
@@ -100,41 +107,72 @@ def markdown(rows):
     return "\n".join(lines)
 
 
+def simulate_mptcp(a, delay, sim_dir):
+    """The simulator's MPTCP on the lab's set-up: two alike paths, each losing the grid's rate (the
+    sweep command's --loss is the last path's only, so the points are made here)."""
+    from nrsack.generator.sim import sweep
+
+    points = [sweep.point(protocol="mptcp", ack="sack", sndbuf=int(b), loss=float(x),
+                          bandwidth_mbps=float(a.bandwidth), delay_ms=float(delay), nbytes=int(a.bytes), seed=s,
+                          paths=2, payload=a.payload, profile=a.profile, writer=a.writer, loss_all_paths=True)
+              for b in a.sndbuf.split(",") for x in a.loss.split(",") for s in range(1, int(a.seeds) + 1)]
+    print(f"$ (simulator) {len(points)} MPTCP runs, profile {a.profile}, delay {delay} ms", flush=True)
+    sim_dir.mkdir(parents=True, exist_ok=True)
+    rows = pd.DataFrame(sweep.run(points, serial=True))
+    rows.to_csv(sim_dir / "runs.csv", index=False)
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--stack", choices=("linux-tcp", "linux-mptcp"), default="linux-tcp")
     ap.add_argument("--sndbuf", default="8192,32768,131072")
     ap.add_argument("--loss", default="0.005,0.02")
     ap.add_argument("--delay", default="10,40", help="one-way ms, comma-separated")
-    ap.add_argument("--bandwidth", default="20")
+    ap.add_argument("--bandwidth", default="20", help="Mbit/s (linux-mptcp: each path's)")
     ap.add_argument("--bytes", default="1000000")
     ap.add_argument("--seeds", default="3")
+    ap.add_argument("--payload", type=int, default=None,
+                    help="bytes per write in the lab and the simulator's segment payload: the kernel's MSS on "
+                         "the lab's path, so that a write is one segment [default: 1448, linux-mptcp 1424 (the "
+                         "DSS option takes 24 bytes; a 1448-byte write goes as 1424 + 24)]")
     ap.add_argument("--cc", default="cubic", help="the lab's TCP_CONGESTION")
     ap.add_argument("--profile", default="linux", help="the simulator's profile")
     ap.add_argument("--writer", default="spin", help="the simulator's writer (the lab's spins on send())")
     ap.add_argument("--report-only", action="store_true")
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
+    mptcp = a.stack == "linux-mptcp"
+    a.payload = a.payload or (1424 if mptcp else 1448)
+    tag = "mptcp-" if mptcp else ""  # linux-tcp keeps the folder names of the runs made before
     nrsack = ["nrsack"]
     grid = ["--sndbuf", a.sndbuf, "--loss", a.loss, "--bandwidth", a.bandwidth, "--bytes", a.bytes,
             "--seeds", a.seeds]
+    lab_grid = [*grid, "--message", str(a.payload)]
     lab, sim = [], []
     for delay in a.delay.split(","):
-        lab_dir, sim_dir = a.out / f"lab-d{delay}", a.out / f"sim-{a.profile}-d{delay}"
+        lab_dir, sim_dir = a.out / f"lab-{tag}d{delay}", a.out / f"sim-{tag}{a.profile}-d{delay}"
         if not (lab_dir / "runs.csv").exists():
             if a.report_only:
                 sys.exit(f"no lab runs in {lab_dir}")
-            # the lab runs in real time: niced, so that the machine's other work goes first
-            run(["nice", "-n", "10", *nrsack, "lab", "sweep", "--stack", "linux-tcp", "--cc", a.cc,
-                 "--delay", delay, *grid, "--out", str(lab_dir)], a.out / f"lab-d{delay}.log")
-        run([*nrsack, "generate", "sweep", "--protocol", "tcp", "--profile", a.profile, "--writer", a.writer,
-             "--payload", "1448",
-             "--delay", delay, *grid, "--serial", "--out", str(sim_dir)], a.out / f"sim-d{delay}.log")
+            # the lab runs in real time: niced, so that the machine's other work goes first; the
+            # machine's load beside them (the runs are compared with their spread, not alone)
+            print("load before the lab runs:", os.getloadavg(), flush=True)
+            run(["nice", "-n", "10", *nrsack, "lab", "sweep", "--stack", a.stack, "--cc", a.cc,
+                 "--delay", delay, *lab_grid, "--out", str(lab_dir)], a.out / f"lab-{tag}d{delay}.log")
+            print("load after the lab runs:", os.getloadavg(), flush=True)
+        if mptcp:
+            s = simulate_mptcp(a, delay, sim_dir)
+        else:
+            run([*nrsack, "generate", "sweep", "--protocol", "tcp", "--profile", a.profile, "--writer", a.writer,
+                 "--payload", str(a.payload),
+                 "--delay", delay, *grid, "--serial", "--out", str(sim_dir)], a.out / f"sim-d{delay}.log")
+            s = pd.read_csv(sim_dir / "runs.csv")
         lab.append(lab_rows(lab_dir))
-        s = pd.read_csv(sim_dir / "runs.csv")
         sim.append(s[s.ack == "sack"])
     rows = table(pd.concat(lab), pd.concat(sim))
-    rows.to_csv(a.out / f"calibration-{a.profile}.csv", index=False, float_format="%.4g")
+    rows.to_csv(a.out / f"calibration-{tag}{a.profile}.csv", index=False, float_format="%.4g")
     print(markdown(rows))
     n = len(rows)
     print(f"\n{n} points; throughput within 15 %: {rows.t_within_15pct.sum()}/{n}; "

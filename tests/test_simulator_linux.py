@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from nrsack.generator.sim.engine import PathConfig, SimConfig, simulate
-from nrsack.generator.sim.model import NS, RTX, Simulation
+from nrsack.generator.sim.model import DATA, NS, RTX, Simulation
 from nrsack.generator.sim.profiles import profile
 
 PATH = PathConfig(bandwidth_bps=20e6, delay_s=0.01, loss=0.0)
@@ -154,16 +154,54 @@ def test_a_spinning_writer_writes_as_soon_as_one_segment_fits():
         config(writer="busy")
 
 
+TWO_PATHS = (PathConfig(bandwidth_bps=20e6, delay_s=0.01), PathConfig(bandwidth_bps=20e6, delay_s=0.01))
+
+
+def first_path_of(trace):
+    """unit -> the subflow of its first transmission."""
+    return {f[3]: f[2] for f in trace.sender if f[1] == DATA}
+
+
 def test_mptcp_subflows_follow_the_linux_rules_each():
-    paths = (PathConfig(bandwidth_bps=20e6, delay_s=0.01), PathConfig(bandwidth_bps=20e6, delay_s=0.01))
-    drops = (60, 61, 62, 63, 64, 65)  # round robin puts holes on both subflows
-    trace = simulate(config(protocol="mptcp", payload=1400, sndbuf=1 << 20, paths=paths,
-                            drop_units=drops))
+    # three holes on each subflow, taken from where a loss-free run of the same seed put its data
+    cfg = config(protocol="mptcp", payload=1400, sndbuf=16384, paths=TWO_PATHS)
+    placed = first_path_of(simulate(cfg))
+    drops = tuple(sorted([u for u in range(100, 280) if placed[u] == 0][:3]
+                         + [u for u in range(100, 280) if placed[u] == 1][:3]))
+    trace = simulate(config(protocol="mptcp", payload=1400, sndbuf=16384, paths=TWO_PATHS, drop_units=drops))
     assert sorted(f[3] for f in trace.sender if f[1] == RTX) == list(drops)
     assert trace.counters["timeouts"] == 0
     assert {r[0] for r in trace.recovery if r[1] == "fast"} == {0, 1}
     reduced = [c[3] for c in trace.cwnd if c[3] < trace.config.rcvbuf]
     assert reduced and all(x % 1400 == 0 and x >= 2 * 1400 for x in reduced)  # whole segments
+
+
+def test_the_mptcp_writer_waits_on_the_connections_buffer_of_payload():
+    # mptcp_sendmsg: the connection holds each write's payload and a frag header against 2 x SO_SNDBUF,
+    # more segments than a TCP socket's skbs would (8 of 2232 bytes of truesize in 16 KB)
+    cfg = config(protocol="mptcp", payload=1400, sndbuf=8192, paths=TWO_PATHS)
+    rows = np.asarray(simulate(cfg).rtxq, dtype=np.int64)
+    held = -(-rows[:, 3] // cfg.payload)
+    per_write = cfg.payload + profile("linux").mptcp_dfrag_overhead_bytes
+    assert held.max() == -(-2 * cfg.sndbuf // per_write) == 12
+
+
+def test_the_mptcp_scheduler_hands_each_write_to_the_subflow_that_drains_soonest():
+    # before the second subflow joins, writes go to the first until its skbs fill its buffer
+    # (sk_stream_memory_free: 59 skbs of 2232 bytes in 2 x 65536), then wait at the connection
+    placed = first_path_of(simulate(config(protocol="mptcp", payload=1400, sndbuf=65536, paths=TWO_PATHS)))
+    skb = 1400 + profile("linux").skb_overhead_bytes
+    first = -(-2 * 65536 // skb)
+    assert [placed[u] for u in range(first + 1)] == [0] * first + [1]
+    # a subflow 5 times farther away drains its queue 5 times slower: it gets far less of the data
+    # than round robin gives it
+    far = (TWO_PATHS[0], PathConfig(bandwidth_bps=20e6, delay_s=0.05))
+    shares = {}
+    for prof in ("linux", "rfc"):
+        placed = first_path_of(simulate(config(protocol="mptcp", payload=1400, sndbuf=65536, paths=far,
+                                               total_bytes=1_000_000, profile=prof)))
+        shares[prof] = sum(placed.values()) / len(placed)
+    assert shares["linux"] < 0.15 < shares["rfc"]
 
 
 def test_slow_start_goes_on_during_rto_recovery():
