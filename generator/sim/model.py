@@ -447,12 +447,16 @@ class Simulation:
             steps = [(0, "SYN", True), (2 * d0, "SYN-ACK", False), (2 * d0, "ACK", True)]
             paths = [0, 0, 0]
             ready = [(0, 2 * d0)]
+            # profile mptcp_join_after_add_addr: the join waits for the ADD_ADDR (sent by the
+            # receiver when the third ACK reaches it, back at the sender two delays later), and the
+            # subflow is usable once the receiver's ack of its JOIN-ACK is back
+            join = 4 * d0 if self.prof.mptcp_join_after_add_addr else 2 * d0
             for p in range(1, self.P):
                 dp = self.delay[p]
-                steps += [(2 * d0, "JOIN-SYN", True), (2 * d0 + 2 * dp, "JOIN-SYN-ACK", False),
-                          (2 * d0 + 2 * dp, "JOIN-ACK", True)]
+                steps += [(join, "JOIN-SYN", True), (join + 2 * dp, "JOIN-SYN-ACK", False),
+                          (join + 2 * dp, "JOIN-ACK", True)]
                 paths += [p, p, p]
-                ready.append((p, 2 * d0 + 2 * dp))
+                ready.append((p, join + (4 if self.prof.mptcp_join_after_add_addr else 2) * dp))
         for (t, name, from_sender), p in zip(steps, paths):
             # a frame from the sender is seen at the sender at t and at the receiver one delay
             # later; a frame from the receiver left it one delay before t

@@ -97,6 +97,11 @@ class Profile:
     # write's payload plus this many bytes of frag header (mptcp_sendmsg, mptcp_carve_data_frag), not
     # an skb per segment (the subflows charge their skbs to their own buffers)
     mptcp_dfrag_overhead_bytes: int = 0
+    # a joining subflow starts when the receiver's ADD_ADDR, sent once the connection is up at its
+    # end, reaches the sender, and sends only once fully established, when the receiver's ack of its
+    # third ACK is back (__mptcp_subflow_active): two RTTs later than the join right after the first
+    # handshake that the flag off gives
+    mptcp_join_after_add_addr: bool = False
     delack_s: float = 0.2
     initial_cwnd_packets: int = 4
     rto_initial_s: float = 1.0
@@ -110,7 +115,7 @@ class Profile:
 LINUX = Profile(name="linux", rto_min_on_variance=True, handshake_rtt_sample=True, linux_sndbuf=True,
                 skb_overhead_bytes=832, rack_loss=True, cc="cubic", hystart=True, delack_s=0.04,
                 initial_cwnd_packets=10, rto_initial_s=1.0, rto_min_s=0.2, rto_max_s=120.0,
-                mptcp_scheduler="linger", mptcp_dfrag_overhead_bytes=40)
+                mptcp_scheduler="linger", mptcp_dfrag_overhead_bytes=40, mptcp_join_after_add_addr=True)
 
 PROFILES = {
     "rfc": Profile(name="rfc"),
