@@ -174,7 +174,7 @@ def simulate_mptcp(a, delay, sim_dir):
     points = [sweep.point(protocol="mptcp", ack="sack", sndbuf=int(b), loss=float(x),
                           bandwidth_mbps=float(a.bandwidth), delay_ms=float(delay), nbytes=int(a.bytes), seed=s,
                           paths=2, payload=a.payload, profile=a.profile, writer=a.writer, loss_all_paths=True)
-              for b in a.sndbuf.split(",") for x in a.loss.split(",") for s in range(1, int(a.seeds) + 1)]
+              for b in a.sndbuf.split(",") for x in a.loss.split(",") for s in range(1, int(a.sim_seeds) + 1)]
     print(f"$ (simulator) {len(points)} MPTCP runs, profile {a.profile}, delay {delay} ms", flush=True)
     sim_dir.mkdir(parents=True, exist_ok=True)
     rows = pd.DataFrame(sweep.run(points, serial=True))
@@ -192,6 +192,9 @@ def main(argv=None):
     ap.add_argument("--bandwidth", default="20", help="Mbit/s (linux-mptcp: each path's)")
     ap.add_argument("--bytes", default="1000000")
     ap.add_argument("--seeds", default="3")
+    ap.add_argument("--sim-seeds", default=None,
+                    help="the model's seeds [default: --seeds]; it costs milliseconds a run, and more seeds "
+                         "take the model's own spread out of the comparison of means")
     ap.add_argument("--payload", type=int, default=None,
                     help="bytes per write in the lab and the simulator's segment payload: the kernel's MSS on "
                          "the lab's path, so that a write is one segment [default: 1448, linux-mptcp 1424 (the "
@@ -206,14 +209,18 @@ def main(argv=None):
     a.out.mkdir(parents=True, exist_ok=True)
     mptcp = a.stack == "linux-mptcp"
     a.payload = a.payload or (1424 if mptcp else 1448)
+    a.sim_seeds = a.sim_seeds or a.seeds
     tag = "mptcp-" if mptcp else ""  # linux-tcp keeps the folder names of the runs made before
     nrsack = ["nrsack"]
     grid = ["--sndbuf", a.sndbuf, "--loss", a.loss, "--bandwidth", a.bandwidth, "--bytes", a.bytes,
             "--seeds", a.seeds]
     lab_grid = [*grid, "--message", str(a.payload)]
+    sim_grid = [*grid[:-1], a.sim_seeds]
     lab, sim = [], []
     for delay in a.delay.split(","):
-        lab_dir, sim_dir = a.out / f"lab-{tag}d{delay}", a.out / f"sim-{tag}{a.profile}-d{delay}"
+        lab_dir = a.out / f"lab-{tag}d{delay}"
+        sim_dir = a.out / f"sim-{tag}{a.profile}-d{delay}" if a.sim_seeds == a.seeds else \
+            a.out / f"sim-{tag}{a.profile}-s{a.sim_seeds}-d{delay}"
         if not (lab_dir / "runs.csv").exists():
             if a.report_only:
                 sys.exit(f"no lab runs in {lab_dir}")
@@ -229,7 +236,7 @@ def main(argv=None):
         else:
             run([*nrsack, "generate", "sweep", "--protocol", "tcp", "--profile", a.profile, "--writer", a.writer,
                  "--payload", str(a.payload),
-                 "--delay", delay, *grid, "--serial", "--out", str(sim_dir)], a.out / f"sim-d{delay}.log")
+                 "--delay", delay, *sim_grid, "--serial", "--out", str(sim_dir)], a.out / f"sim-d{delay}.log")
             s = pd.read_csv(sim_dir / "runs.csv")
         lab.append(lab_rows(lab_dir))
         sim.append(s[s.ack == "sack"])
