@@ -14,7 +14,7 @@ criterion: throughput within 15 %, b/q within 0.1). The lab's b/q and p/q are it
 writer's measured waits on a buffer full of sent data; docs/lab.md); its retransmissions and
 timeouts are counted on its sender.pcap: a data segment at or below the highest sequence sent on
 its subflow is a retransmission, and a retransmission after 200 ms or more without any data sent
-is a timeout (Linux's RTO is at least SRTT + 200 ms, its tail-loss probe fires after 2 SRTT). The
+on its subflow is a timeout (Linux's RTO is at least SRTT + 200 ms, its tail-loss probe fires after 2 SRTT). The
 model's are its counters.
 
 The lab's path is a forwarder process in real time: on a loaded machine it is descheduled and
@@ -45,14 +45,15 @@ MIN_KERNEL_RUNS = 3  # a point is judged on at least this many kernel runs over 
 
 def capture_counters(pcap):
     """(retransmissions, timeouts, RTT samples in seconds) of the sender's data in a TCP capture
-    (MPTCP: each subflow's sequence space apart; a timeout is a silence of the whole connection). An
+    (MPTCP: each subflow apart, its sequence space and its silences, as the model counts each
+    subflow's RTOs). An
     RTT sample: a first transmission to the first ack that covers exactly its end (Karn: none for
     data sent twice)."""
     retransmissions = timeouts = 0
     highest = {}  # the sender's port (the subflow) -> highest sequence sent
     sent_at = {}  # (sender's port, end sequence) -> time sent; None once sent again
     rtts = []
-    last_data_t = None
+    last_data_t = {}  # the sender's port -> time of its last data segment
     with open(pcap, "rb") as f:
         for t, buf in dpkt.pcap.Reader(f):
             ip = dpkt.ethernet.Ethernet(buf).data
@@ -74,12 +75,12 @@ def capture_counters(pcap):
             if high is not None and (end - high) % 2**32 > 2**31 or end == high:
                 retransmissions += 1
                 sent_at[key] = None
-                if last_data_t is not None and t - last_data_t >= SILENCE_BEFORE_TIMEOUT_S:
+                if t - last_data_t.get(tcp.sport, t) >= SILENCE_BEFORE_TIMEOUT_S:
                     timeouts += 1
             else:
                 highest[tcp.sport] = end
                 sent_at[key] = None if key in sent_at else t
-            last_data_t = t
+            last_data_t[tcp.sport] = t
     return retransmissions, timeouts, rtts
 
 
