@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from nrsack.generator.sim.engine import PathConfig, SimConfig, simulate
-from nrsack.generator.sim.model import NS, RTX, Simulation
+from nrsack.generator.sim.model import CTRL, DATA, NS, RTX, Simulation
 from nrsack.generator.sim.profiles import profile
 
 PATH = PathConfig(bandwidth_bps=20e6, delay_s=0.01, loss=0.0)
@@ -154,16 +154,55 @@ def test_a_spinning_writer_writes_as_soon_as_one_segment_fits():
         config(writer="busy")
 
 
+TWO_PATHS = (PathConfig(bandwidth_bps=20e6, delay_s=0.01), PathConfig(bandwidth_bps=20e6, delay_s=0.01))
+
+
+def first_path_of(trace):
+    """unit -> the subflow of its first transmission."""
+    return {f[3]: f[2] for f in trace.sender if f[1] == DATA}
+
+
 def test_mptcp_subflows_follow_the_linux_rules_each():
-    paths = (PathConfig(bandwidth_bps=20e6, delay_s=0.01), PathConfig(bandwidth_bps=20e6, delay_s=0.01))
-    drops = (60, 61, 62, 63, 64, 65)  # round robin puts holes on both subflows
-    trace = simulate(config(protocol="mptcp", payload=1400, sndbuf=1 << 20, paths=paths,
-                            drop_units=drops))
+    # three holes on each subflow, taken from where a loss-free run of the same seed put its data
+    cfg = config(protocol="mptcp", payload=1400, sndbuf=16384, paths=TWO_PATHS)
+    placed = first_path_of(simulate(cfg))
+    drops = tuple(sorted([u for u in range(100, 280) if placed[u] == 0][:3]
+                         + [u for u in range(100, 280) if placed[u] == 1][:3]))
+    trace = simulate(config(protocol="mptcp", payload=1400, sndbuf=16384, paths=TWO_PATHS, drop_units=drops))
     assert sorted(f[3] for f in trace.sender if f[1] == RTX) == list(drops)
     assert trace.counters["timeouts"] == 0
     assert {r[0] for r in trace.recovery if r[1] == "fast"} == {0, 1}
     reduced = [c[3] for c in trace.cwnd if c[3] < trace.config.rcvbuf]
     assert reduced and all(x % 1400 == 0 and x >= 2 * 1400 for x in reduced)  # whole segments
+
+
+def test_the_mptcp_writer_waits_on_the_connections_buffer_of_payload():
+    # mptcp_sendmsg: the connection holds each write's payload and a frag header against 2 x SO_SNDBUF,
+    # more segments than a TCP socket's skbs would (8 of 2232 bytes of truesize in 16 KB)
+    cfg = config(protocol="mptcp", payload=1400, sndbuf=8192, paths=TWO_PATHS)
+    rows = np.asarray(simulate(cfg).rtxq, dtype=np.int64)
+    held = -(-rows[:, 3] // cfg.payload)
+    per_write = cfg.payload + profile("linux").mptcp_dfrag_overhead_bytes
+    assert held.max() == -(-2 * cfg.sndbuf // per_write) == 12
+
+
+def test_the_mptcp_scheduler_hands_each_write_to_the_subflow_that_drains_soonest():
+    # before the second subflow joins, every write goes to the first, far beyond its initial cwnd
+    # of 10, until its skbs fill its buffer (sk_stream_memory_free: 59 skbs of 2232 bytes in
+    # 2 x 65536); the rest waits at the connection and goes where the scheduler says once both are up
+    placed = first_path_of(simulate(config(protocol="mptcp", payload=1400, sndbuf=65536, paths=TWO_PATHS)))
+    skb = 1400 + profile("linux").skb_overhead_bytes
+    first = -(-2 * 65536 // skb)
+    assert [placed[u] for u in range(first)] == [0] * first and 1 in placed.values()
+    # a subflow 5 times farther away drains its queue 5 times slower: it gets far less of the data
+    # than round robin gives it
+    far = (TWO_PATHS[0], PathConfig(bandwidth_bps=20e6, delay_s=0.05))
+    shares = {}
+    for prof in ("linux", "rfc"):
+        placed = first_path_of(simulate(config(protocol="mptcp", payload=1400, sndbuf=65536, paths=far,
+                                               total_bytes=1_000_000, profile=prof)))
+        shares[prof] = sum(placed.values()) / len(placed)
+    assert shares["linux"] < 0.15 < shares["rfc"]
 
 
 def test_slow_start_goes_on_during_rto_recovery():
@@ -173,3 +212,15 @@ def test_slow_start_goes_on_during_rto_recovery():
     (_, kind, start, end), = [r for r in trace.recovery if r[1] == "rto"]
     during = [c[2] // 1448 for c in trace.cwnd if start <= c[0] < end]
     assert during[0] == 1 and max(during) > 1  # tcp_may_raise_cwnd: growth in the Loss state
+
+
+def test_a_joining_subflow_sends_once_fully_established_after_the_add_addr():
+    # the ADD_ADDR leaves the receiver when the third ACK reaches it (3 d) and is at the sender at
+    # 4 d; the join's SYN, SYN-ACK, ACK and the receiver's ack of that ACK take 4 d more
+    d = int(0.01 * NS)
+    # (rfc: the join right after the first handshake, data after its three frames)
+    for prof, join, first_on_second in (("linux", 4 * d, 8 * d), ("rfc", 2 * d, 4 * d)):
+        trace = simulate(config(protocol="mptcp", payload=1400, paths=TWO_PATHS, profile=prof))
+        joins = {f[3]: f[0] for f in trace.sender if f[1] == CTRL and f[2] == 1}
+        assert joins["JOIN-SYN"] == join
+        assert min(f[0] for f in trace.sender if f[1] == DATA and f[2] == 1) == first_on_second

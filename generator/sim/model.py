@@ -33,6 +33,9 @@ CUBIC_C, CUBIC_BETA = 0.4, 0.7
 CUBIC_ALPHA = 3 * (1 - CUBIC_BETA) / (1 + CUBIC_BETA)
 SCTP_MAX_BLOCKS = (1500 - 20 - 12 - 20) // 4  # an NR-SACK chunk must fit one 1500-byte packet
 TCP_MAX_BLOCKS = 4  # 40 bytes of TCP options
+# net/mptcp/protocol.c MPTCP_SEND_BURST_SIZE: 64 KB less the TCP header, options, IPv6 header and
+# fragment header, the bytes one pick of the scheduler may hand its subflow
+MPTCP_SEND_BURST = (1 << 16) - 20 - 40 - 40 - 8
 MPTCP_MAX_BLOCKS = 3  # subflow SACK blocks + data-level NR blocks beside a DSS with 8-byte DATA ACK
 GAP_OFFSET_MAX = 0xFFFF  # SCTP gap block offsets are 16 bit
 # bytes on the wire around one payload, for the serialisation time
@@ -253,7 +256,18 @@ class Simulation:
         # buffer in truesize bytes, cubic's state per path and the smallest RTT seen
         self.writer_blocked = False
         self.buffer_bytes = 2 * cfg.sndbuf if prof.linux_sndbuf else cfg.sndbuf
-        self.truesize = cfg.payload + prof.skb_overhead_bytes
+        self.skb_truesize = cfg.payload + prof.skb_overhead_bytes
+        # the buffer the writer waits on: MPTCP's is the connection's (payload and frag headers)
+        self.truesize = (cfg.payload + prof.mptcp_dfrag_overhead_bytes if self.mptcp and prof.linux_sndbuf
+                         else self.skb_truesize)
+        # the kernel's MPTCP scheduler (profile mptcp_scheduler "linger"): units written by the
+        # application, and per subflow the units handed to it and not yet sent, in order; units
+        # [next_new, written) wait at the connection level
+        self.linger = self.mptcp and prof.mptcp_scheduler == "linger"
+        self.written = 0
+        self.written_bytes = 0
+        self.handed = [deque() for _ in range(len(cfg.paths))]
+        self.avg_pacing = [None] * len(cfg.paths)  # the scheduler's smoothed pacing rate, bytes/ns
         self.cubic = [dict(w_max=0.0, epoch=None, k=0.0, origin=0.0, w_est=0.0) for _ in range(P)]
         self.ca_acked = [0] * P  # bytes acked in congestion avoidance toward the next increase
         self.min_rtt = [None] * P
@@ -360,7 +374,9 @@ class Simulation:
         """metrics.md's B - rtxq < S; a profile whose window counts DATA chunks (decision 29):
         the next full chunk does not fit beside the chunks in the RtxQ."""
         if self.prof.linux_sndbuf:
-            return not self._writable(rtxq)
+            # written data not yet sent is not a buffer full of sent data (the lab's truth leaves
+            # such waits out, lab/truth.py); every unit is sent as soon as written otherwise
+            return self.written_bytes <= self.sent_bytes and not self._writable(rtxq)
         if not self.prof.chunk_header_bytes:
             return self.cfg.sndbuf - rtxq < self.S
         return self.cfg.sndbuf - -(-rtxq // self.S) * self.window_unit < self.window_unit
@@ -431,12 +447,16 @@ class Simulation:
             steps = [(0, "SYN", True), (2 * d0, "SYN-ACK", False), (2 * d0, "ACK", True)]
             paths = [0, 0, 0]
             ready = [(0, 2 * d0)]
+            # profile mptcp_join_after_add_addr: the join waits for the ADD_ADDR (sent by the
+            # receiver when the third ACK reaches it, back at the sender two delays later), and the
+            # subflow is usable once the receiver's ack of its JOIN-ACK is back
+            join = 4 * d0 if self.prof.mptcp_join_after_add_addr else 2 * d0
             for p in range(1, self.P):
                 dp = self.delay[p]
-                steps += [(2 * d0, "JOIN-SYN", True), (2 * d0 + 2 * dp, "JOIN-SYN-ACK", False),
-                          (2 * d0 + 2 * dp, "JOIN-ACK", True)]
+                steps += [(join, "JOIN-SYN", True), (join + 2 * dp, "JOIN-SYN-ACK", False),
+                          (join + 2 * dp, "JOIN-ACK", True)]
                 paths += [p, p, p]
-                ready.append((p, 2 * d0 + 2 * dp))
+                ready.append((p, join + (4 if self.prof.mptcp_join_after_add_addr else 2) * dp))
         for (t, name, from_sender), p in zip(steps, paths):
             # a frame from the sender is seen at the sender at t and at the receiver one delay
             # later; a frame from the receiver left it one delay before t
@@ -451,6 +471,8 @@ class Simulation:
 
     # -- sender ----------------------------------------------------------------------------------
     def _try_send(self, now):
+        if self.linger:
+            return self._try_send_linger(now)
         if self.prof.max_burst_cwnd:
             self._cut_cwnd_to_burst(now)
         flags = self.flags
@@ -522,6 +544,78 @@ class Simulation:
                 return
             self.next_new = u + 1
             send(now, u, p, False)
+
+    def _try_send_linger(self, now):
+        """MPTCP as the kernel sends: each subflow's retransmissions first, then what was handed to
+        it, as its cwnd allows; the writer writes while the connection's buffer has room, and the
+        scheduler hands each write to a subflow (mptcp_sendmsg, __mptcp_push_pending)."""
+        flags, pending, ready, flight, cwnd = self.flags, self.pending, self.ready, self.flight, self.cwnd
+        P, n, size = self.P, self.n, self.size
+        if pending:
+            waiting = []
+            while pending:
+                u = heapq.heappop(pending)
+                if not flags[u] & LOST:
+                    continue  # acked meanwhile, or already resent
+                p = self.upath[u]
+                if ready[p] and (flight[p] + size(u) <= cwnd[p] or self.fr_allow[p]):
+                    self._send(now, u, p, True)
+                else:
+                    waiting.append(u)
+            for u in waiting:
+                heapq.heappush(pending, u)
+        while True:
+            for p in range(P):
+                handed = self.handed[p]
+                while handed and ready[p] and (flight[p] + size(handed[0]) <= cwnd[p] or self.fr_allow[p]):
+                    self._send(now, handed.popleft(), p, False)
+            u = self.next_new
+            if u < self.written and self.sent_bytes - self.dcum_bytes + size(u) <= self.peer_rwnd:
+                p = self._linger_pick()
+                if p is not None:
+                    self.handed[p].append(u)
+                    self.next_new = u + 1
+                    continue
+            if self.written >= n:
+                return
+            rtxq = self.written_bytes - self.dcum_bytes - (self.nr_bytes if self.nr else 0)
+            if not self._writable(rtxq):
+                self.writer_blocked = True
+                return
+            self.writer_blocked = False
+            self.written_bytes += size(self.written)
+            self.written += 1
+
+    def _linger_pick(self):
+        """mptcp_subflow_get_send: the subflow whose queued skbs (truesize, sent and unacked at its
+        level or not yet sent) would leave soonest at its smoothed pacing rate; None when that
+        subflow's queue fills its buffer (sk_stream_memory_free; the connection's SO_SNDBUF is
+        every subflow's, mptcp_sockopt_sync). The pick moves its smoothed rate toward the current
+        one, weighted by a burst of 64 KB against the queue."""
+        best = best_linger = None
+        queued = [0] * self.P
+        for p in range(self.P):
+            if not self.ready[p] or self.srtt[p] is None:
+                continue
+            sp = self.spaces[p]
+            queued[p] = (sp.sent - sp.cum + len(self.handed[p])) * self.skb_truesize
+            if self.avg_pacing[p] is None:
+                self.avg_pacing[p] = self._pacing_rate(p)
+            linger = queued[p] / self.avg_pacing[p]
+            if best is None or linger < best_linger:
+                best, best_linger = p, linger
+        if best is None or queued[best] >= self.buffer_bytes:
+            return None
+        wmem = queued[best]
+        self.avg_pacing[best] = ((self.avg_pacing[best] * wmem + self._pacing_rate(best) * MPTCP_SEND_BURST)
+                                 / (MPTCP_SEND_BURST + wmem))
+        return best
+
+    def _pacing_rate(self, p):
+        """tcp_update_pacing_rate: cwnd (or the flight, if larger) per SRTT, times 2 in slow start's
+        first half (cwnd < ssthresh / 2), else 1.2; bytes per ns."""
+        ratio = 2.0 if self.cwnd[p] < self.ssthresh[p] / 2 else 1.2
+        return ratio * max(self.cwnd[p], self.flight[p]) / max(self.srtt[p], 1)
 
     def _cut_cwnd_to_burst(self, now):
         """usrsctp's Max.Burst: no more than max_burst_cwnd packets may leave at once beyond flight."""

@@ -86,6 +86,22 @@ class Profile:
     # cubic's HyStart (tcp_cubic.c hystart_update): slow start ends when one round's acks come in a
     # train longer than half the minimum RTT, or its first 8 RTT samples exceed the minimum by 1/8
     hystart: bool = False
+    # -- Linux MPTCP (net/mptcp/protocol.c; docs/simulator.md) --
+    # how new data is spread over the subflows: "round_robin" (the next subflow with room in its
+    # cwnd), or "linger" (the kernel's default scheduler, mptcp_subflow_get_send): each write is
+    # handed at once to the subflow whose queue (its skbs' truesize, sent or not) drains soonest at
+    # its pacing rate, where it waits for that subflow's cwnd; none while that subflow's queue fills
+    # its buffer (sk_stream_memory_free), and the data then waits at the connection level
+    mptcp_scheduler: str = "round_robin"
+    # linux_sndbuf under MPTCP: the buffer the writer waits on is the connection's, which holds each
+    # write's payload plus this many bytes of frag header (mptcp_sendmsg, mptcp_carve_data_frag), not
+    # an skb per segment (the subflows charge their skbs to their own buffers)
+    mptcp_dfrag_overhead_bytes: int = 0
+    # a joining subflow starts when the receiver's ADD_ADDR, sent once the connection is up at its
+    # end, reaches the sender, and sends only once fully established, when the receiver's ack of its
+    # third ACK is back (__mptcp_subflow_active): two RTTs later than the join right after the first
+    # handshake that the flag off gives
+    mptcp_join_after_add_addr: bool = False
     delack_s: float = 0.2
     initial_cwnd_packets: int = 4
     rto_initial_s: float = 1.0
@@ -94,10 +110,12 @@ class Profile:
 
 
 # Linux 6.x TCP, cubic (the kernel's default); skb_overhead_bytes measured on the lab's kernel
-# (SO_MEMINFO's wmem_queued against SIOCOUTQ, docs/simulator.md)
+# (SO_MEMINFO's wmem_queued against SIOCOUTQ, docs/simulator.md); mptcp_dfrag_overhead_bytes is
+# sizeof(struct mptcp_data_frag) on 64 bits (the lab's MPTCP socket: 40-44 bytes per write)
 LINUX = Profile(name="linux", rto_min_on_variance=True, handshake_rtt_sample=True, linux_sndbuf=True,
                 skb_overhead_bytes=832, rack_loss=True, cc="cubic", hystart=True, delack_s=0.04,
-                initial_cwnd_packets=10, rto_initial_s=1.0, rto_min_s=0.2, rto_max_s=120.0)
+                initial_cwnd_packets=10, rto_initial_s=1.0, rto_min_s=0.2, rto_max_s=120.0,
+                mptcp_scheduler="linger", mptcp_dfrag_overhead_bytes=40, mptcp_join_after_add_addr=True)
 
 PROFILES = {
     "rfc": Profile(name="rfc"),
