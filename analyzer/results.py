@@ -181,7 +181,7 @@ def analyze(path, sndbuf=None, progress=None, chunk_frames=None, max_open_flows=
     chunk_frames: frames per chunk fed through the pipeline (None: the whole capture at once); the
     results do not depend on it.
     max_open_flows: the flows held open at once; past it the flows without data are released and those
-    idle longest finished at their last event, with a GEN-01 note (docs/decisions.md 5X).
+    idle longest finished at their last event, with a GEN-01 note (docs/decisions.md 67).
     Raises CaptureError (one line) for unusable input.
     """
     run = Run(path, MemoryStore(), chunk_frames, progress, keep_serials=True, max_open_flows=max_open_flows)

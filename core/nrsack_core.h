@@ -51,7 +51,7 @@ uint64_t serial_near(uint64_t reference, uint32_t v);
 /* Wire values 64 bits wide (MPTCP DSN / DATA ACK in 8-octet form, made relative by the caller so they
  * stay below 2^63) are taken as they are, under serial_unwrap's far guard and return values. One at
  * or above SERIAL_WIDE_LIMIT is far away and never a candidate: no data level spans 2^53 bytes from
- * its first number, and the Lua twin's doubles hold serials exactly only below it (decisions 5X). */
+ * its first number, and the Lua twin's doubles hold serials exactly only below it (decisions 70). */
 #define SERIAL_WIDE_LIMIT ((uint64_t)1 << 53)
 int serial_take64(serial_space_t *s, uint64_t v, uint64_t *out);
 

@@ -2395,7 +2395,7 @@ local function subflow_acked_dsns(seg, sub, dir)
     return out
 end
 
--- The data-level bytes a segment carries (packet-nrsack-mptcp.c's mptcp_payload, decisions 5X): its
+-- The data-level bytes a segment carries (packet-nrsack-mptcp.c's mptcp_payload, decisions 70): its
 -- payload bytes the subflow's current mapping covers, at their DSNs; a mapping's length bounds them
 -- (0: an infinite mapping) and never adds bytes.
 local function mptcp_payload(seg, payload_len, sub, from, fr)

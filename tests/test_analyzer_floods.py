@@ -1,4 +1,4 @@
-"""Floods of flows that never end (issue 29; docs/decisions.md 5X, "A budget of open flows"): past
+"""Floods of flows that never end (issue 29; docs/decisions.md 67, "A budget of open flows"): past
 --max-open-flows the flows without data are released first, then those idle longest are finished at their
 last event (incomplete), with one GEN-01 note counting them; the flows held stay within the budget. The
 captures come from support.hostile.write_flood; the bench (bench/bench_floods.py) measures time and memory."""

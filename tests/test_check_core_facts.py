@@ -4,7 +4,7 @@ what was sent, a unit in an R and an NR block, a revocation, or data resent belo
 NR-acked units are the frames where the matching rules break. The known difference is stated in
 docs/decisions.md 42 (an ack before any DATA: the core knows no highest TSN sent yet). A DATA_FIN sent
 again (decision 65) is no longer one: its DSN carries no byte, so the data level feeds the core nothing
-for it (decisions 5X)."""
+for it (decisions 70)."""
 
 import collections
 

@@ -42,7 +42,7 @@ def analyzed(hostile, name, *options):
     summary = json.loads(text[text.index("{"):])
     frame_bound = frame_bytes_bound(path)
     for flow in summary["flows"]:
-        # every level, the MPTCP data level too (decisions 5X), counts payload the frames carried
+        # every level, the MPTCP data level too (decisions 70), counts payload the frames carried
         check_bounds(flow, frame_bound)
         for path_entry in flow.get("paths", []):
             check_bounds(path_entry, frame_bound)

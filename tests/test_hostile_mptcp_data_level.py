@@ -1,4 +1,4 @@
-"""The MPTCP data level counts only what the capture shows carried (issue 29; decisions.md 5X).
+"""The MPTCP data level counts only what the capture shows carried (issue 29; decisions.md 70).
 
 The random-DSS capture class (tests/support/hostile.py: mptcp_random_dss): a valid handshake, then small
 segments whose DSS options have random flags, lengths and Data-Level Lengths around plausible numbers.

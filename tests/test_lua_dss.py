@@ -139,7 +139,7 @@ def test_data_level_numbers_follow_the_key_far_ones_not_adopted(key_c, tmp_path,
     """DSNs that follow the client's IDSN (decisions 40), 4 octets then 8 (one space for both, even for
     an IDSN from 2^63 up); an 8-octet DSN 2^40 away is far (SERIAL_FAR): reported, not adopted (its
     segment's bytes lie beyond the 100 bytes of the mapping before, so no valid mapping covers them:
-    no data, decisions 5X), and the last ack empties the queue."""
+    no data, decisions 70), and the last ack empties the queue."""
     first = idsn(key_c) + 1
     dsns = [(first, False), (first + 100, True), (first + 200 + 2**40, True), (first + 300, True)]
     pcap = pcaps.write(tmp_path / "keyed.pcap", keyed_capture(key_c, 0x5555666677778888, dsns, {1: first + 100, 3: first + 400}))

@@ -47,7 +47,7 @@ def nr_acked_data_revoked(e, before, after, ctx):
 def data_level_retransmission_after_ack(e, before, after, ctx):
     """MN-04: "Data-level retransmission or reinjection of bytes after they were NR-acked or DATA-ACKed." """
     # (a DATA_FIN alone, sent again on every subflow by Linux, carries no byte: the data level feeds
-    # nothing for it, decisions.md 65 and 5X)
+    # nothing for it, decisions.md 65 and 70)
     yield from retransmission(e, before, ctx, lambda lo, hi: f"DSNs {seqs(lo, hi)}",
                              lambda cum: f"DATA-ACKed (DATA ACK {I.display(cum)})")
 

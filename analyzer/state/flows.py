@@ -644,7 +644,7 @@ class SctpPathLevel:
 class MptcpLevel(_SpaceLevel):
     """MPTCP data level of direction `sender`: the data-level bytes the sender's segments carry (their
     payload that their subflow's current DSS mapping covers: a mapping's length bounds them and never
-    adds any, decisions 5X), DATA ACKs of the peer with its NR blocks and, as renegable blocks, the DSNs
+    adds any, decisions 70), DATA ACKs of the peer with its NR blocks and, as renegable blocks, the DSNs
     its subflow acks cover (decision 12: `sacked` at the data level). Numbers of 4 and 8 octets share
     one space anchored on the key's IDSN + 1 as in the plugins (_levels.c's mptcp_part)."""
 

@@ -33,7 +33,7 @@ _NEVER = np.iinfo(np.int64).min
 # its events in the next chunk (_hold) would cost more than the general path saves (a long transfer's first
 # chunk was copied and assigned twice).
 HOLD_MAX_EVENTS = 256
-# Flows held open at once (docs/decisions.md 5X): a flow's state costs a few KB, so a flood of flows that never
+# Flows held open at once (docs/decisions.md 67): a flow's state costs a few KB, so a flood of flows that never
 # end (a SYN flood, a load test's connections never closed) stays well under a GB. Past it the flows without
 # data go first, then those idle longest, finished at their last event (Pipeline._cut), down to CUT_TO of it.
 MAX_OPEN_FLOWS = 50_000

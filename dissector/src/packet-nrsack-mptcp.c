@@ -359,7 +359,7 @@ static gboolean unwrap_dl(frame_result_t *fr, mptcp_conn_t *m, int side, const c
     return rtxq_take64(fr, dir, what, wide_serial(m, side, v), v, out);
 }
 
-/* The data-level bytes a segment carries (decisions 5X): its payload bytes that the subflow's current
+/* The data-level bytes a segment carries (decisions 70): its payload bytes that the subflow's current
  * mapping covers, [map_seq, map_seq + Data-Level Length) (from map_seq on for an infinite mapping, length
  * 0), at their DSNs. A mapping's length bounds what the payload gives and never adds bytes: a DATA_FIN's
  * DSN, or a length beyond the payload, is no data. A segment without a readable DSS continues the mapping. */
