@@ -85,6 +85,7 @@ struct lab_params { /* mirrored by nrsack.lab.usrsctp.Params */
     int32_t drain;         /* sctp_do_drain: 0 = the receiver never reneges, so it NR-acks all it holds */
     int32_t virtual_clock; /* 1: one event loop on a virtual clock; 0: threads in real time */
     int32_t mtu;           /* the path's IP MTU; 0: usrsctp's AF_CONN default (1280-byte SCTP packets) */
+    int32_t packet_files;  /* 0: no pcaps and no link.csv (a caller that reads only the summary's inputs) */
 };
 
 struct lab_result { /* mirrored by nrsack.lab.usrsctp.Result */
@@ -303,6 +304,8 @@ static uint16_t ip_checksum(const unsigned char *h)
 /* one Ethernet + IPv4 frame around an SCTP packet travelling in direction d */
 static void pcap_record(FILE *f, int d, int64_t t_us, const unsigned char *sctp, size_t len)
 {
+    if (!f)
+        return;
     static const unsigned char mac[2][6] = {{2, 0, 0, 0, 0, 1}, {2, 0, 0, 0, 0, 2}};
     unsigned char hdr[34];
     int src = d == FWD ? 0 : 1, dst = 1 - src;
@@ -332,6 +335,8 @@ static void pcap_record(FILE *f, int d, int64_t t_us, const unsigned char *sctp,
 
 static void log_packet(int d, uint64_t index, int64_t t, const unsigned char *b, size_t len, int fate)
 {
+    if (!L.link_log)
+        return;
     int chunk = len >= 16 ? b[12] : -1;
     long long tsn = (chunk == 0 && len >= 20) ? (long long)be32(b + 16) : -1;
     fprintf(L.link_log, "%d,%llu,%lld,%zu,%d,%d,%lld\n", d, (unsigned long long)index, (long long)t, len, fate,
@@ -950,18 +955,22 @@ int lab_usrsctp_run(const struct lab_params *p, const char *out_dir, struct lab_
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&L.link_wake, &ca);
     pthread_cond_init(&L.app_wake, &ca);
-    L.pcap[0] = open_out(out_dir, "sender.pcap", NULL);
-    L.pcap[1] = open_out(out_dir, "receiver.pcap", NULL);
-    L.link_log = open_out(out_dir, "link.csv", "direction,index,time_us,length,fate,chunk,tsn\n");
+    if (p->packet_files) {
+        L.pcap[0] = open_out(out_dir, "sender.pcap", NULL);
+        L.pcap[1] = open_out(out_dir, "receiver.pcap", NULL);
+        L.link_log = open_out(out_dir, "link.csv", "direction,index,time_us,length,fate,chunk,tsn\n");
+        if (!L.pcap[0] || !L.pcap[1] || !L.link_log)
+            return fail("cannot write in %s: %s", out_dir, strerror(errno));
+        pcap_header(L.pcap[0]);
+        pcap_header(L.pcap[1]);
+    }
     L.blocked_log = open_out(out_dir, "blocked.csv", "start_us,end_us,resumed_us\n");
     L.stack_log = open_out(out_dir, "stack.csv",
                            "time_us,state,rwnd,unackdata,penddata,cwnd,srtt_ms,rto_ms,sndbuf_use,written_chunks,sent_chunks\n");
     L.ack_log = open_out(out_dir, "acks.csv", "time_us,chunk,cum_tsn,gaps,nr_gaps\n");
     L.unsent_log = open_out(out_dir, "unsent.csv", "time_us,unsent\n");
-    if (!L.pcap[0] || !L.pcap[1] || !L.link_log || !L.blocked_log || !L.stack_log || !L.ack_log || !L.unsent_log)
+    if (!L.blocked_log || !L.stack_log || !L.ack_log || !L.unsent_log)
         return fail("cannot write in %s: %s", out_dir, strerror(errno));
-    pcap_header(L.pcap[0]);
-    pcap_header(L.pcap[1]);
 
     if (place_tokens() < 0)
         return -1;
@@ -1009,7 +1018,8 @@ int lab_usrsctp_run(const struct lab_params *p, const char *out_dir, struct lab_
     free(payload);
     FILE *files[] = {L.pcap[0], L.pcap[1], L.link_log, L.blocked_log, L.stack_log, L.ack_log, L.unsent_log};
     for (unsigned i = 0; i < sizeof files / sizeof *files; i++)
-        fclose(files[i]);
+        if (files[i])
+            fclose(files[i]);
     if (L.virtual_clock && (L.clock_reads == 0 || L.random_bytes == 0))
         return fail("the stack's clock and random reads were not answered by the lab (%llu, %llu): load the "
                     "library with RTLD_DEEPBIND (nrsack.lab.usrsctp.library) or use --clock real",

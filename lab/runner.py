@@ -8,8 +8,10 @@ class LabError(Exception):
     """A run that could not be made (missing build, no root, a stack failure): one line for the user."""
 
 
-def run_config(cfg, out_dir):
-    """Runs `cfg` into `out_dir` (the simulator's layout); returns truth.json's summary."""
+def run_config(cfg, out_dir, summary_only=False):
+    """Runs `cfg` into `out_dir` (the simulator's layout); returns truth.json's summary.
+    summary_only (usrsctp): for a caller that keeps the summary alone (nrsack reproduce), which then
+    costs a third of the CPU: no pcaps, no link log and no truth files are written."""
     out_dir = Path(out_dir)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -20,10 +22,11 @@ def run_config(cfg, out_dir):
         from .usrsctp import run_child
 
         try:
-            result = run_child(cfg, out_dir)
+            result = run_child(cfg, out_dir, packet_files=not summary_only)
         except (RuntimeError, ImportError) as e:
             raise LabError(str(e))
-        return LabTruth(cfg, result, out_dir).write()
+        truth = LabTruth(cfg, result, out_dir)
+        return truth.summary() if summary_only else truth.write()
     if cfg.stack in ("linux-tcp", "linux-mptcp", "usrsctp-udp"):
         from . import namespaces
 

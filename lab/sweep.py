@@ -29,13 +29,14 @@ def run_name(cfg):
     return f"{cfg.ack}-b{cfg.sndbuf}-l{cfg.loss:g}-d{cfg.delay_ms:g}-s{cfg.seed}"
 
 
-def run_point(cfg, out_dir):
-    """One grid point, its files kept under out_dir/runs/; a row of the simulator's runs table
-    (linux-tcp: with the analyzer's figures on its capture)."""
+def run_point(cfg, out_dir, summary_only=False):
+    """One grid point, its files kept under out_dir/runs/ (summary_only: only the summary's inputs,
+    runner.run_config); a row of the simulator's runs table (linux-tcp: with the analyzer's figures
+    on its capture)."""
     from .runner import run_config
 
     run_dir = Path(out_dir) / "runs" / run_name(cfg)
-    s = run_config(cfg, run_dir)
+    s = run_config(cfg, run_dir, summary_only)
     # the stack fills the simulator's profile column: lab rows sit beside the rfc and ns2 models
     row = dict(protocol=s["protocol"], profile=cfg.stack, stack=cfg.stack, ack=cfg.ack, sndbuf=cfg.sndbuf,
                loss=cfg.loss, bandwidth_mbps=cfg.bandwidth_mbps, delay_ms=cfg.delay_ms, bytes=cfg.bytes,
@@ -70,10 +71,10 @@ def config_of_point(pt, drain=False):
 
 
 def run_simulator_point(pt):
-    """A row of the simulator's runs table made by usrsctp (`nrsack reproduce --profile usrsctp`): the
-    run's files in a temporary folder, dropped after (a figure's grid would keep gigabytes of pcaps)."""
+    """A row of the simulator's runs table made by usrsctp (`nrsack reproduce --profile usrsctp`): only
+    the files the summary reads, in a temporary folder dropped after."""
     with tempfile.TemporaryDirectory(prefix="nrsack-lab-") as tmp:
-        row = run_point(config_of_point(pt), tmp)
+        row = run_point(config_of_point(pt), tmp, summary_only=True)
     return dict(pt, **{k: row.get(k) for k in ("throughput_bps", "q_s", "p_s", "b_s", "p_over_q", "b_over_q",
                                                "complete", "lost_forward", "wall_s")})
 

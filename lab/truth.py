@@ -36,14 +36,28 @@ LINK_FATES = {0: "delivered", 1: "lost", 2: "queue_drop"}
 DATA_CHUNK_OVERHEAD = 16  # what usrsctp's send-buffer use (SCTP_GET_SNDBUF_USE) counts per DATA chunk
 
 
+def _covered_until(on_starts, on_ends, t):
+    """How much of the disjoint sorted intervals (at least one) lies before each time in t."""
+    before = np.concatenate(([0], np.cumsum(np.maximum(on_ends - on_starts, 0))))
+    k = np.searchsorted(on_starts, t, side="right")  # the intervals starting at or before t
+    last = np.maximum(k - 1, 0)
+    partial = np.clip(np.minimum(t, on_ends[last]) - on_starts[last], 0, None)
+    return np.where(k > 0, before[last] + partial, 0)
+
+
+def _overlap_each_us(starts, ends, on_starts, on_ends):
+    """How much of each interval lies in a set of disjoint sorted intervals."""
+    starts, ends = np.asarray(starts, np.int64), np.asarray(ends, np.int64)
+    if not len(on_starts):
+        return np.zeros(len(starts), np.int64)
+    on_starts, on_ends = np.asarray(on_starts, np.int64), np.asarray(on_ends, np.int64)
+    inside = _covered_until(on_starts, on_ends, ends) - _covered_until(on_starts, on_ends, starts)
+    return np.maximum(inside, 0)
+
+
 def _overlap_us(starts, ends, on_starts, on_ends):
     """Total length of the intersection of two sets of disjoint sorted intervals."""
-    total = 0
-    for s, e in zip(starts, ends):
-        lo = np.maximum(on_starts, s)
-        hi = np.minimum(on_ends, e)
-        total += int(np.clip(hi - lo, 0, None).sum())
-    return total
+    return int(_overlap_each_us(starts, ends, on_starts, on_ends).sum())
 
 
 def gap_intervals(acks, end_us):
@@ -105,7 +119,6 @@ class LabTruth:
         read = lambda name: pd.read_csv(out_dir / name)  # noqa: E731
         self.blocked = read("blocked.csv")
         self.stack = read("stack.csv")
-        self.link = read("link.csv")
         self.acks = read("acks.csv")
         self.unsent = read("unsent.csv")
         self.first_us = result["first_send_us"]
@@ -117,7 +130,8 @@ class LabTruth:
         b_end = np.clip(self.blocked.end_us.to_numpy(), self.first_us, self.end_us)
         self.app_blocked_us = int((b_end - b_start).sum())
         g_start, g_end = gap_intervals(self.acks, self.end_us)
-        self.blocking_gap = [(_overlap_us([s], [e], g_start, g_end) > 0) for s, e in zip(b_start, b_end)]
+        # the waits and gaps, clipped to q, for blocking_table (written truth only, not the summary)
+        self._waits, self._gaps = (b_start, b_end), (g_start, g_end)
         u_start, u_end = self._unsent_intervals()
         self.app_unsent_us = _overlap_us(b_start, b_end, u_start, u_end)
         # p: the waits with the buffer full of sent data (not unsent) and a gap open
@@ -140,9 +154,10 @@ class LabTruth:
     def blocking_table(self):
         b = self.blocked
         queue = self._stack_at(b.start_us.to_numpy())
+        gap_open = _overlap_each_us(*self._waits, *self._gaps) > 0
         return pd.DataFrame({"flow": self.flow, "start_s": to_time_s(b.start_us), "end_s": to_time_s(b.end_us),
                              "duration_s": (b.end_us - b.start_us) / 1e6, "resumed_s": to_time_s(b.resumed_us),
-                             "stack_queue_bytes_at_start": queue, "gap_open": self.blocking_gap})
+                             "stack_queue_bytes_at_start": queue, "gap_open": gap_open})
 
     def _stack_at(self, us):
         """The stack's sampled send-queue use (SCTP_GET_SNDBUF_USE) at the last sample before `us`."""
@@ -161,7 +176,7 @@ class LabTruth:
         return s
 
     def link_table(self):
-        k = self.link.copy()
+        k = pd.read_csv(self.out_dir / "link.csv")
         k.insert(0, "time_s", to_time_s(k.pop("time_us")))
         k["direction"] = k.direction.map({0: "forward", 1: "reverse"})
         k["fate"] = k.fate.map(LINK_FATES)

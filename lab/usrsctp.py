@@ -28,7 +28,8 @@ class Params(ctypes.Structure):
                 ("queue_packets", ctypes.c_int32 * 2), ("ip", ctypes.c_uint32 * 2),
                 ("port", ctypes.c_uint16 * 2), ("timeout_s", ctypes.c_double),
                 ("rto_min_ms", ctypes.c_int32), ("sack_delay_ms", ctypes.c_int32),
-                ("drain", ctypes.c_int32), ("virtual_clock", ctypes.c_int32), ("mtu", ctypes.c_int32)]
+                ("drain", ctypes.c_int32), ("virtual_clock", ctypes.c_int32), ("mtu", ctypes.c_int32),
+                ("packet_files", ctypes.c_int32)]
 
 
 class Result(ctypes.Structure):
@@ -56,9 +57,10 @@ def library():
                       "(pip install .) with libusrsctp-dev present so setup.py builds it")
 
 
-def params_of(cfg):
+def params_of(cfg, packet_files=True):
     """ctypes parameters from a LabConfig (forward = sender -> receiver, reverse = the acks' way), between
-    the simulator's addresses and ports (lab/endpoints.py), so lab and simulated runs name their flows alike."""
+    the simulator's addresses and ports (lab/endpoints.py), so lab and simulated runs name their flows alike;
+    packet_files False: no pcaps and no link log."""
     p = Params()
     p.nrsack = cfg.ack == "nrsack"
     p.unordered = cfg.unordered
@@ -74,6 +76,7 @@ def params_of(cfg):
     p.rto_min_ms, p.sack_delay_ms, p.drain = cfg.rto_min_ms, cfg.sack_delay_ms, cfg.drain
     p.virtual_clock = cfg.clock == "virtual"
     p.mtu = cfg.mtu
+    p.packet_files = packet_files
     return p
 
 
@@ -81,7 +84,7 @@ def _child(config_json, out_dir):
     from .config import LabConfig
 
     job = json.loads(Path(config_json).read_text())
-    params = params_of(LabConfig(**job["config"]))
+    params = params_of(LabConfig(**job["config"]), job.get("packet_files", True))
     result, err = Result(), ctypes.create_string_buffer(512)
     rc = library().lab_usrsctp_run(ctypes.byref(params), str(out_dir).encode(), ctypes.byref(result),
                                    err, len(err))
@@ -99,11 +102,13 @@ def _die_with_parent():
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def run_child(cfg, out_dir):
-    """Runs the stack in a child process; returns its result dict. Raises RuntimeError on failure."""
+def run_child(cfg, out_dir, packet_files=True):
+    """Runs the stack in a child process; returns its result dict. Raises RuntimeError on failure.
+    packet_files False: the pcaps and link.csv are not written."""
     out_dir = Path(out_dir)
     config_json = out_dir / "lab_config.json"
-    config_json.write_text(json.dumps({"config": cfg.as_dict()}) + "\n")
+    job = {"config": cfg.as_dict()} if packet_files else {"config": cfg.as_dict(), "packet_files": False}
+    config_json.write_text(json.dumps(job) + "\n")
     (out_dir / "result.json").unlink(missing_ok=True)
     try:
         child = subprocess.run([sys.executable, "-m", "nrsack.lab.usrsctp", str(config_json), str(out_dir)],

@@ -123,3 +123,20 @@ print(rc, err.value.decode())
     assert out.returncode == 0, out.stderr
     rc, message = out.stdout.strip().split(" ", 1)
     assert rc == "-1" and "not answered by the lab" in message and "RTLD_DEEPBIND" in message, out.stdout
+
+
+def test_a_summary_only_run_writes_no_packets_and_the_same_summary(tmp_path):
+    """`nrsack reproduce` keeps a run's summary alone: asked for only that, the lab writes no pcaps, no
+    link log and no truth tables, and the summary is the full run's truth.json (same seed, same run)."""
+    from nrsack.lab.config import LabConfig
+    from nrsack.lab.runner import run_config
+
+    cfg = LabConfig(ack="nrsack", sndbuf=8192, loss=0.03, ack_loss=0.01, delay_ms=5, bytes=150000, rto_min_ms=100,
+                    drain=False, seed=5)
+    full = run_config(cfg, tmp_path / "full")
+    summary = run_config(cfg, tmp_path / "summary", summary_only=True)
+    assert full["complete"] and full["p_s"] > 0 and full["counters"]["lost_forward"] > 0
+    assert json.loads(json.dumps(summary)) == json.loads((tmp_path / "full" / "truth.json").read_text())
+    written = {p.name for p in (tmp_path / "summary").iterdir()}
+    assert not written & {*OUTPUTS, "link.csv"}, written
+    assert set(OUTPUTS) <= {p.name for p in (tmp_path / "full").iterdir()}
