@@ -60,7 +60,7 @@ def test_waits_longer_than_room_but_at_no_level_and_shallow_are_never_held_back(
     frames = tcp_scenario.window_transfer(0, 1.0, window=16, grow=True, slow_every=5, lost_round=99)
     s = only_sender(pcaps.write(tmp_path / "paced.pcap", frames))
     assert s["sndbuf_verdict"] == "never" and s["sndbuf_reason"].endswith("no sign of a full buffer")
-    assert "and 0 lasted until a quarter of their RtxQ was acked" in s["sndbuf_reason"]
+    assert "and 0 above the median RtxQ lasted until a quarter of their RtxQ was acked" in s["sndbuf_reason"]
     assert s["sndbuf_bytes"] is None and s["b_over_q"] == s["p_over_q"] == 0
 
 
