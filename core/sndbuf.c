@@ -238,7 +238,10 @@ void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r) {
 
 int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, int gap_open, int before_last_new) {
     if (r->verdict != SBE_HELD_BACK || !before_last_new || rtxq_after_new < r->low) return 0;
-    return rtxq_after_new <= r->high || gap_open;
+    /* above a ceiling in loss recovery: merged skbs let a full buffer hold more payload. Long waits' band
+     * spans a tenth either side of their level already; in the lab's GSO runs the buffer held unsent data
+     * whenever the RtxQ was beyond it in loss recovery */
+    return rtxq_after_new <= r->high || (gap_open && r->why != SBE_LONG_WAITS);
 }
 
 void sbe_decide_paths(const sbe_t *e, int nr, sbe_paths_t paths, sbe_result_t *r) {

@@ -1032,7 +1032,8 @@ end
 
 function sbe.blocked(r, rtxq_after_new, gap_open, before_last_new)
     if r.verdict ~= sbe.HELD_BACK or not before_last_new or rtxq_after_new < r.low then return false end
-    return rtxq_after_new <= r.high or gap_open
+    -- above a ceiling in loss recovery; not above long waits' band (it spans a tenth either side already)
+    return rtxq_after_new <= r.high or (gap_open and r.why ~= sbe.LONG_WAITS)
 end
 
 function sbe.decide_paths(e, nr, paths)
