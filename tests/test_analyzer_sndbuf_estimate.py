@@ -64,6 +64,16 @@ def test_waits_longer_than_room_but_at_no_level_and_shallow_are_never_held_back(
     assert s["sndbuf_bytes"] is None and s["b_over_q"] == s["p_over_q"] == 0
 
 
+def test_a_deep_wait_below_half_of_the_waits_is_no_full_buffer(tmp_path):
+    # the growing window above, its first window acked whole before new data refilled it (BBR pacing its
+    # first round trip): a deep wait, 1 of 41 (over the 2 % rule 72 allowed), but at the lowest level, and a
+    # full buffer is the top of the waits
+    frames = tcp_scenario.window_transfer(0, 1.0, window=16, grow=True, slow_every=5, lost_round=99, paced_start=True)
+    s = only_sender(pcaps.write(tmp_path / "paced_start.pcap", frames))
+    assert s["sndbuf_verdict"] == "never" and s["sndbuf_reason"].endswith("no sign of a full buffer")
+    assert " of 41 waits" in s["sndbuf_reason"] and "and 0 above the median RtxQ lasted" in s["sndbuf_reason"]
+
+
 def test_a_pile_of_waits_with_most_waits_above_it_is_no_full_buffer(tmp_path):
     # as above, the window first steady for 14 rounds (a third of the waits at one level) and then growing:
     # a buffer's pile has little above it (loss recovery, a transient), a window's moves on
