@@ -8,9 +8,10 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
-from nrsack.analyzer import analyze
+from nrsack.analyzer import _native, analyze
 from nrsack.lab.namespaces import namespace_problem
 from support import pcaps, tcp_scenario
 
@@ -235,3 +236,22 @@ def test_an_mptcp_data_level_answering_every_ack_is_never_held_back(tmp_path):
     s = entry.summary
     assert truth["b_over_q"] == 0
     assert (s["sndbuf_verdict"], s["b_over_q"], s["p_over_q"]) == ("never", 0, 0), s["sndbuf_reason"]
+
+
+# sbe_why_t (core/nrsack_core.h): the held-back rules
+CEILING, LONG_WAITS, SETTLED_CEILING = 0, 1, 10
+
+
+@pytest.mark.parametrize("why, above_counts", [(CEILING, True), (SETTLED_CEILING, True), (LONG_WAITS, False)])
+def test_above_the_band_in_loss_recovery_is_blocked_for_a_ceiling_only(why, above_counts):
+    """core/sndbuf.c sbe_blocked: in loss recovery Linux merges skbs, so a full buffer at a ceiling holds more
+    payload; rule 2's band spans a tenth either side of its level already, and beyond it the lab's GSO runs
+    held unsent data."""
+    estimate = (0, why, 16000, 14400, 17600, 100, 20, 30, 0, 1000, 0)  # held back, B 16000, band 14400-17600
+    rtxq = np.array([15000, 15000, 19000, 19000, 19000], np.int64)
+    is_new = np.array([1, 0, 1, 0, 0], np.int8)
+    gap = np.array([0, 1, 0, 1, 0], np.int8)
+    out = np.zeros(len(rtxq), np.int8)
+    assert _native.sndbuf_blocked(estimate, is_new, rtxq, gap, out, 0, 0, len(rtxq)) == 19000
+    # in the band: blocked, gap or not; above it: only with a gap open, and only at a ceiling
+    assert out.tolist() == [1, 1, 0, int(above_counts), 0]
