@@ -201,7 +201,7 @@ typedef struct {
     sbe_levels_t all[2], held[2];    /* every wait; the waits that outlasted SBE_LONG_WAIT freeing acks */
     sbe_levels_t settled[2];         /* the waits after the one at the highest level yet (a transient above ends there) */
     uint64_t record[2];              /* the highest level yet */
-    uint64_t deep[2];                /* long waits that lasted until a quarter of their level was acked */
+    sbe_levels_t deep[2];            /* long waits that lasted until a quarter of their level was acked */
     uint64_t after_new[2];           /* the RtxQ after the last new data */
     int64_t first_new_ns, new_at_ns; /* capture times of the first and the last new data */
     uint64_t size_count[SBE_SIZES], size_sum[SBE_SIZES];  /* new data per packet, by power of two */
@@ -222,7 +222,7 @@ typedef enum {
     SBE_SUBFLOW_QUEUES, /* cannot tell: MPTCP held at a level, which queued-unsent data in subflows also makes */
     SBE_PATHS_TOP_BRIEF,  /* never: CMT, the waits at the highest RtxQ (a payload-counted buffer's only full level) were brief */
     SBE_SETTLED_CEILING,  /* held back: half the waits after the highest level (half the waits or more) within a packet below one level */
-    SBE_NO_PILE,      /* never: no level holds a fifth of the waits, and at most 2 % of them were deep */
+    SBE_NO_PILE,      /* never: no level holds a fifth of the waits, and at most 2 % of them were deep above the median level */
     SBE_NOT_BY_SENDER, /* cannot tell: the capture is not by the sender (sbe_vantage) */
     SBE_PATHS_TOP_HELD, /* held back: CMT, the waits at the highest RtxQ took a twentieth of the time or more */
 } sbe_why_t;
@@ -233,7 +233,7 @@ typedef struct {
     uint64_t low, high;        /* blocked while the RtxQ after the last new data is in [low, high] (or above, gap open) */
     uint64_t waits, long_waits, at_ceiling, above;  /* the evidence (SBE_NO_PILE, SBE_UNSETTLED: at_ceiling, the fullest band) */
     uint64_t packet;           /* the usual new data per packet */
-    uint64_t deep_waits;       /* long waits that lasted until a quarter of their level was acked */
+    uint64_t deep_waits;       /* long waits above the median level that lasted until a quarter of it was acked */
 } sbe_result_t;
 
 void sbe_init(sbe_t *e);

@@ -12,10 +12,10 @@
 
 void sbe_init(sbe_t *e) { memset(e, 0, sizeof *e); }
 
-enum { SBE_LEVEL_SETS = 6 };  /* all, held and settled, per semantics */
+enum { SBE_LEVEL_SETS = 8 };  /* all, held, settled and deep, per semantics */
 
 static sbe_levels_t *levels_of(sbe_t *e, int k) {
-    return k < 2 ? &e->all[k] : k < 4 ? &e->held[k - 2] : &e->settled[k - 4];
+    return k < 2 ? &e->all[k] : k < 4 ? &e->held[k - 2] : k < 6 ? &e->settled[k - 4] : &e->deep[k - 6];
 }
 
 void sbe_free(sbe_t *e) {
@@ -77,9 +77,9 @@ int sbe_new_data(sbe_t *e, uint64_t rtxq_sack, uint64_t rtxq_nr, uint64_t bytes,
             uint64_t rtxq = k == SBE_SACK ? rtxq_sack : rtxq_nr, before = rtxq > bytes ? rtxq - bytes : 0;
             /* deep: a quarter of the level acked before new data left (a writer woken once a third of its
              * buffer is free; a GSO skb's truesize freed only as a whole) */
-            if (long_wait && e->after_new[k] > before && (e->after_new[k] - before) * 4 >= e->after_new[k])
-                e->deep[k]++;
-            if (count_wait(&e->all[k], e->after_new[k], waited) < 0 ||
+            int deep = long_wait && e->after_new[k] > before && (e->after_new[k] - before) * 4 >= e->after_new[k];
+            if ((deep && count_wait(&e->deep[k], e->after_new[k], waited) < 0) ||
+                count_wait(&e->all[k], e->after_new[k], waited) < 0 ||
                 (long_wait && count_wait(&e->held[k], e->after_new[k], waited) < 0))
                 return -1;
             if (e->after_new[k] > e->record[k]) {  /* a new highest level: what came before is a transient */
@@ -231,8 +231,11 @@ void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r) {
     /* A writer held back by its buffer resumes either as soon as a packet fits (its waits pile at the
      * buffer's level) or once a good part of the buffer is free (deep waits). Neither: no band of a packet
      * with at most a quarter of the waits above it holds a fifth of them (two thirds of a ceiling's share),
-     * and at most 2 % were deep. */
-    r->deep_waits = e->deep[nr ? SBE_NR : SBE_SACK];
+     * and at most 2 % were deep above the median level. A full buffer is the top of the waits (above it only
+     * loss recovery and transients), so a deep wait that began where half of the waits reached as high began
+     * with room left: BBR pacing its first round trips, the initial window's acks arriving in a burst. */
+    uint64_t median = median_level(all);
+    r->deep_waits = waits_within(&e->deep[nr ? SBE_NR : SBE_SACK], (median / SBE_BIN + 1) * SBE_BIN, UINT64_MAX);
     uint64_t fullest = fullest_band(all, r->packet);
     r->at_ceiling = fullest;
     if (r->deep_waits * 50 <= all->waits && fullest * 5 < all->waits) {
@@ -245,7 +248,10 @@ void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r) {
 
 int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, int gap_open, int before_last_new) {
     if (r->verdict != SBE_HELD_BACK || !before_last_new || rtxq_after_new < r->low) return 0;
-    return rtxq_after_new <= r->high || gap_open;
+    /* above a ceiling in loss recovery: merged skbs let a full buffer hold more payload. Long waits' band
+     * spans a tenth either side of their level already; in the lab's GSO runs the buffer held unsent data
+     * whenever the RtxQ was beyond it in loss recovery */
+    return rtxq_after_new <= r->high || (gap_open && r->why != SBE_LONG_WAITS);
 }
 
 /* CMT: usrsctp counts the association's whole queue in payload against its buffer, so the RtxQ never
@@ -314,8 +320,8 @@ int sbe_reason(const sbe_result_t *r, const char *vantage, char *buf, size_t n) 
     case SBE_FEW_WAITS: return snprintf(buf, n, "too short: %" PRIu64 " waits for an ack, %d needed", waits, SBE_MIN_WAITS);
     case SBE_UNSETTLED:
         return snprintf(buf, n,
-                        "%" PRIu64 " of %" PRIu64 " waits for an ack outlasted %d acks, at no settled RtxQ; %" PRIu64 " of them until a "
-                        "quarter of their RtxQ was acked, up to %" PRIu64 " within a packet of one RtxQ",
+                        "%" PRIu64 " of %" PRIu64 " waits for an ack outlasted %d acks, at no settled RtxQ; %" PRIu64 " of them above the "
+                        "median RtxQ until a quarter of their RtxQ was acked, up to %" PRIu64 " within a packet of one RtxQ",
                         long_waits, waits, SBE_LONG_WAIT, deep, at);
     case SBE_DATA_LEVEL:
         return snprintf(buf, n, "a path of data over several paths (MPTCP, CMT): the buffer they share holds the "
@@ -341,8 +347,8 @@ int sbe_reason(const sbe_result_t *r, const char *vantage, char *buf, size_t n) 
                         at, waits, low, high, r->above);
     case SBE_NO_PILE:
         return snprintf(buf, n,
-                        "at most %" PRIu64 " of %" PRIu64 " waits for an ack began within a packet of one RtxQ, and %" PRIu64 " lasted "
-                        "until a quarter of their RtxQ was acked: no sign of a full buffer",
+                        "at most %" PRIu64 " of %" PRIu64 " waits for an ack began within a packet of one RtxQ, and %" PRIu64 " above the "
+                        "median RtxQ lasted until a quarter of their RtxQ was acked: no sign of a full buffer",
                         at, waits, deep);
     case SBE_NOT_BY_SENDER: return snprintf(buf, n, "the capture is not by the sender (vantage %s)", vantage);
     }

@@ -857,7 +857,7 @@ local function levels_new() return {bin = {}, waits_of = {}, top = {}, wait_ns =
 function sbe.new()
     local e = {all = {[0] = levels_new(), [1] = levels_new()}, held = {[0] = levels_new(), [1] = levels_new()},
                settled = {[0] = levels_new(), [1] = levels_new()}, record = {[0] = 0, [1] = 0},
-               deep = {[0] = 0, [1] = 0}, after_new = {[0] = 0, [1] = 0}, size_count = {}, size_sum = {}, acks = 0,
+               deep = {[0] = levels_new(), [1] = levels_new()}, after_new = {[0] = 0, [1] = 0}, size_count = {}, size_sum = {}, acks = 0,
                sent_new = false, gap_seen = false, first_new_ns = 0, new_at_ns = 0}
     for k = 0, SIZES - 1 do e.size_count[k], e.size_sum[k] = 0, 0 end
     return e
@@ -892,7 +892,7 @@ function sbe.new_data(e, rtxq_sack, rtxq_nr, bytes, now_ns)
             local before = rtxq > bytes and rtxq - bytes or 0
             -- deep: a quarter of the level acked before new data left
             if long_wait and e.after_new[k] > before and (e.after_new[k] - before) * 4 >= e.after_new[k] then
-                e.deep[k] = e.deep[k] + 1
+                count_wait(e.deep[k], e.after_new[k], waited)
             end
             count_wait(e.all[k], e.after_new[k], waited)
             if long_wait then count_wait(e.held[k], e.after_new[k], waited) end
@@ -1025,7 +1025,9 @@ function sbe.decide(e, nr, data_level)
         r.verdict, r.why = sbe.NEVER, sbe.ANSWERED
         return r
     end
-    r.deep_waits = e.deep[nr and 1 or 0]
+    -- deep waits above the median level: a full buffer is the top of the waits
+    local median = median_level(all)
+    r.deep_waits = waits_within(e.deep[nr and 1 or 0], (floor(median / BIN) + 1) * BIN, math.huge)
     local fullest = fullest_band(all, r.packet)
     r.at_ceiling = fullest
     if r.deep_waits * 50 <= all.waits and fullest * 5 < all.waits then
@@ -1038,7 +1040,8 @@ end
 
 function sbe.blocked(r, rtxq_after_new, gap_open, before_last_new)
     if r.verdict ~= sbe.HELD_BACK or not before_last_new or rtxq_after_new < r.low then return false end
-    return rtxq_after_new <= r.high or gap_open
+    -- above a ceiling in loss recovery; not above long waits' band (it spans a tenth either side already)
+    return rtxq_after_new <= r.high or (gap_open and r.why ~= sbe.LONG_WAITS)
 end
 
 -- CMT: usrsctp counts the association's whole queue in payload against its buffer, so the RtxQ never
@@ -1100,9 +1103,9 @@ function sbe.reason(r, vantage)
     elseif why == sbe.NO_DATA then return "no new data"
     elseif why == sbe.FEW_WAITS then return fmt("too short: %d waits for an ack, %d needed", r.waits, MIN_WAITS)
     elseif why == sbe.UNSETTLED then
-        return fmt("%d of %d waits for an ack outlasted %d acks, at no settled RtxQ; %d of them until a quarter of " ..
-            "their RtxQ was acked, up to %d within a packet of one RtxQ", r.long_waits, r.waits, LONG_WAIT,
-            r.deep_waits, r.at_ceiling)
+        return fmt("%d of %d waits for an ack outlasted %d acks, at no settled RtxQ; %d of them above the median " ..
+            "RtxQ until a quarter of their RtxQ was acked, up to %d within a packet of one RtxQ", r.long_waits,
+            r.waits, LONG_WAIT, r.deep_waits, r.at_ceiling)
     elseif why == sbe.DATA_LEVEL then
         return "a path of data over several paths (MPTCP, CMT): the buffer they share holds the connection's data, " ..
             "see its entry"
@@ -1119,8 +1122,8 @@ function sbe.reason(r, vantage)
         return fmt("%d of the %d waits for an ack began at an RtxQ of %d-%d bytes, %d above, after a transient at " ..
             "a higher RtxQ", r.at_ceiling, r.waits, r.low, r.high, r.above)
     elseif why == sbe.NO_PILE then
-        return fmt("at most %d of %d waits for an ack began within a packet of one RtxQ, and %d lasted until a " ..
-            "quarter of their RtxQ was acked: no sign of a full buffer", r.at_ceiling, r.waits, r.deep_waits)
+        return fmt("at most %d of %d waits for an ack began within a packet of one RtxQ, and %d above the median RtxQ " ..
+            "lasted until a quarter of their RtxQ was acked: no sign of a full buffer", r.at_ceiling, r.waits, r.deep_waits)
     end
     return fmt("the capture is not by the sender (vantage %s)", vantage)
 end
