@@ -75,6 +75,9 @@ typedef struct {   /* where level_row writes: Part's row columns, then its block
     int8_t *bnr;
 } part_out_t;
 enum { LEVEL_ROW_NONE, LEVEL_ROW_KEPT, LEVEL_ROW_FAR };
+/* A serial space's state as Python carries it from chunk to chunk: None, or (highest, candidate or None) */
+int space_from_py(PyObject *o, serial_space_t *s);
+PyObject *space_to_py(const serial_space_t *s);
 int level_row(const level_t *lv, serial_space_t *space, const event_t *x, int mine, Py_ssize_t pos,
               const block_t *blocks, Py_ssize_t n_blocks, const part_out_t *o, Py_ssize_t j, Py_ssize_t *jb,
               int *nr_seen);

@@ -25,7 +25,7 @@ static const size_t block_itemsize[N_BLOCK_ARRAYS] = {8, 8, 1};
 
 /* A serial space's state as Python sees it: None before the first value, else (highest,
  * candidate or None). */
-static int space_from_py(PyObject *o, serial_space_t *s) {
+int space_from_py(PyObject *o, serial_space_t *s) {
     memset(s, 0, sizeof *s);
     if (o == Py_None) return 0;
     PyObject *candidate;
@@ -41,7 +41,7 @@ static int space_from_py(PyObject *o, serial_space_t *s) {
     return 0;
 }
 
-static PyObject *space_to_py(const serial_space_t *s) {
+PyObject *space_to_py(const serial_space_t *s) {
     if (!s->anchored) Py_RETURN_NONE;
     if (!s->candidate_set) return Py_BuildValue("(KO)", (unsigned long long)s->highest, Py_None);
     return Py_BuildValue("(KK)", (unsigned long long)s->highest, (unsigned long long)s->candidate);

@@ -25,7 +25,8 @@ enum {
     FLAG_BELOW_CUM = 32, FLAG_WAS_NRACKED = 64, FLAG_R_AND_NR = 128, FLAG_OUT_OF_WINDOW = 256, FLAG_REVOKED = 512,
     FLAG_OLDER = 1024,
 };
-enum { BOARD_RECEIVED = 4 };  /* a revoke input bit beside the sb_revoke_t value */
+enum { BOARD_RECEIVED = 4 };
+enum { SCTP_NR_SACK_CHUNK = 16 };  /* a revoke input bit beside the sb_revoke_t value */
 
 typedef struct {
     PyObject_HEAD
@@ -134,6 +135,30 @@ static int note_estimate(Board *b, int is_data, int32_t fl, uint64_t acked_befor
 enum { IN_KIND, IN_LO, IN_HI, IN_SIZE, IN_BSTART, IN_BCOUNT, IN_BLO, IN_BHI, IN_BNR, IN_REVOKE,
        OUT_SACK, OUT_SACKED, OUT_NR, OUT_FREED, OUT_ACKED, OUT_USACK, OUT_USACKED, OUT_UNR, OUT_FLAGS, N_ARRAYS };
 
+/* What one row leaves in the Board's outputs (Board.feed's out_* arrays, a row of scoreboard.ROW_DTYPE). */
+typedef struct {
+    int64_t sack, sacked, nr, freed, acked, usack, usacked, unr;
+    int32_t flags;
+} row_figures_t;
+
+/* One row of a level (kind 0: data [lo, hi) of size bytes; else an ack with cum = hi and its blocks) through
+ * the Board: the one place Board.feed, Board.feed_level and the short-TCP pass feed it. -1: out of memory. */
+static int feed_row(Board *b, Py_ssize_t row, int8_t kind, int64_t lo, int64_t hi, int64_t size, const int64_t *blo,
+                    const int64_t *bhi, const int8_t *bnr, int32_t count, int8_t revoke, int64_t path,
+                    row_figures_t *f) {
+    int32_t fl = 0; int64_t freed = 0;
+    const scoreboard_t *sb = &b->sb;
+    uint64_t acked_before = sb->acked_bytes, data_before = sb->data_bytes;
+    int rc = kind == 0 ? feed_data(b, lo, hi, size, &fl)
+                       : feed_ack(b, row, hi, blo, bhi, bnr, count, revoke, path, &fl, &freed);
+    if (rc < 0 || note_estimate(b, kind == 0, fl, acked_before, data_before, freed) < 0) return -1;
+    if (sb->gap_open) fl |= FLAG_GAP_OPEN;
+    *f = (row_figures_t){(int64_t)sb->sent.weight, (int64_t)sb->sacked.weight, (int64_t)sb->nracked.weight, freed,
+                         (int64_t)sb->acked_bytes, (int64_t)sb->sent.units, (int64_t)sb->sacked.units,
+                         (int64_t)sb->nracked.units, fl};
+    return 0;
+}
+
 /* feed(...) -> the tallies scoreboard.DirectionAccumulator keeps, of this feed's rows (indices -1 where none):
  * (first data row, last data row, last row of new data, largest payload (0 floor), largest RtxQ sack,
  * sack - nr and sack - sacked (0 floor), retransmissions, first ack after the last data row that cum-acks
@@ -143,6 +168,25 @@ typedef struct {
     Py_ssize_t first_data, last_data, last_new, ending;
     int64_t max_payload, max_sack, max_nr, max_whatif, retransmissions;
 } feed_tally_t;
+
+static void tally_row(feed_tally_t *t, Py_ssize_t i, int8_t kind, int64_t size, const row_figures_t *f) {
+    if (kind == 0) {
+        if (t->first_data < 0) t->first_data = i;
+        t->last_data = i;
+        if (f->flags & FLAG_CHANGED) t->last_new = i;
+        if (size > t->max_payload) t->max_payload = size;
+    }
+    if (f->sack > t->max_sack) t->max_sack = f->sack;
+    if (f->sack - f->nr > t->max_nr) t->max_nr = f->sack - f->nr;
+    if (f->sack - f->sacked > t->max_whatif) t->max_whatif = f->sack - f->sacked;
+    t->retransmissions += (f->flags & FLAG_RETRANSMISSION) != 0;
+}
+
+static PyObject *tally_to_py(const feed_tally_t *t) {
+    return Py_BuildValue("(nnnLLLLLn)", t->first_data, t->last_data, t->last_new, (long long)t->max_payload,
+                         (long long)t->max_sack, (long long)t->max_nr, (long long)t->max_whatif,
+                         (long long)t->retransmissions, t->ending);
+}
 
 static PyObject *Board_feed(Board *self, PyObject *args) {
     PyObject *o[N_ARRAYS], *paths = NULL;
@@ -171,48 +215,136 @@ static PyObject *Board_feed(Board *self, PyObject *args) {
         int64_t *out[OUT_FLAGS];
         for (int i = OUT_SACK; i < OUT_FLAGS; i++) out[i] = b[i].b.buf;
         int32_t *o_fl = b[OUT_FLAGS].b.buf;
-        const scoreboard_t *sb = &self->sb;
         for (Py_ssize_t i = 0; i < n; i++) {
-            int32_t fl = 0; int64_t freed = 0; int rc;
-            uint64_t acked_before = sb->acked_bytes, data_before = sb->data_bytes;
-            if (kind[i] == 0) rc = feed_data(self, lo[i], hi[i], size[i], &fl);
-            else {
-                if (bc[i] < 0 || bs[i] < 0 || bs[i] + bc[i] > nb) {
-                    PyErr_SetString(PyExc_ValueError, "Board.feed: block index out of range");
-                    goto out;
-                }
-                rc = feed_ack(self, i, hi[i], blo + bs[i], bhi + bs[i], bnr + bs[i], bc[i], revoke[i],
-                              pb.ok ? ((const int64_t *)pb.b.buf)[i] : 0, &fl, &freed);
+            row_figures_t f;
+            if (kind[i] != 0 && (bc[i] < 0 || bs[i] < 0 || bs[i] + bc[i] > nb)) {
+                PyErr_SetString(PyExc_ValueError, "Board.feed: block index out of range");
+                goto out;
             }
-            if (rc < 0 || note_estimate(self, kind[i] == 0, fl, acked_before, data_before, freed) < 0) { PyErr_NoMemory(); goto out; }
-            if (sb->gap_open) fl |= FLAG_GAP_OPEN;
-            out[OUT_SACK][i] = (int64_t)sb->sent.weight; out[OUT_SACKED][i] = (int64_t)sb->sacked.weight;
-            out[OUT_NR][i] = (int64_t)sb->nracked.weight; out[OUT_FREED][i] = freed;
-            out[OUT_ACKED][i] = (int64_t)sb->acked_bytes;
-            out[OUT_USACK][i] = (int64_t)sb->sent.units; out[OUT_USACKED][i] = (int64_t)sb->sacked.units;
-            out[OUT_UNR][i] = (int64_t)sb->nracked.units;
-            o_fl[i] = fl;
-            if (kind[i] == 0) {
-                if (t.first_data < 0) t.first_data = i;
-                t.last_data = i;
-                if (fl & FLAG_CHANGED) t.last_new = i;
-                if (size[i] > t.max_payload) t.max_payload = size[i];
-            }
-            int64_t sack = out[OUT_SACK][i];
-            if (sack > t.max_sack) t.max_sack = sack;
-            if (sack - out[OUT_NR][i] > t.max_nr) t.max_nr = sack - out[OUT_NR][i];
-            if (sack - out[OUT_SACKED][i] > t.max_whatif) t.max_whatif = sack - out[OUT_SACKED][i];
-            t.retransmissions += (fl & FLAG_RETRANSMISSION) != 0;
+            if (feed_row(self, i, kind[i], lo[i], hi[i], size[i], blo + bs[i], bhi + bs[i], bnr + bs[i], bc[i],
+                         revoke[i], pb.ok ? ((const int64_t *)pb.b.buf)[i] : 0, &f) < 0) { PyErr_NoMemory(); goto out; }
+            out[OUT_SACK][i] = f.sack; out[OUT_SACKED][i] = f.sacked; out[OUT_NR][i] = f.nr; out[OUT_FREED][i] = f.freed;
+            out[OUT_ACKED][i] = f.acked; out[OUT_USACK][i] = f.usack; out[OUT_USACKED][i] = f.usacked;
+            out[OUT_UNR][i] = f.unr;
+            o_fl[i] = f.flags;
+            tally_row(&t, i, kind[i], size[i], &f);
         }
         for (Py_ssize_t i = t.last_data + 1; i < n; i++)
-            if (kind[i] != 0 && out[OUT_ACKED][i] >= (int64_t)sb->data_bytes) { t.ending = i; break; }
+            if (kind[i] != 0 && out[OUT_ACKED][i] >= (int64_t)self->sb.data_bytes) { t.ending = i; break; }
     }
-    result = Py_BuildValue("(nnnLLLLLn)", t.first_data, t.last_data, t.last_new, (long long)t.max_payload,
-                           (long long)t.max_sack, (long long)t.max_nr, (long long)t.max_whatif,
-                           (long long)t.retransmissions, t.ending);
+    result = tally_to_py(&t);
 out:
     for (int i = 0; i < N_ARRAYS; i++) if (b[i].ok) PyBuffer_Release(&b[i].b);
     if (pb.ok) PyBuffer_Release(&pb.b);
+    return result;
+}
+
+/* A row of scoreboard.ROW_DTYPE (numpy packs it: no padding), what Board.feed_level writes per row. */
+typedef struct __attribute__((packed)) {
+    int64_t sack, sacked, nr, freed, acked, usack, usacked, unr, time_ns;
+    uint32_t frame;
+    int32_t flags;
+    uint8_t is_data;
+} board_row_t;
+_Static_assert(sizeof(board_row_t) == 81, "board_row_t must match scoreboard.ROW_DTYPE");
+
+/* The level's rows of one feed_level call: grown to the largest flow and chunk seen, never freed (the GIL is
+ * held throughout; a buffer per call was a malloc of the chunk's every block per flow and chunk). */
+static struct { char *mem; size_t rows, blocks; part_out_t o; } level_scratch;
+
+static int scratch_fit(Py_ssize_t rows, Py_ssize_t blocks) {
+    if ((size_t)rows <= level_scratch.rows && (size_t)blocks <= level_scratch.blocks) return 0;
+    size_t L = (size_t)rows + 1, B = (size_t)blocks + 1;
+    if (L < 2 * level_scratch.rows) L = 2 * level_scratch.rows;
+    if (B < 2 * level_scratch.blocks) B = 2 * level_scratch.blocks;
+    char *mem = malloc(L * (6 * 8 + 1 + 3 * 4) + B * (2 * 8 + 1));
+    if (!mem) return -1;
+    free(level_scratch.mem);
+    int64_t *p64 = (int64_t *)mem;
+    part_out_t *o = &level_scratch.o;
+    o->pos = p64; o->lo = p64 + L; o->hi = p64 + 2 * L; o->size = p64 + 3 * L; o->bstart = p64 + 4 * L;
+    o->time_ns = p64 + 5 * L; o->blo = p64 + 6 * L; o->bhi = o->blo + B;
+    int32_t *p32 = (int32_t *)(o->bhi + B);
+    o->bcount = p32; o->conn = p32 + L; o->frame = (uint32_t *)(p32 + 2 * L);
+    o->kind = (int8_t *)(p32 + 3 * L); o->bnr = o->kind + L;
+    level_scratch.mem = mem; level_scratch.rows = L; level_scratch.blocks = B;
+    return 0;
+}
+
+/* feed_level(events, blocks, rows, side, protocol, conn, sender, state, never_renege)
+ *   -> (ROW_DTYPE records, Board.feed's tallies, state, nr_seen, (rows left out as far, first such frame)):
+ * level_part and Board.feed in one call, for a level whose ScoreboardInput nobody else reads (the summary and
+ * the streamed tables of a TCP connection): no arrays per flow and chunk but the rows the store keeps. TCP:
+ * every ack reports what it revokes within its span (REVOKE_IN_SPAN); SCTP: an NR-SACK revokes every
+ * NR-acked TSN it leaves out (REVOKE_ALL), a SACK none. Each ack counts for the path it came on. */
+static PyObject *Board_feed_level(Board *self, PyObject *args) {
+    PyObject *o_ev, *o_bk, *o_rows, *o_side, *o_state;
+    level_t lv;
+    serial_space_t space;
+    if (!PyArg_ParseTuple(args, "OOOOiiiOp", &o_ev, &o_bk, &o_rows, &o_side, &lv.protocol, &lv.conn, &lv.sender,
+                          &o_state, &lv.never_renege) ||
+        space_from_py(o_state, &space) < 0)
+        return NULL;
+    buf_t ev = {0}, bk = {0}, rows = {0}, side = {0};
+    PyObject *records = NULL, *result = NULL;
+    if (get_buf(o_ev, &ev, sizeof(event_t), -1, 0, "feed_level") < 0 ||
+        get_buf(o_bk, &bk, sizeof(block_t), -1, 0, "feed_level") < 0 ||
+        get_buf(o_rows, &rows, 8, -1, 0, "feed_level") < 0 ||
+        get_buf(o_side, &side, 1, rows.b.len / 8, 0, "feed_level") < 0)
+        goto out;
+    const event_t *e = ev.b.buf;
+    const block_t *blocks = bk.b.buf;
+    const int64_t *row = rows.b.buf;
+    const int8_t *sides = side.b.buf;
+    Py_ssize_t n_rows = rows.b.len / 8, n_events = ev.b.len / (Py_ssize_t)sizeof(event_t);
+    Py_ssize_t n_blocks = bk.b.len / (Py_ssize_t)sizeof(block_t);
+    if (scratch_fit(n_rows, n_blocks) < 0) { PyErr_NoMemory(); goto out; }
+    const part_out_t *o = &level_scratch.o;
+    int nr_seen = 0;
+    Py_ssize_t j = 0, jb = 0, far = 0;
+    uint32_t far_frame = 0;
+    for (Py_ssize_t i = 0; i < n_rows; i++) {
+        if (row[i] < 0 || row[i] >= n_events) {
+            PyErr_SetString(PyExc_IndexError, "feed_level: row out of range");
+            goto out;
+        }
+        if (i + 8 < n_rows) __builtin_prefetch(e + row[i + 8]);  /* the rows are scattered over the chunk */
+        const event_t *x = e + row[i];
+        int kept = level_row(&lv, &space, x, sides[i] == lv.sender, i, blocks, n_blocks, o, j, &jb, &nr_seen);
+        if (kept < 0) goto out;
+        if (kept == LEVEL_ROW_FAR && !far++) far_frame = x->frame;
+        j += kept == LEVEL_ROW_KEPT;
+    }
+    if (!(records = PyByteArray_FromStringAndSize(NULL, j * (Py_ssize_t)sizeof(board_row_t)))) goto out;
+    board_row_t *out = (board_row_t *)PyByteArray_AS_STRING(records);
+    feed_tally_t t = {-1, -1, -1, -1, 0, 0, 0, 0, 0};
+    self->revoked.n = 0;
+    for (Py_ssize_t i = 0; i < j; i++) {
+        int8_t revoke = lv.protocol == LEVEL_TCP ? REVOKE_IN_SPAN
+                        : e[row[o->pos[i]]].chunk == SCTP_NR_SACK_CHUNK ? REVOKE_ALL : REVOKE_NONE;
+        row_figures_t f;
+        int64_t bs = o->bstart[i];
+        if (feed_row(self, i, o->kind[i], o->lo[i], o->hi[i], o->size[i], o->blo + bs, o->bhi + bs, o->bnr + bs,
+                     o->bcount[i], revoke, o->conn[i], &f) < 0) { PyErr_NoMemory(); goto out; }
+        out[i] = (board_row_t){f.sack, f.sacked, f.nr, f.freed, f.acked, f.usack, f.usacked, f.unr, o->time_ns[i],
+                               o->frame[i], f.flags, o->kind[i] == 0};
+        tally_row(&t, i, o->kind[i], o->size[i], &f);
+    }
+    for (Py_ssize_t i = t.last_data + 1; i < j; i++)
+        if (o->kind[i] != 0 && out[i].acked >= (int64_t)self->sb.data_bytes) { t.ending = i; break; }
+    PyObject *tally = tally_to_py(&t), *state = space_to_py(&space);
+    if (tally && state)
+        result = Py_BuildValue("ONNO(nI)", records, tally, state, nr_seen ? Py_True : Py_False, far, far_frame);
+    else {
+        Py_XDECREF(tally);
+        Py_XDECREF(state);
+    }
+out:
+    Py_XDECREF(records);
+    if (ev.ok) PyBuffer_Release(&ev.b);
+    if (bk.ok) PyBuffer_Release(&bk.b);
+    if (rows.ok) PyBuffer_Release(&rows.b);
+    if (side.ok) PyBuffer_Release(&side.b);
     return result;
 }
 
@@ -347,6 +479,9 @@ static PyMethodDef Board_methods[] = {
     {"feed", (PyCFunction)Board_feed, METH_VARARGS,
      "feed(kind i1, lo i8, hi i8, size i8, bstart i8, bcount i4, blo i8, bhi i8, bnr i1, revoke i1, out_sack, "
      "out_sacked, out_nr, out_freed, out_acked, out_units_sack, out_units_sacked, out_units_nr (i8), out_flags i4)"},
+    {"feed_level", (PyCFunction)Board_feed_level, METH_VARARGS,
+     "feed_level(events, blocks, rows, side, protocol, conn, sender, state, never_renege) -> (ROW_DTYPE records, "
+     "feed's tallies, state, nr_seen, (far rows left out, first frame)): level_part and feed in one call"},
     {"revoked", (PyCFunction)Board_revoked, METH_NOARGS,
      "revoked() -> int64 (row, lo, hi) triples, flat: the intervals each ack row of the last feed revoked"},
     {NULL}
@@ -751,16 +886,11 @@ static int feed_fresh(Board *b, const part_out_t *o, Py_ssize_t n, const board_r
     sbe_free(&b->estimate);
     b->revoked.n = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        int32_t fl = 0; int64_t freed = 0;
-        uint64_t acked_before = b->sb.acked_bytes, data_before = b->sb.data_bytes;
-        int rc = o->kind[i] == 0 ? feed_data(b, o->lo[i], o->hi[i], o->size[i], &fl)
-                                 : feed_ack(b, i, o->hi[i], o->blo + o->bstart[i], o->bhi + o->bstart[i],
-                                            o->bnr + o->bstart[i], o->bcount[i], REVOKE_IN_SPAN, o->conn[i], &fl, &freed);
-        if (rc < 0 || note_estimate(b, o->kind[i] == 0, fl, acked_before, data_before, freed) < 0) return -1;
-        if (b->sb.gap_open) fl |= FLAG_GAP_OPEN;
-        r->sack[i] = (int64_t)b->sb.sent.weight; r->sacked[i] = (int64_t)b->sb.sacked.weight;
-        r->nr[i] = (int64_t)b->sb.nracked.weight; r->acked[i] = (int64_t)b->sb.acked_bytes;
-        r->flags[i] = fl;
+        row_figures_t f;
+        int64_t bs = o->bstart[i];
+        if (feed_row(b, i, o->kind[i], o->lo[i], o->hi[i], o->size[i], o->blo + bs, o->bhi + bs, o->bnr + bs,
+                     o->bcount[i], REVOKE_IN_SPAN, o->conn[i], &f) < 0) return -1;
+        r->sack[i] = f.sack; r->sacked[i] = f.sacked; r->nr[i] = f.nr; r->acked[i] = f.acked; r->flags[i] = f.flags;
     }
     return 0;
 }

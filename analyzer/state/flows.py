@@ -526,6 +526,18 @@ def _compiled_part(level, events: "FlowEvents", protocol, conn, never_renege) ->
     return ScoreboardInput(*row_arrays, *(np.frombuffer(a, t) for a, t in zip(blocks, _BLOCK_DTYPES)), row_arrays[2])
 
 
+def _compiled_feed(level, board, events: "FlowEvents", protocol, conn, never_renege):
+    """_compiled_part and Board.feed in one compiled call (Board.feed_level) -> (scoreboard.ROW_DTYPE records as
+    bytes, tallies)."""
+    if level.space is None:
+        level.space = handshake_space(events, protocol, conn, level.sender)
+    records, tallies, level.space, nr_seen, (far, far_frame) = board.feed_level(
+        events.cap.ev, events.blocks, events.rows, events.side, protocol, conn, level.sender, level.space, never_renege)
+    level.nr_seen |= nr_seen
+    level.far.add(far, far_frame)
+    return records, tallies
+
+
 def _part(events, pos, is_data, lo, hi, size, blocks, serial):
     bstart, bcount, blo, bhi, bnr = blocks
     return ScoreboardInput(pos, np.where(is_data, 0, 1).astype(np.int8), lo.astype(np.int64), hi.astype(np.int64),
@@ -577,6 +589,12 @@ class TcpLevel(_SpaceLevel):
     def build(self, events: FlowEvents) -> ScoreboardInput:
         never_renege = self.flow is not None and self.flow.never_renege[1 - self.sender]
         return _compiled_part(self, events, LEVEL_TCP, self.conn, never_renege)
+
+    def feed_board(self, board, events: FlowEvents):
+        """build() and the Board fed with it, in one compiled call: -> (ROW_DTYPE records as bytes, Board.feed's
+        tallies)."""
+        never_renege = self.flow is not None and self.flow.never_renege[1 - self.sender]
+        return _compiled_feed(self, board, events, LEVEL_TCP, self.conn, never_renege)
 
 
 class SctpLevel(_SpaceLevel):

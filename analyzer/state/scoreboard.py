@@ -54,10 +54,17 @@ def buffer_fields(given, capacity, judged, b_ns) -> tuple:
 VANTAGE_RATIO = 2.5
 
 BOARD_OUTPUTS = ("sack", "sacked", "nr", "freed", "acked", "units_sack", "units_sacked", "units_nr")
+# a pass-1 row as the stores keep it, and as Board.feed_level writes it (_scoreboard.c board_row_t)
+ROW_DTYPE = np.dtype([(name, "<i8") for name in BOARD_OUTPUTS]
+                     + [("time_ns", "<i8"), ("frame", "<u4"), ("flags", "<i4"), ("is_data", "?")])
 # Board.feed's revoke input (core/nrsack_core.h sb_revoke_t; BOARD_RECEIVED: renegable blocks are units
 # known received, decisions.md 12) and the SCTP chunk whose acks report every NR-acked TSN
 REVOKE_NONE, REVOKE_ALL, REVOKE_IN_SPAN, BOARD_RECEIVED = 0, 1, 2, 4
 SCTP_NR_SACK = 16
+# A flow's rows in a chunk up to which one compiled call (Board.feed_level) builds its level and feeds its Board:
+# below it the calls cost more than the rows (a thousand flows make 60,000 of them a capture); above it the
+# records' row layout, read column by column, costs more than the calls save.
+FUSED_ROWS = 512
 
 
 def revoke_modes(level, events: F.FlowEvents, part: F.ScoreboardInput) -> np.ndarray:
@@ -151,6 +158,16 @@ class DirectionAccumulator:
         self.on_part = None            # pipeline hook: on_part(sender, part, flags) after each chunk's rows
 
     def feed(self, events: F.FlowEvents):
+        feed_board = getattr(self.level, "feed_board", None)
+        if (feed_board is not None and self.on_part is None and self.serials is None
+                and len(events.rows) <= FUSED_ROWS):
+            # nobody reads the level's rows but the Board: one compiled call, no arrays but the store's
+            records, tallies = feed_board(self.board, events)
+            records = np.frombuffer(records, ROW_DTYPE)
+            if len(records):
+                self._tally(len(records), tallies, records["time_ns"], records["frame"])
+                self.store.append(self.key, records)
+            return
         part = self.level.build(events)
         n = len(part.pos)
         if not n:
@@ -158,7 +175,7 @@ class DirectionAccumulator:
         # one allocation for the Board's outputs: each row of it is a C-contiguous column
         out = dict(zip(BOARD_OUTPUTS, np.empty((len(BOARD_OUTPUTS), n), np.int64)))
         flags = np.empty(n, np.int32)
-        first, _, last_new, max_payload, max_sack, max_nr, max_whatif, retransmissions, ending = self.board.feed(
+        tallies = self.board.feed(
             part.kind, part.lo, part.hi, part.size, part.bstart, part.bcount, part.blo, part.bhi, part.bnr,
             revoke_modes(self.level, events, part), *out.values(), flags,
             part.conn.astype(np.int64, copy=False))  # the path each ack came on (sb_ack)
@@ -166,6 +183,17 @@ class DirectionAccumulator:
             self.on_part(self, part, flags)
         is_data = part.kind == 0
         times, frames = part.time_ns, part.frame
+        self._tally(n, tallies, times, frames)
+        self.store.append(self.key, dict(out, time_ns=times, frame=frames, flags=flags, is_data=is_data))
+        if self.serials is not None:
+            rows = events.cap.offset + events.rows[part.pos]
+            blocks = F.expand_runs(part.bstart, part.bcount)  # the rows' own (a CMT path's part shares the association's)
+            self.serials.append((rows, part.serial, is_data, part.hi, np.repeat(rows, part.bcount), part.blo[blocks],
+                                 part.bhi[blocks]))
+
+    def _tally(self, n, tallies, times, frames):
+        """The running tallies after n more rows (Board.feed's tallies of them)."""
+        first, _, last_new, max_payload, max_sack, max_nr, max_whatif, retransmissions, ending = tallies
         if first >= 0:
             if self.first_data is None:
                 self.first_data = self.rows + first
@@ -177,16 +205,12 @@ class DirectionAccumulator:
         if self.first_data is not None and self.done is None and ending >= 0:
             # the first ack after the last data that cum-acks all of it ends the transfer
             self.done = self.rows + ending
-        for name, value in (("sack", max_sack), ("nr", max_nr), ("whatif", max_whatif)):
-            self.max_rtxq[name] = max(self.max_rtxq[name], value)
+        max_rtxq = self.max_rtxq
+        max_rtxq["sack"] = max(max_rtxq["sack"], max_sack)
+        max_rtxq["nr"] = max(max_rtxq["nr"], max_nr)
+        max_rtxq["whatif"] = max(max_rtxq["whatif"], max_whatif)
         self.retransmissions += retransmissions
         self.rows += n
-        self.store.append(self.key, dict(out, time_ns=times, frame=frames, flags=flags, is_data=is_data))
-        if self.serials is not None:
-            rows = events.cap.offset + events.rows[part.pos]
-            blocks = F.expand_runs(part.bstart, part.bcount)  # the rows' own (a CMT path's part shares the association's)
-            self.serials.append((rows, part.serial, is_data, part.hi, np.repeat(rows, part.bcount), part.blo[blocks],
-                                 part.bhi[blocks]))
 
     def fork(self, key, level, keep_data):
         """A DirectionAccumulator for `level` in this one's state (keep_data) or in the state of its acks only."""
