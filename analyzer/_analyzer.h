@@ -88,6 +88,8 @@ int add_board_type(PyObject *module);                        /* state/_scoreboar
 PyObject *short_tcp_entries(PyObject *self, PyObject *args); /* state/_scoreboard.c */
 PyObject *sndbuf_verdict(PyObject *self, PyObject *args);    /* state/_scoreboard.c */
 PyObject *sndbuf_blocked(PyObject *self, PyObject *args);    /* state/_scoreboard.c */
+PyObject *window_add(PyObject *self, PyObject *args);        /* state/_scoreboard.c */
+PyObject *window_close_py(PyObject *self, PyObject *args);   /* state/_scoreboard.c */
 PyObject *tcp_fin_closes(PyObject *self, PyObject *args);    /* state/_fin_closes.c */
 PyObject *level_part(PyObject *self, PyObject *args);        /* state/_levels.c */
 PyObject *unwrap_serials(PyObject *self, PyObject *args);    /* state/_levels.c */

@@ -895,6 +895,83 @@ static int feed_fresh(Board *b, const part_out_t *o, Py_ssize_t n, const board_r
     return 0;
 }
 
+/* ---- the p/b/q window (docs/metrics.md): over the rows from the first data to the end of the transfer, a
+ * row's time counts until the next row's (the last row's until the end of q) toward b when the row is
+ * blocked and toward p when it is blocked with a gap open; a run of blocked rows is one blocking interval.
+ * The one place it is summed: summarize() below and scoreboard._Window (pass 2, batch by batch, through
+ * window_add and window_close). ---- */
+typedef struct {
+    int64_t p_ns, b_ns, intervals, last_t;
+    int have_last, was_blocked, was_gap;
+} window_t;
+
+static inline void window_row(window_t *w, int64_t t, int blocked, int gap) {
+    if (w->have_last && w->was_blocked) {
+        int64_t dt = t - w->last_t;
+        w->b_ns += dt;
+        if (w->was_gap) w->p_ns += dt;
+    }
+    w->intervals += blocked && !w->was_blocked;
+    w->last_t = t; w->have_last = 1; w->was_blocked = blocked; w->was_gap = gap;
+}
+
+/* The end of q (complete: the last row; else end_ns, never before the last row), the last row's time counted
+ * until then. -> that end, 0 when no row came. */
+static int64_t window_close(window_t *w, int64_t end_ns, int complete) {
+    if (!w->have_last) return 0;
+    int64_t t_end = complete || end_ns < w->last_t ? w->last_t : end_ns;
+    window_row(w, t_end, 0, 0);
+    return t_end;
+}
+
+static int window_from_py(PyObject *o, window_t *w) {
+    long long v[4];
+    if (!PyArg_ParseTuple(o, "LLLLppp", &v[0], &v[1], &v[2], &v[3], &w->have_last, &w->was_blocked, &w->was_gap))
+        return -1;
+    w->p_ns = v[0]; w->b_ns = v[1]; w->intervals = v[2]; w->last_t = v[3];
+    return 0;
+}
+
+static PyObject *window_to_py(const window_t *w) {
+    return Py_BuildValue("(LLLLOOO)", (long long)w->p_ns, (long long)w->b_ns, (long long)w->intervals,
+                         (long long)w->last_t, w->have_last ? Py_True : Py_False, w->was_blocked ? Py_True : Py_False,
+                         w->was_gap ? Py_True : Py_False);
+}
+
+/* window_add(state, time_ns i8, blocked b1, gap_open b1) -> state: a batch of the window's rows, in order;
+ * state: (p_ns, b_ns, intervals, last time, have_last, was_blocked, was_gap), WINDOW_START at first. */
+PyObject *window_add(PyObject *self, PyObject *args) {
+    PyObject *o_state, *o_t, *o_b, *o_g;
+    window_t w;
+    if (!PyArg_ParseTuple(args, "OOOO", &o_state, &o_t, &o_b, &o_g) || window_from_py(o_state, &w) < 0) return NULL;
+    buf_t tb = {0}, bb = {0}, gb = {0};
+    PyObject *result = NULL;
+    if (get_buf(o_t, &tb, 8, -1, 0, "window_add") < 0) goto out;
+    Py_ssize_t n = tb.b.len / 8;
+    if (get_buf(o_b, &bb, 1, n, 0, "window_add") < 0 || get_buf(o_g, &gb, 1, n, 0, "window_add") < 0) goto out;
+    const int64_t *t = tb.b.buf;
+    const int8_t *blocked = bb.b.buf, *gap = gb.b.buf;
+    for (Py_ssize_t i = 0; i < n; i++) window_row(&w, t[i], blocked[i] != 0, gap[i] != 0);
+    result = window_to_py(&w);
+out:
+    if (tb.ok) PyBuffer_Release(&tb.b);
+    if (bb.ok) PyBuffer_Release(&bb.b);
+    if (gb.ok) PyBuffer_Release(&gb.b);
+    return result;
+}
+
+/* window_close(state, end_ns, complete) -> (state, the end of q) */
+PyObject *window_close_py(PyObject *self, PyObject *args) {
+    PyObject *o_state;
+    long long end_ns;
+    int complete;
+    window_t w;
+    if (!PyArg_ParseTuple(args, "OLp", &o_state, &end_ns, &complete) || window_from_py(o_state, &w) < 0) return NULL;
+    int64_t t_end = window_close(&w, end_ns, complete);
+    PyObject *state = window_to_py(&w);
+    return state ? Py_BuildValue("(NL)", state, (long long)t_end) : NULL;
+}
+
 /* DirectionAccumulator.feed's tallies and DirectionAccumulator.finish's window (p, b, blocking runs) over one direction's rows. */
 static void summarize(const Board *b, const part_out_t *o, Py_ssize_t n, const board_rows_t *r, int nr_known,
                       long long sndbuf, int64_t *e) {
@@ -931,22 +1008,18 @@ static void summarize(const Board *b, const part_out_t *o, Py_ssize_t n, const b
                                estimate.deep_waits};
     for (int k = 0; k < ENTRY_FIELDS - ENTRY_VERDICT; k++) e[ENTRY_VERDICT + k] = (int64_t)fields[k];
     int64_t capacity = e[ENTRY_CAPACITY] = sndbuf >= 0 ? sndbuf : (int64_t)estimate.sndbuf;
-    int was_blocked = 0, was_gap = 0;
+    window_t w = {0};
     int64_t after_new = 0;  /* the RtxQ after the last new data (estimated B) */
     for (Py_ssize_t i = first; i <= done; i++) {
         int64_t rtxq = nr_sack ? r->sack[i] - r->nr[i] : r->sack[i];
         if (o->kind[i] == 0 && (r->flags[i] & FLAG_CHANGED)) after_new = rtxq;
-        int gap = (r->flags[i] & FLAG_GAP_OPEN) != 0;
         int blocked = sndbuf >= 0 ? capacity - rtxq < e[ENTRY_MAX_PAYLOAD]
-                                  : sbe_blocked(&estimate, (uint64_t)after_new, gap, i < last_new);
-        if (was_blocked) {  /* a row's time counts until the next row */
-            int64_t dt = o->time_ns[i] - o->time_ns[i - 1];
-            e[ENTRY_B_NS] += dt;
-            if (was_gap) e[ENTRY_P_NS] += dt;
-        }
-        e[ENTRY_INTERVALS] += blocked && !was_blocked;
-        was_blocked = blocked; was_gap = gap;
+                                  : sbe_blocked(&estimate, (uint64_t)after_new, (r->flags[i] & FLAG_GAP_OPEN) != 0,
+                                                i < last_new);
+        window_row(&w, o->time_ns[i], blocked, (r->flags[i] & FLAG_GAP_OPEN) != 0);
     }
+    window_close(&w, o->time_ns[done], 1);
+    e[ENTRY_P_NS] = w.p_ns; e[ENTRY_B_NS] = w.b_ns; e[ENTRY_INTERVALS] = w.intervals;
     e[ENTRY_ACKED] = r->acked[done];
     e[ENTRY_Q_NS] = o->time_ns[done] - o->time_ns[first];
 }

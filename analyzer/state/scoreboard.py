@@ -473,17 +473,31 @@ def join_columns(parts, empty=None) -> dict:
     return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
 
 
+WINDOW_START = (0, 0, 0, 0, False, False, False)  # _native.window_add's state before any row
+
+
 class _Window:
     """p, b and the blocking intervals over the rows from the first data to the end of the transfer,
-    fed batch by batch (a row's time counts until the next row, the last row's until the end of q)."""
+    fed batch by batch: summed in C (_native.window_add / window_close, as the short-TCP pass sums them),
+    the blocking table's runs made here when somebody reads them."""
 
     def __init__(self, first, last):
         self.first, self.last = first, last
-        self.p_ns = self.b_ns = 0
+        self.state = WINDOW_START
         self.acked = 0
-        self.intervals = 0
-        self.pending = None   # the last row seen: (time, blocked, gap_open)
         self.run = None       # the open blocked run: [start time, start frame, rtxq at start, gap seen]
+
+    @property
+    def p_ns(self):
+        return self.state[0]
+
+    @property
+    def b_ns(self):
+        return self.state[1]
+
+    @property
+    def intervals(self):
+        return self.state[2]
 
     def add(self, start, rows, blocked, gap_open, rtxq, sink):
         if self.first is None:
@@ -493,23 +507,13 @@ class _Window:
             return
         if self.last - start < len(blocked):
             self.acked = int(rows["acked"][self.last - start])
-        t = rows["time_ns"][lo:hi]
-        b, g = blocked[lo:hi], gap_open[lo:hi]
-        # (few numpy calls: a short flow's whole transfer is one small batch)
-        if self.pending is None:
-            dt, was_b, was_g = t[1:] - t[:-1], b[:-1], g[:-1]
-        else:
-            dt = np.empty(len(t), np.int64)
-            dt[0] = t[0] - self.pending[0]
-            dt[1:] = t[1:] - t[:-1]
-            was_b, was_g = np.empty(len(t), bool), np.empty(len(t), bool)
-            was_b[0], was_g[0] = self.pending[1], self.pending[2]
-            was_b[1:], was_g[1:] = b[:-1], g[:-1]
-        self.b_ns += int(dt[was_b].sum())  # integer ns: p, b and q are exact sums
-        self.p_ns += int(dt[was_b & was_g].sum())
-        self.pending = (int(t[-1]), bool(b[-1]), bool(g[-1]))
-        frames = rows.get("frame")  # (SummaryStore keeps none: its runs are only counted)
-        self._runs(t, b, g, frames[lo:hi] if frames is not None else np.full(hi - lo, -1, np.int64), rtxq[lo:hi], sink)
+        t = np.ascontiguousarray(rows["time_ns"][lo:hi], np.int64)
+        b, g = np.ascontiguousarray(blocked[lo:hi]), np.ascontiguousarray(gap_open[lo:hi])
+        self.state = _native.window_add(self.state, t, b, g)
+        if sink is not IGNORE:  # (a summary alone reads the counts, not the runs)
+            frames = rows.get("frame")
+            self._runs(t, b, g, frames[lo:hi] if frames is not None else np.full(hi - lo, -1, np.int64),
+                       rtxq[lo:hi], sink)
 
     def _runs(self, t, b, g, frames, r, sink):
         """Runs of blocked rows: start at the row after which blocked holds, end at the one after which
@@ -536,9 +540,6 @@ class _Window:
             self.run = [int(t[starts[-1]]), int(frames[starts[-1]]), int(r[starts[-1]]),
                         bool(gap_cum[-1] - gap_cum[starts[-1]] > 0)]
             starts, stops = starts[:-1], stops[:-1]
-        if sink is IGNORE:  # nobody reads the intervals: only their count
-            self.intervals += len(starts) + (carried is not None)
-            return
         columns = {"start_ns": t[starts], "start_frame": frames[starts], "rtxq_bytes_at_start": r[starts],
                    "gap_open": gap_cum[stops] - gap_cum[starts] > 0, "end_ns": t[stops], "end_frame": frames[stops]}
         if carried is not None:
@@ -548,17 +549,10 @@ class _Window:
     def _emit(self, columns, sink):
         if len(columns["start_ns"]):
             sink({k: np.asarray(columns[k], t) for k, t in BLOCKING_COLUMNS.items()})
-            self.intervals += len(columns["start_ns"])
 
     def close(self, end_ns, complete, sink) -> int:
         """-> the end of q; the last row's time and a run still open count until then."""
-        if self.pending is None:
-            return 0
-        t_end = self.pending[0] if complete else max(int(end_ns), self.pending[0])
-        if self.pending[1]:
-            self.b_ns += t_end - self.pending[0]
-            if self.pending[2]:
-                self.p_ns += t_end - self.pending[0]
+        self.state, t_end = _native.window_close(self.state, int(end_ns), complete)
         if self.run is not None:  # end frame -1: still blocked at the end of q
             self._emit({k: [v] for k, v in zip(INTERVAL_ORDER, (*self.run, t_end, -1))}, sink)
             self.run = None
