@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* nrsack.analyzer._native: the module, its functions gathered from the stages' files (read/_reader.c,
- * state/_levels.c, state/_scoreboard.c, state/_fin_closes.c, views/_layout.c), and malloc's options. */
+ * state/_levels.c, state/_scoreboard.c, state/_fin_closes.c, rules/_ledger.c, views/_layout.c), and malloc's options. */
 #include "_analyzer.h"
 
 #ifdef __GLIBC__
@@ -57,7 +57,7 @@ static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_native", "the co
 PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m = PyModule_Create(&moduledef);
     if (!m) return NULL;
-    if (add_reader_type(m) < 0 || add_board_type(m) < 0) { Py_DECREF(m); return NULL; }
+    if (add_reader_type(m) < 0 || add_board_type(m) < 0 || add_ledger_type(m) < 0) { Py_DECREF(m); return NULL; }
     PyModule_AddIntConstant(m, "EVENT_SIZE", sizeof(event_t));
     PyModule_AddIntConstant(m, "BLOCK_SIZE", sizeof(block_t));
     return m;
