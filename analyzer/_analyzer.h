@@ -75,6 +75,27 @@ typedef struct {   /* where level_row writes: Part's row columns, then its block
     int8_t *bnr;
 } part_out_t;
 enum { LEVEL_ROW_NONE, LEVEL_ROW_KEPT, LEVEL_ROW_FAR };
+/* A serial space's state as Python carries it from chunk to chunk: None, or (highest, candidate or None) */
+int space_from_py(PyObject *o, serial_space_t *s);
+PyObject *space_to_py(const serial_space_t *s);
+/* The arguments level_part and Board.feed_level share: (events, blocks, rows, side, protocol, conn, sender,
+ * state, never_renege). level_args -> 0, or -1 with an exception set; level_args_release in either case. */
+typedef struct {
+    level_t lv;
+    serial_space_t space;
+    buf_t ev, bk, rows, side;
+    const event_t *e;
+    const block_t *blocks;
+    const int64_t *row;
+    const int8_t *sides;
+    Py_ssize_t n_rows, n_events, n_blocks;
+} level_args_t;
+int level_args(PyObject *args, const char *who, level_args_t *a);
+void level_args_release(level_args_t *a);
+Py_ssize_t level_rows(const level_t *lv, serial_space_t *space, const event_t *e, Py_ssize_t n_events,
+                      const int64_t *row, const int8_t *sides, Py_ssize_t n_rows, const block_t *blocks,
+                      Py_ssize_t n_blocks, const part_out_t *o, Py_ssize_t *jb, int *nr_seen, Py_ssize_t *far,
+                      uint32_t *far_frame);
 int level_row(const level_t *lv, serial_space_t *space, const event_t *x, int mine, Py_ssize_t pos,
               const block_t *blocks, Py_ssize_t n_blocks, const part_out_t *o, Py_ssize_t j, Py_ssize_t *jb,
               int *nr_seen);
@@ -82,9 +103,12 @@ int level_row(const level_t *lv, serial_space_t *space, const event_t *x, int mi
 /* what each stage's file adds to the module (_module.c puts it together) */
 int add_reader_type(PyObject *module);                       /* read/_reader.c */
 int add_board_type(PyObject *module);                        /* state/_scoreboard.c */
+int add_ledger_type(PyObject *module);                       /* rules/_ledger.c */
 PyObject *short_tcp_entries(PyObject *self, PyObject *args); /* state/_scoreboard.c */
 PyObject *sndbuf_verdict(PyObject *self, PyObject *args);    /* state/_scoreboard.c */
 PyObject *sndbuf_blocked(PyObject *self, PyObject *args);    /* state/_scoreboard.c */
+PyObject *window_add(PyObject *self, PyObject *args);        /* state/_scoreboard.c */
+PyObject *window_close_py(PyObject *self, PyObject *args);   /* state/_scoreboard.c */
 PyObject *tcp_fin_closes(PyObject *self, PyObject *args);    /* state/_fin_closes.c */
 PyObject *level_part(PyObject *self, PyObject *args);        /* state/_levels.c */
 PyObject *unwrap_serials(PyObject *self, PyObject *args);    /* state/_levels.c */

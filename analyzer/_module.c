@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* nrsack.analyzer._native: the module, its functions gathered from the stages' files (read/_reader.c,
- * state/_levels.c, state/_scoreboard.c, state/_fin_closes.c, views/_layout.c), and malloc's options. */
+ * state/_levels.c, state/_scoreboard.c, state/_fin_closes.c, rules/_ledger.c, views/_layout.c), and malloc's options. */
 #include "_analyzer.h"
 
 #ifdef __GLIBC__
@@ -33,6 +33,11 @@ static PyMethodDef module_methods[] = {
     {"sndbuf_blocked", sndbuf_blocked, METH_VARARGS,
      "sndbuf_blocked(estimate, new b1, rtxq i8, gap_open b1, out b1, start, after_new, last_new) -> after_new: "
      "core/sndbuf.c's sbe_blocked per row (see _scoreboard.c)"},
+    {"window_add", window_add, METH_VARARGS,
+     "window_add(state, time_ns i8, blocked b1, gap_open b1) -> state: the p/b/q window over a batch of rows "
+     "(state: p_ns, b_ns, intervals, last time, have_last, was_blocked, was_gap; see _scoreboard.c)"},
+    {"window_close", window_close_py, METH_VARARGS,
+     "window_close(state, end_ns, complete) -> (state, end of q): the last row's time counted until the end of q"},
     {"fill_layout", fill_layout, METH_VARARGS,
      "fill_layout(pieces, values, fallback) -> str: the values' JSON text between the pieces, len(pieces) - 1 "
      "values a run (views/formats.py)"},
@@ -52,7 +57,7 @@ static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_native", "the co
 PyMODINIT_FUNC PyInit__native(void) {
     PyObject *m = PyModule_Create(&moduledef);
     if (!m) return NULL;
-    if (add_reader_type(m) < 0 || add_board_type(m) < 0) { Py_DECREF(m); return NULL; }
+    if (add_reader_type(m) < 0 || add_board_type(m) < 0 || add_ledger_type(m) < 0) { Py_DECREF(m); return NULL; }
     PyModule_AddIntConstant(m, "EVENT_SIZE", sizeof(event_t));
     PyModule_AddIntConstant(m, "BLOCK_SIZE", sizeof(block_t));
     return m;

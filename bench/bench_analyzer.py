@@ -18,6 +18,11 @@ fresh process (CPU time and peak RSS):
   - dpkt:     a Python loop over the capture with dpkt decoding the same fields into pandas.
   - baseline: the summary again, run by another checkout's interpreter (--baseline, e.g. a venv with
               an older nrsack installed), so a change's cost is a ratio measured in the same run.
+Then, on two TCP captures (snaplen 70): one long SACK transfer and the TCP half of the capture above
+(its TCP flows, half the packets of --stream-packets, else of --packets), the summary against tcptrace (`tcptrace -n -l -r`, Debian package
+tcptrace: per-connection TCP analysis, retransmissions and RTT, no scoreboard) and against libpcap's own
+read loop (bench/pcap_read_loop.c: the limit of any reader built on libpcap), each in the same run,
+printing nrsack's CPU as a multiple of theirs (issue 28's target: at most 0.5x tcptrace's).
 Each analyzer mode also runs on a capture half as long, so the memory growth per packet is visible.
 --repeat N runs the contenders N times in turn, and each one's fastest run (CPU) counts.
 --instructions (with --baseline) also counts both summaries' instructions on the half capture under
@@ -275,6 +280,30 @@ def instructions(program, path, module=False) -> int:
     return int(run.stderr.rsplit("refs:", 1)[1].split()[0].replace(",", ""))
 
 
+def against_tcptrace(folder, packets, flows, repeat):
+    """The summary's CPU against tcptrace's and libpcap's read loop's on two TCP captures: one long transfer,
+    and `flows` interleaved ones (the TCP half of the main capture), in round robin, the fastest run of each."""
+    import bench_flows
+
+    loop = bench_flows.build_loop(folder)
+    print(f"{'TCP capture':<22} {'contender':<10} {'CPU s':>7} {'packets/s (CPU)':>16} {'nrsack / it (CPU)':>18}")
+    for label, count in (("1 long transfer", 1), (f"{flows} flows (TCP half)", flows)):
+        path = os.path.join(folder, f"tcp-{count}.pcap")
+        written = int(subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import bench_analyzer "
+                                      "as b; print(b.build_capture(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), tcp_only=True))",
+                                      os.path.dirname(os.path.abspath(__file__)), path, str(packets), str(count)],
+                                     capture_output=True, text=True, check=True).stdout.split()[-1])
+        found = bench_flows.commands(path, loop, skip=("tshark",))
+        best = {}
+        for _ in range(max(1, repeat)):
+            for name, command in found.items():
+                best[name] = min(best.get(name, float("inf")), bench_flows.cpu_seconds(command))
+        for name, cpu in best.items():
+            ratio = "" if name == "nrsack" else f"{best['nrsack'] / cpu:.2f}"
+            print(f"{label:<22} {name:<10} {cpu:7.2f} {written / cpu:16,.0f} {ratio:>18}")
+        os.remove(path)
+
+
 def fastest(name, path, repeat):
     return min((measure(name, path) for _ in range(max(1, repeat))), key=lambda run: run["cpu_s"])
 
@@ -284,7 +313,7 @@ def main():
     parser.add_argument("--packets", type=int, default=1_000_000)
     parser.add_argument("--flows", type=int, default=16)
     parser.add_argument("--keep", default=None, help="folder to keep the capture in")
-    parser.add_argument("--skip", default="", help="comma list of baselines to skip (tshark, dpkt)")
+    parser.add_argument("--skip", default="", help="comma list of baselines to skip (tshark, dpkt, tcptrace)")
     parser.add_argument("--stream-packets", type=int, default=0, metavar="N",
                         help="also stream a capture of N packets (e.g. 10000000): speed and peak memory")
     parser.add_argument("--stream-tshark", action="store_true", help="also run tshark on the --stream-packets capture")
@@ -378,6 +407,8 @@ def main():
             for name in ("summary", "parquet"):
                 print(f"{name} at {n_huge} packets: {tshark_per_packet * n_huge / big_runs[name]['cpu_s']:.1f}x "
                       f"faster than {where}")
+    if "tcptrace" not in skip:  # at the streamed size when given (issue 28: the 8-flow half of 10M packets)
+        against_tcptrace(folder, (args.stream_packets or n) // 2, max(1, args.flows // 2), args.repeat)
     if not args.keep:
         shutil.rmtree(folder)
 

@@ -1,4 +1,4 @@
-"""The checker's NR ledger (analyzer/state/_scoreboard.c NrLedger): the NR-acked pieces of one direction, each with
+"""The checker's NR ledger (analyzer/rules/_ledger.c NrLedger): the NR-acked pieces of one direction, each with
 the frame that first NR-acked it, and the per-row facts the revocation and retransmission rules read."""
 
 import numpy as np

@@ -66,3 +66,30 @@ def test_one_run_driver_reads_captures_for_every_analysis():
                for call in calls):
             readers.append(str(path.relative_to(ANALYZER)))
     assert readers == ["read/events.py", "state/run.py"]
+
+
+def test_each_compiled_type_sits_in_the_stage_of_its_first_user():
+    """A type of the compiled half lives in the folder of the earliest stage whose Python uses it (the Reader
+    in read/, the Board in state/, the checker's NrLedger in rules/), and a C file includes no header from a
+    later stage's folder: the compiled half follows the stages as the Python does."""
+    import re
+
+    defined = {}  # type name -> the stage of the C file that defines it
+    for path in ANALYZER.rglob("*.c"):
+        folder = path.relative_to(ANALYZER).parts[0] if path.parent != ANALYZER else "_native"
+        text = path.read_text()
+        for name in re.findall(r'\.tp_name\s*=\s*"nrsack\.analyzer\._native\.(\w+)"', text):
+            defined[name] = STAGES.index(folder)
+        for header in re.findall(r'^\s*#\s*include\s+"([^"]+)"', text, re.M):
+            parts = header.split("/")
+            assert len(parts) == 1 or STAGES.index(parts[0]) <= STAGES.index(folder), (path, header)
+    assert {"Reader", "Board", "NrLedger"} <= set(defined)
+    users = {}
+    for path in sorted(ANALYZER.rglob("*.py")):
+        module = "nrsack.analyzer." + ".".join(path.relative_to(ANALYZER).with_suffix("").parts)
+        mine = stage(module)
+        for name in set(re.findall(r"_native\.(\w+)\(", path.read_text())) & set(defined):
+            if mine is not None:
+                users[name] = min(users.get(name, mine), mine)
+    misplaced = {name: (STAGES[defined[name]], STAGES[first]) for name, first in users.items() if defined[name] != first}
+    assert misplaced == {}, "a compiled type outside its first user's stage: (where it is, where it belongs)"

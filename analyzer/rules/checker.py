@@ -7,7 +7,7 @@ per flow only its rule state (rules/state.py) from chunk to chunk, so memory is 
 plus the findings.
 
 Python work follows the rows that matter, not every row. Per direction and chunk, the NR ledger (C,
-analyzer/state/_scoreboard.c NrLedger: the NR-acked pieces with the frame that first NR-acked each) takes every row
+analyzer/rules/_ledger.c NrLedger: the NR-acked pieces with the frame that first NR-acked each) takes every row
 in one call and writes per row the facts the revocation and retransmission rules read; numpy then picks the
 rows no rule can fire on: data neither below the cum ack nor over NR-acked units, acks that neither go back,
 nor leave NR-acked units out, nor hold a unit in an R and an NR block, nor (SCTP) cover unsent data or break a

@@ -54,7 +54,7 @@ class Event(NamedTuple):  # a NamedTuple: built once per chunk / segment, cheapl
     wire_seq: int = 0     # data: TSN / sequence number / DSN as on the wire; ack: cum ack / ack number
     never_renege: bool = False  # TCP ack from a never-renege receiver: its SACK blocks are NR
     older: bool = False   # ack: maybe sent before an ack already seen (the core's fact): judges no revocation
-    # the NR ledger's facts (analyzer/state/_scoreboard.c NrLedger, on the state before the event): an ack's NR-acked
+    # the NR ledger's facts (analyzer/rules/_ledger.c NrLedger, on the state before the event): an ack's NR-acked
     # ranges above its cum that it leaves out (SCTP: every one; TCP / MPTCP: those inside its R blocks or its
     # NR blocks' span, decisions.md 16) as their count and the first (lo, hi, frame of its NR ack); data: the
     # first NR-acked range it overlaps, clipped, as (lo, hi, frame), or ()

@@ -3,7 +3,7 @@
 States are immutable: `advance(before, event)` returns a new state, so a rule sees exactly the state
 before and after its event. Per sender direction (`Direction`): the highest cumulative ack, the end of
 the highest unit sent, the cum ack's last steps. The units some ack reported non-renegable, with the
-frame that first NR-acked each, are kept in C (analyzer/state/_scoreboard.c NrLedger, fed by checker.py): the
+frame that first NR-acked each, are kept in C (analyzer/rules/_ledger.c NrLedger, fed by checker.py): the
 rules read its facts on the event (inputs.Event lost / nr_hit), not intervals. Per flow: the handshake
 and the FSACK procedure.
 """

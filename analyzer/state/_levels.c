@@ -25,7 +25,7 @@ static const size_t block_itemsize[N_BLOCK_ARRAYS] = {8, 8, 1};
 
 /* A serial space's state as Python sees it: None before the first value, else (highest,
  * candidate or None). */
-static int space_from_py(PyObject *o, serial_space_t *s) {
+int space_from_py(PyObject *o, serial_space_t *s) {
     memset(s, 0, sizeof *s);
     if (o == Py_None) return 0;
     PyObject *candidate;
@@ -41,7 +41,7 @@ static int space_from_py(PyObject *o, serial_space_t *s) {
     return 0;
 }
 
-static PyObject *space_to_py(const serial_space_t *s) {
+PyObject *space_to_py(const serial_space_t *s) {
     if (!s->anchored) Py_RETURN_NONE;
     if (!s->candidate_set) return Py_BuildValue("(KO)", (unsigned long long)s->highest, Py_None);
     return Py_BuildValue("(KK)", (unsigned long long)s->highest, (unsigned long long)s->candidate);
@@ -145,30 +145,58 @@ int level_row(const level_t *lv, serial_space_t *space, const event_t *x, int mi
     return level_row_body(lv, space, x, mine, pos, blocks, n_blocks, o, j, jb, nr_seen);
 }
 
+/* One flow's rows of a chunk (row: event indices, in order; sides: per row) through the level into o: -> the
+ * rows kept, or -1 with an exception set; *jb: the blocks written; far rows counted with the first one's frame. */
+Py_ssize_t level_rows(const level_t *lv, serial_space_t *space, const event_t *e, Py_ssize_t n_events,
+                      const int64_t *row, const int8_t *sides, Py_ssize_t n_rows, const block_t *blocks,
+                      Py_ssize_t n_blocks, const part_out_t *o, Py_ssize_t *jb, int *nr_seen, Py_ssize_t *far,
+                      uint32_t *far_frame) {
+    Py_ssize_t j = 0;
+    for (Py_ssize_t i = 0; i < n_rows; i++) {
+        if (row[i] < 0 || row[i] >= n_events) {
+            PyErr_SetString(PyExc_IndexError, "level rows: row out of range");
+            return -1;
+        }
+        if (i + 8 < n_rows) __builtin_prefetch(e + row[i + 8]);  /* the rows are scattered over the chunk */
+        const event_t *x = e + row[i];
+        int kept = level_row_body(lv, space, x, sides[i] == lv->sender, i, blocks, n_blocks, o, j, jb, nr_seen);
+        if (kept < 0) return -1;
+        if (kept == LEVEL_ROW_FAR && !(*far)++) *far_frame = x->frame;
+        j += kept == LEVEL_ROW_KEPT;
+    }
+    return j;
+}
+
 /* level_part(events, blocks, rows, side, protocol, conn, sender, state, never_renege)
  *   -> (row arrays (ScoreboardInput order), block arrays (lo, hi, nr), state, nr_seen, (rows left out as far, first
  *   such frame)) */
-PyObject *level_part(PyObject *self, PyObject *args) {
+int level_args(PyObject *args, const char *who, level_args_t *a) {
     PyObject *o_ev, *o_bk, *o_rows, *o_side, *o_state;
-    level_t lv;
-    serial_space_t space;
-    if (!PyArg_ParseTuple(args, "OOOOiiiOp", &o_ev, &o_bk, &o_rows, &o_side, &lv.protocol, &lv.conn, &lv.sender,
-                          &o_state, &lv.never_renege) ||
-        space_from_py(o_state, &space) < 0)
-        return NULL;
-    buf_t ev = {0}, bk = {0}, rows = {0}, side = {0};
+    memset(a, 0, sizeof *a);
+    if (!PyArg_ParseTuple(args, "OOOOiiiOp", &o_ev, &o_bk, &o_rows, &o_side, &a->lv.protocol, &a->lv.conn,
+                          &a->lv.sender, &o_state, &a->lv.never_renege) ||
+        space_from_py(o_state, &a->space) < 0 ||
+        get_buf(o_ev, &a->ev, sizeof(event_t), -1, 0, who) < 0 || get_buf(o_bk, &a->bk, sizeof(block_t), -1, 0, who) < 0 ||
+        get_buf(o_rows, &a->rows, 8, -1, 0, who) < 0 || get_buf(o_side, &a->side, 1, a->rows.b.len / 8, 0, who) < 0)
+        return -1;
+    a->e = a->ev.b.buf; a->blocks = a->bk.b.buf; a->row = a->rows.b.buf; a->sides = a->side.b.buf;
+    a->n_rows = a->rows.b.len / 8;
+    a->n_events = a->ev.b.len / (Py_ssize_t)sizeof(event_t);
+    a->n_blocks = a->bk.b.len / (Py_ssize_t)sizeof(block_t);
+    return 0;
+}
+
+void level_args_release(level_args_t *a) {
+    buf_t *held[] = {&a->ev, &a->bk, &a->rows, &a->side};
+    for (size_t k = 0; k < sizeof held / sizeof *held; k++)
+        if (held[k]->ok) PyBuffer_Release(&held[k]->b);
+}
+
+PyObject *level_part(PyObject *self, PyObject *args) {
+    level_args_t a;
     PyObject *row_out[N_ROW_ARRAYS] = {0}, *block_out[N_BLOCK_ARRAYS] = {0}, *result = NULL;
-    if (get_buf(o_ev, &ev, sizeof(event_t), -1, 0, "level_part") < 0 ||
-        get_buf(o_bk, &bk, sizeof(block_t), -1, 0, "level_part") < 0 ||
-        get_buf(o_rows, &rows, 8, -1, 0, "level_part") < 0 ||
-        get_buf(o_side, &side, 1, rows.b.len / 8, 0, "level_part") < 0)
-        goto out;
-    const event_t *e = ev.b.buf;
-    const block_t *blocks = bk.b.buf;
-    const int64_t *row = rows.b.buf;
-    const int8_t *sides = side.b.buf;
-    Py_ssize_t n_rows = rows.b.len / 8, n_events = ev.b.len / (Py_ssize_t)sizeof(event_t);
-    Py_ssize_t n_blocks = bk.b.len / (Py_ssize_t)sizeof(block_t);
+    if (level_args(args, "level_part", &a) < 0) goto out;
+    Py_ssize_t n_rows = a.n_rows, n_blocks = a.n_blocks;
 
     /* one pass (the rows are scattered over the chunk: a second pass would miss the cache again):
      * room for every row and every block of the chunk, shrunk at the end */
@@ -182,21 +210,11 @@ PyObject *level_part(PyObject *self, PyObject *args) {
                     (int32_t *)rp[P_CONN], (uint32_t *)rp[P_FRAME], (int64_t *)bp[B_LO], (int64_t *)bp[B_HI],
                     (int8_t *)bp[B_NR]};
     int nr_seen = 0;
-    Py_ssize_t j = 0, jb = 0;
-    Py_ssize_t far = 0; uint32_t far_frame = 0;
-    for (Py_ssize_t i = 0; i < n_rows; i++) {
-        if (row[i] < 0 || row[i] >= n_events) {
-            PyErr_SetString(PyExc_IndexError, "level_part: row out of range");
-            goto out;
-        }
-        if (i + 8 < n_rows) __builtin_prefetch(e + row[i + 8]);  /* the rows are scattered over the chunk */
-        const event_t *x = e + row[i];
-        int mine = sides[i] == lv.sender;
-        int kept = level_row_body(&lv, &space, x, mine, i, blocks, n_blocks, &o, j, &jb, &nr_seen);
-        if (kept < 0) goto out;
-        if (kept == LEVEL_ROW_FAR && !far++) far_frame = x->frame;
-        j += kept == LEVEL_ROW_KEPT;
-    }
+    Py_ssize_t jb = 0, far = 0;
+    uint32_t far_frame = 0;
+    Py_ssize_t j = level_rows(&a.lv, &a.space, a.e, a.n_events, a.row, a.sides, n_rows, a.blocks, n_blocks, &o, &jb,
+                              &nr_seen, &far, &far_frame);
+    if (j < 0) goto out;
     for (int a = 0; a < N_ROW_ARRAYS; a++)
         if (PyByteArray_Resize(row_out[a], j * (Py_ssize_t)row_itemsize[a]) < 0) goto out;
     for (int a = 0; a < N_BLOCK_ARRAYS; a++)
@@ -205,7 +223,7 @@ PyObject *level_part(PyObject *self, PyObject *args) {
     if (rows_tuple && blocks_tuple) {
         for (int a = 0; a < N_ROW_ARRAYS; a++) { PyTuple_SET_ITEM(rows_tuple, a, row_out[a]); row_out[a] = NULL; }
         for (int a = 0; a < N_BLOCK_ARRAYS; a++) { PyTuple_SET_ITEM(blocks_tuple, a, block_out[a]); block_out[a] = NULL; }
-        PyObject *state = space_to_py(&space);
+        PyObject *state = space_to_py(&a.space);
         if (state) {  /* "N" consumes the tuples, also on failure */
             result = Py_BuildValue("NNNO(nI)", rows_tuple, blocks_tuple, state, nr_seen ? Py_True : Py_False,
                                    far, far_frame);
@@ -217,10 +235,7 @@ PyObject *level_part(PyObject *self, PyObject *args) {
 out:
     for (int a = 0; a < N_ROW_ARRAYS; a++) Py_XDECREF(row_out[a]);
     for (int a = 0; a < N_BLOCK_ARRAYS; a++) Py_XDECREF(block_out[a]);
-    if (ev.ok) PyBuffer_Release(&ev.b);
-    if (bk.ok) PyBuffer_Release(&bk.b);
-    if (rows.ok) PyBuffer_Release(&rows.b);
-    if (side.ok) PyBuffer_Release(&side.b);
+    level_args_release(&a);
     return result;
 }
 

@@ -25,7 +25,8 @@ enum {
     FLAG_BELOW_CUM = 32, FLAG_WAS_NRACKED = 64, FLAG_R_AND_NR = 128, FLAG_OUT_OF_WINDOW = 256, FLAG_REVOKED = 512,
     FLAG_OLDER = 1024,
 };
-enum { BOARD_RECEIVED = 4 };  /* a revoke input bit beside the sb_revoke_t value */
+enum { BOARD_RECEIVED = 4 };
+enum { SCTP_NR_SACK_CHUNK = 16 };  /* a revoke input bit beside the sb_revoke_t value */
 
 typedef struct {
     PyObject_HEAD
@@ -135,6 +136,30 @@ static int note_estimate(Board *b, int is_data, int32_t fl, uint64_t acked_befor
 enum { IN_KIND, IN_LO, IN_HI, IN_SIZE, IN_BSTART, IN_BCOUNT, IN_BLO, IN_BHI, IN_BNR, IN_REVOKE,
        OUT_SACK, OUT_SACKED, OUT_NR, OUT_FREED, OUT_ACKED, OUT_USACK, OUT_USACKED, OUT_UNR, OUT_FLAGS, N_ARRAYS };
 
+/* What one row leaves in the Board's outputs (Board.feed's out_* arrays, a row of scoreboard.ROW_DTYPE). */
+typedef struct {
+    int64_t sack, sacked, nr, freed, acked, usack, usacked, unr;
+    int32_t flags;
+} row_figures_t;
+
+/* One row of a level (kind 0: data [lo, hi) of size bytes; else an ack with cum = hi and its blocks) through
+ * the Board: the one place Board.feed, Board.feed_level and the short-TCP pass feed it. -1: out of memory. */
+static int feed_row(Board *b, Py_ssize_t row, int8_t kind, int64_t lo, int64_t hi, int64_t size, const int64_t *blo,
+                    const int64_t *bhi, const int8_t *bnr, int32_t count, int8_t revoke, int64_t path,
+                    int64_t time_ns, row_figures_t *f) {
+    int32_t fl = 0; int64_t freed = 0;
+    const scoreboard_t *sb = &b->sb;
+    uint64_t acked_before = sb->acked_bytes, data_before = sb->data_bytes;
+    int rc = kind == 0 ? feed_data(b, lo, hi, size, &fl)
+                       : feed_ack(b, row, hi, blo, bhi, bnr, count, revoke, path, &fl, &freed);
+    if (rc < 0 || note_estimate(b, kind == 0, fl, acked_before, data_before, freed, time_ns) < 0) return -1;
+    if (sb->gap_open) fl |= FLAG_GAP_OPEN;
+    *f = (row_figures_t){(int64_t)sb->sent.weight, (int64_t)sb->sacked.weight, (int64_t)sb->nracked.weight, freed,
+                         (int64_t)sb->acked_bytes, (int64_t)sb->sent.units, (int64_t)sb->sacked.units,
+                         (int64_t)sb->nracked.units, fl};
+    return 0;
+}
+
 /* feed(...) -> the tallies scoreboard.DirectionAccumulator keeps, of this feed's rows (indices -1 where none):
  * (first data row, last data row, last row of new data, largest payload (0 floor), largest RtxQ sack,
  * sack - nr and sack - sacked (0 floor), retransmissions, first ack after the last data row that cum-acks
@@ -144,6 +169,25 @@ typedef struct {
     Py_ssize_t first_data, last_data, last_new, ending;
     int64_t max_payload, max_sack, max_nr, max_whatif, retransmissions;
 } feed_tally_t;
+
+static void tally_row(feed_tally_t *t, Py_ssize_t i, int8_t kind, int64_t size, const row_figures_t *f) {
+    if (kind == 0) {
+        if (t->first_data < 0) t->first_data = i;
+        t->last_data = i;
+        if (f->flags & FLAG_CHANGED) t->last_new = i;
+        if (size > t->max_payload) t->max_payload = size;
+    }
+    if (f->sack > t->max_sack) t->max_sack = f->sack;
+    if (f->sack - f->nr > t->max_nr) t->max_nr = f->sack - f->nr;
+    if (f->sack - f->sacked > t->max_whatif) t->max_whatif = f->sack - f->sacked;
+    t->retransmissions += (f->flags & FLAG_RETRANSMISSION) != 0;
+}
+
+static PyObject *tally_to_py(const feed_tally_t *t) {
+    return Py_BuildValue("(nnnLLLLLn)", t->first_data, t->last_data, t->last_new, (long long)t->max_payload,
+                         (long long)t->max_sack, (long long)t->max_nr, (long long)t->max_whatif,
+                         (long long)t->retransmissions, t->ending);
+}
 
 static PyObject *Board_feed(Board *self, PyObject *args) {
     PyObject *o[N_ARRAYS], *paths = NULL, *times = NULL;
@@ -174,50 +218,112 @@ static PyObject *Board_feed(Board *self, PyObject *args) {
         int64_t *out[OUT_FLAGS];
         for (int i = OUT_SACK; i < OUT_FLAGS; i++) out[i] = b[i].b.buf;
         int32_t *o_fl = b[OUT_FLAGS].b.buf;
-        const scoreboard_t *sb = &self->sb;
         for (Py_ssize_t i = 0; i < n; i++) {
-            int32_t fl = 0; int64_t freed = 0; int rc;
-            uint64_t acked_before = sb->acked_bytes, data_before = sb->data_bytes;
-            if (kind[i] == 0) rc = feed_data(self, lo[i], hi[i], size[i], &fl);
-            else {
-                if (bc[i] < 0 || bs[i] < 0 || bs[i] + bc[i] > nb) {
-                    PyErr_SetString(PyExc_ValueError, "Board.feed: block index out of range");
-                    goto out;
-                }
-                rc = feed_ack(self, i, hi[i], blo + bs[i], bhi + bs[i], bnr + bs[i], bc[i], revoke[i],
-                              pb.ok ? ((const int64_t *)pb.b.buf)[i] : 0, &fl, &freed);
+            row_figures_t f;
+            if (kind[i] != 0 && (bc[i] < 0 || bs[i] < 0 || bs[i] + bc[i] > nb)) {
+                PyErr_SetString(PyExc_ValueError, "Board.feed: block index out of range");
+                goto out;
             }
-            if (rc < 0 || note_estimate(self, kind[i] == 0, fl, acked_before, data_before, freed,
-                                        tb.ok ? ((const int64_t *)tb.b.buf)[i] : 0) < 0) { PyErr_NoMemory(); goto out; }
-            if (sb->gap_open) fl |= FLAG_GAP_OPEN;
-            out[OUT_SACK][i] = (int64_t)sb->sent.weight; out[OUT_SACKED][i] = (int64_t)sb->sacked.weight;
-            out[OUT_NR][i] = (int64_t)sb->nracked.weight; out[OUT_FREED][i] = freed;
-            out[OUT_ACKED][i] = (int64_t)sb->acked_bytes;
-            out[OUT_USACK][i] = (int64_t)sb->sent.units; out[OUT_USACKED][i] = (int64_t)sb->sacked.units;
-            out[OUT_UNR][i] = (int64_t)sb->nracked.units;
-            o_fl[i] = fl;
-            if (kind[i] == 0) {
-                if (t.first_data < 0) t.first_data = i;
-                t.last_data = i;
-                if (fl & FLAG_CHANGED) t.last_new = i;
-                if (size[i] > t.max_payload) t.max_payload = size[i];
-            }
-            int64_t sack = out[OUT_SACK][i];
-            if (sack > t.max_sack) t.max_sack = sack;
-            if (sack - out[OUT_NR][i] > t.max_nr) t.max_nr = sack - out[OUT_NR][i];
-            if (sack - out[OUT_SACKED][i] > t.max_whatif) t.max_whatif = sack - out[OUT_SACKED][i];
-            t.retransmissions += (fl & FLAG_RETRANSMISSION) != 0;
+            if (feed_row(self, i, kind[i], lo[i], hi[i], size[i], blo + bs[i], bhi + bs[i], bnr + bs[i], bc[i],
+                         revoke[i], pb.ok ? ((const int64_t *)pb.b.buf)[i] : 0,
+                         tb.ok ? ((const int64_t *)tb.b.buf)[i] : 0, &f) < 0) { PyErr_NoMemory(); goto out; }
+            out[OUT_SACK][i] = f.sack; out[OUT_SACKED][i] = f.sacked; out[OUT_NR][i] = f.nr; out[OUT_FREED][i] = f.freed;
+            out[OUT_ACKED][i] = f.acked; out[OUT_USACK][i] = f.usack; out[OUT_USACKED][i] = f.usacked;
+            out[OUT_UNR][i] = f.unr;
+            o_fl[i] = f.flags;
+            tally_row(&t, i, kind[i], size[i], &f);
         }
         for (Py_ssize_t i = t.last_data + 1; i < n; i++)
-            if (kind[i] != 0 && out[OUT_ACKED][i] >= (int64_t)sb->data_bytes) { t.ending = i; break; }
+            if (kind[i] != 0 && out[OUT_ACKED][i] >= (int64_t)self->sb.data_bytes) { t.ending = i; break; }
     }
-    result = Py_BuildValue("(nnnLLLLLn)", t.first_data, t.last_data, t.last_new, (long long)t.max_payload,
-                           (long long)t.max_sack, (long long)t.max_nr, (long long)t.max_whatif,
-                           (long long)t.retransmissions, t.ending);
+    result = tally_to_py(&t);
 out:
     for (int i = 0; i < N_ARRAYS; i++) if (b[i].ok) PyBuffer_Release(&b[i].b);
     if (pb.ok) PyBuffer_Release(&pb.b);
     if (tb.ok) PyBuffer_Release(&tb.b);
+    return result;
+}
+
+/* A row of scoreboard.ROW_DTYPE (numpy packs it: no padding), what Board.feed_level writes per row. */
+typedef struct __attribute__((packed)) {
+    int64_t sack, sacked, nr, freed, acked, usack, usacked, unr, time_ns;
+    uint32_t frame;
+    int32_t flags;
+    uint8_t is_data;
+} board_row_t;
+_Static_assert(sizeof(board_row_t) == 81, "board_row_t must match scoreboard.ROW_DTYPE");
+
+/* The level's rows of one feed_level call: grown to the largest flow and chunk seen, never freed (the GIL is
+ * held throughout; a buffer per call was a malloc of the chunk's every block per flow and chunk). */
+static struct { char *mem; size_t rows, blocks; part_out_t o; } level_scratch;
+
+static int scratch_fit(Py_ssize_t rows, Py_ssize_t blocks) {
+    if ((size_t)rows <= level_scratch.rows && (size_t)blocks <= level_scratch.blocks) return 0;
+    size_t L = (size_t)rows + 1, B = (size_t)blocks + 1;
+    if (L < 2 * level_scratch.rows) L = 2 * level_scratch.rows;
+    if (B < 2 * level_scratch.blocks) B = 2 * level_scratch.blocks;
+    char *mem = malloc(L * (6 * 8 + 1 + 3 * 4) + B * (2 * 8 + 1));
+    if (!mem) return -1;
+    free(level_scratch.mem);
+    int64_t *p64 = (int64_t *)mem;
+    part_out_t *o = &level_scratch.o;
+    o->pos = p64; o->lo = p64 + L; o->hi = p64 + 2 * L; o->size = p64 + 3 * L; o->bstart = p64 + 4 * L;
+    o->time_ns = p64 + 5 * L; o->blo = p64 + 6 * L; o->bhi = o->blo + B;
+    int32_t *p32 = (int32_t *)(o->bhi + B);
+    o->bcount = p32; o->conn = p32 + L; o->frame = (uint32_t *)(p32 + 2 * L);
+    o->kind = (int8_t *)(p32 + 3 * L); o->bnr = o->kind + L;
+    level_scratch.mem = mem; level_scratch.rows = L; level_scratch.blocks = B;
+    return 0;
+}
+
+/* feed_level(events, blocks, rows, side, protocol, conn, sender, state, never_renege)
+ *   -> (ROW_DTYPE records, Board.feed's tallies, state, nr_seen, (rows left out as far, first such frame)):
+ * level_part and Board.feed in one call, for a level whose ScoreboardInput nobody else reads (the summary and
+ * the streamed tables of a TCP connection): no arrays per flow and chunk but the rows the store keeps. TCP:
+ * every ack reports what it revokes within its span (REVOKE_IN_SPAN); SCTP: an NR-SACK revokes every
+ * NR-acked TSN it leaves out (REVOKE_ALL), a SACK none. Each ack counts for the path it came on. */
+static PyObject *Board_feed_level(Board *self, PyObject *args) {
+    level_args_t a;
+    PyObject *records = NULL, *result = NULL;
+    if (level_args(args, "feed_level", &a) < 0) goto out;
+    const event_t *e = a.e;
+    const int64_t *row = a.row;
+    Py_ssize_t n_rows = a.n_rows, n_blocks = a.n_blocks;
+    if (scratch_fit(n_rows, n_blocks) < 0) { PyErr_NoMemory(); goto out; }
+    const part_out_t *o = &level_scratch.o;
+    int nr_seen = 0;
+    Py_ssize_t jb = 0, far = 0;
+    uint32_t far_frame = 0;
+    Py_ssize_t j = level_rows(&a.lv, &a.space, e, a.n_events, row, a.sides, n_rows, a.blocks, n_blocks, o, &jb,
+                              &nr_seen, &far, &far_frame);
+    if (j < 0) goto out;
+    if (!(records = PyByteArray_FromStringAndSize(NULL, j * (Py_ssize_t)sizeof(board_row_t)))) goto out;
+    board_row_t *out = (board_row_t *)PyByteArray_AS_STRING(records);
+    feed_tally_t t = {-1, -1, -1, -1, 0, 0, 0, 0, 0};
+    self->revoked.n = 0;
+    for (Py_ssize_t i = 0; i < j; i++) {
+        int8_t revoke = a.lv.protocol == LEVEL_TCP ? REVOKE_IN_SPAN
+                        : e[row[o->pos[i]]].chunk == SCTP_NR_SACK_CHUNK ? REVOKE_ALL : REVOKE_NONE;
+        row_figures_t f;
+        int64_t bs = o->bstart[i];
+        if (feed_row(self, i, o->kind[i], o->lo[i], o->hi[i], o->size[i], o->blo + bs, o->bhi + bs, o->bnr + bs,
+                     o->bcount[i], revoke, o->conn[i], o->time_ns[i], &f) < 0) { PyErr_NoMemory(); goto out; }
+        out[i] = (board_row_t){f.sack, f.sacked, f.nr, f.freed, f.acked, f.usack, f.usacked, f.unr, o->time_ns[i],
+                               o->frame[i], f.flags, o->kind[i] == 0};
+        tally_row(&t, i, o->kind[i], o->size[i], &f);
+    }
+    for (Py_ssize_t i = t.last_data + 1; i < j; i++)
+        if (o->kind[i] != 0 && out[i].acked >= (int64_t)self->sb.data_bytes) { t.ending = i; break; }
+    PyObject *tally = tally_to_py(&t), *state = space_to_py(&a.space);
+    if (tally && state)
+        result = Py_BuildValue("ONNO(nI)", records, tally, state, nr_seen ? Py_True : Py_False, far, far_frame);
+    else {
+        Py_XDECREF(tally);
+        Py_XDECREF(state);
+    }
+out:
+    Py_XDECREF(records);
+    level_args_release(&a);
     return result;
 }
 
@@ -353,6 +459,9 @@ static PyMethodDef Board_methods[] = {
      "feed(kind i1, lo i8, hi i8, size i8, bstart i8, bcount i4, blo i8, bhi i8, bnr i1, revoke i1, out_sack, "
      "out_sacked, out_nr, out_freed, out_acked, out_units_sack, out_units_sacked, out_units_nr (i8), out_flags i4[, "
      "paths i8[, time_ns i8]]): paths, the path each ack came on; time_ns, each row's capture time (the estimator's waits)"},
+    {"feed_level", (PyCFunction)Board_feed_level, METH_VARARGS,
+     "feed_level(events, blocks, rows, side, protocol, conn, sender, state, never_renege) -> (ROW_DTYPE records, "
+     "feed's tallies, state, nr_seen, (far rows left out, first frame)): level_part and feed in one call"},
     {"revoked", (PyCFunction)Board_revoked, METH_NOARGS,
      "revoked() -> int64 (row, lo, hi) triples, flat: the intervals each ack row of the last feed revoked"},
     {NULL}
@@ -376,355 +485,10 @@ static PyTypeObject BoardType = {
     .tp_doc = "Board(units=False): one sender direction's scoreboard (the core), fed chunk by chunk",
 };
 
-/* ---- NrLedger: the checker's NR-acked pieces of one direction, each with the frame that first NR-acked it ----
- * The rules name that frame (NR-03 / TN-03 / MN-03 revocation, NR-04 / TN-04 / MN-04 retransmission), which the
- * scoreboard's merged nracked set does not keep. Pieces are sorted and disjoint but may touch: the blocks of one
- * ack stay pieces as sent (only overlapping ones join), so a finding counts the ranges its reader sees. NR blocks
- * are clipped to [cum, snd_max) of the rows the checker saw (the handshake's first unit included), not to the
- * units seen sent as the scoreboard clips them: a capture may miss data. Built on the core's interval vectors
- * (ival_t, iset_append, ivals_normalize); feed() takes a lane's rows in order and writes per row the facts
- * the rules read (docs/scoreboard.md "The checker's ledger"). */
-
-typedef struct { iset_t s; int64_t *frame; size_t cap; } tagged_t;  /* s used as a plain vector */
-
-static int tagged_append(tagged_t *t, uint64_t lo, uint64_t hi, int64_t frame) {
-    if (t->s.n == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 16;
-        int64_t *f = realloc(t->frame, cap * sizeof *f);
-        if (!f) return -1;
-        t->frame = f;
-        t->cap = cap;
-    }
-    t->frame[t->s.n] = frame;
-    return iset_append(&t->s, lo, hi);
-}
-
-static void tagged_free(tagged_t *t) {
-    iset_free(&t->s);
-    free(t->frame);
-    memset(t, 0, sizeof *t);
-}
-
-typedef struct {
-    uint64_t count;  /* ranges found */
-    ival_t first;
-    int64_t frame;
-} found_t;
-
-static int found_add(found_t *f, tagged_t *out, uint64_t lo, uint64_t hi, int64_t frame) {
-    if (!f->count++) { f->first = (ival_t){lo, hi}; f->frame = frame; }
-    return out ? tagged_append(out, lo, hi, frame) : 0;
-}
-
-/* The parts of in[k] (trimmed below cut) that no interval of cover (sorted, disjoint) holds, in order, each with
- * its frame (frames NULL: `frame`); into *f and, when out is not NULL, out. A merge walk. */
-static int minus_walk(const ival_t *in, size_t n, const int64_t *frames, int64_t frame, uint64_t cut,
-                      const ival_t *cover, size_t nc, found_t *f, tagged_t *out) {
-    size_t j = 0;
-    for (size_t k = 0; k < n; k++) {
-        uint64_t lo = in[k].lo > cut ? in[k].lo : cut, hi = in[k].hi, x = lo;
-        int64_t tag = frames ? frames[k] : frame;
-        if (hi <= lo) continue;
-        while (j < nc && cover[j].hi <= lo) j++;
-        for (size_t m = j; m < nc && cover[m].lo < hi; m++) {
-            if (cover[m].lo > x && found_add(f, out, x, cover[m].lo, tag) < 0) return -1;
-            if (cover[m].hi > x) x = cover[m].hi;
-        }
-        if (x < hi && found_add(f, out, x, hi, tag) < 0) return -1;
-    }
-    return 0;
-}
-
-/* The parts of the pieces (trimmed below cut) inside cover (sorted, disjoint), with their frames, into out. */
-static int within_walk(const tagged_t *pieces, uint64_t cut, const ival_t *cover, size_t nc, tagged_t *out) {
-    size_t j = 0;
-    for (size_t k = 0; k < pieces->s.n; k++) {
-        uint64_t lo = pieces->s.v[k].lo > cut ? pieces->s.v[k].lo : cut, hi = pieces->s.v[k].hi;
-        if (hi <= lo) continue;
-        while (j < nc && cover[j].hi <= lo) j++;
-        for (size_t m = j; m < nc && cover[m].lo < hi; m++)
-            if (tagged_append(out, cover[m].lo > lo ? cover[m].lo : lo, cover[m].hi < hi ? cover[m].hi : hi,
-                              pieces->frame[k]) < 0) return -1;
-    }
-    return 0;
-}
-
-typedef struct {
-    PyObject_HEAD
-    tagged_t pieces;
-    tagged_t work, joined;       /* scratch: an ack's in-span pieces; the pieces after an add */
-    iset_t r, nr, reported, cover, claimed;  /* scratch vectors of one ack */
-    int cum_known, sent_known;
-    uint64_t cum, snd_max;
-} NrLedger;
-
-/* The scratch vectors go after each feed: a capture of a million flows keeps a ledger per direction. */
-static void ledger_free_scratch(NrLedger *l) {
-    tagged_free(&l->work);
-    tagged_free(&l->joined);
-    iset_free(&l->r); iset_free(&l->nr); iset_free(&l->reported);
-    iset_free(&l->cover); iset_free(&l->claimed);
-}
-
-static void NrLedger_dealloc(NrLedger *self) {
-    tagged_free(&self->pieces);
-    ledger_free_scratch(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static int copy_ivals(iset_t *dst, const iset_t *src) {
-    dst->n = 0;
-    for (size_t k = 0; k < src->n; k++)
-        if (iset_append(dst, src->v[k].lo, src->v[k].hi) < 0) return -1;
-    return 0;
-}
-
-static int by_lo_hi(const void *a, const void *b) {
-    const ival_t *x = a, *y = b;
-    return x->lo != y->lo ? (x->lo < y->lo ? -1 : 1) : (x->hi < y->hi ? -1 : x->hi > y->hi);
-}
-
-/* Drops the pieces below cut (the cum ack moved). */
-static void ledger_trim(NrLedger *l, uint64_t cut) {
-    tagged_t *p = &l->pieces;
-    size_t k = 0;
-    while (k < p->s.n && p->s.v[k].hi <= cut) k++;
-    if (k) {
-        memmove(p->s.v, p->s.v + k, (p->s.n - k) * sizeof *p->s.v);
-        memmove(p->frame, p->frame + k, (p->s.n - k) * sizeof *p->frame);
-        p->s.n -= k;
-    }
-    if (p->s.n && p->s.v[0].lo < cut) p->s.v[0].lo = cut;
-}
-
-/* Adds the blocks in l->claimed (any order; clipped already) as pieces of `frame` where no piece lies yet. */
-static int ledger_add(NrLedger *l, int64_t frame) {
-    iset_t *b = &l->claimed;
-    if (b->n > 1) qsort(b->v, b->n, sizeof *b->v, by_lo_hi);  /* none yet: v may be NULL */
-    size_t m = 0;  /* join overlapping blocks; touching ones stay apart, as sent */
-    for (size_t k = 0; k < b->n; k++) {
-        if (b->v[k].hi <= b->v[k].lo) continue;
-        if (m && b->v[k].lo < b->v[m - 1].hi) {
-            if (b->v[k].hi > b->v[m - 1].hi) b->v[m - 1].hi = b->v[k].hi;
-        } else {
-            b->v[m++] = b->v[k];
-        }
-    }
-    b->n = m;
-    if (!m) return 0;
-    tagged_t *fresh = &l->work, *p = &l->pieces, *out = &l->joined;
-    found_t f = {0};
-    fresh->s.n = 0;
-    if (minus_walk(b->v, b->n, NULL, frame, 0, p->s.v, p->s.n, &f, fresh) < 0) return -1;
-    if (!fresh->s.n) return 0;
-    out->s.n = 0;
-    size_t i = 0, j = 0;
-    while (i < p->s.n || j < fresh->s.n) {
-        int old = j >= fresh->s.n || (i < p->s.n && p->s.v[i].lo < fresh->s.v[j].lo);
-        const tagged_t *src = old ? p : fresh;
-        size_t k = old ? i++ : j++;
-        if (tagged_append(out, src->s.v[k].lo, src->s.v[k].hi, src->frame[k]) < 0) return -1;
-    }
-    tagged_t swap = *p;
-    *p = *out;
-    *out = swap;
-    return 0;
-}
-
-/* Whether two normalized vectors share a unit. */
-static int ivals_meet(const iset_t *a, const iset_t *b) {
-    size_t i = 0, j = 0;
-    while (i < a->n && j < b->n) {
-        if (a->v[i].hi <= b->v[j].lo) i++;
-        else if (b->v[j].hi <= a->v[i].lo) j++;
-        else return 1;
-    }
-    return 0;
-}
-
-enum { LEDGER_DATA, LEDGER_ACK, LEDGER_START };
-enum { FACT_COUNT, FACT_LO, FACT_HI, FACT_FRAME, FACT_R_AND_NR, N_FACTS };
-
-/* One ack: its facts on the state before it (ranges it leaves out: every NR-acked unit above its cum for
- * SCTP, those inside its R blocks or its NR blocks' span for TCP / MPTCP; a unit in an R and an NR block),
- * then the state after it. */
-static int ledger_ack(NrLedger *l, uint64_t cum, int64_t frame, int never_renege, int in_span, int64_t *facts) {
-    iset_t *rep = &l->reported, *cover = &l->cover, *claimed = &l->claimed;
-    if (copy_ivals(rep, &l->nr) < 0) return -1;
-    if (never_renege)
-        for (size_t k = 0; k < l->r.n; k++)
-            if (iset_append(rep, l->r.v[k].lo, l->r.v[k].hi) < 0) return -1;
-    found_t f = {0};
-    if (l->pieces.s.n) {
-        if (copy_ivals(cover, rep) < 0) return -1;
-        cover->n = ivals_normalize(cover->v, cover->n);
-        if (!in_span) {
-            if (minus_walk(l->pieces.s.v, l->pieces.s.n, l->pieces.frame, 0, cum, cover->v, cover->n, &f, NULL) < 0)
-                return -1;
-        } else {
-            /* claimed: the R blocks (renegable ones) and the span of the reported blocks, inverted ones included */
-            claimed->n = 0;
-            if (!never_renege && copy_ivals(claimed, &l->r) < 0) return -1;
-            if (rep->n) {
-                uint64_t lo = rep->v[0].lo, hi = rep->v[0].hi;
-                for (size_t k = 1; k < rep->n; k++) {
-                    if (rep->v[k].lo < lo) lo = rep->v[k].lo;
-                    if (rep->v[k].hi > hi) hi = rep->v[k].hi;
-                }
-                if (iset_append(claimed, lo, hi) < 0) return -1;
-            }
-            claimed->n = ivals_normalize(claimed->v, claimed->n);
-            l->work.s.n = 0;
-            if (within_walk(&l->pieces, cum, claimed->v, claimed->n, &l->work) < 0 ||
-                minus_walk(l->work.s.v, l->work.s.n, l->work.frame, 0, 0, cover->v, cover->n, &f, NULL) < 0)
-                return -1;
-        }
-    }
-    facts[FACT_COUNT] = (int64_t)f.count;
-    facts[FACT_LO] = (int64_t)f.first.lo;
-    facts[FACT_HI] = (int64_t)f.first.hi;
-    facts[FACT_FRAME] = f.count ? f.frame : -1;
-    if (l->r.n && l->nr.n) {
-        if (copy_ivals(cover, &l->r) < 0 || copy_ivals(claimed, &l->nr) < 0) return -1;
-        cover->n = ivals_normalize(cover->v, cover->n);
-        claimed->n = ivals_normalize(claimed->v, claimed->n);
-        facts[FACT_R_AND_NR] = ivals_meet(cover, claimed);
-    }
-    if (!l->cum_known || cum > l->cum) {
-        l->cum = cum;
-        l->cum_known = 1;
-        ledger_trim(l, cum);
-    }
-    /* the reported blocks over [cum, snd_max) join the pieces (blocks over unsent data are NR-09's) */
-    claimed->n = 0;
-    for (size_t k = 0; k < rep->n; k++) {
-        uint64_t lo = rep->v[k].lo > l->cum ? rep->v[k].lo : l->cum;
-        uint64_t hi = l->sent_known && rep->v[k].hi > l->snd_max ? l->snd_max : rep->v[k].hi;
-        if (iset_append(claimed, lo, hi) < 0) return -1;
-    }
-    return ledger_add(l, frame);
-}
-
-/* Data [lo, hi): the first piece it overlaps, clipped to it (what NR-04 / TN-04 / MN-04 name). */
-static void ledger_data(NrLedger *l, uint64_t lo, uint64_t hi, int64_t *facts) {
-    const tagged_t *p = &l->pieces;
-    size_t a = 0, b = p->s.n;
-    while (a < b) {  /* the first piece ending after lo */
-        size_t m = a + (b - a) / 2;
-        if (p->s.v[m].hi <= lo) a = m + 1; else b = m;
-    }
-    if (a < p->s.n && p->s.v[a].lo < hi) {
-        facts[FACT_COUNT] = 1;
-        facts[FACT_LO] = (int64_t)(p->s.v[a].lo > lo ? p->s.v[a].lo : lo);
-        facts[FACT_HI] = (int64_t)(p->s.v[a].hi < hi ? p->s.v[a].hi : hi);
-        facts[FACT_FRAME] = p->frame[a];
-    }
-    if (!l->sent_known || hi > l->snd_max) {
-        l->snd_max = hi;
-        l->sent_known = 1;
-    }
-}
-
-enum { L_KIND, L_LO, L_HI, L_CUM, L_FRAME, L_BSTART, L_BCOUNT, L_BLO, L_BHI, L_BNR, L_FACTS, L_ARRAYS };
-
-static PyObject *NrLedger_feed(NrLedger *self, PyObject *args) {
-    PyObject *o[L_ARRAYS];
-    int never_renege, in_span;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOpp", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
-                          &o[9], &o[10], &never_renege, &in_span))
-        return NULL;
-    static const size_t sizes[L_ARRAYS] = {1, 8, 8, 8, 8, 8, 8, 8, 8, 1, 8};
-    buf_t b[L_ARRAYS]; memset(b, 0, sizeof b);
-    PyObject *result = NULL;
-    Py_ssize_t n = -1, nb = -1;
-    for (int i = 0; i < L_ARRAYS; i++) {
-        Py_ssize_t want = (i >= L_BLO && i <= L_BNR) ? nb : i == L_FACTS ? n * N_FACTS : n;
-        if (get_buf(o[i], &b[i], sizes[i], want, i == L_FACTS, "NrLedger.feed") < 0) goto out;
-        if (i == L_KIND) n = b[i].b.len;
-        if (i == L_BLO) nb = b[i].b.len / 8;
-    }
-    {
-        const int8_t *kind = b[L_KIND].b.buf, *bnr = b[L_BNR].b.buf;
-        const int64_t *lo = b[L_LO].b.buf, *hi = b[L_HI].b.buf, *cum = b[L_CUM].b.buf, *frame = b[L_FRAME].b.buf;
-        const int64_t *bs = b[L_BSTART].b.buf, *bc = b[L_BCOUNT].b.buf, *blo = b[L_BLO].b.buf, *bhi = b[L_BHI].b.buf;
-        int64_t *facts = b[L_FACTS].b.buf;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            int64_t *fact = facts + i * N_FACTS;
-            for (int k = 0; k < N_FACTS; k++) fact[k] = 0;
-            fact[FACT_FRAME] = -1;
-            if (lo[i] < 0 || hi[i] < 0 || cum[i] < 0) continue;  /* the levels never write these */
-            if (kind[i] == LEDGER_DATA) {
-                ledger_data(self, (uint64_t)lo[i], (uint64_t)hi[i], fact);
-            } else if (kind[i] == LEDGER_START) {
-                if (!self->sent_known) {
-                    self->snd_max = (uint64_t)hi[i];
-                    self->sent_known = 1;
-                    if (!self->cum_known) { self->cum = (uint64_t)cum[i]; self->cum_known = 1; }
-                }
-            } else {
-                if (bc[i] < 0 || bs[i] < 0 || bs[i] > nb || bc[i] > nb - bs[i]) {
-                    PyErr_SetString(PyExc_ValueError, "NrLedger.feed: block index out of range");
-                    goto out;
-                }
-                self->r.n = self->nr.n = 0;
-                for (int64_t j = bs[i]; j < bs[i] + bc[i]; j++)
-                    if (blo[j] >= 0 && bhi[j] >= 0 &&
-                        iset_append(bnr[j] ? &self->nr : &self->r, (uint64_t)blo[j], (uint64_t)bhi[j]) < 0) {
-                        PyErr_NoMemory();
-                        goto out;
-                    }
-                if (ledger_ack(self, (uint64_t)cum[i], frame[i], never_renege, in_span, fact) < 0) {
-                    PyErr_NoMemory();
-                    goto out;
-                }
-            }
-        }
-    }
-    result = Py_None; Py_INCREF(result);
-out:
-    ledger_free_scratch(self);
-    for (int i = 0; i < L_ARRAYS; i++) if (b[i].ok) PyBuffer_Release(&b[i].b);
-    return result;
-}
-
-/* pieces() -> [(lo, hi, frame), ...]: the ledger as it stands (tests, debugging). */
-static PyObject *NrLedger_pieces(NrLedger *self, PyObject *unused) {
-    PyObject *list = PyList_New((Py_ssize_t)self->pieces.s.n);
-    if (!list) return NULL;
-    for (size_t k = 0; k < self->pieces.s.n; k++) {
-        PyObject *t = Py_BuildValue("(KKL)", (unsigned long long)self->pieces.s.v[k].lo,
-                                    (unsigned long long)self->pieces.s.v[k].hi, (long long)self->pieces.frame[k]);
-        if (!t) { Py_DECREF(list); return NULL; }
-        PyList_SET_ITEM(list, (Py_ssize_t)k, t);
-    }
-    return list;
-}
-
-static PyMethodDef NrLedger_methods[] = {
-    {"feed", (PyCFunction)NrLedger_feed, METH_VARARGS,
-     "feed(kind i1 (0 data, 1 ack, 2 start), lo i8, hi i8, cum i8, frame i8, bstart i8, bcount i8, blo i8, bhi i8, "
-     "bnr i1, facts i8 (rows x 5: count, lo, hi, frame, r_and_nr), never_renege, in_span)"},
-    {"pieces", (PyCFunction)NrLedger_pieces, METH_NOARGS, "pieces() -> [(lo, hi, frame)]: the NR-acked pieces"},
-    {NULL}
-};
-
-static PyTypeObject NrLedgerType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "nrsack.analyzer._native.NrLedger",
-    .tp_basicsize = sizeof(NrLedger),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_new = PyType_GenericNew,
-    .tp_dealloc = (destructor)NrLedger_dealloc,
-    .tp_methods = NrLedger_methods,
-    .tp_doc = "NrLedger(): one direction's NR-acked pieces with the frame that first NR-acked each (the checker's)",
-};
-
 int add_board_type(PyObject *module) {
-    if (PyType_Ready(&BoardType) < 0 || PyType_Ready(&NrLedgerType) < 0) return -1;
+    if (PyType_Ready(&BoardType) < 0) return -1;
     Py_INCREF(&BoardType);
-    if (PyModule_AddObject(module, "Board", (PyObject *)&BoardType) < 0) return -1;
-    Py_INCREF(&NrLedgerType);
-    return PyModule_AddObject(module, "NrLedger", (PyObject *)&NrLedgerType);
+    return PyModule_AddObject(module, "Board", (PyObject *)&BoardType);
 }
 
 /* ---- short TCP connections, many in one call ----
@@ -757,18 +521,90 @@ static int feed_fresh(Board *b, const part_out_t *o, Py_ssize_t n, const board_r
     sbe_free(&b->estimate);
     b->revoked.n = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        int32_t fl = 0; int64_t freed = 0;
-        uint64_t acked_before = b->sb.acked_bytes, data_before = b->sb.data_bytes;
-        int rc = o->kind[i] == 0 ? feed_data(b, o->lo[i], o->hi[i], o->size[i], &fl)
-                                 : feed_ack(b, i, o->hi[i], o->blo + o->bstart[i], o->bhi + o->bstart[i],
-                                            o->bnr + o->bstart[i], o->bcount[i], REVOKE_IN_SPAN, o->conn[i], &fl, &freed);
-        if (rc < 0 || note_estimate(b, o->kind[i] == 0, fl, acked_before, data_before, freed, o->time_ns[i]) < 0) return -1;
-        if (b->sb.gap_open) fl |= FLAG_GAP_OPEN;
-        r->sack[i] = (int64_t)b->sb.sent.weight; r->sacked[i] = (int64_t)b->sb.sacked.weight;
-        r->nr[i] = (int64_t)b->sb.nracked.weight; r->acked[i] = (int64_t)b->sb.acked_bytes;
-        r->flags[i] = fl;
+        row_figures_t f;
+        int64_t bs = o->bstart[i];
+        if (feed_row(b, i, o->kind[i], o->lo[i], o->hi[i], o->size[i], o->blo + bs, o->bhi + bs, o->bnr + bs,
+                     o->bcount[i], REVOKE_IN_SPAN, o->conn[i], o->time_ns[i], &f) < 0) return -1;
+        r->sack[i] = f.sack; r->sacked[i] = f.sacked; r->nr[i] = f.nr; r->acked[i] = f.acked; r->flags[i] = f.flags;
     }
     return 0;
+}
+
+/* ---- the p/b/q window (docs/metrics.md): over the rows from the first data to the end of the transfer, a
+ * row's time counts until the next row's (the last row's until the end of q) toward b when the row is
+ * blocked and toward p when it is blocked with a gap open; a run of blocked rows is one blocking interval.
+ * The one place it is summed: summarize() below and scoreboard._Window (pass 2, batch by batch, through
+ * window_add and window_close). ---- */
+typedef struct {
+    int64_t p_ns, b_ns, intervals, last_t;
+    int have_last, was_blocked, was_gap;
+} window_t;
+
+static inline void window_row(window_t *w, int64_t t, int blocked, int gap) {
+    if (w->have_last && w->was_blocked) {
+        int64_t dt = t - w->last_t;
+        w->b_ns += dt;
+        if (w->was_gap) w->p_ns += dt;
+    }
+    w->intervals += blocked && !w->was_blocked;
+    w->last_t = t; w->have_last = 1; w->was_blocked = blocked; w->was_gap = gap;
+}
+
+/* The end of q (complete: the last row; else end_ns, never before the last row), the last row's time counted
+ * until then. -> that end, 0 when no row came. */
+static int64_t window_close(window_t *w, int64_t end_ns, int complete) {
+    if (!w->have_last) return 0;
+    int64_t t_end = complete || end_ns < w->last_t ? w->last_t : end_ns;
+    window_row(w, t_end, 0, 0);
+    return t_end;
+}
+
+static int window_from_py(PyObject *o, window_t *w) {
+    long long v[4];
+    if (!PyArg_ParseTuple(o, "LLLLppp", &v[0], &v[1], &v[2], &v[3], &w->have_last, &w->was_blocked, &w->was_gap))
+        return -1;
+    w->p_ns = v[0]; w->b_ns = v[1]; w->intervals = v[2]; w->last_t = v[3];
+    return 0;
+}
+
+static PyObject *window_to_py(const window_t *w) {
+    return Py_BuildValue("(LLLLOOO)", (long long)w->p_ns, (long long)w->b_ns, (long long)w->intervals,
+                         (long long)w->last_t, w->have_last ? Py_True : Py_False, w->was_blocked ? Py_True : Py_False,
+                         w->was_gap ? Py_True : Py_False);
+}
+
+/* window_add(state, time_ns i8, blocked b1, gap_open b1) -> state: a batch of the window's rows, in order;
+ * state: (p_ns, b_ns, intervals, last time, have_last, was_blocked, was_gap), WINDOW_START at first. */
+PyObject *window_add(PyObject *self, PyObject *args) {
+    PyObject *o_state, *o_t, *o_b, *o_g;
+    window_t w;
+    if (!PyArg_ParseTuple(args, "OOOO", &o_state, &o_t, &o_b, &o_g) || window_from_py(o_state, &w) < 0) return NULL;
+    buf_t tb = {0}, bb = {0}, gb = {0};
+    PyObject *result = NULL;
+    if (get_buf(o_t, &tb, 8, -1, 0, "window_add") < 0) goto out;
+    Py_ssize_t n = tb.b.len / 8;
+    if (get_buf(o_b, &bb, 1, n, 0, "window_add") < 0 || get_buf(o_g, &gb, 1, n, 0, "window_add") < 0) goto out;
+    const int64_t *t = tb.b.buf;
+    const int8_t *blocked = bb.b.buf, *gap = gb.b.buf;
+    for (Py_ssize_t i = 0; i < n; i++) window_row(&w, t[i], blocked[i] != 0, gap[i] != 0);
+    result = window_to_py(&w);
+out:
+    if (tb.ok) PyBuffer_Release(&tb.b);
+    if (bb.ok) PyBuffer_Release(&bb.b);
+    if (gb.ok) PyBuffer_Release(&gb.b);
+    return result;
+}
+
+/* window_close(state, end_ns, complete) -> (state, the end of q) */
+PyObject *window_close_py(PyObject *self, PyObject *args) {
+    PyObject *o_state;
+    long long end_ns;
+    int complete;
+    window_t w;
+    if (!PyArg_ParseTuple(args, "OLp", &o_state, &end_ns, &complete) || window_from_py(o_state, &w) < 0) return NULL;
+    int64_t t_end = window_close(&w, end_ns, complete);
+    PyObject *state = window_to_py(&w);
+    return state ? Py_BuildValue("(NL)", state, (long long)t_end) : NULL;
 }
 
 /* DirectionAccumulator.feed's tallies and DirectionAccumulator.finish's window (p, b, blocking runs) over one direction's rows. */
@@ -807,22 +643,18 @@ static void summarize(const Board *b, const part_out_t *o, Py_ssize_t n, const b
                                estimate.deep_waits};
     for (int k = 0; k < ENTRY_FIELDS - ENTRY_VERDICT; k++) e[ENTRY_VERDICT + k] = (int64_t)fields[k];
     int64_t capacity = e[ENTRY_CAPACITY] = sndbuf >= 0 ? sndbuf : (int64_t)estimate.sndbuf;
-    int was_blocked = 0, was_gap = 0;
+    window_t w = {0};
     int64_t after_new = 0;  /* the RtxQ after the last new data (estimated B) */
     for (Py_ssize_t i = first; i <= done; i++) {
         int64_t rtxq = nr_sack ? r->sack[i] - r->nr[i] : r->sack[i];
         if (o->kind[i] == 0 && (r->flags[i] & FLAG_CHANGED)) after_new = rtxq;
-        int gap = (r->flags[i] & FLAG_GAP_OPEN) != 0;
         int blocked = sndbuf >= 0 ? capacity - rtxq < e[ENTRY_MAX_PAYLOAD]
-                                  : sbe_blocked(&estimate, (uint64_t)after_new, gap, i < last_new);
-        if (was_blocked) {  /* a row's time counts until the next row */
-            int64_t dt = o->time_ns[i] - o->time_ns[i - 1];
-            e[ENTRY_B_NS] += dt;
-            if (was_gap) e[ENTRY_P_NS] += dt;
-        }
-        e[ENTRY_INTERVALS] += blocked && !was_blocked;
-        was_blocked = blocked; was_gap = gap;
+                                  : sbe_blocked(&estimate, (uint64_t)after_new, (r->flags[i] & FLAG_GAP_OPEN) != 0,
+                                                i < last_new);
+        window_row(&w, o->time_ns[i], blocked, (r->flags[i] & FLAG_GAP_OPEN) != 0);
     }
+    window_close(&w, o->time_ns[done], 1);
+    e[ENTRY_P_NS] = w.p_ns; e[ENTRY_B_NS] = w.b_ns; e[ENTRY_INTERVALS] = w.intervals;
     e[ENTRY_ACKED] = r->acked[done];
     e[ENTRY_Q_NS] = o->time_ns[done] - o->time_ns[first];
 }

@@ -514,14 +514,20 @@ def handshake_space(events: "FlowEvents", protocol, conn, sender):
     return _native.unwrap(initial & 0xFFFFFFFF, None)[2] if len(opening) else None
 
 
-def _compiled_part(level, events: "FlowEvents", protocol, conn, never_renege) -> ScoreboardInput:
-    """_levels.c's one pass over the flow's rows; carries the level's `space` and `nr_seen`."""
+def _compiled(call, level, events: "FlowEvents", protocol, conn, never_renege):
+    """_levels.c's one pass over the flow's rows (call: _native.level_part, or a Board's feed_level that feeds it
+    too) -> the call's first two results; carries the level's `space`, `nr_seen` and far serials."""
     if level.space is None:
         level.space = handshake_space(events, protocol, conn, level.sender)
-    rows, blocks, level.space, nr_seen, (far, far_frame) = _native.level_part(
+    first, second, level.space, nr_seen, (far, far_frame) = call(
         events.cap.ev, events.blocks, events.rows, events.side, protocol, conn, level.sender, level.space, never_renege)
     level.nr_seen |= nr_seen
     level.far.add(far, far_frame)
+    return first, second
+
+
+def _compiled_part(level, events: "FlowEvents", protocol, conn, never_renege) -> ScoreboardInput:
+    rows, blocks = _compiled(_native.level_part, level, events, protocol, conn, never_renege)
     row_arrays = [np.frombuffer(a, t) for a, t in zip(rows, _ROW_DTYPES)]
     return ScoreboardInput(*row_arrays, *(np.frombuffer(a, t) for a, t in zip(blocks, _BLOCK_DTYPES)), row_arrays[2])
 
@@ -577,6 +583,12 @@ class TcpLevel(_SpaceLevel):
     def build(self, events: FlowEvents) -> ScoreboardInput:
         never_renege = self.flow is not None and self.flow.never_renege[1 - self.sender]
         return _compiled_part(self, events, LEVEL_TCP, self.conn, never_renege)
+
+    def feed_board(self, board, events: FlowEvents):
+        """build() and the Board fed with it, in one compiled call: -> (ROW_DTYPE records as bytes, Board.feed's
+        tallies)."""
+        never_renege = self.flow is not None and self.flow.never_renege[1 - self.sender]
+        return _compiled(board.feed_level, self, events, LEVEL_TCP, self.conn, never_renege)
 
 
 class SctpLevel(_SpaceLevel):

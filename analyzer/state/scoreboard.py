@@ -54,10 +54,17 @@ def buffer_fields(given, capacity, judged, b_ns) -> tuple:
 VANTAGE_RATIO = 2.5
 
 BOARD_OUTPUTS = ("sack", "sacked", "nr", "freed", "acked", "units_sack", "units_sacked", "units_nr")
+# a pass-1 row as the stores keep it, and as Board.feed_level writes it (_scoreboard.c board_row_t)
+ROW_DTYPE = np.dtype([(name, "<i8") for name in BOARD_OUTPUTS]
+                     + [("time_ns", "<i8"), ("frame", "<u4"), ("flags", "<i4"), ("is_data", "?")])
 # Board.feed's revoke input (core/nrsack_core.h sb_revoke_t; BOARD_RECEIVED: renegable blocks are units
 # known received, decisions.md 12) and the SCTP chunk whose acks report every NR-acked TSN
 REVOKE_NONE, REVOKE_ALL, REVOKE_IN_SPAN, BOARD_RECEIVED = 0, 1, 2, 4
 SCTP_NR_SACK = 16
+# A flow's rows in a chunk up to which one compiled call (Board.feed_level) builds its level and feeds its Board:
+# below it the calls cost more than the rows (a thousand flows make 60,000 of them a capture); above it the
+# records' row layout, read column by column, costs more than the calls save.
+FUSED_ROWS = 512
 
 
 def revoke_modes(level, events: F.FlowEvents, part: F.ScoreboardInput) -> np.ndarray:
@@ -151,6 +158,16 @@ class DirectionAccumulator:
         self.on_part = None            # pipeline hook: on_part(sender, part, flags) after each chunk's rows
 
     def feed(self, events: F.FlowEvents):
+        feed_board = getattr(self.level, "feed_board", None)
+        if (feed_board is not None and self.on_part is None and self.serials is None
+                and len(events.rows) <= FUSED_ROWS):
+            # nobody reads the level's rows but the Board: one compiled call, no arrays but the store's
+            records, tallies = feed_board(self.board, events)
+            records = np.frombuffer(records, ROW_DTYPE)
+            if len(records):
+                self._tally(len(records), tallies, records["time_ns"], records["frame"])
+                self.store.append(self.key, records)
+            return
         part = self.level.build(events)
         n = len(part.pos)
         if not n:
@@ -158,7 +175,7 @@ class DirectionAccumulator:
         # one allocation for the Board's outputs: each row of it is a C-contiguous column
         out = dict(zip(BOARD_OUTPUTS, np.empty((len(BOARD_OUTPUTS), n), np.int64)))
         flags = np.empty(n, np.int32)
-        first, _, last_new, max_payload, max_sack, max_nr, max_whatif, retransmissions, ending = self.board.feed(
+        tallies = self.board.feed(
             part.kind, part.lo, part.hi, part.size, part.bstart, part.bcount, part.blo, part.bhi, part.bnr,
             revoke_modes(self.level, events, part), *out.values(), flags,
             part.conn.astype(np.int64, copy=False),  # the path each ack came on (sb_ack)
@@ -167,6 +184,17 @@ class DirectionAccumulator:
             self.on_part(self, part, flags)
         is_data = part.kind == 0
         times, frames = part.time_ns, part.frame
+        self._tally(n, tallies, times, frames)
+        self.store.append(self.key, dict(out, time_ns=times, frame=frames, flags=flags, is_data=is_data))
+        if self.serials is not None:
+            rows = events.cap.offset + events.rows[part.pos]
+            blocks = F.expand_runs(part.bstart, part.bcount)  # the rows' own (a CMT path's part shares the association's)
+            self.serials.append((rows, part.serial, is_data, part.hi, np.repeat(rows, part.bcount), part.blo[blocks],
+                                 part.bhi[blocks]))
+
+    def _tally(self, n, tallies, times, frames):
+        """The running tallies after n more rows (Board.feed's tallies of them)."""
+        first, _, last_new, max_payload, max_sack, max_nr, max_whatif, retransmissions, ending = tallies
         if first >= 0:
             if self.first_data is None:
                 self.first_data = self.rows + first
@@ -178,16 +206,12 @@ class DirectionAccumulator:
         if self.first_data is not None and self.done is None and ending >= 0:
             # the first ack after the last data that cum-acks all of it ends the transfer
             self.done = self.rows + ending
-        for name, value in (("sack", max_sack), ("nr", max_nr), ("whatif", max_whatif)):
-            self.max_rtxq[name] = max(self.max_rtxq[name], value)
+        max_rtxq = self.max_rtxq
+        max_rtxq["sack"] = max(max_rtxq["sack"], max_sack)
+        max_rtxq["nr"] = max(max_rtxq["nr"], max_nr)
+        max_rtxq["whatif"] = max(max_rtxq["whatif"], max_whatif)
         self.retransmissions += retransmissions
         self.rows += n
-        self.store.append(self.key, dict(out, time_ns=times, frame=frames, flags=flags, is_data=is_data))
-        if self.serials is not None:
-            rows = events.cap.offset + events.rows[part.pos]
-            blocks = F.expand_runs(part.bstart, part.bcount)  # the rows' own (a CMT path's part shares the association's)
-            self.serials.append((rows, part.serial, is_data, part.hi, np.repeat(rows, part.bcount), part.blo[blocks],
-                                 part.bhi[blocks]))
 
     def fork(self, key, level, keep_data):
         """A DirectionAccumulator for `level` in this one's state (keep_data) or in the state of its acks only."""
@@ -450,17 +474,31 @@ def join_columns(parts, empty=None) -> dict:
     return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
 
 
+WINDOW_START = (0, 0, 0, 0, False, False, False)  # _native.window_add's state before any row
+
+
 class _Window:
     """p, b and the blocking intervals over the rows from the first data to the end of the transfer,
-    fed batch by batch (a row's time counts until the next row, the last row's until the end of q)."""
+    fed batch by batch: summed in C (_native.window_add / window_close, as the short-TCP pass sums them),
+    the blocking table's runs made here when somebody reads them."""
 
     def __init__(self, first, last):
         self.first, self.last = first, last
-        self.p_ns = self.b_ns = 0
+        self.state = WINDOW_START
         self.acked = 0
-        self.intervals = 0
-        self.pending = None   # the last row seen: (time, blocked, gap_open)
         self.run = None       # the open blocked run: [start time, start frame, rtxq at start, gap seen]
+
+    @property
+    def p_ns(self):
+        return self.state[0]
+
+    @property
+    def b_ns(self):
+        return self.state[1]
+
+    @property
+    def intervals(self):
+        return self.state[2]
 
     def add(self, start, rows, blocked, gap_open, rtxq, sink):
         if self.first is None:
@@ -470,23 +508,13 @@ class _Window:
             return
         if self.last - start < len(blocked):
             self.acked = int(rows["acked"][self.last - start])
-        t = rows["time_ns"][lo:hi]
-        b, g = blocked[lo:hi], gap_open[lo:hi]
-        # (few numpy calls: a short flow's whole transfer is one small batch)
-        if self.pending is None:
-            dt, was_b, was_g = t[1:] - t[:-1], b[:-1], g[:-1]
-        else:
-            dt = np.empty(len(t), np.int64)
-            dt[0] = t[0] - self.pending[0]
-            dt[1:] = t[1:] - t[:-1]
-            was_b, was_g = np.empty(len(t), bool), np.empty(len(t), bool)
-            was_b[0], was_g[0] = self.pending[1], self.pending[2]
-            was_b[1:], was_g[1:] = b[:-1], g[:-1]
-        self.b_ns += int(dt[was_b].sum())  # integer ns: p, b and q are exact sums
-        self.p_ns += int(dt[was_b & was_g].sum())
-        self.pending = (int(t[-1]), bool(b[-1]), bool(g[-1]))
-        frames = rows.get("frame")  # (SummaryStore keeps none: its runs are only counted)
-        self._runs(t, b, g, frames[lo:hi] if frames is not None else np.full(hi - lo, -1, np.int64), rtxq[lo:hi], sink)
+        t = np.ascontiguousarray(rows["time_ns"][lo:hi], np.int64)
+        b, g = np.ascontiguousarray(blocked[lo:hi]), np.ascontiguousarray(gap_open[lo:hi])
+        self.state = _native.window_add(self.state, t, b, g)
+        if sink is not IGNORE:  # (a summary alone reads the counts, not the runs)
+            frames = rows.get("frame")
+            self._runs(t, b, g, frames[lo:hi] if frames is not None else np.full(hi - lo, -1, np.int64),
+                       rtxq[lo:hi], sink)
 
     def _runs(self, t, b, g, frames, r, sink):
         """Runs of blocked rows: start at the row after which blocked holds, end at the one after which
@@ -513,9 +541,6 @@ class _Window:
             self.run = [int(t[starts[-1]]), int(frames[starts[-1]]), int(r[starts[-1]]),
                         bool(gap_cum[-1] - gap_cum[starts[-1]] > 0)]
             starts, stops = starts[:-1], stops[:-1]
-        if sink is IGNORE:  # nobody reads the intervals: only their count
-            self.intervals += len(starts) + (carried is not None)
-            return
         columns = {"start_ns": t[starts], "start_frame": frames[starts], "rtxq_bytes_at_start": r[starts],
                    "gap_open": gap_cum[stops] - gap_cum[starts] > 0, "end_ns": t[stops], "end_frame": frames[stops]}
         if carried is not None:
@@ -525,17 +550,10 @@ class _Window:
     def _emit(self, columns, sink):
         if len(columns["start_ns"]):
             sink({k: np.asarray(columns[k], t) for k, t in BLOCKING_COLUMNS.items()})
-            self.intervals += len(columns["start_ns"])
 
     def close(self, end_ns, complete, sink) -> int:
         """-> the end of q; the last row's time and a run still open count until then."""
-        if self.pending is None:
-            return 0
-        t_end = self.pending[0] if complete else max(int(end_ns), self.pending[0])
-        if self.pending[1]:
-            self.b_ns += t_end - self.pending[0]
-            if self.pending[2]:
-                self.p_ns += t_end - self.pending[0]
+        self.state, t_end = _native.window_close(self.state, int(end_ns), complete)
         if self.run is not None:  # end frame -1: still blocked at the end of q
             self._emit({k: [v] for k, v in zip(INTERVAL_ORDER, (*self.run, t_end, -1))}, sink)
             self.run = None

@@ -1,16 +1,17 @@
 """Where pass 1 of the pipeline (pipeline.py) keeps each entry's per-row figures until pass 2 reads them
-back (store.append / fork / discard / batches, and flush at the end of each chunk where a store has it):
+back (store.append / fork / discard / batches, and flush at the end of each chunk where a store has it; append
+takes a dict of columns or ROW_DTYPE records, Board.feed_level's):
 in memory (MemoryStore: the in-memory API), in a temporary file (DiskStore: the streamed tables; SummaryStore: the streamed summary alone), in memory and readable again (KeptStore: the live table), or nowhere (NullStore: the checker
 alone). The run (run.py) takes one; the views only choose."""
 
+import os
 import tempfile
 
 import numpy as np
 
 from nrsack.analyzer.state import scoreboard as A
 
-ROW_DTYPE = np.dtype([(name, "<i8") for name in A.BOARD_OUTPUTS]
-                     + [("time_ns", "<i8"), ("frame", "<u4"), ("flags", "<i4"), ("is_data", "?")])
+ROW_DTYPE = A.ROW_DTYPE
 
 
 class MemoryStore:
@@ -19,7 +20,9 @@ class MemoryStore:
     def __init__(self):
         self._parts = {}
 
-    def append(self, key, columns: dict):
+    def append(self, key, columns):
+        if isinstance(columns, np.ndarray):  # (records: join_columns joins dicts)
+            columns = {name: columns[name] for name in ROW_DTYPE.names}
         self._parts.setdefault(key, []).append(columns)
 
     def fork(self, key, twin):
@@ -61,7 +64,7 @@ class FileStore:
         self.waiting = {}  # key -> [column dicts] of the current chunk
         self.end = 0
 
-    def append(self, key, columns: dict):
+    def append(self, key, columns):
         self.waiting.setdefault(key, []).append(columns)
 
     def fork(self, key, twin):
@@ -84,9 +87,11 @@ class DiskStore(FileStore):
         self.file.seek(self.end)  # (batches() reads move it; the writes here follow one another)
         for key, parts in self.waiting.items():
             for columns in parts:
-                record = np.empty(len(columns["time_ns"]), ROW_DTYPE)
-                for name in ROW_DTYPE.names:
-                    record[name] = columns[name]
+                record = columns
+                if not isinstance(columns, np.ndarray):
+                    record = np.empty(len(columns["time_ns"]), ROW_DTYPE)
+                    for name in ROW_DTYPE.names:
+                        record[name] = columns[name]
                 self.file.write(record)  # its buffer, not a copy of it
                 self.pieces.setdefault(key, []).append((self.end, len(record)))
                 self.end += record.nbytes
@@ -120,20 +125,23 @@ class NullStore:
 class SummaryStore(FileStore):
     """Pass-1 rows in a temporary file, only what a summary's pass 2 reads (finish with IGNORE sinks: no
     table, so no frame, freed or unit counts): time, the RtxQ's sack and nr sizes, the acked bytes and
-    four bits (new data, gap open, data, SACKed bytes held). A chunk's pieces are written together, each
-    column in the narrowest of uint32 above a base or int64 that holds the chunk's values: 17 bytes a
-    row where all 81 of DiskStore's took a quarter of a long transfer's summary, most of it the kernel
-    copying them into the file and back; and a few numpy calls a chunk, not a piece, so a thousand flows
-    pay little more than one. Its pieces: key -> [(offset, rows, layout)]; layout: (base, dtype) per
-    column, then the bits'."""
+    four bits (new data, gap open, data, SACKed bytes held). A chunk's rows are written together, one packed
+    record a row, each column in the narrowest of uint32 above a base or int64 that holds the chunk's values:
+    17 bytes a row where all 81 of DiskStore's took a quarter of a long transfer's summary, most of it the
+    kernel copying them into the file and back; and a few numpy calls a chunk, not a piece, so a thousand
+    flows pay little more than one. Its pieces: key -> [(offset, rows, layout)]; layout: (the columns' bases,
+    the packed record's dtype)."""
 
     COLUMNS = ("time_ns", "sack", "nr", "acked")
     KEPT = COLUMNS + ("flags", "is_data", "sacked")
     NEW, GAP, DATA, SACKED = 1, 2, 4, 8  # the bits; NEW and GAP are Board.feed's flags 1 and 2
     BATCH_ROWS = 1 << 14  # (larger batches only made larger temporaries)
 
-    def append(self, key, columns: dict):
-        super().append(key, {name: columns[name] for name in self.KEPT})
+    def append(self, key, columns):
+        """columns: ROW_DTYPE records (Board.feed_level's) or a dict of at least KEPT's columns."""
+        if not isinstance(columns, np.ndarray):
+            columns = {name: columns[name] for name in self.KEPT}
+        self.waiting.setdefault(key, []).append(columns)
 
     @classmethod
     def _bits(cls, columns):
@@ -153,53 +161,81 @@ class SummaryStore(FileStore):
         return 0, values
 
     def flush(self):
-        keys = [key for key, parts in self.waiting.items() for _ in parts]
-        parts = [part for parts in self.waiting.values() for part in parts]
+        # the records first, joined as bytes in one copy (many flows: a part each of a few rows), then the dicts
+        pieces = [(key, part) for key, parts in self.waiting.items() for part in parts]
+        records = [part for _, part in pieces if isinstance(part, np.ndarray)]
+        pieces = [p for p in pieces if isinstance(p[1], np.ndarray)] + [p for p in pieces if isinstance(p[1], dict)]
         self.waiting = {}
-        if not parts:
+        if not pieces:
             return
-        whole = {name: np.concatenate([part[name] for part in parts]) for name in self.KEPT}
+        joined = [np.concatenate([part.view(np.uint8) for part in records]).view(ROW_DTYPE)] if records else []
+        whole = {name: np.concatenate([part[name] for part in joined] + [part[name] for _, part in pieces[len(records):]])
+                 for name in self.KEPT}
         narrowed = [self._narrow(whole[name]) for name in self.COLUMNS] + [(0, self._bits(whole))]
-        layout = tuple((base, values.dtype) for base, values in narrowed)
-        row_bytes = sum(values.itemsize for _, values in narrowed)
-        views, start = [], 0
+        packed = np.empty(len(whole["time_ns"]), [(name, values.dtype) for name, (_, values) in
+                                                  zip(self.COLUMNS + ("bits",), narrowed)])
+        for name, (_, values) in zip(packed.dtype.names, narrowed):
+            packed[name] = values
+        layout = (tuple(base for base, _ in narrowed[:-1]), packed.dtype)
         self.file.seek(self.end)  # (batches() reads move it; the writes here follow one another)
-        for key, part in zip(keys, parts):
+        self.file.write(packed)
+        at, row_bytes = self.end, packed.dtype.itemsize
+        for key, part in pieces:  # each piece a run of the chunk's packed rows
             n = len(part["time_ns"])
-            views += [memoryview(values[start:start + n]) for _, values in narrowed]
-            self.pieces.setdefault(key, []).append((self.end, n, layout))
-            self.end += n * row_bytes
-            start += n
-        self.file.write(b"".join(views))
+            self.pieces.setdefault(key, []).append((at, n, layout))
+            at += n * row_bytes
+        self.end += packed.nbytes
 
     def _rows(self, columns, bits):
         """The column dict finish() reads; "sacked" says only whether any bytes were SACKed."""
         return dict(columns, flags=bits & (self.NEW | self.GAP), is_data=(bits & self.DATA) != 0,
                     sacked=bits & self.SACKED)
 
-    def _read(self, offset, n, layout):
-        self.file.seek(offset)
-        data = self.file.read(n * sum(dtype.itemsize for _, dtype in layout))
-        columns, at = {}, 0
-        for name, (base, dtype) in zip(self.COLUMNS, layout):
-            values = np.frombuffer(data, dtype, n, at)
-            columns[name] = values.astype(np.int64) + base if dtype != np.int64 else values
-            at += n * dtype.itemsize
-        columns["bits"] = np.frombuffer(data, np.uint8, n, at)
-        return columns
+    def _joined(self, pieces):
+        """Pieces written with one dtype, read and joined: -> finish()'s column dict."""
+        self.file.flush()
+        fd = self.file.fileno()
+        dtype = pieces[0][2][1]
+        # joined as bytes: numpy's concatenate of records goes field by field, through its dtype promotion
+        joined = np.frombuffer(b"".join([os.pread(fd, n * dtype.itemsize, offset) for offset, n, _ in pieces]), dtype)
+        bases = np.array([layout[0] for _, _, layout in pieces], np.int64)
+        counts = [n for _, n, _ in pieces]
+        columns = {}
+        for k, name in enumerate(self.COLUMNS):
+            base = bases[:, k]
+            columns[name] = joined[name].astype(np.int64) + (int(base[0]) if (base == base[0]).all()
+                                                               else np.repeat(base, counts))
+        return self._rows(columns, joined["bits"])
+
+    def _waiting_rows(self, parts):
+        columns = {name: np.concatenate([part[name] for part in parts]) for name in self.KEPT}
+        return self._rows({name: columns[name].astype(np.int64, copy=False) for name in self.COLUMNS},
+                          self._bits(columns))
 
     def batches(self, key):
         """The key's rows in order, pieces joined up to BATCH_ROWS: pass 2 costs a few numpy calls a batch,
         and a flow among a thousand has a piece of tens of rows in each chunk."""
         pieces, waiting = self.pieces.pop(key, []), self.waiting.pop(key, [])
-        parts = [*(lambda piece=piece: self._read(*piece) for piece in pieces),  # read when their turn comes
-                 *(lambda part=part: dict(part, bits=self._bits(part)) for part in waiting)]
-        batch, rows = [], 0
-        for k, part in enumerate(parts):
-            batch.append(part())
-            rows += len(batch[-1]["bits"])
-            if rows >= self.BATCH_ROWS or k == len(parts) - 1:
-                joined = {name: np.concatenate([p[name] for p in batch]) if len(batch) > 1 else batch[0][name]
-                          for name in self.COLUMNS + ("bits",)}
-                yield self._rows({name: joined[name] for name in self.COLUMNS}, joined["bits"])
+        batches, batch, rows = [], [], 0
+        for piece in pieces:
+            if batch and (rows >= self.BATCH_ROWS or batch[-1][2][1] != piece[2][1]):  # full, or another dtype
+                batches.append(batch)
                 batch, rows = [], 0
+            batch.append(piece)
+            rows += piece[1]
+        if batch:
+            batches.append(batch)
+        last = None
+        for batch in batches:
+            if last is not None:
+                yield last
+            last = self._joined(batch)
+        if waiting:  # the rows of the chunk being fed: joined to the last batch while it has room
+            rows = self._waiting_rows(waiting)
+            if last is not None and len(last["sack"]) < self.BATCH_ROWS:
+                rows = A.join_columns([last, rows])
+            elif last is not None:
+                yield last
+            last = rows
+        if last is not None:
+            yield last
