@@ -209,3 +209,21 @@ def test_agreement_holds_each_profile_against_the_lab_within_the_combined_spread
     # rfc at 1 %: 4 pp apart, spread sqrt(3^2 + 3^2) = 4.2; at 2 %: 4 pp apart, no spread
     assert held.to_dict() == {("rfc", 0.01): True, ("rfc", 0.02): False,
                               ("freebsd", 0.01): False, ("freebsd", 0.02): True}
+
+
+def test_statement_columns_follow_the_order_the_profiles_were_asked_in():
+    # the gain table sorts profiles by name (linux before ns2); the table keeps the command line's order
+    t = table([dict(profile=p, loss=x, gain_pct=0.0) for p in ("linux", "ns2", "rfc") for x in (0.0, 0.01)])
+    fig = R.Figure(key="x", title="", curve="sndbuf", grid=None,
+                   statements=(R.Statement("never worse", "holds", R.never_worse),))
+    side = R.judge(fig, t, profiles=["ns2", "rfc", "linux"])
+    assert [c for c in side.columns if not c.endswith("_verdict")][3:] == ["ns2", "rfc", "linux"]
+
+
+@pytest.mark.parametrize("figure", ["tcp4", "mptcp5-6", "mptcp9-10"])
+def test_the_linux_profile_has_a_quick_grid_for_the_tcp_and_mptcp_papers(figure):
+    from nrsack.generator.sim import sweep as sw
+
+    points = R.FIGURES[figure].grid("linux", 2, True, 100_000)
+    assert points and {p["profile"] for p in points} == {"linux"} and len(points) <= 200
+    assert sw.config_of(points[0]).profile == "linux"  # a profile made for TCP and MPTCP: accepted

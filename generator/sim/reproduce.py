@@ -644,15 +644,16 @@ def agreement(table, reference="usrsctp"):
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
 
 
-def judge(figure, table, quick=False):
-    """The side-by-side rows: one per statement, with each profile's value and verdict. A statement
-    whose points the grid did not run says so ("not run (--quick)"), not how far the points it did
-    run are from the paper's."""
+def judge(figure, table, quick=False, profiles=None):
+    """The side-by-side rows: one per statement, with each profile's value and verdict, the profiles
+    in the order asked for (`profiles`; the gain table sorts them by name). A statement whose points
+    the grid did not run says so ("not run (--quick)"), not how far the points it did run are from
+    the paper's."""
     not_run = f"{NOT_RUN} (--quick)" if quick else NOT_RUN
     rows = []
     for st in figure.statements:
         row = {"figure": figure.key, "statement": st.text, "paper": st.paper}
-        for prof in table.profile.unique():  # in the order they were asked for
+        for prof in profiles or table.profile.unique():
             part = table[table.profile == prof]
             value, verdict = (NOT_RUN, NOT_RUN) if st.ran is not None and not st.ran(part) else st.judge(part)
             if verdict == NOT_RUN:
@@ -670,7 +671,8 @@ def plot(figure, table, html_path, png_path):
     import plotly.graph_objects as go
 
     fig = go.Figure()
-    dashes = {"ns2": "solid", "rfc": "dash", "freebsd": "dashdot", "usrsctp": "dot"}
+    dashes = {"ns2": "solid", "rfc": "dash", "freebsd": "dashdot", "usrsctp": "dot", "linux": "longdash",
+              "linux-reno": "longdashdot"}
     columns = list(figure.curve) if isinstance(figure.curve, tuple) else [figure.curve]
     units = {"sndbuf": lambda v: f"{int(v) // 1024}K", "delay_ms": lambda v: f"{v:g} ms",
              "loss": lambda v: f"{v * 100:g} % loss",
@@ -750,7 +752,9 @@ def markdown(frame, headers=None):
 @click.argument("figure", type=click.Choice(list(FIGURES)))
 @click.option("--profile", "profiles", default="ns2,rfc", show_default=True,
               help="profiles to run, comma-separated (ns2: the paper's simulator; rfc: a real stack's "
-                   "rules; usrsctp: FreeBSD's stack itself in the lab, no drain, figures 7 and 10-13)")
+                   "rules; linux: Linux 6.x's TCP and MPTCP rules, figures tcp4 and mptcp*, Python "
+                   "engine only; usrsctp: FreeBSD's stack itself in the lab, no drain, figures 7 and "
+                   "10-13)")
 @click.option("--seeds", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option("--bytes", "nbytes", type=click.IntRange(min=10_000), default=10_000_000,
               show_default=True, help="bytes per transfer")
@@ -798,7 +802,7 @@ def reproduce(figure, profiles, seeds, nbytes, quick, scheduler, workers, serial
     runs.to_csv(f"{stem}_runs.csv", index=False)
     table.to_csv(f"{stem}_gain.csv", index=False, float_format="%.6g")  # losses down to 0.003 %
     sw.regions_of_gain(table).to_csv(f"{stem}_regions.csv", index=False)
-    side = judge(fig, table, quick)
+    side = judge(fig, table, quick, names)
     side.to_csv(f"{stem}_statements.csv", index=False)
     held = None
     if any(p in LAB_PROFILES for p in names) and len(names) > 1:
