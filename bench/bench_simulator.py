@@ -1,9 +1,10 @@
 """Simulator speed: a transfer of N data packets end to end (model, sender pcap, truth files),
 with the compiled path (C event loop + C pcap writer, used automatically for single-path SCTP and
-TCP) against baselines measured in the same run: the Python reference model and writer, and the
-same data packets built and written with plain Scapy + wrpcap.
+TCP; MPTCP over one subflow runs the C loop and wire.py's writer) against baselines measured in the
+same run: the Python reference model and writer, and the same data packets built and written with
+plain Scapy + wrpcap.
 
-    python bench/bench_simulator.py [--packets 1000000] [--protocol sctp|tcp] [--out /dev/shm]
+    python bench/bench_simulator.py [--packets 1000000] [--protocol sctp|tcp|mptcp] [--out /dev/shm]
 
 Prints wall and CPU seconds (the CPU figure does not suffer from other load on the machine).
 """
@@ -84,8 +85,8 @@ def line(name, frames, wall_cpu):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--packets", type=int, default=1_000_000, help="data packets of the transfer")
-    ap.add_argument("--protocol", default="sctp", choices=["sctp", "tcp"])
-    ap.add_argument("--profile", default="rfc", choices=["rfc", "ns2"],
+    ap.add_argument("--protocol", default="sctp", choices=["sctp", "tcp", "mptcp"])
+    ap.add_argument("--profile", default="rfc", choices=["rfc", "ns2", "freebsd"],
                     help="simulator profile (docs/simulator.md): both run on the compiled loop")
     ap.add_argument("--python-share", type=int, default=10,
                     help="the Python reference runs 1/this of the transfer")
@@ -108,19 +109,24 @@ def main():
         _, frames_py, model_py, write_py, _ = run(config(small), out, "python")
         n_base, scapy = scapy_baseline(trace, args.baseline, out / "scapy.pcap")
     end = tuple(a + b + c for a, b, c in zip(model, write, truth))
+    writer = "pcap writer (wire.py)" if args.protocol == "mptcp" else "compiled pcap writer"
     print(f"{args.protocol} ({args.profile} profile), NR-SACK, 1 Gbit/s, 5 ms, 0.1 % loss, 256 kB send buffer: "
           f"{trace.counters['data_packets']:,} data packets, {frames:,} frames, pcap {size / 1e6:,.0f} MB")
     print(line("compiled model", frames, model))
-    print(line("compiled pcap writer", frames, write))
+    print(line(writer, frames, write))
     print(line("truth files (parquet)", frames, truth))
     print(line("end to end", frames, end))
     print(f"baselines, {frames_py:,} frames (1/{args.python_share} of the transfer):")
     print(line("  compiled model", frames_c, model_c))
     print(line("  Python reference model", frames_py, model_py))
-    print(line("  compiled pcap writer", frames_c, write_c))
+    print(line(f"  {writer}", frames_c, write_c))
     print(line("  Python pcap writer (wire.py)", frames_py, write_py))
     print(line("  Scapy objects + wrpcap (data only)", n_base, scapy))
     ratio = lambda a, fa, b, fb: (fa / a[1]) / (fb / b[1])  # noqa: E731  (cpu packet rates)
+    if args.protocol == "mptcp":  # one writer (wire.py's) on both paths: only the model differs
+        print(f"ratios (cpu): model C/Python {ratio(model_c, frames_c, model_py, frames_py):.0f}x, "
+              f"writer/Scapy {ratio(write_py, frames_py, scapy, n_base):.0f}x")
+        return
     print(f"ratios (cpu): model C/Python {ratio(model_c, frames_c, model_py, frames_py):.0f}x, "
           f"writer C/Python {ratio(write_c, frames_c, write_py, frames_py):.1f}x, "
           f"writer C/Scapy {ratio(write_c, frames_c, scapy, n_base):.0f}x, "

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* Compiled event loop of generator/sim/model.py for one path (SCTP and TCP).
+/* Compiled event loop of generator/sim/model.py for one path (SCTP, TCP, MPTCP with one subflow).
  *
  * It mirrors Simulation in model.py statement for statement, with the same event order (time,
  * then push sequence), the same integer arithmetic and the same random draws (passed in), so
  * that its trace is identical to the Python model's; tests/test_simulator_fast.py checks that.
- * model.py stays the reference and handles everything else (CMT, MPTCP).
+ * model.py stays the reference and handles everything else (CMT, MPTCP over several subflows).
+ * MPTCP with one subflow: units go out on it in order, so its subflow index of a unit is the unit
+ * and the subflow's sequence space, receiver set and cum ack are the data level's; what differs from
+ * TCP is the ack (model.py _send_ack) and what the sender takes from it (_on_ack_arrival).
  * Built at install by setup.py and loaded with ctypes by fast.py.
  */
 #include <stdint.h>
@@ -18,6 +21,7 @@ enum { INFL = 1, SACKED = 2, LOST = 4, RTXD = 8, ACKED = 16, HOLE = 32, FRTX = 6
 enum { EV_DATA_ARRIVAL = 0, EV_ACK_ARRIVAL, EV_DELACK, EV_RTO, EV_READY, EV_CTRL, EV_HB_ACK, EV_DEGRADE };
 #define SCTP_MAX_BLOCKS ((1500 - 20 - 12 - 20) / 4)
 #define TCP_MAX_BLOCKS 4
+#define MPTCP_MAX_BLOCKS 3
 #define GAP_OFFSET_MAX 0xFFFF
 
 typedef struct {
@@ -27,7 +31,7 @@ typedef struct {
         gap_filler_delayed, max_burst, chunk_header, window_unit, by_size, grow_margin,
         persistent_htna, restart_timer_on_cum_ack, path_max_retrans, cwnd_degrade, max_burst_cwnd,
         slow_start_limit, refast_retransmit, fr_ssthresh_floor, U /* cwnd's packet */,
-        rto_restored_on_ack;
+        rto_restored_on_ack, mptcp;
     double ns_per_byte, loss, enter_bad, leave_bad, ack_loss;
 } Params;
 
@@ -52,6 +56,7 @@ typedef struct {
     Vec cwnd;                           /* 4 per row */
     Vec rec;                            /* 4 per row: path, kind (0 fast, 1 rto), start, end (-1) */
     Vec r_t, r_kind, r_a, r_b;          /* receiver frames, when recorded */
+    Vec a_sbcnt;                        /* MPTCP: subflow blocks, after the ack's a_bcnt data blocks */
     i64 counters[8];  /* data, rtx, fast rtx, timeouts, acks, queue drops, random drops, acked */
     i64 first_data_ns, done_ns, error;
 } Out;
@@ -523,6 +528,7 @@ static void on_ack(Sim *s, i64 now, i64 ack) {
     i64 frame_index = o->f_t.n - 1;
     i64 cum = o->a_cum.v[ack], rwnd = o->a_rwnd.v[ack];
     i64 nb = o->a_bcnt.v[ack];
+    i64 nsb = o->a_sbcnt.v[ack];
     const i64 *bs = o->b_s.v + o->a_boff.v[ack], *be = o->b_e.v + o->a_boff.v[ack];
     int stale = cum < s->dcum;
     if (!stale && cum > s->dcum) {
@@ -552,12 +558,26 @@ static void on_ack(Sim *s, i64 now, i64 ack) {
             for (i64 j = 0; j < k; j++) s->nr_bytes += range_bytes(s, s->tmp_s[j], s->tmp_e[j]);
         }
     }
-    if (!stale) { s->gap_open = nb > 0; s->peer_rwnd = rwnd; }
+    if (P->mptcp) {
+        /* decision 12: the subflow's blocks sack their units at the data level, renegable (model.py
+         * _subflow_acked; its cum ack is the data level's, so only the blocks add anything), and a
+         * gap is data known received above the DATA ACK */
+        for (i64 b = nb; b < nb + nsb; b++) {
+            i64 lo = bs[b] < s->dcum ? s->dcum : bs[b], k;
+            if (tmp_reserve(s, s->dsacked.n + 2)) { o->error = 1; return; }
+            k = iset_add(&s->dsacked, lo, be[b], s->tmp_s, s->tmp_e);
+            if (k < 0) { o->error = 1; return; }
+            for (i64 j = 0; j < k; j++) s->sacked_bytes += range_bytes(s, s->tmp_s[j], s->tmp_e[j]);
+        }
+        s->gap_open = s->sacked_bytes > 0;
+    }
+    if (!stale) { if (!P->mptcp) s->gap_open = nb > 0; s->peer_rwnd = rwnd; }
     truth(s, frame_index, now, 1);
     if (s->dcum >= P->n) o->done_ns = now;
     /* the blocks may have moved (vpush in truth does not touch them, but be safe) */
     bs = o->b_s.v + o->a_boff.v[ack]; be = o->b_e.v + o->a_boff.v[ack];
-    if (!stale) transport_ack(s, now, cum, bs, be, nb);
+    /* congestion control and loss recovery read the subflow's blocks (MPTCP), else the ack's */
+    if (!stale) transport_ack(s, now, cum, bs + (P->mptcp ? nb : 0), be + (P->mptcp ? nb : 0), P->mptcp ? nsb : nb);
     if (o->error) return;
     try_send(s, now);
     s->burst = -1;
@@ -566,7 +586,7 @@ static void send_ack(Sim *s, i64 now, int has_latest, i64 latest) {
     const Params *P = s->P;
     Out *o = s->o;
     s->ack_pending = 0; s->delack_armed = 0;
-    i64 rwnd, boff = o->b_s.n, nb = 0;
+    i64 rwnd, boff = o->b_s.n, nb = 0, nsb = 0;
     if (P->sctp) {
         rwnd = P->rcvbuf;
         for (i64 i = 0; i < s->rset.n && i < SCTP_MAX_BLOCKS; i++) {
@@ -576,18 +596,28 @@ static void send_ack(Sim *s, i64 now, int has_latest, i64 latest) {
         }
     } else {
         rwnd = P->rcvbuf - s->ooo_bytes;
-        i64 ls = 0, le = 0;
+        i64 ls = 0, le = 0, limit = TCP_MAX_BLOCKS, k = 0, n = s->rset.n;
         int has = has_latest && iset_block_of(&s->rset, latest, &ls, &le);
-        if (s->rset.n) {
-            if (has) { TRY(vpush(&o->b_s, ls)); TRY(vpush(&o->b_e, le)); nb++; }
-            for (i64 i = s->rset.n - 1; i >= 0 && nb < TCP_MAX_BLOCKS; i--) {
+        if (P->mptcp) {
+            /* the DSS's data-level NR blocks (ascending) beside the subflow's SACK blocks, 3 in all */
+            i64 nd = P->nr ? n : 0, room = MPTCP_MAX_BLOCKS - (nd ? 1 : 0);
+            limit = n < room ? n : room;
+            if (nd > MPTCP_MAX_BLOCKS - limit) nd = MPTCP_MAX_BLOCKS - limit;
+            for (i64 i = 0; i < nd; i++) { TRY(vpush(&o->b_s, s->rset.s[i])); TRY(vpush(&o->b_e, s->rset.e[i])); }
+            nb = nd;
+        }
+        /* RFC 2018's order: the block of the latest arrival, then the others from the highest */
+        if (n && limit > 0) {
+            if (has) { TRY(vpush(&o->b_s, ls)); TRY(vpush(&o->b_e, le)); k++; }
+            for (i64 i = n - 1; i >= 0 && k < limit; i--) {
                 if (has && s->rset.s[i] == ls && s->rset.e[i] == le) continue;
-                TRY(vpush(&o->b_s, s->rset.s[i])); TRY(vpush(&o->b_e, s->rset.e[i])); nb++;
+                TRY(vpush(&o->b_s, s->rset.s[i])); TRY(vpush(&o->b_e, s->rset.e[i])); k++;
             }
         }
+        if (P->mptcp) nsb = k; else nb = k;
     }
     TRY(vpush(&o->a_cum, s->rcum)); TRY(vpush(&o->a_rwnd, rwnd));
-    TRY(vpush(&o->a_boff, boff)); TRY(vpush(&o->a_bcnt, nb));
+    TRY(vpush(&o->a_boff, boff)); TRY(vpush(&o->a_bcnt, nb)); TRY(vpush(&o->a_sbcnt, nsb));
     if (s->record_receiver) rframe(s, now, ACK, o->a_cum.n - 1, 0);
     if (P->ack_loss > 0.0) {
         if (s->ack_draw_pos >= s->n_ack_draws) { o->error = 2; return; }  /* Python falls back */
@@ -727,7 +757,7 @@ done:
 void fastsim_free(Out *o) {
     Vec *vs[] = {&o->f_t, &o->f_kind, &o->f_a, &o->f_b, &o->a_cum, &o->a_rwnd, &o->a_boff,
                  &o->a_bcnt, &o->b_s, &o->b_e, &o->truth, &o->cwnd, &o->rec, &o->r_t,
-                 &o->r_kind, &o->r_a, &o->r_b};
+                 &o->r_kind, &o->r_a, &o->r_b, &o->a_sbcnt};
     for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++) { free(vs[i]->v); vs[i]->v = NULL; }
 }
 

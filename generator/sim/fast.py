@@ -1,4 +1,5 @@
-"""The compiled event loop (_fastsim.c) and pcap writer for single-path SCTP and TCP runs.
+"""The compiled event loop (_fastsim.c) for single-path SCTP, TCP and MPTCP runs (one subflow), and
+its pcap writer for SCTP and TCP (MPTCP's frames go through wire.py's writer).
 
 Built with the package at install (setup.py, as `_fastsim` beside this file: a plain shared library,
 no Python module init) and loaded with ctypes; for a run that needs what only model.py does,
@@ -19,7 +20,8 @@ from . import model as M
 from . import wire as W
 from .profiles import PYTHON_ONLY
 
-CTRL_NAMES = {"sctp": ["INIT", "INIT-ACK", "COOKIE-ECHO", "COOKIE-ACK"], "tcp": ["SYN", "SYN-ACK", "ACK"]}
+CTRL_NAMES = {"sctp": ["INIT", "INIT-ACK", "COOKIE-ECHO", "COOKIE-ACK"], "tcp": ["SYN", "SYN-ACK", "ACK"],
+              "mptcp": ["SYN", "SYN-ACK", "ACK"]}
 
 
 class Params(ctypes.Structure):
@@ -29,7 +31,7 @@ class Params(ctypes.Structure):
         "gilbert", "gap_filler_delayed", "max_burst", "chunk_header", "window_unit", "by_size",
         "grow_margin", "persistent_htna", "restart_timer_on_cum_ack", "path_max_retrans",
         "cwnd_degrade", "max_burst_cwnd", "slow_start_limit", "refast_retransmit",
-        "fr_ssthresh_floor", "U", "rto_restored_on_ack")] + [(name, ctypes.c_double) for name in (
+        "fr_ssthresh_floor", "U", "rto_restored_on_ack", "mptcp")] + [(name, ctypes.c_double) for name in (
             "ns_per_byte", "loss", "enter_bad", "leave_bad", "ack_loss")]
 
 
@@ -44,7 +46,7 @@ class Vec(ctypes.Structure):
 
 
 VECS = ("f_t", "f_kind", "f_a", "f_b", "a_cum", "a_rwnd", "a_boff", "a_bcnt", "b_s", "b_e", "truth",
-        "cwnd", "rec", "r_t", "r_kind", "r_a", "r_b")
+        "cwnd", "rec", "r_t", "r_kind", "r_a", "r_b", "a_sbcnt")
 
 
 class Out(ctypes.Structure):
@@ -89,9 +91,11 @@ def library():
 
 
 def eligible(config, receiver_trace):
-    """Single-path SCTP and TCP, under every profile but the Linux ones (their send buffer, RACK
-    and cubic are in model.py only: docs/simulator.md)."""
-    return config.protocol in ("sctp", "tcp") and config.profile not in PYTHON_ONLY
+    """Single-path SCTP and TCP, and MPTCP over one subflow (several: model.py only), under every
+    profile but the Linux ones (their send buffer, RACK and cubic are in model.py only:
+    docs/simulator.md)."""
+    one_path = config.protocol in ("sctp", "tcp") or (config.protocol == "mptcp" and len(config.paths) == 1)
+    return one_path and config.profile not in PYTHON_ONLY
 
 
 def run(sim):
@@ -118,7 +122,7 @@ def run(sim):
         max_burst_cwnd=sim.prof.max_burst_cwnd, slow_start_limit=sim.prof.slow_start_limit_packets,
         refast_retransmit=int(sim.prof.refast_retransmit and sim.sctp_like),
         fr_ssthresh_floor=sim.prof.fast_recovery_ssthresh_floor_packets, U=sim.U,
-        rto_restored_on_ack=int(sim.prof.rto_restored_on_ack))
+        rto_restored_on_ack=int(sim.prof.rto_restored_on_ack), mptcp=int(sim.mptcp))
     first_draw = np.asarray(sim.first_draw, dtype=np.float64)
     # the same stream model.py draws 65536 at a time: enough for every transmission twice over
     draws = sim.rng_paths[0].random(2 * sim.n + 65536)
@@ -159,9 +163,10 @@ class LazyFrames(Sequence):
     """trace.sender of a compiled run: columns, turned into model.py's frame tuples only when
     someone asks for them (the pcap writer and the truth read the columns)."""
 
-    def __init__(self, columns, names):
+    def __init__(self, columns, names, mptcp=False):
         self.columns = columns
         self.names = names
+        self.mptcp = mptcp
         self._frames = None
 
     def _list(self):
@@ -171,6 +176,10 @@ class LazyFrames(Sequence):
             acks = [(cum, tuple(zip(b_s[off:off + cnt], b_e[off:off + cnt])), rwnd, None, ())
                     for cum, rwnd, off, cnt in zip(c["a_cum"].tolist(), c["a_rwnd"].tolist(),
                                                    c["a_boff"].tolist(), c["a_bcnt"].tolist())]
+            if self.mptcp:  # the one subflow's cum ack is the data level's; its blocks follow
+                acks = [(cum, blocks, rwnd, cum, tuple(zip(b_s[off + nd:off + nd + ns], b_e[off + nd:off + nd + ns])))
+                        for (cum, blocks, rwnd, _, _), off, nd, ns in zip(
+                            acks, c["a_boff"].tolist(), c["a_bcnt"].tolist(), c["a_sbcnt"].tolist())]
             frames = []
             for t, kind, a, b in zip(c["t"].tolist(), c["kind"].tolist(), c["a"].tolist(),
                                      c["b"].tolist()):
@@ -201,14 +210,14 @@ def _trace(sim, out, names):
     columns = {"t": out.f_t.array(), "kind": out.f_kind.array(), "a": out.f_a.array(),
                "b": out.f_b.array(), "a_cum": out.a_cum.array(), "a_rwnd": out.a_rwnd.array(),
                "a_boff": out.a_boff.array(), "a_bcnt": out.a_bcnt.array(),
-               "b_s": out.b_s.array(), "b_e": out.b_e.array()}
+               "b_s": out.b_s.array(), "b_e": out.b_e.array(), "a_sbcnt": out.a_sbcnt.array()}
     tr.columns = columns
-    tr.sender = LazyFrames(columns, names)
+    tr.sender = LazyFrames(columns, names, sim.mptcp)
     if sim.record_receiver:
         acks = {k: v for k, v in columns.items() if k.startswith(("a_", "b_"))}
         tr.receiver_columns = dict(acks, t=out.r_t.array(), kind=out.r_kind.array(),
                                    a=out.r_a.array(), b=out.r_b.array())
-        tr.receiver = LazyFrames(tr.receiver_columns, names)
+        tr.receiver = LazyFrames(tr.receiver_columns, names, sim.mptcp)
     tr.rtxq = out.truth.array(9)
     tr.cwnd = [tuple(r) for r in out.cwnd.array(4).tolist()]
     kinds = ("fast", "rto")
@@ -236,7 +245,7 @@ def write_pcap(trace, frames, path, wire):
     """Write the sender or receiver frames of a compiled run with the compiled writer; False when
     it does not apply (then engine.write_pcap takes the Python writer). The bytes are wire.py's (tests check)."""
     columns = getattr(frames, "columns", None)
-    if columns is None:
+    if columns is None or frames.mptcp:  # MPTCP's DSS options: wire.py's writer
         return False
     lib = library()
     n, S = wire.n, wire.S
