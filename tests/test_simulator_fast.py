@@ -1,7 +1,8 @@
 """The compiled event loop gives exactly the Python model's trace (single-path SCTP and TCP, MPTCP
-over one subflow)."""
+over 1-3 subflows)."""
 
 import ast
+import dataclasses
 import itertools
 import subprocess
 import sys
@@ -108,23 +109,38 @@ def test_linux_profiles_run_on_the_python_engine_and_say_so(profile):
     assert list(auto.sender) == list(python.sender) and auto.rtxq == python.rtxq
 
 
-# MPTCP over one subflow: its ack (subflow SACK blocks beside the DSS's data-level NR blocks) and
-# decision 12's data level differ from TCP's, so it has its own grid; seeds vary with the point
+# MPTCP: its ack (subflow SACK blocks beside the DSS's data-level NR blocks), decision 12's data
+# level and the subflows (round robin, per-subflow spaces and delayed acks) are its own, so it has
+# its own grid over 1-3 subflows of different rates, delays and queues; seeds vary with the point
+MPTCP_PATHS = [PathConfig(bandwidth_bps=30e6, delay_s=0.01), PathConfig(bandwidth_bps=10e6, delay_s=0.02,
+                                                                         queue_packets=20),
+               PathConfig(bandwidth_bps=6e6, delay_s=0.035, queue_packets=50)]
+
+
+def mptcp_paths(subflows, loss, ack_loss=0.0, queue=None):
+    return tuple(dataclasses.replace(p, loss=loss, ack_loss=ack_loss,
+                                     queue_packets=queue or p.queue_packets)
+                 for p in MPTCP_PATHS[:subflows])
+
+
 @pytest.mark.parametrize("profile", ["rfc", "ns2", "freebsd"])
+@pytest.mark.parametrize("subflows", [1, 2, 3])
 @pytest.mark.parametrize("ack,loss_model", itertools.product(("sack", "nrsack"), ("bernoulli", "gilbert")))
-@pytest.mark.parametrize("loss,sndbuf,queue,seed", [(0.0, 8000, 100, 1), (0.02, 8000, 100, 2),
-                                                    (0.05, 64000, 10, 3), (0.2, 16000, 100, 4)])
-def test_compiled_loop_equals_the_python_model_for_mptcp_over_one_subflow(ack, loss_model, loss, sndbuf,
-                                                                          queue, seed, profile):
+@pytest.mark.parametrize("loss,sndbuf,queue,seed", [(0.0, 8000, None, 1), (0.02, 16000, None, 2),
+                                                    (0.05, 64000, 10, 3), (0.2, 16000, None, 4)])
+def test_compiled_loop_equals_the_python_model_for_mptcp(subflows, ack, loss_model, loss, sndbuf, queue,
+                                                         seed, profile):
     cfg = SimConfig(protocol="mptcp", ack=ack, sndbuf=sndbuf, total_bytes=200_001, seed=seed,
                     loss_model=loss_model, drop_units=(5,), isn=2**32 - 60, profile=profile, payload=1400,
-                    paths=(PathConfig(bandwidth_bps=30e6, delay_s=0.01, loss=loss, queue_packets=queue),))
+                    paths=mptcp_paths(subflows, loss, queue=queue))
     assert fast.eligible(cfg, False)
     reference = assert_engines_agree(cfg)
     acks = [f[3] for f in reference.sender if f[1] == 2]
-    # the run exercised what is MPTCP's own: subflow blocks, and with NR-SACK the DSS's NR blocks
+    # the run exercised what is MPTCP's own: subflow blocks, with NR-SACK the DSS's NR blocks,
+    # and data on every subflow
     assert any(a[4] for a in acks)
     assert any(a[1] for a in acks) == (ack == "nrsack")
+    assert {f[2] for f in reference.sender if f[1] == 0} == set(range(subflows))
 
 
 @pytest.mark.parametrize("profile", ["rfc", "ns2", "freebsd"])
@@ -132,17 +148,17 @@ def test_compiled_loop_equals_the_python_model_for_mptcp_over_one_subflow(ack, l
 def test_mptcp_engines_agree_with_ack_loss_and_a_fixed_duration(profile, ack):
     cfg = SimConfig(protocol="mptcp", ack=ack, sndbuf=32768, total_bytes=3_000_000, seed=5,
                     payload=1400, profile=profile, duration_s=2.5,
-                    paths=(PathConfig(bandwidth_bps=30e6, delay_s=0.02, loss=0.01, ack_loss=0.05),))
+                    paths=mptcp_paths(2, 0.01, ack_loss=0.05))
     reference = assert_engines_agree(cfg)
     assert reference.done_ns is None
     assert reference.last_frame_ns() <= 2.5e9
 
 
-@pytest.mark.parametrize("ack", ["sack", "nrsack"])
-def test_mptcp_pcaps_of_a_compiled_run_are_the_python_runs_bytes(tmp_path, ack):
+@pytest.mark.parametrize("subflows,ack", [(1, "sack"), (2, "nrsack"), (3, "sack")])
+def test_mptcp_pcaps_of_a_compiled_run_are_the_python_runs_bytes(tmp_path, subflows, ack):
     # the compiled run's frames go through wire.py's writer (the DSS options are wire.py's only)
     cfg = SimConfig(protocol="mptcp", ack=ack, sndbuf=16000, total_bytes=200_001, seed=3, payload=1400,
-                    isn=2**32 - 60, paths=(PathConfig(bandwidth_bps=30e6, delay_s=0.01, loss=0.03),))
+                    isn=2**32 - 60, paths=mptcp_paths(subflows, 0.03))
     compiled = simulate(cfg, receiver_trace=True, engine="c")
     reference = simulate(cfg, receiver_trace=True, engine="python")
     assert compiled.columns is not None and reference.columns is None
@@ -153,18 +169,14 @@ def test_mptcp_pcaps_of_a_compiled_run_are_the_python_runs_bytes(tmp_path, ack):
         assert (tmp_path / f"c-{side}.pcap").read_bytes() == (tmp_path / f"py-{side}.pcap").read_bytes()
 
 
-def test_mptcp_over_several_subflows_stays_on_the_python_engine():
+@pytest.mark.parametrize("profile", ["linux", "linux-reno"])
+def test_mptcp_under_the_linux_profiles_stays_on_the_python_engine(profile):
     cfg = SimConfig(protocol="mptcp", sndbuf=16000, total_bytes=100_000, seed=3, payload=1400,
-                    paths=(PathConfig(bandwidth_bps=10e6, delay_s=0.01, loss=0.02),
-                           PathConfig(bandwidth_bps=6e6, delay_s=0.02, loss=0.02)))
+                    profile=profile, paths=mptcp_paths(2, 0.02))
     assert not fast.eligible(cfg, False)
     with pytest.raises(RuntimeError, match="does not apply"):
         simulate(cfg, engine="c")
     assert simulate(cfg).columns is None
-    # one subflow under a Linux profile: that profile's rules are model.py's only
-    linux = SimConfig(protocol="mptcp", profile="linux", paths=cfg.paths[:1])
-    assert fast.eligible(cfg.__class__(protocol="mptcp", paths=cfg.paths[:1]), False)
-    assert not fast.eligible(linux, False)
 
 
 def assert_engines_agree(cfg):
@@ -210,8 +222,6 @@ NS2_RULES = {"restart": (dict(restart_timer_on_cum_ack=True), (0.2, 1), (0.2, 1)
 
 @pytest.mark.parametrize("rule", sorted(NS2_RULES))
 def test_each_ns2_timer_rule_changes_the_run_and_engines_agree(rule, monkeypatch):
-    import dataclasses
-
     from nrsack.generator.sim.profiles import PROFILES
 
     change, on_rfc, on_ns2, changes = NS2_RULES[rule]
