@@ -170,7 +170,8 @@ def _handshake(sim):
         steps = [(0, 0, True), (2 * d[0], 1, False), (2 * d[0], 2, True), (4 * d[0], 3, False)]
         paths, ready = [0] * 4, [(0, 4 * d[0])]
     else:
-        steps, paths, ready = [(0, 0, True), (2 * d[0], 1, False), (2 * d[0], 2, True)], [0] * 3, [(0, 2 * d[0])]
+        steps = [(0, 0, True), (2 * d[0], 1, False), (2 * d[0], 2, True)]
+        paths, ready = [0] * 3, [(0, 2 * d[0])]
         for q in range(1, sim.P):  # MPTCP's joins
             steps += [(2 * d[0], 3, True), (2 * d[0] + 2 * d[q], 4, False), (2 * d[0] + 2 * d[q], 5, True)]
             paths += [q] * 3
@@ -201,7 +202,8 @@ class LazyFrames(Sequence):
                     for cum, rwnd, off, cnt in zip(c["a_cum"].tolist(), c["a_rwnd"].tolist(),
                                                    c["a_boff"].tolist(), c["a_bcnt"].tolist())]
             if self.mptcp:  # the subflow's cum ack and SACK blocks (after the data-level blocks)
-                acks = [(cum, blocks, rwnd, scum, tuple(zip(b_s[off + nd:off + nd + ns], b_e[off + nd:off + nd + ns])))
+                acks = [(cum, blocks, rwnd, scum,
+                         tuple(zip(b_s[off + nd:off + nd + ns], b_e[off + nd:off + nd + ns])))
                         for (cum, blocks, rwnd, _, _), scum, off, nd, ns in zip(
                             acks, c["a_scum"].tolist(), c["a_boff"].tolist(), c["a_bcnt"].tolist(),
                             c["a_sbcnt"].tolist())]
