@@ -12,6 +12,7 @@ import pytest
 
 from nrsack.generator.sim import fast
 from nrsack.generator.sim.engine import PathConfig, SimConfig, simulate, write_pcap
+from nrsack.generator.sim.model import Simulation
 from nrsack.generator.sim.truth import Truth
 
 FIELDS = ("sender", "cwnd", "recovery", "counters", "first_data_ns", "done_ns")
@@ -167,6 +168,18 @@ def test_mptcp_pcaps_of_a_compiled_run_are_the_python_runs_bytes(tmp_path, subfl
         write_pcap(compiled, getattr(compiled, side), tmp_path / f"c-{side}.pcap")
         write_pcap(reference, getattr(reference, side), tmp_path / f"py-{side}.pcap")
         assert (tmp_path / f"c-{side}.pcap").read_bytes() == (tmp_path / f"py-{side}.pcap").read_bytes()
+
+
+def test_a_compiled_run_leaves_the_python_models_streams_as_it_found_them():
+    # engine.simulate falls back to model.py on the same Simulation when the C loop gives up (its
+    # draws ran out): that run must be the Python run, so its random streams must be untouched
+    cfg = SimConfig(protocol="mptcp", ack="nrsack", sndbuf=16000, total_bytes=200_001, seed=3,
+                    payload=1400, loss_model="gilbert", paths=mptcp_paths(2, 0.05, ack_loss=0.05))
+    sim = Simulation(cfg)
+    streams = sim.rng_paths + sim.rng_acks
+    before = [g.bit_generator.state for g in streams]
+    assert fast.run(sim).counters["retransmissions"] > 0
+    assert [g.bit_generator.state for g in streams] == before
 
 
 @pytest.mark.parametrize("profile", ["linux", "linux-reno"])

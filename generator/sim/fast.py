@@ -7,6 +7,7 @@ engine.simulate() uses model.py. Both give the same trace (tests/test_simulator_
 module builds on model.py and wire.py; they never import it (engine.py chooses between them).
 """
 
+import copy
 import ctypes
 import importlib.machinery
 import socket
@@ -120,7 +121,9 @@ def run(sim):
             count = 2 * sim.n + 65536 if name == "draw" or path.ack_loss > 0 else 0
             per_path[f"{name}_off"][q] = sum(len(a) for a in stream)
             per_path[f"{name}_len"][q] = count
-            stream.append(rng.random(count))
+            # from a copy: when the loop gives up, engine.simulate runs `sim` in model.py, whose
+            # streams must then be where a Python run finds them
+            stream.append(copy.deepcopy(rng).random(count))
     draws, ack_draws = np.concatenate(draws), np.concatenate(ack_draws + [np.zeros(1)])
     ctrl, ready = _handshake(sim)
     for q, t in ready:
