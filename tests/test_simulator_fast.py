@@ -160,14 +160,8 @@ def test_mptcp_pcaps_of_a_compiled_run_are_the_python_runs_bytes(tmp_path, subfl
     # the compiled run's frames go through wire.py's writer (the DSS options are wire.py's only)
     cfg = SimConfig(protocol="mptcp", ack=ack, sndbuf=16000, total_bytes=200_001, seed=3, payload=1400,
                     isn=2**32 - 60, paths=mptcp_paths(subflows, 0.03))
-    compiled = simulate(cfg, receiver_trace=True, engine="c")
-    reference = simulate(cfg, receiver_trace=True, engine="python")
+    compiled, reference = assert_pcaps_agree(cfg, tmp_path)
     assert compiled.columns is not None and reference.columns is None
-    assert compiled.receiver == reference.receiver
-    for side in ("sender", "receiver"):
-        write_pcap(compiled, getattr(compiled, side), tmp_path / f"c-{side}.pcap")
-        write_pcap(reference, getattr(reference, side), tmp_path / f"py-{side}.pcap")
-        assert (tmp_path / f"c-{side}.pcap").read_bytes() == (tmp_path / f"py-{side}.pcap").read_bytes()
 
 
 def test_a_compiled_run_leaves_the_python_models_streams_as_it_found_them():
@@ -208,14 +202,20 @@ def assert_engines_agree(cfg):
 def test_compiled_writer_writes_the_python_writers_bytes(tmp_path, protocol, ack):
     cfg = SimConfig(protocol=protocol, ack=ack, sndbuf=16000, total_bytes=200_001, seed=3,
                     isn=2**32 - 60, paths=(PathConfig(bandwidth_bps=30e6, delay_s=0.01, loss=0.03),))
+    compiled, _ = assert_pcaps_agree(cfg, tmp_path)
+    assert compiled.columns is not None  # so write_pcap took the compiled writer
+
+
+def assert_pcaps_agree(cfg, tmp_path):
+    """Both engines' runs of `cfg`, their receiver frames and both sides' pcaps the same."""
     compiled = simulate(cfg, receiver_trace=True, engine="c")
-    assert compiled.columns is not None  # so write_pcap takes the compiled writer
     reference = simulate(cfg, receiver_trace=True, engine="python")
     assert compiled.receiver == reference.receiver
     for side in ("sender", "receiver"):
         write_pcap(compiled, getattr(compiled, side), tmp_path / f"c-{side}.pcap")
         write_pcap(reference, getattr(reference, side), tmp_path / f"py-{side}.pcap")
         assert (tmp_path / f"c-{side}.pcap").read_bytes() == (tmp_path / f"py-{side}.pcap").read_bytes()
+    return compiled, reference
 
 
 def test_engine_c_refuses_what_it_does_not_model():
