@@ -1,6 +1,8 @@
-"""The compiled event loop gives exactly the Python model's trace (single-path SCTP and TCP)."""
+"""The compiled event loop gives exactly the Python model's trace (single-path SCTP and TCP, MPTCP
+over 1-3 subflows)."""
 
 import ast
+import dataclasses
 import itertools
 import subprocess
 import sys
@@ -10,6 +12,7 @@ import pytest
 
 from nrsack.generator.sim import fast
 from nrsack.generator.sim.engine import PathConfig, SimConfig, simulate, write_pcap
+from nrsack.generator.sim.model import Simulation
 from nrsack.generator.sim.truth import Truth
 
 FIELDS = ("sender", "cwnd", "recovery", "counters", "first_data_ns", "done_ns")
@@ -107,6 +110,82 @@ def test_linux_profiles_run_on_the_python_engine_and_say_so(profile):
     assert list(auto.sender) == list(python.sender) and auto.rtxq == python.rtxq
 
 
+# MPTCP: its ack (subflow SACK blocks beside the DSS's data-level NR blocks), decision 12's data
+# level and the subflows (round robin, per-subflow spaces and delayed acks) are its own, so it has
+# its own grid over 1-3 subflows of different rates, delays and queues; seeds vary with the point
+MPTCP_PATHS = [PathConfig(bandwidth_bps=30e6, delay_s=0.01), PathConfig(bandwidth_bps=10e6, delay_s=0.02,
+                                                                         queue_packets=20),
+               PathConfig(bandwidth_bps=6e6, delay_s=0.035, queue_packets=50)]
+
+
+def mptcp_paths(subflows, loss, ack_loss=0.0, queue=None):
+    return tuple(dataclasses.replace(p, loss=loss, ack_loss=ack_loss,
+                                     queue_packets=queue or p.queue_packets)
+                 for p in MPTCP_PATHS[:subflows])
+
+
+@pytest.mark.parametrize("profile", ["rfc", "ns2", "freebsd"])
+@pytest.mark.parametrize("subflows", [1, 2, 3])
+@pytest.mark.parametrize("ack,loss_model", itertools.product(("sack", "nrsack"), ("bernoulli", "gilbert")))
+@pytest.mark.parametrize("loss,sndbuf,queue,seed", [(0.0, 8000, None, 1), (0.02, 16000, None, 2),
+                                                    (0.05, 64000, 10, 3), (0.2, 16000, None, 4)])
+def test_compiled_loop_equals_the_python_model_for_mptcp(subflows, ack, loss_model, loss, sndbuf, queue,
+                                                         seed, profile):
+    cfg = SimConfig(protocol="mptcp", ack=ack, sndbuf=sndbuf, total_bytes=200_001, seed=seed,
+                    loss_model=loss_model, drop_units=(5,), isn=2**32 - 60, profile=profile, payload=1400,
+                    paths=mptcp_paths(subflows, loss, queue=queue))
+    assert fast.eligible(cfg, False)
+    reference = assert_engines_agree(cfg)
+    acks = [f[3] for f in reference.sender if f[1] == 2]
+    # the run exercised what is MPTCP's own: subflow blocks, with NR-SACK the DSS's NR blocks,
+    # and data on every subflow
+    assert any(a[4] for a in acks)
+    assert any(a[1] for a in acks) == (ack == "nrsack")
+    assert {f[2] for f in reference.sender if f[1] == 0} == set(range(subflows))
+
+
+@pytest.mark.parametrize("profile", ["rfc", "ns2", "freebsd"])
+@pytest.mark.parametrize("ack", ["sack", "nrsack"])
+def test_mptcp_engines_agree_with_ack_loss_and_a_fixed_duration(profile, ack):
+    cfg = SimConfig(protocol="mptcp", ack=ack, sndbuf=32768, total_bytes=3_000_000, seed=5,
+                    payload=1400, profile=profile, duration_s=2.5,
+                    paths=mptcp_paths(2, 0.01, ack_loss=0.05))
+    reference = assert_engines_agree(cfg)
+    assert reference.done_ns is None
+    assert reference.last_frame_ns() <= 2.5e9
+
+
+@pytest.mark.parametrize("subflows,ack", [(1, "sack"), (2, "nrsack"), (3, "sack")])
+def test_mptcp_pcaps_of_a_compiled_run_are_the_python_runs_bytes(tmp_path, subflows, ack):
+    # the compiled run's frames go through wire.py's writer (the DSS options are wire.py's only)
+    cfg = SimConfig(protocol="mptcp", ack=ack, sndbuf=16000, total_bytes=200_001, seed=3, payload=1400,
+                    isn=2**32 - 60, paths=mptcp_paths(subflows, 0.03))
+    compiled, reference = assert_pcaps_agree(cfg, tmp_path)
+    assert compiled.columns is not None and reference.columns is None
+
+
+def test_a_compiled_run_leaves_the_python_models_streams_as_it_found_them():
+    # engine.simulate falls back to model.py on the same Simulation when the C loop gives up (its
+    # draws ran out): that run must be the Python run, so its random streams must be untouched
+    cfg = SimConfig(protocol="mptcp", ack="nrsack", sndbuf=16000, total_bytes=200_001, seed=3,
+                    payload=1400, loss_model="gilbert", paths=mptcp_paths(2, 0.05, ack_loss=0.05))
+    sim = Simulation(cfg)
+    streams = sim.rng_paths + sim.rng_acks
+    before = [g.bit_generator.state for g in streams]
+    assert fast.run(sim).counters["retransmissions"] > 0
+    assert [g.bit_generator.state for g in streams] == before
+
+
+@pytest.mark.parametrize("profile", ["linux", "linux-reno"])
+def test_mptcp_under_the_linux_profiles_stays_on_the_python_engine(profile):
+    cfg = SimConfig(protocol="mptcp", sndbuf=16000, total_bytes=100_000, seed=3, payload=1400,
+                    profile=profile, paths=mptcp_paths(2, 0.02))
+    assert not fast.eligible(cfg, False)
+    with pytest.raises(RuntimeError, match="does not apply"):
+        simulate(cfg, engine="c")
+    assert simulate(cfg).columns is None
+
+
 def assert_engines_agree(cfg):
     reference = simulate(cfg, engine="python")
     compiled = simulate(cfg, engine="c")
@@ -123,14 +202,20 @@ def assert_engines_agree(cfg):
 def test_compiled_writer_writes_the_python_writers_bytes(tmp_path, protocol, ack):
     cfg = SimConfig(protocol=protocol, ack=ack, sndbuf=16000, total_bytes=200_001, seed=3,
                     isn=2**32 - 60, paths=(PathConfig(bandwidth_bps=30e6, delay_s=0.01, loss=0.03),))
+    compiled, _ = assert_pcaps_agree(cfg, tmp_path)
+    assert compiled.columns is not None  # so write_pcap took the compiled writer
+
+
+def assert_pcaps_agree(cfg, tmp_path):
+    """Both engines' runs of `cfg`, their receiver frames and both sides' pcaps the same."""
     compiled = simulate(cfg, receiver_trace=True, engine="c")
-    assert compiled.columns is not None  # so write_pcap takes the compiled writer
     reference = simulate(cfg, receiver_trace=True, engine="python")
     assert compiled.receiver == reference.receiver
     for side in ("sender", "receiver"):
         write_pcap(compiled, getattr(compiled, side), tmp_path / f"c-{side}.pcap")
         write_pcap(reference, getattr(reference, side), tmp_path / f"py-{side}.pcap")
         assert (tmp_path / f"c-{side}.pcap").read_bytes() == (tmp_path / f"py-{side}.pcap").read_bytes()
+    return compiled, reference
 
 
 def test_engine_c_refuses_what_it_does_not_model():
@@ -150,8 +235,6 @@ NS2_RULES = {"restart": (dict(restart_timer_on_cum_ack=True), (0.2, 1), (0.2, 1)
 
 @pytest.mark.parametrize("rule", sorted(NS2_RULES))
 def test_each_ns2_timer_rule_changes_the_run_and_engines_agree(rule, monkeypatch):
-    import dataclasses
-
     from nrsack.generator.sim.profiles import PROFILES
 
     change, on_rfc, on_ns2, changes = NS2_RULES[rule]

@@ -1,8 +1,9 @@
 """The one way to run the simulator and write its captures.
 
-simulate() picks the engine for a run: the compiled event loop (fast.py, single-path SCTP and TCP)
-when it applies, else the Python reference (model.py). write_pcap() picks the writer for a run's
-frames: the compiled one for a compiled run, else wire.py's frames through the Python pcap writer.
+simulate() picks the engine for a run: the compiled event loop (fast.py, single-path SCTP and TCP,
+MPTCP) when it applies, else the Python reference (model.py). write_pcap() picks the writer for a
+run's frames: the compiled one for a compiled SCTP or TCP run, else wire.py's frames through the
+Python pcap writer.
 The choice lives here so that fast.py builds on model.py and wire.py and neither of them knows
 fast.py exists (tests/test_simulator_fast.py holds the two paths byte-identical).
 """
@@ -18,7 +19,7 @@ ENGINES = ("auto", "python", "c")
 
 def simulate(config: SimConfig, receiver_trace=False, engine="auto") -> Trace:
     """Run one transfer. engine: "python" (model.py), "c" (the compiled loop of fast.py,
-    single-path SCTP/TCP) or "auto" (C when it applies)."""
+    single-path SCTP/TCP, MPTCP; not CMT nor the linux profiles) or "auto" (C when it applies)."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be auto, python or c, not {engine!r}")
     sim = Simulation(config, receiver_trace)

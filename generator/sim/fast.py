@@ -1,4 +1,5 @@
-"""The compiled event loop (_fastsim.c) and pcap writer for single-path SCTP and TCP runs.
+"""The compiled event loop (_fastsim.c) for single-path SCTP and TCP runs and MPTCP, and its pcap
+writer for SCTP and TCP (MPTCP's frames, with their DSS options, go through wire.py's writer).
 
 Built with the package at install (setup.py, as `_fastsim` beside this file: a plain shared library,
 no Python module init) and loaded with ctypes; for a run that needs what only model.py does,
@@ -6,6 +7,7 @@ engine.simulate() uses model.py. Both give the same trace (tests/test_simulator_
 module builds on model.py and wire.py; they never import it (engine.py chooses between them).
 """
 
+import copy
 import ctypes
 import importlib.machinery
 import socket
@@ -19,17 +21,22 @@ from . import model as M
 from . import wire as W
 from .profiles import PYTHON_ONLY
 
-CTRL_NAMES = {"sctp": ["INIT", "INIT-ACK", "COOKIE-ECHO", "COOKIE-ACK"], "tcp": ["SYN", "SYN-ACK", "ACK"]}
+CTRL_NAMES = {"sctp": ["INIT", "INIT-ACK", "COOKIE-ECHO", "COOKIE-ACK"], "tcp": ["SYN", "SYN-ACK", "ACK"],
+              "mptcp": ["SYN", "SYN-ACK", "ACK", "JOIN-SYN", "JOIN-SYN-ACK", "JOIN-ACK"]}
+MAX_PATHS = 16  # model.py's limit, and the C engine's per-path arrays
 
 
 class Params(ctypes.Structure):
     _fields_ = [(name, ctypes.c_int64) for name in (
         "n", "S", "last_size", "sndbuf", "rcvbuf", "sctp", "nr", "ack_every", "delack_ns",
-        "rto_initial", "rto_min", "rto_max", "init_cwnd", "limit_ns", "delay", "qcap", "overhead",
-        "gilbert", "gap_filler_delayed", "max_burst", "chunk_header", "window_unit", "by_size",
+        "rto_initial", "rto_min", "rto_max", "init_cwnd", "limit_ns", "overhead", "gilbert", "np",
+        "gap_filler_delayed", "max_burst", "chunk_header", "window_unit", "by_size",
         "grow_margin", "persistent_htna", "restart_timer_on_cum_ack", "path_max_retrans",
         "cwnd_degrade", "max_burst_cwnd", "slow_start_limit", "refast_retransmit",
-        "fr_ssthresh_floor", "U", "rto_restored_on_ack")] + [(name, ctypes.c_double) for name in (
+        "fr_ssthresh_floor", "U", "rto_restored_on_ack", "mptcp")] + [
+        (name, ctypes.c_int64 * MAX_PATHS) for name in (
+            "delay", "qcap", "ready_t", "draw_off", "draw_len", "ack_off", "ack_len")] + [
+        (name, ctypes.c_double * MAX_PATHS) for name in (
             "ns_per_byte", "loss", "enter_bad", "leave_bad", "ack_loss")]
 
 
@@ -44,7 +51,7 @@ class Vec(ctypes.Structure):
 
 
 VECS = ("f_t", "f_kind", "f_a", "f_b", "a_cum", "a_rwnd", "a_boff", "a_bcnt", "b_s", "b_e", "truth",
-        "cwnd", "rec", "r_t", "r_kind", "r_a", "r_b")
+        "cwnd", "rec", "r_t", "r_kind", "r_a", "r_b", "a_sbcnt", "f_p", "r_p", "a_scum")
 
 
 class Out(ctypes.Structure):
@@ -75,11 +82,8 @@ def library():
         return _lib
     lib = ctypes.CDLL(str(_installed_path()))
     lib.fastsim_run.restype = ctypes.c_int
-    lib.fastsim_run.argtypes = [ctypes.POINTER(Params), ctypes.c_void_p, ctypes.c_void_p,
-                                ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
-                                ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                                ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int,
-                                ctypes.POINTER(Out)]
+    lib.fastsim_run.argtypes = [ctypes.POINTER(Params)] + [ctypes.c_void_p] * 8 + [
+        ctypes.c_int64, ctypes.c_int, ctypes.POINTER(Out)]
     lib.fastsim_free.argtypes = [ctypes.POINTER(Out)]
     lib.fastsim_write_pcap.restype = ctypes.c_int
     lib.fastsim_write_pcap.argtypes = [ctypes.c_char_p, ctypes.POINTER(WParams)] + [ctypes.c_void_p] * 3 + [
@@ -89,9 +93,9 @@ def library():
 
 
 def eligible(config, receiver_trace):
-    """Single-path SCTP and TCP, under every profile but the Linux ones (their send buffer, RACK
-    and cubic are in model.py only: docs/simulator.md)."""
-    return config.protocol in ("sctp", "tcp") and config.profile not in PYTHON_ONLY
+    """SCTP, TCP and MPTCP (CMT's path choice and DAC: model.py only), under every profile but the
+    Linux ones (their send buffer, RACK and cubic are in model.py only: docs/simulator.md)."""
+    return config.protocol in ("sctp", "tcp", "mptcp") and config.profile not in PYTHON_ONLY
 
 
 def run(sim):
@@ -99,69 +103,98 @@ def run(sim):
     Trace, or None when the compiled loop gave up."""
     lib = library()
     cfg = sim.cfg
-    path = cfg.paths[0]
-    enter_bad, leave_bad = sim.ge[0] if cfg.loss_model == "gilbert" else (0.0, 0.0)
+    per_path = {name: [0] * MAX_PATHS for name in ("delay", "qcap", "ready_t", "draw_off", "draw_len",
+                                                   "ack_off", "ack_len")}
+    per_path.update({name: [0.0] * MAX_PATHS for name in ("ns_per_byte", "loss", "enter_bad",
+                                                          "leave_bad", "ack_loss")})
+    # each path's streams as model.py draws them 65536 at a time: enough for every transmission
+    # twice over; the ack streams likewise (a run sends fewer acks than data arrivals plus timers)
+    draws, ack_draws = [], []
+    for q, path in enumerate(cfg.paths):
+        enter_bad, leave_bad = sim.ge[q] if cfg.loss_model == "gilbert" else (0.0, 0.0)
+        for name, value in (("delay", sim.delay[q]), ("qcap", path.queue_packets),
+                            ("ns_per_byte", sim.ns_per_byte[q]), ("loss", path.loss),
+                            ("enter_bad", enter_bad), ("leave_bad", leave_bad),
+                            ("ack_loss", path.ack_loss)):
+            per_path[name][q] = value
+        for stream, rng, name in ((draws, sim.rng_paths[q], "draw"), (ack_draws, sim.rng_acks[q], "ack")):
+            count = 2 * sim.n + 65536 if name == "draw" or path.ack_loss > 0 else 0
+            per_path[f"{name}_off"][q] = sum(len(a) for a in stream)
+            per_path[f"{name}_len"][q] = count
+            # from a copy: when the loop gives up, engine.simulate runs `sim` in model.py, whose
+            # streams must then be where a Python run finds them
+            stream.append(copy.deepcopy(rng).random(count))
+    draws, ack_draws = np.concatenate(draws), np.concatenate(ack_draws + [np.zeros(1)])
+    ctrl, ready = _handshake(sim)
+    for q, t in ready:
+        per_path["ready_t"][q] = t
+    fields = dict(Params._fields_)
     params = Params(
         n=sim.n, S=sim.S, last_size=sim.last_size, sndbuf=cfg.sndbuf, rcvbuf=cfg.rcvbuf,
         sctp=int(sim.sctp_like), nr=int(sim.nr), ack_every=cfg.ack_every,
         delack_ns=int(cfg.delack_s * M.NS), rto_initial=int(cfg.rto_initial_s * M.NS),
         rto_min=int(cfg.rto_min_s * M.NS), rto_max=int(cfg.rto_max_s * M.NS),
-        init_cwnd=cfg.initial_cwnd_packets, limit_ns=int(cfg.max_time_s * M.NS), delay=sim.delay[0],
-        qcap=path.queue_packets, overhead=sim.overhead, gilbert=int(cfg.loss_model == "gilbert"),
-        ns_per_byte=sim.ns_per_byte[0], loss=path.loss, enter_bad=enter_bad, leave_bad=leave_bad,
+        init_cwnd=cfg.initial_cwnd_packets, limit_ns=int(cfg.max_time_s * M.NS),
+        overhead=sim.overhead, gilbert=int(cfg.loss_model == "gilbert"), np=len(cfg.paths),
         gap_filler_delayed=int(sim.prof.gap_filler_delayed), max_burst=sim.prof.max_burst,
         chunk_header=sim.prof.chunk_header_bytes, window_unit=sim.window_unit,
         by_size=int(sim.by_size), grow_margin=sim.grow_margin,
-        persistent_htna=int(sim.prof.persistent_htna), ack_loss=path.ack_loss,
+        persistent_htna=int(sim.prof.persistent_htna),
         restart_timer_on_cum_ack=int(sim.prof.restart_timer_on_cum_ack),
         path_max_retrans=sim.prof.path_max_retrans, cwnd_degrade=int(sim.prof.cwnd_degrade),
         max_burst_cwnd=sim.prof.max_burst_cwnd, slow_start_limit=sim.prof.slow_start_limit_packets,
         refast_retransmit=int(sim.prof.refast_retransmit and sim.sctp_like),
         fr_ssthresh_floor=sim.prof.fast_recovery_ssthresh_floor_packets, U=sim.U,
-        rto_restored_on_ack=int(sim.prof.rto_restored_on_ack))
+        rto_restored_on_ack=int(sim.prof.rto_restored_on_ack), mptcp=int(sim.mptcp),
+        **{name: fields[name](*v) for name, v in per_path.items()})
     first_draw = np.asarray(sim.first_draw, dtype=np.float64)
-    # the same stream model.py draws 65536 at a time: enough for every transmission twice over
-    draws = sim.rng_paths[0].random(2 * sim.n + 65536)
-    # the ack stream likewise: a run sends fewer acks than data arrivals plus delayed-ack timers
-    ack_draws = sim.rng_acks[0].random(2 * sim.n + 65536) if path.ack_loss > 0 else np.zeros(1)
     drop = np.zeros(sim.n, dtype=np.uint8)
     drop[[u for u in cfg.drop_units if 0 <= u < sim.n]] = 1
-    d0 = sim.delay[0]
-    names = CTRL_NAMES[cfg.protocol]
-    if cfg.protocol == "sctp":
-        times, ready_t = [0, 2 * d0, 2 * d0, 4 * d0], 4 * d0
-    else:
-        times, ready_t = [0, 2 * d0, 2 * d0], 2 * d0
-    # model.py's _handshake: each step at the sender, then (recorded) at the receiver, which sees
-    # the sender's frames one delay later and sent its own one delay earlier
-    ctrl_t, ctrl_name, ctrl_side = [], [], []
-    for i, t in enumerate(times):
-        from_sender = i % 2 == 0 if cfg.protocol == "sctp" else i != 1
-        ctrl_t.append(t), ctrl_name.append(i), ctrl_side.append(0)
-        if sim.record_receiver:
-            ctrl_t.append(t + d0 if from_sender else t - d0), ctrl_name.append(i), ctrl_side.append(1)
-    ctrl_t, ctrl_name, ctrl_side = (np.array(x, dtype=np.int64) for x in (ctrl_t, ctrl_name, ctrl_side))
+    ctrl_t, ctrl_name, ctrl_side, ctrl_path = (np.array(x, dtype=np.int64) for x in zip(*ctrl))
     out = Out()
     try:
         err = lib.fastsim_run(ctypes.byref(params), first_draw.ctypes.data, draws.ctypes.data,
-                              len(draws), ack_draws.ctypes.data, len(ack_draws),
-                              drop.ctypes.data, ctrl_t.ctypes.data,
-                              ctrl_name.ctypes.data, ctrl_side.ctypes.data, len(ctrl_t), ready_t,
-                              int(sim.record_receiver), ctypes.byref(out))
+                              ack_draws.ctypes.data, drop.ctypes.data, ctrl_t.ctypes.data,
+                              ctrl_name.ctypes.data, ctrl_side.ctypes.data, ctrl_path.ctypes.data,
+                              len(ctrl_t), int(sim.record_receiver), ctypes.byref(out))
         if err:
             return None
-        return _trace(sim, out, names)
+        return _trace(sim, out, CTRL_NAMES[cfg.protocol])
     finally:
         lib.fastsim_free(ctypes.byref(out))
+
+
+def _handshake(sim):
+    """model.py's _handshake: the control frames as (time, name index, side, path) in its push
+    order (each step at the sender, then at the receiver, which sees the sender's frames one delay
+    later and sent its own one delay earlier), and (path, time) each path may carry data from."""
+    d = sim.delay
+    if sim.sctp_like:
+        steps = [(0, 0, True), (2 * d[0], 1, False), (2 * d[0], 2, True), (4 * d[0], 3, False)]
+        paths, ready = [0] * 4, [(0, 4 * d[0])]
+    else:
+        steps = [(0, 0, True), (2 * d[0], 1, False), (2 * d[0], 2, True)]
+        paths, ready = [0] * 3, [(0, 2 * d[0])]
+        for q in range(1, sim.P):  # MPTCP's joins
+            steps += [(2 * d[0], 3, True), (2 * d[0] + 2 * d[q], 4, False), (2 * d[0] + 2 * d[q], 5, True)]
+            paths += [q] * 3
+            ready.append((q, 2 * d[0] + 2 * d[q]))
+    ctrl = []
+    for (t, name, from_sender), q in zip(steps, paths):
+        ctrl.append((t, name, 0, q))
+        if sim.record_receiver:
+            ctrl.append((t + d[q] if from_sender else t - d[q], name, 1, q))
+    return ctrl, ready
 
 
 class LazyFrames(Sequence):
     """trace.sender of a compiled run: columns, turned into model.py's frame tuples only when
     someone asks for them (the pcap writer and the truth read the columns)."""
 
-    def __init__(self, columns, names):
+    def __init__(self, columns, names, mptcp=False):
         self.columns = columns
         self.names = names
+        self.mptcp = mptcp
         self._frames = None
 
     def _list(self):
@@ -171,15 +204,21 @@ class LazyFrames(Sequence):
             acks = [(cum, tuple(zip(b_s[off:off + cnt], b_e[off:off + cnt])), rwnd, None, ())
                     for cum, rwnd, off, cnt in zip(c["a_cum"].tolist(), c["a_rwnd"].tolist(),
                                                    c["a_boff"].tolist(), c["a_bcnt"].tolist())]
+            if self.mptcp:  # the subflow's cum ack and SACK blocks (after the data-level blocks)
+                acks = [(cum, blocks, rwnd, scum,
+                         tuple(zip(b_s[off + nd:off + nd + ns], b_e[off + nd:off + nd + ns])))
+                        for (cum, blocks, rwnd, _, _), scum, off, nd, ns in zip(
+                            acks, c["a_scum"].tolist(), c["a_boff"].tolist(), c["a_bcnt"].tolist(),
+                            c["a_sbcnt"].tolist())]
             frames = []
-            for t, kind, a, b in zip(c["t"].tolist(), c["kind"].tolist(), c["a"].tolist(),
-                                     c["b"].tolist()):
+            for t, kind, p, a, b in zip(c["t"].tolist(), c["kind"].tolist(), c["p"].tolist(),
+                                        c["a"].tolist(), c["b"].tolist()):
                 if kind == M.ACK:
-                    frames.append((t, kind, 0, acks[a], None))
+                    frames.append((t, kind, p, acks[a], None))
                 elif kind == M.CTRL:
-                    frames.append((t, kind, 0, self.names[a], None))
+                    frames.append((t, kind, p, self.names[a], None))
                 else:
-                    frames.append((t, kind, 0, a, b))
+                    frames.append((t, kind, p, a, b))
             self._frames = frames
         return self._frames
 
@@ -198,17 +237,18 @@ class LazyFrames(Sequence):
 
 def _trace(sim, out, names):
     tr = sim.trace
-    columns = {"t": out.f_t.array(), "kind": out.f_kind.array(), "a": out.f_a.array(),
+    columns = {"t": out.f_t.array(), "kind": out.f_kind.array(), "p": out.f_p.array(), "a": out.f_a.array(),
                "b": out.f_b.array(), "a_cum": out.a_cum.array(), "a_rwnd": out.a_rwnd.array(),
                "a_boff": out.a_boff.array(), "a_bcnt": out.a_bcnt.array(),
-               "b_s": out.b_s.array(), "b_e": out.b_e.array()}
+               "b_s": out.b_s.array(), "b_e": out.b_e.array(), "a_sbcnt": out.a_sbcnt.array(),
+               "a_scum": out.a_scum.array()}
     tr.columns = columns
-    tr.sender = LazyFrames(columns, names)
+    tr.sender = LazyFrames(columns, names, sim.mptcp)
     if sim.record_receiver:
         acks = {k: v for k, v in columns.items() if k.startswith(("a_", "b_"))}
-        tr.receiver_columns = dict(acks, t=out.r_t.array(), kind=out.r_kind.array(),
+        tr.receiver_columns = dict(acks, t=out.r_t.array(), kind=out.r_kind.array(), p=out.r_p.array(),
                                    a=out.r_a.array(), b=out.r_b.array())
-        tr.receiver = LazyFrames(tr.receiver_columns, names)
+        tr.receiver = LazyFrames(tr.receiver_columns, names, sim.mptcp)
     tr.rtxq = out.truth.array(9)
     tr.cwnd = [tuple(r) for r in out.cwnd.array(4).tolist()]
     kinds = ("fast", "rto")
@@ -236,7 +276,7 @@ def write_pcap(trace, frames, path, wire):
     """Write the sender or receiver frames of a compiled run with the compiled writer; False when
     it does not apply (then engine.write_pcap takes the Python writer). The bytes are wire.py's (tests check)."""
     columns = getattr(frames, "columns", None)
-    if columns is None:
+    if columns is None or frames.mptcp:  # MPTCP's DSS options: wire.py's writer
         return False
     lib = library()
     n, S = wire.n, wire.S
