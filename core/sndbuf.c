@@ -256,7 +256,9 @@ int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, int gap_open, in
 static void top_of_association(const sbe_t *e, int nr, sbe_result_t *r) {
     const sbe_levels_t *all = &e->all[nr ? SBE_NR : SBE_SACK];
     size_t k = all->n - 1;  /* waits were counted: the highest bin */
-    uint64_t x = all->v[k].top, waited = 0, span = (uint64_t)(e->new_at_ns - e->first_new_ns);
+    /* a clock set back between them: no span */
+    uint64_t x = all->v[k].top, waited = 0,
+             span = e->new_at_ns > e->first_new_ns ? (uint64_t)e->new_at_ns - (uint64_t)e->first_new_ns : 0;
     r->at_ceiling = band_waits(all, k, r->packet, &waited);
     r->above = 0;
     r->deep_waits = 0;

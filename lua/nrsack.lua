@@ -1049,7 +1049,9 @@ end
 local function top_of_association(e, nr, r)
     local all = e.all[nr and 1 or 0]
     local k = all.n -- waits were counted: the highest bin
-    local x, span = all.top[k], e.new_at_ns - e.first_new_ns
+    -- a clock set back between them: no span
+    local x = all.top[k]
+    local span = e.new_at_ns > e.first_new_ns and e.new_at_ns - e.first_new_ns or 0
     local at, waited = band_waits(all, k, r.packet)
     r.at_ceiling, r.above, r.deep_waits = at, 0, 0
     r.high = x
