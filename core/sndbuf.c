@@ -42,6 +42,10 @@ int sbe_copy(sbe_t *dst, const sbe_t *src) {
     return 0;
 }
 
+/* a + b, held at UINT64_MAX: waits' times sum over a capture whose clock jumps back and forth (the Lua
+ * twin's doubles do not wrap) */
+static uint64_t add_held(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
 static int count_wait(sbe_levels_t *l, uint64_t level, uint64_t waited_ns) {
     uint64_t bin = level / SBE_BIN;
     size_t lo = 0, hi = l->n;  /* the first bin >= bin */
@@ -63,7 +67,7 @@ static int count_wait(sbe_levels_t *l, uint64_t level, uint64_t waited_ns) {
         l->n++;
     }
     l->v[lo].waits++;
-    l->v[lo].wait_ns += waited_ns;
+    l->v[lo].wait_ns = add_held(l->v[lo].wait_ns, waited_ns);
     if (level > l->v[lo].top) l->v[lo].top = level;
     l->waits++;
     return 0;
@@ -132,7 +136,7 @@ static uint64_t band_waits(const sbe_levels_t *l, size_t k, uint64_t packet, uin
     uint64_t x = l->v[k].top, floor = x > packet ? x - packet : 0, count = 0, ns = 0;
     for (size_t j = k + 1; j-- > 0 && l->v[j].top >= floor;) {
         count += l->v[j].waits;
-        ns += l->v[j].wait_ns;
+        ns = add_held(ns, l->v[j].wait_ns);
     }
     if (waited_ns) *waited_ns = ns;
     return count;
@@ -264,7 +268,7 @@ static void top_of_association(const sbe_t *e, int nr, sbe_result_t *r) {
     r->deep_waits = 0;
     r->high = x;
     r->low = x > SBE_CEILING_BAND * r->packet ? x - SBE_CEILING_BAND * r->packet : 0;
-    if (waited && waited * 20 >= span) {
+    if (waited && waited >= span / 20 + (span % 20 != 0)) {  /* waited * 20 >= span, which may not fit */
         r->verdict = SBE_HELD_BACK;
         r->why = SBE_PATHS_TOP_HELD;
         r->sndbuf = x;

@@ -1056,7 +1056,7 @@ local function top_of_association(e, nr, r)
     r.at_ceiling, r.above, r.deep_waits = at, 0, 0
     r.high = x
     r.low = x > CEILING_BAND * r.packet and x - CEILING_BAND * r.packet or 0
-    if waited > 0 and waited * 20 >= span then
+    if waited > 0 and waited >= floor(span / 20) + (span % 20 ~= 0 and 1 or 0) then
         r.verdict, r.why, r.sndbuf = sbe.HELD_BACK, sbe.PATHS_TOP_HELD, x
     else
         r.verdict, r.why, r.sndbuf = sbe.NEVER, sbe.PATHS_TOP_BRIEF, 0
