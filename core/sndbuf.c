@@ -256,11 +256,11 @@ int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, int gap_open, in
  * exceeds the buffer and a buffer full of sent data is the highest level: the writer was held back at most
  * as long as the waits that began within a packet of the highest level lasted. A twentieth of the span of
  * the waits (first to last new data) or more: held back there (a window stalls at its peak but briefly,
- * for the new data after a loss rises above it); less: never (b is below a twentieth). */
+ * for the new data after a loss rises above it); less: never (b is below a twentieth); no span (frames
+ * without time): cannot tell. */
 static void top_of_association(const sbe_t *e, int nr, sbe_result_t *r) {
     const sbe_levels_t *all = &e->all[nr ? SBE_NR : SBE_SACK];
     size_t k = all->n - 1;  /* waits were counted: the highest bin */
-    /* a clock set back between them: no span */
     uint64_t x = all->v[k].top, waited = 0,
              span = e->new_at_ns > e->first_new_ns ? (uint64_t)e->new_at_ns - (uint64_t)e->first_new_ns : 0;
     r->at_ceiling = band_waits(all, k, r->packet, &waited);
@@ -268,7 +268,11 @@ static void top_of_association(const sbe_t *e, int nr, sbe_result_t *r) {
     r->deep_waits = 0;
     r->high = x;
     r->low = x > SBE_CEILING_BAND * r->packet ? x - SBE_CEILING_BAND * r->packet : 0;
-    if (waited && waited >= span / 20 + (span % 20 != 0)) {  /* waited * 20 >= span, which may not fit */
+    if (!span) {  /* frames without time, or a clock set back: no twentieth to read */
+        r->verdict = SBE_CANNOT_TELL;
+        r->why = SBE_PATHS_UNTIMED;
+        r->sndbuf = 0;
+    } else if (waited >= span / 20 + (span % 20 != 0)) {  /* waited * 20 >= span, which may not fit */
         r->verdict = SBE_HELD_BACK;
         r->why = SBE_PATHS_TOP_HELD;
         r->sndbuf = x;
@@ -330,6 +334,11 @@ int sbe_reason(const sbe_result_t *r, const char *vantage, char *buf, size_t n) 
         return snprintf(buf, n,
                         "MPTCP: %" PRIu64 " of %" PRIu64 " waits for a data-level ack began at an RtxQ of %" PRIu64 "-%" PRIu64 " bytes, but data "
                         "the subflows hold unsent makes the same waits as a buffer full of sent data",
+                        at, waits, low, high);
+    case SBE_PATHS_UNTIMED:
+        return snprintf(buf, n,
+                        "CMT: %" PRIu64 " of %" PRIu64 " waits for an ack began at the highest RtxQ, %" PRIu64 "-%" PRIu64
+                        " bytes, but the capture's clock gives the waits no span to time them in",
                         at, waits, low, high);
     case SBE_PATHS_TOP_BRIEF:
     case SBE_PATHS_TOP_HELD:

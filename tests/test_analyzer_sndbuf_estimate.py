@@ -214,8 +214,8 @@ def test_a_cmt_association_briefly_at_its_highest_level_was_never_held_back(tmp_
     assert s["sndbuf_reason"].startswith("CMT: ") and "less than a twentieth of the time" in s["sndbuf_reason"]
 
 
-def fed_board(rows, paths, jump_ns=0, jump_at=None):
-    """A Board (the core's scoreboard and estimator) fed rows one millisecond apart: ("data", bytes) sends new
+def fed_board(rows, paths, jump_ns=0, jump_at=None, apart_ns=1_000_000):
+    """A Board (the core's scoreboard and estimator) fed rows apart_ns apart (a millisecond): ("data", bytes) sends new
     data, ("ack", bytes) cum-acks that many more -> (verdict, reason) of sbe_decide_paths for `paths`. The
     rows from index jump_at on come jump_ns later still."""
     kinds, lo, hi, size, times = [], [], [], [], []
@@ -227,7 +227,7 @@ def fed_board(rows, paths, jump_ns=0, jump_at=None):
         else:
             acked += n
             kinds.append(1); lo.append(acked); hi.append(acked); size.append(0)
-        times.append(k * 1_000_000 + (jump_ns if jump_at is not None and k >= jump_at else 0))
+        times.append(k * apart_ns + (jump_ns if jump_at is not None and k >= jump_at else 0))
     n = len(rows)
     out = [np.empty(n, np.int64) for _ in range(8)]
     board = _native.Board()
@@ -274,6 +274,15 @@ def test_a_cmt_wait_at_the_top_of_decades_is_held_back():
     rows, top_ends = transient_then_settled()
     verdict, reason = fed_board(rows, SBE_CMT_ASSOCIATION, jump_ns=1 << 62, jump_at=top_ends)
     assert verdict == "held back" and "twentieth of the time or more" in reason, reason
+
+
+def test_a_cmt_capture_without_time_cannot_tell():
+    """Every frame at one time (a capture without timestamps): the waits have no span to be a twentieth of,
+    so cannot tell (it read never, "less than a twentieth of the time")."""
+    rows, _ = transient_then_settled()
+    verdict, reason = fed_board(rows, SBE_CMT_ASSOCIATION, apart_ns=0)
+    assert verdict == "cannot tell" and reason.endswith("no span to time them in"), reason
+    assert reason.startswith("CMT: 2 of 74 waits for an ack began at the highest RtxQ, 29000-30000 bytes"), reason
 
 
 def test_a_cmt_level_below_a_higher_one_is_not_called_no_ceiling():

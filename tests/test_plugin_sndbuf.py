@@ -188,10 +188,11 @@ def clock_stepped_back(pcap, seconds, from_frame):
 
 
 def test_cmt_waits_timed_across_a_clock_set_back_alike(plugins, tmp_path):
-    """The last new data earlier than the first (a clock set back): the span of the waits is then no time at
-    all in both plugins (it was a negative number in the Lua twin and 2^64 less it in the C one, so they
-    named opposite verdicts)."""
+    """The last new data earlier than the first (a clock set back): the span of the waits is then none in
+    both plugins, cannot tell (it was a negative number in the Lua twin and 2^64 less it in the C one, so
+    they named opposite verdicts)."""
     pcap = clock_stepped_back(simulated_cmt(tmp_path, 32000, 0.03), 1000, 300)
     views = {kind: plugin_view(plugins[kind], kind, pcap)[2] for kind in ("c", "lua")}
     [association] = [d for d, view in views["c"].items() if view[1].startswith("CMT: ")]
     assert views["c"][association] == views["lua"][association]
+    assert views["c"][association][0] == "cannot tell" and "no span" in views["c"][association][1]
