@@ -42,9 +42,9 @@ int sbe_copy(sbe_t *dst, const sbe_t *src) {
     return 0;
 }
 
-/* a + b, held at UINT64_MAX: waits' times sum over a capture whose clock jumps back and forth (the Lua
- * twin's doubles do not wrap) */
-static uint64_t add_held(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+/* a + b, or UINT64_MAX where it would wrap: waits' times summed over a clock that jumps back and forth
+ * (the Lua twin's doubles do not wrap) */
+static uint64_t add_saturating(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
 static int count_wait(sbe_levels_t *l, uint64_t level, uint64_t waited_ns) {
     uint64_t bin = level / SBE_BIN;
@@ -67,7 +67,7 @@ static int count_wait(sbe_levels_t *l, uint64_t level, uint64_t waited_ns) {
         l->n++;
     }
     l->v[lo].waits++;
-    l->v[lo].wait_ns = add_held(l->v[lo].wait_ns, waited_ns);
+    l->v[lo].wait_ns = add_saturating(l->v[lo].wait_ns, waited_ns);
     if (level > l->v[lo].top) l->v[lo].top = level;
     l->waits++;
     return 0;
@@ -136,7 +136,7 @@ static uint64_t band_waits(const sbe_levels_t *l, size_t k, uint64_t packet, uin
     uint64_t x = l->v[k].top, floor = x > packet ? x - packet : 0, count = 0, ns = 0;
     for (size_t j = k + 1; j-- > 0 && l->v[j].top >= floor;) {
         count += l->v[j].waits;
-        ns = add_held(ns, l->v[j].wait_ns);
+        ns = add_saturating(ns, l->v[j].wait_ns);
     }
     if (waited_ns) *waited_ns = ns;
     return count;
