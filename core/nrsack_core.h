@@ -225,6 +225,7 @@ typedef enum {
     SBE_NO_PILE,      /* never: no level holds a fifth of the waits, and at most 2 % of them were deep above the median level */
     SBE_NOT_BY_SENDER, /* cannot tell: the capture is not by the sender (sbe_vantage) */
     SBE_PATHS_TOP_HELD, /* held back: CMT, the waits at the highest RtxQ took a twentieth of the time or more */
+    SBE_PATHS_UNTIMED,  /* cannot tell: CMT, the capture's clock gives the waits no span to read their time in */
 } sbe_why_t;
 typedef struct {
     sbe_verdict_t verdict;

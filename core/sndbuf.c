@@ -42,6 +42,10 @@ int sbe_copy(sbe_t *dst, const sbe_t *src) {
     return 0;
 }
 
+/* a + b, or UINT64_MAX where it would wrap: waits' times summed over a clock that jumps back and forth
+ * (the Lua twin's doubles do not wrap) */
+static uint64_t add_saturating(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
 static int count_wait(sbe_levels_t *l, uint64_t level, uint64_t waited_ns) {
     uint64_t bin = level / SBE_BIN;
     size_t lo = 0, hi = l->n;  /* the first bin >= bin */
@@ -63,7 +67,7 @@ static int count_wait(sbe_levels_t *l, uint64_t level, uint64_t waited_ns) {
         l->n++;
     }
     l->v[lo].waits++;
-    l->v[lo].wait_ns += waited_ns;
+    l->v[lo].wait_ns = add_saturating(l->v[lo].wait_ns, waited_ns);
     if (level > l->v[lo].top) l->v[lo].top = level;
     l->waits++;
     return 0;
@@ -132,7 +136,7 @@ static uint64_t band_waits(const sbe_levels_t *l, size_t k, uint64_t packet, uin
     uint64_t x = l->v[k].top, floor = x > packet ? x - packet : 0, count = 0, ns = 0;
     for (size_t j = k + 1; j-- > 0 && l->v[j].top >= floor;) {
         count += l->v[j].waits;
-        ns += l->v[j].wait_ns;
+        ns = add_saturating(ns, l->v[j].wait_ns);
     }
     if (waited_ns) *waited_ns = ns;
     return count;
@@ -258,17 +262,23 @@ int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, int gap_open, in
  * exceeds the buffer and a buffer full of sent data is the highest level: the writer was held back at most
  * as long as the waits that began within a packet of the highest level lasted. A twentieth of the span of
  * the waits (first to last new data) or more: held back there (a window stalls at its peak but briefly,
- * for the new data after a loss rises above it); less: never (b is below a twentieth). */
+ * for the new data after a loss rises above it); less: never (b is below a twentieth); no span (frames
+ * without time): cannot tell. */
 static void top_of_association(const sbe_t *e, int nr, sbe_result_t *r) {
     const sbe_levels_t *all = &e->all[nr ? SBE_NR : SBE_SACK];
     size_t k = all->n - 1;  /* waits were counted: the highest bin */
-    uint64_t x = all->v[k].top, waited = 0, span = (uint64_t)(e->new_at_ns - e->first_new_ns);
+    uint64_t x = all->v[k].top, waited = 0,
+             span = e->new_at_ns > e->first_new_ns ? (uint64_t)e->new_at_ns - (uint64_t)e->first_new_ns : 0;
     r->at_ceiling = band_waits(all, k, r->packet, &waited);
     r->above = 0;
     r->deep_waits = 0;
     r->high = x;
     r->low = x > SBE_CEILING_BAND * r->packet ? x - SBE_CEILING_BAND * r->packet : 0;
-    if (waited && waited * 20 >= span) {
+    if (!span) {  /* frames without time, or a clock set back: no twentieth to read */
+        r->verdict = SBE_CANNOT_TELL;
+        r->why = SBE_PATHS_UNTIMED;
+        r->sndbuf = 0;
+    } else if (waited >= span / 20 + (span % 20 != 0)) {  /* waited * 20 >= span, which may not fit */
         r->verdict = SBE_HELD_BACK;
         r->why = SBE_PATHS_TOP_HELD;
         r->sndbuf = x;
@@ -330,6 +340,11 @@ int sbe_reason(const sbe_result_t *r, const char *vantage, char *buf, size_t n) 
         return snprintf(buf, n,
                         "MPTCP: %" PRIu64 " of %" PRIu64 " waits for a data-level ack began at an RtxQ of %" PRIu64 "-%" PRIu64 " bytes, but data "
                         "the subflows hold unsent makes the same waits as a buffer full of sent data",
+                        at, waits, low, high);
+    case SBE_PATHS_UNTIMED:
+        return snprintf(buf, n,
+                        "CMT: %" PRIu64 " of %" PRIu64 " waits for an ack began at the highest RtxQ, %" PRIu64 "-%" PRIu64
+                        " bytes, but the capture's clock gives the waits no span to time them in",
                         at, waits, low, high);
     case SBE_PATHS_TOP_BRIEF:
     case SBE_PATHS_TOP_HELD:

@@ -844,7 +844,7 @@ end
 local sbe = {SACK = 0, NR = 1, HELD_BACK = 0, NEVER = 1, CANNOT_TELL = 2,
              CEILING = 0, LONG_WAITS = 1, ONE_FLIGHT = 2, ANSWERED = 3, NO_DATA = 4, FEW_WAITS = 5, UNSETTLED = 6,
              DATA_LEVEL = 7, SUBFLOW_QUEUES = 8, PATHS_TOP_BRIEF = 9, SETTLED_CEILING = 10, NO_PILE = 11,
-             NOT_BY_SENDER = 12, PATHS_TOP_HELD = 13,
+             NOT_BY_SENDER = 12, PATHS_TOP_HELD = 13, PATHS_UNTIMED = 14,
              ONE_PATH = 0, A_PATH_OF_SEVERAL = 1, MPTCP_DATA_LEVEL = 2, CMT_ASSOCIATION = 3}
 do
 local BIN, MIN_WAITS, LONG_WAIT, SIZES, CEILING_BAND = 64, 16, 3, 33, 1
@@ -1048,16 +1048,20 @@ end
 -- exceeds the buffer and a buffer full of sent data is the highest level: the writer was held back at most
 -- as long as the waits that began within a packet of the highest level lasted. A twentieth of the span of
 -- the waits (first to last new data) or more: held back there (a window stalls at its peak but briefly,
--- for the new data after a loss rises above it); less: never (b is below a twentieth).
+-- for the new data after a loss rises above it); less: never (b is below a twentieth); no span (frames
+-- without time): cannot tell.
 local function top_of_association(e, nr, r)
     local all = e.all[nr and 1 or 0]
     local k = all.n -- waits were counted: the highest bin
-    local x, span = all.top[k], e.new_at_ns - e.first_new_ns
+    local x = all.top[k]
+    local span = e.new_at_ns > e.first_new_ns and e.new_at_ns - e.first_new_ns or 0
     local at, waited = band_waits(all, k, r.packet)
     r.at_ceiling, r.above, r.deep_waits = at, 0, 0
     r.high = x
     r.low = x > CEILING_BAND * r.packet and x - CEILING_BAND * r.packet or 0
-    if waited > 0 and waited * 20 >= span then
+    if span == 0 then -- frames without time, or a clock set back: no twentieth to read
+        r.verdict, r.why, r.sndbuf = sbe.CANNOT_TELL, sbe.PATHS_UNTIMED, 0
+    elseif waited >= floor(span / 20) + (span % 20 ~= 0 and 1 or 0) then
         r.verdict, r.why, r.sndbuf = sbe.HELD_BACK, sbe.PATHS_TOP_HELD, x
     else
         r.verdict, r.why, r.sndbuf = sbe.NEVER, sbe.PATHS_TOP_BRIEF, 0
@@ -1113,6 +1117,9 @@ function sbe.reason(r, vantage)
         return fmt("MPTCP: %d of %d waits for a data-level ack began at an RtxQ of %d-%d bytes, but data the " ..
             "subflows hold unsent makes the same waits as a buffer full of sent data", r.at_ceiling, r.waits, r.low,
             r.high)
+    elseif why == sbe.PATHS_UNTIMED then
+        return fmt("CMT: %d of %d waits for an ack began at the highest RtxQ, %d-%d bytes, but the capture's clock " ..
+            "gives the waits no span to time them in", r.at_ceiling, r.waits, r.low, r.high)
     elseif why == sbe.PATHS_TOP_BRIEF or why == sbe.PATHS_TOP_HELD then
         return fmt("CMT: %d of %d waits for an ack began at the highest RtxQ, %d-%d bytes, and took %s", r.at_ceiling,
             r.waits, r.low, r.high, why == sbe.PATHS_TOP_HELD and

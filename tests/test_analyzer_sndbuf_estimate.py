@@ -240,9 +240,10 @@ def test_a_cmt_association_briefly_at_its_highest_level_was_never_held_back(tmp_
     assert s["sndbuf_reason"].startswith("CMT: ") and "less than a twentieth of the time" in s["sndbuf_reason"]
 
 
-def fed_board(rows, paths):
-    """A Board (the core's scoreboard and estimator) fed rows one millisecond apart: ("data", bytes) sends new
-    data, ("ack", bytes) cum-acks that many more -> (verdict, reason) of sbe_decide_paths for `paths`."""
+def fed_board(rows, paths, jump_ns=0, jump_at=None, apart_ns=1_000_000):
+    """A Board (the core's scoreboard and estimator) fed rows apart_ns apart (a millisecond): ("data", bytes) sends new
+    data, ("ack", bytes) cum-acks that many more -> (verdict, reason) of sbe_decide_paths for `paths`. The
+    rows from index jump_at on come jump_ns later still."""
     kinds, lo, hi, size, times = [], [], [], [], []
     sent = acked = 0
     for k, (kind, n) in enumerate(rows):
@@ -252,7 +253,7 @@ def fed_board(rows, paths):
         else:
             acked += n
             kinds.append(1); lo.append(acked); hi.append(acked); size.append(0)
-        times.append(k * 1_000_000)
+        times.append(k * apart_ns + (jump_ns if jump_at is not None and k >= jump_at else 0))
     n = len(rows)
     out = [np.empty(n, np.int64) for _ in range(8)]
     board = _native.Board()
@@ -278,6 +279,36 @@ def test_an_mptcp_data_level_without_a_pile_is_never_held_back_and_names_no_leve
     verdict, reason = fed_board(rows, SBE_MPTCP_DATA_LEVEL)
     assert verdict == "never" and reason.endswith("no sign of a full buffer"), reason
     assert "0-0 bytes" not in reason
+
+
+def transient_then_settled():
+    """Rows whose waits climb a packet a wait to 30,000 (a transient), then settle at 16,000; the index of the
+    row that ends the wait at 30,000."""
+    rows = [("data", 1000)] * 16
+    for _ in range(14):  # the transient: a packet higher each wait
+        rows += [("ack", 1000), ("data", 1000), ("data", 1000)]
+    rows += [("ack", 14000)]
+    top_ends = len(rows) + 1
+    for _ in range(60):  # settled at 16,000
+        rows += [("ack", 1000), ("data", 1000)]
+    return rows, top_ends
+
+
+def test_a_cmt_wait_at_the_top_of_decades_is_held_back():
+    """One wait at the highest RtxQ lasting 2^62 ns (a capture's clock jumped 146 years): nearly all of the
+    span, so held back there (twenty times it wrapped to a few ms in 64 bits, below the span: never)."""
+    rows, top_ends = transient_then_settled()
+    verdict, reason = fed_board(rows, SBE_CMT_ASSOCIATION, jump_ns=1 << 62, jump_at=top_ends)
+    assert verdict == "held back" and "twentieth of the time or more" in reason, reason
+
+
+def test_a_cmt_capture_without_time_cannot_tell():
+    """Every frame at one time (a capture without timestamps): the waits have no span to be a twentieth of,
+    so cannot tell (it read never, "less than a twentieth of the time")."""
+    rows, _ = transient_then_settled()
+    verdict, reason = fed_board(rows, SBE_CMT_ASSOCIATION, apart_ns=0)
+    assert verdict == "cannot tell" and reason.endswith("no span to time them in"), reason
+    assert reason.startswith("CMT: 2 of 74 waits for an ack began at the highest RtxQ, 29000-30000 bytes"), reason
 
 
 def test_a_cmt_level_below_a_higher_one_is_not_called_no_ceiling():

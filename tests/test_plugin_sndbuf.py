@@ -167,3 +167,32 @@ def test_cmt_waits_timed_at_the_highest_level_alike(plugins, tmp_path, sndbuf, v
         assert view[association][:3] == want_view[association], kind
     assert plugin_view(plugins["c"], "c", pcap, two_pass=False) == plugin_view(plugins["lua"], "lua", pcap,
                                                                                  two_pass=False)
+
+
+def clock_stepped_back(pcap, seconds, from_frame):
+    """`pcap` (classic pcap) with its frames from `from_frame` (1-based) on moved `seconds` back, before its
+    first frame: a capture host's clock set back mid-capture."""
+    import struct
+
+    data = bytearray(pcap.read_bytes())
+    offset, frame = 24, 1
+    while offset < len(data):
+        secs, _, caplen, _ = struct.unpack_from("<IIII", data, offset)
+        if frame >= from_frame:
+            struct.pack_into("<I", data, offset, secs - seconds)
+        offset += 16 + caplen
+        frame += 1
+    out = pcap.with_name(f"{pcap.stem}-stepped-back.pcap")
+    out.write_bytes(data)
+    return out
+
+
+def test_cmt_waits_timed_across_a_clock_set_back_alike(plugins, tmp_path):
+    """The last new data earlier than the first (a clock set back): the span of the waits is then none in
+    both plugins, cannot tell (it was a negative number in the Lua twin and 2^64 less it in the C one, so
+    they named opposite verdicts)."""
+    pcap = clock_stepped_back(simulated_cmt(tmp_path, 32000, 0.03), 1000, 300)
+    views = {kind: plugin_view(plugins[kind], kind, pcap)[2] for kind in ("c", "lua")}
+    [association] = [d for d, view in views["c"].items() if view[1].startswith("CMT: ")]
+    assert views["c"][association] == views["lua"][association]
+    assert views["c"][association][0] == "cannot tell" and "no span" in views["c"][association][1]
