@@ -97,6 +97,30 @@ def test_engines_agree_with_ack_loss_and_a_fixed_duration(profile, ack):
     assert reference.last_frame_ns() <= 2.5e9
 
 
+# switches model.py turns into the numbers fast.run hands to _fastsim.c (grow_margin, U, ...), or CMT's
+COMPILED_BY_FAMILY = {"send_while_below_cwnd", "grow_when_flight_reached_cwnd", "cwnd_mtu_over_chunk_bytes",
+                      "cmt_delayed_ack"}
+
+
+def test_a_profile_with_any_switch_the_compiled_engine_lacks_runs_on_python():
+    """Every profile switch fast.py never hands to _fastsim.c, set away from its default by some profile,
+    is either one the C engine reads through model.py's numbers (COMPILED_BY_FAMILY) or makes that
+    profile Python-only: a new switch cannot silently run compiled and wrong."""
+    import re
+    from pathlib import Path
+    from nrsack.generator.sim import profiles
+    glue = Path(fast.__file__).read_text()
+    default = profiles.Profile(name="default")
+    for name, profile in profiles.PROFILES.items():
+        for field in dataclasses.fields(profiles.Profile):
+            if field.name == "name" or re.search(rf"\b{field.name}\b", glue):
+                continue
+            if getattr(profile, field.name) != getattr(default, field.name):
+                assert field.name in profiles._PYTHON_ONLY_SWITCHES or field.name in COMPILED_BY_FAMILY, (name, field.name)
+                if field.name in profiles._PYTHON_ONLY_SWITCHES:
+                    assert name in profiles.PYTHON_ONLY
+
+
 @pytest.mark.parametrize("profile", ["linux", "linux-reno"])
 def test_linux_profiles_run_on_the_python_engine_and_say_so(profile):
     # their send buffer, RACK and cubic are in model.py only (docs/simulator.md)

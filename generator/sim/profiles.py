@@ -140,8 +140,13 @@ PROFILES = {
 # how a writer blocked on a full buffer comes back (profiles with linux_sndbuf): woken when a third
 # of the buffer is free (a blocking or poll()-driven application), or retrying send() (the lab's)
 WRITERS = ("poll", "spin")
-# the profiles whose rules only the Python engine (model.py) knows
-PYTHON_ONLY = frozenset(name for name, p in PROFILES.items() if p.linux_sndbuf)
+# the profiles whose rules only the Python engine (model.py) knows: any switch _fastsim.c lacks, set away
+# from its default (a profile that set one and ran compiled would be silently wrong)
+_DEFAULT = Profile(name="default")
+_PYTHON_ONLY_SWITCHES = ("linux_sndbuf", "skb_overhead_bytes", "rto_min_on_variance", "handshake_rtt_sample", "rack_loss",
+                         "cc", "hystart", "mptcp_scheduler", "mptcp_dfrag_overhead_bytes", "mptcp_join_after_add_addr")
+PYTHON_ONLY = frozenset(name for name, p in PROFILES.items()
+                        if any(getattr(p, s) != getattr(_DEFAULT, s) for s in _PYTHON_ONLY_SWITCHES))
 # the protocols a profile means something for (others: every protocol)
 PROTOCOLS_OF = {"linux": ("tcp", "mptcp"), "linux-reno": ("tcp", "mptcp")}
 
