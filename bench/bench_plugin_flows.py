@@ -24,10 +24,7 @@ the Lua plugin, in the same run (a before / after).
 from __future__ import annotations
 
 import argparse
-import json
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -52,29 +49,20 @@ def plugin_of(kind: str, c_folder: str) -> tshark.Plugin:
     return {"none": tshark.Plugin.none(), "c": tshark.Plugin.c(c_folder), "lua": tshark.LUA_PLUGIN}[kind]
 
 
-def one_run(kind: str, pcap: str, c_folder: str, cap_mb: int = 0) -> dict:
-    """In a fresh process: one tshark run; its children's usage is that tshark's alone. cap_mb: its
-    address space's limit (0: none); a run past it is reported, not raised."""
-    if cap_mb:
-        resource.setrlimit(resource.RLIMIT_AS, (cap_mb << 20, cap_mb << 20))  # inherited by tshark
+def measure(kind: str, pcap: Path, c_folder: Path, cap_mb: int = 0) -> dict:
+    """One tshark run in a fresh process (tshark.run_tshark_measured): its peak RSS is that tshark's alone.
+    cap_mb: its address space's limit (0: none); a run past it is reported, not raised."""
     fields = PLUGIN_FIELDS if kind != "none" else BASE_FIELDS
-    args = ["-r", pcap, "-T", "fields", *(x for f in fields for x in ("-e", f))]
+    args = ["-r", str(pcap), "-T", "fields", *(x for f in fields for x in ("-e", f))]
     start = time.perf_counter()
-    proc = tshark.run_tshark(args, plugin_of(kind, c_folder), check=False, timeout=7200)
+    proc, peak_mb, cpu_s = tshark.run_tshark_measured(args, plugin_of(kind, str(c_folder)), cap_mb=cap_mb, timeout=7200)
     wall = time.perf_counter() - start
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     failed = proc.returncode != 0 or "Lua Error" in proc.stderr or "Lua: Error" in proc.stderr
     if failed and not cap_mb:
         raise RuntimeError(f"tshark ({kind}) failed, exit {proc.returncode}: {proc.stderr[-2000:]}")
     analysed = sum(1 for line in proc.stdout.splitlines() if line.count("\t") >= 2 and line.split("\t")[2])
-    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_mb": usage.ru_maxrss / 1024,
-            "frames": proc.stdout.count("\n"), "frames_with_nrsack_stream": analysed, "failed": int(failed)}
-
-
-def measure(kind: str, pcap: Path, c_folder: Path, cap_mb: int = 0) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--one", kind, str(pcap), str(c_folder), str(cap_mb)],
-                         check=True, capture_output=True, text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return {"wall_s": wall, "cpu_s": cpu_s, "peak_mb": peak_mb, "frames": proc.stdout.count("\n"),
+            "frames_with_nrsack_stream": analysed, "failed": int(failed)}
 
 
 def main() -> int:
@@ -85,12 +73,7 @@ def main() -> int:
     ap.add_argument("--lua-baseline", type=Path, metavar="SCRIPT", help="also time this version of the Lua plugin")
     ap.add_argument("--flood", nargs="+", choices=FLOOD_KINDS, help="floods of never-ending flows instead")
     ap.add_argument("--max-memory-mb", type=int, default=0, help="cap each tshark's address space (MB)")
-    ap.add_argument("--one", nargs=4, metavar=("KIND", "PCAP", "C_FOLDER", "CAP_MB"), help=argparse.SUPPRESS)
     a = ap.parse_args()
-    if a.one:
-        kind, pcap, c_folder, cap_mb = a.one
-        print(json.dumps(one_run(kind, pcap, c_folder, int(cap_mb))))
-        return 0
     with tempfile.TemporaryDirectory(prefix="nrsack-bench-flows-") as work:
         work = Path(work)
         work.chmod(0o755)  # tshark runs as nobody and reads the capture in place

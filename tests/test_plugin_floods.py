@@ -41,7 +41,7 @@ def alone(floods):
     """tshark's own peak on each capture, reading the same protocol fields."""
     peaks = {}
     for kind, pcap in floods.items():
-        proc, peak = run_tshark_measured(["-T", "fields", "-e", "frame.number", "-e", "tcp.stream"],
+        proc, peak, _ = run_tshark_measured(["-T", "fields", "-e", "frame.number", "-e", "tcp.stream"],
                                          tshark.Plugin.none(), pcap=pcap, cap_mb=CAP_MB)
         assert proc.returncode == 0, proc.stderr[-2000:]
         peaks[kind] = peak
@@ -52,7 +52,7 @@ def flood_run(plugin, pcap):
     """-> (frame -> the budget's notes on it, the frames with a stream, peak RSS MB)."""
     args = ["-T", "fields", "-E", f"aggregator={tshark.AGGREGATOR}", "-e", "frame.number", "-e", "tcp.stream",
             "-e", "nrsack.stream", "-e", "_ws.expert.message"]
-    proc, peak = run_tshark_measured(args, plugin, prefs={"nrsack.max_open_flows": BUDGET}, pcap=pcap, cap_mb=CAP_MB)
+    proc, peak, _ = run_tshark_measured(args, plugin, prefs={"nrsack.max_open_flows": BUDGET}, pcap=pcap, cap_mb=CAP_MB)
     assert proc.returncode == 0 and "Lua Error" not in proc.stdout + proc.stderr, proc.stderr[-2000:]
     notes, streams = {}, 0
     for line in proc.stdout.splitlines():
