@@ -3,6 +3,7 @@
 time, CPU time and peak RSS per flow count, with ratios against tshark alone in the same run.
 
     python3 bench/bench_plugin_flows.py [--flows 20000 200000] [--repeat 1] [--c-plugin NRSACK_SO]
+    python3 bench/bench_plugin_flows.py --flood syn data --flows 1000000 --max-memory-mb 6000   # floods (issue 29)
     git show REV:lua/nrsack.lua > /tmp/old.lua && python3 bench/bench_plugin_flows.py --lua-baseline /tmp/old.lua
 
 The capture is bench/bench_many_flows.py's (10 frames a complete connection, 200 open at a time). Each
@@ -12,17 +13,18 @@ packet) in a fresh child process, so the child's peak RSS is that tshark's alone
 flow's state back when it ends (decisions.md 44): what they add over tshark alone should be
 their per-frame results, not every flow's scoreboard. Printed per run: wall s, CPU s, peak RSS MB, and
 per plugin the ratios to tshark alone and the memory it adds per flow (peak minus tshark's, divided by
-the flow count); with --repeat > 1 the medians. --lua-baseline SCRIPT also runs another version of
+the flow count); with --repeat > 1 the medians. --flood KIND... reads floods of flows that never end
+instead (tests/support/hostile.write_flood: "syn" one SYN a flow, "data" a handshake and 100 bytes acked,
+"unacked" the same never acked), where the plugins' budget of open flows binds (decisions.md 84).
+--max-memory-mb caps every tshark's address space (RLIMIT_AS), so a run that would exhaust the machine
+fails instead (printed as "over the cap"). --lua-baseline SCRIPT also runs another version of
 the Lua plugin, in the same run (a before / after).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +36,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from bench_many_flows import build  # noqa: E402
 from support import tshark  # noqa: E402
+from support.hostile import FLOOD_KINDS, write_flood  # noqa: E402
 
 BASE_FIELDS = ["frame.number", "tcp.stream"]
 PLUGIN_FIELDS = BASE_FIELDS + ["nrsack.stream", "nrsack.rtxq.bytes", "nrsack.gap_open"]
@@ -46,25 +49,20 @@ def plugin_of(kind: str, c_folder: str) -> tshark.Plugin:
     return {"none": tshark.Plugin.none(), "c": tshark.Plugin.c(c_folder), "lua": tshark.LUA_PLUGIN}[kind]
 
 
-def one_run(kind: str, pcap: str, c_folder: str) -> dict:
-    """In a fresh process: one tshark run; its children's usage is that tshark's alone."""
+def measure(kind: str, pcap: Path, c_folder: Path, cap_mb: int = 0) -> dict:
+    """One tshark run in a fresh process (tshark.run_tshark_measured): its peak RSS is that tshark's alone.
+    cap_mb: its address space's limit (0: none); a run past it is reported, not raised."""
     fields = PLUGIN_FIELDS if kind != "none" else BASE_FIELDS
-    args = ["-r", pcap, "-T", "fields", *(x for f in fields for x in ("-e", f))]
+    args = ["-r", str(pcap), "-T", "fields", *(x for f in fields for x in ("-e", f))]
     start = time.perf_counter()
-    proc = tshark.run_tshark(args, plugin_of(kind, c_folder), check=False, timeout=7200)
+    proc, peak_mb, cpu_s = tshark.run_tshark_measured(args, plugin_of(kind, str(c_folder)), cap_mb=cap_mb, timeout=7200)
     wall = time.perf_counter() - start
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0 or "Lua Error" in proc.stderr or "Lua: Error" in proc.stderr:
+    failed = proc.returncode != 0 or "Lua Error" in proc.stderr or "Lua: Error" in proc.stderr
+    if failed and not cap_mb:
         raise RuntimeError(f"tshark ({kind}) failed, exit {proc.returncode}: {proc.stderr[-2000:]}")
     analysed = sum(1 for line in proc.stdout.splitlines() if line.count("\t") >= 2 and line.split("\t")[2])
-    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_mb": usage.ru_maxrss / 1024,
-            "frames": proc.stdout.count("\n"), "frames_with_nrsack_stream": analysed}
-
-
-def measure(kind: str, pcap: Path, c_folder: Path) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--one", kind, str(pcap), str(c_folder)], check=True,
-                         capture_output=True, text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return {"wall_s": wall, "cpu_s": cpu_s, "peak_mb": peak_mb, "frames": proc.stdout.count("\n"),
+            "frames_with_nrsack_stream": analysed, "failed": int(failed)}
 
 
 def main() -> int:
@@ -73,19 +71,20 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--c-plugin", type=Path, metavar="NRSACK_SO", help="a built nrsack.so (default: build dissector/)")
     ap.add_argument("--lua-baseline", type=Path, metavar="SCRIPT", help="also time this version of the Lua plugin")
-    ap.add_argument("--one", nargs=3, metavar=("KIND", "PCAP", "C_FOLDER"), help=argparse.SUPPRESS)
+    ap.add_argument("--flood", nargs="+", choices=FLOOD_KINDS, help="floods of never-ending flows instead")
+    ap.add_argument("--max-memory-mb", type=int, default=0, help="cap each tshark's address space (MB)")
     a = ap.parse_args()
-    if a.one:
-        print(json.dumps(one_run(*a.one)))
-        return 0
     with tempfile.TemporaryDirectory(prefix="nrsack-bench-flows-") as work:
         work = Path(work)
         work.chmod(0o755)  # tshark runs as nobody and reads the capture in place
         so = a.c_plugin or tshark.build_c_plugin()
         c_folder = tshark.c_plugin_folder(so, work / "c-plugin")
-        for flows in sorted(a.flows):
+        for flows, flood in ((f, k) for f in sorted(a.flows) for k in (a.flood or [None])):
             pcap = work / f"flows-{flows}.pcap"
-            build(pcap, flows)
+            if flood:
+                write_flood(pcap, flows, flood)
+            else:
+                build(pcap, flows)
             pcap.chmod(0o644)
             labels = {"none": "tshark alone", "c": "tshark + C plugin", "lua": "tshark + Lua plugin"}
             if a.lua_baseline:
@@ -96,15 +95,17 @@ def main() -> int:
             runs = {kind: [] for kind in labels}
             for _ in range(a.repeat):  # alternating, so a busy spell of the machine hits all three
                 for kind in runs:
-                    runs[kind].append(measure(kind, pcap, c_folder))
+                    runs[kind].append(measure(kind, pcap, c_folder, a.max_memory_mb))
             med = {kind: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for kind, rs in runs.items()}
             base = med["none"]
-            print(f"{flows} flows, {int(base['frames'])} frames ({pcap.stat().st_size >> 20} MB), "
+            print(f"{flows} {flood + ' flood ' if flood else ''}flows, {int(base['frames'])} frames ({pcap.stat().st_size >> 20} MB), "
                   f"{a.repeat} run(s) each:")
             for kind, label in labels.items():
                 m = med[kind]
                 line = f"  {label:<22} {m['wall_s']:7.1f} s wall {m['cpu_s']:7.1f} s CPU {m['peak_mb']:7.0f} MB peak RSS"
-                if kind != "none":
+                if m["failed"]:
+                    line += f"   failed (over the cap of {a.max_memory_mb} MB?)"
+                elif kind != "none":
                     added_kb = (m["peak_mb"] - base["peak_mb"]) * 1024 / flows
                     line += (f"   x{m['wall_s'] / base['wall_s']:.2f} wall x{m['cpu_s'] / base['cpu_s']:.2f} CPU "
                              f"x{m['peak_mb'] / base['peak_mb']:.2f} RSS; +{added_kb:.2f} KB a flow; "

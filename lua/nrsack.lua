@@ -166,6 +166,8 @@ nrsack.prefs.fsack_init_type = Pref.uint("FSACK-INIT chunk type", 0xA0, "SCTP ch
 nrsack.prefs.fsack_ack_type = Pref.uint("FSACK-ACK chunk type", 0xA1, "SCTP chunk type of FSACK-ACK")
 nrsack.prefs.fsack_complete_type = Pref.uint("FSACK-COMPLETE chunk type", 0xA2, "SCTP chunk type of FSACK-COMPLETE")
 nrsack.prefs.sctp_udp_port = Pref.uint("SCTP over UDP port", 9899, "UDP port of SCTP encapsulation (RFC 6951)")
+nrsack.prefs.max_open_flows = Pref.uint("Flows held open at most", 10000,
+    "Past this many open flows the least recently active are finished early, those without data first; 0 = no bound")
 
 -- The rule table of rules.md: ID, severity, group, whether a "cannot be decided" note variant exists,
 -- summary (the label), description (docs/fields.md, the same text as the C plugin's).
@@ -607,13 +609,18 @@ local WORK_R, WORK_NR, WORK_ALL, WORK_CLIP = 1, 2, 3, 4
 
 local function weights_of(sb) return sb.tsn_units and sb.weights or nil end
 
+do
+-- The scratch sets of sb_ack and sb_received, refilled by every call: one for all scoreboards, since a flood
+-- of flows holds thousands of scoreboards open (decisions.md 84).
+local work = {iset_new(), iset_new(), iset_new(), iset_new()}
 function sb_init(tsn_units)
     return {
         tsn_units = tsn_units, space = serial_space_new(), have_data = false, cum_known = false,
         cum = 0, snd_max = 0, lowest = 0, sent = iset_new(), sacked = iset_new(), nracked = iset_new(),
         weights = weights_new(), gap_open = false, news_known = false, news_path = 0, data_bytes = 0, acked_bytes = 0,
-        last_revoked = iset_new(), work = {iset_new(), iset_new(), iset_new(), iset_new()},
+        last_revoked = iset_new(), work = work,
     }
+end
 end
 
 -- dst becomes a copy of src (keep_data false: only the ack state, cum and gap_open).
@@ -1188,8 +1195,9 @@ local function flow_dir_new(stream, index, protocol, tsn_units, rule_rtx_after_a
         sender = "", receiver = "", label = "", max_payload = 0, nr_mode = false, gap_open = false,
         rule_rtx_after_ack = rule_rtx_after_ack, rule_revoked = rule_revoked,
         -- B from the capture (packet-nrsack-rtxq.c): the estimator, fed as the analyzer feeds it, and its
-        -- decisions per semantics, kept until it is fed again (changes); at release, final
-        estimate = sbe.new(), changes = 0, decided = nil, decided_at = 0, after_new = {[0] = 0, [1] = 0},
+        -- decisions per semantics, kept until it is fed again (changes); at release, final. The estimator is
+        -- made when first fed (sbe.of).
+        estimate = nil, changes = 0, decided = nil, decided_at = 0, after_new = {[0] = 0, [1] = 0},
         last_new_frame = 0, data_path = nil, data_paths = false,
     }
 end
@@ -1198,24 +1206,103 @@ end
 -- of the lookups its tables go too, the stored frame results keeping only its labels.
 -- sbe.decide_paths per semantics, kept until the estimator is fed again; with `current` false (one pass, the
 -- estimate so far) until its events have grown by a sixteenth (packet-nrsack-rtxq.c decide, alike).
+-- Direction d's estimator, made when first fed: a flood's flows mostly never are, and it is most of a
+-- direction's tables (decisions.md 84); sbe.NONE is what decide reads of one never fed (never changed).
+sbe.NONE = sbe.new()
+function sbe.of(d)
+    local e = d.estimate
+    if not e then
+        e = sbe.new()
+        d.estimate = e
+    end
+    return e
+end
+
 local function decide(d, current)
     local fed = d.changes - d.decided_at
     if d.decided and (fed == 0 or (not current and fed < math.max(1, math.floor(d.decided_at / 16)))) then return end
     -- MPTCP's data level, an association whose DATA went over several address pairs (CMT), or one path
     local paths = d.protocol == "mptcp" and sbe.MPTCP_DATA_LEVEL or d.data_paths and sbe.CMT_ASSOCIATION or
         sbe.ONE_PATH
-    d.decided = {[0] = sbe.decide_paths(d.estimate, false, paths), [1] = sbe.decide_paths(d.estimate, true, paths)}
+    local e = d.estimate or sbe.NONE
+    d.decided = {[0] = sbe.decide_paths(e, false, paths), [1] = sbe.decide_paths(e, true, paths)}
     d.decided_at = d.changes
+end
+
+-- What the frames of a direction show of it (packet-nrsack-rtxq.c shown_dir_t): made at its first update,
+-- kept for the whole file, small; the direction itself goes with its flow (decisions.md 44, 84).
+local function shown_sync(s, d)
+    s.nr_mode, s.index, s.last_new_frame, s.decided = d.nr_mode, d.index, d.last_new_frame, d.decided
+    s.vantage = d.hs and d.hs.vantage or VANTAGE_UNKNOWN
 end
 
 local function release_dirs(dirs)
     for i = 0, 1 do
         local d = dirs[i]
         if d then
-            if d.estimate then decide(d, true) end -- the flow's estimate is final: its state goes
+            if d.sb then decide(d, true) end -- the flow's estimate is final: its state goes
             d.sb, d.estimate = nil, nil
+            if d.shown then
+                shown_sync(d.shown, d)
+                d.shown.live = nil
+            end
         end
     end
+end
+
+-- The budget of open flows (packet-nrsack-rtxq.c, decisions.md 84): the flows held open (TCP connections
+-- and subflows, SCTP associations) in two lists, least recently active first, [0] those that carried no
+-- data, finished first; flow.finish ends one early, as the idle bound would.
+local open_flows = {}
+
+function open_flows.unlink(f)
+    local l = state.open_lists[f.open_has_data and 1 or 0]
+    if f.open_prev then f.open_prev.open_next = f.open_next else l.head = f.open_next end
+    if f.open_next then f.open_next.open_prev = f.open_prev else l.tail = f.open_prev end
+    f.open_prev, f.open_next = nil, nil
+end
+
+function open_flows.remove(f)
+    if not f.open_listed then return end
+    open_flows.unlink(f)
+    f.open_listed = false
+    state.open_count = state.open_count - 1
+end
+
+function open_flows.touch(f, has_data)
+    if f.open_listed then open_flows.unlink(f) else state.open_count = state.open_count + 1 end
+    f.open_listed = true
+    f.open_has_data = f.open_has_data or has_data
+    local l = state.open_lists[f.open_has_data and 1 or 0]
+    f.open_prev = l.tail
+    if l.tail then l.tail.open_next = f else l.head = f end
+    l.tail = f
+end
+
+-- After a frame's analysis: past the budget, the least recently active flows are finished early, those
+-- without data first, down to three quarters of it; a note on the frame says how many and why.
+function open_flows.enforce(fr)
+    local budget = state.prefs.max_open_flows
+    if budget == 0 or state.open_count <= budget then return end
+    local target = math.max(budget - math.floor(budget / 4), 1)
+    local n = {[0] = 0, [1] = 0}
+    for k = 0, 1 do
+        local l = state.open_lists[k]
+        while state.open_count > target and l.head do
+            local f = l.head
+            open_flows.remove(f)
+            n[k] = n[k] + 1
+            f.finish(f)
+        end
+    end
+    -- the flows just finished are garbage now: a collector step sized to them (about what a flow's tables
+    -- take) keeps the heap near the budget's, where the collector's own pace let a flood's grow tenfold
+    collectgarbage("step", 32 * (n[0] + n[1]))
+    state.released_early[0] = state.released_early[0] + n[0]
+    state.released_early[1] = state.released_early[1] + n[1]
+    raise(fr, "GEN-01", true, string.format("%d flows finished before their end, more than %d being open at once " ..
+        "(nrsack.max_open_flows): %d without data, %d with data finished at their last packet; a later packet of " ..
+        "one starts a new stream", n[0] + n[1], budget, n[0], n[1]))
 end
 
 -- Names a direction by its data sender (decisions 13); the label is the nrsack.direction value.
@@ -1234,6 +1321,7 @@ local function update_for(fr, d)
     fr.n_upd = n
     local u = upd[n]
     u.dir, u.is_ack, u.freed_bytes, u.revoked = d, false, 0, NO_ITEMS
+    if not d.shown then d.shown = {live = d} end -- the direction's frames will show it
     return u
 end
 
@@ -1276,7 +1364,7 @@ local function rtxq_on_data(fr, d, lo, hi, payload_bytes)
         d.after_new[0], d.after_new[1] = sb.sent.weight, sb.sent.weight - sb.nracked.weight
         d.last_new_frame = state.frame
         d.changes = d.changes + 1
-        sbe.new_data(d.estimate, d.after_new[0], d.after_new[1], f.new_bytes, frame_ns())
+        sbe.new_data(sbe.of(d), d.after_new[0], d.after_new[1], f.new_bytes, frame_ns())
     end
     if f.new_bytes == 0 then return end -- decisions 4: retransmissions do not change the RtxQ
     local u = update_for(fr, d)
@@ -1291,7 +1379,7 @@ local function rtxq_on_ack(fr, d, cum, r, nr, revoke, path)
     if not res.stale and not d.gap_from_sacked then d.gap_open = res.gap_open end
     if d.sb.acked_bytes > acked_before or res.freed_bytes > 0 then -- an ack that freed room
         d.changes = d.changes + 1
-        sbe.freeing_ack(d.estimate, d.sb.gap_open)
+        sbe.freeing_ack(sbe.of(d), d.sb.gap_open)
     end
     local u = update_for(fr, d)
     if not u then return res end
@@ -1335,19 +1423,22 @@ local function rtxq_data_path(d, path)
     end
 end
 
--- Where the capture sits for d's sender, as the analyzer's summary names it (vantage).
+-- Where the capture sits for the sender of shown direction d, as the analyzer's summary names it (vantage).
 local function vantage_name(d)
-    local v = d.hs and d.hs.vantage or VANTAGE_UNKNOWN
+    local v = d.vantage
     return v == VANTAGE_UNKNOWN and "unknown" or v == VANTAGE_MIDDLE and "middle" or v == d.index and "sender" or "receiver"
 end
 
--- Which B nrsack.blocked uses for d (packet-nrsack-rtxq.c rtxq_sndbuf_view): the preference (given), else
+-- Which B nrsack.blocked uses for shown direction d (packet-nrsack-rtxq.c rtxq_sndbuf_view): the preference (given), else
 -- core/sndbuf.c's verdict, from the whole capture once the frame is shown again after its first pass.
 local function sndbuf_view(d, shown_again)
     local sndbuf = state.prefs.sndbuf
     if sndbuf > 0 then return {given = true, sndbuf = sndbuf} end
-    local whole = d.sb == nil or shown_again
-    if d.sb then decide(d, whole) end
+    local whole = d.live == nil or shown_again
+    if d.live then -- else synced at its release
+        decide(d.live, whole)
+        shown_sync(d, d.live)
+    end
     local decided = d.decided[d.nr_mode and 1 or 0]
     local r = {}
     for k, v in pairs(decided) do r[k] = v end
@@ -1438,6 +1529,8 @@ local function sctp_learn_tag(a, ep, tag)
     state.sctp_by_endpoint[a.port[ep] * TWO32 + tag] = a
 end
 
+local sctp_release -- below: a new association's finish
+
 local function sctp_new_assoc(pinfo, sport, dport)
     local stream = new_stream_index()
     local a = {
@@ -1445,7 +1538,7 @@ local function sctp_new_assoc(pinfo, sport, dport)
         init_seen = false, init_ack_seen = false, ext_nr = {}, ext_fsack = {}, hs = handshake_new(),
         complete_ns = {}, last_data_ns = {}, -- FS-05: endpoint i's last FSACK-COMPLETE and DATA
         fsack_ts = {}, n_fsack_ts = 0, first_fsack_ack_src = nil,
-        fsack_path = {},
+        fsack_path = {}, finish = sctp_release,
         dir = {
             [0] = flow_dir_new(stream, 0, "sctp", true, "NR-04", "NR-03"),
             [1] = flow_dir_new(stream, 1, "sctp", true, "NR-04", "NR-03"),
@@ -1460,7 +1553,7 @@ end
 
 -- After SHUTDOWN-COMPLETE or ABORT: the association leaves the lookups (a later packet with its tags
 -- starts a new one, as a capture starting mid-association would) and its state goes.
-local function sctp_release(a)
+function sctp_release(a)
     for ep = 0, 1 do
         local key = a.tag_known[ep] and a.port[ep] * TWO32 + a.tag[ep]
         if key and state.sctp_by_endpoint[key] == a then state.sctp_by_endpoint[key] = nil end
@@ -1468,6 +1561,7 @@ local function sctp_release(a)
     for _, key in ipairs({a.port[0] * 65536 + a.port[1], a.port[1] * 65536 + a.port[0]}) do
         if state.sctp_pending[key] == a then state.sctp_pending[key] = nil end
     end
+    open_flows.remove(a)
     release_dirs(a.dir)
     a.fsack_ts, a.fsack_path, a.complete_ns, a.last_data_ns = nil, nil, nil, nil
 end
@@ -1716,6 +1810,7 @@ local function sctp_dissect(s, source, start, captured, reported, pinfo, tree, f
         local is_init = captured >= 20 and u8(s, 12) == CHUNK_INIT
         a, from = sctp_find_assoc(pinfo, sport, dport, vtag, is_init, is_init and u32(s, 16) or 0)
         fr.stream = a.stream
+        open_flows.touch(a, a.dir[0].sb ~= nil and a.dir[0].sb.have_data or a.dir[1].sb ~= nil and a.dir[1].sb.have_data)
     end
     local data_checked = false
     local off = 12
@@ -1990,6 +2085,8 @@ local function conn_match(list, sport, dport, src, dst)
     return nil
 end
 
+local tcp_release -- below: a new connection's finish
+
 local function tcp_find_conn(pinfo, seg, create)
     local sport, dport = seg.sport, seg.dport
     local src, dst = pinfo.net_src, pinfo.net_dst
@@ -2015,6 +2112,7 @@ local function tcp_find_conn(pinfo, seg, create)
             port = {}, addr_obj = {}, syn_seen = {}, nr_permitted = {}, nr_flags = {}, dir = {},
             hs = handshake_new(), is_mptcp = false, mp_capable_syn = {}, mp_version = 0, key_known = {}, mptcp = nil,
             mptcp_side = {}, isn_known = {}, isn = {}, map_known = {}, map_dsn = {}, map_seq = {}, map_len = {}, sent_maps = {},
+            finish = tcp_release,
         }
         c.addr_obj[i], c.addr_obj[1 - i] = src, dst
         c.port[i], c.port[1 - i] = sport, dport
@@ -2516,8 +2614,10 @@ end
 
 -- A connection ends on RST, or once each end's FIN is acked: it leaves the lookups and its state goes;
 -- an MPTCP connection goes with its last subflow.
-local function tcp_release(c, seg)
-    local key = seg.sport < seg.dport and seg.sport * 65536 + seg.dport or seg.dport * 65536 + seg.sport
+function tcp_release(c)
+    open_flows.remove(c)
+    local sport, dport = c.port[0], c.port[1]
+    local key = sport < dport and sport * 65536 + dport or dport * 65536 + sport
     local list = state.tcp_conns[key]
     for k = #(list or NO_ITEMS), 1, -1 do
         if list[k] == c then table.remove(list, k) end
@@ -2540,7 +2640,7 @@ local function tcp_release(c, seg)
 end
 
 local function tcp_track_end(c, seg, from, payload_len)
-    if has_flag(seg.flags, TCP_FLAG_RST) then return tcp_release(c, seg) end -- with data too (decisions.md 44)
+    if has_flag(seg.flags, TCP_FLAG_RST) then return tcp_release(c) end -- with data too (decisions.md 44)
     if has_flag(seg.flags, TCP_FLAG_FIN) then
         c.fin_end = c.fin_end or {}
         c.fin_end[from] = (seg.seq + payload_len + 1) % TWO32
@@ -2549,7 +2649,7 @@ local function tcp_track_end(c, seg, from, payload_len)
     if seg.ack_flag and peer_fin and int32(seg.ack - peer_fin) >= 0 then
         c.fin_acked = c.fin_acked or {}
         c.fin_acked[1 - from] = true
-        if c.fin_acked[from] then tcp_release(c, seg) end
+        if c.fin_acked[from] then tcp_release(c) end
     end
 end
 
@@ -2567,6 +2667,7 @@ local function tcp_dissect(s, base, pinfo, tree, payload_len, fr)
         return
     end
     if fr then
+        open_flows.touch(c, payload_len > 0)
         local syn = seg.syn_flag
         if syn then
             handshake_step(c.hs, seg.ack_flag and 1 or 0)
@@ -2614,8 +2715,8 @@ end
 -- state.rec_at[frame number] is where the frame's record starts:
 --   stream|false, rtt_ms|false, findings|false, n_upd, then n_upd times:
 --   direction label (not its table: an ended flow's tables can go), rtxq_sack, nr_acked, sacked,
---   freed_bytes|false (not an ack), nr_figure, blocked, gap_open, revoked|false, the direction (its
---   estimate's view: after release only its small fields stay), after_new_sack, after_new_nr
+--   freed_bytes|false (not an ack), nr_figure, blocked, gap_open, revoked|false, the shown direction (its
+--   estimate's view, shown_sync), after_new_sack, after_new_nr
 local UPD_SLOTS = 12
 
 local function store_result(fr)
@@ -2628,7 +2729,7 @@ local function store_result(fr)
         rec[k], rec[k + 1], rec[k + 2], rec[k + 3] = u.dir.label, u.rtxq_sack, u.nr_acked, u.sacked
         rec[k + 4], rec[k + 5], rec[k + 6], rec[k + 7] = u.is_ack and u.freed_bytes, u.nr_figure, u.blocked, u.gap_open
         rec[k + 8] = u.revoked ~= NO_ITEMS and u.revoked
-        rec[k + 9], rec[k + 10], rec[k + 11] = u.dir, u.after_new_sack, u.after_new_nr
+        rec[k + 9], rec[k + 10], rec[k + 11] = u.dir.shown, u.after_new_sack, u.after_new_nr
         k = k + UPD_SLOTS
     end
     state.rec_n = k - 1
@@ -2735,7 +2836,7 @@ local function read_prefs()
     local p = nrsack.prefs
     return {
         sndbuf = p.sndbuf, tcp_exid = p.tcp_exid, fsack_init = p.fsack_init_type, fsack_ack = p.fsack_ack_type,
-        fsack_complete = p.fsack_complete_type, sctp_udp_port = p.sctp_udp_port,
+        fsack_complete = p.fsack_complete_type, sctp_udp_port = p.sctp_udp_port, max_open_flows = p.max_open_flows,
     }
 end
 
@@ -2749,6 +2850,8 @@ function nrsack.init()
         sctp_pending = {},     -- src port * 65536 + dst port -> association whose dst tag is unknown
         tcp_conns = {},        -- port pair -> its TCP connections (MPTCP subflows included), tcp_find_conn
         mptcp_by_token = {},   -- RFC 8684 token -> MPTCP connection
+        open_lists = {[0] = {}, [1] = {}}, open_count = 0, -- the budget of open flows (open_flows.touch)
+        released_early = {[0] = 0, [1] = 0},              -- flows it finished: without data, with data
     }
 end
 
@@ -2814,6 +2917,7 @@ function nrsack.dissector(tvb, pinfo, tree)
         raise(fr, "GEN-01", false, "analysis stopped: " .. tostring(err))
     end
     if fr then
+        open_flows.enforce(fr)
         at = store_result(fr)
         state.rec_at[number] = at
     end

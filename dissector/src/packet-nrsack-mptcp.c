@@ -51,7 +51,7 @@ static mptcp_conn_t *new_mptcp_conn(tcp_conn_t *sub)
         flow_dir_init(&m->dir[i], m->stream, i, "mptcp", FALSE, MN04, MN03);
         m->dir[i].gap_from_sacked = TRUE;
         m->dir[i].vantage = &sub->hs.vantage; /* the initial subflow's */
-        flow_dir_set_endpoints(&m->dir[i], &sub->addr[i], sub->port[i], &sub->addr[1 - i], sub->port[1 - i]);
+        flow_dir_set_endpoints(&m->dir[i], wmem_file_scope(), &sub->addr[i], sub->port[i], &sub->addr[1 - i], sub->port[1 - i]);
     }
     sub->mptcp = m;
     sub->mptcp_side[0] = 0;

@@ -3,11 +3,12 @@
  * events to the scoreboard and records the figures after them in the frame's result. */
 #include "nrsack.h"
 
+#include <inttypes.h>
 #include <string.h>
 #include <epan/wmem_scopes.h>
 
-/* Every direction of the file whose scoreboard may still hold memory: the file-close routine frees them. */
-static GPtrArray *live_dirs;
+/* Every direction of the file whose scoreboard may still hold memory (a set): the file-close routine frees them. */
+static GHashTable *live_dirs;
 
 void flow_dir_init(flow_dir_t *d, guint32 stream, guint8 sender_side, const char *protocol, gboolean tsn_units,
                    rule_t rule_rtx_after_ack, rule_t rule_revoked)
@@ -20,8 +21,8 @@ void flow_dir_init(flow_dir_t *d, guint32 stream, guint8 sender_side, const char
     d->rule_rtx_after_ack = rule_rtx_after_ack;
     d->rule_revoked = rule_revoked;
     if (!live_dirs)
-        live_dirs = g_ptr_array_new();
-    g_ptr_array_add(live_dirs, d);
+        live_dirs = g_hash_table_new(g_direct_hash, g_direct_equal);
+    g_hash_table_add(live_dirs, d);
 }
 
 /* sbe_decide_paths per semantics, kept until the estimator is fed again; with `current` FALSE (one pass,
@@ -43,6 +44,22 @@ static void decide(flow_dir_t *d, gboolean current)
     d->decided_valid = TRUE;
 }
 
+/* Where the capture sits for d's sender (VANTAGE_*, or the endpoint index). */
+static gint8 vantage_of(const flow_dir_t *d)
+{
+    return d->vantage ? *d->vantage : VANTAGE_UNKNOWN;
+}
+
+/* The shown direction takes what its frames show from the live one. */
+static void shown_sync(shown_dir_t *s, const flow_dir_t *d)
+{
+    s->nr_mode = d->nr_mode;
+    s->vantage = vantage_of(d);
+    s->last_new_frame = d->last_new_frame;
+    s->decided[0] = d->decided[0];
+    s->decided[1] = d->decided[1];
+}
+
 void flow_dir_release(flow_dir_t *d)
 {
     if (d->released)
@@ -51,15 +68,117 @@ void flow_dir_release(flow_dir_t *d)
     sbe_free(&d->estimate);
     sb_free(&d->sb);
     d->released = TRUE;
+    if (d->shown) {
+        shown_sync(d->shown, d);
+        d->shown->live = NULL;
+    }
+    if (live_dirs)
+        g_hash_table_remove(live_dirs, d);
+}
+
+void flow_dir_free(flow_dir_t *d)
+{
+    flow_dir_release(d);
+    wmem_free(d->scope, d->sender);
+    wmem_free(d->scope, d->receiver);
+    wmem_free(d->scope, d->name);
+    d->sender = d->receiver = d->name = NULL;
 }
 
 void flow_dirs_release_all(void)
 {
     if (!live_dirs)
         return;
-    for (guint i = 0; i < live_dirs->len; i++)
-        flow_dir_release((flow_dir_t *)g_ptr_array_index(live_dirs, i));
-    g_ptr_array_set_size(live_dirs, 0);
+    GList *dirs = g_hash_table_get_keys(live_dirs);
+    for (GList *l = dirs; l; l = l->next)
+        flow_dir_release((flow_dir_t *)l->data);
+    g_list_free(dirs);
+    g_hash_table_remove_all(live_dirs);
+}
+
+/* ---- the budget of open flows (decisions.md 84) ---- */
+
+typedef struct {
+    open_flow_t *head, *tail;  /* least recently active first */
+} flow_list_t;
+
+static flow_list_t idle_lists[2];  /* [0]: flows that carried no data, [1]: the others */
+static guint open_count;
+static guint64 released_early[2];  /* finished by the budget: without data, with data */
+
+static void list_unlink(flow_list_t *l, open_flow_t *f)
+{
+    if (f->prev)
+        f->prev->next = f->next;
+    else
+        l->head = f->next;
+    if (f->next)
+        f->next->prev = f->prev;
+    else
+        l->tail = f->prev;
+    f->prev = f->next = NULL;
+}
+
+void open_flow_remove(open_flow_t *f)
+{
+    if (!f->listed)
+        return;
+    list_unlink(&idle_lists[f->has_data], f);
+    f->listed = FALSE;
+    open_count--;
+}
+
+void open_flow_touch(open_flow_t *f, gboolean has_data)
+{
+    if (f->listed)
+        list_unlink(&idle_lists[f->has_data], f);
+    else
+        open_count++;
+    f->listed = TRUE;
+    f->has_data |= has_data;
+    flow_list_t *l = &idle_lists[f->has_data];
+    f->prev = l->tail;
+    if (l->tail)
+        l->tail->next = f;
+    else
+        l->head = f;
+    l->tail = f;
+}
+
+void open_flows_enforce(frame_result_t *fr)
+{
+    guint budget = nrsack_prefs.max_open_flows;
+    if (!budget || open_count <= budget)
+        return;
+    guint target = MAX(budget - budget / 4, 1);
+    guint64 n[2] = {0, 0};
+    for (int k = 0; k < 2 && open_count > target; k++) {
+        while (open_count > target && idle_lists[k].head) {
+            open_flow_t *f = idle_lists[k].head;
+            open_flow_remove(f);
+            n[k]++;
+            f->finish(f);  /* may free f */
+        }
+    }
+    released_early[0] += n[0];
+    released_early[1] += n[1];
+    rules_raise(fr, GEN01, TRUE,
+                "%" PRIu64 " flows finished before their end, more than %u being open at once (nrsack.max_open_flows): "
+                "%" PRIu64 " without data, %" PRIu64 " with data finished at their last packet; a later packet of one "
+                "starts a new stream", n[0] + n[1], budget, n[0], n[1]);
+}
+
+void open_flows_reset(void)
+{
+    memset(idle_lists, 0, sizeof(idle_lists));
+    open_count = 0;
+    released_early[0] = released_early[1] = 0;
+}
+
+void open_flows_released(guint64 *without_data, guint64 *with_data)
+{
+    *without_data = released_early[0];
+    *with_data = released_early[1];
 }
 
 /* The core ran out of memory: this direction's state is incomplete, so it is analyzed no further. */
@@ -100,11 +219,13 @@ gboolean rtxq_take64(frame_result_t *fr, flow_dir_t *d, const char *what, guint6
     return far_away(fr, d, what, wire);
 }
 
-void flow_dir_set_endpoints(flow_dir_t *d, const address *sender, guint16 sport, const address *receiver, guint16 rport)
+void flow_dir_set_endpoints(flow_dir_t *d, wmem_allocator_t *scope, const address *sender, guint16 sport,
+                            const address *receiver, guint16 rport)
 {
-    d->sender = nrsack_endpoint_str(sender, sport);
-    d->receiver = nrsack_endpoint_str(receiver, rport);
-    d->name = wmem_strdup_printf(wmem_file_scope(), "%s -> %s", d->sender, d->receiver);
+    d->scope = scope;
+    d->sender = nrsack_endpoint_str(scope, sender, sport);
+    d->receiver = nrsack_endpoint_str(scope, receiver, rport);
+    d->name = wmem_strdup_printf(scope, "%s -> %s", d->sender, d->receiver);
 }
 
 /* A frame may touch both directions (SCTP bundling DATA with a SACK): one update per direction. */
@@ -118,6 +239,15 @@ static rtxq_update_t *update_for(frame_result_t *fr, flow_dir_t *d)
     rtxq_update_t *u = &fr->upd[fr->n_updates++];
     memset(u, 0, sizeof(*u));
     u->dir = d;
+    if (!d->shown) {  /* the direction's frames will show it */
+        shown_dir_t *s = wmem_new0(wmem_file_scope(), shown_dir_t);
+        s->live = d;
+        s->name = wmem_strdup(wmem_file_scope(), d->name);
+        s->protocol = d->protocol;
+        s->stream = d->stream;
+        s->sender_side = d->sender_side;
+        d->shown = s;
+    }
     return u;
 }
 
@@ -282,14 +412,14 @@ void rtxq_data_path(flow_dir_t *d, guint64 path)
     }
 }
 
-/* Where the capture sits for d's sender, as the analyzer's summary names it (vantage). */
-static const char *vantage_name(const flow_dir_t *d)
+/* Where the capture sits for s's sender, as the analyzer's summary names it (vantage). */
+static const char *vantage_name(const shown_dir_t *s)
 {
-    gint8 v = d->vantage ? *d->vantage : VANTAGE_UNKNOWN;
-    return v == VANTAGE_UNKNOWN ? "unknown" : v == VANTAGE_MIDDLE ? "middle" : v == (gint8)d->sender_side ? "sender" : "receiver";
+    gint8 v = s->vantage;
+    return v == VANTAGE_UNKNOWN ? "unknown" : v == VANTAGE_MIDDLE ? "middle" : v == (gint8)s->sender_side ? "sender" : "receiver";
 }
 
-void rtxq_sndbuf_view(flow_dir_t *d, gboolean shown_again, sndbuf_view_t *v)
+void rtxq_sndbuf_view(shown_dir_t *s, gboolean shown_again, sndbuf_view_t *v)
 {
     memset(v, 0, sizeof(*v));
     if (nrsack_prefs.sndbuf) {
@@ -299,28 +429,30 @@ void rtxq_sndbuf_view(flow_dir_t *d, gboolean shown_again, sndbuf_view_t *v)
     }
     /* after the first pass (Wireshark's display, tshark -2) the estimator has seen the whole capture; not
      * pinfo->fd->visited, which taps already see set in tshark's single pass */
-    v->whole = d->released || shown_again;
-    if (!d->released)
-        decide(d, v->whole);
-    v->r = d->decided[d->nr_mode ? SBE_NR : SBE_SACK];
-    const char *where = vantage_name(d);
+    v->whole = !s->live || shown_again;
+    if (s->live) { /* else synced at its release */
+        decide(s->live, v->whole);
+        shown_sync(s, s->live);
+    }
+    v->r = s->decided[s->nr_mode ? SBE_NR : SBE_SACK];
+    const char *where = vantage_name(s);
     sbe_vantage(&v->r, !strcmp(where, "sender") || !strcmp(where, "unknown"));
     if (v->r.verdict == SBE_HELD_BACK)
         v->sndbuf = (guint32)MIN(v->r.sndbuf, G_MAXUINT32);
 }
 
-gboolean rtxq_blocked(const flow_dir_t *d, const shown_update_t *u, guint32 num, const sndbuf_view_t *v)
+gboolean rtxq_blocked(const shown_dir_t *s, const shown_update_t *u, guint32 num, const sndbuf_view_t *v)
 {
     if (v->given)
         return u->blocked;
     /* one pass: more new data may follow (the estimate so far) */
-    gboolean before_last_new = !v->whole || num < d->last_new_frame;
-    return sbe_blocked(&v->r, d->nr_mode ? u->after_new_nr : u->after_new_sack, u->gap_open, before_last_new);
+    gboolean before_last_new = !v->whole || num < s->last_new_frame;
+    return sbe_blocked(&v->r, s->nr_mode ? u->after_new_nr : u->after_new_sack, u->gap_open, before_last_new);
 }
 
-char *rtxq_sndbuf_reason(const flow_dir_t *d, const sndbuf_view_t *v, wmem_allocator_t *pool)
+char *rtxq_sndbuf_reason(const shown_dir_t *s, const sndbuf_view_t *v, wmem_allocator_t *pool)
 {
     char line[256];
-    sbe_reason(&v->r, vantage_name(d), line, sizeof(line));
+    sbe_reason(&v->r, vantage_name(s), line, sizeof(line));
     return wmem_strdup(pool, line);
 }

@@ -25,6 +25,7 @@
 #define MAX_BLOCKS 256
 
 typedef struct {
+    open_flow_t open;         /* first: the budget's lists hold the association by it */
     guint32 stream;
     guint16 port[2];          /* endpoint 0: INIT sender (or first data sender seen) */
     guint32 tag[2];
@@ -90,9 +91,12 @@ static void add_addr(sctp_assoc_t *a, int ep, const address *addr)
         copy_address_wmem(wmem_file_scope(), &a->addrs[ep][a->n_addrs[ep]++], addr);
 }
 
+static void finish_assoc(open_flow_t *f);
+
 static sctp_assoc_t *new_assoc(packet_info *pinfo, guint16 sport, guint16 dport)
 {
     sctp_assoc_t *a = wmem_new0(wmem_file_scope(), sctp_assoc_t);
+    a->open.finish = finish_assoc;
     a->stream = nrsack_new_stream_index();
     a->port[0] = sport;
     a->port[1] = dport;
@@ -101,8 +105,8 @@ static sctp_assoc_t *new_assoc(packet_info *pinfo, guint16 sport, guint16 dport)
         flow_dir_init(&a->dir[i], a->stream, i, "sctp", TRUE, NR04, NR03);
         a->dir[i].vantage = &a->hs.vantage;
     }
-    flow_dir_set_endpoints(&a->dir[0], &pinfo->net_src, sport, &pinfo->net_dst, dport);
-    flow_dir_set_endpoints(&a->dir[1], &pinfo->net_dst, dport, &pinfo->net_src, sport);
+    flow_dir_set_endpoints(&a->dir[0], wmem_file_scope(), &pinfo->net_src, sport, &pinfo->net_dst, dport);
+    flow_dir_set_endpoints(&a->dir[1], wmem_file_scope(), &pinfo->net_dst, dport, &pinfo->net_src, sport);
     return a;
 }
 
@@ -154,8 +158,15 @@ static void end_assoc(sctp_assoc_t *a)
         if (wmem_map_lookup(assoc_pending, GUINT_TO_POINTER(pending)) == a)
             wmem_map_remove(assoc_pending, GUINT_TO_POINTER(pending));
     }
+    open_flow_remove(&a->open);
     flow_dir_release(&a->dir[0]);
     flow_dir_release(&a->dir[1]);
+}
+
+/* The budget of open flows finishes the association early (decisions.md 84). */
+static void finish_assoc(open_flow_t *f)
+{
+    end_assoc((sctp_assoc_t *)f);
 }
 
 /* ---- INIT / INIT-ACK ---- */
@@ -393,6 +404,7 @@ void sctp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, frame_res
         fr->has_stream = TRUE;
         fr->stream = a->stream;
         add_addr(a, from, &pinfo->net_src);
+        open_flow_touch(&a->open, a->dir[0].sb.have_data || a->dir[1].sb.have_data);
     }
 
     gboolean data_checked = FALSE;

@@ -7,6 +7,8 @@
  * Wireshark gives plugins a Statistics menu entry in; blocked time and p/q stay in -z nrsack,stat. */
 #include "nrsack.h"
 
+#include <inttypes.h>
+
 #include <stdio.h>
 #include <epan/tap.h>
 #include <epan/stat_tap_ui.h>
@@ -16,7 +18,7 @@
 static int nrsack_tap = -1;
 
 typedef struct {
-    const flow_dir_t *dir;
+    shown_dir_t *dir;
     guint64 data_bytes;
     guint64 max_sack, max_nr;
     double sum_sack, sum_nr;
@@ -184,6 +186,12 @@ static void stat_draw(void *p)
             any = TRUE;
         }
     printf("%s\n", any ? "" : " none");
+    guint64 without_data, with_data;
+    open_flows_released(&without_data, &with_data);
+    if (without_data + with_data)
+        printf("Flows finished early: %" PRIu64 ", more than %u being open at once (nrsack.max_open_flows): %" PRIu64
+               " without data, %" PRIu64 " with data finished at their last packet.\n",
+               without_data + with_data, nrsack_prefs.max_open_flows, without_data, with_data);
     printf("(Mean RtxQ: over the frames that change the direction's scoreboard.)\n");
     printf("================================================================================================================\n");
 }

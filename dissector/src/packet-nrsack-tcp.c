@@ -16,6 +16,9 @@
 
 static dissector_handle_t builtin_exp_handle[2]; /* Wireshark's handlers for 253 and 254 */
 static wmem_map_t *conn_table;
+/* Every connection of the file not yet freed: they live in GLib's memory, not the file's, since a flood
+ * makes and ends them by the million and the file's allocator would not reuse their room (decisions.md 84). */
+static GHashTable *all_conns;
 
 /* ---- the option ---- */
 
@@ -125,7 +128,7 @@ static gboolean parse_segment(tvbuff_t *tvb, tcp_seg_t *s)
 }
 
 /* Connections are keyed by both endpoints, lower one first, so both directions find the same entry. */
-typedef struct {
+typedef struct conn_key {
     guint8 data[40];
     guint len;
 } conn_key_t;
@@ -161,9 +164,40 @@ static gboolean key_equal(gconstpointer a, gconstpointer b)
     return memcmp(a, b, sizeof(conn_key_t)) == 0;
 }
 
+static void free_conn_memory(gpointer p)
+{
+    tcp_conn_t *c = (tcp_conn_t *)p;
+    g_free(c->table_key);
+    for (int i = 0; i < 2; i++) {
+        free_address_wmem(NULL, &c->addr[i]);
+        if (c->dir[i].protocol)
+            flow_dir_free(&c->dir[i]);
+    }
+    g_free(c);
+}
+
+void tcp_cleanup_state(void)
+{
+    if (all_conns)
+        g_hash_table_remove_all(all_conns);  /* frees each */
+}
+
 void tcp_init_state(void)
 {
+    if (!all_conns)
+        all_conns = g_hash_table_new_full(g_direct_hash, g_direct_equal, free_conn_memory, NULL);
+    tcp_cleanup_state();
     conn_table = wmem_map_new(wmem_file_scope(), key_hash, key_equal);
+}
+
+/* A plain TCP connection that ended leaves the table and its memory goes: a later segment on its
+ * endpoints starts a new one, and its frames show what they keep (shown_dir_t). An MPTCP subflow stays:
+ * its connection's data level points at it. */
+static void free_conn(tcp_conn_t *c)
+{
+    if (wmem_map_lookup(conn_table, c->table_key) == c)
+        wmem_map_remove(conn_table, c->table_key);
+    g_hash_table_remove(all_conns, c);  /* frees it */
 }
 
 /* The connection (or subflow) ended: its state goes (decisions.md 44); its frames keep what they showed. */
@@ -172,12 +206,22 @@ static void end_conn(tcp_conn_t *c)
     if (c->ended)
         return;
     c->ended = TRUE;
+    open_flow_remove(&c->open);
     if (c->is_mptcp) {
         mptcp_subflow_ended(c);
-    } else if (c->dir[0].protocol) {
+        return;
+    }
+    if (c->dir[0].protocol) {
         flow_dir_release(&c->dir[0]);
         flow_dir_release(&c->dir[1]);
     }
+    free_conn(c);
+}
+
+/* The budget of open flows finishes the connection early (decisions.md 84). */
+static void finish_conn(open_flow_t *f)
+{
+    end_conn((tcp_conn_t *)f);
 }
 
 static tcp_conn_t *find_conn(packet_info *pinfo, const tcp_seg_t *s, gboolean create, int *from)
@@ -195,16 +239,19 @@ static tcp_conn_t *find_conn(packet_info *pinfo, const tcp_seg_t *s, gboolean cr
     if (!c) {
         if (!create)
             return NULL;
-        c = wmem_new0(wmem_file_scope(), tcp_conn_t);
+        c = g_new0(tcp_conn_t, 1);
+        g_hash_table_add(all_conns, c);
+        c->open.finish = finish_conn;
         gboolean reversed = (s->flags & (TCP_FLAG_SYN | TCP_FLAG_ACK)) == (TCP_FLAG_SYN | TCP_FLAG_ACK);
         /* a SYN-ACK seen first: its receiver is the initiator */
-        copy_address_wmem(wmem_file_scope(), &c->addr[reversed], &pinfo->net_src);
-        copy_address_wmem(wmem_file_scope(), &c->addr[!reversed], &pinfo->net_dst);
+        copy_address_wmem(NULL, &c->addr[reversed], &pinfo->net_src);
+        copy_address_wmem(NULL, &c->addr[!reversed], &pinfo->net_dst);
         c->port[reversed] = s->sport;
         c->port[!reversed] = s->dport;
         c->hs.vantage = VANTAGE_UNKNOWN;
-        conn_key_t *kk = wmem_new(wmem_file_scope(), conn_key_t);
+        conn_key_t *kk = g_new(conn_key_t, 1);
         *kk = k;
+        c->table_key = kk;
         wmem_map_insert(conn_table, kk, c);
     }
     *from = (c->port[0] == s->sport && addresses_equal(&c->addr[0], &pinfo->net_src)) ? 0 : 1;
@@ -217,7 +264,7 @@ static void init_tcp_dirs(tcp_conn_t *c)
     for (int i = 0; i < 2; i++) {
         flow_dir_init(&c->dir[i], c->stream, i, "tcp", FALSE, TN04, TN03);
         c->dir[i].vantage = &c->hs.vantage;
-        flow_dir_set_endpoints(&c->dir[i], &c->addr[i], c->port[i], &c->addr[1 - i], c->port[1 - i]);
+        flow_dir_set_endpoints(&c->dir[i], NULL, &c->addr[i], c->port[i], &c->addr[1 - i], c->port[1 - i]);
     }
 }
 
@@ -321,6 +368,7 @@ void tcp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, frame_resu
     if (!c)
         return;
     if (fr) {
+        open_flow_touch(&c->open, payload_len > 0);
         gboolean syn = s.flags & TCP_FLAG_SYN;
         if (syn)
             handshake_step(&c->hs, (s.flags & TCP_FLAG_ACK) ? 1 : 0, pinfo);

@@ -121,6 +121,7 @@ nrsack_prefs_t nrsack_prefs = {
     .fsack_ack = 0xA1,
     .fsack_complete = 0xA2,
     .sctp_udp_port = 9899,
+    .max_open_flows = 10000,
 };
 
 static int proto_sctp = -1, proto_tcp = -1, proto_icmp = -1, proto_icmpv6 = -1;
@@ -136,14 +137,14 @@ guint32 nrsack_new_stream_index(void)
     return next_stream++;
 }
 
-char *nrsack_endpoint_str(const address *addr, guint16 port)
+char *nrsack_endpoint_str(wmem_allocator_t *scope, const address *addr, guint16 port)
 {
     /* raw SCTP (LINKTYPE_SCTP) names no address: 0.0.0.0, as the analyzer's reader (decisions 43) */
     if (addr->type == AT_NONE)
-        return wmem_strdup_printf(wmem_file_scope(), "0.0.0.0:%u", port);
+        return wmem_strdup_printf(scope, "0.0.0.0:%u", port);
     char *a = address_to_str(NULL, addr);
     /* IPv6 in brackets, as the analyzer names endpoints */
-    char *s = wmem_strdup_printf(wmem_file_scope(), addr->type == AT_IPv6 ? "[%s]:%u" : "%s:%u", a, port);
+    char *s = wmem_strdup_printf(scope, addr->type == AT_IPv6 ? "[%s]:%u" : "%s:%u", a, port);
     wmem_free(NULL, a);
     return s;
 }
@@ -156,6 +157,7 @@ static GPtrArray *record_chunks;
 static void init_state(void)
 {
     next_stream = 0;
+    open_flows_reset();
     if (!record_chunks)
         record_chunks = g_ptr_array_new();
     g_ptr_array_set_size(record_chunks, 0);
@@ -169,6 +171,7 @@ static void init_state(void)
 static void cleanup_state(void)
 {
     flow_dirs_release_all();
+    tcp_cleanup_state();
     if (record_chunks)
         g_ptr_array_set_size(record_chunks, 0);
 }
@@ -195,7 +198,7 @@ static guint32 clamp32(guint64 v)
 static void keep_update(shown_update_t *k, const rtxq_update_t *u)
 {
     *k = (shown_update_t){
-        .dir = u->dir,
+        .dir = u->dir->shown,
         .rtxq = clamp32(u->rtxq),
         .rtxq_sack = clamp32(u->fig.rtxq_sack),
         .rtxq_nr = clamp32(u->fig.rtxq_nr),
@@ -223,12 +226,10 @@ static void keep_result(frame_record_t *rec, const frame_result_t *fr)
     rec->rtt_ms = fr->rtt_ms;
     rec->findings = fr->findings;
     rec->n_updates = fr->n_updates;
-    if (fr->n_updates > 0)
-        keep_update(&rec->first, &fr->upd[0]);
-    if (fr->n_updates > 1) {
-        rec->second = wmem_new(wmem_file_scope(), shown_update_t);
-        keep_update(rec->second, &fr->upd[1]);
-    }
+    if (fr->n_updates)
+        rec->updates = wmem_alloc_array(wmem_file_scope(), shown_update_t, fr->n_updates);
+    for (guint i = 0; i < fr->n_updates; i++)
+        keep_update(&rec->updates[i], &fr->upd[i]);
 }
 
 /* ---- items ---- */
@@ -306,7 +307,7 @@ void nrsack_tree_mptcp_blocks(proto_tree *tree, tvbuff_t *tvb, const dss_t *d)
 static const char *const sbe_verdicts[] = {"held back", "never", "cannot tell"};
 
 /* Which B nrsack.blocked used and how it was obtained (docs/fields.md). */
-static void add_sndbuf(proto_tree *tree, tvbuff_t *tvb, packet_info *pinfo, const flow_dir_t *d, const sndbuf_view_t *v)
+static void add_sndbuf(proto_tree *tree, tvbuff_t *tvb, packet_info *pinfo, const shown_dir_t *d, const sndbuf_view_t *v)
 {
     proto_item *pi;
     if (v->sndbuf)
@@ -498,6 +499,9 @@ static void analyze_once(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, gu
     }
     FINALLY {
         keep_result(rec, &result);
+        /* after the frame's directions are kept: the budget may free them; its note joins the frame's */
+        open_flows_enforce(&result);
+        rec->findings = result.findings;
     }
     ENDTRY;
 }
@@ -806,6 +810,9 @@ static void proto_register_nrsack(void)
     prefs_register_uint_preference(m, "fsack_init_type", "FSACK-INIT chunk type", NULL, 16, &nrsack_prefs.fsack_init);
     prefs_register_uint_preference(m, "fsack_ack_type", "FSACK-ACK chunk type", NULL, 16, &nrsack_prefs.fsack_ack);
     prefs_register_uint_preference(m, "fsack_complete_type", "FSACK-COMPLETE chunk type", NULL, 16, &nrsack_prefs.fsack_complete);
+    prefs_register_uint_preference(m, "max_open_flows", "Flows held open at most",
+                                   "Past this many open flows the least recently active are finished early, those without data first; 0 = no bound",
+                                   10, &nrsack_prefs.max_open_flows);
     prefs_register_uint_preference(m, "sctp_udp_port", "SCTP over UDP port", "UDP port of RFC 6951 encapsulation; 0 = none added",
                                    10, &nrsack_prefs.sctp_udp_port);
 

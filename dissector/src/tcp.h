@@ -59,6 +59,8 @@ typedef struct {
 typedef struct mptcp_conn mptcp_conn_t;
 
 typedef struct tcp_conn {
+    open_flow_t open;          /* first: the budget's lists hold the connection by it */
+    struct conn_key *table_key; /* its entry in the connection table */
     guint32 stream;
     address addr[2];
     guint16 port[2];           /* [0]: the SYN sender, or the first sender seen */

@@ -6,6 +6,7 @@ rely on it: change it in both at once):
     c_plugin_folder(so_path)    lays out a WIRESHARK_PLUGIN_DIR folder (DIR/<release>/epan/nrsack.so) for a built .so
     build_c_plugin(...)         cmake-configures and builds dissector/ into build/ (idempotent), returns the .so
     run_tshark(args, plugin, prefs=None, pcap=None, ...)   -> subprocess.CompletedProcess (text)
+    run_tshark_measured(args, plugin, ..., cap_mb=0)   -> (CompletedProcess, peak RSS MB, CPU s) of that tshark alone
     NRSACK_FIELDS               the ordered list of nrsack fields every golden file has, one column each
     GOLDEN_PREFS                the pinned preferences of golden runs (plus nrsack.sndbuf, given per capture)
     golden_output(pcap, plugin, sndbuf=0, two_pass=False, display_filter=None) -> str   (format below)
@@ -269,6 +270,37 @@ def run_tshark(args, plugin: Plugin, prefs: dict | None = None, pcap=None, timeo
         return proc
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run_tshark_measured(args, plugin: Plugin, prefs: dict | None = None, pcap=None, cap_mb: int = 0,
+                        timeout: float = 3600) -> tuple[subprocess.CompletedProcess, float, float]:
+    """run_tshark (check=False) in a fresh Python process, so that the peak RSS of its children is that
+    tshark's alone: -> (the run, its peak RSS in MB, its CPU seconds). cap_mb: the run's address space limit (RLIMIT_AS;
+    0 none), so that a run gone wrong fails instead of taking the machine's memory."""
+    import json
+    import sys
+    request = json.dumps({"args": list(map(str, args)), "kind": plugin.kind, "path": str(plugin.path or ""),
+                          "prefs": prefs, "pcap": str(pcap) if pcap else None, "cap_mb": cap_mb, "timeout": timeout})
+    child = subprocess.run([sys.executable, "-c", _MEASURED_CHILD, str(REPO / "tests"), request], capture_output=True,
+                           text=True, check=True, timeout=timeout + 60)
+    out = json.loads(child.stdout)
+    return (subprocess.CompletedProcess(out["args"], out["returncode"], out["stdout"], out["stderr"]), out["peak_mb"],
+            out["cpu_s"])
+
+
+_MEASURED_CHILD = """
+import json, resource, sys
+sys.path.insert(0, sys.argv[1])
+from support import tshark
+r = json.loads(sys.argv[2])
+if r["cap_mb"]:
+    resource.setrlimit(resource.RLIMIT_AS, (r["cap_mb"] << 20, r["cap_mb"] << 20))
+plugin = tshark.Plugin(r["kind"], tshark.Path(r["path"]) if r["path"] else None)
+p = tshark.run_tshark(r["args"], plugin, prefs=r["prefs"], pcap=r["pcap"], timeout=r["timeout"], check=False)
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"args": p.args, "returncode": p.returncode, "stdout": p.stdout, "stderr": p.stderr,
+                  "peak_mb": u.ru_maxrss / 1024, "cpu_s": u.ru_utime + u.ru_stime}))
+"""
 
 
 def golden_prefs(sndbuf: int = 0) -> dict:
