@@ -115,3 +115,18 @@ def test_the_flag_states_the_default_it_gets():
 
     for command in ("analyze", "check"):
         assert f"default {MAX_OPEN_FLOWS}" in " ".join(run(command, "--help").output.split())
+
+
+def test_a_flow_whose_syn_came_alone_in_a_chunk_is_anchored_on_it(tmp_path):
+    """A flow whose chunk holds only its SYN gets no DirectionAccumulator there (Pipeline._dormant); the
+    SYN's ISN still anchors its level when the rest comes. Here the segment after the SYN lies FAR beyond
+    it: anchored on the SYN it is refused, as when the whole capture is one chunk (else it became data)."""
+    from support import pcaps
+    from test_analyzer_anchor import tcp_far_first
+
+    from nrsack.analyzer.results import analyze
+
+    pcap = pcaps.write(tmp_path / "far.pcap", tcp_far_first())
+    whole, frame_by_frame = analyze(str(pcap)), analyze(str(pcap), chunk_frames=1)
+    assert whole.summary["data_bytes"].tolist() == [4000]
+    assert frame_by_frame.summary.equals(whole.summary) and frame_by_frame.rtxq.equals(whole.rtxq)

@@ -145,8 +145,13 @@ class Capture:
     truncated: str = None  # why reading stopped before the end of the file (None: it did not)
 
 
+_V4_MAPPED = bytes(10) + b"\xff\xff"
+
+
 @functools.lru_cache(maxsize=1 << 16)  # the checker asks for the same few addresses on every event
 def address_text(raw16: bytes) -> str:
+    if raw16[:12] == _V4_MAPPED:  # dotted as ipaddress writes it, ~10x faster (a flood's addresses are all new)
+        return "%d.%d.%d.%d" % tuple(raw16[12:])
     address = ipaddress.IPv6Address(raw16)
     return str(address.ipv4_mapped) if address.ipv4_mapped else str(address)
 

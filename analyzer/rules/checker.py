@@ -162,6 +162,7 @@ class Checker:
         self.pipeline = pipeline
         pipeline.on_part = self._on_part
         pipeline.on_chunk = self._on_chunk
+        pipeline.on_cut = self._on_cut
 
     def _on_part(self, sender, part, flags):
         self.parts[sender.key] = part, flags
@@ -177,8 +178,11 @@ class Checker:
         if len(cap.ev):
             order = grouped_order(flow_of)
             bounds = np.searchsorted(flow_of[order], np.arange(len(self.pipeline.table.flows) + 1))
+            flows = self.pipeline.table.flows
             for fid in np.flatnonzero(np.diff(bounds)).tolist():
-                self._flow_chunk(self.pipeline.table.flows[fid], order[bounds[fid]:bounds[fid + 1]], rows,
+                if flows[fid] is None:  # released for the budget and judged (_on_cut): its later events are not
+                    continue
+                self._flow_chunk(flows[fid], order[bounds[fid]:bounds[fid + 1]], rows,
                                  per_flow.pop(fid, []))
         self.parts = {}
 
@@ -241,6 +245,11 @@ class Checker:
         """(level, conn, sender) -> the pipeline's level object of each lane of the flow."""
         mine = self.pipeline.senders.get(flow.id, {})
         out = {}
+        if not mine and flow.protocol == "tcp":  # no levels yet (Pipeline._dormant): what they would hold
+            for side in (0, 1):
+                out[("tcp", flow.conns[0], side)] = level = F.TcpLevel(flow.conns[0], side, flow)
+                level.space = self.pipeline.dormant_space(flow.id, side)
+            return out
         for side, sender in enumerate(mine.get("main", ())):
             conn = flow.conns[0] if flow.protocol == "tcp" else -1
             out[(flow.protocol, conn, side)] = sender.level
@@ -507,26 +516,38 @@ class Checker:
                 self.found.extend(_finding(r, v, None, "") for v in r.check(e, S.FlowState(), S.FlowState(), None))
         for flow in flows:
             run = self.runs.get(flow.id) if flow is not None else None  # None: a flow the table forgot
-            if run is None or run.last_index is None:
-                continue
-            ctx = Context(flow, [A.vantage(flow, s) for s in (0, 1)], self._addresses(run, flow))
-            far = [level.far for level in self._levels(flow).values() if getattr(level, "far", None) is not None]
-            count = sum(f.count for f in far)
-            if count:
-                first = min(f.first_frame for f in far if f.count)
-                side = run.far_side or 0
-                e = I.Event(index=run.last_index + 0.75, frame=first, time_ns=0, kind=I.MALFORMED, level="",
-                            side=side, sender=1 - side, rule="GEN-01.note", reason=I.far_reason(count))
-                for r in self.dispatch.get((e.kind, ""), ()):
-                    self.found.extend(_finding(r, v, flow.id, self._direction(flow, e))
-                                      for v in r.check(e, run.state, run.state, ctx))
-            level = flow.protocol if flow.protocol == "sctp" else "tcp"
-            end = I.Event(index=run.last_index + 1, frame=run.last_frame, time_ns=run.last_time, kind=I.END,
-                          level=level, side=0, sender=0)
-            for r in self.dispatch.get((I.END, level), ()):
-                self.found.extend(_finding(r, v, flow.id, "") for v in r.check(end, run.state, run.state, ctx))
+            if run is not None and run.last_index is not None:
+                self._judge_end(flow, run)
         found = Findings(self.found, range(0, 2 * len(self.found), 2), self.note_runs)
         return flows, found if lazy else list(found)
+
+    def _on_cut(self, fids):
+        """Flows without data the budget of open flows released (Pipeline._cut): their ends judged now, and
+        their rule state dropped (the pipeline forgets them), so a flood of them does not stay in memory."""
+        flows = self.pipeline.table.flows
+        for fid in fids.tolist():
+            run = self.runs.pop(fid, None)
+            if run is not None and run.last_index is not None:
+                self._judge_end(flows[fid], run)
+
+    def _judge_end(self, flow, run):
+        """The rules on the flow's end: its far serials' note, then the END event."""
+        ctx = Context(flow, [A.vantage(flow, s) for s in (0, 1)], self._addresses(run, flow))
+        far = [level.far for level in self._levels(flow).values() if getattr(level, "far", None) is not None]
+        count = sum(f.count for f in far)
+        if count:
+            first = min(f.first_frame for f in far if f.count)
+            side = run.far_side or 0
+            e = I.Event(index=run.last_index + 0.75, frame=first, time_ns=0, kind=I.MALFORMED, level="",
+                        side=side, sender=1 - side, rule="GEN-01.note", reason=I.far_reason(count))
+            for r in self.dispatch.get((e.kind, ""), ()):
+                self.found.extend(_finding(r, v, flow.id, self._direction(flow, e))
+                                  for v in r.check(e, run.state, run.state, ctx))
+        level = flow.protocol if flow.protocol == "sctp" else "tcp"
+        end = I.Event(index=run.last_index + 1, frame=run.last_frame, time_ns=run.last_time, kind=I.END,
+                      level=level, side=0, sender=0)
+        for r in self.dispatch.get((I.END, level), ()):
+            self.found.extend(_finding(r, v, flow.id, "") for v in r.check(end, run.state, run.state, ctx))
 
 
 RULE_RANK = {rule_id: k for k, rule_id in enumerate(sorted(REGISTRY))}

@@ -329,8 +329,12 @@ class FlowTable:
         tcp = rows[ev["proto"][rows] == E.PROTO_TCP]
         if len(tcp):
             self._refine_tcp(cap, tcp)
+        # what the handshake says changes only for the flows with rows here
+        here = np.zeros(len(self.flows), bool)
+        here[self._conn_flow[ev["conn"][rows]]] = True
         for flow in pending:
-            self._settle(flow)
+            if here[flow.id]:
+                self._settle(flow)
         self._pending = [f for f in pending if f.firsts is not None]
 
     def _refine_tcp(self, cap, rows):
@@ -511,7 +515,12 @@ def handshake_space(events: "FlowEvents", protocol, conn, sender):
     else:
         opening = mine[ev["chunk"][mine] == (2 if sender else 1)][:1]
         initial = ev["seq"][opening].astype(np.uint64)
-    return _native.unwrap(initial & 0xFFFFFFFF, None)[2] if len(opening) else None
+    return anchored_space(int(initial[0])) if len(opening) else None
+
+
+def anchored_space(first_serial) -> tuple:
+    """A fresh space anchored at first_serial (its low 32 bits)."""
+    return _native.unwrap(np.array([first_serial & 0xFFFFFFFF], np.uint64), None)[2]
 
 
 def _compiled(call, level, events: "FlowEvents", protocol, conn, never_renege):

@@ -158,6 +158,7 @@ class Pipeline:
         self.conns = []    # every conn seen so far (the reader's list, growing chunk by chunk)
         self.on_part = on_part  # the checker's hook: each level's rows of a chunk (DirectionAccumulator.on_part)
         self.on_chunk = None    # and after each chunk: on_chunk(cap, flow_of, side_of)
+        self.on_cut = None      # and on_cut(flow ids) of the flows without data _cut released, before they go
         self.sndbuf = sndbuf
         self.spill = EntrySpill(spill_folder) if finish_ended else None
         # per flow id: released, has live state, time of its last analysed event
@@ -165,6 +166,11 @@ class Pipeline:
         self.active = np.zeros(0, bool)
         self.last_ns = np.zeros(0, np.int64)
         self.conn_closed = np.zeros(0, bool)
+        # per flow id: has DirectionAccumulators, is a TCP connection (not MPTCP), and per side the serial
+        # after the sender's first SYN while it had none (_dormant; -1: none seen)
+        self.fed = np.zeros(0, bool)
+        self.plain_tcp = np.zeros(0, bool)
+        self.syn_next = np.zeros((0, 2), np.int64)
         # per TCP conn (_native.tcp_fin_closes): the sequence number after each direction's FIN (-1: none
         # yet), whether the other side acked it
         self.fin_end = np.zeros((0, 2), np.int64)
@@ -196,8 +202,9 @@ class Pipeline:
         stops = np.append(starts[1:], len(order))
         short = self._finish_short(cap, order, side_of[order], sorted_flows[starts], starts, stops)
         held = self._hold(cap, flow_of, live_flow, order[starts], sorted_flows[starts], stops - starts, short)
+        dormant = self._dormant(cap, order, side_of[order], sorted_flows[starts], starts)
         for fid, lo, hi in zip(sorted_flows[starts].tolist(), starts.tolist(), stops.tolist()):
-            if fid in short or fid in held:
+            if fid in short or fid in held or fid in dormant:
                 continue
             rows = order[lo:hi]
             events = F.FlowEvents(cap, rows, side_of[rows])
@@ -219,7 +226,9 @@ class Pipeline:
             self.released[finished] = True
             self.active[finished] = False
         idle = np.flatnonzero(self.active & (self.last_ns < self.end_ns - IDLE_NS))
-        for fid in sorted((set(self._ended) - short) | set(idle.tolist())):
+        ending = np.array(sorted((set(self._ended) - short) | set(idle.tolist())), np.int64)
+        self._release_bare(ending[~self.fed[ending]], cut=False)
+        for fid in ending[self.fed[ending]].tolist():
             self._release(fid)
         open_flows = int(np.count_nonzero(self.active))
         if open_flows > self.max_open_flows:
@@ -233,6 +242,33 @@ class Pipeline:
         """Whether short connections may be finished in one pass: for the summary alone (finish_ended)
         and with nobody reading the levels (the checker's hooks)."""
         return self.spill is not None and self.on_part is None and self.on_chunk is None and not self.keep_serials
+
+    def _dormant(self, cap, rows, side, group_flow, starts) -> set:
+        """The TCP connections without a DirectionAccumulator yet whose events in this chunk feed no level
+        (no payload, no ack: a SYN, a bare RST), left without one (a SYN flood's flows cost a few bytes, not
+        two DirectionAccumulators). Such events leave a level nothing but its anchor, the sender's first
+        SYN (flows.handshake_space): kept here (syn_next) for the level made when data or an ack comes.
+        The checker reads that anchor through dormant_space. -> their flow ids."""
+        if not len(rows):
+            return set()
+        ev = cap.ev
+        feeds = (ev["len"][rows] > 0) | ((ev["flags"][rows] & E.ACK) != 0)
+        quiet = (np.add.reduceat(feeds, starts) == 0) & self.plain_tcp[group_flow] & ~self.fed[group_flow]
+        if not quiet.any():
+            return set()
+        in_quiet = np.repeat(quiet, np.diff(np.append(starts, len(rows))))
+        syn = np.flatnonzero(in_quiet & ((ev["tcp_flags"][rows] & E.TCP_SYN) != 0))
+        flow_side = np.repeat(group_flow, np.diff(np.append(starts, len(rows))))[syn] * 2 + side[syn]
+        keys, first = np.unique(flow_side, return_index=True)  # rows are in capture order within a flow
+        anchor = self.syn_next.reshape(-1)
+        unset = anchor[keys] < 0
+        anchor[keys[unset]] = (ev["seq"][rows[syn[first[unset]]]].astype(np.int64) + 1) & 0xFFFFFFFF
+        return set(group_flow[quiet].tolist())
+
+    def dormant_space(self, fid, side):
+        """The serial space a _dormant flow's level on `side` would hold now (None: no SYN yet, or released)."""
+        anchor = int(self.syn_next[fid, side])
+        return F.anchored_space(anchor) if anchor >= 0 and not self.released[fid] else None
 
     def _hold(self, cap, flow_of, live_flow, first_row, group_flow, group_size, short) -> set:
         """The TCP connections that begin in this chunk and do not end in it, held back: their events are
@@ -323,6 +359,10 @@ class Pipeline:
             self.released = np.concatenate((self.released, np.zeros(more, bool)))
             self.active = np.concatenate((self.active, np.zeros(more, bool)))
             self.last_ns = np.concatenate((self.last_ns, np.full(more, _NEVER, np.int64)))
+            self.fed = np.concatenate((self.fed, np.zeros(more, bool)))
+            self.syn_next = np.concatenate((self.syn_next, np.full((more, 2), -1, np.int64)))
+            self.plain_tcp = np.concatenate((self.plain_tcp, [f is not None and f.protocol == "tcp"
+                                                              for f in self.table.flows[flows - more:flows]]))
         more = conns - len(self.conn_closed)
         if more > 0:
             self.conn_closed = np.concatenate((self.conn_closed, np.zeros(more, bool)))
@@ -428,25 +468,43 @@ class Pipeline:
             self.cut_frame = int(cap.ev["frame"].max())
         want = open_flows - int(self.max_open_flows * CUT_TO)
         ids = np.flatnonzero(self.active)
-        ids = ids[np.argsort(self.last_ns[ids], kind="stable")].tolist()
-        without, with_data = [], []
-        for fid in ids:
-            (with_data if self._has_data(fid) else without).append(fid)
-            if len(without) == want:
-                break
-        victims = (without + with_data)[:want]
-        for fid in sorted(victims):
+        ids = ids[np.argsort(self.last_ns[ids], kind="stable")]
+        data = np.zeros(len(ids), bool)  # (a flow without a DirectionAccumulator has none: _dormant)
+        data[self.fed[ids]] = [self._has_data(fid) for fid in ids[self.fed[ids]].tolist()]
+        without = ids[~data][:want]
+        with_data = ids[data][:want - len(without)]
+        self.cut[0] += len(without)
+        self.cut[1] += len(with_data)
+        victims = np.sort(np.concatenate((without, with_data)))
+        self._release_bare(victims[~self.fed[victims]], cut=True)
+        for fid in victims[self.fed[victims]].tolist():
             if self._has_data(fid):
-                self.cut[1] += 1
                 self.cut_end[fid] = int(self.last_ns[fid])
-            else:
-                self.cut[0] += 1
             self._release(fid, cut=True)
+        if self.on_cut is not None and len(without):  # the checker judged their ends: nothing waits for them
+            gone = np.sort(without)
+            self.on_cut(gone)
+            for flow in [self.table.flows[fid] for fid in gone.tolist()]:
+                if flow is not None:
+                    self.table.forget(flow, self.conns)
         return len(victims)
 
     def _has_data(self, fid) -> bool:
         mine = self.senders.get(fid)
         return mine is not None and any(sender.has_data for sender in mine["main"])
+
+    def _release_bare(self, fids, cut):
+        """_release of flows that never had a DirectionAccumulator (_dormant), all at once: nothing to finish,
+        no rows to spill."""
+        if not len(fids):
+            return
+        self.released[fids] = True
+        self.active[fids] = False
+        flows = [self.table.flows[fid] for fid in fids.tolist()]
+        self._clear_fins([conn for flow in flows for conn in flow.conns])
+        if self.spill is not None or (cut and self.on_chunk is None and not self.keep_serials):
+            for flow in flows:
+                self.table.forget(flow, self.conns)
 
     def _release(self, fid, cut=False):
         """The flow's state released at its end; `cut`: for the budget of open flows (_cut), finished now
@@ -487,6 +545,7 @@ class Pipeline:
         if "main" not in mine:
             mine["main"] = [A.DirectionAccumulator((flow.id, side), self._level(flow, side), self.store, self.keep_serials)
                             for side in (0, 1)]
+            self.fed[flow.id] = True
             for sender in mine["main"]:
                 sender.on_part = self.on_part
         if flow.protocol == "mptcp":
@@ -505,12 +564,14 @@ class Pipeline:
                                             keep_data=conn == flow.conns[0]) for side, main in enumerate(mine["main"])]
         return [s for pair in mine.values() for s in pair]
 
-    @staticmethod
-    def _level(flow, side):
+    def _level(self, flow, side):
         if flow.protocol == "sctp":
             return F.SctpLevel(side)
         if flow.protocol == "tcp":
-            return F.TcpLevel(flow.conns[0], side, flow)
+            level = F.TcpLevel(flow.conns[0], side, flow)
+            if self.syn_next[flow.id, side] >= 0:  # its SYN came while the flow was _dormant
+                level.space = F.anchored_space(int(self.syn_next[flow.id, side]))
+            return level
         return F.MptcpLevel(side, flow)
 
     def plan(self):
