@@ -277,3 +277,21 @@ def test_follow_takes_one_file_not_a_ring(ring):
     _, pieces = ring
     result = run("analyze", "--follow", pieces[0].parent)
     assert result.exit_code == 2 and result.output == "nrsack: error: --follow reads one file as it grows, not several\n"
+
+
+@pytest.mark.parametrize("command", ["analyze", "check"])
+def test_a_file_the_kernel_will_not_read_is_one_line_alone_or_in_a_folder(tmp_path, command):
+    """/proc/self/mem is a regular file whose read fails (EIO) even for root: the read errors a user
+    without permission meets. Named or found in a folder, it is said in one line; the rest is analysed."""
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    (folder / "cmt-sack.pcap").write_bytes((SAMPLES / "cmt-sack.pcap").read_bytes())
+    (folder / "unreadable.pcap").symlink_to("/proc/self/mem")
+    alone = run(command, "--format", "json", folder / "unreadable.pcap")
+    assert alone.exit_code == 2 and "Traceback" not in alone.stderr
+    assert alone.stderr.strip().endswith("unreadable.pcap: cannot be read (Input/output error)")
+    together = run(command, "--format", "json", folder)
+    assert together.exit_code == 2
+    assert together.stderr.count("\n") == 1 and "unreadable.pcap: cannot be read" in together.stderr
+    if command == "analyze":
+        assert [c["capture"] for c in json.loads(together.stdout)["captures"]] == [str(folder / "cmt-sack.pcap")]

@@ -287,8 +287,11 @@ def _compression(path):
     Standard input is not peeked at: its first bytes would be gone for the reader."""
     if path == "-" or not os.path.isfile(path):
         return None
-    with open(path, "rb") as handle:
-        first = handle.read(4)
+    try:
+        with open(path, "rb") as handle:
+            first = handle.read(4)
+    except OSError as error:  # the reader would fail alike; say it in one line here, where it is found
+        raise CaptureError(f"{path}: cannot be read ({error.strerror or error})") from None
     return next((found for magic, found in COMPRESSIONS.items() if first.startswith(magic)), None)
 
 

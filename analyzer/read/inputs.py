@@ -58,10 +58,15 @@ def captures(arguments, separate=False) -> list:
 
 
 def _is_capture(path) -> bool:
+    """A file of the folder that opens as pcap or pcapng; one that cannot be read is kept, so that its
+    reading fails with its own one line, as a file named on the command line does."""
     if not os.path.isfile(path):
         return False
-    with open(path, "rb") as handle:
-        return handle.read(4).startswith(_MAGICS)
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(4).startswith(_MAGICS)
+    except OSError:
+        return True
 
 
 def _one_set(files, folder) -> list:
