@@ -19,6 +19,9 @@ static wmem_map_t *conn_table;
 /* Every connection of the file not yet freed: they live in GLib's memory, not the file's, since a flood
  * makes and ends them by the million and the file's allocator would not reuse their room (decisions.md 84). */
 static GHashTable *all_conns;
+/* Connections ended during the frame being analysed: freed only once the frame's record has copied what
+ * its updates point at (tcp_free_ended), since a FIN's ack or a RST ends the connection it updated. */
+static GPtrArray *ended_conns;
 
 /* ---- the option ---- */
 
@@ -178,14 +181,26 @@ static void free_conn_memory(gpointer p)
 
 void tcp_cleanup_state(void)
 {
+    if (ended_conns)
+        g_ptr_array_set_size(ended_conns, 0);  /* still in all_conns: freed below */
     if (all_conns)
         g_hash_table_remove_all(all_conns);  /* frees each */
+}
+
+void tcp_free_ended(void)
+{
+    for (guint i = 0; ended_conns && i < ended_conns->len; i++)
+        g_hash_table_remove(all_conns, g_ptr_array_index(ended_conns, i));  /* frees it */
+    if (ended_conns)
+        g_ptr_array_set_size(ended_conns, 0);
 }
 
 void tcp_init_state(void)
 {
     if (!all_conns)
         all_conns = g_hash_table_new_full(g_direct_hash, g_direct_equal, free_conn_memory, NULL);
+    if (!ended_conns)
+        ended_conns = g_ptr_array_new();
     tcp_cleanup_state();
     conn_table = wmem_map_new(wmem_file_scope(), key_hash, key_equal);
 }
@@ -197,7 +212,7 @@ static void free_conn(tcp_conn_t *c)
 {
     if (wmem_map_lookup(conn_table, c->table_key) == c)
         wmem_map_remove(conn_table, c->table_key);
-    g_hash_table_remove(all_conns, c);  /* frees it */
+    g_ptr_array_add(ended_conns, c);  /* freed after the frame's record is kept */
 }
 
 /* The connection (or subflow) ended: its state goes (decisions.md 44); its frames keep what they showed. */

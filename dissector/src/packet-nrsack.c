@@ -502,6 +502,7 @@ static void analyze_once(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, gu
         /* after the frame's directions are kept: the budget may free them; its note joins the frame's */
         open_flows_enforce(&result);
         rec->findings = result.findings;
+        tcp_free_ended();
     }
     ENDTRY;
 }
