@@ -32,14 +32,22 @@ def floods(tmp_path_factory):
     return paths
 
 
+# The child is started by a small Python process: a child forked straight from this test process starts
+# with its resident pages (the xdist worker's, hundreds of MB after other tests), and ru_maxrss keeps them.
+MEASURE = """
+import os, subprocess, sys
+child = subprocess.Popen(sys.argv[1:], stderr=subprocess.DEVNULL)
+_, status, usage = os.wait4(child.pid, 0)
+sys.stderr.write(f"{usage.ru_maxrss} {os.waitstatus_to_exitcode(status)}")
+"""
+
+
 def peak_mb(*args) -> tuple:
     """`nrsack ARGS` in a child process: -> (its peak RSS in MB, its exit code, its stdout)."""
     nrsack = shutil.which("nrsack", path=os.path.dirname(sys.executable)) or shutil.which("nrsack")
-    with subprocess.Popen([nrsack, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as child:
-        out = child.stdout.read()
-        _, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)
-    return usage.ru_maxrss / 1024, child.returncode, out
+    done = subprocess.run([sys.executable, "-c", MEASURE, nrsack, *map(str, args)], capture_output=True, check=True)
+    maxrss_kb, code = map(int, done.stderr.split())
+    return maxrss_kb / 1024, code, done.stdout
 
 
 def released(out) -> int:
