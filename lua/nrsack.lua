@@ -1854,7 +1854,11 @@ local function sctp_dissect(s, source, start, captured, reported, pinfo, tree, f
             else
                 local d = a.dir[from]
                 local tsn = unwrap(fr, d, u32(s, off + 4), "TSN")
-                if not data_checked then check_fsack_update_interval(a, from, fr) end
+                if not data_checked then
+                    check_fsack_update_interval(a, from, fr)
+                    -- the budget's lists: from this packet on, a flow with data (as TCP's segment with payload)
+                    if not a.open_has_data then open_flows.touch(a, true) end
+                end
                 data_checked = true
                 if tsn then
                     rtxq_data_path(d, tostring(pinfo.net_src) .. ">" .. tostring(pinfo.net_dst))

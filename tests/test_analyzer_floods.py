@@ -130,3 +130,23 @@ def test_a_flow_whose_syn_came_alone_in_a_chunk_is_anchored_on_it(tmp_path):
     whole, frame_by_frame = analyze(str(pcap)), analyze(str(pcap), chunk_frames=1)
     assert whole.summary["data_bytes"].tolist() == [4000]
     assert frame_by_frame.summary.equals(whole.summary) and frame_by_frame.rtxq.equals(whole.rtxq)
+
+
+def test_flows_without_data_released_for_the_budget_keep_their_far_serial_note(tmp_path):
+    """check judges a flow the budget releases without data at once (decisions.md 85): its note on acks far
+    outside any window is among its end's findings, as when nothing is released."""
+    from support import pcaps
+
+    from nrsack.analyzer.rules.checker import check_path
+
+    flows, far_ack = 8, 1000 + 2**31
+    packets = [pcaps.tcp_packet(i / 100 + dt, "10.0.0.2", "10.0.0.1", 80, 5000 + i, 7000, ack, "A")
+               for i in range(flows) for dt, ack in ((0, 1000), (0.001, far_ack))]
+    path = pcaps.write(tmp_path / "acks.pcap", packets)
+
+    def far_notes(**budget):
+        _, _, found = check_path(str(path), **budget)
+        return sorted(f["flow"] for f in found if "far outside any window" in f["message"])
+
+    assert far_notes() == list(range(flows))
+    assert far_notes(max_open_flows=4) == list(range(flows))

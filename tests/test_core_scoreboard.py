@@ -364,3 +364,12 @@ def test_unwrap_wrap_far_and_jump():
     serials, kept, state, (far, first) = unwrap([1000, 1000 + (3 << 29), 2000, 1000 + (3 << 29), 1001 + (3 << 29)])
     assert kept == [True, False, True, False, True] and (far, first) == (2, 1)
     assert serials[4] == (1 << 32) + 1001 + (3 << 29) and state == (serials[4], None)
+
+
+def test_a_block_start_near_the_int64_limit_raises_not_reads():
+    """bstart + bcount must not wrap: a start far past the blocks is refused, not read from."""
+    out = {name: np.empty(1, np.int64) for name in BOARD_OUTPUTS}
+    one = lambda v, t=np.int64: np.array([v], t)
+    with pytest.raises(ValueError, match="block index out of range"):
+        _native.Board().feed(one(1, np.int8), one(0), one(0), one(0), one(np.iinfo(np.int64).max), one(1, np.int32),
+                             one(5), one(6), one(0, np.int8), one(0, np.int8), *out.values(), np.empty(1, np.int32))

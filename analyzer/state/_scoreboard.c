@@ -220,7 +220,7 @@ static PyObject *Board_feed(Board *self, PyObject *args) {
         int32_t *o_fl = b[OUT_FLAGS].b.buf;
         for (Py_ssize_t i = 0; i < n; i++) {
             row_figures_t f;
-            if (kind[i] != 0 && (bc[i] < 0 || bs[i] < 0 || bs[i] + bc[i] > nb)) {
+            if (kind[i] != 0 && (bc[i] < 0 || bs[i] < 0 || bs[i] > nb || bc[i] > nb - bs[i])) {  /* no sum: it could wrap */
                 PyErr_SetString(PyExc_ValueError, "Board.feed: block index out of range");
                 goto out;
             }

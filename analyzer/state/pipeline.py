@@ -158,7 +158,7 @@ class Pipeline:
         self.conns = []    # every conn seen so far (the reader's list, growing chunk by chunk)
         self.on_part = on_part  # the checker's hook: each level's rows of a chunk (DirectionAccumulator.on_part)
         self.on_chunk = None    # and after each chunk: on_chunk(cap, flow_of, side_of)
-        self.on_cut = None      # and on_cut(flow ids) of the flows without data _cut released, before they go
+        self.on_cut = None      # and on_cut(flow ids) of the flows without data _cut releases, before it does
         self.sndbuf = sndbuf
         self.spill = EntrySpill(spill_folder) if finish_ended else None
         # per flow id: released, has live state, time of its last analysed event
@@ -476,14 +476,15 @@ class Pipeline:
         self.cut[0] += len(without)
         self.cut[1] += len(with_data)
         victims = np.sort(np.concatenate((without, with_data)))
+        gone = np.sort(without) if self.on_cut is not None else without[:0]
+        if len(gone):  # judged while their levels (and the serials they left out as far) are still held
+            self.on_cut(gone)
         self._release_bare(victims[~self.fed[victims]], cut=True)
         for fid in victims[self.fed[victims]].tolist():
             if self._has_data(fid):
                 self.cut_end[fid] = int(self.last_ns[fid])
             self._release(fid, cut=True)
-        if self.on_cut is not None and len(without):  # the checker judged their ends: nothing waits for them
-            gone = np.sort(without)
-            self.on_cut(gone)
+        if len(gone):  # the checker judged their ends: nothing waits for them
             for flow in [self.table.flows[fid] for fid in gone.tolist()]:
                 if flow is not None:
                     self.table.forget(flow, self.conns)

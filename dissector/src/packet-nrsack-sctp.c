@@ -449,8 +449,12 @@ void sctp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, frame_res
             } else {
                 flow_dir_t *d = &a->dir[from];
                 guint64 tsn;
-                if (!data_checked)
+                if (!data_checked) {
                     check_fsack_update_interval(pinfo, a, from, fr);
+                    /* the budget's lists: from this packet on, a flow with data (as TCP's segment with payload) */
+                    if (!a->open.has_data)
+                        open_flow_touch(&a->open, TRUE);
+                }
                 data_checked = TRUE;
                 if (rtxq_unwrap(fr, d, "TSN", tvb_get_ntohl(tvb, off + 4), &tsn)) {
                     rtxq_data_path(d, add_address_to_hash64(add_address_to_hash64(0, &pinfo->net_src), &pinfo->net_dst));
