@@ -163,6 +163,29 @@ def build_capture(path, packets, flows, seed=1, tcp_only=False):
     return r
 
 
+def carry_payload(source, path, batch=65536):
+    """build_capture's capture with every record carried whole (captured length = wire length, the payload
+    zeros), as an unsliced capture of bulk transfers holds: mostly payload bytes, few packets per GiB. The
+    records are copied a batch at a time, so a 2 GiB capture needs no more memory than a batch."""
+    import numpy as np
+
+    from nrsack.generator.pcapfile import file_header
+
+    records = np.memmap(source, np.uint8, "r", offset=24).reshape(-1, 16 + SNAPLEN)
+    with open(path, "wb") as out:
+        out.write(file_header(snaplen=65535))
+        for first in range(0, len(records), batch):
+            part = np.array(records[first:first + batch])
+            wire = part[:, 12:16].copy().view("<u4").ravel()
+            part[:, 8:12] = part[:, 12:16]
+            room = int(wire.max()) + 16
+            whole = np.zeros((len(part), room), np.uint8)
+            whole[:, :16 + SNAPLEN] = part
+            keep = np.arange(room)[None, :] < (16 + wire)[:, None]
+            out.write(whole[keep].tobytes())
+    return len(records)
+
+
 TSHARK_FIELDS = ["frame.number", "frame.time_epoch", "ip.src", "ip.dst", "tcp.srcport", "tcp.dstport", "tcp.seq_raw",
                  "tcp.ack_raw", "tcp.len", "tcp.options.sack_le", "tcp.options.sack_re", "sctp.srcport",
                  "sctp.dstport", "sctp.data_tsn", "sctp.chunk_length", "sctp.sack_cumulative_tsn_ack",

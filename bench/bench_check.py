@@ -1,9 +1,11 @@
 """Benchmark of `nrsack check` against `nrsack analyze`, measured in the same run on the same capture.
 
-    python3 bench/bench_check.py [--packets 300000] [--flows 16] [--before REV] [--repeat 3]
+    python3 bench/bench_check.py [--packets 300000] [--flows 16] [--before REV] [--repeat 3] [--payload]
 
 Writes the analyzer benchmark's capture (bench_analyzer.build_capture: interleaved lossy TCP SACK and
-SCTP NR-SACK transfers), then runs each contender as users run it, in a fresh process (wall, CPU, peak RSS):
+SCTP NR-SACK transfers; headers only, snaplen 70; --payload: every record carried whole, as an unsliced
+capture of bulk transfers is, bench_analyzer.carry_payload: `--payload --packets 2900000 --flows 4` writes a
+2 GiB capture, issue 29's "check within 2x of analyze"), then runs each contender as users run it, in a fresh process (wall, CPU, peak RSS):
   - analyze:        `nrsack analyze CAPTURE --format json` (the baseline: the summary, streamed);
   - check:          `nrsack check CAPTURE --format json`, every rule of rules.md;
   - analyze+check:  `nrsack analyze CAPTURE --check --format json`, both from one pass;
@@ -30,7 +32,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_analyzer import build_capture  # noqa: E402
+from bench_analyzer import build_capture, carry_payload  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the checker's files: at REV they replace this tree's, in a copy of the package
@@ -111,6 +113,8 @@ def main():
     parser.add_argument("--flows", type=int, default=16)
     parser.add_argument("--before", default="main", metavar="REV", help="the revision whose checker is 'before'")
     parser.add_argument("--repeat", type=int, default=1, help="runs per contender; the fastest (CPU) counts")
+    parser.add_argument("--payload", action="store_true",
+                        help="every record carried whole (a capture of bytes, not of headers: 2900000 packets = 2 GiB)")
     parser.add_argument("--child", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -122,8 +126,15 @@ def main():
         for name, packets in (("full", args.packets), ("half", args.packets // 2)):
             path = os.path.join(folder, f"{name}.pcap")
             sizes[name] = (path, build_capture(path, packets, args.flows))
+            if args.payload:
+                headers = path + ".headers"
+                os.rename(path, headers)
+                carry_payload(headers, path)
+                os.remove(headers)
         n = sizes["full"][1]
-        print(f"capture: {n} packets, {args.flows} flows (TCP SACK and SCTP NR-SACK, 1% loss); half: {sizes['half'][1]}")
+        print(f"capture: {n} packets, {os.path.getsize(sizes['full'][0]) / 2**30:.2f} GiB"
+              f"{' (payload carried whole)' if args.payload else ''}, {args.flows} flows "
+              f"(TCP SACK and SCTP NR-SACK, 1% loss); half: {sizes['half'][1]}")
         contenders = {
             "analyze": (["analyze", "{}", "--format", "json"], None),
             "check": (["check", "{}", "--format", "json"], None),

@@ -71,3 +71,19 @@ def test_fill_layout_refuses_what_it_cannot_write():
     with pytest.raises(ZeroDivisionError):
         _native.fill_layout(("<", ">"), [object()], lambda v: 1 / 0)
     assert _native.fill_layout(("<", ">"), [math.pi, -1, "x"], json.dumps) == f"<{math.pi!r}><-1><\"x\">"
+
+
+def test_write_json_writes_the_checkers_findings_as_json_dumps_would():
+    """analyze --check's findings (thousands of notes, past one batch) and awkward ones: escapes, no flow,
+    no frames, values of other types, written exactly as json.dumps with indent=2 lays them out."""
+    analysis = analysis_of(entries()[:3])
+    note = {"rule": "NR-01", "severity": "note", "flow": 2, "direction": "10.0.0.1:5000 -> 10.0.0.2:5001",
+            "frames": [7], "message": "NR-SACK (cum 4294967257) although the INIT / INIT-ACK exchange was not captured"}
+    odd = [{"rule": "GEN-01", "severity": "error", "frames": [], "message": 'caf\u00e9 "x" \\ \n\x01 \U0001F600'},
+           {"rule": "X", "flow": None, "frames": [1, 2, 3], "ratio": 0.5, "flag": True, "big": 2 ** 70,
+            "nested": {"a": [1, None]}, "mixed": [True, 2]}, {}]
+    findings = [dict(note, frames=[k]) for k in range(5000)] + odd
+    written = io.StringIO()
+    formats.write_json(analysis, written, findings=findings)
+    expected = dict(formats.summary_dict(analysis), findings=findings)
+    assert written.getvalue() == formats.dump_json(expected) + "\n"
