@@ -226,6 +226,7 @@ typedef enum {
     SBE_NOT_BY_SENDER, /* cannot tell: the capture is not by the sender (sbe_vantage) */
     SBE_PATHS_TOP_HELD, /* held back: CMT, the waits at the highest RtxQ took a twentieth of the time or more */
     SBE_PATHS_UNTIMED,  /* cannot tell: CMT, the capture's clock gives the waits no span to read their time in */
+    SBE_PATHS_TOP_ONCE, /* cannot tell: CMT, one long wait at the highest RtxQ (a buffer's or a window's peak) */
 } sbe_why_t;
 typedef struct {
     sbe_verdict_t verdict;

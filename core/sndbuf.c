@@ -263,7 +263,9 @@ int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, int gap_open, in
  * as long as the waits that began within a packet of the highest level lasted. A twentieth of the span of
  * the waits (first to last new data) or more: held back there (a window stalls at its peak but briefly,
  * for the new data after a loss rises above it); less: never (b is below a twentieth); no span (frames
- * without time): cannot tell. */
+ * without time): cannot tell. A twentieth or more in one wait alone: cannot tell, for a window-limited
+ * sender's timeout at its peak (the lab's usrsctp at 51,000 of 65,536) waits there as long as a full buffer;
+ * two or more are the level the sender kept returning to. */
 static void top_of_association(const sbe_t *e, int nr, sbe_result_t *r) {
     const sbe_levels_t *all = &e->all[nr ? SBE_NR : SBE_SACK];
     size_t k = all->n - 1;  /* waits were counted: the highest bin */
@@ -278,14 +280,18 @@ static void top_of_association(const sbe_t *e, int nr, sbe_result_t *r) {
         r->verdict = SBE_CANNOT_TELL;
         r->why = SBE_PATHS_UNTIMED;
         r->sndbuf = 0;
-    } else if (waited >= span / 20 + (span % 20 != 0)) {  /* waited * 20 >= span, which may not fit */
-        r->verdict = SBE_HELD_BACK;
-        r->why = SBE_PATHS_TOP_HELD;
-        r->sndbuf = x;
-    } else {
+    } else if (waited < span / 20 + (span % 20 != 0)) {  /* waited * 20 < span, which may not fit */
         r->verdict = SBE_NEVER;
         r->why = SBE_PATHS_TOP_BRIEF;
         r->sndbuf = 0;
+    } else if (r->at_ceiling < 2) {
+        r->verdict = SBE_CANNOT_TELL;
+        r->why = SBE_PATHS_TOP_ONCE;
+        r->sndbuf = 0;
+    } else {
+        r->verdict = SBE_HELD_BACK;
+        r->why = SBE_PATHS_TOP_HELD;
+        r->sndbuf = x;
     }
 }
 
@@ -346,6 +352,12 @@ int sbe_reason(const sbe_result_t *r, const char *vantage, char *buf, size_t n) 
                         "CMT: %" PRIu64 " of %" PRIu64 " waits for an ack began at the highest RtxQ, %" PRIu64 "-%" PRIu64
                         " bytes, but the capture's clock gives the waits no span to time them in",
                         at, waits, low, high);
+    case SBE_PATHS_TOP_ONCE:
+        return snprintf(buf, n,
+                        "CMT: only one wait at the highest RtxQ, %" PRIu64 "-%" PRIu64 " bytes, of %" PRIu64
+                        ", took a twentieth of the time or more: a window's timeout at its peak waits as long as a "
+                        "full buffer",
+                        low, high, waits);
     case SBE_PATHS_TOP_BRIEF:
     case SBE_PATHS_TOP_HELD:
         return snprintf(buf, n,

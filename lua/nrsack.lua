@@ -851,7 +851,7 @@ end
 local sbe = {SACK = 0, NR = 1, HELD_BACK = 0, NEVER = 1, CANNOT_TELL = 2,
              CEILING = 0, LONG_WAITS = 1, ONE_FLIGHT = 2, ANSWERED = 3, NO_DATA = 4, FEW_WAITS = 5, UNSETTLED = 6,
              DATA_LEVEL = 7, SUBFLOW_QUEUES = 8, PATHS_TOP_BRIEF = 9, SETTLED_CEILING = 10, NO_PILE = 11,
-             NOT_BY_SENDER = 12, PATHS_TOP_HELD = 13, PATHS_UNTIMED = 14,
+             NOT_BY_SENDER = 12, PATHS_TOP_HELD = 13, PATHS_UNTIMED = 14, PATHS_TOP_ONCE = 15,
              ONE_PATH = 0, A_PATH_OF_SEVERAL = 1, MPTCP_DATA_LEVEL = 2, CMT_ASSOCIATION = 3}
 do
 local BIN, MIN_WAITS, LONG_WAIT, SIZES, CEILING_BAND = 64, 16, 3, 33, 1
@@ -1056,7 +1056,9 @@ end
 -- as long as the waits that began within a packet of the highest level lasted. A twentieth of the span of
 -- the waits (first to last new data) or more: held back there (a window stalls at its peak but briefly,
 -- for the new data after a loss rises above it); less: never (b is below a twentieth); no span (frames
--- without time): cannot tell.
+-- without time): cannot tell. A twentieth or more in one wait alone: cannot tell, for a window-limited
+-- sender's timeout at its peak (the lab's usrsctp at 51,000 of 65,536) waits there as long as a full buffer;
+-- two or more are the level the sender kept returning to.
 local function top_of_association(e, nr, r)
     local all = e.all[nr and 1 or 0]
     local k = all.n -- waits were counted: the highest bin
@@ -1068,10 +1070,12 @@ local function top_of_association(e, nr, r)
     r.low = x > CEILING_BAND * r.packet and x - CEILING_BAND * r.packet or 0
     if span == 0 then -- frames without time, or a clock set back: no twentieth to read
         r.verdict, r.why, r.sndbuf = sbe.CANNOT_TELL, sbe.PATHS_UNTIMED, 0
-    elseif waited >= floor(span / 20) + (span % 20 ~= 0 and 1 or 0) then
-        r.verdict, r.why, r.sndbuf = sbe.HELD_BACK, sbe.PATHS_TOP_HELD, x
-    else
+    elseif waited < floor(span / 20) + (span % 20 ~= 0 and 1 or 0) then
         r.verdict, r.why, r.sndbuf = sbe.NEVER, sbe.PATHS_TOP_BRIEF, 0
+    elseif at < 2 then
+        r.verdict, r.why, r.sndbuf = sbe.CANNOT_TELL, sbe.PATHS_TOP_ONCE, 0
+    else
+        r.verdict, r.why, r.sndbuf = sbe.HELD_BACK, sbe.PATHS_TOP_HELD, x
     end
 end
 
@@ -1127,6 +1131,9 @@ function sbe.reason(r, vantage)
     elseif why == sbe.PATHS_UNTIMED then
         return fmt("CMT: %d of %d waits for an ack began at the highest RtxQ, %d-%d bytes, but the capture's clock " ..
             "gives the waits no span to time them in", r.at_ceiling, r.waits, r.low, r.high)
+    elseif why == sbe.PATHS_TOP_ONCE then
+        return fmt("CMT: only one wait at the highest RtxQ, %d-%d bytes, of %d, took a twentieth of the time or more: " ..
+            "a window's timeout at its peak waits as long as a full buffer", r.low, r.high, r.waits)
     elseif why == sbe.PATHS_TOP_BRIEF or why == sbe.PATHS_TOP_HELD then
         return fmt("CMT: %d of %d waits for an ack began at the highest RtxQ, %d-%d bytes, and took %s", r.at_ceiling,
             r.waits, r.low, r.high, why == sbe.PATHS_TOP_HELD and

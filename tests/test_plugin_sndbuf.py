@@ -152,10 +152,11 @@ def simulated_cmt(folder, sndbuf, loss):
     return pcap
 
 
-@pytest.mark.parametrize(("sndbuf", "verdict"), [(32000, "held back"), (256000, "never")])
+@pytest.mark.parametrize(("sndbuf", "verdict"), [(32000, "held back"), (256000, "never"), (48000, "cannot tell")])
 def test_cmt_waits_timed_at_the_highest_level_alike(plugins, tmp_path, sndbuf, verdict):
     """The CMT rule that reads the waits' time at the highest RtxQ (core/sndbuf.c top_of_association): each
-    plugin times the waits by its frames' capture times as the analyzer does by its rows'."""
+    plugin times the waits by its frames' capture times as the analyzer does by its rows' (48,000: one long
+    wait alone at the top, which a window's timeout at its peak would make too, so cannot tell)."""
     pcap = simulated_cmt(tmp_path, sndbuf, 0.03)
     want_blocked, want_view = analyzer_view(pcap)
     [association] = [d for d, (v, reason, _) in want_view.items() if reason and reason.startswith("CMT: ")]

@@ -391,7 +391,7 @@ static int estimate_of(PyObject *t, sbe_result_t *r) {
     if (!PyArg_ParseTuple(t, "iiKKKKKKKKK", &verdict, &why, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7],
                           &v[8]))
         return -1;
-    if (verdict < SBE_HELD_BACK || verdict > SBE_CANNOT_TELL || why < SBE_CEILING || why > SBE_PATHS_UNTIMED) {
+    if (verdict < SBE_HELD_BACK || verdict > SBE_CANNOT_TELL || why < SBE_CEILING || why > SBE_PATHS_TOP_ONCE) {
         PyErr_SetString(PyExc_ValueError, "sndbuf estimate: verdict or reason out of range");
         return -1;
     }
