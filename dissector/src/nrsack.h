@@ -225,7 +225,7 @@ void sctp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, frame_res
 void tcp_init_state(void);
 /* Frees every connection still held (the file closes). */
 void tcp_cleanup_state(void);
-/* Frees the connections the frame just analysed ended, after its record no longer needs them. */
+/* Frees the connections the frame just analyzed ended, after its record no longer needs them. */
 void tcp_free_ended(void);
 void tcp_register_option_handoff(int proto);
 /* decode of MPTCP DSS NR blocks (every pass) and analysis of the segment (once) */

@@ -19,7 +19,7 @@ static wmem_map_t *conn_table;
 /* Every connection of the file not yet freed: they live in GLib's memory, not the file's, since a flood
  * makes and ends them by the million and the file's allocator would not reuse their room (decisions.md 84). */
 static GHashTable *all_conns;
-/* Connections ended during the frame being analysed: freed only once the frame's record has copied what
+/* Connections ended during the frame being analyzed: freed only once the frame's record has copied what
  * its updates point at (tcp_free_ended), since a FIN's ack or a RST ends the connection it updated. */
 static GPtrArray *ended_conns;
 
