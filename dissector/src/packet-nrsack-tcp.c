@@ -189,10 +189,11 @@ void tcp_cleanup_state(void)
 
 void tcp_free_ended(void)
 {
-    for (guint i = 0; ended_conns && i < ended_conns->len; i++)
+    if (!ended_conns)
+        return;
+    for (guint i = 0; i < ended_conns->len; i++)
         g_hash_table_remove(all_conns, g_ptr_array_index(ended_conns, i));  /* frees it */
-    if (ended_conns)
-        g_ptr_array_set_size(ended_conns, 0);
+    g_ptr_array_set_size(ended_conns, 0);
 }
 
 void tcp_init_state(void)
@@ -205,14 +206,14 @@ void tcp_init_state(void)
     conn_table = wmem_map_new(wmem_file_scope(), key_hash, key_equal);
 }
 
-/* A plain TCP connection that ended leaves the table and its memory goes: a later segment on its
- * endpoints starts a new one, and its frames show what they keep (shown_dir_t). An MPTCP subflow stays:
- * its connection's data level points at it. */
-static void free_conn(tcp_conn_t *c)
+/* A plain TCP connection that ended leaves the table at once and its memory after the frame (tcp_free_ended):
+ * a later segment on its endpoints starts a new one, and its frames show what they keep (shown_dir_t). An
+ * MPTCP subflow stays: its connection's data level points at it. */
+static void retire_conn(tcp_conn_t *c)
 {
     if (wmem_map_lookup(conn_table, c->table_key) == c)
         wmem_map_remove(conn_table, c->table_key);
-    g_ptr_array_add(ended_conns, c);  /* freed after the frame's record is kept */
+    g_ptr_array_add(ended_conns, c);
 }
 
 /* The connection (or subflow) ended: its state goes (decisions.md 44); its frames keep what they showed. */
@@ -230,7 +231,7 @@ static void end_conn(tcp_conn_t *c)
         flow_dir_release(&c->dir[0]);
         flow_dir_release(&c->dir[1]);
     }
-    free_conn(c);
+    retire_conn(c);
 }
 
 /* The budget of open flows finishes the connection early (decisions.md 84). */
