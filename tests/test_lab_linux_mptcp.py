@@ -68,9 +68,16 @@ def test_dashboard_lists_the_flow_and_its_subflows(mptcp_run):
 
 
 def test_whatif_at_the_data_level(mptcp_run):
-    out, _ = mptcp_run
-    s = sender_entry(out / "sender.pcap").summary
-    assert 0 < s["max_rtxq_whatif_bytes"] < s["max_rtxq_sack_bytes"]
+    """The what-if RtxQ frees what the data level reports delivered out of order: never above the SACK
+    RtxQ, below it wherever something was sacked. Not the peaks: whether the SACK RtxQ peaks while
+    data sits sacked depends on the run (equal peaks, 129,816 bytes, in one CI run)."""
+    out, truth = mptcp_run
+    entry = sender_entry(out / "sender.pcap")
+    table = entry.rtxq
+    sack, whatif, sacked = (table[c].to_numpy() for c in ("rtxq_sack_bytes", "rtxq_whatif_bytes", "sacked_bytes"))
+    assert truth["counters"]["lost_forward"] > 0 and (sacked > 0).any()
+    assert (whatif == sack - sacked).all() and (whatif >= 0).all()
+    assert 0 < entry.summary["max_rtxq_whatif_bytes"] <= entry.summary["max_rtxq_sack_bytes"]
 
 
 def test_b_over_q_against_the_senders_measured_waits(mptcp_run):
