@@ -135,7 +135,7 @@ def retruth(out, manifest, configs):
     (sender.json, drops*.json, truth_blocking.csv, sender.pcap) with today's lab rules; the manifest's truth
     columns follow."""
     from nrsack.lab import usrsctp_udp
-    from nrsack.lab.runner import tcp_summary
+    from nrsack.lab.truth import tcp_summary
 
     for rid, m in manifest.items():
         folder = out / m["folder"]
