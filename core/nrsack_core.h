@@ -219,14 +219,13 @@ typedef enum {
     SBE_FEW_WAITS,    /* cannot tell: fewer than SBE_MIN_WAITS waits */
     SBE_UNSETTLED,    /* cannot tell: long waits, but at no settled level */
     SBE_DATA_LEVEL,   /* cannot tell: data scheduled over several paths (MPTCP's data level, CMT) */
-    SBE_SUBFLOW_QUEUES, /* cannot tell: MPTCP held at a level, which queued-unsent data in subflows also makes */
-    SBE_PATHS_TOP_BRIEF,  /* never: CMT, the waits at the highest RtxQ (a payload-counted buffer's only full level) were brief */
+    SBE_PATHS_TOP_BRIEF,  /* never: CMT or MPTCP, the waits at the highest RtxQ (a payload-counted buffer's only full level) were brief */
     SBE_SETTLED_CEILING,  /* held back: half the waits after the highest level (half the waits or more) within a packet below one level */
     SBE_NO_PILE,      /* never: no level holds a fifth of the waits, and at most 2 % of them were deep above the median level */
     SBE_NOT_BY_SENDER, /* cannot tell: the capture is not by the sender (sbe_vantage) */
-    SBE_PATHS_TOP_HELD, /* held back: CMT, the waits at the highest RtxQ took a twentieth of the time or more */
-    SBE_PATHS_UNTIMED,  /* cannot tell: CMT, the capture's clock gives the waits no span to read their time in */
-    SBE_PATHS_TOP_ONCE, /* cannot tell: CMT, one long wait at the highest RtxQ (a buffer's or a window's peak) */
+    SBE_PATHS_TOP_HELD, /* held back: CMT or MPTCP, the waits at the highest RtxQ took a twentieth of the time or more */
+    SBE_PATHS_UNTIMED,  /* cannot tell: CMT or MPTCP, the capture's clock gives the waits no span to read their time in */
+    SBE_PATHS_TOP_ONCE, /* cannot tell: CMT or MPTCP, one long wait at the highest RtxQ (a buffer's or a window's peak) */
 } sbe_why_t;
 typedef struct {
     sbe_verdict_t verdict;
@@ -236,6 +235,7 @@ typedef struct {
     uint64_t waits, long_waits, at_ceiling, above;  /* the evidence (SBE_NO_PILE, SBE_UNSETTLED: at_ceiling, the fullest band) */
     uint64_t packet;           /* the usual new data per packet */
     uint64_t deep_waits;       /* long waits above the median level that lasted until a quarter of it was acked */
+    int until_freed;           /* blocked ends at the first ack that freed room (MPTCP's data level) */
 } sbe_result_t;
 
 void sbe_init(sbe_t *e);
@@ -255,16 +255,19 @@ void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r);
  * association whose data took more than one path (CMT). */
 typedef enum { SBE_ONE_PATH, SBE_A_PATH_OF_SEVERAL, SBE_MPTCP_DATA_LEVEL, SBE_CMT_ASSOCIATION } sbe_paths_t;
 /* sbe_decide's verdict, kept where the stack's accounting lets the connection level's waits show the
- * buffer (docs/metrics.md, "Data over several paths"): MPTCP keeps never and too short, the rest cannot
- * tell (Linux hands written data to a subflow's queue, where it may wait unsent, before the wire sees it).
- * CMT (usrsctp counts the association's queue in payload, so its RtxQ never exceeds the buffer and a full
- * buffer is the highest level, and resumes the writer at every SACK) keeps a ceiling; otherwise the time
- * of the waits at the highest level tells: a twentieth of the waits' span or more, held back there, else
- * never. */
+ * buffer (docs/metrics.md, "Data over several paths"). CMT (usrsctp counts the association's queue in
+ * payload, so its RtxQ never exceeds the buffer and a full buffer is the highest level, and resumes the
+ * writer at every SACK) keeps a ceiling; otherwise the time of the waits at the highest level tells: a
+ * twentieth of the waits' span or more, held back there, else never. MPTCP (Linux counts the connection's
+ * queue in payload too, and copies a write as soon as any room is free) reads the highest level's time as
+ * CMT beyond one flight and too short, over two packets below it (the write that overshoots the buffer,
+ * and the packet B - rtxq < S allows), with blocked ending at the first ack that freed room (until_freed):
+ * data written after it may wait in the connection or a subflow, unsent. */
 void sbe_decide_paths(const sbe_t *e, int nr, sbe_paths_t paths, sbe_result_t *r);
 /* Estimated B: blocked while held back, more new data still to come (`before_last_new`), and the RtxQ
- * after the last new data at the ceiling, or above it while a gap is open (loss recovery). */
-int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, int gap_open, int before_last_new);
+ * after the last new data at the ceiling, or above it while a gap is open (loss recovery); with
+ * until_freed, only while no ack has freed room since (rtxq_now, the RtxQ as of now, still that high). */
+int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, uint64_t rtxq_now, int gap_open, int before_last_new);
 /* A capture not by the sender (by_sender 0: by the receiver or in the middle) shows neither when the sender
  * sent nor when acks reached it: beyond one flight, it cannot tell. */
 void sbe_vantage(sbe_result_t *r, int by_sender);

@@ -250,8 +250,9 @@ void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r) {
     r->why = SBE_UNSETTLED;
 }
 
-int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, int gap_open, int before_last_new) {
+int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, uint64_t rtxq_now, int gap_open, int before_last_new) {
     if (r->verdict != SBE_HELD_BACK || !before_last_new || rtxq_after_new < r->low) return 0;
+    if (r->until_freed && rtxq_now < rtxq_after_new) return 0;
     /* above a ceiling in loss recovery: merged skbs let a full buffer hold more payload. Long waits' band
      * spans a tenth either side of their level already; in the lab's GSO runs the buffer held unsent data
      * whenever the RtxQ was beyond it in loss recovery */
@@ -260,22 +261,22 @@ int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, int gap_open, in
 
 /* CMT: usrsctp counts the association's whole queue in payload against its buffer, so the RtxQ never
  * exceeds the buffer and a buffer full of sent data is the highest level: the writer was held back at most
- * as long as the waits that began within a packet of the highest level lasted. A twentieth of the span of
+ * as long as the waits that began within `packets` packets of the highest level lasted (MPTCP alike). A twentieth of the span of
  * the waits (first to last new data) or more: held back there (a window stalls at its peak but briefly,
  * for the new data after a loss rises above it); less: never (b is below a twentieth); no span (frames
  * without time): cannot tell. A twentieth or more in one wait alone: cannot tell, for a window-limited
  * sender's timeout at its peak (the lab's usrsctp at 51,000 of 65,536) waits there as long as a full buffer;
  * two or more are the level the sender kept returning to. */
-static void top_of_association(const sbe_t *e, int nr, sbe_result_t *r) {
+static void top_of_association(const sbe_t *e, int nr, uint64_t packets, sbe_result_t *r) {
     const sbe_levels_t *all = &e->all[nr ? SBE_NR : SBE_SACK];
     size_t k = all->n - 1;  /* waits were counted: the highest bin */
-    uint64_t x = all->v[k].top, waited = 0,
+    uint64_t x = all->v[k].top, waited = 0, band = packets * r->packet,
              span = e->new_at_ns > e->first_new_ns ? (uint64_t)e->new_at_ns - (uint64_t)e->first_new_ns : 0;
-    r->at_ceiling = band_waits(all, k, r->packet, &waited);
+    r->at_ceiling = band_waits(all, k, band, &waited);
     r->above = 0;
     r->deep_waits = 0;
     r->high = x;
-    r->low = x > SBE_CEILING_BAND * r->packet ? x - SBE_CEILING_BAND * r->packet : 0;
+    r->low = x > band ? x - band : 0;
     if (!span) {  /* frames without time, or a clock set back: no twentieth to read */
         r->verdict = SBE_CANNOT_TELL;
         r->why = SBE_PATHS_UNTIMED;
@@ -301,15 +302,18 @@ void sbe_decide_paths(const sbe_t *e, int nr, sbe_paths_t paths, sbe_result_t *r
         r->why == SBE_FEW_WAITS)
         return;
     if (paths == SBE_CMT_ASSOCIATION) {
-        if (r->why != SBE_CEILING) top_of_association(e, nr, r);
+        if (r->why != SBE_CEILING) top_of_association(e, nr, SBE_CEILING_BAND, r);
         return;
     }
-    /* MPTCP. b counts a buffer full of SENT data: then nothing waits in a subflow and the data level's waits
-     * pile or run deep as one path's; with neither, the buffer was never full of sent data */
-    if (r->why == SBE_UNSETTLED || r->why == SBE_ANSWERED || r->why == SBE_NO_PILE) return;
-    /* the level stays in r as the evidence; no verdict rests on it */
-    r->verdict = SBE_CANNOT_TELL;
-    r->why = SBE_SUBFLOW_QUEUES;
+    /* MPTCP. The connection's buffer counts payload (mptcp_sendmsg, net/mptcp/protocol.c, charges each
+     * write's bytes and a small header per page fragment), so a buffer full of sent data is the highest level,
+     * as CMT's, and a writer that copies as soon as any room is free ends its waits at the first ack, as
+     * usrsctp's: the highest level's time tells, over two packets (a write is copied whole once any room is
+     * free, so the highest level overshoots B by up to one; B - rtxq < S holds a packet below B). What the
+     * writer copies after an ack freed room may wait unsent in the connection or a subflow's queue, which the
+     * wire does not show: blocked ends at that ack, not at the new data. */
+    top_of_association(e, nr, 2, r);
+    r->until_freed = 1;
 }
 
 void sbe_vantage(sbe_result_t *r, int by_sender) {
@@ -318,9 +322,17 @@ void sbe_vantage(sbe_result_t *r, int by_sender) {
     r->why = SBE_NOT_BY_SENDER;
 }
 
+/* The connection level whose highest RtxQ top_of_association read, as its reasons name it. */
+typedef struct {
+    const char *name, *ack, *whose;
+} sbe_level_words_t;
+
 int sbe_reason(const sbe_result_t *r, const char *vantage, char *buf, size_t n) {
     uint64_t waits = r->waits, long_waits = r->long_waits, at = r->at_ceiling, low = r->low, high = r->high,
              deep = r->deep_waits;
+    static const sbe_level_words_t cmt = {"CMT", "an ack", "association's"},
+                                   mptcp = {"MPTCP", "a data-level ack", "connection's"};
+    const sbe_level_words_t *level = r->until_freed ? &mptcp : &cmt;
     switch (r->why) {
     case SBE_CEILING:
         return snprintf(buf, n, "%" PRIu64 " of %" PRIu64 " waits for an ack began at an RtxQ of %" PRIu64 "-%" PRIu64 " bytes, %" PRIu64 " above", at,
@@ -342,31 +354,25 @@ int sbe_reason(const sbe_result_t *r, const char *vantage, char *buf, size_t n) 
     case SBE_DATA_LEVEL:
         return snprintf(buf, n, "a path of data over several paths (MPTCP, CMT): the buffer they share holds the "
                                 "connection's data, see its entry");
-    case SBE_SUBFLOW_QUEUES:
-        return snprintf(buf, n,
-                        "MPTCP: %" PRIu64 " of %" PRIu64 " waits for a data-level ack began at an RtxQ of %" PRIu64 "-%" PRIu64 " bytes, but data "
-                        "the subflows hold unsent makes the same waits as a buffer full of sent data",
-                        at, waits, low, high);
     case SBE_PATHS_UNTIMED:
         return snprintf(buf, n,
-                        "CMT: %" PRIu64 " of %" PRIu64 " waits for an ack began at the highest RtxQ, %" PRIu64 "-%" PRIu64
+                        "%s: %" PRIu64 " of %" PRIu64 " waits for %s began at the highest RtxQ, %" PRIu64 "-%" PRIu64
                         " bytes, but the capture's clock gives the waits no span to time them in",
-                        at, waits, low, high);
+                        level->name, at, waits, level->ack, low, high);
     case SBE_PATHS_TOP_ONCE:
         return snprintf(buf, n,
-                        "CMT: only one wait at the highest RtxQ, %" PRIu64 "-%" PRIu64 " bytes, of %" PRIu64
+                        "%s: only one wait at the highest RtxQ, %" PRIu64 "-%" PRIu64 " bytes, of %" PRIu64
                         ", took a twentieth of the time or more: a window's timeout at its peak waits as long as a "
                         "full buffer",
-                        low, high, waits);
+                        level->name, low, high, waits);
     case SBE_PATHS_TOP_BRIEF:
     case SBE_PATHS_TOP_HELD:
         return snprintf(buf, n,
-                        "CMT: %" PRIu64 " of %" PRIu64 " waits for an ack began at the highest RtxQ, %" PRIu64 "-%" PRIu64 " bytes, and took %s",
-                        at, waits, low, high,
-                        r->why == SBE_PATHS_TOP_HELD
-                            ? "a twentieth of the time or more: the association's buffer counts payload, so it was full there"
-                            : "less than a twentieth of the time: the association's buffer counts payload, so only there "
-                              "could it be full");
+                        "%s: %" PRIu64 " of %" PRIu64 " waits for %s began at the highest RtxQ, %" PRIu64 "-%" PRIu64 " bytes, and took %s: "
+                        "the %s buffer counts payload, so %s",
+                        level->name, at, waits, level->ack, low, high,
+                        r->why == SBE_PATHS_TOP_HELD ? "a twentieth of the time or more" : "less than a twentieth of the time",
+                        level->whose, r->why == SBE_PATHS_TOP_HELD ? "it was full there" : "only there could it be full");
     case SBE_SETTLED_CEILING:
         return snprintf(buf, n,
                         "%" PRIu64 " of the %" PRIu64 " waits for an ack began at an RtxQ of %" PRIu64 "-%" PRIu64 " bytes, %" PRIu64 " above, after a "

@@ -850,8 +850,8 @@ end
 
 local sbe = {SACK = 0, NR = 1, HELD_BACK = 0, NEVER = 1, CANNOT_TELL = 2,
              CEILING = 0, LONG_WAITS = 1, ONE_FLIGHT = 2, ANSWERED = 3, NO_DATA = 4, FEW_WAITS = 5, UNSETTLED = 6,
-             DATA_LEVEL = 7, SUBFLOW_QUEUES = 8, PATHS_TOP_BRIEF = 9, SETTLED_CEILING = 10, NO_PILE = 11,
-             NOT_BY_SENDER = 12, PATHS_TOP_HELD = 13, PATHS_UNTIMED = 14, PATHS_TOP_ONCE = 15,
+             DATA_LEVEL = 7, PATHS_TOP_BRIEF = 8, SETTLED_CEILING = 9, NO_PILE = 10,
+             NOT_BY_SENDER = 11, PATHS_TOP_HELD = 12, PATHS_UNTIMED = 13, PATHS_TOP_ONCE = 14,
              ONE_PATH = 0, A_PATH_OF_SEVERAL = 1, MPTCP_DATA_LEVEL = 2, CMT_ASSOCIATION = 3}
 do
 local BIN, MIN_WAITS, LONG_WAIT, SIZES, CEILING_BAND = 64, 16, 3, 33, 1
@@ -1045,8 +1045,9 @@ function sbe.decide(e, nr, data_level)
     return r
 end
 
-function sbe.blocked(r, rtxq_after_new, gap_open, before_last_new)
+function sbe.blocked(r, rtxq_after_new, rtxq_now, gap_open, before_last_new)
     if r.verdict ~= sbe.HELD_BACK or not before_last_new or rtxq_after_new < r.low then return false end
+    if r.until_freed and rtxq_now < rtxq_after_new then return false end
     -- above a ceiling in loss recovery; not above long waits' band (it spans a tenth either side already)
     return rtxq_after_new <= r.high or (gap_open and r.why ~= sbe.LONG_WAITS)
 end
@@ -1059,15 +1060,15 @@ end
 -- without time): cannot tell. A twentieth or more in one wait alone: cannot tell, for a window-limited
 -- sender's timeout at its peak (the lab's usrsctp at 51,000 of 65,536) waits there as long as a full buffer;
 -- two or more are the level the sender kept returning to.
-local function top_of_association(e, nr, r)
+local function top_of_association(e, nr, packets, r)
     local all = e.all[nr and 1 or 0]
     local k = all.n -- waits were counted: the highest bin
-    local x = all.top[k]
+    local x, band = all.top[k], packets * r.packet
     local span = e.new_at_ns > e.first_new_ns and e.new_at_ns - e.first_new_ns or 0
-    local at, waited = band_waits(all, k, r.packet)
+    local at, waited = band_waits(all, k, band)
     r.at_ceiling, r.above, r.deep_waits = at, 0, 0
     r.high = x
-    r.low = x > CEILING_BAND * r.packet and x - CEILING_BAND * r.packet or 0
+    r.low = x > band and x - band or 0
     if span == 0 then -- frames without time, or a clock set back: no twentieth to read
         r.verdict, r.why, r.sndbuf = sbe.CANNOT_TELL, sbe.PATHS_UNTIMED, 0
     elseif waited < floor(span / 20) + (span % 20 ~= 0 and 1 or 0) then
@@ -1086,15 +1087,14 @@ function sbe.decide_paths(e, nr, paths)
         return r
     end
     if paths == sbe.CMT_ASSOCIATION then
-        if r.why ~= sbe.CEILING then top_of_association(e, nr, r) end
+        if r.why ~= sbe.CEILING then top_of_association(e, nr, CEILING_BAND, r) end
         return r
     end
-    -- MPTCP. b counts a buffer full of SENT data: then nothing waits in a subflow and the data level's waits
-    -- pile or run deep as one path's; with neither, the buffer was never full of sent data
-    if r.why == sbe.UNSETTLED or r.why == sbe.ANSWERED or r.why == sbe.NO_PILE then return r end
-    -- the level stays in r as the evidence; no verdict rests on it
-    r.verdict = sbe.CANNOT_TELL
-    r.why = sbe.SUBFLOW_QUEUES
+    -- MPTCP: the connection's buffer counts payload, so its highest level's time tells, as CMT's, over two
+    -- packets (the write that overshoots B, the packet below it), blocked until an ack frees room (what is
+    -- written after it may wait unsent in the connection or a subflow)
+    top_of_association(e, nr, 2, r)
+    r.until_freed = true
     return r
 end
 
@@ -1103,8 +1103,13 @@ function sbe.vantage(r, by_sender)
     r.verdict, r.why = sbe.CANNOT_TELL, sbe.NOT_BY_SENDER
 end
 
+-- The connection level whose highest RtxQ top_of_association read, as its reasons name it.
+local SBE_LEVEL_WORDS = {cmt = {name = "CMT", ack = "an ack", whose = "association's"},
+                         mptcp = {name = "MPTCP", ack = "a data-level ack", whose = "connection's"}}
+
 function sbe.reason(r, vantage)
     local why, fmt = r.why, string.format
+    local level = r.until_freed and SBE_LEVEL_WORDS.mptcp or SBE_LEVEL_WORDS.cmt
     if why == sbe.CEILING then
         return fmt("%d of %d waits for an ack began at an RtxQ of %d-%d bytes, %d above", r.at_ceiling, r.waits, r.low,
             r.high, r.above)
@@ -1124,21 +1129,18 @@ function sbe.reason(r, vantage)
     elseif why == sbe.DATA_LEVEL then
         return "a path of data over several paths (MPTCP, CMT): the buffer they share holds the connection's data, " ..
             "see its entry"
-    elseif why == sbe.SUBFLOW_QUEUES then
-        return fmt("MPTCP: %d of %d waits for a data-level ack began at an RtxQ of %d-%d bytes, but data the " ..
-            "subflows hold unsent makes the same waits as a buffer full of sent data", r.at_ceiling, r.waits, r.low,
-            r.high)
     elseif why == sbe.PATHS_UNTIMED then
-        return fmt("CMT: %d of %d waits for an ack began at the highest RtxQ, %d-%d bytes, but the capture's clock " ..
-            "gives the waits no span to time them in", r.at_ceiling, r.waits, r.low, r.high)
+        return fmt("%s: %d of %d waits for %s began at the highest RtxQ, %d-%d bytes, but the capture's clock " ..
+            "gives the waits no span to time them in", level.name, r.at_ceiling, r.waits, level.ack, r.low, r.high)
     elseif why == sbe.PATHS_TOP_ONCE then
-        return fmt("CMT: only one wait at the highest RtxQ, %d-%d bytes, of %d, took a twentieth of the time or more: " ..
-            "a window's timeout at its peak waits as long as a full buffer", r.low, r.high, r.waits)
+        return fmt("%s: only one wait at the highest RtxQ, %d-%d bytes, of %d, took a twentieth of the time or more: " ..
+            "a window's timeout at its peak waits as long as a full buffer", level.name, r.low, r.high, r.waits)
     elseif why == sbe.PATHS_TOP_BRIEF or why == sbe.PATHS_TOP_HELD then
-        return fmt("CMT: %d of %d waits for an ack began at the highest RtxQ, %d-%d bytes, and took %s", r.at_ceiling,
-            r.waits, r.low, r.high, why == sbe.PATHS_TOP_HELD and
-            "a twentieth of the time or more: the association's buffer counts payload, so it was full there" or
-            "less than a twentieth of the time: the association's buffer counts payload, so only there could it be full")
+        local held = why == sbe.PATHS_TOP_HELD
+        return fmt("%s: %d of %d waits for %s began at the highest RtxQ, %d-%d bytes, and took %s: the %s buffer " ..
+            "counts payload, so %s", level.name, r.at_ceiling, r.waits, level.ack, r.low, r.high,
+            held and "a twentieth of the time or more" or "less than a twentieth of the time", level.whose,
+            held and "it was full there" or "only there could it be full")
     elseif why == sbe.SETTLED_CEILING then
         return fmt("%d of the %d waits for an ack began at an RtxQ of %d-%d bytes, %d above, after a transient at " ..
             "a higher RtxQ", r.at_ceiling, r.waits, r.low, r.high, r.above)
@@ -1456,11 +1458,12 @@ local function sndbuf_view(d, shown_again)
 end
 
 -- nrsack.blocked of an update of frame `number` (after_new: the RtxQ after d's last new data, as of it).
-local function update_blocked(d, view, number, blocked, after_new_sack, after_new_nr, gap_open)
+local function update_blocked(d, view, number, blocked, after_new_sack, after_new_nr, rtxq_sack, nr_acked, gap_open)
     if view.given then return blocked end
     -- one pass: more new data may follow (the estimate so far)
     local before_last_new = not view.whole or number < d.last_new_frame
-    return sbe.blocked(view.r, d.nr_mode and after_new_nr or after_new_sack, gap_open, before_last_new)
+    return sbe.blocked(view.r, d.nr_mode and after_new_nr or after_new_sack,
+        d.nr_mode and rtxq_sack - nr_acked or rtxq_sack, gap_open, before_last_new)
 end
 
 local function rtxq_on_received(fr, d, r)
@@ -2755,7 +2758,7 @@ local function stored_blocked(k, number, shown_again)
     local d = rec[k + 9]
     local view = sndbuf_view(d, shown_again)
     if not view.given and view.r.verdict == sbe.CANNOT_TELL then return nil, view end
-    return update_blocked(d, view, number, rec[k + 6], rec[k + 10], rec[k + 11], rec[k + 7]), view
+    return update_blocked(d, view, number, rec[k + 6], rec[k + 10], rec[k + 11], rec[k + 1], rec[k + 2], rec[k + 7]), view
 end
 
 -- Which B nrsack.blocked used and how it was obtained (docs/fields.md).

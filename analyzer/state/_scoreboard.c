@@ -368,7 +368,7 @@ static PyObject *Board_fork(Board *self, PyObject *args) {
 }
 
 /* sndbuf_estimate(nr, paths) -> sbe_decide_paths's (verdict, why, sndbuf, low, high, waits, long_waits,
- * at_ceiling, above, packet, deep_waits); paths: sbe_paths_t. */
+ * at_ceiling, above, packet, deep_waits, until_freed); paths: sbe_paths_t. */
 static PyObject *Board_sndbuf_estimate(Board *self, PyObject *args) {
     int nr, paths;
     if (!PyArg_ParseTuple(args, "pi", &nr, &paths)) return NULL;
@@ -378,24 +378,26 @@ static PyObject *Board_sndbuf_estimate(Board *self, PyObject *args) {
     }
     sbe_result_t r;
     sbe_decide_paths(&self->estimate, nr, (sbe_paths_t)paths, &r);
-    return Py_BuildValue("(iiKKKKKKKKK)", (int)r.verdict, (int)r.why, (unsigned long long)r.sndbuf,
+    return Py_BuildValue("(iiKKKKKKKKKi)", (int)r.verdict, (int)r.why, (unsigned long long)r.sndbuf,
                          (unsigned long long)r.low, (unsigned long long)r.high, (unsigned long long)r.waits,
                          (unsigned long long)r.long_waits, (unsigned long long)r.at_ceiling,
-                         (unsigned long long)r.above, (unsigned long long)r.packet, (unsigned long long)r.deep_waits);
+                         (unsigned long long)r.above, (unsigned long long)r.packet, (unsigned long long)r.deep_waits,
+                         r.until_freed);
 }
 
 /* An sbe_decide_paths result back from Board.sndbuf_estimate's tuple. */
 static int estimate_of(PyObject *t, sbe_result_t *r) {
-    int verdict, why;
+    int verdict, why, until_freed;
     unsigned long long v[9];
-    if (!PyArg_ParseTuple(t, "iiKKKKKKKKK", &verdict, &why, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7],
-                          &v[8]))
+    if (!PyArg_ParseTuple(t, "iiKKKKKKKKKi", &verdict, &why, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7],
+                          &v[8], &until_freed))
         return -1;
     if (verdict < SBE_HELD_BACK || verdict > SBE_CANNOT_TELL || why < SBE_CEILING || why > SBE_PATHS_TOP_ONCE) {
         PyErr_SetString(PyExc_ValueError, "sndbuf estimate: verdict or reason out of range");
         return -1;
     }
-    *r = (sbe_result_t){(sbe_verdict_t)verdict, (sbe_why_t)why, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]};
+    *r = (sbe_result_t){(sbe_verdict_t)verdict, (sbe_why_t)why, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8],
+                        until_freed != 0};
     return 0;
 }
 
@@ -409,10 +411,11 @@ PyObject *sndbuf_verdict(PyObject *self, PyObject *args) {
     sbe_vantage(&r, !strcmp(vantage, "sender") || !strcmp(vantage, "unknown"));
     char reason[256];
     sbe_reason(&r, vantage, reason, sizeof reason);
-    return Py_BuildValue("(iiKKKKKKKKK)s", (int)r.verdict, (int)r.why, (unsigned long long)r.sndbuf,
+    return Py_BuildValue("(iiKKKKKKKKKi)s", (int)r.verdict, (int)r.why, (unsigned long long)r.sndbuf,
                          (unsigned long long)r.low, (unsigned long long)r.high, (unsigned long long)r.waits,
                          (unsigned long long)r.long_waits, (unsigned long long)r.at_ceiling,
                          (unsigned long long)r.above, (unsigned long long)r.packet, (unsigned long long)r.deep_waits,
+                         r.until_freed,
                          reason);
 }
 
@@ -438,7 +441,8 @@ PyObject *sndbuf_blocked(PyObject *self, PyObject *args) {
     int8_t *blocked = ob.b.buf;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (is_new[i]) after_new = rtxq[i];
-        blocked[i] = (int8_t)sbe_blocked(&r, after_new < 0 ? 0 : (uint64_t)after_new, gap[i] != 0, start + i < last_new);
+        blocked[i] = (int8_t)sbe_blocked(&r, after_new < 0 ? 0 : (uint64_t)after_new, rtxq[i] < 0 ? 0 : (uint64_t)rtxq[i],
+                                         gap[i] != 0, start + i < last_new);
     }
     result = PyLong_FromLongLong(after_new);
 out:
@@ -505,7 +509,7 @@ enum {
     ENTRY_B_NS, ENTRY_DATA_BYTES, ENTRY_CAPACITY, ENTRY_MAX_SACK, ENTRY_MAX_NR, ENTRY_MAX_WHATIF, ENTRY_ACKED,
     ENTRY_INTERVALS, ENTRY_MAX_PAYLOAD, ENTRY_RETRANSMISSIONS, ENTRY_FAR, ENTRY_FAR_FRAME,
     ENTRY_VERDICT, ENTRY_WHY, ENTRY_SNDBUF, ENTRY_LOW, ENTRY_HIGH, ENTRY_WAITS, ENTRY_LONG_WAITS, ENTRY_AT_CEILING,
-    ENTRY_ABOVE, ENTRY_PACKET, ENTRY_DEEP_WAITS,  /* sbe_result_t, as Board.sndbuf_estimate gives it */
+    ENTRY_ABOVE, ENTRY_PACKET, ENTRY_DEEP_WAITS, ENTRY_UNTIL_FREED,  /* sbe_result_t, as Board.sndbuf_estimate gives it */
     ENTRY_FIELDS
 };
 
@@ -640,7 +644,7 @@ static void summarize(const Board *b, const part_out_t *o, Py_ssize_t n, const b
     sbe_decide(&b->estimate, nr_sack, 0, &estimate);
     const uint64_t fields[] = {estimate.verdict, estimate.why, estimate.sndbuf, estimate.low, estimate.high,
                                estimate.waits, estimate.long_waits, estimate.at_ceiling, estimate.above, estimate.packet,
-                               estimate.deep_waits};
+                               estimate.deep_waits, (uint64_t)estimate.until_freed};
     for (int k = 0; k < ENTRY_FIELDS - ENTRY_VERDICT; k++) e[ENTRY_VERDICT + k] = (int64_t)fields[k];
     int64_t capacity = e[ENTRY_CAPACITY] = sndbuf >= 0 ? sndbuf : (int64_t)estimate.sndbuf;
     window_t w = {0};
@@ -649,8 +653,8 @@ static void summarize(const Board *b, const part_out_t *o, Py_ssize_t n, const b
         int64_t rtxq = nr_sack ? r->sack[i] - r->nr[i] : r->sack[i];
         if (o->kind[i] == 0 && (r->flags[i] & FLAG_CHANGED)) after_new = rtxq;
         int blocked = sndbuf >= 0 ? capacity - rtxq < e[ENTRY_MAX_PAYLOAD]
-                                  : sbe_blocked(&estimate, (uint64_t)after_new, (r->flags[i] & FLAG_GAP_OPEN) != 0,
-                                                i < last_new);
+                                  : sbe_blocked(&estimate, (uint64_t)after_new, (uint64_t)rtxq,
+                                                (r->flags[i] & FLAG_GAP_OPEN) != 0, i < last_new);
         window_row(&w, o->time_ns[i], blocked, (r->flags[i] & FLAG_GAP_OPEN) != 0);
     }
     window_close(&w, o->time_ns[done], 1);

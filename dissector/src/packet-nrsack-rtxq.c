@@ -447,7 +447,8 @@ gboolean rtxq_blocked(const shown_dir_t *s, const shown_update_t *u, guint32 num
         return u->blocked;
     /* one pass: more new data may follow (the estimate so far) */
     gboolean before_last_new = !v->whole || num < s->last_new_frame;
-    return sbe_blocked(&v->r, s->nr_mode ? u->after_new_nr : u->after_new_sack, u->gap_open, before_last_new);
+    return sbe_blocked(&v->r, s->nr_mode ? u->after_new_nr : u->after_new_sack, s->nr_mode ? u->rtxq_nr : u->rtxq_sack,
+                       u->gap_open, before_last_new);
 }
 
 char *rtxq_sndbuf_reason(const shown_dir_t *s, const sndbuf_view_t *v, wmem_allocator_t *pool)
