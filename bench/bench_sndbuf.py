@@ -6,6 +6,7 @@ without --sndbuf against it.
     python bench/bench_sndbuf.py --out corpus/ --stacks usrsctp    # one stack's runs
     python bench/bench_sndbuf.py --out corpus/ --report-only       # today's analyzer on the corpus made
     python bench/bench_sndbuf.py --out corpus/ --retruth           # linux, usrsctp-udp truth again from kept measurements
+    python bench/bench_sndbuf.py --out corpus/ --remake-unsettled  # linux runs whose samplers fell behind, made again
 
 One folder per run under OUT/runs/ (sender.pcap, truth.json, the truth CSVs; the receiver's capture
 is dropped; sender.json keeps the linux runs' raw measurements) and a line per finished run in OUT/manifest.tsv. linux stacks need root. The grid: linux-tcp
@@ -17,7 +18,10 @@ the stacks, so any --limit covers each. Runs are sized to take seconds (0.3-2 MB
 The report runs `nrsack analyze --format json` (no --sndbuf) on every sender capture and prints per
 run the truth, the estimate and the errors of b/q and p/q, and per stack the share of runs within
 0.05 and 0.1 (a null estimate counts as not within and is listed with its reason); the per-run
-figures also go to OUT/report.tsv.
+figures also go to OUT/report.tsv. A linux run whose kernel samples cover less than SETTLED of q
+(lab/truth.py sampler_coverage: the machine was too loaded for the sampler, and the writer's waits
+outlasted the stack's) has a truth that measured the machine: it is listed as unsettled and not
+judged, and --remake-unsettled makes it again (the lab runs at a raised priority since 2026-11-28).
 """
 
 import argparse
@@ -35,6 +39,7 @@ STACKS = ("linux-tcp", "linux-mptcp", "usrsctp")
 # opt-in (--stacks): usrsctp with CMT over two paths, in real time (root, namespaces)
 MORE_STACKS = ("usrsctp-udp",)
 TOLERANCES = (0.05, 0.1)
+SETTLED = 0.9
 
 
 def _bytes_for(sndbuf, delay_ms, bandwidth_mbps, loss):
@@ -130,6 +135,56 @@ def make_run(rid, cfg, out):
     return row
 
 
+def write_manifest(out, manifest):
+    (out / "manifest.tsv").unlink(missing_ok=True)
+    for m in manifest.values():
+        append_manifest(out, m)
+
+
+def coverage(out, m, truth):
+    """The truth's sampler coverage (linux stacks; None for the others, whose truth is not sampled);
+    runs made before truth.json carried it: from the kept samples."""
+    if not m["stack"].startswith("linux"):
+        return None
+    if truth.get("sampler_coverage") is not None:
+        return truth["sampler_coverage"]
+    import pandas as pd
+    from nrsack.lab.truth import sampler_coverage
+
+    folder = out / m["folder"]
+    samples = folder / ("truth_mptcp_info.csv" if m["stack"] == "linux-mptcp" else "truth_tcp_info.csv")
+    measured = json.loads((folder / "sender.json").read_text())
+    end = truth["q_s"] + measured["start"]
+    return sampler_coverage(pd.read_csv(samples).time_s.to_numpy(), measured["start"], end)
+
+
+def remake_unsettled(out, configs, tries=3):
+    """Make again (same configuration and seed) every run whose truth is unsettled, up to `tries` times."""
+    import shutil
+    from nrsack.lab.runner import LabError
+
+    manifest = read_manifest(out)
+    for rid, m in list(manifest.items()):
+        for attempt in range(tries):
+            c = coverage(out, m, json.loads((out / m["folder"] / "truth.json").read_text()))
+            if c is None or c >= SETTLED or rid not in configs:
+                break
+            print(f"{rid}: sampler covered {c:.0%} of q; made again ({attempt + 1}/{tries})", flush=True)
+            folder = out / m["folder"]
+            if folder.is_symlink():
+                folder.unlink()
+            else:
+                shutil.rmtree(folder)
+            del manifest[rid]
+            write_manifest(out, manifest)
+            try:
+                m = make_run(rid, configs[rid], out)
+            except LabError as e:
+                print(f"{rid}: failed: {e}", flush=True)
+                break
+            manifest = read_manifest(out)
+
+
 def retruth(out, manifest, configs):
     """truth.json of the runs in real namespaces (linux-*, usrsctp-udp) again from the measurements kept
     (sender.json, drops*.json, truth_blocking.csv, sender.pcap) with today's lab rules; the manifest's truth
@@ -146,9 +201,7 @@ def retruth(out, manifest, configs):
         cfg = configs[rid]
         truth = (usrsctp_udp.summary if cfg.stack == "usrsctp-udp" else tcp_summary)(cfg, measured, folder)
         m["truth_b_over_q"], m["truth_p_over_q"] = _fmt(truth.get("b_over_q")), _fmt(truth.get("p_over_q"))
-    (out / "manifest.tsv").unlink()
-    for m in manifest.values():
-        append_manifest(out, m)
+    write_manifest(out, manifest)
 
 
 def _fmt(x):
@@ -181,6 +234,11 @@ def report(out, manifest):
     print(f"{'run':58} {'truth b/q':>9} {'est b/q':>8} {'err':>6} {'truth p/q':>9} {'est p/q':>8} {'err':>6}  B est / why")
     for rid, m in manifest.items():
         truth = json.loads((out / m["folder"] / "truth.json").read_text())
+        covered = coverage(out, m, truth)
+        if covered is not None and covered < SETTLED:
+            print(f"{rid:58} unsettled truth: the kernel's samples cover {covered:.0%} of q (--remake-unsettled)")
+            rows.append({"run_id": rid, "stack": m["stack"], "unsettled": covered})
+            continue
         flow, failed = analyze(out / m["folder"] / "sender.pcap")
         row = {"run_id": rid, "stack": m["stack"]}
         cells = []
@@ -200,9 +258,10 @@ def report(out, manifest):
         rows.append(row)
     print()
     print(f"{'stack':12} {'runs':>4}  {'b/q <0.05':>9} {'<0.1':>6} {'>0.2':>5} {'null':>4}  {'p/q <0.05':>9} {'<0.1':>6} "
-          f"{'>0.2':>5} {'null':>4}")
+          f"{'>0.2':>5} {'null':>4}  unsettled")
     for stack in [*dict.fromkeys(r["stack"] for r in rows), "all"]:
-        mine = [r for r in rows if stack in ("all", r["stack"])]
+        unsettled = sum(1 for r in rows if stack in ("all", r["stack"]) and "unsettled" in r)
+        mine = [r for r in rows if stack in ("all", r["stack"]) and "unsettled" not in r]
         cells = []
         for key in ("b_over_q", "p_over_q"):
             judged = [r[key] for r in mine if r[key][0] is not None]  # truth that cannot tell is not judged
@@ -211,8 +270,8 @@ def report(out, manifest):
             off = sum(1 for t, e, err in judged if err is not None and abs(err) > 0.2)
             nulls = sum(1 for t, e, err in judged if e is None)
             cells.append(f"{within[0]:>9.0%} {within[1]:>6.0%} {off:>5} {nulls:>4}")
-        print(f"{stack:12} {len(mine):>4}  {cells[0]}  {cells[1]}")
-    write_report(out / "report.tsv", rows)
+        print(f"{stack:12} {len(mine):>4}  {cells[0]}  {cells[1]}  {unsettled:>9}")
+    write_report(out / "report.tsv", [r for r in rows if "unsettled" not in r])
     return rows
 
 
@@ -236,6 +295,8 @@ def main():
     ap.add_argument("--no-report", action="store_true", help="make the runs only")
     ap.add_argument("--retruth", action="store_true",
                     help="no new runs: truth.json of the linux and usrsctp-udp runs again from their kept measurements")
+    ap.add_argument("--remake-unsettled", action="store_true",
+                    help=f"make again the linux runs whose kernel samples cover less than {SETTLED:.0%} of q")
     ap.add_argument("--list", action="store_true", help="print the grid and leave")
     a = ap.parse_args()
     stacks = [s.strip() for s in a.stacks.split(",") if s.strip()]
@@ -249,7 +310,9 @@ def main():
         print(f"{len(runs)} runs")
         return
     a.out.mkdir(parents=True, exist_ok=True)
-    if a.retruth:
+    if a.remake_unsettled:
+        remake_unsettled(a.out, dict(runs))
+    elif a.retruth:
         retruth(a.out, read_manifest(a.out), {rid: cfg for rid, cfg in runs if cfg.stack != "usrsctp"})
     elif not a.report_only:
         from nrsack.lab.runner import LabError

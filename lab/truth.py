@@ -113,6 +113,22 @@ def time_where(t, holds, starts, ends):
                      for s, e in zip(starts, ends)))
 
 
+SAMPLER_GAP_S = 0.005  # five periods of the 1 ms sampler: the sampling thread was not running
+
+
+def sampler_coverage(times, start, end):
+    """The share of [start, end] the kernel's samples cover: time inside gaps between samples (or
+    between an end and the nearest sample) longer than SAMPLER_GAP_S is time nobody looked. A loaded
+    machine deschedules the sampler (and the writer, whose waits then outlast the stack's), so a run
+    whose samples cover much less than all of q has a truth that measured the machine, not the stack."""
+    if end <= start:
+        return None
+    t = np.asarray(times, dtype=float)
+    t = np.concatenate(([start], t[(t > start) & (t < end)], [end]))
+    gaps = np.diff(t)
+    return float(1 - gaps[gaps > SAMPLER_GAP_S].sum() / (end - start))
+
+
 class LabTruth:
     def __init__(self, cfg, result, out_dir):
         self.cfg, self.result, self.out_dir = cfg, result, out_dir
@@ -332,7 +348,7 @@ def tcp_summary(cfg, m, out_dir):
                "blocking_intervals": len(m["waits"]), "vantage": "sender", "complete": complete,
                "stack": cfg.stack, "congestion_control": m.get("cc"), "gso": cfg.gso,
                "truth_source": "sender process and " + ("MPTCP_INFO, MPTCP_TCPINFO" if mptcp else "TCP_INFO")
-               + ", SO_MEMINFO, SIOCOUTQ",
+               + ", SO_MEMINFO, SIOCOUTQ", "sampler_coverage": sampler_coverage(times, start, end),
                "counters": {"bytes_sent": m["sent"], **counters},
                "parameters": cfg.as_dict()}
     (out_dir / "truth.json").write_text(json.dumps(summary, indent=1) + "\n")

@@ -31,7 +31,19 @@ def tcp_run(tmp_path_factory):
     if reason:
         pytest.skip(reason)
     out = tmp_path_factory.mktemp("labtcp")
-    return out, lab_run(out, *ARGS, "--bytes", "1000000")
+    niceness = os.getpriority(os.PRIO_PROCESS, 0)
+    run = out, lab_run(out, *ARGS, "--bytes", "1000000")
+    # the run's raised priority (lab/namespaces.py RUN_NICENESS) ends with the run
+    assert os.getpriority(os.PRIO_PROCESS, 0) == niceness
+    return run
+
+
+def test_the_truth_says_how_much_of_q_its_samples_cover(tcp_run):
+    out, _ = tcp_run
+    truth = json.loads((out / "truth.json").read_text())
+    assert 0 < truth["sampler_coverage"] <= 1
+    samples = pd.read_csv(out / "truth_tcp_info.csv")
+    assert len(samples) > 0.5 * truth["q_s"] * truth["sampler_coverage"] / 0.001
 
 
 def test_sack_run_completes_with_losses(tcp_run):

@@ -52,3 +52,18 @@ def test_mptcp_data_a_subflow_holds_unsent_is_not_sent(tmp_path, subflow_notsent
     times, unsent, _, sent, mss = _connection_samples(LabConfig(stack="linux-mptcp", more_paths=((0.01, 45.0, 100.0),)), m, tmp_path)
     assert list(unsent) == [subflow_notsent] and list(sent) == [sent_unacked] and mss == 1448
     assert pd.read_csv(tmp_path / "truth_mptcp_info.csv").subflow_notsent_bytes.tolist() == [subflow_notsent]
+
+
+def test_sampler_coverage_counts_only_the_gaps_nobody_sampled():
+    """1 ms samples over [0, 0.1] s cover all of it; a 20 ms hole, and 10 ms with no sample after the
+    start, are time nobody looked (gaps of up to SAMPLER_GAP_S are the sampler's own period)."""
+    from nrsack.lab.truth import SAMPLER_GAP_S, sampler_coverage
+
+    steady = [i / 1000 for i in range(101)]
+    assert sampler_coverage(steady, 0.0, 0.1) == pytest.approx(1.0)
+    holed = [t for t in steady if not 0.04 < t < 0.06]  # 0.04 -> 0.06: one 20 ms gap
+    assert sampler_coverage(holed, 0.0, 0.1) == pytest.approx(0.8)
+    late = [t for t in steady if t >= 0.01]
+    assert sampler_coverage(late, 0.0, 0.1) == pytest.approx(0.9)
+    assert sampler_coverage([0.0, SAMPLER_GAP_S, 2 * SAMPLER_GAP_S], 0.0, 2 * SAMPLER_GAP_S) == pytest.approx(1.0)
+    assert sampler_coverage([], 0.0, 0.1) == 0.0 and sampler_coverage(steady, 0.1, 0.1) is None
