@@ -90,6 +90,33 @@ def test_cubic_grows_faster_than_reno_far_below_its_last_maximum():
     assert done["linux"] < done["linux-reno"]
 
 
+@pytest.mark.parametrize("cc", ["linux", "linux-reno"])
+def test_congestion_avoidance_never_jumps_by_credit_kept_through_a_reduction(cc):
+    """tcp_init_cwnd_reduction and tcp_enter_loss clear snd_cwnd_cnt, and tcp_cong_avoid_ai turns
+    credit gathered at a larger count into one segment: outside slow start no ack adds more than
+    one segment (acks cover at most two), even after cubic's plateau and several reductions."""
+    # the first transmissions a kernel run lost (lab linux-tcp, 131072 x 2 % x 10 ms): small
+    # windows and reductions close together
+    drops = (35, 97, 158, 195, 298, 354, 383, 419, 463, 465, 476, 481, 485, 543, 554)
+    trace = simulate(config(profile=cc, sndbuf=1 << 20, total_bytes=1_000_000, drop_units=drops))
+    assert len([r for r in trace.recovery if r[1] == "fast"]) >= 10
+    steps = [(b[2] - a[2]) for a, b in zip(trace.cwnd, trace.cwnd[1:]) if a[2] >= a[3] and b[3] == a[3]]
+    assert steps and max(steps) <= 1448
+
+
+def test_cubic_counts_whole_segments_as_the_kernel_does():
+    """tcp_cubic.c keeps W_max, the origin and the target in whole segments: after a loss at a
+    cwnd of w segments W_max is w, and after a second loss below it (fast convergence)
+    w * (1024 + 717) / 2048 rounded down."""
+    sim = Simulation(config(sndbuf=1 << 20, total_bytes=2_000_000))
+    sim.cwnd[0] = 11 * 1448
+    sim._linux_ssthresh(0)
+    assert sim.cubic[0]["w_max"] == 11
+    sim.cwnd[0] = 7 * 1448
+    assert sim._linux_ssthresh(0) == (7 * 717 >> 10) * 1448
+    assert sim.cubic[0]["w_max"] == 7 * 1741 // 2048
+
+
 def test_linux_profiles_are_for_tcp_and_mptcp_only():
     with pytest.raises(ValueError, match="profile linux is for tcp and mptcp only, not sctp"):
         config(protocol="sctp")
