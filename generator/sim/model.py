@@ -80,6 +80,13 @@ class SimConfig:
     duration_s: float | None = None  # a fixed-duration run: stop at this time, done or not
     isn: int | None = None  # first TSN / sequence number; None: drawn from the seed
     drop_units: tuple = ()  # units whose first transmission is lost (scripted loss, for tests)
+    # (path, k): the k-th first transmission on that path (its subflow's k-th segment) is lost; a
+    # lab run's losses replayed path by path (bench/bench_linux_profile.py); model.py only
+    drop_path_packets: tuple = ()
+    # MPTCP: for paths 1, 2 ...: seconds from the first path's first data to the path's (None: it
+    # never carries data), in place of the handshake's timing; a lab run's join replayed (the
+    # kernel joins from its path manager's worker, whose delay the model cannot know); model.py only
+    join_after_s: tuple = ()
 
     def __post_init__(self):
         prof = profile(self.profile)
@@ -188,6 +195,7 @@ class Simulation:
         self.record_receiver = receiver_trace
         self.mptcp = cfg.protocol == "mptcp"
         self.drop_units = frozenset(cfg.drop_units)
+        self.drop_path_packets = frozenset(cfg.drop_path_packets)
         self.cmt = cfg.protocol == "cmt"
         self.sctp_like = cfg.protocol in ("sctp", "cmt")
         self.nr = cfg.ack == "nrsack"
@@ -274,6 +282,8 @@ class Simulation:
         self.cubic = [dict(w_max=0, epoch=None, k=0, origin=0, ack_cnt=0, tcp_cwnd=0, cnt=0, last_cwnd=0,
                            last_time=0) for _ in range(P)]
         self.ca_acked = [0] * P  # bytes acked in congestion avoidance toward the next increase
+        self.cwnd_limited = [False] * P  # linux: tcp_cwnd_validate's is_cwnd_limited ...
+        self.cwnd_usage_seq = [0] * P  # ... kept until the ack passes this space index
         self.min_rtt = [None] * P
         # HyStart's round per path: (space index ending it, start ns, last train ack ns, min RTT of
         # its first samples, samples); None: a new round begins with the next ack
@@ -457,10 +467,16 @@ class Simulation:
             join = 4 * d0 if self.prof.mptcp_join_after_add_addr else 2 * d0
             for p in range(1, self.P):
                 dp = self.delay[p]
+                usable = (4 if self.prof.mptcp_join_after_add_addr else 2) * dp
+                if self.cfg.join_after_s:
+                    after = self.cfg.join_after_s[p - 1]
+                    if after is None:
+                        continue
+                    join = max(2 * d0 + int(after * NS) - usable, 0)
                 steps += [(join, "JOIN-SYN", True), (join + 2 * dp, "JOIN-SYN-ACK", False),
                           (join + 2 * dp, "JOIN-ACK", True)]
                 paths += [p, p, p]
-                ready.append((p, join + (4 if self.prof.mptcp_join_after_add_addr else 2) * dp))
+                ready.append((p, join + usable))
         for (t, name, from_sender), p in zip(steps, paths):
             # a frame from the sender is seen at the sender at t and at the receiver one delay
             # later; a frame from the receiver left it one delay before t
@@ -475,6 +491,22 @@ class Simulation:
 
     # -- sender ----------------------------------------------------------------------------------
     def _try_send(self, now):
+        self._send_what_fits(now)
+        if self.prof.linux_sndbuf:
+            self._validate_cwnd()
+
+    def _validate_cwnd(self):
+        """tcp_cwnd_validate (net/ipv4/tcp_output.c), after each tcp_write_xmit: a path whose pipe
+        reached cwnd is cwnd-limited for the rest of the window then sent (until the ack passes
+        snd_nxt of that moment), and tcp_is_cwnd_limited lets cwnd grow on every ack of it."""
+        for q in range(self.P):
+            sp = self.spaces[q if self.mptcp else 0]
+            limited = self.flight[q] >= self.cwnd[q]
+            if limited or sp.cum >= self.cwnd_usage_seq[q]:
+                self.cwnd_limited[q] = limited
+                self.cwnd_usage_seq[q] = sp.sent
+
+    def _send_what_fits(self, now):
         if self.linger:
             return self._try_send_linger(now)
         if self.prof.max_burst_cwnd:
@@ -691,7 +723,8 @@ class Simulation:
             lost = self.first_draw[u] < self.loss[p]
         else:
             lost = self._lost(p, u, rtx)
-        if lost or (not rtx and u in self.drop_units):
+        if lost or (not rtx and (u in self.drop_units or (
+                self.drop_path_packets and (p, self.sidx[u] if self.mptcp else u) in self.drop_path_packets))):
             self.n_random_drops += 1
             return
         self.seq += 1
@@ -984,7 +1017,7 @@ class Simulation:
             if self.prof.linux_sndbuf:
                 # tcp_is_cwnd_limited (include/net/tcp.h): in slow start cwnd grows to twice
                 # what is in flight, so a buffer-limited sender's cwnd keeps growing there
-                if (flight_before[q] + self.grow_margin > self.cwnd[q]
+                if (self.cwnd_limited[q] or flight_before[q] + self.grow_margin > self.cwnd[q]
                         or self.ssthresh[q] > self.cwnd[q] < 2 * flight_before[q]):
                     self._linux_grow(now, q, newly_bytes[q])
                 continue
