@@ -256,8 +256,11 @@ def replay_runs(a, lab, lab_dir, sim_dir, mptcp):
                          bandwidth_mbps=float(r.bandwidth_mbps), delay_ms=float(r.delay_ms), nbytes=int(r.bytes),
                          seed=int(r.seed), paths=2 if mptcp else 1, payload=a.payload, profile=a.profile,
                          writer=a.writer, loss_all_paths=mptcp)
-        cfg = replace(sweep.config_of(pt), drop_path_packets=tuple(drops),
-                      join_after_s=(join_after(run_dir),) if mptcp else ())
+        cfg = sweep.config_of(pt)
+        if mptcp:
+            cfg = replace(cfg, drop_path_packets=tuple(drops), join_after_s=(join_after(run_dir),))
+        else:  # one path: its k-th segment is unit k
+            cfg = replace(cfg, drop_units=tuple(k for _, k in drops))
         summary = Truth(simulate(cfg)).summary()
         rows.append(dict(pt, loss=r.loss, replayed_drops=len(drops), kernel_path_ok=bool(r.path_ok), throughput_bps=summary["throughput_bps"],
                          b_over_q=summary["b_over_q"], p_over_q=summary["p_over_q"],
