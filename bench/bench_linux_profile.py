@@ -6,6 +6,7 @@ loss, delay and bandwidth) against the simulator's MPTCP over two such paths.
     python bench/bench_linux_profile.py --out calib/                 # lab runs missing, then the table
     python bench/bench_linux_profile.py --out calib/ --report-only   # the table from the runs made
     python bench/bench_linux_profile.py --out calib/ --stack linux-mptcp
+    python bench/bench_linux_profile.py --out calib/ --replay-losses  # each kernel run replayed (below)
 
 Per grid point (send buffer x loss x delay) the mean and spread (standard deviation over seeds) of
 throughput, retransmissions, timeouts, b/q and p/q for the kernel and for the model; a point is
@@ -64,34 +65,37 @@ def capture_counters(pcap):
     sent_at = {}  # (sender's port, end sequence) -> time sent; None once sent again
     rtts = []
     last_data_t = {}  # the sender's port -> time of its last data segment
+    for t, tcp, size in _tcp_segments(pcap):
+        if tcp.sport == LAB_PORT and tcp.flags & dpkt.tcp.TH_ACK:
+            sent = sent_at.pop((tcp.dport, tcp.ack), None)
+            if sent is not None:
+                rtts.append(t - sent)
+            continue
+        if not size or tcp.dport != LAB_PORT:
+            continue
+        end = tcp.seq + size
+        key = (tcp.sport, end % 2**32)
+        high = highest.get(tcp.sport)
+        if high is not None and (end - high) % 2**32 > 2**31 or end == high:
+            retransmissions += 1
+            sent_at[key] = None
+            if t - last_data_t.get(tcp.sport, t) >= SILENCE_BEFORE_TIMEOUT_S:
+                timeouts += 1
+        else:
+            highest[tcp.sport] = end
+            sent_at[key] = None if key in sent_at else t
+        last_data_t[tcp.sport] = t
+    return retransmissions, timeouts, rtts
+
+
+def _tcp_segments(pcap):
+    """(time, TCP header, payload length) of each TCP segment in a capture; the lab's captures keep
+    the first 128 bytes of a frame, so the payload's length comes from the headers."""
     with open(pcap, "rb") as f:
         for t, buf in dpkt.pcap.Reader(f):
             ip = dpkt.ethernet.Ethernet(buf).data
-            if not isinstance(ip, dpkt.ip.IP) or not isinstance(ip.data, dpkt.tcp.TCP):
-                continue
-            tcp = ip.data
-            # the lab's captures keep the first 128 bytes of a frame: the payload's length from the headers
-            size = ip.len - ip.hl * 4 - tcp.off * 4
-            if tcp.sport == LAB_PORT and tcp.flags & dpkt.tcp.TH_ACK:
-                sent = sent_at.pop((tcp.dport, tcp.ack), None)
-                if sent is not None:
-                    rtts.append(t - sent)
-                continue
-            if not size or tcp.dport != LAB_PORT:
-                continue
-            end = tcp.seq + size
-            key = (tcp.sport, end % 2**32)
-            high = highest.get(tcp.sport)
-            if high is not None and (end - high) % 2**32 > 2**31 or end == high:
-                retransmissions += 1
-                sent_at[key] = None
-                if t - last_data_t.get(tcp.sport, t) >= SILENCE_BEFORE_TIMEOUT_S:
-                    timeouts += 1
-            else:
-                highest[tcp.sport] = end
-                sent_at[key] = None if key in sent_at else t
-            last_data_t[tcp.sport] = t
-    return retransmissions, timeouts, rtts
+            if isinstance(ip, dpkt.ip.IP) and isinstance(ip.data, dpkt.tcp.TCP):
+                yield t, ip.data, ip.len - ip.hl * 4 - ip.data.off * 4
 
 
 def _data_segments(pcap):
@@ -99,18 +103,13 @@ def _data_segments(pcap):
     connections; one under linux-tcp) numbered in the order of their SYNs, the offset from the
     SYN's sequence."""
     out, isn = [], {}
-    with open(pcap, "rb") as f:
-        for t, buf in dpkt.pcap.Reader(f):
-            ip = dpkt.ethernet.Ethernet(buf).data
-            if not isinstance(ip, dpkt.ip.IP) or not isinstance(ip.data, dpkt.tcp.TCP):
-                continue
-            tcp = ip.data
-            if tcp.dport != LAB_PORT:
-                continue
-            if tcp.flags & dpkt.tcp.TH_SYN:
-                isn.setdefault(tcp.sport, tcp.seq + 1)
-            elif ip.len - ip.hl * 4 - tcp.off * 4 and tcp.sport in isn:
-                out.append((t, list(isn).index(tcp.sport), (tcp.seq - isn[tcp.sport]) % 2**32))
+    for t, tcp, size in _tcp_segments(pcap):
+        if tcp.dport != LAB_PORT:
+            continue
+        if tcp.flags & dpkt.tcp.TH_SYN:
+            isn.setdefault(tcp.sport, tcp.seq + 1)
+        elif size and tcp.sport in isn:
+            out.append((t, list(isn).index(tcp.sport), (tcp.seq - isn[tcp.sport]) % 2**32))
     return out
 
 
