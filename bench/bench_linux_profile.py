@@ -6,6 +6,7 @@ loss, delay and bandwidth) against the simulator's MPTCP over two such paths.
     python bench/bench_linux_profile.py --out calib/                 # lab runs missing, then the table
     python bench/bench_linux_profile.py --out calib/ --report-only   # the table from the runs made
     python bench/bench_linux_profile.py --out calib/ --stack linux-mptcp
+    python bench/bench_linux_profile.py --out calib/ --replay-losses  # each kernel run replayed (below)
 
 Per grid point (send buffer x loss x delay) the mean and spread (standard deviation over seeds) of
 throughput, retransmissions, timeouts, b/q and p/q for the kernel and for the model; a point is
@@ -22,6 +23,16 @@ holds packets longer than the path it emulates. A kernel run whose 95th-percenti
 capture) exceeds the longest the emulated path can give (both delays, a full queue, a delayed
 ack) is left out (--keep-distorted keeps it), and a point with fewer than 3 runs left is not
 judged; the table gives the runs kept and their median RTT.
+
+The lab's forwarder draws its losses from the seed and the frame's index, so every point of a
+kernel grid loses the same few patterns (5 or 10 seeds), and a model over other seeds compares
+those patterns with its own as much as the rules. --replay-losses takes that out: the model runs
+once per kernel run and loses exactly the first transmissions the kernel's path lost (found on
+the run's captures, lost_first_packets: which segment of which subflow), nothing else; under
+MPTCP its second subflow also starts when the kernel's did (join_after: the kernel joins from
+its path manager's worker, which a loaded machine delays by up to half a second, and in some
+runs never before the transfer ends). The kernel's few lost retransmissions are not replayed
+(the table's retransmission columns show them).
 """
 
 import argparse
@@ -54,34 +65,78 @@ def capture_counters(pcap):
     sent_at = {}  # (sender's port, end sequence) -> time sent; None once sent again
     rtts = []
     last_data_t = {}  # the sender's port -> time of its last data segment
+    for t, tcp, size in _tcp_segments(pcap):
+        if tcp.sport == LAB_PORT and tcp.flags & dpkt.tcp.TH_ACK:
+            sent = sent_at.pop((tcp.dport, tcp.ack), None)
+            if sent is not None:
+                rtts.append(t - sent)
+            continue
+        if not size or tcp.dport != LAB_PORT:
+            continue
+        end = tcp.seq + size
+        key = (tcp.sport, end % 2**32)
+        high = highest.get(tcp.sport)
+        if high is not None and (end - high) % 2**32 > 2**31 or end == high:
+            retransmissions += 1
+            sent_at[key] = None
+            if t - last_data_t.get(tcp.sport, t) >= SILENCE_BEFORE_TIMEOUT_S:
+                timeouts += 1
+        else:
+            highest[tcp.sport] = end
+            sent_at[key] = None if key in sent_at else t
+        last_data_t[tcp.sport] = t
+    return retransmissions, timeouts, rtts
+
+
+def _tcp_segments(pcap):
+    """(time, TCP header, payload length) of each TCP segment in a capture; the lab's captures keep
+    the first 128 bytes of a frame, so the payload's length comes from the headers."""
     with open(pcap, "rb") as f:
         for t, buf in dpkt.pcap.Reader(f):
             ip = dpkt.ethernet.Ethernet(buf).data
-            if not isinstance(ip, dpkt.ip.IP) or not isinstance(ip.data, dpkt.tcp.TCP):
-                continue
-            tcp = ip.data
-            # the lab's captures keep the first 128 bytes of a frame: the payload's length from the headers
-            size = ip.len - ip.hl * 4 - tcp.off * 4
-            if tcp.sport == LAB_PORT and tcp.flags & dpkt.tcp.TH_ACK:
-                sent = sent_at.pop((tcp.dport, tcp.ack), None)
-                if sent is not None:
-                    rtts.append(t - sent)
-                continue
-            if not size or tcp.dport != LAB_PORT:
-                continue
-            end = tcp.seq + size
-            key = (tcp.sport, end % 2**32)
-            high = highest.get(tcp.sport)
-            if high is not None and (end - high) % 2**32 > 2**31 or end == high:
-                retransmissions += 1
-                sent_at[key] = None
-                if t - last_data_t.get(tcp.sport, t) >= SILENCE_BEFORE_TIMEOUT_S:
-                    timeouts += 1
-            else:
-                highest[tcp.sport] = end
-                sent_at[key] = None if key in sent_at else t
-            last_data_t[tcp.sport] = t
-    return retransmissions, timeouts, rtts
+            if isinstance(ip, dpkt.ip.IP) and isinstance(ip.data, dpkt.tcp.TCP):
+                yield t, ip.data, ip.len - ip.hl * 4 - ip.data.off * 4
+
+
+def _data_segments(pcap):
+    """(time, subflow, offset) of each data segment sent to the lab's port: subflows (TCP
+    connections; one under linux-tcp) numbered in the order of their SYNs, the offset from the
+    SYN's sequence."""
+    out, isn = [], {}
+    for t, tcp, size in _tcp_segments(pcap):
+        if tcp.dport != LAB_PORT:
+            continue
+        if tcp.flags & dpkt.tcp.TH_SYN:
+            isn.setdefault(tcp.sport, tcp.seq + 1)
+        elif size and tcp.sport in isn:
+            out.append((t, list(isn).index(tcp.sport), (tcp.seq - isn[tcp.sport]) % 2**32))
+    return out
+
+
+def join_after(run_dir):
+    """Seconds from the first subflow's first data to the second's (None: it sent none)."""
+    firsts = {}
+    for t, subflow, _ in _data_segments(run_dir / "sender.pcap"):
+        firsts.setdefault(subflow, t)
+    return None if 1 not in firsts or 0 not in firsts else max(firsts[1] - firsts[0], 0.0)
+
+
+def lost_first_packets(run_dir, payload, delay_s):
+    """(subflow, k) of each first transmission the lab's path lost, k the segment's index in its
+    subflow (payload-sized segments): the receiver's capture has no copy of it before a second
+    transmission could have arrived (sent + most of the one-way delay). Under MPTCP a segment
+    sent again on another subflow is that subflow's own first transmission."""
+    arrived, sends = {}, {}
+    for t, subflow, offset in _data_segments(run_dir / "receiver.pcap"):
+        arrived.setdefault((subflow, offset), t)
+    for t, subflow, offset in _data_segments(run_dir / "sender.pcap"):
+        sends.setdefault((subflow, offset), []).append(t)
+    lost = []
+    for (subflow, offset), times in sends.items():
+        first_arrival = arrived.get((subflow, offset))
+        if first_arrival is None or (len(times) > 1 and first_arrival >= times[1] + 0.9 * delay_s):
+            lost.append((subflow, offset // payload))
+    return sorted(set(lost))
 
 
 def path_bound_ms(delay_ms, bandwidth_mbps, queue_packets=LAB_QUEUE_PACKETS):
@@ -183,6 +238,39 @@ def simulate_mptcp(a, delay, sim_dir):
     return rows
 
 
+def replay_runs(a, lab, lab_dir, sim_dir, mptcp):
+    """One model run per kernel run, losing exactly the first transmissions it lost (and no
+    retransmission); grouped under the kernel run's grid point."""
+    from dataclasses import replace
+
+    from nrsack.generator.sim import sweep
+    from nrsack.generator.sim.engine import simulate
+    from nrsack.generator.sim.truth import Truth
+
+    rows = []
+    for r in lab.itertuples():
+        run_dir = lab_dir / "runs" / f"sack-b{r.sndbuf}-l{r.loss:g}-d{r.delay_ms:g}-s{r.seed}"
+        drops = lost_first_packets(run_dir, a.payload, r.delay_ms / 1e3)
+        pt = sweep.point(protocol="mptcp" if mptcp else "tcp", ack="sack", sndbuf=int(r.sndbuf), loss=0.0,
+                         bandwidth_mbps=float(r.bandwidth_mbps), delay_ms=float(r.delay_ms), nbytes=int(r.bytes),
+                         seed=int(r.seed), paths=2 if mptcp else 1, payload=a.payload, profile=a.profile,
+                         writer=a.writer, loss_all_paths=mptcp)
+        cfg = sweep.config_of(pt)
+        if mptcp:
+            cfg = replace(cfg, drop_path_packets=tuple(drops), join_after_s=(join_after(run_dir),))
+        else:  # one path: its k-th segment is unit k
+            cfg = replace(cfg, drop_units=tuple(k for _, k in drops))
+        summary = Truth(simulate(cfg)).summary()
+        rows.append(dict(pt, loss=r.loss, replayed_drops=len(drops), kernel_path_ok=bool(r.path_ok), throughput_bps=summary["throughput_bps"],
+                         b_over_q=summary["b_over_q"], p_over_q=summary["p_over_q"],
+                         timeouts=summary["counters"]["timeouts"],
+                         retransmissions=summary["counters"]["retransmissions"]))
+    sim_dir.mkdir(parents=True, exist_ok=True)
+    rows = pd.DataFrame(rows)
+    rows.to_csv(sim_dir / "runs.csv", index=False)
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
@@ -205,6 +293,9 @@ def main(argv=None):
     ap.add_argument("--writer", default="spin", help="the simulator's writer (the lab's spins on send())")
     ap.add_argument("--keep-distorted", action="store_true",
                     help="judge on every kernel run, those whose path RTT exceeded the emulated path's too")
+    ap.add_argument("--replay-losses", action="store_true",
+                    help="the model loses exactly the first transmissions each kernel run lost, one model run per "
+                         "kernel run (--sim-seeds is then unused)")
     ap.add_argument("--report-only", action="store_true")
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
@@ -231,7 +322,12 @@ def main(argv=None):
             run(["nice", "-n", "10", *nrsack, "lab", "sweep", "--stack", a.stack, "--cc", a.cc,
                  "--delay", delay, *lab_grid, "--out", str(lab_dir)], a.out / f"lab-{tag}d{delay}.log")
             print("load after the lab runs:", os.getloadavg(), flush=True)
-        if mptcp:
+        lab_runs = lab_rows(lab_dir)
+        if a.replay_losses:
+            s = replay_runs(a, lab_runs, lab_dir, a.out / f"sim-replay-{tag}{a.profile}-d{delay}", mptcp)
+            if not a.keep_distorted:  # the replays of the kernel runs the table keeps
+                s = s[s.kernel_path_ok]
+        elif mptcp:
             s = (pd.read_csv(sim_dir / "runs.csv") if a.report_only and (sim_dir / "runs.csv").exists()
                  else simulate_mptcp(a, delay, sim_dir))
         else:
@@ -239,10 +335,11 @@ def main(argv=None):
                  "--payload", str(a.payload),
                  "--delay", delay, *sim_grid, "--serial", "--out", str(sim_dir)], a.out / f"sim-d{delay}.log")
             s = pd.read_csv(sim_dir / "runs.csv")
-        lab.append(lab_rows(lab_dir))
+        lab.append(lab_runs)
         sim.append(s[s.ack == "sack"])
     rows = table(pd.concat(lab), pd.concat(sim), a.keep_distorted)
-    rows.to_csv(a.out / f"calibration-{tag}{a.profile}.csv", index=False, float_format="%.4g")
+    replayed = "replay-" if a.replay_losses else ""
+    rows.to_csv(a.out / f"calibration-{replayed}{tag}{a.profile}.csv", index=False, float_format="%.4g")
     print(markdown(rows))
     print("\n" + verdict(rows))
 

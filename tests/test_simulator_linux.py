@@ -1,5 +1,7 @@
 """The linux profile's rules act as the kernel's do (docs/simulator.md cites each)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -88,6 +90,33 @@ def test_cubic_grows_faster_than_reno_far_below_its_last_maximum():
               paths=(PathConfig(bandwidth_bps=200e6, delay_s=0.04, queue_packets=10_000),))
     done = {p: simulate(config(profile=p, **kw)).done_ns for p in ("linux", "linux-reno")}
     assert done["linux"] < done["linux-reno"]
+
+
+@pytest.mark.parametrize("cc", ["linux", "linux-reno"])
+def test_congestion_avoidance_never_jumps_by_credit_kept_through_a_reduction(cc):
+    """tcp_init_cwnd_reduction and tcp_enter_loss clear snd_cwnd_cnt, and tcp_cong_avoid_ai turns
+    credit gathered at a larger count into one segment: outside slow start no ack adds more than
+    one segment (acks cover at most two), even after cubic's plateau and several reductions."""
+    # the first transmissions a kernel run lost (lab linux-tcp, 131072 x 2 % x 10 ms): small
+    # windows and reductions close together
+    drops = (35, 97, 158, 195, 298, 354, 383, 419, 463, 465, 476, 481, 485, 543, 554)
+    trace = simulate(config(profile=cc, sndbuf=1 << 20, total_bytes=1_000_000, drop_units=drops))
+    assert len([r for r in trace.recovery if r[1] == "fast"]) >= 10
+    steps = [(b[2] - a[2]) for a, b in zip(trace.cwnd, trace.cwnd[1:]) if a[2] >= a[3] and b[3] == a[3]]
+    assert steps and max(steps) <= 1448
+
+
+def test_cubic_counts_whole_segments_as_the_kernel_does():
+    """tcp_cubic.c keeps W_max, the origin and the target in whole segments: after a loss at a
+    cwnd of w segments W_max is w, and after a second loss below it (fast convergence)
+    w * (1024 + 717) / 2048 rounded down."""
+    sim = Simulation(config(sndbuf=1 << 20, total_bytes=2_000_000))
+    sim.cwnd[0] = 11 * 1448
+    sim._linux_ssthresh(0)
+    assert sim.cubic[0]["w_max"] == 11
+    sim.cwnd[0] = 7 * 1448
+    assert sim._linux_ssthresh(0) == (7 * 717 >> 10) * 1448
+    assert sim.cubic[0]["w_max"] == 7 * 1741 // 2048
 
 
 def test_linux_profiles_are_for_tcp_and_mptcp_only():
@@ -224,3 +253,44 @@ def test_a_joining_subflow_sends_once_fully_established_after_the_add_addr():
         joins = {f[3]: f[0] for f in trace.sender if f[1] == CTRL and f[2] == 1}
         assert joins["JOIN-SYN"] == join
         assert min(f[0] for f in trace.sender if f[1] == DATA and f[2] == 1) == first_on_second
+
+
+def test_a_lab_runs_losses_replay_segment_by_segment_on_each_path():
+    """drop_path_packets loses the k-th first transmission of a path (its subflow's k-th segment)
+    and nothing else; a run with them stays on the Python engine, which alone knows them."""
+    from nrsack.generator.sim import fast
+
+    drops = ((0, 5), (1, 3), (1, 40))
+    cfg = config(protocol="mptcp", payload=1400, paths=TWO_PATHS, drop_path_packets=drops, sndbuf=65536)
+    assert not fast.eligible(replace(cfg, profile="rfc"), False)
+    trace = simulate(cfg)
+    firsts = {(f[2], f[4]) for f in trace.sender if f[1] == DATA}
+    resent = {unit for _, kind, _, unit, _ in trace.sender if kind == RTX}
+    lost_units = {u for _, kind, p, u, k in trace.sender if kind == DATA and (p, k) in drops}
+    assert set(drops) <= firsts and len(lost_units) == 3
+    assert trace.counters["random_drops"] == 3 and resent >= lost_units
+
+
+def test_a_lab_runs_join_replays_when_the_second_subflow_first_sends():
+    d = int(0.01 * NS)
+    for after, first in ((0.3, 2 * d + int(0.3 * NS)), (None, None)):
+        trace = simulate(config(protocol="mptcp", payload=1400, paths=TWO_PATHS, join_after_s=(after,)))
+        on_second = [f[0] for f in trace.sender if f[1] == DATA and f[2] == 1]
+        assert (min(on_second) if on_second else None) == first
+        assert trace.done_ns is not None
+
+
+def test_a_window_that_filled_cwnd_stays_cwnd_limited_until_acked():
+    """tcp_cwnd_validate: once the pipe reaches cwnd, the path is cwnd-limited (cwnd may grow)
+    until the ack passes what was sent then, even if the pipe falls below cwnd meanwhile."""
+    sim = Simulation(config())
+    sp, S = sim.spaces[0], sim.S
+    sim.cwnd[0], sim.flight[0], sp.sent, sp.cum = 4 * S, 4 * S, 10, 6
+    sim._validate_cwnd()
+    assert sim.cwnd_limited[0] and sim.cwnd_usage_seq[0] == 10
+    sim.flight[0], sp.sent, sp.cum = 2 * S, 11, 9
+    sim._validate_cwnd()
+    assert sim.cwnd_limited[0] and sim.cwnd_usage_seq[0] == 10
+    sp.cum = 10
+    sim._validate_cwnd()
+    assert not sim.cwnd_limited[0] and sim.cwnd_usage_seq[0] == 11

@@ -94,8 +94,10 @@ def library():
 
 def eligible(config, receiver_trace):
     """SCTP, TCP and MPTCP (CMT's path choice and DAC: model.py only), under every profile but the
-    Linux ones (their send buffer, RACK and cubic are in model.py only: docs/simulator.md)."""
-    return config.protocol in ("sctp", "tcp", "mptcp") and config.profile not in PYTHON_ONLY
+    Linux ones (their send buffer, RACK and cubic are in model.py only: docs/simulator.md), and
+    without a lab run's losses or join replayed (drop_path_packets, join_after_s)."""
+    return (config.protocol in ("sctp", "tcp", "mptcp") and config.profile not in PYTHON_ONLY
+            and not config.drop_path_packets and not config.join_after_s)
 
 
 def run(sim):

@@ -28,9 +28,12 @@ INFL, SACKED, LOST, RTXD, ACKED, FRTX = 1, 2, 4, 8, 16, 32
 EV_DATA_ARRIVAL, EV_ACK_ARRIVAL, EV_DELACK, EV_RTO, EV_READY, EV_CTRL, EV_HB_ACK, EV_DEGRADE = range(8)
 
 NS = 1_000_000_000
-# cubic's constants (RFC 9438 4.1-4.3; tcp_cubic.c: beta 717/1024, bic_scale 41 -> C 0.4)
-CUBIC_C, CUBIC_BETA = 0.4, 0.7
-CUBIC_ALPHA = 3 * (1 - CUBIC_BETA) / (1 + CUBIC_BETA)
+# cubic's constants (RFC 9438 4.1-4.3: C 0.4, beta 0.7) in tcp_cubic.c's integers: cube_rtt_scale =
+# bic_scale 41 * 10, cube_factor = 2^40 / cube_rtt_scale (K in 1/1024 s), beta_scale =
+# 8 (1024 + 717) / 3 / (1024 - 717) (the Reno-friendly estimate's step)
+CUBIC_RTT_SCALE = 41 * 10
+CUBIC_FACTOR = (1 << 40) / CUBIC_RTT_SCALE
+CUBIC_BETA_SCALE = 8 * (1024 + 717) // 3 // (1024 - 717)
 SCTP_MAX_BLOCKS = (1500 - 20 - 12 - 20) // 4  # an NR-SACK chunk must fit one 1500-byte packet
 TCP_MAX_BLOCKS = 4  # 40 bytes of TCP options
 # net/mptcp/protocol.c MPTCP_SEND_BURST_SIZE: 64 KB less the TCP header, options, IPv6 header and
@@ -77,6 +80,13 @@ class SimConfig:
     duration_s: float | None = None  # a fixed-duration run: stop at this time, done or not
     isn: int | None = None  # first TSN / sequence number; None: drawn from the seed
     drop_units: tuple = ()  # units whose first transmission is lost (scripted loss, for tests)
+    # (path, k): the k-th first transmission on that path (its subflow's k-th segment) is lost; a
+    # lab run's losses replayed path by path (bench/bench_linux_profile.py); model.py only
+    drop_path_packets: tuple = ()
+    # MPTCP: for paths 1, 2 ...: seconds from the first path's first data to the path's (None: it
+    # never carries data), in place of the handshake's timing; a lab run's join replayed (the
+    # kernel joins from its path manager's worker, whose delay the model cannot know); model.py only
+    join_after_s: tuple = ()
 
     def __post_init__(self):
         prof = profile(self.profile)
@@ -185,6 +195,7 @@ class Simulation:
         self.record_receiver = receiver_trace
         self.mptcp = cfg.protocol == "mptcp"
         self.drop_units = frozenset(cfg.drop_units)
+        self.drop_path_packets = frozenset(cfg.drop_path_packets)
         self.cmt = cfg.protocol == "cmt"
         self.sctp_like = cfg.protocol in ("sctp", "cmt")
         self.nr = cfg.ack == "nrsack"
@@ -268,8 +279,11 @@ class Simulation:
         self.written_bytes = 0
         self.handed = [deque() for _ in range(len(cfg.paths))]
         self.avg_pacing = [None] * len(cfg.paths)  # the scheduler's smoothed pacing rate, bytes/ns
-        self.cubic = [dict(w_max=0.0, epoch=None, k=0.0, origin=0.0, w_est=0.0) for _ in range(P)]
+        self.cubic = [dict(w_max=0, epoch=None, k=0, origin=0, ack_cnt=0, tcp_cwnd=0, cnt=0, last_cwnd=0,
+                           last_time=0) for _ in range(P)]
         self.ca_acked = [0] * P  # bytes acked in congestion avoidance toward the next increase
+        self.cwnd_limited = [False] * P  # linux: tcp_cwnd_validate's is_cwnd_limited ...
+        self.cwnd_usage_seq = [0] * P  # ... kept until the ack passes this space index
         self.min_rtt = [None] * P
         # HyStart's round per path: (space index ending it, start ns, last train ack ns, min RTT of
         # its first samples, samples); None: a new round begins with the next ack
@@ -453,10 +467,16 @@ class Simulation:
             join = 4 * d0 if self.prof.mptcp_join_after_add_addr else 2 * d0
             for p in range(1, self.P):
                 dp = self.delay[p]
+                usable = (4 if self.prof.mptcp_join_after_add_addr else 2) * dp
+                if self.cfg.join_after_s:
+                    after = self.cfg.join_after_s[p - 1]
+                    if after is None:
+                        continue
+                    join = max(2 * d0 + int(after * NS) - usable, 0)
                 steps += [(join, "JOIN-SYN", True), (join + 2 * dp, "JOIN-SYN-ACK", False),
                           (join + 2 * dp, "JOIN-ACK", True)]
                 paths += [p, p, p]
-                ready.append((p, join + (4 if self.prof.mptcp_join_after_add_addr else 2) * dp))
+                ready.append((p, join + usable))
         for (t, name, from_sender), p in zip(steps, paths):
             # a frame from the sender is seen at the sender at t and at the receiver one delay
             # later; a frame from the receiver left it one delay before t
@@ -471,6 +491,22 @@ class Simulation:
 
     # -- sender ----------------------------------------------------------------------------------
     def _try_send(self, now):
+        self._send_what_fits(now)
+        if self.prof.linux_sndbuf:
+            self._validate_cwnd()
+
+    def _validate_cwnd(self):
+        """tcp_cwnd_validate (net/ipv4/tcp_output.c), after each tcp_write_xmit: a path whose pipe
+        reached cwnd is cwnd-limited for the rest of the window then sent (until the ack passes
+        snd_nxt of that moment), and tcp_is_cwnd_limited lets cwnd grow on every ack of it."""
+        for q in range(self.P):
+            sp = self.spaces[q if self.mptcp else 0]
+            limited = self.flight[q] >= self.cwnd[q]
+            if limited or sp.cum >= self.cwnd_usage_seq[q]:
+                self.cwnd_limited[q] = limited
+                self.cwnd_usage_seq[q] = sp.sent
+
+    def _send_what_fits(self, now):
         if self.linger:
             return self._try_send_linger(now)
         if self.prof.max_burst_cwnd:
@@ -687,7 +723,8 @@ class Simulation:
             lost = self.first_draw[u] < self.loss[p]
         else:
             lost = self._lost(p, u, rtx)
-        if lost or (not rtx and u in self.drop_units):
+        if lost or (not rtx and (u in self.drop_units or (
+                self.drop_path_packets and (p, self.sidx[u] if self.mptcp else u) in self.drop_path_packets))):
             self.n_random_drops += 1
             return
         self.seq += 1
@@ -754,6 +791,7 @@ class Simulation:
             self.ssthresh[p] = max(self.cwnd[p] // 2, 4 * self.U if self.sctp_like else 2 * self.U)
         self.cwnd[p] = self.U
         self.pba[p] = 0
+        self.ca_acked[p] = 0  # tcp_enter_loss: snd_cwnd_cnt = 0
         self.fr_allow[p] = False
         self._cwnd_changed(now, p)
         self.degrade_deadline[p] = None
@@ -979,7 +1017,7 @@ class Simulation:
             if self.prof.linux_sndbuf:
                 # tcp_is_cwnd_limited (include/net/tcp.h): in slow start cwnd grows to twice
                 # what is in flight, so a buffer-limited sender's cwnd keeps growing there
-                if (flight_before[q] + self.grow_margin > self.cwnd[q]
+                if (self.cwnd_limited[q] or flight_before[q] + self.grow_margin > self.cwnd[q]
                         or self.ssthresh[q] > self.cwnd[q] < 2 * flight_before[q]):
                     self._linux_grow(now, q, newly_bytes[q])
                 continue
@@ -1038,7 +1076,7 @@ class Simulation:
         w = self.cwnd[q] // S
         if self.prof.cc == "cubic":
             c = self.cubic[q]
-            c["w_max"] = w * (1 + CUBIC_BETA) / 2 if w < c["w_max"] else float(w)
+            c["w_max"] = w * (1024 + 717) // 2048 if w < c["w_max"] else w
             c["epoch"] = None
             return max(w * 717 >> 10, 2) * S
         return max(w >> 1, 2) * S
@@ -1056,33 +1094,57 @@ class Simulation:
                 return
         per_segment = self._cubic_bytes_per_segment(now, q, acked) if self.prof.cc == "cubic" \
             else self.cwnd[q]
+        # tcp_cong_avoid_ai: credit gathered toward a larger per-segment count (a higher window, or
+        # cubic's plateau) gives one segment, not all it would buy at today's count
+        grow = 0
+        if self.ca_acked[q] >= per_segment:
+            self.ca_acked[q] = 0
+            grow = 1
         self.ca_acked[q] += acked
         if self.ca_acked[q] >= per_segment:
-            grow = self.ca_acked[q] // per_segment
-            self.ca_acked[q] -= grow * per_segment
+            grow += self.ca_acked[q] // per_segment
+            self.ca_acked[q] %= per_segment
+        if grow:
             self.cwnd[q] += grow * S
             self._cwnd_changed(now, q)
 
     def _cubic_bytes_per_segment(self, now, q, acked):
-        """Bytes to be acked before cwnd grows by one segment, so that it reaches cubic's target
-        W(t + min RTT) in one RTT; the target is at least the Reno-friendly estimate W_est and at
-        most 1.5 cwnd (RFC 9438 4.2)."""
+        """Bytes to be acked before cwnd grows by one segment: tcp_cubic.c bictcp_update's ca->cnt
+        in the kernel's whole segments, so that cwnd reaches cubic's target W(t + min RTT) in one
+        RTT (RFC 9438 4.2): W_max, the origin and the target are whole segments, t and K 1/1024 s;
+        the Reno-friendly estimate grows a segment per cwnd * 15 / 8 acked (beta_scale) and
+        bounds cnt from above; cnt is at least 2 (1.5 cwnd per RTT at most), and is kept for
+        HZ/32 while cwnd is unchanged."""
         S, c = self.S, self.cubic[q]
-        w = self.cwnd[q] / S
+        cwnd = self.cwnd[q] // S
+        c["ack_cnt"] += acked
+        if c["epoch"] is not None and c["last_cwnd"] == cwnd and now - c["last_time"] <= NS // 32:
+            return c["cnt"] * S
+        c["last_cwnd"], c["last_time"] = cwnd, now
         if c["epoch"] is None:
             c["epoch"] = now
-            c["w_est"] = w
-            if c["w_max"] <= w:
-                c["k"], c["origin"] = 0.0, w
+            c["ack_cnt"] = acked
+            c["tcp_cwnd"] = cwnd
+            if c["w_max"] <= cwnd:
+                c["k"], c["origin"] = 0, cwnd
             else:
-                c["k"], c["origin"] = ((c["w_max"] - w) / CUBIC_C) ** (1 / 3), c["w_max"]
-        t = (now - c["epoch"] + (self.min_rtt[q] or 0)) / NS
-        target = c["origin"] + CUBIC_C * (t - c["k"]) ** 3
-        c["w_est"] += CUBIC_ALPHA * (acked / S) / w
-        target = min(max(target, c["w_est"]), 1.5 * w)
-        if target <= w:
-            return 100 * self.cwnd[q]  # at the plateau: next to no growth (tcp_cubic.c's 100 cwnd)
-        return max(int(w / (target - w) * S), 1)
+                c["k"] = int(((c["w_max"] - cwnd) * CUBIC_FACTOR) ** (1 / 3))
+                c["origin"] = c["w_max"]
+        t = (now - c["epoch"] + (self.min_rtt[q] or 0)) * 1024 // NS
+        offs = abs(t - c["k"])
+        delta = CUBIC_RTT_SCALE * offs ** 3 >> 40
+        target = c["origin"] - delta if t < c["k"] else c["origin"] + delta
+        cnt = cwnd // (target - cwnd) if target > cwnd else 100 * cwnd
+        if c["w_max"] == 0 and cnt > 20:
+            cnt = 20  # no loss yet: at least 1/20 of a segment per ack
+        step = cwnd * CUBIC_BETA_SCALE >> 3
+        while c["ack_cnt"] > step * S:
+            c["ack_cnt"] -= step * S
+            c["tcp_cwnd"] += 1
+        if c["tcp_cwnd"] > cwnd:
+            cnt = min(cnt, cwnd // (c["tcp_cwnd"] - cwnd))
+        c["cnt"] = max(cnt, 2)
+        return c["cnt"] * S
 
     def _earliest_outstanding(self, q):
         out, flags = self.outq[q], self.flags
@@ -1108,6 +1170,7 @@ class Simulation:
                 self.ssthresh[q] = max((self.flight[q] + sz) // 2, 2 * self.U)
             self.cwnd[q] = self.ssthresh[q]
             self.pba[q] = 0
+            self.ca_acked[q] = 0  # tcp_init_cwnd_reduction: snd_cwnd_cnt = 0
             self.fr_allow[q] = True  # the first retransmission goes out regardless of cwnd
             self.in_recovery[q] = ("fast", now, sp.sent - 1)
             self._cwnd_changed(now, q)
