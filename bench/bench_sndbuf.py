@@ -20,8 +20,8 @@ run the truth, the estimate and the errors of b/q and p/q, and per stack the sha
 0.05 and 0.1 (a null estimate counts as not within and is listed with its reason); the per-run
 figures also go to OUT/report.tsv. A linux run whose kernel samples cover less than SETTLED of q
 (lab/truth.py sampler_coverage: the machine was too loaded for the sampler, and the writer's waits
-outlasted the stack's) has a truth that measured the machine: it is listed as unsettled and not
-judged, and --remake-unsettled makes it again (the lab runs at a raised priority since 2026-11-28).
+outlasted the stack's) has an unsettled truth: it is judged like the others and marked, the stack's
+line counts them, and --remake-unsettled makes them again (decisions.md 88).
 """
 
 import argparse
@@ -235,12 +235,8 @@ def report(out, manifest):
     for rid, m in manifest.items():
         truth = json.loads((out / m["folder"] / "truth.json").read_text())
         covered = coverage(out, m, truth)
-        if covered is not None and covered < SETTLED:
-            print(f"{rid:58} unsettled truth: the kernel's samples cover {covered:.0%} of q (--remake-unsettled)")
-            rows.append({"run_id": rid, "stack": m["stack"], "unsettled": covered})
-            continue
         flow, failed = analyze(out / m["folder"] / "sender.pcap")
-        row = {"run_id": rid, "stack": m["stack"]}
+        row = {"run_id": rid, "stack": m["stack"], "unsettled": covered is not None and covered < SETTLED}
         cells = []
         for key in ("b_over_q", "p_over_q"):
             t = truth.get(key)
@@ -254,14 +250,16 @@ def report(out, manifest):
         note = failed or (buffer
                           + (f"; null: {row['b_over_q_why'] or row['p_over_q_why']}"
                              if row["b_over_q"][1] is None or row["p_over_q"][1] is None else ""))
+        if row["unsettled"]:
+            note += f"; unsettled truth: its samples cover {covered:.0%} of q"
         print(f"{rid:58} {cells[0]:>9} {cells[1]:>8} {cells[2]:>6} {cells[3]:>9} {cells[4]:>8} {cells[5]:>6}  {note}")
         rows.append(row)
     print()
     print(f"{'stack':12} {'runs':>4}  {'b/q <0.05':>9} {'<0.1':>6} {'>0.2':>5} {'null':>4}  {'p/q <0.05':>9} {'<0.1':>6} "
           f"{'>0.2':>5} {'null':>4}  unsettled")
     for stack in [*dict.fromkeys(r["stack"] for r in rows), "all"]:
-        unsettled = sum(1 for r in rows if stack in ("all", r["stack"]) and "unsettled" in r)
-        mine = [r for r in rows if stack in ("all", r["stack"]) and "unsettled" not in r]
+        mine = [r for r in rows if stack in ("all", r["stack"])]
+        unsettled = sum(1 for r in mine if r["unsettled"])
         cells = []
         for key in ("b_over_q", "p_over_q"):
             judged = [r[key] for r in mine if r[key][0] is not None]  # truth that cannot tell is not judged
@@ -271,7 +269,7 @@ def report(out, manifest):
             nulls = sum(1 for t, e, err in judged if e is None)
             cells.append(f"{within[0]:>9.0%} {within[1]:>6.0%} {off:>5} {nulls:>4}")
         print(f"{stack:12} {len(mine):>4}  {cells[0]}  {cells[1]}  {unsettled:>9}")
-    write_report(out / "report.tsv", [r for r in rows if "unsettled" not in r])
+    write_report(out / "report.tsv", rows)
     return rows
 
 
