@@ -55,17 +55,17 @@ def _progress(path):
         yield lambda done: bar.update(task, completed=done)
 
 
-def run_analysis(path, sndbuf, max_open_flows=None):
+def run_analysis(path, sndbuf, max_open_flows=None, jobs=1):
     from nrsack.analyzer import CaptureError, analyze
 
     try:
         with _progress(path) as progress:
-            return analyze(path, sndbuf=sndbuf, progress=progress, **open_flows(max_open_flows))
+            return analyze(path, sndbuf=sndbuf, progress=progress, jobs=jobs, **open_flows(max_open_flows))
     except CaptureError as error:
         fail(str(error))
 
 
-def run_streaming(path, sndbuf, flow_filter, out_dir, fmt, checker=None, max_open_flows=None):
+def run_streaming(path, sndbuf, flow_filter, out_dir, fmt, checker=None, max_open_flows=None, jobs=1):
     """-> (the summary as the views take it, the files written); `checker` (checker.Checker) rides along
     on the same pass (analyze --check)."""
     from nrsack.analyzer import CaptureError
@@ -77,7 +77,7 @@ def run_streaming(path, sndbuf, flow_filter, out_dir, fmt, checker=None, max_ope
     try:
         with _progress(path) as progress:
             result = stream.analyze_to_files(path, out_dir, fmt, sndbuf, keep, progress=progress, observe=observe,
-                                             **open_flows(max_open_flows))
+                                             jobs=jobs, **open_flows(max_open_flows))
     except CaptureError as error:
         fail(str(error))
     return result, result.files
@@ -294,6 +294,9 @@ def run_many(captures, sndbuf, flow_filter, fmt, out_dir, check, severity, max_o
 @click.option("--severity", type=click.Choice(["error", "warning", "note"]), default="note", show_default=True,
               help="With --check: report findings of this severity or more severe.")
 @max_open_flows_option
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
+              help="Threads for one capture: it is read once, a chunk ahead, and each chunk's flows are fed on N "
+                   "threads (the same figures as with 1; not with --check, which reads each flow as it is fed).")
 @click.option("--separate", is_flag=True,
               help="Each file its own capture, even where the files continue each other (a ring).")
 @click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",
@@ -302,7 +305,7 @@ def run_many(captures, sndbuf, flow_filter, fmt, out_dir, check, severity, max_o
               help="Several captures: analyse them on the Dask cluster at ADDR (e.g. tcp://host:8786); its "
                    "workers must be able to read the captures and write --out.")
 def analyze(captures, sndbuf, sndbuf_socket, stack, mss, flow_filter, fmt, out_dir, stream, follow, idle_s, check, severity,
-            max_open_flows, separate, workers, scheduler):
+            max_open_flows, jobs, separate, workers, scheduler):
     """RtxQ evolution, send-buffer blocking and p/q of every sender direction in CAPTURE ('-': standard input).
 
     Several files or a folder: files that continue each other (a tcpdump -C / -G ring, editcap -c pieces)
@@ -336,9 +339,9 @@ def analyze(captures, sndbuf, sndbuf_socket, stack, mss, flow_filter, fmt, out_d
         checker = Checker()
     if streaming:
         analysis, written = run_streaming(capture, sndbuf, flow_filter, (out_dir or ".") if files_wanted else None, tables,
-                                          checker, max_open_flows)
+                                          checker, max_open_flows, jobs)
     else:
-        analysis = run_analysis(capture, sndbuf, max_open_flows)
+        analysis = run_analysis(capture, sndbuf, max_open_flows, jobs)
     ids = formats.selected_ids(analysis, flow_filter)
     if ids is not None and not ids:
         fail_no_flow(flow_filter, capture, analysis)

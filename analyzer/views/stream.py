@@ -101,12 +101,13 @@ class StreamedAnalysis:
 
 
 def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chunk_frames=E.CHUNK_FRAMES,
-                     progress=None, observe=None, max_open_flows=MAX_OPEN_FLOWS) -> StreamedAnalysis:
+                     progress=None, observe=None, max_open_flows=MAX_OPEN_FLOWS, jobs=1) -> StreamedAnalysis:
     """Streams the capture at `path` into summary / rtxq / blocking files (`fmt`: csv or parquet) in
     `out_dir`, for every entry or those whose id `keep(entry_id)` accepts (the returned summary has
     them all). Without out_dir, no file: only the summary, and the tables are never made.
     observe(pipeline), when given, attaches to the pipeline before the first chunk (analyze --check).
     max_open_flows: the flows held open at once (pipeline.MAX_OPEN_FLOWS; past it some finish early, noted).
+    jobs: threads (state/workers.py; the same files and summary for any number).
     Raises CaptureError for unusable input."""
     out = None if out_dir is None else Path(out_dir)
     if out is not None:
@@ -116,7 +117,7 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
     # reads a fifth of what the tables do from pass 1's rows (state/stores.py)
     store = DiskStore(out) if out is not None else SummaryStore()
     run = Run(path, store, chunk_frames, progress, observers=() if observe is None else (observe,),
-              finish_ended=out is None and observe is None, sndbuf=sndbuf, max_open_flows=max_open_flows)
+              finish_ended=out is None and observe is None, sndbuf=sndbuf, max_open_flows=max_open_flows, jobs=jobs)
     # flows, summaries and their dicts are made by the hundred thousand and seldom form cycles: at the
     # collector's default pace (a young collection every 700 new objects, a full one every 100) it
     # took a fifth of a run on short flows
