@@ -8,9 +8,7 @@ never meet another flow's state, so the figures are those of --jobs 1, byte for 
 per-flow work (the levels and the Board) releases the GIL, which is where the threads run at once.
 """
 
-import queue
 import sys
-import threading
 
 # Python's default GIL switch interval (5 ms) is longer than a flow's compiled work in a chunk: a thread
 # coming back from it with the GIL held elsewhere would wait that long for every flow it feeds
@@ -57,6 +55,9 @@ def feed_share(share):
 def read_ahead(chunks, depth=1):
     """The chunks of an iterator, read `depth` ahead in a thread of their own (the reader's compiled loop
     runs while the pipeline works on the chunk before); its exceptions are raised here, in order."""
+    import queue  # (here: a command with one job starts without them)
+    import threading
+
     ready = queue.Queue(depth)
     stop = threading.Event()
     end = object()
