@@ -30,7 +30,7 @@
 /* ---- growable byte vector, kept in a bytearray so numpy can view it without a copy ---- */
 typedef struct { PyObject *ba; char *p; size_t n, cap, start_cap; } vec_t;
 
-/* Reader.read parses a file's frames with the GIL released (`--jobs`: the pipeline works on the chunk before
+/* Reader.read parses a file's frames (pcap and pcapng) with the GIL released (`--jobs`: the pipeline works on the chunk before
  * meanwhile); what touches Python objects on the way takes it back, rarely: a vector's growth, a finding,
  * an exception. Each is also right with the GIL held. */
 static int raise_no_memory(void) {
@@ -724,7 +724,7 @@ static int ng_interface(Reader *r, const uint8_t *b, size_t len) {
     if (r->n_ifaces == r->ifaces_cap) {
         size_t cap = r->ifaces_cap ? r->ifaces_cap * 2 : 4;
         struct ng_iface *t = realloc(r->ifaces, cap * sizeof *t);
-        if (!t) { PyErr_NoMemory(); return -1; }
+        if (!t) return raise_no_memory();
         r->ifaces = t; r->ifaces_cap = cap;
     }
     struct ng_iface *f = &r->ifaces[r->n_ifaces++];
@@ -786,7 +786,7 @@ static int ng_next(Reader *r, uint32_t *type, size_t *len) {
     size_t body = total - 12, have = 0;
     if (body + 8 > r->block_cap) {
         uint8_t *nb = realloc(r->block, body + 8);
-        if (!nb) { PyErr_NoMemory(); return -1; }
+        if (!nb) return raise_no_memory();
         r->block = nb; r->block_cap = body + 8;
     }
     if (t == NG_SHB) body -= 4;  /* its byte-order magic is read already */
@@ -807,7 +807,7 @@ static Py_ssize_t ng_read(Reader *r, Py_ssize_t max_frames) {
         if (rc == -1) return -1;
         if (rc == 0 || rc == -2) {
             r->done = 1;
-            if (rc == -2 && r->frame == 0) { PyErr_SetString(ReaderError, r->truncated); return -1; }
+            if (rc == -2 && r->frame == 0) { raise_released(ReaderError, r->truncated); return -1; }
             break;
         }
         const uint8_t *b = r->block;
@@ -998,7 +998,9 @@ static PyObject *Reader_read(Reader *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "n", &max_frames)) return NULL;
     if (self->ng) {
         if (self->done) return PyLong_FromLong(0);
+        PyThreadState *released = self->peek ? NULL : PyEval_SaveThread();  /* (as below) */
         Py_ssize_t got = ng_read(self, max_frames);
+        if (released) PyEval_RestoreThread(released);
         if (peek_interrupted(self->peek)) return NULL;
         if (got < 0) return NULL;
         if (self->linktype < 0 && self->n_ifaces) self->linktype = self->ifaces[0].linktype;
