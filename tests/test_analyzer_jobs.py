@@ -151,3 +151,12 @@ def test_read_ahead_stops_a_reader_left_behind():
     assert [next(chunks) for _ in range(3)] == [0, 1, 2]
     chunks.close()
     assert threading.active_count() == before
+
+
+def test_several_captures_take_jobs_each(many_flows):
+    # independent captures, one by one: each with the threads asked for, the same document
+    paths = [many_flows["long"], many_flows["short"]]
+    one = run("analyze", "--format", "json", "--separate", *paths)
+    two = run("analyze", "--format", "json", "--separate", "--jobs", 2, *paths)
+    assert one.exit_code == two.exit_code == 0, one.output[-300:]
+    assert two.output == one.output and one.output.startswith('{"captures"')

@@ -211,7 +211,7 @@ def print_table(console, analysis, ids, capture, found):
         console.print(text_report([(capture, None, found)]), markup=False, highlight=False)
 
 
-def run_many(captures, sndbuf, flow_filter, fmt, out_dir, check, severity, max_open_flows, workers, scheduler):
+def run_many(captures, sndbuf, flow_filter, fmt, out_dir, check, severity, max_open_flows, workers, scheduler, jobs=1):
     """Several independent captures (views/many.py): each as `analyze CAPTURE --stream` would, one by
     one or on a Dask cluster; one JSON document, one summary and one dataset partitioned by capture, or
     each capture's table in turn. Exit 2 when one was unusable (after the others), else 1 when --check
@@ -225,17 +225,17 @@ def run_many(captures, sndbuf, flow_filter, fmt, out_dir, check, severity, max_o
     files_wanted = fmt in ("csv", "parquet") or out_dir
     tables = "parquet" if fmt == "parquet" else "csv"
     out = (out_dir or ".") if files_wanted else None
-    jobs = [many.Job(capture, label, sndbuf, flow_filter, out, tables, check, severity, max_open_flows)
-            for capture, label in zip(captures, many.labels(captures))]
+    tasks = [many.Job(capture, label, sndbuf, flow_filter, out, tables, check, severity, max_open_flows, jobs)
+             for capture, label in zip(captures, many.labels(captures))]
     errors = Console(stderr=True)
     try:
         if not errors.is_terminal:  # a bar only where someone watches it
-            results = many.run_jobs(jobs, workers, scheduler)
+            results = many.run_jobs(tasks, workers, scheduler)
         else:
             with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), transient=True, console=errors) as bar:
-                task = bar.add_task(f"analysing {len(jobs)} captures", total=len(jobs))
-                results = many.run_jobs(jobs, workers, scheduler, lambda: bar.advance(task))
+                task = bar.add_task(f"analysing {len(tasks)} captures", total=len(tasks))
+                results = many.run_jobs(tasks, workers, scheduler, lambda: bar.advance(task))
     except CaptureError as error:
         fail(str(error))
     usable = [r for r in results if r["error"] is None]
@@ -252,7 +252,7 @@ def run_many(captures, sndbuf, flow_filter, fmt, out_dir, check, severity, max_o
         sys.stdout.write("]}\n")
     elif fmt == "table":
         console = Console() if sys.stdout.isatty() else Console(width=200)
-        for r, job in zip(results, jobs):
+        for r, job in zip(results, tasks):
             if r["error"] is None:
                 print_table(console, r["analysis"], formats.selected_ids(r["analysis"], flow_filter), str(job.capture),
                             r["found"])
@@ -295,8 +295,8 @@ def run_many(captures, sndbuf, flow_filter, fmt, out_dir, check, severity, max_o
               help="With --check: report findings of this severity or more severe.")
 @max_open_flows_option
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
-              help="Threads for one capture: it is read once, a chunk ahead, and each chunk's flows are fed on N "
-                   "threads (the same figures as with 1; not with --check, which reads each flow as it is fed).")
+              help="Threads for each capture: it is read once, a chunk ahead, and each chunk's flows are fed on N "
+                   "threads (the same figures as with 1; with --check only the reading is ahead).")
 @click.option("--separate", is_flag=True,
               help="Each file its own capture, even where the files continue each other (a ring).")
 @click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",
@@ -322,7 +322,7 @@ def analyze(captures, sndbuf, sndbuf_socket, stack, mss, flow_filter, fmt, out_d
         fail("--follow reads one file as it grows, not several")
     if len(found_captures) > 1:
         return run_many(found_captures, sndbuf, flow_filter, fmt, out_dir, check, severity, max_open_flows, workers,
-                        scheduler)
+                        scheduler, jobs)
     capture = found_captures[0]
 
     if follow:
