@@ -118,6 +118,17 @@ def test_many_flows_json_and_parquet_are_the_same(many_flows, kind, tmp_path, fe
     assert "MainThread" in feeding_threads and any(name.startswith("nrsack-flows") for name in feeding_threads)
 
 
+@pytest.mark.parametrize("kind", ["long", "short"])
+@pytest.mark.parametrize("chunk_frames", [97, 1000])
+def test_summary_alone_in_chunks_is_the_same(many_flows, kind, chunk_frames):
+    # the summary's store (SummaryStore) written in a thread while the next chunk is assigned, flows
+    # finished as they end (read back from it mid-capture), short connections held back and finished in one pass
+    path = many_flows[kind]
+    one = formats.summary_dict(stream.analyze_to_files(path, chunk_frames=chunk_frames))
+    for jobs in JOBS:
+        assert formats.summary_dict(stream.analyze_to_files(path, chunk_frames=chunk_frames, jobs=jobs)) == one
+
+
 @pytest.mark.parametrize("chunk_frames", [None, 300])
 def test_in_memory_api_is_the_same(many_flows, chunk_frames):
     one = analyze(many_flows["long"], chunk_frames=chunk_frames)

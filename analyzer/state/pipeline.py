@@ -239,8 +239,8 @@ class Pipeline:
         if open_flows > self.max_open_flows:
             open_flows -= self._cut(cap, open_flows)
         self.peak_open = max(self.peak_open, open_flows)
-        if hasattr(self.store, "flush"):
-            self.store.flush()
+        if hasattr(self.store, "flush"):  # (with workers, written in a thread while the next chunk is assigned)
+            self.store.flush(None if self.workers is None else self.workers.pool)
         return flow_of, side_of
 
     def _one_pass(self) -> bool:
