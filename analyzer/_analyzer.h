@@ -92,6 +92,7 @@ typedef struct {
 } level_args_t;
 int level_args(PyObject *args, const char *who, level_args_t *a);
 void level_args_release(level_args_t *a);
+void raise_released(PyObject *type, const char *message);
 Py_ssize_t level_rows(const level_t *lv, serial_space_t *space, const event_t *e, Py_ssize_t n_events,
                       const int64_t *row, const int8_t *sides, Py_ssize_t n_rows, const block_t *blocks,
                       Py_ssize_t n_blocks, const part_out_t *o, Py_ssize_t *jb, int *nr_seen, Py_ssize_t *far,

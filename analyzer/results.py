@@ -172,7 +172,7 @@ class Analysis:
                             columns=["rule", "severity", "frame", "message"])
 
 
-def analyze(path, sndbuf=None, progress=None, chunk_frames=None, max_open_flows=MAX_OPEN_FLOWS) -> Analysis:
+def analyze(path, sndbuf=None, progress=None, chunk_frames=None, max_open_flows=MAX_OPEN_FLOWS, jobs=1) -> Analysis:
     """Reads a pcap / pcapng and computes the figures of metrics.md for every sender direction.
 
     sndbuf: the send buffer B in payload bytes; None estimates it from the capture (metrics.md,
@@ -182,9 +182,11 @@ def analyze(path, sndbuf=None, progress=None, chunk_frames=None, max_open_flows=
     results do not depend on it.
     max_open_flows: the flows held open at once; past it the flows without data are released and those
     idle longest finished at their last event, with a GEN-01 note (docs/decisions.md 67).
+    jobs: threads feeding the flows (state/workers.py; the same Analysis for any number; with chunk_frames None
+    the capture is one chunk, read before the feeding starts).
     Raises CaptureError (one line) for unusable input.
     """
-    run = Run(path, MemoryStore(), chunk_frames, progress, keep_serials=True, max_open_flows=max_open_flows)
+    run = Run(path, MemoryStore(), chunk_frames, progress, keep_serials=True, max_open_flows=max_open_flows, jobs=jobs)
     chunks, flow_parts, side_parts = [], [], []
     for cap, flow_of, side_of in run.chunks():
         chunks.append(cap)

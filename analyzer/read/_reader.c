@@ -30,16 +30,30 @@
 /* ---- growable byte vector, kept in a bytearray so numpy can view it without a copy ---- */
 typedef struct { PyObject *ba; char *p; size_t n, cap, start_cap; } vec_t;
 
+/* Reader.read parses a file's frames (pcap and pcapng) with the GIL released (`--jobs`: the pipeline works on the chunk before
+ * meanwhile); what touches Python objects on the way takes it back, rarely: a vector's growth, a finding,
+ * an exception. Each is also right with the GIL held. */
+static int raise_no_memory(void) {
+    PyGILState_STATE held = PyGILState_Ensure();
+    PyErr_NoMemory();
+    PyGILState_Release(held);
+    return -1;
+}
+
 static void *vec_push(vec_t *v, size_t sz) {
     if (v->n + sz > v->cap) {
         size_t cap = v->cap ? v->cap * 2 : v->start_cap ? v->start_cap : 1 << 16;
         while (cap < v->n + sz) cap *= 2;
+        PyGILState_STATE held = PyGILState_Ensure();
+        int failed = 0;
         if (!v->ba) {
             v->ba = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)cap);
-            if (!v->ba) return NULL;
-        } else if (PyByteArray_Resize(v->ba, (Py_ssize_t)cap) < 0) {
-            return NULL;
+            failed = !v->ba;
+        } else {
+            failed = PyByteArray_Resize(v->ba, (Py_ssize_t)cap) < 0;
         }
+        PyGILState_Release(held);
+        if (failed) return NULL;
         v->p = PyByteArray_AS_STRING(v->ba); v->cap = cap;
     }
     void *r = v->p + v->n;
@@ -186,10 +200,11 @@ static int table_grow(Reader *r) {
 static int finding(Reader *r, const char *fmt, ...) {
     char msg[256];
     va_list ap; va_start(ap, fmt); vsnprintf(msg, sizeof msg, fmt, ap); va_end(ap);
+    PyGILState_STATE held = PyGILState_Ensure();
     PyObject *t = Py_BuildValue("(Is)", r->frame, msg);
-    if (!t) return -1;
-    int rc = PyList_Append(r->findings, t);
-    Py_DECREF(t);
+    int rc = t ? PyList_Append(r->findings, t) : -1;
+    Py_XDECREF(t);
+    PyGILState_Release(held);
     return rc;
 }
 
@@ -199,10 +214,11 @@ static int finding(Reader *r, const char *fmt, ...) {
 static int rule_finding(Reader *r, const char *rule, const char *fmt, ...) {
     char msg[256];
     va_list ap; va_start(ap, fmt); vsnprintf(msg, sizeof msg, fmt, ap); va_end(ap);
+    PyGILState_STATE held = PyGILState_Ensure();
     PyObject *t = Py_BuildValue("(Iss)", r->frame, rule, msg);
-    if (!t) return -1;
-    int rc = PyList_Append(r->rule_findings, t);
-    Py_DECREF(t);
+    int rc = t ? PyList_Append(r->rule_findings, t) : -1;
+    Py_XDECREF(t);
+    PyGILState_Release(held);
     return rc;
 }
 
@@ -283,7 +299,7 @@ static int parse_sctp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, siz
         if ((c->ended & END_CLOSED) || (c->have_open[dir] && c->open[dir] != rd32(p + 16)))
             conn = conn_renew(r, conn, 132, k->v6, udp, k->src, k->dst, sp, dp, &dir);
     }
-    if (conn < 0) { PyErr_NoMemory(); return -1; }
+    if (conn < 0) return raise_no_memory();
     note_repair(r, k, conn);
     size_t off = 12;
     while (off + 4 <= n) {
@@ -295,7 +311,7 @@ static int parse_sctp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, siz
             return finding(r, "SCTP chunk type %u at offset %zu: length %u exceeds the packet", type, off, clen);
         size_t avail = cap > off ? cap - off : 0;
         event_t *e = new_event(r, k);
-        if (!e) { PyErr_NoMemory(); return -1; }
+        if (!e) return raise_no_memory();
         e->conn = conn; e->dir = dir; e->proto = 132; e->chunk = type; e->tag = vtag;
         if (udp) e->flags |= EV_SCTP_UDP;
         if (type == 0x0E || type == 0x06) r->table[r->order[conn]].ended |= END_CLOSED;
@@ -331,9 +347,9 @@ static int parse_sctp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, siz
             e->ack = rd32(c + 4); e->wnd = rd32(c + 8);
             const uint8_t *b = c + hdr;
             for (uint32_t i = 0; i < nr_r + nr_nr; i++, b += 4)
-                if (add_block(r, e, i < nr_r ? BK_R : BK_NR, rd16(b), rd16(b + 2)) < 0) { PyErr_NoMemory(); return -1; }
+                if (add_block(r, e, i < nr_r ? BK_R : BK_NR, rd16(b), rd16(b + 2)) < 0) return raise_no_memory();
             for (uint32_t i = 0; i < ndup; i++, b += 4)
-                if (add_block(r, e, BK_DUP, rd32(b), rd32(b)) < 0) { PyErr_NoMemory(); return -1; }
+                if (add_block(r, e, BK_DUP, rd32(b), rd32(b)) < 0) return raise_no_memory();
             break;
         }
         case 0x01: case 0x02: { /* INIT, INIT-ACK */
@@ -342,7 +358,7 @@ static int parse_sctp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, siz
             e->tag = rd32(c + 4); e->wnd = rd32(c + 8); e->seq = rd32(c + 16);
             conn_opened(r, conn, dir, e->tag);
             int rc = sctp_params(r, e, c + 20, clen - 20, avail - 20);
-            if (rc < 0) { PyErr_NoMemory(); return -1; }
+            if (rc < 0) return raise_no_memory();
             if (rc > 0) { if (finding(r, "SCTP INIT parameters: bad parameter length") < 0) return -1; }
             break;
         }
@@ -357,7 +373,7 @@ static int parse_sctp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, siz
             uint32_t pt = rd16(c + 4), pl = rd16(c + 6);
             if (!((pt == 5 && pl == 8 && clen == 12) || (pt == 6 && pl == 20 && clen == 24)))
                 return finding(r, "FSACK-COMPLETE address parameter type %u length %u", pt, pl);
-            if (add_addr(r, e, c + 8, pt == 6) < 0) { PyErr_NoMemory(); return -1; }
+            if (add_addr(r, e, c + 8, pt == 6) < 0) return raise_no_memory();
             break;
         }
         default:
@@ -384,13 +400,13 @@ static int parse_tcp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, size
             && !(c->have_open[dir] && c->open[dir] == rd32(p + 4)))
             conn = conn_renew(r, conn, 6, k->v6, 0, k->src, k->dst, rd16(p), rd16(p + 2), &dir);
     }
-    if (conn < 0) { PyErr_NoMemory(); return -1; }
+    if (conn < 0) return raise_no_memory();
     if (flags & 0x02) conn_opened(r, conn, dir, rd32(p + 4));
     if (flags & 0x04) r->table[r->order[conn]].ended |= END_CLOSED;
     if (flags & 0x01) r->table[r->order[conn]].ended |= END_FIN << dir;
     note_repair(r, k, conn);
     event_t *e = new_event(r, k);
-    if (!e) { PyErr_NoMemory(); return -1; }
+    if (!e) return raise_no_memory();
     e->conn = conn; e->dir = dir; e->proto = 6; e->chunk = 255;
     e->seq = rd32(p + 4); e->ack = rd32(p + 8); e->wnd = rd16(p + 14);
     e->tcp_flags = p[13];
@@ -417,7 +433,7 @@ static int parse_tcp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, size
             if ((olen - 2) % 8) { if (finding(r, "TCP SACK option length %zu", olen) < 0) return -1; break; }
             e->flags |= EV_TCP_SACK;
             for (size_t i = 2; i < olen; i += 8)
-                if (add_block(r, e, BK_TCP_SACK, rd32(o + i), rd32(o + i + 4)) < 0) { PyErr_NoMemory(); return -1; }
+                if (add_block(r, e, BK_TCP_SACK, rd32(o + i), rd32(o + i + 4)) < 0) return raise_no_memory();
             break;
         case 253: case 254:
             if (olen < 4 || rd16(o + 2) != NRSACK_EXID) break; /* another experiment */
@@ -428,7 +444,7 @@ static int parse_tcp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, size
             } else if (olen > 4 && (olen - 4) % 8 == 0) {
                 e->flags |= EV_NRSACK;
                 for (size_t i = 4; i < olen; i += 8)
-                    if (add_block(r, e, BK_TCP_NR, rd32(o + i), rd32(o + i + 4)) < 0) { PyErr_NoMemory(); return -1; }
+                    if (add_block(r, e, BK_TCP_NR, rd32(o + i), rd32(o + i + 4)) < 0) return raise_no_memory();
             } else if (rule_finding(r, "TN-05", "TCP NR-SACK option length %zu (4 + 8n expected)", olen) < 0) return -1;
             break;
         case 30: { /* MPTCP */
@@ -488,7 +504,7 @@ static int parse_tcp(Reader *r, const pkt_t *k, const uint8_t *p, size_t n, size
                     for (size_t i = 0; i < o[kpos]; i++) {
                         const uint8_t *b = o + kpos + 2 + i * bs;
                         uint64_t s = bs == 16 ? rd64(b) : rd32(b), t = bs == 16 ? rd64(b + 8) : rd32(b + 4);
-                        if (add_block(r, e, BK_MPTCP_NR, s, t) < 0) { PyErr_NoMemory(); return -1; }
+                        if (add_block(r, e, BK_MPTCP_NR, s, t) < 0) return raise_no_memory();
                     }
                 }
             }
@@ -708,7 +724,7 @@ static int ng_interface(Reader *r, const uint8_t *b, size_t len) {
     if (r->n_ifaces == r->ifaces_cap) {
         size_t cap = r->ifaces_cap ? r->ifaces_cap * 2 : 4;
         struct ng_iface *t = realloc(r->ifaces, cap * sizeof *t);
-        if (!t) { PyErr_NoMemory(); return -1; }
+        if (!t) return raise_no_memory();
         r->ifaces = t; r->ifaces_cap = cap;
     }
     struct ng_iface *f = &r->ifaces[r->n_ifaces++];
@@ -770,7 +786,7 @@ static int ng_next(Reader *r, uint32_t *type, size_t *len) {
     size_t body = total - 12, have = 0;
     if (body + 8 > r->block_cap) {
         uint8_t *nb = realloc(r->block, body + 8);
-        if (!nb) { PyErr_NoMemory(); return -1; }
+        if (!nb) return raise_no_memory();
         r->block = nb; r->block_cap = body + 8;
     }
     if (t == NG_SHB) body -= 4;  /* its byte-order magic is read already */
@@ -791,7 +807,7 @@ static Py_ssize_t ng_read(Reader *r, Py_ssize_t max_frames) {
         if (rc == -1) return -1;
         if (rc == 0 || rc == -2) {
             r->done = 1;
-            if (rc == -2 && r->frame == 0) { PyErr_SetString(ReaderError, r->truncated); return -1; }
+            if (rc == -2 && r->frame == 0) { raise_released(ReaderError, r->truncated); return -1; }
             break;
         }
         const uint8_t *b = r->block;
@@ -982,7 +998,9 @@ static PyObject *Reader_read(Reader *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "n", &max_frames)) return NULL;
     if (self->ng) {
         if (self->done) return PyLong_FromLong(0);
+        PyThreadState *released = self->peek ? NULL : PyEval_SaveThread();  /* (as below) */
         Py_ssize_t got = ng_read(self, max_frames);
+        if (released) PyEval_RestoreThread(released);
         if (peek_interrupted(self->peek)) return NULL;
         if (got < 0) return NULL;
         if (self->linktype < 0 && self->n_ifaces) self->linktype = self->ifaces[0].linktype;
@@ -990,16 +1008,19 @@ static PyObject *Reader_read(Reader *self, PyObject *args) {
     }
     if (!self->pcap) return PyLong_FromLong(0);
     Py_ssize_t got = 0;
+    int failed = 0;  /* 1: parse_frame raised, 2: nothing readable */
+    /* a pipe's reads (peek_read) release the GIL themselves, and check for signals with it */
+    PyThreadState *released = self->peek ? NULL : PyEval_SaveThread();
     while (got < max_frames) {
         struct pcap_pkthdr *h; const u_char *data;
         int rc = pcap_next_ex(self->pcap, &h, &data);
-        if (peek_interrupted(self->peek)) { self->done = 1; return NULL; }
+        if (self->peek && peek_interrupted(self->peek)) { self->done = 1; return NULL; }
         if (rc == PCAP_ERROR_BREAK) { self->done = 1; break; }
         if (rc == PCAP_ERROR) {
             /* a file cut short in its last record (still being written, or a full disk): what came
              * before is whole and is analysed; the caller warns (exit 2 only when nothing was read) */
             snprintf(self->truncated, sizeof self->truncated, "after frame %u: %s", self->frame, pcap_geterr(self->pcap));
-            if (self->frame == 0) { PyErr_SetString(ReaderError, self->truncated); return NULL; }
+            if (self->frame == 0) { failed = 2; break; }
             self->done = 1;
             break;
         }
@@ -1010,8 +1031,11 @@ static PyObject *Reader_read(Reader *self, PyObject *args) {
         int64_t sec = (int64_t)h->ts.tv_sec;
         uint64_t raw = ns_of(sec < 0 ? (uint64_t)sec + (1ULL << 32) : (uint64_t)sec, (uint64_t)h->ts.tv_usec);
         if (self->skim) { span_note(self, raw); continue; }
-        if (parse_frame(self, raw, h->caplen, h->len, self->linktype, data) < 0) return NULL;
+        if (parse_frame(self, raw, h->caplen, h->len, self->linktype, data) < 0) { failed = 1; break; }
     }
+    if (released) PyEval_RestoreThread(released);
+    if (failed == 2) PyErr_SetString(ReaderError, self->truncated);
+    if (failed) return NULL;
     return PyLong_FromSsize_t(got);
 }
 

@@ -98,6 +98,14 @@ out:
     return result;
 }
 
+/* An exception from code that may run with the GIL released (level_rows under level_part and
+ * Board.feed_level: `--jobs` feeds flows from several threads at once); also right with the GIL held. */
+void raise_released(PyObject *type, const char *message) {
+    PyGILState_STATE held = PyGILState_Ensure();
+    PyErr_SetString(type, message);
+    PyGILState_Release(held);
+}
+
 /* One event of the level's flow -> LEVEL_ROW_KEPT (written as row j, its blocks from *jb on),
  * LEVEL_ROW_NONE (not the level's) or LEVEL_ROW_FAR (its serial left out); -1 with an exception set.
  * `pos` is what the row's pos column holds (its index in the flow's rows). */
@@ -108,7 +116,7 @@ static inline __attribute__((always_inline)) int level_row_body(const level_t *l
     int role = row_role(lv, x, mine);
     if (!role) return LEVEL_ROW_NONE;
     if (x->blk_start < 0 || x->blk_start + x->blk_count > n_blocks) {
-        PyErr_SetString(PyExc_IndexError, "level_part: block out of range");
+        raise_released(PyExc_IndexError, "level_part: block out of range");
         return -1;
     }
     uint64_t serial;
@@ -154,7 +162,7 @@ Py_ssize_t level_rows(const level_t *lv, serial_space_t *space, const event_t *e
     Py_ssize_t j = 0;
     for (Py_ssize_t i = 0; i < n_rows; i++) {
         if (row[i] < 0 || row[i] >= n_events) {
-            PyErr_SetString(PyExc_IndexError, "level rows: row out of range");
+            raise_released(PyExc_IndexError, "level rows: row out of range");
             return -1;
         }
         if (i + 8 < n_rows) __builtin_prefetch(e + row[i + 8]);  /* the rows are scattered over the chunk */
@@ -212,8 +220,11 @@ PyObject *level_part(PyObject *self, PyObject *args) {
     int nr_seen = 0;
     Py_ssize_t jb = 0, far = 0;
     uint32_t far_frame = 0;
-    Py_ssize_t j = level_rows(&a.lv, &a.space, a.e, a.n_events, a.row, a.sides, n_rows, a.blocks, n_blocks, &o, &jb,
-                              &nr_seen, &far, &far_frame);
+    Py_ssize_t j;
+    Py_BEGIN_ALLOW_THREADS  /* plain C over buffers this call holds: other flows' threads run meanwhile */
+    j = level_rows(&a.lv, &a.space, a.e, a.n_events, a.row, a.sides, n_rows, a.blocks, n_blocks, &o, &jb, &nr_seen,
+                   &far, &far_frame);
+    Py_END_ALLOW_THREADS
     if (j < 0) goto out;
     for (int a = 0; a < N_ROW_ARRAYS; a++)
         if (PyByteArray_Resize(row_out[a], j * (Py_ssize_t)row_itemsize[a]) < 0) goto out;

@@ -218,23 +218,28 @@ static PyObject *Board_feed(Board *self, PyObject *args) {
         int64_t *out[OUT_FLAGS];
         for (int i = OUT_SACK; i < OUT_FLAGS; i++) out[i] = b[i].b.buf;
         int32_t *o_fl = b[OUT_FLAGS].b.buf;
+        int failed = 0;  /* 1: a block index out of range, 2: no memory (raised once the GIL is back) */
+        Py_BEGIN_ALLOW_THREADS  /* plain C over this Board and buffers held: other flows' threads run meanwhile */
         for (Py_ssize_t i = 0; i < n; i++) {
             row_figures_t f;
             if (kind[i] != 0 && (bc[i] < 0 || bs[i] < 0 || bs[i] > nb || bc[i] > nb - bs[i])) {  /* no sum: it could wrap */
-                PyErr_SetString(PyExc_ValueError, "Board.feed: block index out of range");
-                goto out;
+                failed = 1;
+                break;
             }
             if (feed_row(self, i, kind[i], lo[i], hi[i], size[i], blo + bs[i], bhi + bs[i], bnr + bs[i], bc[i],
                          revoke[i], pb.ok ? ((const int64_t *)pb.b.buf)[i] : 0,
-                         tb.ok ? ((const int64_t *)tb.b.buf)[i] : 0, &f) < 0) { PyErr_NoMemory(); goto out; }
+                         tb.ok ? ((const int64_t *)tb.b.buf)[i] : 0, &f) < 0) { failed = 2; break; }
             out[OUT_SACK][i] = f.sack; out[OUT_SACKED][i] = f.sacked; out[OUT_NR][i] = f.nr; out[OUT_FREED][i] = f.freed;
             out[OUT_ACKED][i] = f.acked; out[OUT_USACK][i] = f.usack; out[OUT_USACKED][i] = f.usacked;
             out[OUT_UNR][i] = f.unr;
             o_fl[i] = f.flags;
             tally_row(&t, i, kind[i], size[i], &f);
         }
-        for (Py_ssize_t i = t.last_data + 1; i < n; i++)
+        for (Py_ssize_t i = t.last_data + 1; !failed && i < n; i++)
             if (kind[i] != 0 && out[OUT_ACKED][i] >= (int64_t)self->sb.data_bytes) { t.ending = i; break; }
+        Py_END_ALLOW_THREADS
+        if (failed == 1) { PyErr_SetString(PyExc_ValueError, "Board.feed: block index out of range"); goto out; }
+        if (failed == 2) { PyErr_NoMemory(); goto out; }
     }
     result = tally_to_py(&t);
 out:
@@ -253,9 +258,10 @@ typedef struct __attribute__((packed)) {
 } board_row_t;
 _Static_assert(sizeof(board_row_t) == 81, "board_row_t must match scoreboard.ROW_DTYPE");
 
-/* The level's rows of one feed_level call: grown to the largest flow and chunk seen, never freed (the GIL is
- * held throughout; a buffer per call was a malloc of the chunk's every block per flow and chunk). */
-static struct { char *mem; size_t rows, blocks; part_out_t o; } level_scratch;
+/* The level's rows of one feed_level call: grown to the largest flow and chunk seen, never freed (a buffer per
+ * call was a malloc of the chunk's every block per flow and chunk); one per thread (`--jobs` feeds flows from
+ * several threads, with the GIL released). */
+static _Thread_local struct { char *mem; size_t rows, blocks; part_out_t o; } level_scratch;
 
 static int scratch_fit(Py_ssize_t rows, Py_ssize_t blocks) {
     if ((size_t)rows <= level_scratch.rows && (size_t)blocks <= level_scratch.blocks) return 0;
@@ -294,26 +300,33 @@ static PyObject *Board_feed_level(Board *self, PyObject *args) {
     int nr_seen = 0;
     Py_ssize_t jb = 0, far = 0;
     uint32_t far_frame = 0;
-    Py_ssize_t j = level_rows(&a.lv, &a.space, e, a.n_events, row, a.sides, n_rows, a.blocks, n_blocks, o, &jb,
-                              &nr_seen, &far, &far_frame);
-    if (j < 0) goto out;
-    if (!(records = PyByteArray_FromStringAndSize(NULL, j * (Py_ssize_t)sizeof(board_row_t)))) goto out;
+    /* room for every row, shrunk to the rows kept: the level and the Board in one stretch without the GIL */
+    if (!(records = PyByteArray_FromStringAndSize(NULL, n_rows * (Py_ssize_t)sizeof(board_row_t)))) goto out;
     board_row_t *out = (board_row_t *)PyByteArray_AS_STRING(records);
     feed_tally_t t = {-1, -1, -1, -1, 0, 0, 0, 0, 0};
     self->revoked.n = 0;
+    int failed = 0;
+    Py_ssize_t j;
+    Py_BEGIN_ALLOW_THREADS
+    j = level_rows(&a.lv, &a.space, e, a.n_events, row, a.sides, n_rows, a.blocks, n_blocks, o, &jb, &nr_seen, &far,
+                   &far_frame);
     for (Py_ssize_t i = 0; i < j; i++) {
         int8_t revoke = a.lv.protocol == LEVEL_TCP ? REVOKE_IN_SPAN
                         : e[row[o->pos[i]]].chunk == SCTP_NR_SACK_CHUNK ? REVOKE_ALL : REVOKE_NONE;
         row_figures_t f;
         int64_t bs = o->bstart[i];
         if (feed_row(self, i, o->kind[i], o->lo[i], o->hi[i], o->size[i], o->blo + bs, o->bhi + bs, o->bnr + bs,
-                     o->bcount[i], revoke, o->conn[i], o->time_ns[i], &f) < 0) { PyErr_NoMemory(); goto out; }
+                     o->bcount[i], revoke, o->conn[i], o->time_ns[i], &f) < 0) { failed = 1; break; }
         out[i] = (board_row_t){f.sack, f.sacked, f.nr, f.freed, f.acked, f.usack, f.usacked, f.unr, o->time_ns[i],
                                o->frame[i], f.flags, o->kind[i] == 0};
         tally_row(&t, i, o->kind[i], o->size[i], &f);
     }
-    for (Py_ssize_t i = t.last_data + 1; i < j; i++)
+    for (Py_ssize_t i = t.last_data + 1; !failed && i < j; i++)
         if (o->kind[i] != 0 && out[i].acked >= (int64_t)self->sb.data_bytes) { t.ending = i; break; }
+    Py_END_ALLOW_THREADS
+    if (j < 0) goto out;
+    if (failed) { PyErr_NoMemory(); goto out; }
+    if (PyByteArray_Resize(records, j * (Py_ssize_t)sizeof(board_row_t)) < 0) goto out;
     PyObject *tally = tally_to_py(&t), *state = space_to_py(&a.space);
     if (tally && state)
         result = Py_BuildValue("ONNO(nI)", records, tally, state, nr_seen ? Py_True : Py_False, far, far_frame);

@@ -23,6 +23,7 @@ from nrsack.analyzer import _native
 from nrsack.analyzer.state import scoreboard as A
 from nrsack.analyzer.read import events as E
 from nrsack.analyzer.state import flows as F
+from nrsack.analyzer.state.workers import feed_share
 
 # A transfer making progress is never silent this long: TCP's largest RTO is 120 s (Linux
 # TCP_RTO_MAX), SCTP's 60 s (RFC 9260 RTO.Max); 300 s leaves room for two of either.
@@ -144,8 +145,9 @@ class Pipeline:
     """Feeds chunks of a capture to the flow table and to every entry's DirectionAccumulator; -> entries."""
 
     def __init__(self, store, keep_serials=False, finish_ended=False, sndbuf=None, spill_folder=None, on_part=None,
-                 max_open_flows=MAX_OPEN_FLOWS):
+                 max_open_flows=MAX_OPEN_FLOWS, workers=None):
         self.table = F.FlowTable()
+        self.workers = workers  # workers.Workers: each chunk's flows fed on several threads (--jobs)
         self.max_open_flows = max_open_flows
         self.peak_open = 0          # the most flows held open after a chunk (bounded by max_open_flows)
         self.cut = [0, 0]           # flows released early for the budget: without data, with data (_cut)
@@ -203,13 +205,16 @@ class Pipeline:
         short = self._finish_short(cap, order, side_of[order], sorted_flows[starts], starts, stops)
         held = self._hold(cap, flow_of, live_flow, order[starts], sorted_flows[starts], stops - starts, short)
         dormant = self._dormant(cap, order, side_of[order], sorted_flows[starts], starts)
+        work = []  # [(a flow's events, its DirectionAccumulators)]
         for fid, lo, hi in zip(sorted_flows[starts].tolist(), starts.tolist(), stops.tolist()):
             if fid in short or fid in held or fid in dormant:
                 continue
             rows = order[lo:hi]
-            events = F.FlowEvents(cap, rows, side_of[rows])
-            for sender in self._senders(self.table.flows[fid]):
-                sender.feed(events)
+            work.append((F.FlowEvents(cap, rows, side_of[rows]), self._senders(self.table.flows[fid])))
+        if self.workers is not None and len(work) > 1:
+            self.workers.feed(work)
+        else:
+            feed_share(work)
         # before the releases: the checker reads this chunk's levels as they fed it
         if self.on_chunk is not None:
             self.on_chunk(cap, flow_of, side_of)
@@ -234,8 +239,8 @@ class Pipeline:
         if open_flows > self.max_open_flows:
             open_flows -= self._cut(cap, open_flows)
         self.peak_open = max(self.peak_open, open_flows)
-        if hasattr(self.store, "flush"):
-            self.store.flush()
+        if hasattr(self.store, "flush"):  # (with workers, written in a thread while the next chunk is assigned)
+            self.store.flush(None if self.workers is None else self.workers.pool)
         return flow_of, side_of
 
     def _one_pass(self) -> bool:

@@ -10,26 +10,32 @@ in-memory API (results.py), the streamed files and the live table (views/) and t
 
 from nrsack.analyzer.read import events as E
 from nrsack.analyzer.state.pipeline import Pipeline
+from nrsack.analyzer.state.workers import Workers, read_ahead
 
 
 class Run:
     """One capture at `path` through a Pipeline over `store` (options: Pipeline's keywords). Iterate
     chunks() (or call read()), then end(), then entries(); observers: callables given the pipeline before
-    its first chunk (Checker.attach). chunk_frames, progress, wait_s, name: events.read_chunks's."""
+    its first chunk (Checker.attach). chunk_frames, progress, wait_s, name: events.read_chunks's. jobs > 1: the
+    capture read a chunk ahead and each chunk's flows fed on `jobs` threads (workers.py; the same figures)."""
 
     def __init__(self, path, store, chunk_frames=E.CHUNK_FRAMES, progress=None, observers=(), wait_s=None,
-                 name=None, **options):
+                 name=None, jobs=1, **options):
         self.path, self.name = path, path if name is None else name
         self.reading = dict(frames=chunk_frames, progress=progress, wait_s=wait_s, name=name)
         self.store = store
-        self.pipeline = Pipeline(store, **options)
+        self.jobs = jobs
+        # the flows on several threads (workers.py); not under observers, whose hooks run inside the feeding
+        workers = Workers(jobs) if jobs > 1 and not observers else None
+        self.pipeline = Pipeline(store, workers=workers, **options)
         for observe in observers:
             observe(self.pipeline)
         self.header = None  # the last chunk's header (path, frames, findings: they accumulate), without its events
 
     def chunks(self):
         """Feeds the capture chunk by chunk; yields (chunk, flow of each event, side of each event) after each."""
-        for cap in E.read_chunks(self.path, **self.reading):
+        chunks = E.read_chunks(self.path, **self.reading)
+        for cap in chunks if self.jobs == 1 else read_ahead(chunks):
             yield (cap, *self.feed(cap))
 
     def feed(self, cap: E.Capture):
@@ -49,6 +55,7 @@ class Run:
         """Once the input ended (or was cut short): the header, the pipeline's notes among its findings.
         Raises CaptureError when no SCTP or TCP flow came."""
         notes = self.pipeline.late_note()
+        self._stop_workers()  # (nothing is fed after the notes)
         if self.header is not None:
             self.header.rule_findings = sorted(self.header.rule_findings + notes, key=lambda f: f[0])
         if not self.pipeline.table.flows:
@@ -59,7 +66,13 @@ class Run:
         """Pass 2 (Pipeline.entries): sinks(entry_id) -> (rtxq, blocking) callables, None: the tables kept."""
         return self.pipeline.entries(sndbuf, sinks)
 
+    def _stop_workers(self):
+        if self.pipeline.workers is not None:
+            self.pipeline.workers.close()
+            self.pipeline.workers = None
+
     def close(self):
-        """The store's temporary file, where it has one."""
+        """The store's temporary file, where it has one; the threads of --jobs."""
+        self._stop_workers()
         if hasattr(self.store, "close"):
             self.store.close()

@@ -63,29 +63,51 @@ class FileStore:
         self.pieces = {}
         self.waiting = {}  # key -> [column dicts] of the current chunk
         self.end = 0
+        self.writing = None  # the chunk written in a thread (flush with a pool), not yet in pieces
 
     def append(self, key, columns):
         self.waiting.setdefault(key, []).append(columns)
 
+    def flush(self, pool=None):
+        """The chunk's pieces written; with `pool` (--jobs) in one of its threads while the pipeline goes on to
+        the next chunk: the pieces and the file are touched again only after it is done (settle)."""
+        self.settle()
+        waiting, self.waiting = self.waiting, {}
+        if pool is None:
+            self._write(waiting)
+        else:
+            self.writing = pool.submit(self._write, waiting)
+
+    def settle(self):
+        """Waits for the chunk being written in a thread (its error raised here)."""
+        if self.writing is not None:
+            writing, self.writing = self.writing, None
+            writing.result()
+
     def fork(self, key, twin):
+        self.settle()
         self.pieces[twin] = list(self.pieces.get(key, []))
         self.waiting[twin] = list(self.waiting.get(key, []))
 
     def discard(self, key):
         """A finished flow's rows nobody reads (a direction without data): never written."""
+        self.settle()
         self.pieces.pop(key, None)
         self.waiting.pop(key, None)
 
     def close(self):
-        self.file.close()
+        try:
+            self.settle()
+        finally:
+            self.file.close()
 
 
 class DiskStore(FileStore):
     """Every row pass 1 makes (the tables read them all): the (offset, count) of each chunk's piece."""
 
-    def flush(self):
+    def _write(self, waiting):
         self.file.seek(self.end)  # (batches() reads move it; the writes here follow one another)
-        for key, parts in self.waiting.items():
+        for key, parts in waiting.items():
             for columns in parts:
                 record = columns
                 if not isinstance(columns, np.ndarray):
@@ -95,9 +117,9 @@ class DiskStore(FileStore):
                 self.file.write(record)  # its buffer, not a copy of it
                 self.pieces.setdefault(key, []).append((self.end, len(record)))
                 self.end += record.nbytes
-        self.waiting = {}
 
     def batches(self, key):
+        self.settle()
         for offset, count in self.pieces.pop(key, []):
             self.file.seek(offset)
             record = np.frombuffer(self.file.read(count * ROW_DTYPE.itemsize), ROW_DTYPE)
@@ -160,12 +182,11 @@ class SummaryStore(FileStore):
             return base, (values - base).astype(np.uint32)
         return 0, values
 
-    def flush(self):
+    def _write(self, waiting):
         # the records first, joined as bytes in one copy (many flows: a part each of a few rows), then the dicts
-        pieces = [(key, part) for key, parts in self.waiting.items() for part in parts]
+        pieces = [(key, part) for key, parts in waiting.items() for part in parts]
         records = [part for _, part in pieces if isinstance(part, np.ndarray)]
         pieces = [p for p in pieces if isinstance(p[1], np.ndarray)] + [p for p in pieces if isinstance(p[1], dict)]
-        self.waiting = {}
         if not pieces:
             return
         joined = [np.concatenate([part.view(np.uint8) for part in records]).view(ROW_DTYPE)] if records else []
@@ -215,6 +236,7 @@ class SummaryStore(FileStore):
     def batches(self, key):
         """The key's rows in order, pieces joined up to BATCH_ROWS: pass 2 costs a few numpy calls a batch,
         and a flow among a thousand has a piece of tens of rows in each chunk."""
+        self.settle()
         pieces, waiting = self.pieces.pop(key, []), self.waiting.pop(key, [])
         batches, batch, rows = [], [], 0
         for piece in pieces:

@@ -55,17 +55,17 @@ def _progress(path):
         yield lambda done: bar.update(task, completed=done)
 
 
-def run_analysis(path, sndbuf, max_open_flows=None):
+def run_analysis(path, sndbuf, max_open_flows=None, jobs=1):
     from nrsack.analyzer import CaptureError, analyze
 
     try:
         with _progress(path) as progress:
-            return analyze(path, sndbuf=sndbuf, progress=progress, **open_flows(max_open_flows))
+            return analyze(path, sndbuf=sndbuf, progress=progress, jobs=jobs, **open_flows(max_open_flows))
     except CaptureError as error:
         fail(str(error))
 
 
-def run_streaming(path, sndbuf, flow_filter, out_dir, fmt, checker=None, max_open_flows=None):
+def run_streaming(path, sndbuf, flow_filter, out_dir, fmt, checker=None, max_open_flows=None, jobs=1):
     """-> (the summary as the views take it, the files written); `checker` (checker.Checker) rides along
     on the same pass (analyze --check)."""
     from nrsack.analyzer import CaptureError
@@ -77,7 +77,7 @@ def run_streaming(path, sndbuf, flow_filter, out_dir, fmt, checker=None, max_ope
     try:
         with _progress(path) as progress:
             result = stream.analyze_to_files(path, out_dir, fmt, sndbuf, keep, progress=progress, observe=observe,
-                                             **open_flows(max_open_flows))
+                                             jobs=jobs, **open_flows(max_open_flows))
     except CaptureError as error:
         fail(str(error))
     return result, result.files
@@ -211,7 +211,7 @@ def print_table(console, analysis, ids, capture, found):
         console.print(text_report([(capture, None, found)]), markup=False, highlight=False)
 
 
-def run_many(captures, sndbuf, flow_filter, fmt, out_dir, check, severity, max_open_flows, workers, scheduler):
+def run_many(captures, sndbuf, flow_filter, fmt, out_dir, check, severity, max_open_flows, workers, scheduler, jobs=1):
     """Several independent captures (views/many.py): each as `analyze CAPTURE --stream` would, one by
     one or on a Dask cluster; one JSON document, one summary and one dataset partitioned by capture, or
     each capture's table in turn. Exit 2 when one was unusable (after the others), else 1 when --check
@@ -225,17 +225,17 @@ def run_many(captures, sndbuf, flow_filter, fmt, out_dir, check, severity, max_o
     files_wanted = fmt in ("csv", "parquet") or out_dir
     tables = "parquet" if fmt == "parquet" else "csv"
     out = (out_dir or ".") if files_wanted else None
-    jobs = [many.Job(capture, label, sndbuf, flow_filter, out, tables, check, severity, max_open_flows)
-            for capture, label in zip(captures, many.labels(captures))]
+    tasks = [many.Job(capture, label, sndbuf, flow_filter, out, tables, check, severity, max_open_flows, jobs)
+             for capture, label in zip(captures, many.labels(captures))]
     errors = Console(stderr=True)
     try:
         if not errors.is_terminal:  # a bar only where someone watches it
-            results = many.run_jobs(jobs, workers, scheduler)
+            results = many.run_jobs(tasks, workers, scheduler)
         else:
             with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), transient=True, console=errors) as bar:
-                task = bar.add_task(f"analysing {len(jobs)} captures", total=len(jobs))
-                results = many.run_jobs(jobs, workers, scheduler, lambda: bar.advance(task))
+                task = bar.add_task(f"analysing {len(tasks)} captures", total=len(tasks))
+                results = many.run_jobs(tasks, workers, scheduler, lambda: bar.advance(task))
     except CaptureError as error:
         fail(str(error))
     usable = [r for r in results if r["error"] is None]
@@ -252,7 +252,7 @@ def run_many(captures, sndbuf, flow_filter, fmt, out_dir, check, severity, max_o
         sys.stdout.write("]}\n")
     elif fmt == "table":
         console = Console() if sys.stdout.isatty() else Console(width=200)
-        for r, job in zip(results, jobs):
+        for r, job in zip(results, tasks):
             if r["error"] is None:
                 print_table(console, r["analysis"], formats.selected_ids(r["analysis"], flow_filter), str(job.capture),
                             r["found"])
@@ -294,6 +294,9 @@ def run_many(captures, sndbuf, flow_filter, fmt, out_dir, check, severity, max_o
 @click.option("--severity", type=click.Choice(["error", "warning", "note"]), default="note", show_default=True,
               help="With --check: report findings of this severity or more severe.")
 @max_open_flows_option
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, metavar="N",
+              help="Threads for each capture: it is read once, a chunk ahead, and each chunk's flows are fed on N "
+                   "threads (the same figures as with 1; with --check only the reading is ahead).")
 @click.option("--separate", is_flag=True,
               help="Each file its own capture, even where the files continue each other (a ring).")
 @click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",
@@ -302,7 +305,7 @@ def run_many(captures, sndbuf, flow_filter, fmt, out_dir, check, severity, max_o
               help="Several captures: analyse them on the Dask cluster at ADDR (e.g. tcp://host:8786); its "
                    "workers must be able to read the captures and write --out.")
 def analyze(captures, sndbuf, sndbuf_socket, stack, mss, flow_filter, fmt, out_dir, stream, follow, idle_s, check, severity,
-            max_open_flows, separate, workers, scheduler):
+            max_open_flows, jobs, separate, workers, scheduler):
     """RtxQ evolution, send-buffer blocking and p/q of every sender direction in CAPTURE ('-': standard input).
 
     Several files or a folder: files that continue each other (a tcpdump -C / -G ring, editcap -c pieces)
@@ -319,7 +322,7 @@ def analyze(captures, sndbuf, sndbuf_socket, stack, mss, flow_filter, fmt, out_d
         fail("--follow reads one file as it grows, not several")
     if len(found_captures) > 1:
         return run_many(found_captures, sndbuf, flow_filter, fmt, out_dir, check, severity, max_open_flows, workers,
-                        scheduler)
+                        scheduler, jobs)
     capture = found_captures[0]
 
     if follow:
@@ -336,9 +339,9 @@ def analyze(captures, sndbuf, sndbuf_socket, stack, mss, flow_filter, fmt, out_d
         checker = Checker()
     if streaming:
         analysis, written = run_streaming(capture, sndbuf, flow_filter, (out_dir or ".") if files_wanted else None, tables,
-                                          checker, max_open_flows)
+                                          checker, max_open_flows, jobs)
     else:
-        analysis = run_analysis(capture, sndbuf, max_open_flows)
+        analysis = run_analysis(capture, sndbuf, max_open_flows, jobs)
     ids = formats.selected_ids(analysis, flow_filter)
     if ids is not None and not ids:
         fail_no_flow(flow_filter, capture, analysis)

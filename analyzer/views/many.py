@@ -30,6 +30,7 @@ class Job:
     check: bool = False
     severity: str = "note"
     max_open_flows: int = None
+    jobs: int = 1         # threads for this capture (--jobs; state/workers.py)
 
 
 def analyze_job(job: Job) -> dict:
@@ -49,7 +50,7 @@ def analyze_job(job: Job) -> dict:
     out = {"label": job.label, "analysis": None, "found": None, "files": [], "error": None}
     try:
         result = stream.analyze_to_files(job.capture, part, job.fmt, job.sndbuf, keep,
-                                         observe=None if checker is None else checker.attach,
+                                         observe=None if checker is None else checker.attach, jobs=job.jobs,
                                          **open_flows(job.max_open_flows))
     except E.CaptureError as error:
         if part is not None:

@@ -35,10 +35,12 @@ class TableWriter:
 
     ROWS_PER_WRITE = 1 << 18
 
-    def __init__(self, path, fmt, table, ids, nullable_tsns):
+    def __init__(self, path, fmt, table, ids, nullable_tsns, pool=None):
         self.path, self.fmt, self.table, self.ids, self.nullable = Path(path), fmt, table, ids, nullable_tsns
         self.writer = None
         self.pending, self.pending_rows = [], 0   # [(entry id, [column dicts])]
+        # --jobs: each write made in `pool` (one thread: in order) while pass 2 goes on, one at a time
+        self.pool, self.writing = pool, None
 
     def write(self, entry_id, columns):
         if self.pending and self.pending[-1][0] == entry_id:
@@ -49,9 +51,8 @@ class TableWriter:
         if self.pending_rows >= self.ROWS_PER_WRITE:
             self._flush()
 
-    def _frame(self):
-        entries = [A.DirectionResult({"id": entry_id}, *(2 * (A.join_columns(parts),))) for entry_id, parts in self.pending]
-        self.pending, self.pending_rows = [], 0
+    def _frame(self, pending):
+        entries = [A.DirectionResult({"id": entry_id}, *(2 * (A.join_columns(parts),))) for entry_id, parts in pending]
         frame = A.rtxq_frame(entries, self.nullable) if self.table == "rtxq" else A.blocking_frame(entries)
         frame["flow"] = frame["flow"].cat.set_categories(self.ids)
         return frame
@@ -59,7 +60,21 @@ class TableWriter:
     def _flush(self):
         if not self.pending:
             return
-        frame = self._frame()
+        pending = self.pending
+        self.pending, self.pending_rows = [], 0
+        if self.pool is None:
+            self._write(pending)
+            return
+        self._settle()
+        self.writing = self.pool.submit(self._write, pending)
+
+    def _settle(self):
+        if self.writing is not None:
+            writing, self.writing = self.writing, None
+            writing.result()  # (its error raised here)
+
+    def _write(self, pending):
+        frame = self._frame(pending)
         if self.fmt == "csv":
             frame.to_csv(self.path, index=False, mode="w" if self.writer is None else "a", header=self.writer is None)
             self.writer = True
@@ -75,8 +90,9 @@ class TableWriter:
 
     def close(self):
         self._flush()
+        self._settle()
         if self.writer is None:  # nothing written: the empty table, with its columns
-            formats.write_table(self._frame(), self.path, self.fmt)
+            formats.write_table(self._frame([]), self.path, self.fmt)
         elif self.fmt == "parquet":
             self.writer.close()
 
@@ -101,12 +117,13 @@ class StreamedAnalysis:
 
 
 def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chunk_frames=E.CHUNK_FRAMES,
-                     progress=None, observe=None, max_open_flows=MAX_OPEN_FLOWS) -> StreamedAnalysis:
+                     progress=None, observe=None, max_open_flows=MAX_OPEN_FLOWS, jobs=1) -> StreamedAnalysis:
     """Streams the capture at `path` into summary / rtxq / blocking files (`fmt`: csv or parquet) in
     `out_dir`, for every entry or those whose id `keep(entry_id)` accepts (the returned summary has
     them all). Without out_dir, no file: only the summary, and the tables are never made.
     observe(pipeline), when given, attaches to the pipeline before the first chunk (analyze --check).
     max_open_flows: the flows held open at once (pipeline.MAX_OPEN_FLOWS; past it some finish early, noted).
+    jobs: threads (state/workers.py; the same files and summary for any number).
     Raises CaptureError for unusable input."""
     out = None if out_dir is None else Path(out_dir)
     if out is not None:
@@ -116,12 +133,13 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
     # reads a fifth of what the tables do from pass 1's rows (state/stores.py)
     store = DiskStore(out) if out is not None else SummaryStore()
     run = Run(path, store, chunk_frames, progress, observers=() if observe is None else (observe,),
-              finish_ended=out is None and observe is None, sndbuf=sndbuf, max_open_flows=max_open_flows)
+              finish_ended=out is None and observe is None, sndbuf=sndbuf, max_open_flows=max_open_flows, jobs=jobs)
     # flows, summaries and their dicts are made by the hundred thousand and seldom form cycles: at the
     # collector's default pace (a young collection every 700 new objects, a full one every 100) it
     # took a fifth of a run on short flows
     pace = gc.get_threshold()
     gc.set_threshold(max(pace[0], GC_YOUNG_THRESHOLD), *pace[1:])
+    table_pool = None
     try:
         header = run.read()
         if out is None:
@@ -132,7 +150,12 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
                 ids.append(sender_id)
                 units.add(sender.level.units)
         nullable = len(units) > 1  # SCTP and TCP together: the TSN columns are NA for TCP
-        writers = {name: TableWriter(out / f"{name}.{fmt}", fmt, name, ids, nullable) for name in ("rtxq", "blocking")}
+        if jobs > 1:  # the tables' writes made in a thread while pass 2 goes on (one thread: each table in order)
+            from concurrent.futures import ThreadPoolExecutor
+
+            table_pool = ThreadPoolExecutor(1, thread_name_prefix="nrsack-tables")
+        writers = {name: TableWriter(out / f"{name}.{fmt}", fmt, name, ids, nullable, table_pool)
+                   for name in ("rtxq", "blocking")}
 
         def sinks(entry_id):
             if keep is not None and not keep(entry_id):
@@ -153,5 +176,7 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
         return result
     finally:
         gc.set_threshold(*pace)
+        if table_pool is not None:
+            table_pool.shutdown()
         run.close()
 
