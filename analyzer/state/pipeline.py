@@ -601,14 +601,21 @@ class Pipeline:
     def entries(self, sndbuf, sinks=None):
         """Pass 2 of every DirectionAccumulator with data, in flow / side / path order; sinks(entry_id) -> (rtxq, blocking).
         With finish_ended: the spilled entries of every flow, the ones still open finished now."""
-        self._flush_held()
         if self.spill is None:
-            return [self._entry(item, sndbuf, sinks) for item in self.plan()]
+            return list(self.each_entry(sndbuf, sinks))
+        self._flush_held()
         for flow in self.table.flows:
             if flow is not None and flow.id in self.senders:
                 self.spill.put(flow.id, [self._entry(item, sndbuf, sinks) for item in self._plan_flow(flow)])
                 del self.senders[flow.id]
         return self.spill.entries()
+
+    def each_entry(self, sndbuf, sinks=None):
+        """entries() without finish_ended, one at a time: a caller that keeps only part of each entry
+        (the dashboard: its tables on disk) never holds them all."""
+        self._flush_held()
+        for item in self.plan():
+            yield self._entry(item, sndbuf, sinks)
 
     def _entry(self, item, sndbuf, sinks):
         flow, side, entry_id, main, paths = item
