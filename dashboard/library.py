@@ -218,6 +218,7 @@ class Library:
             self._uploads += 1
             stored = self.upload_dir / f"upload-{self._uploads:04d}{'.pcapng' if data[:4] == PCAPNG_MAGIC else '.pcap'}"
         stored.write_bytes(data)
+        del data  # (the analysis reads the file: the upload's bytes need not stay for it)
         with self._lock:  # added and in use at once: a concurrent upload's prune cannot take it first
             capture = self.add(name, str(stored), uploaded=True)
             self._hold(capture.id)

@@ -167,7 +167,7 @@ class StoredEntries:
         self.stored = stored
 
     def __len__(self):
-        return len(self.stored.key)
+        return len(self.stored.order)
 
     def __iter__(self):
         for k in range(len(self)):
@@ -186,11 +186,13 @@ class StoredAnalysis:
 
     findings = Analysis.findings  # (reads the header alone)
 
-    def __init__(self, header, events, sndbuf):
-        self.capture, self.events, self.sndbuf = header, events, sndbuf
+    def __init__(self, events, sndbuf):
+        self.capture, self.events, self.sndbuf = None, events, sndbuf  # capture: the run's header, at its end
         self.entry_file = _temporary()
         self.end = 0
-        self.key, self.offset, self.length = array("q"), array("q"), array("q")  # per entry: flow * 2 + side
+        # per entry as finished: flow * 2 + side, where its record is; `order`: them in flow order (entries())
+        self.key, self.offset, self.length = array("q"), array("q"), array("q")
+        self.order = np.empty(0, np.int64)
         self.rtxq_file, self.blocking_file = ColumnFile(), ColumnFile()
         self.entry_count = 0  # entries with their paths and subflows
         self._ordinals, self._sinks_made = {}, 0
@@ -204,13 +206,12 @@ class StoredAnalysis:
                 lambda columns: self.blocking_file.put(ordinal, columns))
 
     def keep(self, entry):
+        """An entry with its paths, finished when its flow ended or at the end of the capture."""
         record = (entry.summary, self._ordinals.pop(entry.summary["id"]),
                   [(p.summary, self._ordinals.pop(p.summary["id"])) for p in entry.paths])
         blob = pickle.dumps(record, pickle.HIGHEST_PROTOCOL)
-        key = self._key(entry.summary["id"])
-        assert not self.key or key > self.key[-1], "entries out of flow order"
         self.entry_file.write(blob)
-        self.key.append(key)
+        self.key.append(self._key(entry.summary["id"]))
         self.offset.append(self.end)
         self.length.append(len(blob))
         self.end += len(blob)
@@ -222,6 +223,14 @@ class StoredAnalysis:
         if match is None:
             raise KeyError(entry_id)
         return int(match.group(1)) * 2 + "ab".index(match.group(2))
+
+    def seal(self):
+        """Once every flow is in: the entries put in flow order (the in-memory analysis's)."""
+        for file in (self.entry_file, self.rtxq_file.file, self.blocking_file.file):
+            file.flush()
+        keys = np.frombuffer(self.key, np.int64) if self.key else np.empty(0, np.int64)
+        self.order = np.argsort(keys, kind="stable")
+        self.sorted_keys = keys[self.order]
 
     # ---- read by the views ----
     @property
@@ -236,8 +245,8 @@ class StoredAnalysis:
     def entry_at(self, k) -> StoredEntry:
         held = self._held.get(k)
         if held is None:
-            self.entry_file.flush()
-            summary, ordinal, paths = pickle.loads(os.pread(self.entry_file.fileno(), self.length[k], self.offset[k]))
+            at = int(self.order[k])
+            summary, ordinal, paths = pickle.loads(os.pread(self.entry_file.fileno(), self.length[at], self.offset[at]))
             held = StoredEntry(self, summary, ordinal, [StoredEntry(self, *path) for path in paths])
             self._held[k] = held
             if len(self._held) > ENTRIES_HELD:
@@ -249,8 +258,8 @@ class StoredAnalysis:
     def entry(self, entry_id) -> StoredEntry:
         """The entry (or path / subflow) of that id; KeyError for none."""
         key = self._key(str(entry_id))
-        k = bisect.bisect_left(self.key, key)
-        if k == len(self.key) or self.key[k] != key:
+        k = int(np.searchsorted(self.sorted_keys, key))
+        if k == len(self.sorted_keys) or self.sorted_keys[k] != key:
             raise KeyError(entry_id)
         main = self.entry_at(k)
         found = next((e for e in (main, *main.paths) if e.summary["id"] == entry_id), None)
@@ -277,6 +286,8 @@ class StoredAnalysis:
             pipeline = Pipeline(MemoryStore(), keep_serials=True, sndbuf=self.sndbuf)
             flow_of, side_of = pipeline.feed(cap)
             view = assembled(cap, pipeline.table.flows, flow_of, side_of, pipeline.entries(self.sndbuf), self.sndbuf)
+            first, stop = np.searchsorted(self.sorted_keys, (2 * flow, 2 * flow + 2))
+            _named_as_stored(view, [e for k in range(first, stop) for top in (self.entry_at(k),) for e in (top, *top.paths)])
             self._views[flow] = view
             if len(self._views) > FLOW_VIEWS_HELD:
                 self._views.popitem(last=False)
@@ -285,12 +296,39 @@ class StoredAnalysis:
         return view, _same_entry(view, entry)
 
 
-def _same_entry(view, entry):
-    def key(summary):
-        return summary.get("level"), summary["side"], summary["src"], summary["dst"]
+class _Spill:
+    """The pipeline's spill (pipeline.EntrySpill's put and entries) writing into a StoredAnalysis."""
 
-    wanted = key(entry.summary)
-    found = next((e for e in view.all_entries() if key(e.summary) == wanted), None)
+    def __init__(self, stored):
+        self.stored = stored
+
+    def put(self, fid, entries):
+        for entry in entries:
+            self.stored.keep(entry)
+
+    def entries(self):
+        self.stored.seal()
+        return self.stored.entries
+
+
+def _sender_key(summary):
+    return summary.get("level"), summary["side"], summary["src"], summary["dst"]
+
+
+def _named_as_stored(view, stored):
+    """The flow analysed alone numbers its flow from 0: its entries take the ids (and parents) of the
+    stored entries they are (the ladder names paths by them)."""
+    names = {_sender_key(e.summary): e.summary for e in stored}
+    for entry in view.all_entries():
+        known = names.get(_sender_key(entry.summary))
+        if known is not None:
+            entry.summary["id"] = known["id"]
+            if "parent" in entry.summary:
+                entry.summary["parent"] = known["parent"]
+
+
+def _same_entry(view, entry):
+    found = next((e for e in view.all_entries() if e.summary["id"] == entry.summary["id"]), None)
     if found is None:
         raise KeyError(f"{entry.summary['id']}: not found again among its flow's events")
     return found
@@ -300,18 +338,18 @@ def analyze_stored(path, sndbuf=None, max_open_flows=MAX_OPEN_FLOWS) -> StoredAn
     """The capture at `path` analysed in chunks (the streamed path: bounded by the open-flow budget) into a
     StoredAnalysis. Raises CaptureError for unusable input."""
     events = EventFile()
-    run = Run(path, DiskStore(), sndbuf=sndbuf, max_open_flows=max_open_flows)
+    stored = StoredAnalysis(events, sndbuf)
+    # finish_ended: a flow is finished (its tables written) when it ends or the budget cuts it, and its
+    # state goes: memory follows the open flows, not the flows seen
+    run = Run(path, DiskStore(), sndbuf=sndbuf, max_open_flows=max_open_flows, finish_ended=True,
+              spill=_Spill(stored), table_sinks=stored.sinks)
     with paced_collector():
         try:
             for cap, flow_of, side_of in run.chunks():
                 events.add(cap, flow_of, side_of)
-            stored = StoredAnalysis(run.end(), events, sndbuf)
+            stored.capture = run.end()
             events.done()
-            for entry in run.pipeline.each_entry(sndbuf, stored.sinks):
-                stored.keep(entry)
+            run.entries(sndbuf, stored.sinks)
         finally:
             run.close()
-    stored.entry_file.flush()
-    for table in (stored.rtxq_file, stored.blocking_file):
-        table.file.flush()
     return stored
