@@ -241,9 +241,29 @@ def test_tshark_script_cleans_up_and_stops_tshark_on_sigterm(script_folder, scri
     while len(leftovers(script_folder)) < 1 + (os.getuid() == 0) and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.5)  # tshark is waiting for the FIFO's writer
+    assert running_with(fifo)
     script.send_signal(signal.SIGTERM)
     assert script.wait(timeout=30) == 143
     assert leftovers(script_folder) == []
+    # the script's trap signals tshark and exits without waiting for it: tshark may take a moment to go.
+    # Watched through /proc, not by opening the FIFO (a writer's open would end tshark's read itself)
+    deadline = time.monotonic() + 30
+    while running_with(fifo) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not running_with(fifo), "tshark outlived the script"
     with pytest.raises(OSError) as no_reader:  # tshark went with the script: nobody reads the FIFO
         os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
     assert no_reader.value.errno == errno.ENXIO
+
+
+def running_with(path) -> list:
+    """The processes whose command line names `path` (tshark, or setpriv starting it as nobody)."""
+    found = []
+    for process in Path("/proc").iterdir():
+        if process.name.isdigit():
+            try:
+                if str(path).encode() in (process / "cmdline").read_bytes().split(b"\0"):
+                    found.append(int(process.name))
+            except OSError:  # (ended meanwhile)
+                pass
+    return found
