@@ -17,6 +17,7 @@ import os
 import pickle
 import re
 import tempfile
+import threading
 from array import array
 from collections import OrderedDict
 from functools import cached_property
@@ -31,7 +32,7 @@ from nrsack.analyzer.state.run import Run
 from nrsack.analyzer.state.stores import DiskStore, MemoryStore
 from nrsack.analyzer.views.stream import paced_collector
 
-ENTRY_ID = re.compile(r"(\d+)([ab])(?:\.\d+)?")
+ENTRY_ID = re.compile(r"(\d+)([ab])(?:\.\d+)?")  # pipeline.plan's ids: flow, side, path / subflow
 ENTRIES_HELD = 64      # entries made from the file, kept for the views' caches (figures.series, ladder)
 FLOW_VIEWS_HELD = 4    # flows analysed again for the ladder
 
@@ -67,8 +68,7 @@ class ColumnFile:
         self.end += record.nbytes
 
     def get(self, ordinal) -> list:
-        """The entry's column dicts in the order written."""
-        self.file.flush()
+        """The entry's column dicts in the order written (once flushed: StoredAnalysis.seal)."""
         parts = []
         for k in range(bisect.bisect_left(self.ordinal, ordinal), bisect.bisect_right(self.ordinal, ordinal)):
             dtype = self.layouts[self.layout[k]]
@@ -192,11 +192,12 @@ class StoredAnalysis:
         self.end = 0
         # per entry as finished: flow * 2 + side, where its record is; `order`: them in flow order (entries())
         self.key, self.offset, self.length = array("q"), array("q"), array("q")
-        self.order = np.empty(0, np.int64)
+        self.order = self.sorted_keys = np.empty(0, np.int64)
         self.rtxq_file, self.blocking_file = ColumnFile(), ColumnFile()
         self.entry_count = 0  # entries with their paths and subflows
         self._ordinals, self._sinks_made = {}, 0
         self._held, self._views = OrderedDict(), OrderedDict()
+        self._lock = threading.Lock()  # the caches above: requests read an analysis from several threads
 
     # ---- made by analyze_stored ----
     def sinks(self, entry_id):
@@ -243,17 +244,15 @@ class StoredAnalysis:
             yield from entry.paths
 
     def entry_at(self, k) -> StoredEntry:
-        held = self._held.get(k)
-        if held is None:
-            at = int(self.order[k])
-            summary, ordinal, paths = pickle.loads(os.pread(self.entry_file.fileno(), self.length[at], self.offset[at]))
-            held = StoredEntry(self, summary, ordinal, [StoredEntry(self, *path) for path in paths])
-            self._held[k] = held
-            if len(self._held) > ENTRIES_HELD:
-                self._held.popitem(last=False)
-        else:
-            self._held.move_to_end(k)
-        return held
+        with self._lock:
+            held = self._held.get(k)
+            if held is not None:
+                self._held.move_to_end(k)
+                return held
+        at = int(self.order[k])
+        summary, ordinal, paths = pickle.loads(os.pread(self.entry_file.fileno(), self.length[at], self.offset[at]))
+        made = StoredEntry(self, summary, ordinal, [StoredEntry(self, *path) for path in paths])
+        return _held(self._lock, self._held, k, made, ENTRIES_HELD)
 
     def entry(self, entry_id) -> StoredEntry:
         """The entry (or path / subflow) of that id; KeyError for none."""
@@ -277,7 +276,10 @@ class StoredAnalysis:
         """(Analysis, its entry like `entry`): the entry's flow analysed again from its own events, in
         memory, as analyze() would (events, blocks, serials: what the ladder reads)."""
         flow = int(entry.summary["flow"])
-        view = self._views.get(flow)
+        with self._lock:
+            view = self._views.get(flow)
+            if view is not None:
+                self._views.move_to_end(flow)
         if view is None:
             ev, blocks = self.events.of_flow(flow)
             header = self.capture
@@ -288,12 +290,18 @@ class StoredAnalysis:
             view = assembled(cap, pipeline.table.flows, flow_of, side_of, pipeline.entries(self.sndbuf), self.sndbuf)
             first, stop = np.searchsorted(self.sorted_keys, (2 * flow, 2 * flow + 2))
             _named_as_stored(view, [e for k in range(first, stop) for top in (self.entry_at(k),) for e in (top, *top.paths)])
-            self._views[flow] = view
-            if len(self._views) > FLOW_VIEWS_HELD:
-                self._views.popitem(last=False)
-        else:
-            self._views.move_to_end(flow)
+            view = _held(self._lock, self._views, flow, view, FLOW_VIEWS_HELD)
         return view, _same_entry(view, entry)
+
+
+def _held(lock, cache, key, made, limit):
+    """`made` kept in the LRU `cache` under `key`, unless another thread kept one first: -> the one kept."""
+    with lock:
+        kept = cache.setdefault(key, made)
+        cache.move_to_end(key)
+        if len(cache) > limit:
+            cache.popitem(last=False)
+    return kept
 
 
 class _Spill:
