@@ -141,8 +141,8 @@ def main():
         library = LIB.Library([big, folder / "small.pcap"])
         t = time.perf_counter()
         analysis = library.analysis("c0")
-        frames, events = analysis.capture.frames, len(analysis.rtxq)
         entry = analysis.entries[0]
+        frames, events = analysis.capture.frames, sum(len(e.rtxq) for e in analysis.all_entries())
         print(f"capture: {frames:,} frames, {big.stat().st_size / 2**20:.0f} MiB; RtxQ rows {events:,}; "
               f"blocking intervals {len(entry.blocking):,}; analysis (once, cached) {time.perf_counter() - t:.1f} s")
         library.analysis("c1")

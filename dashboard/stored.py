@@ -92,14 +92,6 @@ class StoredEntry:
                                  A.join_columns(self._stored.blocking_file.get(self._ordinal), A.NO_INTERVALS))
 
     @property
-    def rtxq_columns(self):
-        return self._result().rtxq_columns
-
-    @property
-    def blocking_columns(self):
-        return self._result().blocking_columns
-
-    @property
     def rtxq(self):
         return self._result().rtxq
 

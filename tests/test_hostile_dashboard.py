@@ -3,7 +3,6 @@ wrong JSON type get a 400 with a message (never a 500), a heavy check does not s
 uploads are pruned by age and count, and neither leaves its temporary folders behind, whatever way
 it ends."""
 
-import base64
 import errno
 import json
 import os
