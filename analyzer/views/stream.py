@@ -10,7 +10,6 @@ only its summary row is kept, on disk. The files hold exactly what `analyze(...)
 formats.write_tables would write.
 """
 
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 import gc
@@ -82,17 +81,14 @@ class TableWriter:
             self.writer.close()
 
 
-@contextmanager
-def paced_collector():
+def collector_paced():
     """Flows, summaries and their dicts are made by the hundred thousand and seldom form cycles: at the
     collector's default pace (a young collection every 700 new objects, a full one every 100) it took a
-    fifth of a run on short flows. Within this block it runs every GC_YOUNG_THRESHOLD objects."""
+    fifth of a run on short flows. Sets a young collection every GC_YOUNG_THRESHOLD objects; -> the pace
+    before, for gc.set_threshold(*pace) at the end."""
     pace = gc.get_threshold()
     gc.set_threshold(max(pace[0], GC_YOUNG_THRESHOLD), *pace[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*pace)
+    return pace
 
 
 @dataclass
@@ -131,36 +127,37 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
     store = DiskStore(out) if out is not None else SummaryStore()
     run = Run(path, store, chunk_frames, progress, observers=() if observe is None else (observe,),
               finish_ended=out is None and observe is None, sndbuf=sndbuf, max_open_flows=max_open_flows)
-    with paced_collector():
-        try:
-            header = run.read()
-            if out is None:
-                return StreamedAnalysis(header, run.entries(sndbuf, lambda entry_id: (A.IGNORE, A.IGNORE)), [])
-            ids, units = [], set()
-            for _, _, entry_id, main, paths in run.pipeline.plan():
-                for sender_id, sender in ((entry_id, main), *((path_id, s) for path_id, _, s in paths)):
-                    ids.append(sender_id)
-                    units.add(sender.level.units)
-            nullable = len(units) > 1  # SCTP and TCP together: the TSN columns are NA for TCP
-            writers = {name: TableWriter(out / f"{name}.{fmt}", fmt, name, ids, nullable) for name in ("rtxq", "blocking")}
+    pace = collector_paced()
+    try:
+        header = run.read()
+        if out is None:
+            return StreamedAnalysis(header, run.entries(sndbuf, lambda entry_id: (A.IGNORE, A.IGNORE)), [])
+        ids, units = [], set()
+        for _, _, entry_id, main, paths in run.pipeline.plan():
+            for sender_id, sender in ((entry_id, main), *((path_id, s) for path_id, _, s in paths)):
+                ids.append(sender_id)
+                units.add(sender.level.units)
+        nullable = len(units) > 1  # SCTP and TCP together: the TSN columns are NA for TCP
+        writers = {name: TableWriter(out / f"{name}.{fmt}", fmt, name, ids, nullable) for name in ("rtxq", "blocking")}
 
-            def sinks(entry_id):
-                if keep is not None and not keep(entry_id):
-                    return A.IGNORE, A.IGNORE
-                return (lambda columns: writers["rtxq"].write(entry_id, columns),
-                        lambda columns: writers["blocking"].write(entry_id, columns))
+        def sinks(entry_id):
+            if keep is not None and not keep(entry_id):
+                return A.IGNORE, A.IGNORE
+            return (lambda columns: writers["rtxq"].write(entry_id, columns),
+                    lambda columns: writers["blocking"].write(entry_id, columns))
 
-            result = StreamedAnalysis(header, run.entries(sndbuf, sinks), [])
-            summary = result.summary
-            if keep is not None:
-                summary = summary[summary["id"].map(keep).astype(bool)]
-            written = out / f"summary.{fmt}"
-            formats.write_table(summary, written, fmt)
-            result.files.append(written)
-            for writer in writers.values():
-                writer.close()
-                result.files.append(writer.path)
-            return result
-        finally:
-            run.close()
+        result = StreamedAnalysis(header, run.entries(sndbuf, sinks), [])
+        summary = result.summary
+        if keep is not None:
+            summary = summary[summary["id"].map(keep).astype(bool)]
+        written = out / f"summary.{fmt}"
+        formats.write_table(summary, written, fmt)
+        result.files.append(written)
+        for writer in writers.values():
+            writer.close()
+            result.files.append(writer.path)
+        return result
+    finally:
+        gc.set_threshold(*pace)
+        run.close()
 
