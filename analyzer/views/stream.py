@@ -82,10 +82,8 @@ class TableWriter:
 
 
 def collector_paced():
-    """Flows, summaries and their dicts are made by the hundred thousand and seldom form cycles: at the
-    collector's default pace (a young collection every 700 new objects, a full one every 100) it took a
-    fifth of a run on short flows. Sets a young collection every GC_YOUNG_THRESHOLD objects; -> the pace
-    before, for gc.set_threshold(*pace) at the end."""
+    """analyze_to_files's pace of the collector (a young collection every GC_YOUNG_THRESHOLD objects, see
+    there) for another streamed run (the dashboard's); -> the pace before, for gc.set_threshold(*pace)."""
     pace = gc.get_threshold()
     gc.set_threshold(max(pace[0], GC_YOUNG_THRESHOLD), *pace[1:])
     return pace
@@ -127,7 +125,11 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
     store = DiskStore(out) if out is not None else SummaryStore()
     run = Run(path, store, chunk_frames, progress, observers=() if observe is None else (observe,),
               finish_ended=out is None and observe is None, sndbuf=sndbuf, max_open_flows=max_open_flows)
-    pace = collector_paced()
+    # flows, summaries and their dicts are made by the hundred thousand and seldom form cycles: at the
+    # collector's default pace (a young collection every 700 new objects, a full one every 100) it
+    # took a fifth of a run on short flows
+    pace = gc.get_threshold()
+    gc.set_threshold(max(pace[0], GC_YOUNG_THRESHOLD), *pace[1:])
     try:
         header = run.read()
         if out is None:
