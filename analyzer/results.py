@@ -195,7 +195,12 @@ def analyze(path, sndbuf=None, progress=None, chunk_frames=None, max_open_flows=
     header = run.end()
     cap = E.join_chunks(chunks)
     cap.rule_findings = header.rule_findings
-    entries = run.entries(sndbuf)
+    return assembled(cap, run.pipeline.table.flows, np.concatenate(flow_parts) if len(flow_parts) > 1 else flow_parts[0],
+                     np.concatenate(side_parts) if len(side_parts) > 1 else side_parts[0], run.entries(sndbuf), sndbuf)
+
+
+def assembled(cap, flow_list, flow_of, side_of, entries, sndbuf) -> Analysis:
+    """The Analysis of a capture's events and the entries a pipeline kept their serials for (keep_serials)."""
     serials = {}
     for entry in entries:
         for part in (entry, *entry.paths):
@@ -205,6 +210,4 @@ def analyze(path, sndbuf=None, progress=None, chunk_frames=None, max_open_flows=
                 continue
             if part.serials is not None:
                 serials[part.summary["id"]] = part.serials
-    flow_of = flow_parts[0] if len(flow_parts) == 1 else np.concatenate(flow_parts)
-    side_of = side_parts[0] if len(side_parts) == 1 else np.concatenate(side_parts)
-    return Analysis(cap, run.pipeline.table.flows, flow_of, side_of, entries, sndbuf, serials)
+    return Analysis(cap, flow_list, flow_of, side_of, entries, sndbuf, serials)

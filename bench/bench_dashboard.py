@@ -6,22 +6,33 @@ time until the RtxQ graph of the big flow is drawn, and a zoom to 1 % of the tra
 measured in the same run with decimation off (every point of the step function sent to the
 browser) as the baseline. Goal: under 2 s.
 
-    python3 bench/bench_dashboard.py [--frames 1000000] [--repeat 3] [--keep DIR]
+Then a flood (issue 29): `nrsack dashboard` in a process of its own is sent an upload of FLOOD TCP flows
+that never close (tests/support/hostile.write_flood, "unacked": 200,000 flows are 65 MB, within the
+default upload limit), then asked for its flows table; printed: the upload's time (analysis included), the
+flows table's, and the server's peak RSS (its ru_maxrss, read by its parent: tests/support/dashboard.py).
+--flood-only skips the browser part.
+
+    python3 bench/bench_dashboard.py [--frames 1000000] [--repeat 3] [--keep DIR] [--flood 200000] [--flood-only]
 """
 
 import argparse
+import json
+import os
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from playwright.sync_api import sync_playwright
-
 from nrsack.dashboard import app as APP, library as LIB
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from support.dashboard import served_measured, update, upload  # noqa: E402
+from support.hostile import write_flood  # noqa: E402
+
 SMALL = ROOT / "sample-pcaps" / "sctp-sack-fig2.pcap"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -78,15 +89,49 @@ def measure(browser, library, decimate, webgl, q_s, repeat):
     return statistics.median(select), statistics.median(zoom), points
 
 
+def measure_flood(folder: Path, flows: int):
+    """-> (upload s, flows table s, the server's peak RSS MB) of an upload of `flows` never-closed flows."""
+    capture = folder / f"flood-{flows}.pcap"
+    if not capture.exists():
+        write_flood(capture, flows, "unacked")
+    with served_measured(env=dict(os.environ, TMPDIR=str(folder))) as served:
+        start = time.perf_counter()
+        status, body = upload(served.url, capture, capture.name, timeout=3600)
+        uploaded = time.perf_counter() - start
+        if status != 200 or "uploaded and analysed" not in body:
+            raise SystemExit(f"the upload failed: {status} {body[:200]}")
+        capture_id = json.loads(body)["response"]["capture"]["value"]
+        start = time.perf_counter()
+        status, _ = update(served.url, "..flows.data...flows.active_cell...flows-message.children..",
+                           [("capture", "value", capture_id), ("sndbuf", "value", None)], timeout=3600)
+        listed = time.perf_counter() - start
+        if status != 200:
+            raise SystemExit(f"the flows table failed: {status}")
+    return uploaded, listed, served.peak_mb, capture.stat().st_size
+
+
+def print_flood(folder, flows):
+    uploaded, listed, peak, size = measure_flood(folder, flows)
+    print(f"flood upload: {flows:,} never-closed flows ({size / 2**20:.0f} MiB): upload and analysis {uploaded:.1f} s, "
+          f"flows table {listed:.1f} s, server peak RSS {peak:,.0f} MB")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keep", type=Path, default=None, help="folder for the big capture (kept)")
+    parser.add_argument("--flood", type=int, default=200_000, help="flows of the flood upload (0: none)")
+    parser.add_argument("--flood-only", action="store_true", help="the flood upload alone, no browser")
     args = parser.parse_args()
     folder = args.keep or Path(tempfile.mkdtemp(prefix="nrsack-bench-dashboard-"))
     folder.mkdir(parents=True, exist_ok=True)
     try:
+        if args.flood_only:
+            print_flood(folder, args.flood)
+            return
+        from playwright.sync_api import sync_playwright
+
         big = folder / "big.pcap"
         if not big.exists():
             t = time.perf_counter()
@@ -96,8 +141,8 @@ def main():
         library = LIB.Library([big, folder / "small.pcap"])
         t = time.perf_counter()
         analysis = library.analysis("c0")
-        frames, events = analysis.capture.frames, len(analysis.rtxq)
         entry = analysis.entries[0]
+        frames, events = analysis.capture.frames, sum(len(e.rtxq) for e in analysis.all_entries())
         print(f"capture: {frames:,} frames, {big.stat().st_size / 2**20:.0f} MiB; RtxQ rows {events:,}; "
               f"blocking intervals {len(entry.blocking):,}; analysis (once, cached) {time.perf_counter() - t:.1f} s")
         library.analysis("c1")
@@ -118,6 +163,8 @@ def main():
         fast, slow = runs[0][1], runs[2][1]
         print(f"speed-up over the baseline: select x{slow[0] / fast[0]:.1f}, zoom x{slow[1] / fast[1]:.1f}; "
               f"goal select < 2 s: {'met' if fast[0] < 2 else 'NOT met'} ({fast[0]:.2f} s, median of {args.repeat})")
+        if args.flood:
+            print_flood(folder, args.flood)
     finally:
         if args.keep is None:
             shutil.rmtree(folder, ignore_errors=True)

@@ -6,6 +6,7 @@ analyzer's results (Analysis, its entries and tables); they do not compute figur
 """
 
 import functools
+import itertools
 import json
 import sys
 import threading
@@ -28,6 +29,8 @@ ASSETS = Path(__file__).resolve().parent / "assets"
 LADDER_BEFORE, LADDER_AFTER = 8, 24
 CONTEXT_PACKETS = 3  # shown around any ladder window
 ZOOM_PACKETS = 4  # the RtxQ view zooms to this many packets either side of a finding's frame
+# sender directions listed in the flows and compare tables (a flood's 200,000 would not reach a browser whole)
+LISTED_ENTRIES = 1000
 EMPTY_FIGURE = {"data": [], "layout": {"template": "plotly_white", "height": 200,
                                        "xaxis": {"visible": False}, "yaxis": {"visible": False}}}
 GRAPH_CONFIG = {"displaylogo": False, "scrollZoom": True,
@@ -39,10 +42,6 @@ TABLE_STYLE = dict(
     style_header={"fontWeight": 600, "backgroundColor": "#f2f4f7", "borderBottom": "2px solid #d0d5dd"},
     style_data_conditional=[{"if": {"state": "active"}, "backgroundColor": "#e8f1fb", "border": "1px solid #1f77b4"}],
 )
-
-
-def entries_by_id(analysis):
-    return {e.summary["id"]: e for e in analysis.all_entries()}
 
 
 def parse_sndbuf(text):
@@ -75,6 +74,16 @@ def _kpi(label, value, hint=None):
                     + ([html.Div(hint, className="kpi-hint")] if hint else []), className="kpi")
 
 
+def flow_times(analysis, entry):
+    """Capture times (s) of the events of the entry's flow (an in-memory Analysis: a flow_view's)."""
+    return analysis.capture.ev["time_ns"][analysis.flow_of == entry.summary["flow"]] / 1e9
+
+
+def listed_ids(analysis):
+    """The ids of the first LISTED_ENTRIES sender directions (with their paths)."""
+    return {e.summary["id"] for top in itertools.islice(analysis.entries, LISTED_ENTRIES) for e in (top, *top.paths)}
+
+
 class Dashboard:
     def __init__(self, library: LIB.Library, decimate=True, webgl=None):
         self.library = library
@@ -86,7 +95,7 @@ class Dashboard:
     # ---- data access -------------------------------------------------------------------------
     def _entry(self, selection):
         analysis = self.library.analysis(selection["capture"], selection.get("sndbuf"))
-        return analysis, entries_by_id(analysis)[selection["entry"]]
+        return analysis, analysis.entry(selection["entry"])
 
     # ---- capture and flows -------------------------------------------------------------------
     def upload(self, contents, filename):
@@ -116,7 +125,7 @@ class Dashboard:
         except (CaptureError, KeyError) as error:
             return [], None, f"Cannot analyse this capture: {error}"
         rows = []
-        for entry in analysis.all_entries():
+        for entry in itertools.islice(analysis.all_entries(), LISTED_ENTRIES):
             s = entry.summary
             rows.append({"id": s["id"], "protocol": s["protocol"] + (" (path)" if s.get("level") == "path" else
                                                                      " (subflow)" if s.get("level") == "subflow" else ""),
@@ -125,7 +134,10 @@ class Dashboard:
                          "p/q": _ratio(s["p_over_q"]), "blocked": _count(s["blocking_intervals"]),
                          "capture": capture_id, "sndbuf": sndbuf})
         name = self.library.captures[capture_id].name
-        message = f"{name}: {analysis.capture.frames} frames, {len(rows)} sender direction(s). Click a row."
+        listed = f"{len(rows)} sender direction(s)"
+        if analysis.entry_count > len(rows):
+            listed = f"{analysis.entry_count} sender direction(s), the first {len(rows)} listed"
+        message = f"{name}: {analysis.capture.frames} frames, {listed}. Click a row."
         active = {"row": 0, "column": 0, "column_id": "id", "row_id": rows[0]["id"]} if rows else None
         return rows, active, message
 
@@ -205,8 +217,8 @@ class Dashboard:
     # ---- focus: where the RtxQ and ladder views look --------------------------------------------
     def window_around(self, analysis, entry, t_abs, t_end=None, before=LADDER_BEFORE, after=LADDER_AFTER):
         """(t0, t1) capture times from `before` packets of the flow before t_abs to `after` packets
-        after t_end (default t_abs)."""
-        times = analysis.capture.ev["time_ns"][analysis.flow_of == entry.summary["flow"]] / 1e9
+        after t_end (default t_abs). analysis, entry: a flow_view's."""
+        times = flow_times(analysis, entry)
         i = int(np.searchsorted(times, t_abs, "left"))
         j = int(np.searchsorted(times, t_abs if t_end is None else t_end, "right")) - 1
         return float(times[max(i - before, 0)]), float(times[min(max(j, 0) + after, len(times) - 1)])
@@ -228,15 +240,15 @@ class Dashboard:
         analysis, entry = self._entry(selection)
         finding = chosen[0]
         frame = int(str(finding["frames"]).split(",")[-1])  # the breaking frame is the last
-        times = LIB.frame_times(analysis)
-        if frame not in times.index:
+        t = analysis.frame_time(frame)
+        if t is None:
             return dash.no_update
-        t = float(times[frame])
-        t0, t1 = self.window_around(analysis, entry, t)
-        flow_times = analysis.capture.ev["time_ns"][analysis.flow_of == entry.summary["flow"]] / 1e9
-        i = int(np.searchsorted(flow_times, t))
+        view, flow_entry = analysis.flow_view(entry)
+        t0, t1 = self.window_around(view, flow_entry, t)
+        times = flow_times(view, flow_entry)
+        i = int(np.searchsorted(times, t))
         # ZOOM_PACKETS typical packet spacings either side (the median ignores an idle RTO wait)
-        spacing = np.median(np.diff(flow_times[max(i - ZOOM_PACKETS, 0):i + ZOOM_PACKETS + 1])) if len(flow_times) > 1 else 0
+        spacing = np.median(np.diff(times[max(i - ZOOM_PACKETS, 0):i + ZOOM_PACKETS + 1])) if len(times) > 1 else 0
         half = max(float(spacing) * ZOOM_PACKETS, 1e-4)
         what = f"{finding['rule']} at frame {frame}"
         here = f"{entry.summary['src']} -> {entry.summary['dst']}"
@@ -258,7 +270,7 @@ class Dashboard:
             row = inside.iloc[0]
             return {"t0": float(row["start_s"]), "t1": float(row["end_s"]), "zoom": None,
                     "what": f"blocking interval {int(inside.index[0]) + 1}"}
-        t0, t1 = self.window_around(analysis, entry, t)
+        t0, t1 = self.window_around(*analysis.flow_view(entry), t)
         return {"t0": t0, "t1": t1, "zoom": None, "what": f"t = {t - origin:.6f} s"}
 
     # ---- RtxQ view -----------------------------------------------------------------------------
@@ -302,8 +314,9 @@ class Dashboard:
         else:
             t0, t1, what = series.origin_s, series.origin_s, "the first packets"
         # a few packets either side show how the window began and ended
-        t0, t1 = self.window_around(analysis, entry, t0, t1, before=CONTEXT_PACKETS, after=CONTEXT_PACKETS)
-        rows, total = L.ladder_rows(analysis, entry, t0, t1)
+        view, flow_entry = analysis.flow_view(entry)
+        t0, t1 = self.window_around(view, flow_entry, t0, t1, before=CONTEXT_PACKETS, after=CONTEXT_PACKETS)
+        rows, total = L.ladder_rows(view, flow_entry, t0, t1)
         fig = FIG.ladder_figure(rows, entry.summary, series.origin_s,
                                 (series.blocking["start_s"].to_numpy(), series.blocking["end_s"].to_numpy()))
         shown = f"{len(rows)} of {total} packets" if total > len(rows) else f"{total} packets"
@@ -330,7 +343,7 @@ class Dashboard:
             runs = [self.library.analysis(c, sndbuf) for c in (capture_a, capture_b)]
         except (ValueError, CaptureError) as error:
             return EMPTY_FIGURE, [], f"Cannot compare: {error}"
-        result = formats.compare_dict(*(formats.summary_dict(r) for r in runs))
+        result = formats.compare_dict(*(formats.summary_dict(r, listed_ids(r)) for r in runs))
         rows = [{"A": p["a"], "B": p["b"], "sender → receiver": f"{p['src']} → {p['dst']}",
                  "T_A kb/s": round(p["throughput_a_bps"] / 1e3, 2), "T_B kb/s": round(p["throughput_b_bps"] / 1e3, 2),
                  "gain %": "n/a" if p["gain_percent"] is None else round(p["gain_percent"], 2),

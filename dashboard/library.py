@@ -2,7 +2,8 @@
 
 Uploads are written into a temporary folder the app owns, under names the app makes up
 (upload-0001.pcap); the name the browser sends is only ever shown, never used as a path.
-Analyses are cached per (capture, send buffer), so switching flows or zooming never re-reads a file.
+Analyses are cached per (capture, send buffer), so switching flows or zooming never re-reads a file; they
+are streamed (stored.py): their tables wait on disk, so an upload of any number of flows costs bounded memory.
 """
 
 import base64
@@ -20,7 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from nrsack.analyzer import CaptureError, analyze
+from nrsack.analyzer import CaptureError
+from nrsack.dashboard.stored import analyze_stored
 
 CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap")
 DEFAULT_UPLOAD_LIMIT = 64 << 20
@@ -145,7 +147,7 @@ class Library:
                 for c in self.captures.values()]
 
     def analysis(self, capture_id, sndbuf=None):
-        """The cached Analysis of a capture with send buffer `sndbuf` (None: estimated).
+        """The cached StoredAnalysis of a capture with send buffer `sndbuf` (None: estimated).
         Raises KeyError for an unknown id and CaptureError for an unreadable file."""
         key = (capture_id, sndbuf)
         with self._lock:
@@ -164,9 +166,7 @@ class Library:
             return self.analysis(capture_id, sndbuf)
         try:
             with self._using(capture_id) as capture:
-                result = analyze(capture.path, sndbuf=sndbuf)
-            # the ladder reads the events and blocks tables: made once here, not on the first click
-            result.events, result.blocks
+                result = analyze_stored(capture.path, sndbuf=sndbuf)
             with self._lock:
                 self._analyses[key] = result
                 while len(self._analyses) > CACHED_ANALYSES:
@@ -218,6 +218,7 @@ class Library:
             self._uploads += 1
             stored = self.upload_dir / f"upload-{self._uploads:04d}{'.pcapng' if data[:4] == PCAPNG_MAGIC else '.pcap'}"
         stored.write_bytes(data)
+        del data  # (the analysis reads the file: the upload's bytes need not stay for it)
         with self._lock:  # added and in use at once: a concurrent upload's prune cannot take it first
             capture = self.add(name, str(stored), uploaded=True)
             self._hold(capture.id)
@@ -263,12 +264,6 @@ def _size(count: int) -> str:
         if count < 1024 or unit == "GB":
             return f"{count} {unit}" if unit == "bytes" else f"{count:.1f} {unit}"
         count /= 1024
-
-
-def frame_times(analysis) -> pd.Series:
-    """Capture time of each frame number (first event of the frame)."""
-    events = analysis.events
-    return events.groupby("frame", sort=True)["time_s"].first()
 
 
 def findings(analysis, path):

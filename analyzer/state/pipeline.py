@@ -145,7 +145,10 @@ class Pipeline:
     """Feeds chunks of a capture to the flow table and to every entry's DirectionAccumulator; -> entries."""
 
     def __init__(self, store, keep_serials=False, finish_ended=False, sndbuf=None, spill_folder=None, on_part=None,
-                 max_open_flows=MAX_OPEN_FLOWS, workers=None):
+                 max_open_flows=MAX_OPEN_FLOWS, workers=None, spill=None, table_sinks=None):
+        """finish_ended: a flow is finished when it ends (or the budget cuts it) and its entries go to `spill`
+        (put(flow id, entries), entries(): an EntrySpill unless given), with their tables to
+        table_sinks(entry id) -> (rtxq, blocking) sinks when given (the dashboard's), else not made."""
         self.table = F.FlowTable()
         self.workers = workers  # workers.Workers: each chunk's flows fed on several threads (--jobs)
         self.max_open_flows = max_open_flows
@@ -162,7 +165,8 @@ class Pipeline:
         self.on_chunk = None    # and after each chunk: on_chunk(cap, flow_of, side_of)
         self.on_cut = None      # and on_cut(flow ids) of the flows without data _cut releases, before it does
         self.sndbuf = sndbuf
-        self.spill = EntrySpill(spill_folder) if finish_ended else None
+        self.spill = (spill or EntrySpill(spill_folder)) if finish_ended else None
+        self.table_sinks = table_sinks
         # per flow id: released, has live state, time of its last analysed event
         self.released = np.zeros(0, bool)
         self.active = np.zeros(0, bool)
@@ -246,7 +250,8 @@ class Pipeline:
     def _one_pass(self) -> bool:
         """Whether short connections may be finished in one pass: for the summary alone (finish_ended)
         and with nobody reading the levels (the checker's hooks)."""
-        return self.spill is not None and self.on_part is None and self.on_chunk is None and not self.keep_serials
+        return (self.spill is not None and self.on_part is None and self.on_chunk is None and not self.keep_serials
+                and self.table_sinks is None)
 
     def _dormant(self, cap, rows, side, group_flow, starts) -> set:
         """The TCP connections without a DirectionAccumulator yet whose events in this chunk feed no level
@@ -534,7 +539,7 @@ class Pipeline:
             return
         # an incomplete transfer's q runs to the end of the capture: finished with the others at the end
         if cut or all(s.done is not None for _, _, _, main, paths in items for s in (main, *(p[2] for p in paths))):
-            self.spill.put(fid, [self._entry(item, self.sndbuf, _ignore_tables) for item in items])
+            self.spill.put(fid, [self._entry(item, self.sndbuf, self.table_sinks or _ignore_tables) for item in items])
             self.cut_end.pop(fid, None)
             self._drop_senders(fid)
             self.table.forget(flow, self.conns)

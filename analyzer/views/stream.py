@@ -97,6 +97,13 @@ class TableWriter:
             self.writer.close()
 
 
+def collector_paced():
+    """analyze_to_files's pace of the collector (a young collection every GC_YOUNG_THRESHOLD objects, see
+    there) for another streamed run (the dashboard's); -> the pace before, for gc.set_threshold(*pace)."""
+    pace = collector_paced()
+    return pace
+
+
 @dataclass
 class StreamedAnalysis:
     """What a streaming run keeps: every entry's summary (not its tables) and the capture's header
