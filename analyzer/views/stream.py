@@ -100,7 +100,8 @@ class TableWriter:
 def collector_paced():
     """analyze_to_files's pace of the collector (a young collection every GC_YOUNG_THRESHOLD objects, see
     there) for another streamed run (the dashboard's); -> the pace before, for gc.set_threshold(*pace)."""
-    pace = collector_paced()
+    pace = gc.get_threshold()
+    gc.set_threshold(max(pace[0], GC_YOUNG_THRESHOLD), *pace[1:])
     return pace
 
 
@@ -144,8 +145,7 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
     # flows, summaries and their dicts are made by the hundred thousand and seldom form cycles: at the
     # collector's default pace (a young collection every 700 new objects, a full one every 100) it
     # took a fifth of a run on short flows
-    pace = gc.get_threshold()
-    gc.set_threshold(max(pace[0], GC_YOUNG_THRESHOLD), *pace[1:])
+    pace = collector_paced()
     table_pool = None
     try:
         header = run.read()
