@@ -200,16 +200,28 @@ class Pipeline:
         sorted_flows = live_flow[order]
         starts = np.flatnonzero(np.diff(sorted_flows, prepend=-1))
         stops = np.append(starts[1:], len(order))
-        short = self._finish_short(cap, order, side_of[order], sorted_flows[starts], starts, stops)
+        sorted_side = side_of[order]
+        short = self._finish_short(cap, order, sorted_side, sorted_flows[starts], starts, stops)
         held = self._hold(cap, flow_of, live_flow, order[starts], sorted_flows[starts], stops - starts, short)
-        dormant = self._dormant(cap, order, side_of[order], sorted_flows[starts], starts)
+        dormant = self._dormant(cap, order, sorted_side, sorted_flows[starts], starts)
+        # the TCP connections with few rows here whose levels only their Boards read: fed in one compiled call
+        fused, fused_lo, fused_hi = [], [], []
         for fid, lo, hi in zip(sorted_flows[starts].tolist(), starts.tolist(), stops.tolist()):
             if fid in short or fid in held or fid in dormant:
                 continue
+            flow = self.table.flows[fid]
+            senders = self._senders(flow)
+            if hi - lo <= A.FUSED_ROWS and flow.protocol == "tcp" and senders[0].fusable():
+                fused += senders
+                fused_lo += [lo, lo]
+                fused_hi += [hi, hi]
+                continue
             rows = order[lo:hi]
-            events = F.FlowEvents(cap, rows, side_of[rows])
-            for sender in self._senders(self.table.flows[fid]):
+            events = F.FlowEvents(cap, rows, sorted_side[lo:hi])
+            for sender in senders:
                 sender.feed(events)
+        if fused:
+            A.DirectionAccumulator.feed_fused(fused, cap, order, sorted_side, fused_lo, fused_hi)
         # before the releases: the checker reads this chunk's levels as they fed it
         if self.on_chunk is not None:
             self.on_chunk(cap, flow_of, side_of)

@@ -192,13 +192,22 @@ class DirectionAccumulator:
             self.serials.append((rows, part.serial, is_data, part.hi, np.repeat(rows, part.bcount), part.blo[blocks],
                                  part.bhi[blocks]))
 
+    def fusable(self) -> bool:
+        """Whether nobody reads this entry's level rows but its Board (feed_fused may feed it)."""
+        return self.on_part is None and self.serials is None and hasattr(self.level, "feed_board")
+
     def _tally(self, n, tallies, times, frames):
         """The running tallies after n more rows (Board.feed's tallies of them)."""
-        first, _, last_new, max_payload, max_sack, max_nr, max_whatif, retransmissions, ending = tallies
+        first = tallies[0]
+        self._add_tallies(n, tallies, times[first] if first >= 0 else -1, frames[first] if first >= 0 else -1)
+
+    def _add_tallies(self, n, tallies, first_time, first_frame):
+        """_tally with the first data row's time and frame given (-1: no data row)."""
+        first, _, last_new, max_payload, max_sack, max_nr, max_whatif, retransmissions, ending = tallies[:9]
         if first >= 0:
             if self.first_data is None:
                 self.first_data = self.rows + first
-                self.first_frame, self.t_start = int(frames[first]), int(times[first])
+                self.first_frame, self.t_start = int(first_frame), int(first_time)
             self.max_payload = max(self.max_payload, max_payload)
             self.done = None
             if last_new >= 0:
@@ -212,6 +221,39 @@ class DirectionAccumulator:
         max_rtxq["whatif"] = max(max_rtxq["whatif"], max_whatif)
         self.retransmissions += retransmissions
         self.rows += n
+
+    @staticmethod
+    def feed_fused(senders, cap, order, sides, lo, hi):
+        """feed() of many fusable TCP entries of one chunk (at most FUSED_ROWS rows each) in one compiled call
+        (_native.feed_levels): senders[k]'s flow has the rows order[lo[k]:hi[k]], sides[lo[k]:hi[k]] theirs. A
+        thousand flows made a feed() each per chunk, whose Python cost more than their rows."""
+        levels = [sender.level for sender in senders]
+        for k, level in enumerate(levels):
+            if level.space is None:  # the flow's first chunk: anchored on its handshake, if here
+                level.space = F.handshake_space(F.FlowEvents(cap, order[lo[k]:hi[k]], sides[lo[k]:hi[k]]), F.LEVEL_TCP,
+                                                level.conn, level.sender)
+        n = len(levels)
+        never_renege = np.fromiter((level.flow is not None and level.flow.never_renege[1 - level.sender]
+                                    for level in levels), np.int8, n)
+        records, counts, tallies, states, nr_seen, far, far_frame = _native.feed_levels(
+            cap.ev, cap.blocks, order, sides, np.asarray(lo, np.int64), np.asarray(hi, np.int64),
+            [sender.board for sender in senders], np.fromiter((level.conn for level in levels), np.int32, n),
+            np.fromiter((level.sender for level in levels), np.int8, n), never_renege, [level.space for level in levels])
+        records = np.frombuffer(records, ROW_DTYPE)
+        at = 0
+        for sender, level, count, tally, state, seen, far_count, far_first in zip(
+                senders, levels, np.frombuffer(counts, np.int64).tolist(),
+                np.frombuffer(tallies, np.int64).reshape(n, -1).tolist(), states, nr_seen, np.frombuffer(far, np.int64).tolist(),
+                np.frombuffer(far_frame, np.int64).tolist()):
+            level.space = state
+            if seen:
+                level.nr_seen = True
+            if far_count:
+                level.far.add(far_count, far_first)
+            if count:
+                sender._add_tallies(count, tally, tally[9], tally[10])
+                sender.store.append(sender.key, records[at:at + count])
+                at += count
 
     def fork(self, key, level, keep_data):
         """A DirectionAccumulator for `level` in this one's state (keep_data) or in the state of its acks only."""
