@@ -143,6 +143,10 @@ class DirectionAccumulator:
         self.key, self.level, self.store = key, level, store
         self.board = _native.Board(units=level.units)
         self.rows = 0                  # rows fed so far
+        # rows before the chunk of the first data, not stored: pass 2 reads none of them (before the first data
+        # no row changes the scoreboard, so none is in the RtxQ table, and p, b and q start there); a direction
+        # that only acks the other (half the rows of a bulk transfer) stores nothing
+        self.unstored = 0
         self.first_data = None         # row index of the first data row
         self.first_frame = self.t_start = None
         self.done = None               # row index of the ack ending the transfer (after the last data)
@@ -166,7 +170,7 @@ class DirectionAccumulator:
             records = np.frombuffer(records, ROW_DTYPE)
             if len(records):
                 self._tally(len(records), tallies, records["time_ns"], records["frame"])
-                self.store.append(self.key, records)
+                self._store(records)
             return
         part = self.level.build(events)
         n = len(part.pos)
@@ -185,7 +189,7 @@ class DirectionAccumulator:
         is_data = part.kind == 0
         times, frames = part.time_ns, part.frame
         self._tally(n, tallies, times, frames)
-        self.store.append(self.key, dict(out, time_ns=times, frame=frames, flags=flags, is_data=is_data))
+        self._store(dict(out, time_ns=times, frame=frames, flags=flags, is_data=is_data), n)
         if self.serials is not None:
             rows = events.cap.offset + events.rows[part.pos]
             blocks = F.expand_runs(part.bstart, part.bcount)  # the rows' own (a CMT path's part shares the association's)
@@ -195,6 +199,13 @@ class DirectionAccumulator:
     def fusable(self) -> bool:
         """Whether nobody reads this entry's level rows but its Board (feed_fused may feed it)."""
         return self.on_part is None and self.serials is None and hasattr(self.level, "feed_board")
+
+    def _store(self, rows, n=None):
+        """The rows just tallied to the store, or counted as unstored while no data came."""
+        if self.first_data is None:
+            self.unstored += len(rows) if n is None else n
+        else:
+            self.store.append(self.key, rows)
 
     def _tally(self, n, tallies, times, frames):
         """The running tallies after n more rows (Board.feed's tallies of them)."""
@@ -252,7 +263,10 @@ class DirectionAccumulator:
                 level.far.add(far_count, far_first)
             if count:
                 sender._add_tallies(count, tally, tally[9], tally[10])
-                sender.store.append(sender.key, records[at:at + count])
+                if sender.first_data is None:
+                    sender.unstored += count
+                else:
+                    sender.store.append(sender.key, records[at:at + count])
                 at += count
 
     def fork(self, key, level, keep_data):
@@ -261,7 +275,7 @@ class DirectionAccumulator:
         twin.board = self.board.fork(keep_data)
         if keep_data:
             twin.serials = None if self.serials is None else list(self.serials)
-            for name in ("rows", "first_data", "first_frame", "t_start", "done", "last_new", "max_payload",
+            for name in ("rows", "unstored", "first_data", "first_frame", "t_start", "done", "last_new", "max_payload",
                          "retransmissions"):
                 setattr(twin, name, getattr(self, name))
             twin.max_rtxq = dict(self.max_rtxq)
@@ -302,7 +316,7 @@ class DirectionAccumulator:
         kept_rtxq, kept_blocking = [], []
         rtxq_sink = rtxq_sink or kept_rtxq.append
         blocking_sink = blocking_sink or kept_blocking.append
-        start = 0
+        start = self.unstored
         for rows in self.store.batches(self.key):
             rtxq = rows["sack"] - rows["nr"] if nr_sack else rows["sack"]
             gap_open = rows["sacked"] > 0 if self.level.gap_from_sacked else (rows["flags"] & 2) != 0
