@@ -261,11 +261,12 @@ class Pipeline:
         two DirectionAccumulators). Such events leave a level nothing but its anchor, the sender's first
         SYN (flows.handshake_space): kept here (syn_next) for the level made when data or an ack comes.
         The checker reads that anchor through dormant_space. -> their flow ids."""
-        if not len(rows):
+        candidates = self.plain_tcp[group_flow] & ~self.fed[group_flow]
+        if not len(rows) or not candidates.any():  # (once fed, a flow is never dormant again)
             return set()
         ev = cap.ev
         feeds = (ev["len"][rows] > 0) | ((ev["flags"][rows] & E.ACK) != 0)
-        quiet = (np.add.reduceat(feeds, starts) == 0) & self.plain_tcp[group_flow] & ~self.fed[group_flow]
+        quiet = (np.add.reduceat(feeds, starts) == 0) & candidates
         if not quiet.any():
             return set()
         in_quiet = np.repeat(quiet, np.diff(np.append(starts, len(rows))))
