@@ -106,6 +106,7 @@ int add_reader_type(PyObject *module);                       /* read/_reader.c *
 int add_board_type(PyObject *module);                        /* state/_scoreboard.c */
 int add_ledger_type(PyObject *module);                       /* rules/_ledger.c */
 PyObject *short_tcp_entries(PyObject *self, PyObject *args); /* state/_scoreboard.c */
+PyObject *feed_levels(PyObject *self, PyObject *args);       /* state/_scoreboard.c */
 PyObject *sndbuf_verdict(PyObject *self, PyObject *args);    /* state/_scoreboard.c */
 PyObject *sndbuf_blocked(PyObject *self, PyObject *args);    /* state/_scoreboard.c */
 PyObject *window_add(PyObject *self, PyObject *args);        /* state/_scoreboard.c */

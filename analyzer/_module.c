@@ -25,6 +25,8 @@ static PyMethodDef module_methods[] = {
      "level_part(events, blocks, rows, side, protocol (0 TCP, 1 SCTP), conn, sender, state, never_renege) -> "
      "(row arrays, block arrays, state, nr_seen, (far rows left out, first frame)): one sender direction's "
      "scoreboard input (see _levels.c)"},
+    {"feed_levels", feed_levels, METH_VARARGS,
+     "Board.feed_level of many TCP levels of one chunk in one call (see _scoreboard.c)"},
     {"short_tcp_entries", short_tcp_entries, METH_VARARGS,
      "short_tcp_entries(events, blocks, rows, side, group_lo, group_hi, conn, flow_flags, sndbuf) -> int64 records: "
      "Sender.feed and finish of TCP connections wholly in one chunk, in one call (see _scoreboard.c)"},

@@ -13,6 +13,7 @@ from scapy.utils import RawPcapNgWriter
 from nrsack.analyzer import analyze
 from nrsack.analyzer.read import events as E
 from nrsack.analyzer.rules.checker import check
+from nrsack.generator.pcapfile import PcapWriter
 from support import pcaps
 from support.frames import EPOCH, LINKS, TSN0, ip_packets, sctp_packets, write_pcap
 from support.lab import lab_run
@@ -245,3 +246,44 @@ def test_usrsctp_lab_run_through_text2pcap_as_raw_sctp(tmp_path):
     shift = by_dump.rtxq["time_ns"] - by_lab.rtxq["time_ns"]
     assert shift.nunique() == 1 and shift.iloc[0] % 86_400_000_000_000 == 0
     assert check(raw)[["rule", "frames"]].equals(check(ethernet)[["rule", "frames"]])
+
+
+def _events_through(path, pipe):
+    """read_chunks of `path`, from the file or (pipe) through a pipe, which libpcap reads record by record:
+    -> (events bytes, blocks bytes, frames, findings, rule findings, why reading stopped)."""
+    source = None
+    if pipe:
+        source = subprocess.Popen(["cat", str(path)], stdout=subprocess.PIPE)
+        path = f"/dev/fd/{source.stdout.fileno()}"
+    try:
+        chunks = list(E.read_chunks(path, frames=20_000))
+    finally:
+        if source is not None:
+            source.stdout.close()
+            source.wait()
+    last = chunks[-1]
+    return (b"".join(c.ev.tobytes() for c in chunks), b"".join(c.blocks.tobytes() for c in chunks), last.frames,
+            last.findings, last.rule_findings, last.truncated)
+
+
+@pytest.mark.parametrize("nano", [False, True])
+@pytest.mark.parametrize("damage", ["none", "cut", "oversize"])
+def test_a_file_read_through_its_mapped_window_as_libpcap_reads_it(tmp_path, nano, damage):
+    """A regular pcap file is read through a mapped window (read/_reader.c map_read), larger than one window
+    here, so records straddle its edges; a pipe is read by libpcap. Both give the same events, findings and
+    end: a file cut inside its last record, or a record longer than the snapshot length (libpcap reads it)."""
+    frames = [LINKS["ethernet"][1](p) for p in ip_packets()]
+    path = tmp_path / "long.pcap"
+    with PcapWriter(path, nano=nano, snaplen=200) as writer:
+        for i in range(60_000):  # ~6 MB: past the 4 MB window
+            frame = frames[i % len(frames)]
+            if damage == "oversize" and i == 45_000:
+                frame = frame + bytes(300)  # captured past the snapshot length: libpcap keeps 200 bytes
+            writer.write(EPOCH + i // 1000, (i % 1000) * (1_000_000 if nano else 1000) + 7, frame)
+    if damage == "cut":
+        with open(path, "r+b") as handle:
+            handle.truncate(path.stat().st_size - 5)
+    mapped, piped = _events_through(path, False), _events_through(path, True)
+    assert mapped == piped
+    assert mapped[2] == (59_999 if damage == "cut" else 60_000)
+    assert (mapped[5] is not None) == (damage == "cut")

@@ -165,7 +165,11 @@ Py_ssize_t level_rows(const level_t *lv, serial_space_t *space, const event_t *e
             raise_released(PyExc_IndexError, "level rows: row out of range");
             return -1;
         }
-        if (i + 8 < n_rows) __builtin_prefetch(e + row[i + 8]);  /* the rows are scattered over the chunk */
+        if (i + 16 < n_rows) {  /* the rows are scattered over the chunk; a record spans two cache lines */
+            const char *ahead = (const char *)(e + row[i + 16]);
+            __builtin_prefetch(ahead);
+            __builtin_prefetch(ahead + sizeof(event_t) - 1);
+        }
         const event_t *x = e + row[i];
         int kept = level_row_body(lv, space, x, sides[i] == lv->sender, i, blocks, n_blocks, o, j, jb, nr_seen);
         if (kept < 0) return -1;

@@ -249,6 +249,8 @@ out:
     return result;
 }
 
+static PyTypeObject BoardType;
+
 /* A row of scoreboard.ROW_DTYPE (numpy packs it: no padding), what Board.feed_level writes per row. */
 typedef struct __attribute__((packed)) {
     int64_t sack, sacked, nr, freed, acked, usack, usacked, unr, time_ns;
@@ -288,45 +290,63 @@ static int scratch_fit(Py_ssize_t rows, Py_ssize_t blocks) {
  * the streamed tables of a TCP connection): no arrays per flow and chunk but the rows the store keeps. TCP:
  * every ack reports what it revokes within its span (REVOKE_IN_SPAN); SCTP: an NR-SACK revokes every
  * NR-acked TSN it leaves out (REVOKE_ALL), a SACK none. Each ack counts for the path it came on. */
-static PyObject *Board_feed_level(Board *self, PyObject *args) {
-    level_args_t a;
-    PyObject *records = NULL, *result = NULL;
-    if (level_args(args, "feed_level", &a) < 0) goto out;
-    const event_t *e = a.e;
-    const int64_t *row = a.row;
-    Py_ssize_t n_rows = a.n_rows, n_blocks = a.n_blocks;
-    if (scratch_fit(n_rows, n_blocks) < 0) { PyErr_NoMemory(); goto out; }
+/* One level's rows of a chunk (rows: event indices in order, sides per row) built and fed to the Board, a
+ * ROW_DTYPE record per row kept into out (room for n_rows): -> the rows kept, -1 with an exception set
+ * (level_rows raises holding the GIL it takes back), or FEED_NO_MEMORY, raised by the caller once it holds
+ * the GIL; *t: Board.feed's tallies of them. The one loop of feed_level and feed_levels, run without the GIL
+ * (`--jobs`: other flows' threads run meanwhile; the scratch is per thread). */
+enum { FEED_NO_MEMORY = -2 };
+
+static Py_ssize_t feed_level_rows(Board *self, const level_t *lv, serial_space_t *space, const event_t *e,
+                                  Py_ssize_t n_events, const int64_t *row, const int8_t *sides, Py_ssize_t n_rows,
+                                  const block_t *blocks, Py_ssize_t n_blocks, board_row_t *out, feed_tally_t *t,
+                                  int *nr_seen, Py_ssize_t *far, uint32_t *far_frame) {
+    if (scratch_fit(n_rows, n_blocks) < 0) return FEED_NO_MEMORY;
     const part_out_t *o = &level_scratch.o;
-    int nr_seen = 0;
-    Py_ssize_t jb = 0, far = 0;
-    uint32_t far_frame = 0;
-    /* room for every row, shrunk to the rows kept: the level and the Board in one stretch without the GIL */
-    if (!(records = PyByteArray_FromStringAndSize(NULL, n_rows * (Py_ssize_t)sizeof(board_row_t)))) goto out;
-    board_row_t *out = (board_row_t *)PyByteArray_AS_STRING(records);
-    feed_tally_t t = {-1, -1, -1, -1, 0, 0, 0, 0, 0};
+    Py_ssize_t jb = 0;
+    Py_ssize_t j = level_rows(lv, space, e, n_events, row, sides, n_rows, blocks, n_blocks, o, &jb, nr_seen, far,
+                              far_frame);
+    if (j < 0) return -1;
+    *t = (feed_tally_t){-1, -1, -1, -1, 0, 0, 0, 0, 0};
     self->revoked.n = 0;
-    int failed = 0;
-    Py_ssize_t j;
-    Py_BEGIN_ALLOW_THREADS
-    j = level_rows(&a.lv, &a.space, e, a.n_events, row, a.sides, n_rows, a.blocks, n_blocks, o, &jb, &nr_seen, &far,
-                   &far_frame);
     for (Py_ssize_t i = 0; i < j; i++) {
-        int8_t revoke = a.lv.protocol == LEVEL_TCP ? REVOKE_IN_SPAN
+        int8_t revoke = lv->protocol == LEVEL_TCP ? REVOKE_IN_SPAN
                         : e[row[o->pos[i]]].chunk == SCTP_NR_SACK_CHUNK ? REVOKE_ALL : REVOKE_NONE;
         row_figures_t f;
         int64_t bs = o->bstart[i];
         if (feed_row(self, i, o->kind[i], o->lo[i], o->hi[i], o->size[i], o->blo + bs, o->bhi + bs, o->bnr + bs,
-                     o->bcount[i], revoke, o->conn[i], o->time_ns[i], &f) < 0) { failed = 1; break; }
+                     o->bcount[i], revoke, o->conn[i], o->time_ns[i], &f) < 0) return FEED_NO_MEMORY;
         out[i] = (board_row_t){f.sack, f.sacked, f.nr, f.freed, f.acked, f.usack, f.usacked, f.unr, o->time_ns[i],
                                o->frame[i], f.flags, o->kind[i] == 0};
-        tally_row(&t, i, o->kind[i], o->size[i], &f);
+        tally_row(t, i, o->kind[i], o->size[i], &f);
     }
-    for (Py_ssize_t i = t.last_data + 1; !failed && i < j; i++)
-        if (o->kind[i] != 0 && out[i].acked >= (int64_t)self->sb.data_bytes) { t.ending = i; break; }
+    for (Py_ssize_t i = t->last_data + 1; i < j; i++)
+        if (o->kind[i] != 0 && out[i].acked >= (int64_t)self->sb.data_bytes) { t->ending = i; break; }
+    return j;
+}
+
+/* feed_level(events, blocks, rows, side, protocol, conn, sender, state, never_renege)
+ *   -> (ROW_DTYPE records, Board.feed's tallies, state, nr_seen, (rows left out as far, first such frame)):
+ * level_part and Board.feed in one call, for a level whose ScoreboardInput nobody else reads (the summary and
+ * the streamed tables of a TCP connection): no arrays per flow and chunk but the rows the store keeps. TCP:
+ * every ack reports what it revokes within its span (REVOKE_IN_SPAN); SCTP: an NR-SACK revokes every
+ * NR-acked TSN it leaves out (REVOKE_ALL), a SACK none. Each ack counts for the path it came on. */
+static PyObject *Board_feed_level(Board *self, PyObject *args) {
+    level_args_t a;
+    PyObject *records = NULL, *result = NULL;
+    if (level_args(args, "feed_level", &a) < 0) goto out;
+    if (!(records = PyByteArray_FromStringAndSize(NULL, a.n_rows * (Py_ssize_t)sizeof(board_row_t)))) goto out;
+    int nr_seen = 0;
+    Py_ssize_t far = 0, j;
+    uint32_t far_frame = 0;
+    feed_tally_t t;
+    board_row_t *rows_out = (board_row_t *)PyByteArray_AS_STRING(records);
+    Py_BEGIN_ALLOW_THREADS
+    j = feed_level_rows(self, &a.lv, &a.space, a.e, a.n_events, a.row, a.sides, a.n_rows, a.blocks, a.n_blocks,
+                        rows_out, &t, &nr_seen, &far, &far_frame);
     Py_END_ALLOW_THREADS
-    if (j < 0) goto out;
-    if (failed) { PyErr_NoMemory(); goto out; }
-    if (PyByteArray_Resize(records, j * (Py_ssize_t)sizeof(board_row_t)) < 0) goto out;
+    if (j == FEED_NO_MEMORY) PyErr_NoMemory();
+    if (j < 0 || PyByteArray_Resize(records, j * (Py_ssize_t)sizeof(board_row_t)) < 0) goto out;
     PyObject *tally = tally_to_py(&t), *state = space_to_py(&a.space);
     if (tally && state)
         result = Py_BuildValue("ONNO(nI)", records, tally, state, nr_seen ? Py_True : Py_False, far, far_frame);
@@ -337,6 +357,103 @@ static PyObject *Board_feed_level(Board *self, PyObject *args) {
 out:
     Py_XDECREF(records);
     level_args_release(&a);
+    return result;
+}
+
+/* feed_levels(events, blocks, order, sides, group_lo, group_hi, boards, conns, senders, never_renege, states)
+ *   -> (ROW_DTYPE records of every group one after the other, rows kept per group (i8), tallies per group (i8,
+ *   FEED_TALLIES: Board.feed's, then the first data row's time and frame, -1 where none), states, nr_seen per
+ *   group (i1), far rows per group (i8), their first frames (i8)):
+ * feed_level of many TCP levels of one chunk in one call: group g is the level of conn conns[g] in direction
+ * senders[g] over rows order[group_lo[g]:group_hi[g]] (sides[] per row, the same slice), fed to boards[g] from
+ * states[g]. A thousand flows made 60,000 feed_level calls a capture, each with its Python around it. */
+enum { FEED_TALLIES = 11 };
+
+PyObject *feed_levels(PyObject *self, PyObject *args) {
+    PyObject *o_ev, *o_bk, *o_order, *o_sides, *o_lo, *o_hi, *boards, *o_conn, *o_sender, *o_never, *states;
+    if (!PyArg_ParseTuple(args, "OOOOOOO!OOOO!", &o_ev, &o_bk, &o_order, &o_sides, &o_lo, &o_hi, &PyList_Type, &boards,
+                          &o_conn, &o_sender, &o_never, &PyList_Type, &states))
+        return NULL;
+    buf_t ev = {0}, bk = {0}, order = {0}, sides = {0}, glo = {0}, ghi = {0}, gconn = {0}, gsender = {0}, gnever = {0};
+    PyObject *records = NULL, *counts = NULL, *tallies = NULL, *new_states = NULL, *seen = NULL, *fars = NULL,
+             *far_frames = NULL, *result = NULL;
+    Py_ssize_t G = PyList_GET_SIZE(boards);
+    if (get_buf(o_ev, &ev, sizeof(event_t), -1, 0, "feed_levels") < 0 ||
+        get_buf(o_bk, &bk, sizeof(block_t), -1, 0, "feed_levels") < 0 ||
+        get_buf(o_order, &order, 8, -1, 0, "feed_levels") < 0 ||
+        get_buf(o_sides, &sides, 1, order.b.len / 8, 0, "feed_levels") < 0 ||
+        get_buf(o_lo, &glo, 8, G, 0, "feed_levels") < 0 || get_buf(o_hi, &ghi, 8, G, 0, "feed_levels") < 0 ||
+        get_buf(o_conn, &gconn, 4, G, 0, "feed_levels") < 0 || get_buf(o_sender, &gsender, 1, G, 0, "feed_levels") < 0 ||
+        get_buf(o_never, &gnever, 1, G, 0, "feed_levels") < 0)
+        goto out;
+    if (PyList_GET_SIZE(states) != G) { PyErr_SetString(PyExc_ValueError, "feed_levels: a state per group"); goto out; }
+    const int64_t *lo = glo.b.buf, *hi = ghi.b.buf;
+    Py_ssize_t n_order = order.b.len / 8, total = 0;
+    for (Py_ssize_t g = 0; g < G; g++) {
+        if (lo[g] < 0 || hi[g] < lo[g] || hi[g] > n_order) {
+            PyErr_SetString(PyExc_IndexError, "feed_levels: group out of range");
+            goto out;
+        }
+        if (!PyObject_TypeCheck(PyList_GET_ITEM(boards, g), &BoardType)) {
+            PyErr_SetString(PyExc_TypeError, "feed_levels: boards must be Boards");
+            goto out;
+        }
+        total += hi[g] - lo[g];
+    }
+    char *cp, *tp, *sp, *fp, *ffp;
+    if (!(records = PyByteArray_FromStringAndSize(NULL, total * (Py_ssize_t)sizeof(board_row_t))) ||
+        !(counts = PyByteArray_FromStringAndSize(NULL, G * 8)) ||
+        !(tallies = PyByteArray_FromStringAndSize(NULL, G * FEED_TALLIES * 8)) ||
+        !(seen = PyByteArray_FromStringAndSize(NULL, G)) || !(fars = PyByteArray_FromStringAndSize(NULL, G * 8)) ||
+        !(far_frames = PyByteArray_FromStringAndSize(NULL, G * 8)) || !(new_states = PyList_New(G)))
+        goto out;
+    cp = PyByteArray_AS_STRING(counts); tp = PyByteArray_AS_STRING(tallies); sp = PyByteArray_AS_STRING(seen);
+    fp = PyByteArray_AS_STRING(fars); ffp = PyByteArray_AS_STRING(far_frames);
+    board_row_t *out = (board_row_t *)PyByteArray_AS_STRING(records);
+    const int64_t *row = order.b.buf;
+    const int8_t *side = sides.b.buf, *sender = gsender.b.buf, *never = gnever.b.buf;
+    const int32_t *conn = gconn.b.buf;
+    Py_ssize_t at = 0;
+    for (Py_ssize_t g = 0; g < G; g++) {
+        level_t lv = {LEVEL_TCP, sender[g], never[g] != 0, conn[g]};
+        serial_space_t space;
+        if (space_from_py(PyList_GET_ITEM(states, g), &space) < 0) goto out;
+        int nr_seen = 0;
+        Py_ssize_t far = 0;
+        uint32_t far_frame = 0;
+        feed_tally_t t;
+        Board *board = (Board *)PyList_GET_ITEM(boards, g);
+        Py_ssize_t j;
+        Py_BEGIN_ALLOW_THREADS
+        j = feed_level_rows(board, &lv, &space, ev.b.buf, ev.b.len / (Py_ssize_t)sizeof(event_t), row + lo[g],
+                            side + lo[g], hi[g] - lo[g], bk.b.buf, bk.b.len / (Py_ssize_t)sizeof(block_t), out + at, &t,
+                            &nr_seen, &far, &far_frame);
+        Py_END_ALLOW_THREADS
+        if (j == FEED_NO_MEMORY) PyErr_NoMemory();
+        if (j < 0) goto out;
+        PyObject *state = space_to_py(&space);
+        if (!state) goto out;
+        PyList_SET_ITEM(new_states, g, state);
+        int64_t *tally = (int64_t *)tp + g * FEED_TALLIES;
+        const int64_t values[FEED_TALLIES] = {
+            t.first_data, t.last_data, t.last_new, t.max_payload, t.max_sack, t.max_nr, t.max_whatif,
+            t.retransmissions, t.ending, t.first_data >= 0 ? out[at + t.first_data].time_ns : -1,
+            t.first_data >= 0 ? (int64_t)out[at + t.first_data].frame : -1};
+        memcpy(tally, values, sizeof values);
+        ((int64_t *)cp)[g] = j;
+        sp[g] = (char)nr_seen;
+        ((int64_t *)fp)[g] = far;
+        ((int64_t *)ffp)[g] = far_frame;
+        at += j;
+    }
+    if (PyByteArray_Resize(records, at * (Py_ssize_t)sizeof(board_row_t)) < 0) goto out;
+    result = Py_BuildValue("OOOOOOO", records, counts, tallies, new_states, seen, fars, far_frames);
+out:
+    Py_XDECREF(records); Py_XDECREF(counts); Py_XDECREF(tallies); Py_XDECREF(new_states); Py_XDECREF(seen);
+    Py_XDECREF(fars); Py_XDECREF(far_frames);
+    buf_t *held[] = {&ev, &bk, &order, &sides, &glo, &ghi, &gconn, &gsender, &gnever};
+    for (size_t k = 0; k < sizeof held / sizeof *held; k++)
+        if (held[k]->ok) PyBuffer_Release(&held[k]->b);
     return result;
 }
 
@@ -363,8 +480,6 @@ static PyObject *Board_revoked(Board *self, PyObject *unused) {
 static PyObject *Board_data_bytes(Board *self, void *unused) {
     return PyLong_FromUnsignedLongLong(self->sb.data_bytes);
 }
-
-static PyTypeObject BoardType;
 
 /* fork(keep_data) -> a new Board in the same state; without keep_data, only the acks' part of it
  * (cum ack, gap_open): the state of a path that has not sent yet. */

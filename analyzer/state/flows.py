@@ -317,8 +317,11 @@ class FlowTable:
             return
         watched = np.zeros(len(self._conn_flow), bool)
         watched[[c for flow in pending for c in (flow.conns if flow.protocol == "sctp" else flow.conns[:1])]] = True
-        rows = np.flatnonzero(watched[ev["conn"]])
-        sctp = rows[(ev["proto"][rows] == E.PROTO_SCTP) & np.isin(ev["chunk"][rows], (1, 2, 10))]
+        conn, proto, chunk = ev["conn"], ev["proto"], ev["chunk"]
+        mine = watched[conn]
+        # (whole columns compared, not gathered at the watched rows: an association seen without its INIT is
+        # watched to the end, and its rows are half a chunk)
+        sctp = np.flatnonzero(mine & (proto == E.PROTO_SCTP) & ((chunk == 1) | (chunk == 2) | (chunk == 10)))
         for r in sctp.tolist():
             flow = self.flows[self._conn_flow[ev["conn"][r]]]
             kind = int(ev["chunk"][r])
@@ -326,12 +329,14 @@ class FlowTable:
                 flow.firsts[kind] = (cap.offset + r, int(ev["time_ns"][r]), int(ev["flags"][r]))
                 if kind in (1, 2):
                     flow.addresses[kind - 1] = _addresses(cap, r)
-        tcp = rows[ev["proto"][rows] == E.PROTO_TCP]
+        tcp = np.flatnonzero(mine & (proto == E.PROTO_TCP))
         if len(tcp):
             self._refine_tcp(cap, tcp)
         # what the handshake says changes only for the flows with rows here
         here = np.zeros(len(self.flows), bool)
-        here[self._conn_flow[ev["conn"][rows]]] = True
+        seen = np.zeros(len(watched), bool)
+        seen[conn] = True
+        here[self._conn_flow[seen & watched]] = True
         for flow in pending:
             if here[flow.id]:
                 self._settle(flow)

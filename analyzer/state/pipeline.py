@@ -206,15 +206,27 @@ class Pipeline:
         sorted_flows = live_flow[order]
         starts = np.flatnonzero(np.diff(sorted_flows, prepend=-1))
         stops = np.append(starts[1:], len(order))
-        short = self._finish_short(cap, order, side_of[order], sorted_flows[starts], starts, stops)
+        sorted_side = side_of[order]
+        short = self._finish_short(cap, order, sorted_side, sorted_flows[starts], starts, stops)
         held = self._hold(cap, flow_of, live_flow, order[starts], sorted_flows[starts], stops - starts, short)
-        dormant = self._dormant(cap, order, side_of[order], sorted_flows[starts], starts)
+        dormant = self._dormant(cap, order, sorted_side, sorted_flows[starts], starts)
         work = []  # [(a flow's events, its DirectionAccumulators)]
+        # the TCP connections with few rows here whose levels only their Boards read: fed in one compiled call
+        fused, fused_lo, fused_hi = [], [], []
         for fid, lo, hi in zip(sorted_flows[starts].tolist(), starts.tolist(), stops.tolist()):
             if fid in short or fid in held or fid in dormant:
                 continue
+            flow = self.table.flows[fid]
+            senders = self._senders(flow)
+            if hi - lo <= A.FUSED_ROWS and flow.protocol == "tcp" and senders[0].fusable():
+                fused += senders
+                fused_lo += [lo, lo]
+                fused_hi += [hi, hi]
+                continue
             rows = order[lo:hi]
-            work.append((F.FlowEvents(cap, rows, side_of[rows]), self._senders(self.table.flows[fid])))
+            work.append((F.FlowEvents(cap, rows, sorted_side[lo:hi]), senders))
+        if fused:  # (in this thread: other flows' feeding is the threads' share of a chunk)
+            A.DirectionAccumulator.feed_fused(fused, cap, order, sorted_side, fused_lo, fused_hi)
         if self.workers is not None and len(work) > 1:
             self.workers.feed(work)
         else:
@@ -259,11 +271,12 @@ class Pipeline:
         two DirectionAccumulators). Such events leave a level nothing but its anchor, the sender's first
         SYN (flows.handshake_space): kept here (syn_next) for the level made when data or an ack comes.
         The checker reads that anchor through dormant_space. -> their flow ids."""
-        if not len(rows):
+        candidates = self.plain_tcp[group_flow] & ~self.fed[group_flow]
+        if not len(rows) or not candidates.any():  # (once fed, a flow is never dormant again)
             return set()
         ev = cap.ev
         feeds = (ev["len"][rows] > 0) | ((ev["flags"][rows] & E.ACK) != 0)
-        quiet = (np.add.reduceat(feeds, starts) == 0) & self.plain_tcp[group_flow] & ~self.fed[group_flow]
+        quiet = (np.add.reduceat(feeds, starts) == 0) & candidates
         if not quiet.any():
             return set()
         in_quiet = np.repeat(quiet, np.diff(np.append(starts, len(rows))))

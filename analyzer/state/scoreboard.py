@@ -143,6 +143,10 @@ class DirectionAccumulator:
         self.key, self.level, self.store = key, level, store
         self.board = _native.Board(units=level.units)
         self.rows = 0                  # rows fed so far
+        # rows before the chunk of the first data, not stored: pass 2 reads none of them (before the first data
+        # no row changes the scoreboard, so none is in the RtxQ table, and p, b and q start there); a direction
+        # that only acks the other (half the rows of a bulk transfer) stores nothing
+        self.unstored = 0
         self.first_data = None         # row index of the first data row
         self.first_frame = self.t_start = None
         self.done = None               # row index of the ack ending the transfer (after the last data)
@@ -166,7 +170,7 @@ class DirectionAccumulator:
             records = np.frombuffer(records, ROW_DTYPE)
             if len(records):
                 self._tally(len(records), tallies, records["time_ns"], records["frame"])
-                self.store.append(self.key, records)
+                self._store(records)
             return
         part = self.level.build(events)
         n = len(part.pos)
@@ -185,20 +189,36 @@ class DirectionAccumulator:
         is_data = part.kind == 0
         times, frames = part.time_ns, part.frame
         self._tally(n, tallies, times, frames)
-        self.store.append(self.key, dict(out, time_ns=times, frame=frames, flags=flags, is_data=is_data))
+        self._store(dict(out, time_ns=times, frame=frames, flags=flags, is_data=is_data), n)
         if self.serials is not None:
             rows = events.cap.offset + events.rows[part.pos]
             blocks = F.expand_runs(part.bstart, part.bcount)  # the rows' own (a CMT path's part shares the association's)
             self.serials.append((rows, part.serial, is_data, part.hi, np.repeat(rows, part.bcount), part.blo[blocks],
                                  part.bhi[blocks]))
 
+    def fusable(self) -> bool:
+        """Whether nobody reads this entry's level rows but its Board (feed_fused may feed it)."""
+        return self.on_part is None and self.serials is None and hasattr(self.level, "feed_board")
+
+    def _store(self, rows, n=None):
+        """The rows just tallied to the store, or counted as unstored while no data came."""
+        if self.first_data is None:
+            self.unstored += len(rows) if n is None else n
+        else:
+            self.store.append(self.key, rows)
+
     def _tally(self, n, tallies, times, frames):
         """The running tallies after n more rows (Board.feed's tallies of them)."""
-        first, _, last_new, max_payload, max_sack, max_nr, max_whatif, retransmissions, ending = tallies
+        first = tallies[0]
+        self._add_tallies(n, tallies, times[first] if first >= 0 else -1, frames[first] if first >= 0 else -1)
+
+    def _add_tallies(self, n, tallies, first_time, first_frame):
+        """_tally with the first data row's time and frame given (-1: no data row)."""
+        first, _, last_new, max_payload, max_sack, max_nr, max_whatif, retransmissions, ending = tallies[:9]
         if first >= 0:
             if self.first_data is None:
                 self.first_data = self.rows + first
-                self.first_frame, self.t_start = int(frames[first]), int(times[first])
+                self.first_frame, self.t_start = int(first_frame), int(first_time)
             self.max_payload = max(self.max_payload, max_payload)
             self.done = None
             if last_new >= 0:
@@ -213,13 +233,49 @@ class DirectionAccumulator:
         self.retransmissions += retransmissions
         self.rows += n
 
+    @staticmethod
+    def feed_fused(senders, cap, order, sides, lo, hi):
+        """feed() of many fusable TCP entries of one chunk (at most FUSED_ROWS rows each) in one compiled call
+        (_native.feed_levels): senders[k]'s flow has the rows order[lo[k]:hi[k]], sides[lo[k]:hi[k]] theirs. A
+        thousand flows made a feed() each per chunk, whose Python cost more than their rows."""
+        levels = [sender.level for sender in senders]
+        for k, level in enumerate(levels):
+            if level.space is None:  # the flow's first chunk: anchored on its handshake, if here
+                level.space = F.handshake_space(F.FlowEvents(cap, order[lo[k]:hi[k]], sides[lo[k]:hi[k]]), F.LEVEL_TCP,
+                                                level.conn, level.sender)
+        n = len(levels)
+        never_renege = np.fromiter((level.flow is not None and level.flow.never_renege[1 - level.sender]
+                                    for level in levels), np.int8, n)
+        records, counts, tallies, states, nr_seen, far, far_frame = _native.feed_levels(
+            cap.ev, cap.blocks, order, sides, np.asarray(lo, np.int64), np.asarray(hi, np.int64),
+            [sender.board for sender in senders], np.fromiter((level.conn for level in levels), np.int32, n),
+            np.fromiter((level.sender for level in levels), np.int8, n), never_renege, [level.space for level in levels])
+        records = np.frombuffer(records, ROW_DTYPE)
+        at = 0
+        for sender, level, count, tally, state, seen, far_count, far_first in zip(
+                senders, levels, np.frombuffer(counts, np.int64).tolist(),
+                np.frombuffer(tallies, np.int64).reshape(n, -1).tolist(), states, nr_seen, np.frombuffer(far, np.int64).tolist(),
+                np.frombuffer(far_frame, np.int64).tolist()):
+            level.space = state
+            if seen:
+                level.nr_seen = True
+            if far_count:
+                level.far.add(far_count, far_first)
+            if count:
+                sender._add_tallies(count, tally, tally[9], tally[10])
+                if sender.first_data is None:
+                    sender.unstored += count
+                else:
+                    sender.store.append(sender.key, records[at:at + count])
+                at += count
+
     def fork(self, key, level, keep_data):
         """A DirectionAccumulator for `level` in this one's state (keep_data) or in the state of its acks only."""
         twin = DirectionAccumulator(key, level, self.store, self.serials is not None)
         twin.board = self.board.fork(keep_data)
         if keep_data:
             twin.serials = None if self.serials is None else list(self.serials)
-            for name in ("rows", "first_data", "first_frame", "t_start", "done", "last_new", "max_payload",
+            for name in ("rows", "unstored", "first_data", "first_frame", "t_start", "done", "last_new", "max_payload",
                          "retransmissions"):
                 setattr(twin, name, getattr(self, name))
             twin.max_rtxq = dict(self.max_rtxq)
@@ -260,7 +316,7 @@ class DirectionAccumulator:
         kept_rtxq, kept_blocking = [], []
         rtxq_sink = rtxq_sink or kept_rtxq.append
         blocking_sink = blocking_sink or kept_blocking.append
-        start = 0
+        start = self.unstored
         for rows in self.store.batches(self.key):
             rtxq = rows["sack"] - rows["nr"] if nr_sack else rows["sack"]
             gap_open = rows["sacked"] > 0 if self.level.gap_from_sacked else (rows["flags"] & 2) != 0

@@ -184,13 +184,14 @@ class SummaryStore(FileStore):
 
     def _write(self, waiting):
         # the records first, joined as bytes in one copy (many flows: a part each of a few rows), then the dicts
-        pieces = [(key, part) for key, parts in waiting.items() for part in parts]
-        records = [part for _, part in pieces if isinstance(part, np.ndarray)]
-        pieces = [p for p in pieces if isinstance(p[1], np.ndarray)] + [p for p in pieces if isinstance(p[1], dict)]
-        if not pieces:
+        records, dicts = [], []
+        for key, parts in waiting.items():
+            for part in parts:
+                (records if isinstance(part, np.ndarray) else dicts).append((key, part))
+        if not records and not dicts:
             return
-        joined = [np.concatenate([part.view(np.uint8) for part in records]).view(ROW_DTYPE)] if records else []
-        whole = {name: np.concatenate([part[name] for part in joined] + [part[name] for _, part in pieces[len(records):]])
+        joined = [np.concatenate([part.view(np.uint8) for _, part in records]).view(ROW_DTYPE)] if records else []
+        whole = {name: np.concatenate([part[name] for part in joined] + [part[name] for _, part in dicts])
                  for name in self.KEPT}
         narrowed = [self._narrow(whole[name]) for name in self.COLUMNS] + [(0, self._bits(whole))]
         packed = np.empty(len(whole["time_ns"]), [(name, values.dtype) for name, (_, values) in
@@ -200,11 +201,13 @@ class SummaryStore(FileStore):
         layout = (tuple(base for base, _ in narrowed[:-1]), packed.dtype)
         self.file.seek(self.end)  # (batches() reads move it; the writes here follow one another)
         self.file.write(packed)
-        at, row_bytes = self.end, packed.dtype.itemsize
-        for key, part in pieces:  # each piece a run of the chunk's packed rows
-            n = len(part["time_ns"])
-            self.pieces.setdefault(key, []).append((at, n, layout))
-            at += n * row_bytes
+        row_bytes = packed.dtype.itemsize
+        counts = [len(part) for _, part in records] + [len(part["time_ns"]) for _, part in dicts]
+        ends = np.cumsum(counts) * row_bytes + self.end
+        pieces = self.pieces
+        for (key, _), at, n in zip(records + dicts, (ends - np.multiply(counts, row_bytes)).tolist(), counts):
+            # each piece a run of the chunk's packed rows
+            pieces.setdefault(key, []).append((at, n, layout))
         self.end += packed.nbytes
 
     def _rows(self, columns, bits):
