@@ -4,6 +4,8 @@ The capture is read once, one chunk ahead of the pipeline, in a thread of its ow
 chunk's flows are fed (DirectionAccumulator.feed, the bulk of the work) by N threads at once, each taking
 the next flow as it is done with one (Workers.feed), the pipeline waiting for all of them before it goes
 on; the store writes the chunk's rows in a pool thread while the next chunk is assigned (FileStore.flush).
+The short TCP flows whose levels only their Boards read are fed together in one compiled call
+(DirectionAccumulator.feed_fused) in the caller's thread before the others are shared out.
 Everything else runs in the caller's thread as with one job: the flow table, where flows end, the
 releases, pass 2. A flow's rows never meet another flow's state, so the figures are those of --jobs 1,
 byte for byte; the compiled work (the reader, the levels and the Board) releases the GIL, which is where
