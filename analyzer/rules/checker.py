@@ -235,11 +235,10 @@ class Checker:
                            I.ack_blocks(screen, np.flatnonzero(loud)))]
         events.sort(key=lambda e: (e.index, e.level != "tcp"))
         self._sources(run, flow, frows, sides, cap)
-        ctx = Context(flow, [A.vantage(flow, s) for s in (0, 1)], self._addresses(run, flow))
-        self._run(flow, run, events, {lane.key: lane for lane in lanes}, ctx)
+        self._run(flow, run, events, {lane.key: lane for lane in lanes})
         run.last_index = cap.offset + int(frows[-1])
         run.last_frame, run.last_time = int(ev["frame"][frows[-1]]), int(ev["time_ns"][frows[-1]])
-        self._far(flow, run, frows, rows)
+        self._far(run, frows, rows, levels)
 
     def _levels(self, flow):
         """(level, conn, sender) -> the pipeline's level object of each lane of the flow."""
@@ -343,9 +342,10 @@ class Checker:
                 ack[owner[bad]] = False
                 # NR blocks the handshake may not have permitted: TN-01 / MN-01 only, they read no direction state
                 lane.told = ack & (lane.nr_count > 0)
-            lane.quiet = data | (ack if not loud_acks else False)
-            if loud_acks:
+            if loud_acks:  # the acks the handshake's rules may judge (SCTP: every one; TCP, MPTCP: NR blocks)
+                ack &= np.zeros(n, bool) if lane.level == "sctp" else lane.nr_count == 0
                 lane.told = np.zeros(n, bool)
+            lane.quiet = data | ack
         at = np.arange(n)
         quiet_data, quiet_ack = lane.quiet & is_data, lane.quiet & ~is_data
         lane.sent_upto = np.maximum.accumulate(np.where(is_data, lane.hi, LOWEST)) if n else lane.hi
@@ -353,9 +353,13 @@ class Checker:
         # the quiet acks that move the cum ack (state._on_ack: cum > the highest before), in order
         lane.advances = np.flatnonzero(quiet_ack & (lane.cum > cum_before))
 
-    def _run(self, flow, run, events, lanes, ctx):
+    def _context(self, flow, run):
+        return Context(flow, [A.vantage(flow, s) for s in (0, 1)], self._addresses(run, flow))
+
+    def _run(self, flow, run, events, lanes):
         """The flow's events of the chunk in order; each lane's quiet rows applied just before the next event
         of their direction, and the rest at the end."""
+        ctx = None  # made for the first event a rule looks at (a SYN flood's events have none)
         # per event of a lane: how many of the lane's rows lie in rows before its own (one search per lane)
         upto = [None] * len(events)
         offset = self.last.offset
@@ -376,16 +380,19 @@ class Checker:
                     state = self._quiet(state, lanes[key], done[key], n)
                     done[key] = n
             after = S.advance(state, e)
-            for r in rules_of((e.kind, e.level), ()):
+            checks = rules_of((e.kind, e.level), ())
+            if checks and ctx is None:
+                ctx = self._context(flow, run)
+            for r in checks:
                 for verdict in r.check(e, state, after, ctx):
                     self.found.append(_finding(r, verdict, flow.id, self._direction(flow, e)))
             state = after
         for key, lane in lanes.items():
             state = self._quiet(state, lane, done[key], len(lane.row))
         run.state = state
-        self._negotiation(flow, run.state, lanes, ctx)
+        self._negotiation(flow, run.state, lanes)
 
-    def _negotiation(self, flow, state, lanes, ctx):
+    def _negotiation(self, flow, state, lanes):
         """The rules that judge an ack against the handshake alone (NR-01 / NR-06 by chunk type, TN-01 per
         connection, MN-01 per flow) on the lanes' quiet acks they may break (lane.told), a run at a time: each
         finding differs only in the ack's frame and one number (SCTP: the cum; TCP, MPTCP: the NR block count).
@@ -446,8 +453,9 @@ class Checker:
 
     @staticmethod
     def _sources(run, flow, frows, sides, cap):
-        """Every packet source address of each side (FS-02 counts the receiver's addresses)."""
-        if len(run.seen_pairs) == 2 * len(flow.conns):
+        """Every packet source address of each side (FS-02 counts the receiver's addresses: SCTP only, so a
+        TCP or MPTCP flow's are not gathered)."""
+        if flow.protocol != "sctp" or len(run.seen_pairs) == 2 * len(flow.conns):
             return  # both directions of every conn of the flow were seen: nothing new can come
         conn_dir = cap.ev["conn"][frows].astype(np.int64) * 2 + cap.ev["dir"][frows]
         values, first = np.unique(conn_dir, return_index=True)
@@ -472,11 +480,13 @@ class Checker:
             out.append(seen)
         return out
 
-    def _far(self, flow, run, frows, rows):
-        """Where the flow's first serial far outside any window lies (its side names the direction)."""
+    @staticmethod
+    def _far(run, frows, rows, levels):
+        """Where the flow's first serial far outside any window lies (its side names the direction); levels:
+        the flow's (_levels)."""
         if run.far_side is not None:
             return
-        first = [level.far.first_frame for level in self._levels(flow).values()
+        first = [level.far.first_frame for level in levels.values()
                  if getattr(level, "far", None) is not None and level.far.count]
         if first:
             frame = min(first)
@@ -522,8 +532,9 @@ class Checker:
         return flows, found if lazy else list(found)
 
     def _on_cut(self, fids):
-        """Flows without data the budget of open flows released (Pipeline._cut): their ends judged now, and
-        their rule state dropped (the pipeline forgets them), so a flood of them does not stay in memory."""
+        """Flows the budget of open flows released (Pipeline._cut: those without data, and with `check` alone
+        those with data too): their ends judged now, as at the capture's end (their later events are not
+        analysed), and their rule state dropped (the pipeline forgets them), so a flood does not stay in memory."""
         flows = self.pipeline.table.flows
         for fid in fids.tolist():
             run = self.runs.pop(fid, None)
@@ -532,9 +543,15 @@ class Checker:
 
     def _judge_end(self, flow, run):
         """The rules on the flow's end: its far serials' note, then the END event."""
-        ctx = Context(flow, [A.vantage(flow, s) for s in (0, 1)], self._addresses(run, flow))
-        far = [level.far for level in self._levels(flow).values() if getattr(level, "far", None) is not None]
+        level = flow.protocol if flow.protocol == "sctp" else "tcp"
+        ends = self.dispatch.get((I.END, level), ())
+        # a flow without levels yet (Pipeline._dormant) left no serial out
+        far = [lv.far for lv in self._levels(flow).values() if getattr(lv, "far", None) is not None] \
+            if flow.id in self.pipeline.senders else []
         count = sum(f.count for f in far)
+        if not count and not ends:
+            return
+        ctx = self._context(flow, run)
         if count:
             first = min(f.first_frame for f in far if f.count)
             side = run.far_side or 0
@@ -543,10 +560,9 @@ class Checker:
             for r in self.dispatch.get((e.kind, ""), ()):
                 self.found.extend(_finding(r, v, flow.id, self._direction(flow, e))
                                   for v in r.check(e, run.state, run.state, ctx))
-        level = flow.protocol if flow.protocol == "sctp" else "tcp"
         end = I.Event(index=run.last_index + 1, frame=run.last_frame, time_ns=run.last_time, kind=I.END,
                       level=level, side=0, sender=0)
-        for r in self.dispatch.get((I.END, level), ()):
+        for r in ends:
             self.found.extend(_finding(r, v, flow.id, "") for v in r.check(end, run.state, run.state, ctx))
 
 

@@ -499,7 +499,11 @@ class Pipeline:
         self.cut[0] += len(without)
         self.cut[1] += len(with_data)
         victims = np.sort(np.concatenate((without, with_data)))
-        gone = np.sort(without) if self.on_cut is not None else without[:0]
+        # judged and forgotten by the checker: the flows without data; with data too where no row is kept for
+        # a table (`check` alone), so a flood of never-closed data flows does not stay in its memory either
+        gone = without[:0] if self.on_cut is None else np.sort(without)
+        if self.on_cut is not None and not getattr(self.store, "keeps_rows", True):
+            gone = victims
         if len(gone):  # judged while their levels (and the serials they left out as far) are still held
             self.on_cut(gone)
         self._release_bare(victims[~self.fed[victims]], cut=True)
@@ -510,6 +514,8 @@ class Pipeline:
         if len(gone):  # the checker judged their ends: nothing waits for them
             for flow in [self.table.flows[fid] for fid in gone.tolist()]:
                 if flow is not None:
+                    self._drop_senders(flow.id)
+                    self.cut_end.pop(flow.id, None)
                     self.table.forget(flow, self.conns)
         return len(victims)
 

@@ -131,6 +131,8 @@ class DiskStore(FileStore):
 class NullStore:
     """The pipeline's row store when nobody reads the analyzer's tables (`nrsack check` alone)."""
 
+    keeps_rows = False  # (Pipeline._cut: a flow finished early need not wait for the end)
+
     def append(self, key, columns):
         pass
 

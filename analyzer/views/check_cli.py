@@ -88,7 +88,7 @@ def junit_report(results, rule_ids):
     total = failed = 0
     for path, flows, findings in results:
         suite = ET.SubElement(root, "testsuite", name=path)
-        cases = [(r, flow) for flow in flows for r in rules if applies(r, flow.protocol)]
+        cases = [(r, flow) for flow in flows if flow is not None for r in rules if applies(r, flow.protocol)]
         cases += [(r, None) for r in rules if "" in r.levels and any(f["flow"] is None and f["rule"] == r.id for f in findings)]
         suite_failed = 0
         for r, flow in cases:
