@@ -3,7 +3,7 @@
 time, CPU time and peak RSS per flow count, with ratios against tshark alone in the same run.
 
     python3 bench/bench_plugin_flows.py [--flows 20000 200000] [--repeat 1] [--c-plugin NRSACK_SO]
-    python3 bench/bench_plugin_flows.py --flood syn data --flows 1000000 --max-memory-mb 6000   # floods (issue 29)
+    python3 bench/bench_plugin_flows.py --flood syn data --flows 1000000 --max-memory-mb 12000   # floods (issue 29)
     git show REV:lua/nrsack.lua > /tmp/old.lua && python3 bench/bench_plugin_flows.py --lua-baseline /tmp/old.lua
 
 The capture is bench/bench_many_flows.py's (10 frames a complete connection, 200 open at a time). Each
@@ -65,6 +65,25 @@ def measure(kind: str, pcap: Path, c_folder: Path, cap_mb: int = 0) -> dict:
             "frames_with_nrsack_stream": analysed, "failed": int(failed)}
 
 
+def median_of(rs: list) -> dict:
+    return {k: statistics.median(r[k] for r in rs) for k in rs[0]}
+
+
+def result_line(label: str, runs: dict, kind: str, flows: int, cap_mb: int) -> str:
+    """The printed line of one kind: its medians, and for a plugin its ratios to tshark alone (measured first)."""
+    m, base = median_of(runs[kind]), median_of(runs["none"])
+    line = (f"  {label:<22} {m['wall_s']:7.1f} s wall {m['cpu_s']:7.1f} s CPU {m['peak_mb']:7.0f} MB peak RSS "
+            f"{int(m['frames'])} frames")
+    if m["failed"]:
+        return line + f"   failed (over the cap of {cap_mb} MB?)"
+    if kind != "none":
+        added_kb = (m["peak_mb"] - base["peak_mb"]) * 1024 / flows
+        line += (f"   x{m['wall_s'] / base['wall_s']:.2f} wall x{m['cpu_s'] / base['cpu_s']:.2f} CPU "
+                 f"x{m['peak_mb'] / base['peak_mb']:.2f} RSS; +{added_kb:.2f} KB a flow; "
+                 f"{int(m['frames_with_nrsack_stream'])} frames analysed")
+    return line
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--flows", type=int, nargs="+", default=[20000, 200000])
@@ -73,6 +92,8 @@ def main() -> int:
     ap.add_argument("--lua-baseline", type=Path, metavar="SCRIPT", help="also time this version of the Lua plugin")
     ap.add_argument("--flood", nargs="+", choices=FLOOD_KINDS, help="floods of never-ending flows instead")
     ap.add_argument("--max-memory-mb", type=int, default=0, help="cap each tshark's address space (MB)")
+    ap.add_argument("--plugins", nargs="+", choices=["c", "lua"], default=["c", "lua"],
+                    help="which plugins to run beside tshark alone (default both)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="nrsack-bench-flows-") as work:
         work = Path(work)
@@ -87,30 +108,20 @@ def main() -> int:
                 build(pcap, flows)
             pcap.chmod(0o644)
             labels = {"none": "tshark alone", "c": "tshark + C plugin", "lua": "tshark + Lua plugin"}
+            labels = {kind: label for kind, label in labels.items() if kind == "none" or kind in a.plugins}
             if a.lua_baseline:
                 baseline = work / "baseline.lua"  # readable by the unprivileged tshark
                 baseline.write_bytes(a.lua_baseline.read_bytes())
                 baseline.chmod(0o644)
                 labels[f"lua:{baseline}"] = "tshark + Lua baseline"
             runs = {kind: [] for kind in labels}
-            for _ in range(a.repeat):  # alternating, so a busy spell of the machine hits all three
-                for kind in runs:
+            print(f"{flows} {flood + ' flood ' if flood else ''}flows ({pcap.stat().st_size >> 20} MB), {a.repeat} run(s) "
+                  f"each:", flush=True)
+            for round_ in range(a.repeat):  # alternating, so a busy spell of the machine hits all three
+                for kind, label in labels.items():
                     runs[kind].append(measure(kind, pcap, c_folder, a.max_memory_mb))
-            med = {kind: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for kind, rs in runs.items()}
-            base = med["none"]
-            print(f"{flows} {flood + ' flood ' if flood else ''}flows, {int(base['frames'])} frames ({pcap.stat().st_size >> 20} MB), "
-                  f"{a.repeat} run(s) each:")
-            for kind, label in labels.items():
-                m = med[kind]
-                line = f"  {label:<22} {m['wall_s']:7.1f} s wall {m['cpu_s']:7.1f} s CPU {m['peak_mb']:7.0f} MB peak RSS"
-                if m["failed"]:
-                    line += f"   failed (over the cap of {a.max_memory_mb} MB?)"
-                elif kind != "none":
-                    added_kb = (m["peak_mb"] - base["peak_mb"]) * 1024 / flows
-                    line += (f"   x{m['wall_s'] / base['wall_s']:.2f} wall x{m['cpu_s'] / base['cpu_s']:.2f} CPU "
-                             f"x{m['peak_mb'] / base['peak_mb']:.2f} RSS; +{added_kb:.2f} KB a flow; "
-                             f"{int(m['frames_with_nrsack_stream'])} frames analysed")
-                print(line, flush=True)
+                    if round_ == a.repeat - 1:  # each line as soon as it is known: a million flows take long
+                        print(result_line(label, runs, kind, flows, a.max_memory_mb), flush=True)
             pcap.unlink()
     return 0
 

@@ -861,16 +861,24 @@ local floor = math.floor
 -- waits' time), 1..n
 local function levels_new() return {bin = {}, waits_of = {}, top = {}, wait_ns = {}, n = 0, waits = 0} end
 
+-- An estimator's levels are made at their first wait, and its packet sizes counted per power of two seen:
+-- a flood's flows mostly never wait, and a flow held open is most of the heap (decisions.md 84); until
+-- then the levels read as sbe.NO_LEVELS, no wait.
+sbe.NO_LEVELS = levels_new()
 function sbe.new()
-    local e = {all = {[0] = levels_new(), [1] = levels_new()}, held = {[0] = levels_new(), [1] = levels_new()},
-               settled = {[0] = levels_new(), [1] = levels_new()}, record = {[0] = 0, [1] = 0},
-               deep = {[0] = levels_new(), [1] = levels_new()}, after_new = {[0] = 0, [1] = 0}, size_count = {}, size_sum = {}, acks = 0,
-               sent_new = false, gap_seen = false, first_new_ns = 0, new_at_ns = 0}
-    for k = 0, SIZES - 1 do e.size_count[k], e.size_sum[k] = 0, 0 end
-    return e
+    local none = sbe.NO_LEVELS
+    return {all = {[0] = none, [1] = none}, held = {[0] = none, [1] = none}, settled = {[0] = none, [1] = none},
+            record = {[0] = 0, [1] = 0}, deep = {[0] = none, [1] = none}, after_new = {[0] = 0, [1] = 0},
+            size_count = {}, size_sum = {}, acks = 0, sent_new = false, gap_seen = false, first_new_ns = 0, new_at_ns = 0}
 end
 
-local function count_wait(l, level, waited_ns)
+-- A wait counted in levels group[k].
+local function count_wait(group, k, level, waited_ns)
+    local l = group[k]
+    if l == sbe.NO_LEVELS then
+        l = levels_new()
+        group[k] = l
+    end
     local bin = floor(level / BIN)
     local lo, hi = 1, l.n + 1 -- the first bin >= bin
     while lo < hi do
@@ -899,22 +907,22 @@ function sbe.new_data(e, rtxq_sack, rtxq_nr, bytes, now_ns)
             local before = rtxq > bytes and rtxq - bytes or 0
             -- deep: a quarter of the level acked before new data left
             if long_wait and e.after_new[k] > before and (e.after_new[k] - before) * 4 >= e.after_new[k] then
-                count_wait(e.deep[k], e.after_new[k], waited)
+                count_wait(e.deep, k, e.after_new[k], waited)
             end
-            count_wait(e.all[k], e.after_new[k], waited)
-            if long_wait then count_wait(e.held[k], e.after_new[k], waited) end
+            count_wait(e.all, k, e.after_new[k], waited)
+            if long_wait then count_wait(e.held, k, e.after_new[k], waited) end
             if e.after_new[k] > e.record[k] then -- a new highest level: what came before is a transient
                 e.record[k] = e.after_new[k]
-                e.settled[k] = levels_new()
+                e.settled[k] = sbe.NO_LEVELS
             else
-                count_wait(e.settled[k], e.after_new[k], waited)
+                count_wait(e.settled, k, e.after_new[k], waited)
             end
         end
     end
     local power = 0
     while power < SIZES - 1 and bytes >= 2 ^ (power + 1) do power = power + 1 end
-    e.size_count[power] = e.size_count[power] + 1
-    e.size_sum[power] = e.size_sum[power] + bytes
+    e.size_count[power] = (e.size_count[power] or 0) + 1
+    e.size_sum[power] = (e.size_sum[power] or 0) + bytes
     e.after_new[0], e.after_new[1] = rtxq_sack, rtxq_nr
     if not e.sent_new then e.first_new_ns = now_ns end
     e.new_at_ns = now_ns
@@ -996,10 +1004,11 @@ function sbe.decide(e, nr, data_level)
     local r = {verdict = sbe.CANNOT_TELL, why = 0, sndbuf = 0, low = 0, high = 0, waits = all.waits,
                long_waits = held.waits, at_ceiling = 0, above = 0, packet = 0, deep_waits = 0}
     local usual = 0 -- the usual packet: the mean size of the most common power of two
+    local count = e.size_count
     for k = 1, SIZES - 1 do
-        if e.size_count[k] > e.size_count[usual] then usual = k end
+        if (count[k] or 0) > (count[usual] or 0) then usual = k end
     end
-    if e.size_count[usual] > 0 then r.packet = floor(e.size_sum[usual] / e.size_count[usual]) end
+    if (count[usual] or 0) > 0 then r.packet = floor(e.size_sum[usual] / count[usual]) end
     if not e.sent_new or r.packet == 0 then
         r.why = sbe.NO_DATA
         return r
@@ -1168,7 +1177,7 @@ local function raise(fr, id, note, message)
 end
 
 -- The frame being analyzed: one scratch result, reset per frame and then stored compactly
--- (store_result), since a table per frame kept for the whole capture makes every GC cycle walk it.
+-- (stored.store), since a table per frame kept for the whole capture makes every GC cycle walk it.
 local function new_update()
     return {dir = nil, is_ack = false, freed_bytes = 0, revoked = NO_ITEMS, rtxq_sack = 0, nr_acked = 0,
             sacked = 0, nr_figure = false, blocked = false, gap_open = false}
@@ -1245,11 +1254,31 @@ local function shown_sync(s, d)
     s.vantage = d.hs and d.hs.vantage or VANTAGE_UNKNOWN
 end
 
+-- A final decision, shared with every equal one: a flood's finished flows mostly decide alike ("no new
+-- data", "all new data left before an ack freed room"), and their frames keep it for the whole file.
+do
+local FIELDS = {"verdict", "why", "sndbuf", "low", "high", "waits", "long_waits", "at_ceiling", "above", "packet", "deep_waits"}
+function sbe.shared(decided)
+    local key = {}
+    for nr = 0, 1 do
+        for _, name in ipairs(FIELDS) do key[#key + 1] = decided[nr][name] end
+    end
+    key = table.concat(key, ",")
+    local same = state.decisions[key]
+    if same then return same end
+    state.decisions[key] = decided
+    return decided
+end
+end
+
 local function release_dirs(dirs)
     for i = 0, 1 do
         local d = dirs[i]
         if d then
-            if d.sb then decide(d, true) end -- the flow's estimate is final: its state goes
+            if d.sb then -- the flow's estimate is final: its state goes
+                decide(d, true)
+                d.decided = sbe.shared(d.decided)
+            end
             d.sb, d.estimate = nil, nil
             if d.shown then
                 shown_sync(d.shown, d)
@@ -1286,6 +1315,25 @@ function open_flows.touch(f, has_data)
     f.open_prev = l.tail
     if l.tail then l.tail.open_next = f else l.head = f end
     l.tail = f
+end
+
+-- sub becomes a subflow of MPTCP connection m; its activity so far becomes the connection's (decisions.md 93):
+-- the budget holds and finishes a connection's subflows together, so an idle subflow is never finished while
+-- its connection is active on another, which would split the data level.
+function open_flows.attach(m, sub)
+    sub.mptcp = m
+    m.live = m.live + 1
+    m.subflows[sub] = true
+    if sub.open_listed then
+        local has_data = sub.open_has_data
+        open_flows.remove(sub)
+        open_flows.touch(m, has_data)
+    end
+end
+
+-- The budget finishes an MPTCP connection: each of its subflows ends (the last takes the data level).
+function open_flows.finish_subflows(m)
+    for sub in pairs(m.subflows) do sub.finish(sub) end
 end
 
 -- After a frame's analysis: past the budget, the least recently active flows are finished early, those
@@ -1330,7 +1378,7 @@ local function update_for(fr, d)
     fr.n_upd = n
     local u = upd[n]
     u.dir, u.is_ack, u.freed_bytes, u.revoked = d, false, 0, NO_ITEMS
-    if not d.shown then d.shown = {live = d} end -- the direction's frames will show it
+    if not d.shown then d.shown = {live = d, label = d.label} end -- the direction's frames will show it
     return u
 end
 
@@ -2124,9 +2172,8 @@ local function tcp_find_conn(pinfo, seg, create)
         local i = (seg.syn_flag and seg.ack_flag) and 1 or 0
         c = {
             port = {}, addr_obj = {}, syn_seen = {}, nr_permitted = {}, nr_flags = {}, dir = {},
-            hs = handshake_new(), is_mptcp = false, mp_capable_syn = {}, mp_version = 0, key_known = {}, mptcp = nil,
-            mptcp_side = {}, isn_known = {}, isn = {}, map_known = {}, map_dsn = {}, map_seq = {}, map_len = {}, sent_maps = {},
-            finish = tcp_release,
+            hs = handshake_new(), is_mptcp = false, mptcp = nil, isn_known = {}, isn = {}, finish = tcp_release,
+            -- MPTCP's tables come with its options (tcp_dissect): a flood's connections mostly never need them
         }
         c.addr_obj[i], c.addr_obj[1 - i] = src, dst
         c.port[i], c.port[1 - i] = sport, dport
@@ -2136,13 +2183,19 @@ local function tcp_find_conn(pinfo, seg, create)
     return c, from
 end
 
+-- A connection's directions are made at its first segment that is not a bare SYN (no ack, no payload, no NR
+-- blocks): a bare SYN feeds them nothing but its anchor, kept until then in c.bare_syns, so a SYN flood's
+-- connections hold no scoreboards (as the analyzer's dormant flows, decisions.md 85).
 local function init_tcp_dirs(c)
-    c.stream = new_stream_index()
     for i = 0, 1 do
         c.dir[i] = flow_dir_new(c.stream, i, "tcp", false, "TN-04", "TN-03")
         c.dir[i].hs = c.hs
         set_endpoints(c.dir[i], endpoint_str(c.addr_obj[i], c.port[i]), endpoint_str(c.addr_obj[1 - i], c.port[1 - i]))
     end
+    local syns = c.bare_syns or NO_ITEMS -- each: the sender, its first byte; as tcp_dissect would have fed them
+    for k = 1, #syns, 2 do serial_anchor(c.dir[syns[k]].sb.space, syns[k + 1]) end
+    if c.bare_syn_nr then c.dir[0].nr_mode, c.dir[1].nr_mode = true, true end
+    c.bare_syns = nil
 end
 
 local function analyze_tcp(seg, payload_len, c, from, fr)
@@ -2227,16 +2280,17 @@ local function dl_number(hi, lo) return hi * TWO32 + lo end
 local function new_mptcp_conn(sub)
     local stream = new_stream_index()
     local m = {stream = stream, handshake_seen = false, capable = false, csum_known = false, csum = false,
-               token_known = {}, token = {}, dir = {}, live = 1, -- live: subflows not ended
-               idsn_anchor = {}, wide_offset_hi = {}} -- as packet-nrsack-mptcp.c's
+               token_known = {}, token = {}, dir = {}, live = 0, subflows = {}, -- live: the subflows not ended
+               idsn_anchor = {}, wide_offset_hi = {}, -- as packet-nrsack-mptcp.c's
+               finish = open_flows.finish_subflows}
     for i = 0, 1 do
         m.dir[i] = flow_dir_new(stream, i, "mptcp", false, "MN-04", "MN-03")
         m.dir[i].gap_from_sacked = true
         m.dir[i].hs = sub.hs -- the initial subflow's
         set_endpoints(m.dir[i], endpoint_str(sub.addr_obj[i], sub.port[i]), endpoint_str(sub.addr_obj[1 - i], sub.port[1 - i]))
     end
-    sub.mptcp = m
     sub.mptcp_side[0], sub.mptcp_side[1] = 0, 1
+    open_flows.attach(m, sub)
     return m
 end
 
@@ -2300,10 +2354,9 @@ local function handle_mp_join(s, off, len, seg, sub, from)
     if not m then return end
     -- the token names the receiver of the SYN
     local receiver_side = (m.token_known[1] and m.token[1] == token) and 1 or 0
-    sub.mptcp = m
-    m.live = m.live + 1
     sub.mptcp_side[from] = 1 - receiver_side
     sub.mptcp_side[1 - from] = receiver_side
+    open_flows.attach(m, sub)
 end
 
 -- A 4- or 8-octet number as (high, low).
@@ -2642,7 +2695,9 @@ function tcp_release(c)
     local m = c.mptcp
     if m then
         m.live = m.live - 1
+        m.subflows[c] = nil
         if m.live == 0 then
+            open_flows.remove(m)
             for side = 0, 1 do
                 if m.token_known[side] and state.mptcp_by_token[m.token[side]] == m then
                     state.mptcp_by_token[m.token[side]] = nil
@@ -2681,7 +2736,7 @@ local function tcp_dissect(s, base, pinfo, tree, payload_len, fr)
         return
     end
     if fr then
-        open_flows.touch(c, payload_len > 0)
+        open_flows.touch(c.mptcp or c, payload_len > 0)
         local syn = seg.syn_flag
         if syn then
             handshake_step(c.hs, seg.ack_flag and 1 or 0)
@@ -2696,13 +2751,31 @@ local function tcp_dissect(s, base, pinfo, tree, payload_len, fr)
             c.isn_known[from] = true
             c.isn[from] = seg.seq
         end
-        if not c.is_mptcp and not c.dir[0] then
-            if seg.n_mptcp > 0 then c.is_mptcp = true else init_tcp_dirs(c) end
+        if not c.is_mptcp and not c.stream then
+            if seg.n_mptcp > 0 then
+                c.is_mptcp = true
+                c.mp_capable_syn, c.mp_version, c.key_known, c.mptcp_side, c.sent_maps = {}, 0, {}, {}, {}
+                c.map_known, c.map_dsn, c.map_seq, c.map_len = {}, {}, {}, {}
+            else
+                c.stream = new_stream_index()
+            end
         end
-        if syn and c.dir[0] and not c.is_mptcp then
+        local bare_syn = syn and not seg.ack_flag and payload_len == 0 and not (seg.nr and not seg.nr.permitted)
+        if not c.is_mptcp and not c.dir[0] and not bare_syn then init_tcp_dirs(c) end
+        if syn and not c.is_mptcp then
             -- both ends permitted NR-SACK: the RtxQ is that of an NR-SACK sender
-            if c.nr_permitted[0] and c.nr_permitted[1] then c.dir[0].nr_mode, c.dir[1].nr_mode = true, true end
-            serial_anchor(c.dir[from].sb.space, (seg.seq + 1) % TWO32) -- the first byte after the SYN
+            local negotiated = c.nr_permitted[0] and c.nr_permitted[1]
+            local first_byte = (seg.seq + 1) % TWO32 -- the first byte after the SYN anchors the direction
+            if c.dir[0] then
+                if negotiated then c.dir[0].nr_mode, c.dir[1].nr_mode = true, true end
+                serial_anchor(c.dir[from].sb.space, first_byte)
+            else
+                local syns = c.bare_syns or {}
+                syns[#syns + 1] = from
+                syns[#syns + 1] = first_byte
+                c.bare_syns = syns
+                c.bare_syn_nr = c.bare_syn_nr or negotiated
+            end
         end
     end
     if c.is_mptcp then
@@ -2725,40 +2798,80 @@ local function queue_u32(v)
     return v
 end
 
--- Stored results: state.rec is one flat array (numbers, shared label strings, rare lists), and
--- state.rec_at[frame number] is where the frame's record starts:
---   stream|false, rtt_ms|false, findings|false, n_upd, then n_upd times:
---   direction label (not its table: an ended flow's tables can go), rtxq_sack, nr_acked, sacked,
---   freed_bytes|false (not an ack), nr_figure, blocked, gap_open, revoked|false, the shown direction (its
---   estimate's view, shown_sync), after_new_sack, after_new_nr
-local UPD_SLOTS = 12
+-- Stored results, kept for the whole file and so kept compact (decisions.md 84): one frame of a flood costs
+-- a slot or a few. A frame's entry in state.at (frame_at) is 0 when it shows nothing, -(stream + 1) when it
+-- shows only its stream (most frames of a flood), else where its record starts in state.rec:
+--   a head, stream_code * 4 + n_upd (stream_code: stream + 1, or 0 for none), then n_upd times UPD_SLOTS:
+--   the shown direction (its label and estimate's view, shown_sync), rtxq_sack, nr_acked, sacked,
+--   freed_bytes|false (not an ack), flags (FLAG_*), after_new_sack, after_new_nr.
+-- What few frames have lies apart, by record: state.rec_rtt, state.rec_findings; by update: state.rec_revoked.
+-- Both arrays are made of CHUNK-slot tables: one Lua array grows by doubling, which leaves up to half of
+-- it unused and holds the old and the new part at once while it grows.
+local stored = {UPD_SLOTS = 8, CHUNK = 65536, FLAG = {nr_figure = 1, blocked = 2, gap_open = 4}}
+do
+local UPD_SLOTS, CHUNK = stored.UPD_SLOTS, stored.CHUNK
 
-local function store_result(fr)
-    local rec, i = state.rec, state.rec_n + 1
-    rec[i], rec[i + 1] = fr.stream or false, fr.rtt_ms or false
-    rec[i + 2], rec[i + 3] = fr.findings ~= NO_ITEMS and fr.findings, fr.n_upd
-    local k = i + 4
-    for n = 1, fr.n_upd do
-        local u = fr.upd[n]
-        rec[k], rec[k + 1], rec[k + 2], rec[k + 3] = u.dir.label, u.rtxq_sack, u.nr_acked, u.sacked
-        rec[k + 4], rec[k + 5], rec[k + 6], rec[k + 7] = u.is_ack and u.freed_bytes, u.nr_figure, u.blocked, u.gap_open
-        rec[k + 8] = u.revoked ~= NO_ITEMS and u.revoked
-        rec[k + 9], rec[k + 10], rec[k + 11] = u.dir.shown, u.after_new_sack, u.after_new_nr
-        k = k + UPD_SLOTS
+function stored.frame_at(number)
+    local c = state.at[math.floor(number / CHUNK)]
+    return c and c[number % CHUNK + 1]
+end
+
+function stored.set_frame_at(number, at)
+    local k = math.floor(number / CHUNK)
+    local c = state.at[k]
+    if not c then
+        c = {}
+        state.at[k] = c
+        if k > state.at_top then state.at_top = k end
     end
-    state.rec_n = k - 1
+    c[number % CHUNK + 1] = at
+end
+
+-- A record's chunk and its offset there: a record never spans two chunks.
+function stored.record_slots(i) return state.rec[math.floor(i / CHUNK)], i % CHUNK end
+
+function stored.store(fr)
+    local n_upd = fr.n_upd
+    if n_upd == 0 and fr.findings == NO_ITEMS and not fr.rtt_ms then return fr.stream and -(fr.stream + 1) or 0 end
+    local size = 1 + n_upd * UPD_SLOTS
+    local i = state.rec_n + 1
+    if i % CHUNK == 0 or i % CHUNK + size > CHUNK then i = (math.floor(i / CHUNK) + 1) * CHUNK + 1 end
+    local k = math.floor(i / CHUNK)
+    local c = state.rec[k]
+    if not c then
+        c = {}
+        state.rec[k] = c
+    end
+    local o = i % CHUNK
+    c[o] = (fr.stream and fr.stream + 1 or 0) * 4 + n_upd
+    if fr.rtt_ms then state.rec_rtt[i] = fr.rtt_ms end
+    if fr.findings ~= NO_ITEMS then state.rec_findings[i] = fr.findings end
+    local s = o + 1
+    for n = 1, n_upd do
+        local u = fr.upd[n]
+        c[s], c[s + 1], c[s + 2], c[s + 3] = u.dir.shown, u.rtxq_sack, u.nr_acked, u.sacked
+        c[s + 4] = u.is_ack and u.freed_bytes
+        c[s + 5] = (u.nr_figure and stored.FLAG.nr_figure or 0) + (u.blocked and stored.FLAG.blocked or 0) +
+            (u.gap_open and stored.FLAG.gap_open or 0)
+        c[s + 6], c[s + 7] = u.after_new_sack, u.after_new_nr
+        if u.revoked ~= NO_ITEMS then state.rec_revoked[i + s - o] = u.revoked end
+        s = s + UPD_SLOTS
+    end
+    state.rec_n = i + size - 1
     return i
+end
 end
 
 local SBE_VERDICTS = {[0] = "held back", "never", "cannot tell"} -- as the analyzer's summary says them
 
--- The update at rec[k] of frame `number`: its nrsack.blocked (nil: cannot tell) and the view of B it used.
-local function stored_blocked(k, number, shown_again)
-    local rec = state.rec
-    local d = rec[k + 9]
+-- The update at c[s] of frame `number`: its nrsack.blocked (nil: cannot tell) and the view of B it used.
+local function stored_blocked(c, s, number, shown_again)
+    local d = c[s]
     local view = sndbuf_view(d, shown_again)
     if not view.given and view.r.verdict == sbe.CANNOT_TELL then return nil, view end
-    return update_blocked(d, view, number, rec[k + 6], rec[k + 10], rec[k + 11], rec[k + 1], rec[k + 2], rec[k + 7]), view
+    local flags = c[s + 5]
+    return update_blocked(d, view, number, has_flag(flags, stored.FLAG.blocked), c[s + 6], c[s + 7], c[s + 1], c[s + 2],
+        has_flag(flags, stored.FLAG.gap_open)), view
 end
 
 -- Which B nrsack.blocked used and how it was obtained (docs/fields.md).
@@ -2771,21 +2884,26 @@ local function add_sndbuf(t, view)
     t:add(hf.sndbuf_waits, math.min(view.r.waits, 4294967295))
 end
 
-local function emit_result(i, tree, number, shown_again)
-    local rec = state.rec
-    local stream, rtt_ms, findings, n_upd = rec[i], rec[i + 1], rec[i + 2], rec[i + 3]
-    if stream then tree:add(hf.stream, stream):set_generated() end
+local function emit_result(at, tree, number, shown_again)
+    if at <= 0 then
+        if at < 0 then tree:add(hf.stream, -at - 1):set_generated() end
+        return
+    end
+    local c, o = stored.record_slots(at)
+    local head = c[o]
+    local stream_code, n_upd = math.floor(head / 4), head % 4
+    if stream_code > 0 then tree:add(hf.stream, stream_code - 1):set_generated() end
+    local rtt_ms = state.rec_rtt[at]
     if rtt_ms then tree:add(hf.fsack_rtt_ms, rtt_ms):set_generated() end
-    local k = i + 4
+    local s = o + 1
     for _ = 1, n_upd do
-        local label, rtxq_sack, nr_acked, sacked = rec[k], rec[k + 1], rec[k + 2], rec[k + 3]
-        local freed_bytes, nr_figure, gap_open, revoked = rec[k + 4], rec[k + 5], rec[k + 7], rec[k + 8]
-        local blocked, view = stored_blocked(k, number, shown_again)
+        local d, rtxq_sack, nr_acked, sacked, freed_bytes, flags = c[s], c[s + 1], c[s + 2], c[s + 3], c[s + 4], c[s + 5]
+        local blocked, view = stored_blocked(c, s, number, shown_again)
         local rtxq_nr = rtxq_sack - nr_acked
         -- one generated item per update holds its figures: marking each one costs a call per field
-        local t = tree:add(hf.direction, label)
+        local t = tree:add(hf.direction, d.label)
         t:set_generated()
-        t:add(hf.rtxq_bytes, queue_u32(nr_figure and rtxq_nr or rtxq_sack))
+        t:add(hf.rtxq_bytes, queue_u32(has_flag(flags, stored.FLAG.nr_figure) and rtxq_nr or rtxq_sack))
         t:add(hf.rtxq_sack_bytes, queue_u32(rtxq_sack))
         t:add(hf.rtxq_nr_bytes, queue_u32(rtxq_nr))
         t:add(hf.rtxq_nr_acked_bytes, queue_u32(nr_acked))
@@ -2795,12 +2913,14 @@ local function emit_result(i, tree, number, shown_again)
         -- cannot tell: no verdict on the frame, the reason says why
         if blocked ~= nil then t:add(hf.blocked, blocked) end
         add_sndbuf(t, view)
-        t:add(hf.gap_open, gap_open)
+        t:add(hf.gap_open, has_flag(flags, stored.FLAG.gap_open))
+        local revoked = state.rec_revoked[at + s - o]
         if revoked then
             for r = 1, #revoked do t:add(hf.revoked, revoked[r]) end
         end
-        k = k + UPD_SLOTS
+        s = s + stored.UPD_SLOTS
     end
+    local findings = state.rec_findings[at]
     if findings then
         for f = 1, #findings do
             local x = findings[f]
@@ -2855,17 +2975,23 @@ local function read_prefs()
 end
 
 function nrsack.init()
+    -- A cycle of the collector starts when the heap has grown a fifth past what the last one kept, not
+    -- doubled (Lua's default): the stored results and the open flows are most of the heap and stay, so on
+    -- a flood the default let the heap reach twice the live tables (decisions.md 93); the cost, some CPU
+    collectgarbage("setpause", 120)
     state = {
         prefs = read_prefs(),
         next_stream = 0,
-        rec = {}, rec_n = 0,   -- the stored frame results (store_result)
-        rec_at = {},           -- frame number -> where its result starts in rec
+        -- the stored frame results (stored.store): where each frame's is, by frame number (stored.frame_at), and
+        -- the records, their rare parts apart
+        at = {}, at_top = 0, rec = {}, rec_n = 0, rec_rtt = {}, rec_findings = {}, rec_revoked = {},
         sctp_by_endpoint = {}, -- port * 2^32 + tag -> association (the endpoint owning the tag)
         sctp_pending = {},     -- src port * 65536 + dst port -> association whose dst tag is unknown
         tcp_conns = {},        -- port pair -> its TCP connections (MPTCP subflows included), tcp_find_conn
         mptcp_by_token = {},   -- RFC 8684 token -> MPTCP connection
         open_lists = {[0] = {}, [1] = {}}, open_count = 0, -- the budget of open flows (open_flows.touch)
         released_early = {[0] = 0, [1] = 0},              -- flows it finished: without data, with data
+        decisions = setmetatable({}, {__mode = "v"}),    -- the final decisions kept (sbe.shared)
     }
 end
 
@@ -2898,7 +3024,7 @@ function nrsack.dissector(tvb, pinfo, tree)
     local fr
     local number = pinfo.number
     state.frame = number
-    local at = state.rec_at[number]
+    local at = stored.frame_at(number)
     -- a later dissection than the frame's first: the estimator has seen the whole capture (not pinfo.visited,
     -- which a tap sees set in tshark's single pass)
     local shown_again = at ~= nil
@@ -2932,8 +3058,8 @@ function nrsack.dissector(tvb, pinfo, tree)
     end
     if fr then
         open_flows.enforce(fr)
-        at = store_result(fr)
-        state.rec_at[number] = at
+        at = stored.store(fr)
+        stored.set_frame_at(number, at)
     end
     emit_result(at, subtree, number, shown_again)
 end
@@ -2949,37 +3075,41 @@ register_udp_port()
 -- Per flow direction, from the stored results of the frames dissected so far, in first-seen order.
 local function statistics_text()
     local dirs, order, rules, rule_order = {}, {}, {}, {}
-    local rec = state.rec
-    local numbers = {}
-    for number in pairs(state.rec_at) do numbers[#numbers + 1] = number end
-    table.sort(numbers)
-    for _, number in ipairs(numbers) do
-        local i = state.rec_at[number]
-        local stream, findings, n_upd = rec[i], rec[i + 2], rec[i + 3]
-        for f = 1, findings and #findings or 0 do
-            local id = findings[f].id
-            if not rules[id] then rules[id] = 0; rule_order[#rule_order + 1] = id end
-            rules[id] = rules[id] + 1
+    local function count_update(stream, c, s, number)
+        local name = string.format("Stream %s %s", tostring(stream or "-"), c[s].label)
+        local d = dirs[name]
+        if not d then
+            d = {frames = 0, sum_sack = 0, sum_nr = 0, max_sack = 0, max_nr = 0, blocked = 0}
+            dirs[name] = d
+            order[#order + 1] = name
         end
-        local k = i + 4
-        for _ = 1, n_upd do
-            local name = string.format("Stream %s %s", tostring(stream or "-"), rec[k])
-            local d = dirs[name]
-            if not d then
-                d = {frames = 0, sum_sack = 0, sum_nr = 0, max_sack = 0, max_nr = 0, blocked = 0}
-                dirs[name] = d
-                order[#order + 1] = name
+        local rtxq_sack = queue_u32(c[s + 1])
+        local rtxq_nr = queue_u32(c[s + 1] - c[s + 2])
+        d.frames = d.frames + 1
+        d.sum_sack, d.sum_nr = d.sum_sack + rtxq_sack, d.sum_nr + rtxq_nr
+        d.max_sack, d.max_nr = math.max(d.max_sack, rtxq_sack), math.max(d.max_nr, rtxq_nr)
+        -- drawn after the frames: the estimate from every frame dissected
+        local blocked, view = stored_blocked(c, s, number, true)
+        if blocked then d.blocked = d.blocked + 1 end
+        d.view = view
+    end
+    for k = 0, state.at_top do -- the frames in order
+        local frames = state.at[k] or NO_ITEMS
+        for j = 1, stored.CHUNK do
+            local at = frames[j]
+            if at and at > 0 then
+                local findings = state.rec_findings[at]
+                for f = 1, findings and #findings or 0 do
+                    local id = findings[f].id
+                    if not rules[id] then rules[id] = 0; rule_order[#rule_order + 1] = id end
+                    rules[id] = rules[id] + 1
+                end
+                local c, o = stored.record_slots(at)
+                local stream_code, n_upd = math.floor(c[o] / 4), c[o] % 4
+                for n = 0, n_upd - 1 do
+                    count_update(stream_code > 0 and stream_code - 1 or nil, c, o + 1 + n * stored.UPD_SLOTS, k * stored.CHUNK + j - 1)
+                end
             end
-            local rtxq_sack = queue_u32(rec[k + 1])
-            local rtxq_nr = queue_u32(rec[k + 1] - rec[k + 2])
-            d.frames = d.frames + 1
-            d.sum_sack, d.sum_nr = d.sum_sack + rtxq_sack, d.sum_nr + rtxq_nr
-            d.max_sack, d.max_nr = math.max(d.max_sack, rtxq_sack), math.max(d.max_nr, rtxq_nr)
-            -- drawn after the frames: the estimate from every frame dissected
-            local blocked, view = stored_blocked(k, number, true)
-            if blocked then d.blocked = d.blocked + 1 end
-            d.view = view
-            k = k + UPD_SLOTS
         end
     end
     local lines = {string.format("NR-SACK statistics; sndbuf preference: %d bytes%s", state.prefs.sndbuf,

@@ -18,6 +18,7 @@
 #define DSS_N 0x20
 
 struct mptcp_conn {
+    open_flow_t open;          /* first: the budget holds the connection, its subflows together, by it */
     guint32 stream;
     gboolean handshake_seen;   /* SYN and SYN-ACK of the initial subflow */
     gboolean capable;          /* both carried NR-SACK-Permitted with flag 0x02 */
@@ -29,13 +30,45 @@ struct mptcp_conn {
     gboolean wide_offset_known[2];
     guint64 wide_offset[2];    /* subtracted from dir[i]'s 64-bit numbers (wide_serial) */
     guint n_subflows;          /* attached and not ended: the data-level state goes with the last */
+    tcp_conn_t *subflows;      /* those, listed by next_subflow */
+    gint8 vantage;             /* the initial subflow's, kept when it ends before the others */
 };
 
 static wmem_map_t *conn_by_token;
+static guint64 last_path_id;
 
 void mptcp_init_state(void)
 {
     conn_by_token = wmem_map_new(wmem_file_scope(), g_direct_hash, g_direct_equal);
+    last_path_id = 0;
+}
+
+open_flow_t *tcp_open_flow(tcp_conn_t *c)
+{
+    return c->mptcp ? &c->mptcp->open : &c->open;
+}
+
+/* The budget finishes an MPTCP connection: each of its subflows ends (the last takes the data level). */
+static void finish_mptcp_conn(open_flow_t *f)
+{
+    mptcp_conn_t *m = (mptcp_conn_t *)f;
+    while (m->subflows)
+        tcp_end_conn(m->subflows);
+}
+
+/* sub becomes a subflow of m; its activity so far becomes the connection's (decisions.md 93): an idle
+ * subflow is never finished while its connection is active on another, which would split the data level. */
+static void attach_subflow(mptcp_conn_t *m, tcp_conn_t *sub)
+{
+    sub->mptcp = m;
+    m->n_subflows++;
+    sub->next_subflow = m->subflows;
+    m->subflows = sub;
+    if (sub->open.listed) {
+        gboolean has_data = sub->open.has_data;
+        open_flow_remove(&sub->open);
+        open_flow_touch(&m->open, has_data);
+    }
 }
 
 gboolean mptcp_options_present(const tcp_seg_t *seg)
@@ -46,6 +79,7 @@ gboolean mptcp_options_present(const tcp_seg_t *seg)
 static mptcp_conn_t *new_mptcp_conn(tcp_conn_t *sub)
 {
     mptcp_conn_t *m = wmem_new0(wmem_file_scope(), mptcp_conn_t);
+    m->open.finish = finish_mptcp_conn;
     m->stream = nrsack_new_stream_index();
     for (int i = 0; i < 2; i++) {
         flow_dir_init(&m->dir[i], m->stream, i, "mptcp", FALSE, MN04, MN03);
@@ -53,10 +87,9 @@ static mptcp_conn_t *new_mptcp_conn(tcp_conn_t *sub)
         m->dir[i].vantage = &sub->hs.vantage; /* the initial subflow's */
         flow_dir_set_endpoints(&m->dir[i], wmem_file_scope(), &sub->addr[i], sub->port[i], &sub->addr[1 - i], sub->port[1 - i]);
     }
-    sub->mptcp = m;
     sub->mptcp_side[0] = 0;
     sub->mptcp_side[1] = 1;
-    m->n_subflows = 1;
+    attach_subflow(m, sub);
     return m;
 }
 
@@ -135,10 +168,9 @@ static void handle_mp_join(tvbuff_t *tvb, int off, int len, const tcp_seg_t *s, 
         return;
     /* the token names the receiver of the SYN */
     int receiver_side = (m->token_known[1] && m->token[1] == token) ? 1 : 0;
-    sub->mptcp = m;
-    m->n_subflows++;
     sub->mptcp_side[from] = 1 - receiver_side;
     sub->mptcp_side[1 - from] = receiver_side;
+    attach_subflow(m, sub);
 }
 
 static gboolean parse_dss(tvbuff_t *tvb, int off, int len, const mptcp_conn_t *m, dss_t *d)
@@ -236,7 +268,24 @@ void mptcp_subflow_ended(tcp_conn_t *sub)
         }
     }
     mptcp_conn_t *m = sub->mptcp;
-    if (m && m->n_subflows && --m->n_subflows == 0) {
+    if (!m)
+        return;
+    for (tcp_conn_t **p = &m->subflows; *p; p = &(*p)->next_subflow) {
+        if (*p == sub) {
+            *p = sub->next_subflow;
+            break;
+        }
+    }
+    if (m->dir[0].vantage == &sub->hs.vantage) { /* the subflow's memory goes after this frame */
+        m->vantage = sub->hs.vantage;
+        m->dir[0].vantage = m->dir[1].vantage = &m->vantage;
+    }
+    if (m->n_subflows && --m->n_subflows == 0) {
+        open_flow_remove(&m->open);
+        /* a later MP_JOIN with its token starts nothing here, as after the connection's end */
+        for (int side = 0; side < 2; side++)
+            if (m->token_known[side] && wmem_map_lookup(conn_by_token, GUINT_TO_POINTER(m->token[side])) == m)
+                wmem_map_remove(conn_by_token, GUINT_TO_POINTER(m->token[side]));
         flow_dir_release(&m->dir[0]);
         flow_dir_release(&m->dir[1]);
     }
@@ -426,8 +475,10 @@ static void analyze_dss(packet_info *pinfo, const dss_t *d, const tcp_seg_t *s, 
         if (d->start[i] < d->end[i])
             nr[n++] = (ival_t){cum + d->start[i], cum + d->end[i]};
     sb_ack_facts_t res;
+    if (!sub->path_id)
+        sub->path_id = ++last_path_id;
     rtxq_on_ack(fr, peer, cum, NULL, 0, nr, n, d->nr_count_bad ? REVOKE_NONE : REVOKE_IN_SPAN,
-                (guint64)(guintptr)sub /* the path: the subflow */, &res);
+                sub->path_id /* the path: the subflow */, &res);
     rtxq_on_received(fr, peer, (const ival_t *)wmem_array_get_raw(received), wmem_array_get_count(received));
 }
 

@@ -206,9 +206,9 @@ void tcp_init_state(void)
     conn_table = wmem_map_new(wmem_file_scope(), key_hash, key_equal);
 }
 
-/* A plain TCP connection that ended leaves the table at once and its memory after the frame (tcp_free_ended):
- * a later segment on its endpoints starts a new one, and its frames show what they keep (shown_dir_t). An
- * MPTCP subflow stays: its connection's data level points at it. */
+/* A connection or subflow that ended leaves the table at once and its memory after the frame (tcp_free_ended):
+ * a later segment on its endpoints starts a new one, and its frames show what they keep (shown_dir_t); a
+ * subflow's connection keeps nothing of it (mptcp_subflow_ended). */
 static void retire_conn(tcp_conn_t *c)
 {
     if (wmem_map_lookup(conn_table, c->table_key) == c)
@@ -223,15 +223,18 @@ static void end_conn(tcp_conn_t *c)
         return;
     c->ended = TRUE;
     open_flow_remove(&c->open);
-    if (c->is_mptcp) {
+    if (c->is_mptcp)
         mptcp_subflow_ended(c);
-        return;
-    }
     if (c->dir[0].protocol) {
         flow_dir_release(&c->dir[0]);
         flow_dir_release(&c->dir[1]);
     }
     retire_conn(c);
+}
+
+void tcp_end_conn(tcp_conn_t *c)
+{
+    end_conn(c);
 }
 
 /* The budget of open flows finishes the connection early (decisions.md 84). */
@@ -381,10 +384,15 @@ void tcp_dissect(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, frame_resu
     guint32 payload_len = reported > s.hlen ? reported - s.hlen : 0;
     int from = 0;
     tcp_conn_t *c = find_conn(pinfo, &s, fr != NULL, &from);
-    if (!c)
+    if (!c) {
+        /* shown again after its connection ended: the DSS fields need no state */
+        static tcp_conn_t no_state;
+        if (!fr && mptcp_options_present(&s))
+            mptcp_segment(tvb, pinfo, tree, &s, payload_len, &no_state, 0, NULL);
         return;
+    }
     if (fr) {
-        open_flow_touch(&c->open, payload_len > 0);
+        open_flow_touch(tcp_open_flow(c), payload_len > 0);
         gboolean syn = s.flags & TCP_FLAG_SYN;
         if (syn)
             handshake_step(&c->hs, (s.flags & TCP_FLAG_ACK) ? 1 : 0, pinfo);

@@ -88,6 +88,8 @@ typedef struct tcp_conn {
     guint32 map_seq[2];        /* absolute subflow sequence number where map_dsn starts */
     guint32 map_len[2];        /* its Data-Level Length: the bytes it maps (0: an infinite mapping) */
     struct sub_maps *sent_maps[2]; /* per direction: subflow bytes sent -> DSNs, for the peer's acks */
+    struct tcp_conn *next_subflow; /* the next of its MPTCP connection's subflows not ended */
+    guint64 path_id;           /* the data level's path of its acks: one per subflow, never reused */
 } tcp_conn_t;
 
 /* packet-nrsack.c: the items of an NR-SACK option (tvb: the option alone, under an nrsack item of its
@@ -101,6 +103,11 @@ gboolean nr_option_parse(tvbuff_t *tvb, int off, int len, nr_option_t *o);
 void mptcp_init_state(void);
 /* A subflow ended: the connection's data-level state goes with its last subflow. */
 void mptcp_subflow_ended(tcp_conn_t *sub);
+/* The budget's entry that holds the connection (decisions.md 93): its MPTCP connection's, once it is a
+ * subflow of one, so that the subflows of a connection are held and finished together. */
+open_flow_t *tcp_open_flow(tcp_conn_t *c);
+/* packet-nrsack-tcp.c: ends a connection or subflow, as a RST would. */
+void tcp_end_conn(tcp_conn_t *c);
 /* Decodes DSS NR blocks into the nrsack tree and, when fr != NULL, runs the data-level analysis. */
 void mptcp_segment(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const tcp_seg_t *seg, guint32 payload_len,
                    tcp_conn_t *conn, int from, frame_result_t *fr);
