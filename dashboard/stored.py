@@ -88,17 +88,22 @@ class StoredEntry:
         self.summary, self.paths = summary, list(paths)
         self._stored, self._ordinal = stored, ordinal
 
-    def _result(self):
-        return A.DirectionResult(self.summary, A.join_columns(self._stored.rtxq_file.get(self._ordinal)),
-                                 A.join_columns(self._stored.blocking_file.get(self._ordinal), A.NO_INTERVALS))
+    @property
+    def rtxq_columns(self):
+        return A.join_columns(self._stored.rtxq_file.get(self._ordinal))
 
     @property
+    def blocking_columns(self):
+        return A.join_columns(self._stored.blocking_file.get(self._ordinal), A.NO_INTERVALS)
+
+    # each table from its own file (DirectionResult's frames read only their columns)
+    @property
     def rtxq(self):
-        return self._result().rtxq
+        return A.rtxq_frame([self])
 
     @property
     def blocking(self):
-        return self._result().blocking
+        return A.blocking_frame([self])
 
 
 class EventFile:
