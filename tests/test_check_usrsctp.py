@@ -45,13 +45,28 @@ def sh(*args, ns=None):
     subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=20)
 
 
-def wait_for(stream_path, text, timeout=10.0):
+def wait_for(stream_path, text, timeout=10.0, abort_text=None):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if text in Path(stream_path).read_text(errors="replace"):
+        seen = Path(stream_path).read_text(errors="replace")
+        if text in seen:
             return
+        if abort_text and abort_text in seen:
+            raise StackAborted(seen.strip())
         time.sleep(0.02)
     raise AssertionError(f"{text!r} never appeared in {stream_path}: {Path(stream_path).read_text()!r}")
+
+
+# usrsctp 0.9.5 now and then aborts the association itself while the lossy path drops packets (the
+# server's read fails with ECONNABORTED; CI saw it once in many runs, never reproduced idle or loaded).
+# The stack's own abort is not what these tests judge, so such a run is made again, a bounded number of
+# times; any other failure fails at once.
+ATTEMPTS = 3
+STACK_ABORT = "usrsctp_recvv: Software caused connection abort"
+
+
+class StackAborted(Exception):
+    pass
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +79,19 @@ def capture(tmp_path_factory):
     peer = work / "nrsack_peer"
     subprocess.run(["gcc", "-O2", "-Wall", "-Werror", "-o", str(peer), str(PEER_SOURCE), "-lusrsctp", "-lpthread"],
                    check=True, capture_output=True, text=True)
+    aborted = []
+    for attempt in range(ATTEMPTS):
+        run_dir = work / f"attempt{attempt}"
+        run_dir.mkdir()
+        os.chmod(run_dir, 0o777)
+        try:
+            return run_transfer(peer, run_dir)
+        except StackAborted as error:
+            aborted.append(str(error))
+    raise AssertionError(f"usrsctp aborted the association in all {ATTEMPTS} runs: {aborted}")
+
+
+def run_transfer(peer, work):
     a, b = f"nrskA{os.getpid()}", f"nrskB{os.getpid()}"
     veth_a, veth_b = f"nva{os.getpid()}", f"nvb{os.getpid()}"
     pcap = work / "usrsctp-nrsack.pcap"
@@ -96,7 +124,7 @@ def capture(tmp_path_factory):
         # not the server's exit: when the lossy path drops the client's SHUTDOWN-COMPLETE (1 in
         # DROP_ONE_IN), the server's stack retransmits its SHUTDOWN-ACK to a client that has gone, and
         # usrsctp_finish() waits for that association to time out, far beyond any test timeout
-        wait_for(server_out, "received")
+        wait_for(server_out, "received", abort_text=STACK_ABORT)
         time.sleep(0.2)  # the last SHUTDOWN-COMPLETE reaches the capture
         procs[0].send_signal(signal.SIGINT)
         procs[0].wait(timeout=10)
