@@ -294,7 +294,7 @@ def main():
     ap.add_argument("--retruth", action="store_true",
                     help="no new runs: truth.json of the linux and usrsctp-udp runs again from their kept measurements")
     ap.add_argument("--remake-unsettled", action="store_true",
-                    help=f"make again the linux runs whose kernel samples cover less than {SETTLED:.0%} of q")
+                    help=f"make again the linux runs whose kernel samples cover less than {SETTLED * 100:.0f}%% of q")
     ap.add_argument("--list", action="store_true", help="print the grid and leave")
     a = ap.parse_args()
     stacks = [s.strip() for s in a.stacks.split(",") if s.strip()]
