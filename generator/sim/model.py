@@ -1063,11 +1063,12 @@ class Simulation:
         """True when a hole of path q has waited out RACK's reordering window; else the reorder
         timer is armed for the latest hole's moment (tcp_rack_detect_loss's reo_timeout)."""
         window = min(self.min_rtt[q] // 4, self.srtt[q])
+        rtt = self.rack_rtt[q] or self.srtt[q]  # no SACKed first transmission timed yet: SRTT
         latest = None
         for h in holes:
             if self.upath[h] != q or self.sidx[h] >= sp.high or self.txt[h] < 0:
                 continue
-            due = self.txt[h] + self.rack_rtt[q] + window
+            due = self.txt[h] + rtt + window
             if due <= now:
                 return True
             latest = due if latest is None else max(latest, due)
