@@ -36,6 +36,7 @@ runs never before the transfer ends). The kernel's few lost retransmissions are 
 """
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -45,12 +46,15 @@ import dpkt
 import numpy as np
 import pandas as pd
 
+from nrsack.lab.truth import linux_b_p_over_q
+
 METRICS = ("throughput_mbps", "retransmissions", "timeouts", "b_over_q", "p_over_q")
 KEYS = ["delay_ms", "sndbuf", "loss"]
 SILENCE_BEFORE_TIMEOUT_S = 0.2
 SMALLEST_DIFFERENCE = 0.005  # below the table's last digit: two zero-spread zeros do not differ
 LAB_PORT = 5201  # lab/endpoints.py TCP_PORT
 LAB_QUEUE_PACKETS = 100  # lab/config.py LabConfig.queue, the lab sweep's
+SETTLED = 0.9  # bench_sndbuf.py's: a run whose sampler covers less of q has an unsettled truth
 MIN_KERNEL_RUNS = 3  # a point is judged on at least this many kernel runs over an undistorted path
 
 
@@ -157,8 +161,15 @@ def lab_rows(folder):
     longer than the path it emulates: on a loaded machine it is descheduled, and the run is then not
     a run over the configured path."""
     runs = pd.read_csv(folder / "runs.csv")
-    counts = [capture_counters(folder / "runs" / f"sack-b{r.sndbuf}-l{r.loss:g}-d{r.delay_ms:g}-s{r.seed}"
-                               / "sender.pcap") for r in runs.itertuples()]
+    run_dirs = [folder / "runs" / f"sack-b{r.sndbuf}-l{r.loss:g}-d{r.delay_ms:g}-s{r.seed}" for r in runs.itertuples()]
+    # b/q and p/q by the lab's rules of today, from each run's own measurements (a truth.json written
+    # before a rule changed keeps the old split; decisions.md 94)
+    for i, (r, run_dir) in enumerate(zip(runs.itertuples(), run_dirs)):
+        if (run_dir / "sender.json").exists():
+            b, p = linux_b_p_over_q(r.stack, json.loads((run_dir / "sender.json").read_text()))
+            runs.loc[i, ["b_over_q", "p_over_q"]] = b, p
+    runs["sampler_coverage"] = [json.loads((d / "truth.json").read_text()).get("sampler_coverage") for d in run_dirs]
+    counts = [capture_counters(d / "sender.pcap") for d in run_dirs]
     runs["retransmissions"] = [c[0] for c in counts]
     runs["timeouts"] = [c[1] for c in counts]
     runs["rtt_median_ms"] = [1e3 * float(np.median(c[2])) if c[2] else np.nan for c in counts]
@@ -342,6 +353,11 @@ def main(argv=None):
     rows.to_csv(a.out / f"calibration-{replayed}{tag}{a.profile}.csv", index=False, float_format="%.4g")
     print(markdown(rows))
     print("\n" + verdict(rows))
+    kernel = pd.concat(lab)
+    coverage = kernel.sampler_coverage.dropna()
+    if len(coverage):  # decisions.md 88: below SETTLED the run's truth measured the machine
+        print(f"kernel runs' sampler coverage: {len(coverage)} of {len(kernel)} recorded, min {coverage.min():.3f}, "
+              f"median {coverage.median():.3f}, below {SETTLED}: {(coverage < SETTLED).sum()}")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ unacked", unsent data and gaps from the sender's capture.
 import json
 import struct
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -250,9 +251,16 @@ MPTCP_INFO_COLUMNS = ["subflows", "write_seq", "snd_una", "retransmits", "bytes_
                       "bytes_acked"]
 
 
+# the largest DSS option a subflow's data segment carries (net/mptcp/protocol.h TCPOLEN_MPTCP_DSS_BASE +
+# _ACK64 + _MAP64 + _CHECKSUM, 4 + 8 + 14 + 2), which tcpi_snd_mss leaves in: a segment of a subflow
+# carries snd_mss less the option (the lab's captures: 1424 of 1448, a 24-byte DSS)
+MPTCP_DSS_MAX_BYTES = 28
+
+
 def _connection_samples(cfg, m, out_dir):
-    """The sampled view of the sender's kernel, written to the truth files; -> (time_s, bytes held
-    unsent, gap open, payload bytes sent and not acked, segment size) per sample. linux-mptcp: the connection level (MPTCP_INFO, data
+    """The sampled view of the sender's kernel, written to the truth files (out_dir None: not written);
+    -> (time_s, bytes held unsent, gap open, payload bytes sent and not acked, the payload of a full
+    segment) per sample. linux-mptcp: the connection level (MPTCP_INFO, data
     sequence numbers made relative to the first byte written) in truth_mptcp_info.csv and every
     subflow's TCP_INFO (MPTCP_TCPINFO) in truth_tcp_info.csv; linux-tcp: TCP_INFO. Both with the
     socket's buffer (sk_sndbuf, sk_wmem_queued, SIOCOUTQ).
@@ -263,11 +271,13 @@ def _connection_samples(cfg, m, out_dir):
     the connection re-sent on another subflow are acked twice, so they are taken off)."""
     if cfg.stack != "linux-mptcp":
         info = pd.DataFrame(m["samples"], columns=["time_s", *TCP_INFO_COLUMNS, *BUFFER_COLUMNS])
-        info.to_csv(out_dir / "truth_tcp_info.csv", index=False, float_format="%.6f")
+        if out_dir is not None:
+            info.to_csv(out_dir / "truth_tcp_info.csv", index=False, float_format="%.6f")
         return (info.time_s, info.notsent_bytes, (info.sacked > 0).to_numpy(), info.outq_bytes - info.notsent_bytes,
                 info.snd_mss)
     subflows = pd.DataFrame(m["subflow_samples"], columns=["time_s", "subflow", *TCP_INFO_COLUMNS])
-    subflows.to_csv(out_dir / "truth_tcp_info.csv", index=False, float_format="%.6f")
+    if out_dir is not None:
+        subflows.to_csv(out_dir / "truth_tcp_info.csv", index=False, float_format="%.6f")
     # data sequence numbers relative to the first byte written, in Python's integers (64 bits: they
     # may exceed int64)
     first = m["samples"][-1][2] - m["sent"] if m["samples"] else 0
@@ -290,10 +300,11 @@ def _connection_samples(cfg, m, out_dir):
     # the connection hands data to a subflow's write queue before that subflow's window lets it out
     # (net/mptcp/protocol.c __mptcp_push_pending): MPTCP_INFO counts it sent, the wire has not seen it
     conn["subflow_notsent_bytes"] = per_time.notsent_bytes.sum().reindex(conn.time_s, fill_value=0).to_numpy()
-    conn.to_csv(out_dir / "truth_mptcp_info.csv", index=False, float_format="%.6f")
+    if out_dir is not None:
+        conn.to_csv(out_dir / "truth_mptcp_info.csv", index=False, float_format="%.6f")
     mss = float(subflows.snd_mss.median()) if len(subflows) else 1448.0
     unsent = conn.notsent_bytes + conn.subflow_notsent_bytes
-    return conn.time_s, unsent, conn.gap_open.to_numpy(), conn.unacked_bytes - unsent, mss
+    return conn.time_s, unsent, conn.gap_open.to_numpy(), conn.unacked_bytes - unsent, mss - MPTCP_DSS_MAX_BYTES
 
 
 def path_counters(logs):
@@ -307,23 +318,45 @@ def path_counters(logs):
     return counters
 
 
+def _linux_q(m):
+    """(start, end, q, complete) of a Linux run: from the first write to the kernel's last ack."""
+    start, done = m["start"], m["done"]
+    complete = done is not None
+    end = done if complete else (m["samples"][-1][0] if m["samples"] else start)
+    return start, end, end - start, complete
+
+
+def _split_waits(m, start, end, times, notsent, gap, segment):
+    """The writer's waits inside q, and the samples' split of them: -> (wait starts, ends, unsent per
+    sample, time on unsent data, time on a buffer full of sent data with a gap open). As for usrsctp:
+    waits while the kernel held a full segment or more unsent are invisible to a capture (less than
+    one is a write waiting to fill one, not a full buffer of sent data)."""
+    waits = np.asarray(m["waits"], dtype=float).reshape(-1, 2)
+    w_start, w_end = np.maximum(waits[:, 0], start), np.minimum(waits[:, 1], end)
+    unsent = (notsent >= segment).to_numpy()
+    return (w_start, w_end, unsent, time_where(times, unsent, w_start, w_end),
+            time_where(times, ~unsent & gap, w_start, w_end))
+
+
+def linux_b_p_over_q(stack, m):
+    """(b/q, p/q) of a Linux run from its sender's measurements (its sender.json), by tcp_summary's
+    rules: for runs whose truth.json an earlier rule wrote (decisions.md 94)."""
+    start, end, q, _ = _linux_q(m)
+    if q <= 0:
+        return None, None
+    times, notsent, gap, _, segment = _connection_samples(SimpleNamespace(stack=stack), m, None)
+    _, _, _, app_unsent, p = _split_waits(m, start, end, times, notsent, gap, segment)
+    return (blocked_within(m["waits"], start, end) - app_unsent) / q, p / q
+
+
 def tcp_summary(cfg, m, out_dir):
     """truth.json of a Linux TCP / MPTCP run: q from the first write to the kernel's last ack (TCP_INFO
     unacked 0; MPTCP: the data level's snd_una at write_seq), b the sender's measured waits for buffer
     space; the sampled kernel state in truth_tcp_info.csv (and truth_mptcp_info.csv)."""
-    start, done = m["start"], m["done"]
-    complete = done is not None
-    end = done if complete else (m["samples"][-1][0] if m["samples"] else start)
-    q = end - start
+    start, end, q, complete = _linux_q(m)
     app_blocked = blocked_within(m["waits"], start, end)
-    times, notsent, gap, sent_unacked, mss = _connection_samples(cfg, m, out_dir)
-    # as for usrsctp: waits while the kernel held a segment or more unsent are invisible to a
-    # capture (less than a segment is a write waiting to fill one, not a full buffer of sent data)
-    waits = np.asarray(m["waits"], dtype=float).reshape(-1, 2)
-    w_start, w_end = np.maximum(waits[:, 0], start), np.minimum(waits[:, 1], end)
-    unsent = (notsent >= mss).to_numpy()
-    app_unsent = time_where(times, unsent, w_start, w_end)
-    p = time_where(times, ~unsent & gap, w_start, w_end)
+    times, notsent, gap, sent_unacked, segment = _connection_samples(cfg, m, out_dir)
+    w_start, w_end, unsent, app_unsent, p = _split_waits(m, start, end, times, notsent, gap, segment)
     # B in the analyzer's sense (payload a full buffer holds): the kernel's sent-unacked payload at
     # the samples inside waits on a buffer full of sent data; it varies (truesize, GSO), so its spread
     # goes beside it

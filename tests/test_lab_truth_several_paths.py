@@ -50,8 +50,26 @@ def test_mptcp_data_a_subflow_holds_unsent_is_not_sent(tmp_path, subflow_notsent
     m = {"sent": 30_000, "samples": [[1.0, 1, 30_000, 0, 0, 0, 30_000, 0, 65536, 40_000, 30_000]],
          "subflow_samples": [[1.0, 0, 10, 0, 0, 0, 1448, 10, subflow_notsent, 1]]}
     times, unsent, _, sent, mss = _connection_samples(LabConfig(stack="linux-mptcp", more_paths=((0.01, 45.0, 100.0),)), m, tmp_path)
-    assert list(unsent) == [subflow_notsent] and list(sent) == [sent_unacked] and mss == 1448
+    # a subflow's segment carries snd_mss less the DSS option (lab/truth.py MPTCP_DSS_MAX_BYTES)
+    assert list(unsent) == [subflow_notsent] and list(sent) == [sent_unacked] and mss == 1448 - 28
     assert pd.read_csv(tmp_path / "truth_mptcp_info.csv").subflow_notsent_bytes.tolist() == [subflow_notsent]
+
+
+@pytest.mark.parametrize("stack, b_over_q", [("linux-mptcp", 0.0), ("linux-tcp", 1.0)])
+def test_one_full_mptcp_segment_unsent_is_unsent_data(stack, b_over_q):
+    """A wait with 1424 bytes unsent: under MPTCP a full segment (snd_mss 1448 less a 24-byte DSS
+    option on the lab's captures), so the wait is on unsent data; under TCP less than a segment (a
+    write waiting to fill one), so the buffer counts as full of sent data."""
+    from nrsack.lab.truth import linux_b_p_over_q
+
+    m = {"start": 0.0, "done": 1.0, "sent": 30_000, "waits": [[0.0, 1.0]]}
+    if stack == "linux-mptcp":  # all 30 KB handed to the one subflow, which holds 1424 bytes unsent
+        m["samples"] = [[t, 0, 30_000, 0, 0, 0, 30_000, 0, 65536, 40_000, 30_000] for t in (0.0, 0.5)]
+        m["subflow_samples"] = [[t, 0, 20, 0, 0, 0, 1448, 20, 1424, 1] for t in (0.0, 0.5)]
+    else:
+        m["samples"] = [[t, 20, 0, 0, 0, 1448, 20, 1424, 0, 65536, 40_000, 30_000] for t in (0.0, 0.5)]
+    b, p = linux_b_p_over_q(stack, m)
+    assert b == pytest.approx(b_over_q) and p == 0.0
 
 
 def test_sampler_coverage_counts_only_the_gaps_nobody_sampled():

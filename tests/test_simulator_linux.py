@@ -95,15 +95,21 @@ def test_cubic_grows_faster_than_reno_far_below_its_last_maximum():
 @pytest.mark.parametrize("cc", ["linux", "linux-reno"])
 def test_congestion_avoidance_never_jumps_by_credit_kept_through_a_reduction(cc):
     """tcp_init_cwnd_reduction and tcp_enter_loss clear snd_cwnd_cnt, and tcp_cong_avoid_ai turns
-    credit gathered at a larger count into one segment: outside slow start no ack adds more than
-    one segment (acks cover at most two), even after cubic's plateau and several reductions."""
+    credit gathered at a larger count into one segment: a reduction leaves no credit, and no ack
+    outside slow start adds more than two segments (the credit's one, and one for an ack of at most
+    two segments at a count of at least two: tcp_cong_avoid_ai gives as much), even after cubic's
+    plateau and several reductions."""
     # the first transmissions a kernel run lost (lab linux-tcp, 131072 x 2 % x 10 ms): small
     # windows and reductions close together
     drops = (35, 97, 158, 195, 298, 354, 383, 419, 463, 465, 476, 481, 485, 543, 554)
     trace = simulate(config(profile=cc, sndbuf=1 << 20, total_bytes=1_000_000, drop_units=drops))
     assert len([r for r in trace.recovery if r[1] == "fast"]) >= 10
     steps = [(b[2] - a[2]) for a, b in zip(trace.cwnd, trace.cwnd[1:]) if a[2] >= a[3] and b[3] == a[3]]
-    assert steps and max(steps) <= 1448
+    assert steps and max(steps) <= 2 * 1448
+    sim = Simulation(config(profile=cc, sndbuf=1 << 20, total_bytes=1_000_000))
+    sim.cwnd[0], sim.ca_acked[0] = 10 * 1448, 100 * 10 * 1448  # cubic's plateau: 100 cwnd a segment
+    sim._fast_retransmit(0, sim.spaces[0], 0, 0)
+    assert sim.ca_acked[0] == 0
 
 
 def test_cubic_counts_whole_segments_as_the_kernel_does():
@@ -294,3 +300,22 @@ def test_a_window_that_filled_cwnd_stays_cwnd_limited_until_acked():
     sp.cum = 10
     sim._validate_cwnd()
     assert not sim.cwnd_limited[0] and sim.cwnd_usage_seq[0] == 11
+
+
+@pytest.mark.parametrize("reorder_timer", [True, False])
+def test_a_hole_with_one_segment_sacked_above_is_lost_after_racks_reordering_window(reorder_timer):
+    """tcp_rack_detect_loss with no reordering seen and fewer than three segments SACKed: the hole is
+    lost once it has been out the SACKed segment's RTT plus min_rtt / 4, when the reorder timer fires
+    (tcp_rack_reo_timeout), not at the RTO. Eleven segments: the first ten leave at once, the ninth
+    is lost, the tenth alone is SACKed above it before the eleventh can be."""
+    sim = Simulation(config(sndbuf=1 << 20, total_bytes=11 * 1448, drop_units=(8,)))
+    sim.prof = replace(sim.prof, rack_reorder_timer=reorder_timer)
+    trace = sim.run()
+    sent = {u: t for t, kind, _, u, _ in trace.sender if kind == DATA}
+    resent = [t for t, kind, _, u, _ in trace.sender if kind == RTX and u == 8]
+    rtt = int(2 * PATH.delay_s * NS)
+    waited = resent[0] - sent[8]
+    if reorder_timer:
+        assert rtt < waited < 2 * rtt and trace.counters["timeouts"] == 0  # its RTT, queue included, + 5 ms
+    else:  # the RTO: at least rto_min (no tail-loss probe in the profile)
+        assert waited > 0.2 * NS and trace.counters["timeouts"] == 1

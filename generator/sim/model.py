@@ -25,7 +25,7 @@ DATA, RTX, ACK, CTRL = 0, 1, 2, 3
 # unit flags (FRTX: fast-retransmitted, for the profiles' Max.Burst)
 INFL, SACKED, LOST, RTXD, ACKED, FRTX = 1, 2, 4, 8, 16, 32
 # event kinds
-EV_DATA_ARRIVAL, EV_ACK_ARRIVAL, EV_DELACK, EV_RTO, EV_READY, EV_CTRL, EV_HB_ACK, EV_DEGRADE = range(8)
+EV_DATA_ARRIVAL, EV_ACK_ARRIVAL, EV_DELACK, EV_RTO, EV_READY, EV_CTRL, EV_HB_ACK, EV_DEGRADE, EV_RACK = range(9)
 
 NS = 1_000_000_000
 # cubic's constants (RFC 9438 4.1-4.3: C 0.4, beta 0.7) in tcp_cubic.c's integers: cube_rtt_scale =
@@ -285,6 +285,10 @@ class Simulation:
         self.cwnd_limited = [False] * P  # linux: tcp_cwnd_validate's is_cwnd_limited ...
         self.cwnd_usage_seq = [0] * P  # ... kept until the ack passes this space index
         self.min_rtt = [None] * P
+        # RACK's reorder timer per path (profile rack_reorder_timer): its generation, and the RTT of the
+        # SACKed segment that armed it
+        self.rack_gen = [0] * P
+        self.rack_rtt = [0] * P
         # HyStart's round per path: (space index ending it, start ns, last train ack ns, min RTT of
         # its first samples, samples); None: a new round begins with the next ack
         self.hystart = [None] * P
@@ -437,6 +441,9 @@ class Simulation:
                 self._on_heartbeat_ack(t, a, b)
             elif kind == EV_DEGRADE:
                 self._on_degrade_event(t, a)
+            elif kind == EV_RACK:
+                if self.rack_gen[a] == b:
+                    self._on_rack_timer(t, a)
         for p, rec in enumerate(self.in_recovery):
             if rec is not None:
                 self.trace.recovery.append((p, rec[0], rec[1], None))
@@ -954,7 +961,7 @@ class Simulation:
         if self.prof.persistent_htna:
             marker = self.htna = [max(a, b) for a, b in zip(self.htna, newly_max)]
         if holes and self.prof.rack_loss:
-            self._rack_loss(now, sp, holes)
+            self._rack_loss(now, sp, holes, rtt_unit)
         elif holes:
             sidx = self.sidx
             in_fr = [self.sctp_like and cum_advanced and rec is not None and rec[0] == "fast"
@@ -1033,13 +1040,50 @@ class Simulation:
                     self.cwnd[q] += self.U
                     self._cwnd_changed(now, q)
 
-    def _rack_loss(self, now, sp, holes):
+    def _rack_loss(self, now, sp, holes, rtt_unit):
         """RACK with no reordering seen (tcp_recovery.c: tcp_rack_detect_loss, reo_wnd 0 by
         tcp_rack_reo_wnd): a hole sent before a SACKed segment is lost once three segments are
-        SACKed (the reordering degree) or recovery has begun; so every such hole at once."""
+        SACKed (the reordering degree) or recovery has begun; so every such hole at once. With
+        fewer SACKed (profile rack_reorder_timer) the reordering window is min_rtt / 4 (at most
+        SRTT): a hole is lost once it has been out the SACKed segment's RTT plus that window, on
+        this ack or when the reorder timer, armed for the last hole's moment, fires
+        (tcp_rack_reo_timeout)."""
         q = self.spaces.index(sp) if self.mptcp else 0
         if self.in_recovery[q] is None and sum(e - s for s, e in sp.sacked.blocks()) < 3:
+            if self.prof.rack_reorder_timer and self.min_rtt[q] is not None:
+                u = rtt_unit[q]
+                if u is not None:
+                    self.rack_rtt[q] = now - self.txt[u]
+                if self._rack_reorder_due(now, q, sp, holes):
+                    self._rack_mark(now, sp, holes)
             return
+        self._rack_mark(now, sp, holes)
+
+    def _rack_reorder_due(self, now, q, sp, holes):
+        """True when a hole of path q has waited out RACK's reordering window; else the reorder
+        timer is armed for the latest hole's moment (tcp_rack_detect_loss's reo_timeout)."""
+        window = min(self.min_rtt[q] // 4, self.srtt[q])
+        rtt = self.rack_rtt[q] or self.srtt[q]  # no SACKed first transmission timed yet: SRTT
+        latest = None
+        for h in holes:
+            if self.upath[h] != q or self.sidx[h] >= sp.high or self.txt[h] < 0:
+                continue
+            due = self.txt[h] + rtt + window
+            if due <= now:
+                return True
+            latest = due if latest is None else max(latest, due)
+        if latest is not None:
+            self.rack_gen[q] += 1
+            self._push(latest, EV_RACK, q, self.rack_gen[q])
+        return False
+
+    def _on_rack_timer(self, now, q):
+        sp = self.spaces[q if self.mptcp else 0]
+        if sp.holes and self.in_recovery[q] is None and self._rack_reorder_due(now, q, sp, sp.holes):
+            self._rack_mark(now, sp, sp.holes)
+            self._try_send(now)
+
+    def _rack_mark(self, now, sp, holes):
         sidx, upath = self.sidx, self.upath
         for u in sorted(h for h in holes if sidx[h] < sp.high):
             self.miss.pop(u, None)

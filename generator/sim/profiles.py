@@ -81,6 +81,10 @@ class Profile:
     # RACK-TLP's loss marking without reordering seen: a hole sent before a newly SACKed segment is
     # lost once three segments are SACKed or recovery has begun (so every such hole at once)
     rack_loss: bool = False
+    # RACK's reorder timer (tcp_rack_reo_wnd, tcp_rack_detect_loss, tcp_rack_reo_timeout; net/ipv4/
+    # tcp_recovery.c): with fewer than three segments SACKed and no recovery, a hole sent before a
+    # SACKed one is lost once it has been out that segment's RTT plus min_rtt / 4 (at most SRTT)
+    rack_reorder_timer: bool = False
     # congestion avoidance: "reno" (RFC 5681) or "cubic" (RFC 9438, the kernel's tcp_cubic.c)
     cc: str = "reno"
     # cubic's HyStart (tcp_cubic.c hystart_update): slow start ends when one round's acks come in a
@@ -113,7 +117,7 @@ class Profile:
 # (SO_MEMINFO's wmem_queued against SIOCOUTQ, docs/simulator.md); mptcp_dfrag_overhead_bytes is
 # sizeof(struct mptcp_data_frag) on 64 bits (the lab's MPTCP socket: 40-44 bytes per write)
 LINUX = Profile(name="linux", rto_min_on_variance=True, handshake_rtt_sample=True, linux_sndbuf=True,
-                skb_overhead_bytes=832, rack_loss=True, cc="cubic", hystart=True, delack_s=0.04,
+                skb_overhead_bytes=832, rack_loss=True, rack_reorder_timer=True, cc="cubic", hystart=True, delack_s=0.04,
                 initial_cwnd_packets=10, rto_initial_s=1.0, rto_min_s=0.2, rto_max_s=120.0,
                 mptcp_scheduler="linger", mptcp_dfrag_overhead_bytes=40, mptcp_join_after_add_addr=True)
 
@@ -144,7 +148,7 @@ WRITERS = ("poll", "spin")
 # from its default (a profile that set one and ran compiled would be silently wrong)
 _DEFAULT = Profile(name="default")
 _PYTHON_ONLY_SWITCHES = ("linux_sndbuf", "skb_overhead_bytes", "rto_min_on_variance", "handshake_rtt_sample", "rack_loss",
-                         "cc", "hystart", "mptcp_scheduler", "mptcp_dfrag_overhead_bytes", "mptcp_join_after_add_addr")
+                         "rack_reorder_timer", "cc", "hystart", "mptcp_scheduler", "mptcp_dfrag_overhead_bytes", "mptcp_join_after_add_addr")
 PYTHON_ONLY = frozenset(name for name, p in PROFILES.items()
                         if any(getattr(p, s) != getattr(_DEFAULT, s) for s in _PYTHON_ONLY_SWITCHES))
 # the protocols a profile means something for (others: every protocol)
