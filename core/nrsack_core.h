@@ -195,7 +195,8 @@ uint64_t sb_bytes(const scoreboard_t *sb, uint64_t lo, uint64_t hi);
  * those that outlasted SBE_LONG_WAIT freeing acks outside loss recovery; sbe_decide reads B from them, or
  * says why it cannot. */
 enum { SBE_SACK, SBE_NR, SBE_BIN = 64, SBE_MIN_WAITS = 16, SBE_LONG_WAIT = 3, SBE_SIZES = 33, SBE_CEILING_BAND = 1 };
-typedef struct { uint64_t bin, waits, top, wait_ns; } sbe_bin_t;  /* top: the highest RtxQ seen in the bin; wait_ns: the waits' time */
+/* top: the highest RtxQ seen in the bin; wait_ns: the waits' time; last: the ordinal of its last wait in its levels */
+typedef struct { uint64_t bin, waits, top, wait_ns, last; } sbe_bin_t;
 typedef struct { sbe_bin_t *v; size_t n, cap; uint64_t waits; } sbe_levels_t;
 typedef struct {
     sbe_levels_t all[2], held[2];    /* every wait; the waits that outlasted SBE_LONG_WAIT freeing acks */
@@ -208,6 +209,7 @@ typedef struct {
     uint32_t acks;                   /* freeing acks since the last new data */
     int sent_new;                    /* new data seen */
     int gap_seen;                    /* a gap open since the last new data */
+    int gap_ever;                    /* a freeing ack with a gap open seen: loss recovery */
 } sbe_t;
 typedef enum { SBE_HELD_BACK, SBE_NEVER, SBE_CANNOT_TELL } sbe_verdict_t;
 typedef enum {
@@ -226,6 +228,7 @@ typedef enum {
     SBE_PATHS_TOP_HELD, /* held back: CMT or MPTCP, the waits at the highest RtxQ took a twentieth of the time or more */
     SBE_PATHS_UNTIMED,  /* cannot tell: CMT or MPTCP, the capture's clock gives the waits no span to read their time in */
     SBE_PATHS_TOP_ONCE, /* cannot tell: CMT or MPTCP, one long wait at the highest RtxQ (a buffer's or a window's peak) */
+    SBE_LEFT_CEILING,   /* cannot tell: a ceiling left for good, as many waits after it at lower RtxQs, no loss */
 } sbe_why_t;
 typedef struct {
     sbe_verdict_t verdict;

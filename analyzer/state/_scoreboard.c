@@ -520,7 +520,7 @@ static int estimate_of(PyObject *t, sbe_result_t *r) {
     if (!PyArg_ParseTuple(t, "iiKKKKKKKKKi", &verdict, &why, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7],
                           &v[8], &until_freed))
         return -1;
-    if (verdict < SBE_HELD_BACK || verdict > SBE_CANNOT_TELL || why < SBE_CEILING || why > SBE_PATHS_TOP_ONCE) {
+    if (verdict < SBE_HELD_BACK || verdict > SBE_CANNOT_TELL || why < SBE_CEILING || why > SBE_LEFT_CEILING) {
         PyErr_SetString(PyExc_ValueError, "sndbuf estimate: verdict or reason out of range");
         return -1;
     }
