@@ -291,7 +291,7 @@ void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r) {
 
 int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, uint64_t rtxq_now, int gap_open, int before_last_new) {
     if (r->verdict != SBE_HELD_BACK || !before_last_new || rtxq_after_new < r->low) return 0;
-    if (r->until_freed && rtxq_now < rtxq_after_new) return 0;
+    if (r->level == SBE_LEVEL_MPTCP && rtxq_now < rtxq_after_new) return 0;
     /* above a ceiling in loss recovery: merged skbs let a full buffer hold more payload. Long waits' band
      * spans a tenth either side of their level already; in the lab's GSO runs the buffer held unsent data
      * whenever the RtxQ was beyond it in loss recovery */
@@ -341,6 +341,7 @@ void sbe_decide_paths(const sbe_t *e, int nr, sbe_paths_t paths, sbe_result_t *r
         r->why == SBE_FEW_WAITS)
         return;
     if (paths == SBE_CMT_ASSOCIATION) {
+        r->level = SBE_LEVEL_CMT;
         if (r->why != SBE_CEILING) top_of_association(e, nr, SBE_CEILING_BAND, r);
         return;
     }
@@ -351,8 +352,8 @@ void sbe_decide_paths(const sbe_t *e, int nr, sbe_paths_t paths, sbe_result_t *r
      * free, so the highest level overshoots B by up to one; B - rtxq < S holds a packet below B). What the
      * writer copies after an ack freed room may wait unsent in the connection or a subflow's queue, which the
      * wire does not show: blocked ends at that ack, not at the new data. */
-    top_of_association(e, nr, 2, r);
-    r->until_freed = 1;
+    r->level = SBE_LEVEL_MPTCP;
+    top_of_association(e, nr, SBE_MPTCP_BAND, r);
 }
 
 void sbe_vantage(sbe_result_t *r, int by_sender) {
@@ -371,7 +372,7 @@ int sbe_reason(const sbe_result_t *r, const char *vantage, char *buf, size_t n) 
              deep = r->deep_waits;
     static const sbe_level_words_t cmt = {"CMT", "an ack", "association's"},
                                    mptcp = {"MPTCP", "a data-level ack", "connection's"};
-    const sbe_level_words_t *level = r->until_freed ? &mptcp : &cmt;
+    const sbe_level_words_t *level = r->level == SBE_LEVEL_MPTCP ? &mptcp : &cmt;
     switch (r->why) {
     case SBE_CEILING:
         return snprintf(buf, n, "%" PRIu64 " of %" PRIu64 " waits for an ack began at an RtxQ of %" PRIu64 "-%" PRIu64 " bytes, %" PRIu64 " above", at,

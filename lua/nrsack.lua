@@ -852,9 +852,10 @@ local sbe = {SACK = 0, NR = 1, HELD_BACK = 0, NEVER = 1, CANNOT_TELL = 2,
              CEILING = 0, LONG_WAITS = 1, ONE_FLIGHT = 2, ANSWERED = 3, NO_DATA = 4, FEW_WAITS = 5, UNSETTLED = 6,
              DATA_LEVEL = 7, PATHS_TOP_BRIEF = 8, SETTLED_CEILING = 9, NO_PILE = 10,
              NOT_BY_SENDER = 11, PATHS_TOP_HELD = 12, PATHS_UNTIMED = 13, PATHS_TOP_ONCE = 14, LEFT_CEILING = 15,
-             ONE_PATH = 0, A_PATH_OF_SEVERAL = 1, MPTCP_DATA_LEVEL = 2, CMT_ASSOCIATION = 3}
+             ONE_PATH = 0, A_PATH_OF_SEVERAL = 1, MPTCP_DATA_LEVEL = 2, CMT_ASSOCIATION = 3,
+             LEVEL_PATH = 0, LEVEL_CMT = 1, LEVEL_MPTCP = 2}
 do
-local BIN, MIN_WAITS, LONG_WAIT, SIZES, CEILING_BAND = 64, 16, 3, 33, 1
+local BIN, MIN_WAITS, LONG_WAIT, SIZES, CEILING_BAND, MPTCP_BAND = 64, 16, 3, 33, 1, 2
 local floor = math.floor
 
 -- a levels vector: bins ascending, bin[k], waits[k], top[k] (the highest RtxQ seen in the bin), wait_ns[k] (the
@@ -1034,7 +1035,8 @@ end
 function sbe.decide(e, nr, data_level)
     local all, held = e.all[nr and 1 or 0], e.held[nr and 1 or 0]
     local r = {verdict = sbe.CANNOT_TELL, why = 0, sndbuf = 0, low = 0, high = 0, waits = all.waits,
-               long_waits = held.waits, at_ceiling = 0, above = 0, packet = 0, deep_waits = 0}
+               long_waits = held.waits, at_ceiling = 0, above = 0, packet = 0, deep_waits = 0,
+               level = sbe.LEVEL_PATH}
     local usual = 0 -- the usual packet: the mean size of the most common power of two
     local count = e.size_count
     for k = 1, SIZES - 1 do
@@ -1098,7 +1100,7 @@ end
 
 function sbe.blocked(r, rtxq_after_new, rtxq_now, gap_open, before_last_new)
     if r.verdict ~= sbe.HELD_BACK or not before_last_new or rtxq_after_new < r.low then return false end
-    if r.until_freed and rtxq_now < rtxq_after_new then return false end
+    if r.level == sbe.LEVEL_MPTCP and rtxq_now < rtxq_after_new then return false end
     -- above a ceiling in loss recovery; not above long waits' band (it spans a tenth either side already)
     return rtxq_after_new <= r.high or (gap_open and r.why ~= sbe.LONG_WAITS)
 end
@@ -1138,14 +1140,15 @@ function sbe.decide_paths(e, nr, paths)
         return r
     end
     if paths == sbe.CMT_ASSOCIATION then
+        r.level = sbe.LEVEL_CMT
         if r.why ~= sbe.CEILING then top_of_association(e, nr, CEILING_BAND, r) end
         return r
     end
     -- MPTCP: the connection's buffer counts payload, so its highest level's time tells, as CMT's, over two
     -- packets (the write that overshoots B, the packet below it), blocked until an ack frees room (what is
     -- written after it may wait unsent in the connection or a subflow)
-    top_of_association(e, nr, 2, r)
-    r.until_freed = true
+    r.level = sbe.LEVEL_MPTCP
+    top_of_association(e, nr, MPTCP_BAND, r)
     return r
 end
 
@@ -1160,7 +1163,7 @@ local SBE_LEVEL_WORDS = {cmt = {name = "CMT", ack = "an ack", whose = "associati
 
 function sbe.reason(r, vantage)
     local why, fmt = r.why, string.format
-    local level = r.until_freed and SBE_LEVEL_WORDS.mptcp or SBE_LEVEL_WORDS.cmt
+    local level = r.level == sbe.LEVEL_MPTCP and SBE_LEVEL_WORDS.mptcp or SBE_LEVEL_WORDS.cmt
     if why == sbe.CEILING then
         return fmt("%d of %d waits for an ack began at an RtxQ of %d-%d bytes, %d above", r.at_ceiling, r.waits, r.low,
             r.high, r.above)
@@ -1302,7 +1305,8 @@ end
 -- A final decision, shared with every equal one: a flood's finished flows mostly decide alike ("no new
 -- data", "all new data left before an ack freed room"), and their frames keep it for the whole file.
 do
-local FIELDS = {"verdict", "why", "sndbuf", "low", "high", "waits", "long_waits", "at_ceiling", "above", "packet", "deep_waits"}
+local FIELDS = {"verdict", "why", "sndbuf", "low", "high", "waits", "long_waits", "at_ceiling", "above", "packet", "deep_waits",
+                "level"}
 function sbe.shared(decided)
     local key = {}
     for nr = 0, 1 do

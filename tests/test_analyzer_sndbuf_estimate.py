@@ -272,6 +272,7 @@ def fed_board(rows, paths, jump_ns=0, jump_at=None, apart_ns=1_000_000):
 
 VERDICTS = ("held back", "never", "cannot tell")
 SBE_ONE_PATH, SBE_MPTCP_DATA_LEVEL, SBE_CMT_ASSOCIATION = 0, 2, 3
+SBE_LEVEL_PATH, SBE_LEVEL_MPTCP = 0, 2  # sbe_level_t
 
 
 def test_an_mptcp_data_level_growing_past_its_levels_is_never_held_back():
@@ -385,12 +386,12 @@ def test_above_the_band_in_loss_recovery_is_blocked_for_a_ceiling_only(why, abov
     assert out.tolist() == [1, 1, 0, int(above_counts), 0]
 
 
-@pytest.mark.parametrize("until_freed, blocked", [(0, [1, 1, 1, 1, 0]), (1, [1, 1, 0, 0, 0])])
-def test_an_mptcp_data_level_is_blocked_until_an_ack_frees_room(until_freed, blocked):
+@pytest.mark.parametrize("level, blocked", [(SBE_LEVEL_PATH, [1, 1, 1, 1, 0]), (SBE_LEVEL_MPTCP, [1, 1, 0, 0, 0])])
+def test_an_mptcp_data_level_is_blocked_until_an_ack_frees_room(level, blocked):
     """core/sndbuf.c sbe_blocked: an MPTCP writer copies as soon as an ack frees room, and what it copied may
     wait unsent in the connection or a subflow, which the capture does not show: blocked ends at that ack
-    (until_freed), not at the new data. An ack that frees nothing (the RtxQ stays) does not end it."""
-    estimate = (0, PATHS_TOP_HELD, 16000, 14000, 16000, 100, 0, 30, 0, 1000, 0, until_freed)
+    (level SBE_LEVEL_MPTCP), not at the new data. An ack that frees nothing (the RtxQ stays) does not end it."""
+    estimate = (0, PATHS_TOP_HELD, 16000, 14000, 16000, 100, 0, 30, 0, 1000, 0, level)
     rtxq = np.array([16000, 16000, 15000, 15000, 16000], np.int64)  # new data, a dup ack, an ack, none, new data
     is_new = np.array([1, 0, 0, 0, 1], np.int8)
     out = np.zeros(len(rtxq), np.int8)
