@@ -194,8 +194,10 @@ uint64_t sb_bytes(const scoreboard_t *sb, uint64_t lo, uint64_t hi);
  * (after the last new data the writer is done: no wait), in bins of SBE_BIN bytes, all waits and apart
  * those that outlasted SBE_LONG_WAIT freeing acks outside loss recovery; sbe_decide reads B from them, or
  * says why it cannot. */
-enum { SBE_SACK, SBE_NR, SBE_BIN = 64, SBE_MIN_WAITS = 16, SBE_LONG_WAIT = 3, SBE_SIZES = 33, SBE_CEILING_BAND = 1 };
-typedef struct { uint64_t bin, waits, top, wait_ns; } sbe_bin_t;  /* top: the highest RtxQ seen in the bin; wait_ns: the waits' time */
+enum { SBE_SACK, SBE_NR, SBE_BIN = 64, SBE_MIN_WAITS = 16, SBE_LONG_WAIT = 3, SBE_SIZES = 33, SBE_CEILING_BAND = 1,
+       SBE_MPTCP_BAND = 2 };  /* the packets below the highest level an MPTCP data level is blocked down to */
+/* top: the highest RtxQ seen in the bin; wait_ns: the waits' time; last: the ordinal of its last wait in its levels */
+typedef struct { uint64_t bin, waits, top, wait_ns, last; } sbe_bin_t;
 typedef struct { sbe_bin_t *v; size_t n, cap; uint64_t waits; } sbe_levels_t;
 typedef struct {
     sbe_levels_t all[2], held[2];    /* every wait; the waits that outlasted SBE_LONG_WAIT freeing acks */
@@ -208,6 +210,7 @@ typedef struct {
     uint32_t acks;                   /* freeing acks since the last new data */
     int sent_new;                    /* new data seen */
     int gap_seen;                    /* a gap open since the last new data */
+    int gap_ever;                    /* a freeing ack with a gap open seen: loss recovery */
 } sbe_t;
 typedef enum { SBE_HELD_BACK, SBE_NEVER, SBE_CANNOT_TELL } sbe_verdict_t;
 typedef enum {
@@ -226,7 +229,10 @@ typedef enum {
     SBE_PATHS_TOP_HELD, /* held back: CMT or MPTCP, the waits at the highest RtxQ took a twentieth of the time or more */
     SBE_PATHS_UNTIMED,  /* cannot tell: CMT or MPTCP, the capture's clock gives the waits no span to read their time in */
     SBE_PATHS_TOP_ONCE, /* cannot tell: CMT or MPTCP, one long wait at the highest RtxQ (a buffer's or a window's peak) */
+    SBE_LEFT_CEILING,   /* cannot tell: a ceiling left for good, as many waits after it at lower RtxQs, no loss */
 } sbe_why_t;
+/* Whose waits a result reads: one path's; a CMT association's; an MPTCP connection's data level. */
+typedef enum { SBE_LEVEL_PATH, SBE_LEVEL_CMT, SBE_LEVEL_MPTCP } sbe_level_t;
 typedef struct {
     sbe_verdict_t verdict;
     sbe_why_t why;
@@ -235,7 +241,8 @@ typedef struct {
     uint64_t waits, long_waits, at_ceiling, above;  /* the evidence (SBE_NO_PILE, SBE_UNSETTLED: at_ceiling, the fullest band) */
     uint64_t packet;           /* the usual new data per packet */
     uint64_t deep_waits;       /* long waits above the median level that lasted until a quarter of it was acked */
-    int until_freed;           /* blocked ends at the first ack that freed room (MPTCP's data level) */
+    sbe_level_t level;         /* whose waits: one path's, a CMT association's, an MPTCP data level's (blocked
+                                * there ends at the first ack that freed room) */
 } sbe_result_t;
 
 void sbe_init(sbe_t *e);
@@ -261,12 +268,12 @@ typedef enum { SBE_ONE_PATH, SBE_A_PATH_OF_SEVERAL, SBE_MPTCP_DATA_LEVEL, SBE_CM
  * twentieth of the waits' span or more, held back there, else never. MPTCP (Linux counts the connection's
  * queue in payload too, and copies a write as soon as any room is free) reads the highest level's time as
  * CMT beyond one flight and too short, over two packets below it (the write that overshoots the buffer,
- * and the packet B - rtxq < S allows), with blocked ending at the first ack that freed room (until_freed):
+ * and the packet B - rtxq < S allows), with blocked ending at the first ack that freed room (level SBE_LEVEL_MPTCP):
  * data written after it may wait in the connection or a subflow, unsent. */
 void sbe_decide_paths(const sbe_t *e, int nr, sbe_paths_t paths, sbe_result_t *r);
 /* Estimated B: blocked while held back, more new data still to come (`before_last_new`), and the RtxQ
  * after the last new data at the ceiling, or above it while a gap is open (loss recovery); with
- * until_freed, only while no ack has freed room since (rtxq_now, the RtxQ as of now, still that high). */
+ * an MPTCP data level, only while no ack has freed room since (rtxq_now, the RtxQ as of now, still that high). */
 int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, uint64_t rtxq_now, int gap_open, int before_last_new);
 /* A capture not by the sender (by_sender 0: by the receiver or in the middle) shows neither when the sender
  * sent nor when acks reached it: beyond one flight, it cannot tell. */

@@ -63,13 +63,13 @@ static int count_wait(sbe_levels_t *l, uint64_t level, uint64_t waited_ns) {
             l->cap = cap;
         }
         memmove(l->v + lo + 1, l->v + lo, (l->n - lo) * sizeof *l->v);
-        l->v[lo] = (sbe_bin_t){bin, 0, level, 0};
+        l->v[lo] = (sbe_bin_t){bin, 0, level, 0, 0};
         l->n++;
     }
     l->v[lo].waits++;
     l->v[lo].wait_ns = add_saturating(l->v[lo].wait_ns, waited_ns);
     if (level > l->v[lo].top) l->v[lo].top = level;
-    l->waits++;
+    l->v[lo].last = ++l->waits;
     return 0;
 }
 
@@ -113,6 +113,7 @@ void sbe_freeing_ack(sbe_t *e, int gap_open) {
     if (!e->sent_new) return;
     e->acks++;
     e->gap_seen |= gap_open;
+    e->gap_ever |= gap_open;
 }
 
 /* Waits whose level is in [lo, hi]. */
@@ -131,26 +132,45 @@ static uint64_t median_level(const sbe_levels_t *l) {
 }
 
 /* Waits within a packet below the level of bin k, the highest of them (a ceiling's or a pile's band); their
- * time in *waited_ns when given. */
-static uint64_t band_waits(const sbe_levels_t *l, size_t k, uint64_t packet, uint64_t *waited_ns) {
-    uint64_t x = l->v[k].top, floor = x > packet ? x - packet : 0, count = 0, ns = 0;
+ * time in *waited_ns and the ordinal of the band's last wait in *last when given. */
+static uint64_t band_waits(const sbe_levels_t *l, size_t k, uint64_t packet, uint64_t *waited_ns, uint64_t *last) {
+    uint64_t x = l->v[k].top, floor = x > packet ? x - packet : 0, count = 0, ns = 0, latest = 0;
     for (size_t j = k + 1; j-- > 0 && l->v[j].top >= floor;) {
         count += l->v[j].waits;
         ns = add_saturating(ns, l->v[j].wait_ns);
+        if (l->v[j].last > latest) latest = l->v[j].last;
     }
     if (waited_ns) *waited_ns = ns;
+    if (last) *last = latest;
     return count;
 }
 
-/* A ceiling: the highest level x with at least `percent` % of the waits of `l` within a packet below it and
- * at most 10 % above it (excursions in loss recovery): a buffer counted in payload (usrsctp), or a writer
- * woken as soon as a packet's room is free. r->packet set; fills r and returns 1 when found. */
-static int find_ceiling(const sbe_levels_t *l, unsigned percent, sbe_result_t *r, sbe_why_t why) {
+/* The most waits within a packet below one level, of the levels under `limit`. */
+static uint64_t fullest_band_under(const sbe_levels_t *l, uint64_t limit, uint64_t packet) {
+    uint64_t most = 0, count = 0;
+    size_t lowest = 0;  /* the band of bin j: the bins from `lowest` to j, a packet below its level at most */
+    for (size_t j = 0; j < l->n && l->v[j].top < limit; j++) {
+        count += l->v[j].waits;
+        while (l->v[lowest].top + packet < l->v[j].top) count -= l->v[lowest++].waits;
+        if (count > most) most = count;
+    }
+    return most;
+}
+
+/* A ceiling: the highest level x with at least `percent` % of the waits of `l` within a packet below it, at
+ * most 10 % above it (excursions in loss recovery), and more than any band of a packet below it: a buffer
+ * counted in payload (usrsctp), or a writer woken as soon as a packet's room is free, piles its waits at its
+ * level, the most common; a window growing a packet per round trip between losses (Reno, CUBIC) spends its
+ * waits on the way up, so its highest band is the end of a slope that holds more further down. r->packet
+ * set; fills r, sets *after to the waits of `l` after the band's last one, and returns 1 when found. */
+static int find_ceiling(const sbe_levels_t *l, unsigned percent, sbe_result_t *r, sbe_why_t why, uint64_t *after) {
     uint64_t above = 0;
     for (size_t k = l->n; k-- > 0;) {
         if (above * 10 > l->waits) break;
-        uint64_t x = l->v[k].top, count = band_waits(l, k, r->packet, NULL);
-        if (count >= SBE_MIN_WAITS && count * 100 >= percent * l->waits) {
+        uint64_t x = l->v[k].top, last, count = band_waits(l, k, r->packet, NULL, &last);
+        if (count >= SBE_MIN_WAITS && count * 100 >= percent * l->waits &&
+            count > fullest_band_under(l, x > r->packet ? x - r->packet : 0, r->packet)) {
+            *after = l->waits - last;
             r->verdict = SBE_HELD_BACK;
             r->why = why;
             r->sndbuf = r->high = x;
@@ -172,11 +192,23 @@ static int find_ceiling(const sbe_levels_t *l, unsigned percent, sbe_result_t *r
 static uint64_t fullest_band(const sbe_levels_t *l, uint64_t packet) {
     uint64_t most = 0, above = 0;
     for (size_t k = l->n; k-- > 0 && above * 4 <= l->waits;) {
-        uint64_t count = band_waits(l, k, packet, NULL);
+        uint64_t count = band_waits(l, k, packet, NULL, NULL);
         if (count > most) most = count;
         above += l->v[k].waits;
     }
     return most;
+}
+
+/* A ceiling the sender left for good, with as many waits after its last one (all at lower levels) as at it, and
+ * no loss recovery in the whole flow: a buffer-limited sender without loss has no cause to send less than its
+ * buffer holds, so what held it lower afterwards was a window that shrank with no loss (BBR's model of the path),
+ * and such a window may have set the ceiling too (the lab's BBR with GSO: the kernel's cwnd at 2 BDP, a 64 KB
+ * skb unsent behind it). Cannot tell. */
+static void left_for_good(const sbe_t *e, uint64_t after, sbe_result_t *r) {
+    if (e->gap_ever || after < r->at_ceiling) return;
+    r->verdict = SBE_CANNOT_TELL;
+    r->why = SBE_LEFT_CEILING;
+    r->sndbuf = 0;
 }
 
 void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r) {
@@ -206,7 +238,11 @@ void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r) {
         r->why = SBE_DATA_LEVEL;
         return;
     }
-    if (find_ceiling(all, 30, r, SBE_CEILING)) return;
+    uint64_t after;
+    if (find_ceiling(all, 30, r, SBE_CEILING, &after)) {
+        left_for_good(e, after, r);
+        return;
+    }
     /* Long waits, 4 % of the waits or more, two thirds of them within 15 % of their median level: a writer
      * woken only once enough room is free (Linux: sk_stream_write_space), at the buffer's level. */
     if (held->waits >= SBE_MIN_WAITS / 2 && held->waits * 25 >= all->waits) {
@@ -226,7 +262,10 @@ void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r) {
      * waits after the one at the highest level, when they are half the waits or more; with the transient
      * set aside, half of them at the ceiling (a window of a few packets also has a most common top level). */
     const sbe_levels_t *settled = &e->settled[nr ? SBE_NR : SBE_SACK];
-    if (settled->waits * 2 >= all->waits && find_ceiling(settled, 50, r, SBE_SETTLED_CEILING)) return;
+    if (settled->waits * 2 >= all->waits && find_ceiling(settled, 50, r, SBE_SETTLED_CEILING, &after)) {
+        left_for_good(e, after, r);
+        return;
+    }
     if (held->waits * 50 <= all->waits) {  /* (almost) every wait ended at the first acks */
         r->verdict = SBE_NEVER;
         r->why = SBE_ANSWERED;
@@ -252,7 +291,7 @@ void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r) {
 
 int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, uint64_t rtxq_now, int gap_open, int before_last_new) {
     if (r->verdict != SBE_HELD_BACK || !before_last_new || rtxq_after_new < r->low) return 0;
-    if (r->until_freed && rtxq_now < rtxq_after_new) return 0;
+    if (r->level == SBE_LEVEL_MPTCP && rtxq_now < rtxq_after_new) return 0;
     /* above a ceiling in loss recovery: merged skbs let a full buffer hold more payload. Long waits' band
      * spans a tenth either side of their level already; in the lab's GSO runs the buffer held unsent data
      * whenever the RtxQ was beyond it in loss recovery */
@@ -272,7 +311,7 @@ static void top_of_association(const sbe_t *e, int nr, uint64_t packets, sbe_res
     size_t k = all->n - 1;  /* waits were counted: the highest bin */
     uint64_t x = all->v[k].top, waited = 0, band = packets * r->packet,
              span = e->new_at_ns > e->first_new_ns ? (uint64_t)e->new_at_ns - (uint64_t)e->first_new_ns : 0;
-    r->at_ceiling = band_waits(all, k, band, &waited);
+    r->at_ceiling = band_waits(all, k, band, &waited, NULL);
     r->above = 0;
     r->deep_waits = 0;
     r->high = x;
@@ -302,6 +341,7 @@ void sbe_decide_paths(const sbe_t *e, int nr, sbe_paths_t paths, sbe_result_t *r
         r->why == SBE_FEW_WAITS)
         return;
     if (paths == SBE_CMT_ASSOCIATION) {
+        r->level = SBE_LEVEL_CMT;
         if (r->why != SBE_CEILING) top_of_association(e, nr, SBE_CEILING_BAND, r);
         return;
     }
@@ -312,8 +352,8 @@ void sbe_decide_paths(const sbe_t *e, int nr, sbe_paths_t paths, sbe_result_t *r
      * free, so the highest level overshoots B by up to one; B - rtxq < S holds a packet below B). What the
      * writer copies after an ack freed room may wait unsent in the connection or a subflow's queue, which the
      * wire does not show: blocked ends at that ack, not at the new data. */
-    top_of_association(e, nr, 2, r);
-    r->until_freed = 1;
+    r->level = SBE_LEVEL_MPTCP;
+    top_of_association(e, nr, SBE_MPTCP_BAND, r);
 }
 
 void sbe_vantage(sbe_result_t *r, int by_sender) {
@@ -332,7 +372,7 @@ int sbe_reason(const sbe_result_t *r, const char *vantage, char *buf, size_t n) 
              deep = r->deep_waits;
     static const sbe_level_words_t cmt = {"CMT", "an ack", "association's"},
                                    mptcp = {"MPTCP", "a data-level ack", "connection's"};
-    const sbe_level_words_t *level = r->until_freed ? &mptcp : &cmt;
+    const sbe_level_words_t *level = r->level == SBE_LEVEL_MPTCP ? &mptcp : &cmt;
     switch (r->why) {
     case SBE_CEILING:
         return snprintf(buf, n, "%" PRIu64 " of %" PRIu64 " waits for an ack began at an RtxQ of %" PRIu64 "-%" PRIu64 " bytes, %" PRIu64 " above", at,
@@ -384,6 +424,11 @@ int sbe_reason(const sbe_result_t *r, const char *vantage, char *buf, size_t n) 
                         "median RtxQ lasted until a quarter of their RtxQ was acked: no sign of a full buffer",
                         at, waits, deep);
     case SBE_NOT_BY_SENDER: return snprintf(buf, n, "the capture is not by the sender (vantage %s)", vantage);
+    case SBE_LEFT_CEILING:
+        return snprintf(buf, n,
+                        "%" PRIu64 " of %" PRIu64 " waits for an ack began at an RtxQ of %" PRIu64 "-%" PRIu64 " bytes, then as many "
+                        "lower with no loss: a window that shrank held it lower, and may have held it there",
+                        at, waits, low, high);
     }
     return snprintf(buf, n, "?");
 }

@@ -851,15 +851,16 @@ end
 local sbe = {SACK = 0, NR = 1, HELD_BACK = 0, NEVER = 1, CANNOT_TELL = 2,
              CEILING = 0, LONG_WAITS = 1, ONE_FLIGHT = 2, ANSWERED = 3, NO_DATA = 4, FEW_WAITS = 5, UNSETTLED = 6,
              DATA_LEVEL = 7, PATHS_TOP_BRIEF = 8, SETTLED_CEILING = 9, NO_PILE = 10,
-             NOT_BY_SENDER = 11, PATHS_TOP_HELD = 12, PATHS_UNTIMED = 13, PATHS_TOP_ONCE = 14,
-             ONE_PATH = 0, A_PATH_OF_SEVERAL = 1, MPTCP_DATA_LEVEL = 2, CMT_ASSOCIATION = 3}
+             NOT_BY_SENDER = 11, PATHS_TOP_HELD = 12, PATHS_UNTIMED = 13, PATHS_TOP_ONCE = 14, LEFT_CEILING = 15,
+             ONE_PATH = 0, A_PATH_OF_SEVERAL = 1, MPTCP_DATA_LEVEL = 2, CMT_ASSOCIATION = 3,
+             LEVEL_PATH = 0, LEVEL_CMT = 1, LEVEL_MPTCP = 2}
 do
-local BIN, MIN_WAITS, LONG_WAIT, SIZES, CEILING_BAND = 64, 16, 3, 33, 1
+local BIN, MIN_WAITS, LONG_WAIT, SIZES, CEILING_BAND, MPTCP_BAND = 64, 16, 3, 33, 1, 2
 local floor = math.floor
 
 -- a levels vector: bins ascending, bin[k], waits[k], top[k] (the highest RtxQ seen in the bin), wait_ns[k] (the
--- waits' time), 1..n
-local function levels_new() return {bin = {}, waits_of = {}, top = {}, wait_ns = {}, n = 0, waits = 0} end
+-- waits' time), last[k] (the ordinal of its last wait in the levels), 1..n
+local function levels_new() return {bin = {}, waits_of = {}, top = {}, wait_ns = {}, last = {}, n = 0, waits = 0} end
 
 -- An estimator's levels are made at their first wait, and its packet sizes counted per power of two seen:
 -- a flood's flows mostly never wait, and a flow held open is most of the heap (decisions.md 84); until
@@ -869,7 +870,8 @@ function sbe.new()
     local none = sbe.NO_LEVELS
     return {all = {[0] = none, [1] = none}, held = {[0] = none, [1] = none}, settled = {[0] = none, [1] = none},
             record = {[0] = 0, [1] = 0}, deep = {[0] = none, [1] = none}, after_new = {[0] = 0, [1] = 0},
-            size_count = {}, size_sum = {}, acks = 0, sent_new = false, gap_seen = false, first_new_ns = 0, new_at_ns = 0}
+            size_count = {}, size_sum = {}, acks = 0, sent_new = false, gap_seen = false, gap_ever = false,
+            first_new_ns = 0, new_at_ns = 0}
 end
 
 -- A wait counted in levels group[k].
@@ -890,12 +892,14 @@ local function count_wait(group, k, level, waited_ns)
         table.insert(l.waits_of, lo, 0)
         table.insert(l.top, lo, level)
         table.insert(l.wait_ns, lo, 0)
+        table.insert(l.last, lo, 0)
         l.n = l.n + 1
     end
     l.waits_of[lo] = l.waits_of[lo] + 1
     l.wait_ns[lo] = l.wait_ns[lo] + waited_ns
     if level > l.top[lo] then l.top[lo] = level end
     l.waits = l.waits + 1
+    l.last[lo] = l.waits
 end
 
 function sbe.new_data(e, rtxq_sack, rtxq_nr, bytes, now_ns)
@@ -933,6 +937,7 @@ function sbe.freeing_ack(e, gap_open)
     if not e.sent_new then return end
     e.acks = e.acks + 1
     e.gap_seen = e.gap_seen or gap_open
+    e.gap_ever = e.gap_ever or gap_open
 end
 
 -- Waits whose level is in [lo, hi].
@@ -953,37 +958,65 @@ local function median_level(l)
     return 0
 end
 
--- Waits within a packet below the level of bin k, the highest of them (a ceiling's or a pile's band), and
--- their time.
+-- Waits within a packet below the level of bin k, the highest of them (a ceiling's or a pile's band), their
+-- time, and the ordinal of the band's last wait.
 local function band_waits(l, k, packet)
     local x = l.top[k]
     local lowest = x > packet and x - packet or 0
-    local count, ns = 0, 0
+    local count, ns, latest = 0, 0, 0
     local j = k
     while j >= 1 and l.top[j] >= lowest do
         count = count + l.waits_of[j]
         ns = ns + l.wait_ns[j]
+        if l.last[j] > latest then latest = l.last[j] end
         j = j - 1
     end
-    return count, ns
+    return count, ns, latest
 end
 
--- A ceiling: the highest level x with at least `percent` % of the waits of `l` within a packet below it and
--- at most 10 % above it. r.packet set; fills r and returns true when found.
+-- The most waits within a packet below one level, of the levels under `limit`.
+local function fullest_band_under(l, limit, packet)
+    local most, count, lowest = 0, 0, 1
+    local j = 1
+    while j <= l.n and l.top[j] < limit do
+        count = count + l.waits_of[j]
+        while l.top[lowest] + packet < l.top[j] do
+            count = count - l.waits_of[lowest]
+            lowest = lowest + 1
+        end
+        if count > most then most = count end
+        j = j + 1
+    end
+    return most
+end
+
+-- A ceiling: the highest level x with at least `percent` % of the waits of `l` within a packet below it, at
+-- most 10 % above it, and more than any band of a packet below it (a window growing a packet per round trip
+-- spends its waits on the way up: its highest band ends a slope that holds more further down). r.packet
+-- set; fills r and returns true and the waits of `l` after the band's last one when found.
 local function find_ceiling(l, percent, r, why)
     local above = 0
     for k = l.n, 1, -1 do
         if above * 10 > l.waits then break end
-        local x, count = l.top[k], (band_waits(l, k, r.packet))
-        if count >= MIN_WAITS and count * 100 >= percent * l.waits then
+        local x = l.top[k]
+        local count, _, last = band_waits(l, k, r.packet)
+        if count >= MIN_WAITS and count * 100 >= percent * l.waits and
+            count > fullest_band_under(l, x > r.packet and x - r.packet or 0, r.packet) then
             r.verdict, r.why, r.sndbuf, r.high = sbe.HELD_BACK, why, x, x
             r.low = x > CEILING_BAND * r.packet and x - CEILING_BAND * r.packet or 0
             r.at_ceiling, r.above = count, above
-            return true
+            return true, l.waits - last
         end
         above = above + l.waits_of[k]
     end
     return false
+end
+
+-- A ceiling the sender left for good, as many waits after its last one as at it, and no loss recovery in the
+-- whole flow: a window that shrank with no loss held it lower, and may have set the ceiling too. Cannot tell.
+local function left_for_good(e, after, r)
+    if e.gap_ever or after < r.at_ceiling then return end
+    r.verdict, r.why, r.sndbuf = sbe.CANNOT_TELL, sbe.LEFT_CEILING, 0
 end
 
 -- The most waits within one packet below a level with at most a quarter of the waits above it.
@@ -1002,7 +1035,8 @@ end
 function sbe.decide(e, nr, data_level)
     local all, held = e.all[nr and 1 or 0], e.held[nr and 1 or 0]
     local r = {verdict = sbe.CANNOT_TELL, why = 0, sndbuf = 0, low = 0, high = 0, waits = all.waits,
-               long_waits = held.waits, at_ceiling = 0, above = 0, packet = 0, deep_waits = 0}
+               long_waits = held.waits, at_ceiling = 0, above = 0, packet = 0, deep_waits = 0,
+               level = sbe.LEVEL_PATH}
     local usual = 0 -- the usual packet: the mean size of the most common power of two
     local count = e.size_count
     for k = 1, SIZES - 1 do
@@ -1025,7 +1059,11 @@ function sbe.decide(e, nr, data_level)
         r.why = sbe.DATA_LEVEL
         return r
     end
-    if find_ceiling(all, 30, r, sbe.CEILING) then return r end
+    local found, after = find_ceiling(all, 30, r, sbe.CEILING)
+    if found then
+        left_for_good(e, after, r)
+        return r
+    end
     if held.waits >= MIN_WAITS / 2 and held.waits * 25 >= all.waits then
         local m = median_level(held)
         local near = waits_within(held, m - floor(m * 15 / 100), m + floor(m * 15 / 100))
@@ -1036,7 +1074,13 @@ function sbe.decide(e, nr, data_level)
         end
     end
     local settled = e.settled[nr and 1 or 0]
-    if settled.waits * 2 >= all.waits and find_ceiling(settled, 50, r, sbe.SETTLED_CEILING) then return r end
+    if settled.waits * 2 >= all.waits then
+        found, after = find_ceiling(settled, 50, r, sbe.SETTLED_CEILING)
+        if found then
+            left_for_good(e, after, r)
+            return r
+        end
+    end
     if held.waits * 50 <= all.waits then
         r.verdict, r.why = sbe.NEVER, sbe.ANSWERED
         return r
@@ -1056,7 +1100,7 @@ end
 
 function sbe.blocked(r, rtxq_after_new, rtxq_now, gap_open, before_last_new)
     if r.verdict ~= sbe.HELD_BACK or not before_last_new or rtxq_after_new < r.low then return false end
-    if r.until_freed and rtxq_now < rtxq_after_new then return false end
+    if r.level == sbe.LEVEL_MPTCP and rtxq_now < rtxq_after_new then return false end
     -- above a ceiling in loss recovery; not above long waits' band (it spans a tenth either side already)
     return rtxq_after_new <= r.high or (gap_open and r.why ~= sbe.LONG_WAITS)
 end
@@ -1096,14 +1140,15 @@ function sbe.decide_paths(e, nr, paths)
         return r
     end
     if paths == sbe.CMT_ASSOCIATION then
+        r.level = sbe.LEVEL_CMT
         if r.why ~= sbe.CEILING then top_of_association(e, nr, CEILING_BAND, r) end
         return r
     end
     -- MPTCP: the connection's buffer counts payload, so its highest level's time tells, as CMT's, over two
     -- packets (the write that overshoots B, the packet below it), blocked until an ack frees room (what is
     -- written after it may wait unsent in the connection or a subflow)
-    top_of_association(e, nr, 2, r)
-    r.until_freed = true
+    r.level = sbe.LEVEL_MPTCP
+    top_of_association(e, nr, MPTCP_BAND, r)
     return r
 end
 
@@ -1118,7 +1163,7 @@ local SBE_LEVEL_WORDS = {cmt = {name = "CMT", ack = "an ack", whose = "associati
 
 function sbe.reason(r, vantage)
     local why, fmt = r.why, string.format
-    local level = r.until_freed and SBE_LEVEL_WORDS.mptcp or SBE_LEVEL_WORDS.cmt
+    local level = r.level == sbe.LEVEL_MPTCP and SBE_LEVEL_WORDS.mptcp or SBE_LEVEL_WORDS.cmt
     if why == sbe.CEILING then
         return fmt("%d of %d waits for an ack began at an RtxQ of %d-%d bytes, %d above", r.at_ceiling, r.waits, r.low,
             r.high, r.above)
@@ -1156,6 +1201,9 @@ function sbe.reason(r, vantage)
     elseif why == sbe.NO_PILE then
         return fmt("at most %d of %d waits for an ack began within a packet of one RtxQ, and %d above the median RtxQ " ..
             "lasted until a quarter of their RtxQ was acked: no sign of a full buffer", r.at_ceiling, r.waits, r.deep_waits)
+    elseif why == sbe.LEFT_CEILING then
+        return fmt("%d of %d waits for an ack began at an RtxQ of %d-%d bytes, then as many lower with no loss: a " ..
+            "window that shrank held it lower, and may have held it there", r.at_ceiling, r.waits, r.low, r.high)
     end
     return fmt("the capture is not by the sender (vantage %s)", vantage)
 end
@@ -1257,7 +1305,8 @@ end
 -- A final decision, shared with every equal one: a flood's finished flows mostly decide alike ("no new
 -- data", "all new data left before an ack freed room"), and their frames keep it for the whole file.
 do
-local FIELDS = {"verdict", "why", "sndbuf", "low", "high", "waits", "long_waits", "at_ceiling", "above", "packet", "deep_waits"}
+local FIELDS = {"verdict", "why", "sndbuf", "low", "high", "waits", "long_waits", "at_ceiling", "above", "packet", "deep_waits",
+                "level"}
 function sbe.shared(decided)
     local key = {}
     for nr = 0, 1 do

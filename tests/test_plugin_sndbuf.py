@@ -11,7 +11,7 @@ pass analyzes (docs/metrics.md, "In the plugins")."""
 import pytest
 
 from nrsack.analyzer import analyze
-from support import tshark
+from support import pcaps, tcp_scenario, tshark
 from support.paths import SAMPLES
 
 pytestmark = pytest.mark.tshark
@@ -195,3 +195,39 @@ def test_cmt_waits_timed_across_a_clock_set_back_alike(plugins, tmp_path):
     [association] = [d for d, view in views["c"].items() if view[1].startswith("CMT: ")]
     assert views["c"][association] == views["lua"][association]
     assert views["c"][association][0] == "cannot tell" and "no span" in views["c"][association][1]
+
+
+def sawtooth_rows():
+    """A window climbing a packet per 20 waits from 5 to 9 packets, a loss cutting it back (data unsent
+    behind it): the top band is no pile, so not held back (core/sndbuf.c find_ceiling)."""
+    rows = [("data", 5000)]
+    for _ in range(4):
+        for _level in range(5, 9):
+            rows += [("ack", 1000), ("data", 1000)] * 19 + [("ack", 1000), ("data", 2000)]
+        rows += [("ack", 1000), ("data", 1000)] * 14 + [("ack", 5000), ("data", 1000)]
+    return rows
+
+
+def left_ceiling_rows():
+    """41 waits at 12 packets, then with no loss 21 at 9 and 20 at 7: a ceiling left for good, cannot tell
+    (core/sndbuf.c left_for_good)."""
+    rows = [("data", 12000)] + [("ack", 1000), ("data", 1000)] * 40
+    for drop in (3000, 2000):
+        rows += [("ack", drop + 1000), ("data", 1000)] + [("ack", 1000), ("data", 1000)] * 20
+    return rows
+
+
+@pytest.mark.parametrize("rows, verdict", [(sawtooth_rows, "never"), (left_ceiling_rows, "cannot tell")],
+                         ids=["sawtooth", "left-ceiling"])
+def test_a_window_is_told_from_a_buffer_alike(plugins, tmp_path, rows, verdict):
+    """The rules that tell a window holding data unsent from a full buffer (a ceiling is the most common band;
+    one left for good with no loss cannot tell) give the same verdict, reason and frames in both plugins and
+    the analyzer."""
+    pcap = pcaps.write(tmp_path / "window.pcap", tcp_scenario.rows_transfer(rows()))
+    want_blocked, want_view = analyzer_view(pcap)
+    assert [v[0] for v in want_view.values()] == [verdict] and not want_blocked
+    for kind in ("c", "lua"):
+        blocked, _, view = plugin_view(plugins[kind], kind, pcap)
+        assert blocked == want_blocked, kind
+        for direction, (got, reason, sndbuf, _) in view.items():
+            assert (got, reason, sndbuf) == want_view[direction], (kind, direction)

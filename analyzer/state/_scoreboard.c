@@ -496,7 +496,7 @@ static PyObject *Board_fork(Board *self, PyObject *args) {
 }
 
 /* sndbuf_estimate(nr, paths) -> sbe_decide_paths's (verdict, why, sndbuf, low, high, waits, long_waits,
- * at_ceiling, above, packet, deep_waits, until_freed); paths: sbe_paths_t. */
+ * at_ceiling, above, packet, deep_waits, level); paths: sbe_paths_t; level: sbe_level_t. */
 static PyObject *Board_sndbuf_estimate(Board *self, PyObject *args) {
     int nr, paths;
     if (!PyArg_ParseTuple(args, "pi", &nr, &paths)) return NULL;
@@ -510,22 +510,23 @@ static PyObject *Board_sndbuf_estimate(Board *self, PyObject *args) {
                          (unsigned long long)r.low, (unsigned long long)r.high, (unsigned long long)r.waits,
                          (unsigned long long)r.long_waits, (unsigned long long)r.at_ceiling,
                          (unsigned long long)r.above, (unsigned long long)r.packet, (unsigned long long)r.deep_waits,
-                         r.until_freed);
+                         (int)r.level);
 }
 
 /* An sbe_decide_paths result back from Board.sndbuf_estimate's tuple. */
 static int estimate_of(PyObject *t, sbe_result_t *r) {
-    int verdict, why, until_freed;
+    int verdict, why, level;
     unsigned long long v[9];
     if (!PyArg_ParseTuple(t, "iiKKKKKKKKKi", &verdict, &why, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7],
-                          &v[8], &until_freed))
+                          &v[8], &level))
         return -1;
-    if (verdict < SBE_HELD_BACK || verdict > SBE_CANNOT_TELL || why < SBE_CEILING || why > SBE_PATHS_TOP_ONCE) {
-        PyErr_SetString(PyExc_ValueError, "sndbuf estimate: verdict or reason out of range");
+    if (verdict < SBE_HELD_BACK || verdict > SBE_CANNOT_TELL || why < SBE_CEILING || why > SBE_LEFT_CEILING ||
+        level < SBE_LEVEL_PATH || level > SBE_LEVEL_MPTCP) {
+        PyErr_SetString(PyExc_ValueError, "sndbuf estimate: verdict, reason or level out of range");
         return -1;
     }
     *r = (sbe_result_t){(sbe_verdict_t)verdict, (sbe_why_t)why, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8],
-                        until_freed != 0};
+                        (sbe_level_t)level};
     return 0;
 }
 
@@ -543,7 +544,7 @@ PyObject *sndbuf_verdict(PyObject *self, PyObject *args) {
                          (unsigned long long)r.low, (unsigned long long)r.high, (unsigned long long)r.waits,
                          (unsigned long long)r.long_waits, (unsigned long long)r.at_ceiling,
                          (unsigned long long)r.above, (unsigned long long)r.packet, (unsigned long long)r.deep_waits,
-                         r.until_freed,
+                         (int)r.level,
                          reason);
 }
 
@@ -637,7 +638,7 @@ enum {
     ENTRY_B_NS, ENTRY_DATA_BYTES, ENTRY_CAPACITY, ENTRY_MAX_SACK, ENTRY_MAX_NR, ENTRY_MAX_WHATIF, ENTRY_ACKED,
     ENTRY_INTERVALS, ENTRY_MAX_PAYLOAD, ENTRY_RETRANSMISSIONS, ENTRY_FAR, ENTRY_FAR_FRAME,
     ENTRY_VERDICT, ENTRY_WHY, ENTRY_SNDBUF, ENTRY_LOW, ENTRY_HIGH, ENTRY_WAITS, ENTRY_LONG_WAITS, ENTRY_AT_CEILING,
-    ENTRY_ABOVE, ENTRY_PACKET, ENTRY_DEEP_WAITS, ENTRY_UNTIL_FREED,  /* sbe_result_t, as Board.sndbuf_estimate gives it */
+    ENTRY_ABOVE, ENTRY_PACKET, ENTRY_DEEP_WAITS, ENTRY_LEVEL,  /* sbe_result_t, as Board.sndbuf_estimate gives it */
     ENTRY_FIELDS
 };
 
@@ -772,7 +773,7 @@ static void summarize(const Board *b, const part_out_t *o, Py_ssize_t n, const b
     sbe_decide(&b->estimate, nr_sack, 0, &estimate);
     const uint64_t fields[] = {estimate.verdict, estimate.why, estimate.sndbuf, estimate.low, estimate.high,
                                estimate.waits, estimate.long_waits, estimate.at_ceiling, estimate.above, estimate.packet,
-                               estimate.deep_waits, (uint64_t)estimate.until_freed};
+                               estimate.deep_waits, (uint64_t)estimate.level};
     for (int k = 0; k < ENTRY_FIELDS - ENTRY_VERDICT; k++) e[ENTRY_VERDICT + k] = (int64_t)fields[k];
     int64_t capacity = e[ENTRY_CAPACITY] = sndbuf >= 0 ? sndbuf : (int64_t)estimate.sndbuf;
     window_t w = {0};

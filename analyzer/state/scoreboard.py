@@ -424,7 +424,7 @@ def summary_row(summary) -> tuple:
 SHORT_FIELDS = ("has_data", "complete", "nr_sack", "first_frame", "t_start", "q_ns", "p_ns", "b_ns", "data_bytes",
                 "capacity", "max_sack", "max_nr", "max_whatif", "acked", "intervals", "max_payload",
                 "retransmissions", "far", "far_frame", "verdict", "why", "estimate_sndbuf", "low", "high", "waits",
-                "long_waits", "at_ceiling", "above", "packet", "deep_waits", "until_freed")
+                "long_waits", "at_ceiling", "above", "packet", "deep_waits", "level")
 FLOW_NEGOTIATED_NR, FLOW_NEVER_RENEGE_0, FLOW_NEVER_RENEGE_1 = 1, 2, 4
 
 

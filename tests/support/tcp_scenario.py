@@ -147,3 +147,28 @@ def window_transfer(k, t0, window=8, rounds=40, lost_round=20, size=1000, grow=F
     send(1, 5001, nxt + 1, "FA")
     send(0, nxt + 1, 5002, "A")
     return frames
+
+
+def rows_transfer(rows, t0=1.0, size=1000):
+    """One connection's frames as a sender-side capture sees them, from rows: ("data", bytes) sends new data in
+    segments of `size`, ("ack", bytes) cum-acks that many more, a millisecond apart; then FINs both ways acked.
+    10.3.0.1:3000 -> 10.255.0.3:80."""
+    send, frames = timed_sender([("10.3.0.1", 3000), ("10.255.0.3", 80)], t0)
+    sack = [("MSS", 1460), ("SAckOK", b"")]
+    send(0, 1000, 0, "S", sack)
+    send(1, 5000, 1001, "SA", sack, dt=0.01)
+    send(0, 1001, 5001, "A", dt=0.0001)
+    cum = nxt = 1001
+    for kind, n in rows:
+        if kind == "data":
+            for _ in range(n // size):
+                send(0, nxt, 5001, "PA", payload=size)
+                nxt += size
+        else:
+            cum += n
+            send(1, 5001, cum, "A")
+    send(1, 5001, nxt, "A")
+    send(0, nxt, 5001, "FA")
+    send(1, 5001, nxt + 1, "FA")
+    send(0, nxt + 1, 5002, "A")
+    return frames
