@@ -148,11 +148,11 @@ class FlowTable:
                 self._conn_flow[flow.conns] = flow.id
             self._pending.extend(f for f in created if f.firsts is not None)
             self._untagged.extend(f for f in created if f.protocol == "sctp" and None in f.tags)
-            self._refine(cap)
+            self._refine(cap, present)
             for conn, flip, token in joins:
                 self._join(cap, conn, flip, token)
         elif self._pending:
-            self._refine(cap)
+            self._refine(cap, present)
         if self._untagged:
             self._learn_tags(cap)
         return self._conn_flow[ev["conn"]], (ev["dir"].astype(np.int8) ^ self._conn_flip[ev["conn"]]).astype(np.int8)
@@ -309,7 +309,8 @@ class FlowTable:
 
     # -- handshakes, negotiation, keys: from the first events of each kind, whichever chunk holds them
 
-    def _refine(self, cap):
+    def _refine(self, cap, present=None):
+        """present: per conn, whether it has rows in the chunk (assign's)."""
         ev = cap.ev
         pending = [f for f in self._pending if f.firsts is not None]
         if not pending:
@@ -317,11 +318,16 @@ class FlowTable:
             return
         watched = np.zeros(len(self._conn_flow), bool)
         watched[[c for flow in pending for c in (flow.conns if flow.protocol == "sctp" else flow.conns[:1])]] = True
-        conn, proto, chunk = ev["conn"], ev["proto"], ev["chunk"]
-        mine = watched[conn]
-        # (whole columns compared, not gathered at the watched rows: an association seen without its INIT is
-        # watched to the end, and its rows are half a chunk)
-        sctp = np.flatnonzero(mine & (proto == E.PROTO_SCTP) & ((chunk == 1) | (chunk == 2) | (chunk == 10)))
+        conn, proto, chunk, tf = ev["conn"], ev["proto"], ev["chunk"], ev["tcp_flags"]
+        # the rows a handshake's parts can be among, found over whole columns and then checked one by one for
+        # being watched (an association or connection seen without its handshake is watched to the end: a
+        # gather of every row's conn and _refine_tcp's sorts over half a chunk cost ~10% of a capture): SCTP's
+        # INIT, INIT-ACK and COOKIE-ECHO, TCP's SYNs and MP_CAPABLE options
+        rare = np.flatnonzero((chunk == 1) | (chunk == 2) | (chunk == 10) | ((tf & E.TCP_SYN) != 0)
+                              | ((ev["flags"] & E.MP_CAPABLE) != 0))
+        rare = rare[watched[conn[rare]]]
+        rare_proto = proto[rare]
+        sctp = rare[(rare_proto == E.PROTO_SCTP) & np.isin(chunk[rare], (1, 2, 10))]
         for r in sctp.tolist():
             flow = self.flows[self._conn_flow[ev["conn"][r]]]
             kind = int(ev["chunk"][r])
@@ -329,13 +335,20 @@ class FlowTable:
                 flow.firsts[kind] = (cap.offset + r, int(ev["time_ns"][r]), int(ev["flags"][r]))
                 if kind in (1, 2):
                     flow.addresses[kind - 1] = _addresses(cap, r)
-        tcp = np.flatnonzero(mine & (proto == E.PROTO_TCP))
+        tcp = rare[rare_proto == E.PROTO_TCP]
+        # and every row of a conn whose SYN-ACK came (here or before) and whose opener's first ACK after it did not
+        awaiting = np.zeros(len(watched), bool)
+        awaiting[[flow.conns[0] for flow in pending if flow.protocol != "sctp" and "synack" in flow.firsts
+                  and "ack" not in flow.firsts]] = True
+        awaiting[conn[tcp[(tf[tcp] & 0x12) == 0x12]]] = True
+        if awaiting.any():
+            tcp = np.flatnonzero(((proto == E.PROTO_TCP) & watched[conn])
+                                 & (awaiting[conn] | ((tf & E.TCP_SYN) != 0) | ((ev["flags"] & E.MP_CAPABLE) != 0)))
         if len(tcp):
             self._refine_tcp(cap, tcp)
         # what the handshake says changes only for the flows with rows here
         here = np.zeros(len(self.flows), bool)
-        seen = np.zeros(len(watched), bool)
-        seen[conn] = True
+        seen = present if present is not None else np.bincount(conn, minlength=len(watched)) > 0
         here[self._conn_flow[seen & watched]] = True
         for flow in pending:
             if here[flow.id]:
@@ -619,6 +632,11 @@ class SctpLevel(_SpaceLevel):
         self.cum_tsn = np.iinfo(np.int64).min
         self.first_tsn = np.empty(0, np.int64)  # sorted
         self.first_conn = np.empty(0, np.int32)
+        # While every data chunk came on one path (its conn; None: no data yet), the table is that path's alone:
+        # the data TSNs above the cum ack, unsorted and with repeats, made into first_tsn when a second path
+        # sends data (_one_path). A sort per flow and chunk cost a tenth of a capture of single-path associations.
+        self.one_conn = None
+        self.one_path_tsn = np.empty(0, np.int64)
         self.part = self.path_of = None        # the last chunk's ScoreboardInput and per row the path it counts for
 
     def build(self, events: FlowEvents) -> ScoreboardInput:
@@ -626,9 +644,36 @@ class SctpLevel(_SpaceLevel):
         self.path_of = self._paths(part.conn, part.lo, part.kind == 0)
         return part
 
+    def _one_path(self, conn, u, is_data):
+        """_paths while every data chunk so far came on one path: -> its result, or None once data comes on
+        another (the table made whole then, as _paths would have kept it)."""
+        data_conn = conn[is_data]
+        if self.one_conn is not False and len(data_conn):
+            low, high = int(data_conn.min()), int(data_conn.max())
+            if low != high or (self.one_conn is not None and low != self.one_conn):
+                # the table _paths keeps: each TSN above the cum ack sent so far, first sent on the one path
+                kept = self.one_path_tsn
+                self.first_tsn = np.unique(kept[kept > self.cum_tsn])
+                self.first_conn = np.full(len(self.first_tsn), -1 if self.one_conn is None else self.one_conn, np.int32)
+                self.one_conn, self.one_path_tsn = False, None
+                return None
+            self.one_conn = low
+        if self.one_conn is False:
+            return None
+        acks = u[~is_data]
+        if len(acks):
+            self.cum_tsn = max(self.cum_tsn, int(acks.max()))
+        # a TSN at or below the cum ack is never looked up again (the cum only grows): dropped now
+        kept = np.concatenate((self.one_path_tsn, u[is_data]))
+        self.one_path_tsn = kept[kept > self.cum_tsn]
+        return np.where(is_data, conn, -1).astype(np.int32)
+
     def _paths(self, conn, u, is_data):
         """Per row: the path a data chunk counts for (-1 for acks): its TSN's first transmission's, or
         its own when the TSN was cum-acked before (decision 28: the first path is forgotten by then)."""
+        path = self._one_path(conn, u, is_data)
+        if path is not None:
+            return path
         # TSNs cum-acked by the end of the previous chunk are done with
         cut = np.searchsorted(self.first_tsn, self.cum_tsn, "right")
         self.first_tsn, self.first_conn = self.first_tsn[cut:], self.first_conn[cut:]
