@@ -347,7 +347,7 @@ void sbe_decide_paths(const sbe_t *e, int nr, sbe_paths_t paths, sbe_result_t *r
          * the woken writer's copy, and Linux frees a GSO skb's room only bit by bit (tcp_trim_head) while a
          * write needs sk_stream_memory_free: its writer may stay blocked after a freeing ack, so blocked keeps
          * ending at the new data. Not SCTP: usrsctp's writer sends its own data, so a late one was late to
-         * copy too (decisions.md, "paced"). */
+         * copy too (decisions.md, "A paced TCP sender is blocked until the ack that frees room"). */
         if (r->verdict == SBE_HELD_BACK && e->ended_paced * 2 >= e->ended) r->level = SBE_LEVEL_PACED;
         return;
     }
