@@ -196,6 +196,10 @@ uint64_t sb_bytes(const scoreboard_t *sb, uint64_t lo, uint64_t hi);
  * says why it cannot. */
 enum { SBE_SACK, SBE_NR, SBE_BIN = 64, SBE_MIN_WAITS = 16, SBE_LONG_WAIT = 3, SBE_SIZES = 33, SBE_CEILING_BAND = 1,
        SBE_MPTCP_BAND = 2 };  /* the packets below the highest level an MPTCP data level is blocked down to */
+/* A wait ended paced: its new data left this long or more after the last ack that freed room (a sender that
+ * answers an ack does so from the ack's processing or the woken writer's copy, tens of µs; a paced one when its
+ * pacing timer fires, a packet's time at the pacing rate: net/ipv4/tcp_output.c tcp_pacing_check) */
+#define SBE_PACED_NS 50000
 /* top: the highest RtxQ seen in the bin; wait_ns: the waits' time; last: the ordinal of its last wait in its levels */
 typedef struct { uint64_t bin, waits, top, wait_ns, last; } sbe_bin_t;
 typedef struct { sbe_bin_t *v; size_t n, cap; uint64_t waits; } sbe_levels_t;
@@ -206,6 +210,8 @@ typedef struct {
     sbe_levels_t deep[2];            /* long waits that lasted until a quarter of their level was acked */
     uint64_t after_new[2];           /* the RtxQ after the last new data */
     int64_t first_new_ns, new_at_ns; /* capture times of the first and the last new data */
+    int64_t freed_at_ns;             /* capture time of the last ack that freed room */
+    uint64_t ended, ended_paced;     /* waits that ended in new data; of them, SBE_PACED_NS or more after the ack */
     uint64_t size_count[SBE_SIZES], size_sum[SBE_SIZES];  /* new data per packet, by power of two */
     uint32_t acks;                   /* freeing acks since the last new data */
     int sent_new;                    /* new data seen */
@@ -231,8 +237,9 @@ typedef enum {
     SBE_PATHS_TOP_ONCE, /* cannot tell: CMT or MPTCP, one long wait at the highest RtxQ (a buffer's or a window's peak) */
     SBE_LEFT_CEILING,   /* cannot tell: a ceiling left for good, as many waits after it at lower RtxQs, no loss */
 } sbe_why_t;
-/* Whose waits a result reads: one path's; a CMT association's; an MPTCP connection's data level. */
-typedef enum { SBE_LEVEL_PATH, SBE_LEVEL_CMT, SBE_LEVEL_MPTCP } sbe_level_t;
+/* Whose waits a result reads: one path's; a CMT association's; an MPTCP connection's data level; one path's
+ * whose sender paces (half its waits or more ended paced: blocked there ends at the first ack that freed room). */
+typedef enum { SBE_LEVEL_PATH, SBE_LEVEL_CMT, SBE_LEVEL_MPTCP, SBE_LEVEL_PACED } sbe_level_t;
 typedef struct {
     sbe_verdict_t verdict;
     sbe_why_t why;
@@ -251,16 +258,17 @@ int sbe_copy(sbe_t *dst, const sbe_t *src);
 /* After a first transmission of `bytes` of data at capture time now_ns: the RtxQ of each semantics now.
  * -1: out of memory. */
 int sbe_new_data(sbe_t *e, uint64_t rtxq_sack, uint64_t rtxq_nr, uint64_t bytes, int64_t now_ns);
-/* After an ack that freed room (moved the cum ack or NR-acked data); gap_open: as of that ack. */
-void sbe_freeing_ack(sbe_t *e, int gap_open);
+/* After an ack that freed room (moved the cum ack or NR-acked data) at capture time now_ns; gap_open: as of that ack. */
+void sbe_freeing_ack(sbe_t *e, int gap_open, int64_t now_ns);
 /* The verdict for semantics `nr` (SBE_SACK / SBE_NR). data_level: the waits are those of data scheduled
  * over several paths (MPTCP's data level, a CMT association), whose windows, buffers and scheduler also
  * hold new data back: beyond one flight or too few waits, it cannot tell. */
 void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r);
 /* Who sends the waits sbe_decide_paths reads: one path (sbe_decide's rules); one path of data scheduled
  * over several (the path does not see the buffer they share); an MPTCP connection's data level; an SCTP
- * association whose data took more than one path (CMT). */
-typedef enum { SBE_ONE_PATH, SBE_A_PATH_OF_SEVERAL, SBE_MPTCP_DATA_LEVEL, SBE_CMT_ASSOCIATION } sbe_paths_t;
+ * association whose data took more than one path (CMT); one TCP connection (one path's rules, and a paced
+ * sender's blocked ends at the first ack that freed room: level SBE_LEVEL_PACED). */
+typedef enum { SBE_ONE_PATH, SBE_A_PATH_OF_SEVERAL, SBE_MPTCP_DATA_LEVEL, SBE_CMT_ASSOCIATION, SBE_TCP_CONNECTION } sbe_paths_t;
 /* sbe_decide's verdict, kept where the stack's accounting lets the connection level's waits show the
  * buffer (docs/metrics.md, "Data over several paths"). CMT (usrsctp counts the association's queue in
  * payload, so its RtxQ never exceeds the buffer and a full buffer is the highest level, and resumes the
@@ -273,7 +281,8 @@ typedef enum { SBE_ONE_PATH, SBE_A_PATH_OF_SEVERAL, SBE_MPTCP_DATA_LEVEL, SBE_CM
 void sbe_decide_paths(const sbe_t *e, int nr, sbe_paths_t paths, sbe_result_t *r);
 /* Estimated B: blocked while held back, more new data still to come (`before_last_new`), and the RtxQ
  * after the last new data at the ceiling, or above it while a gap is open (loss recovery); with
- * an MPTCP data level, only while no ack has freed room since (rtxq_now, the RtxQ as of now, still that high). */
+ * an MPTCP data level or a paced sender, only while no ack has freed room since (rtxq_now, the RtxQ as of
+ * now, still that high). */
 int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, uint64_t rtxq_now, int gap_open, int before_last_new);
 /* A capture not by the sender (by_sender 0: by the receiver or in the middle) shows neither when the sender
  * sent nor when acks reached it: beyond one flight, it cannot tell. */

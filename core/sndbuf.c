@@ -77,6 +77,8 @@ int sbe_new_data(sbe_t *e, uint64_t rtxq_sack, uint64_t rtxq_nr, uint64_t bytes,
     if (e->sent_new && e->acks) {  /* a wait for an ack ended in new data: it began at after_new */
         int long_wait = e->acks >= SBE_LONG_WAIT && !e->gap_seen;
         uint64_t waited = now_ns > e->new_at_ns ? (uint64_t)now_ns - (uint64_t)e->new_at_ns : 0;
+        e->ended++;
+        if (now_ns > e->freed_at_ns && (uint64_t)now_ns - (uint64_t)e->freed_at_ns >= SBE_PACED_NS) e->ended_paced++;
         for (int k = 0; k < 2; k++) {
             uint64_t rtxq = k == SBE_SACK ? rtxq_sack : rtxq_nr, before = rtxq > bytes ? rtxq - bytes : 0;
             /* deep: a quarter of the level acked before new data left (a writer woken once a third of its
@@ -109,9 +111,10 @@ int sbe_new_data(sbe_t *e, uint64_t rtxq_sack, uint64_t rtxq_nr, uint64_t bytes,
     return 0;
 }
 
-void sbe_freeing_ack(sbe_t *e, int gap_open) {
+void sbe_freeing_ack(sbe_t *e, int gap_open, int64_t now_ns) {
     if (!e->sent_new) return;
     e->acks++;
+    e->freed_at_ns = now_ns;
     e->gap_seen |= gap_open;
     e->gap_ever |= gap_open;
 }
@@ -291,7 +294,7 @@ void sbe_decide(const sbe_t *e, int nr, int data_level, sbe_result_t *r) {
 
 int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, uint64_t rtxq_now, int gap_open, int before_last_new) {
     if (r->verdict != SBE_HELD_BACK || !before_last_new || rtxq_after_new < r->low) return 0;
-    if (r->level == SBE_LEVEL_MPTCP && rtxq_now < rtxq_after_new) return 0;
+    if ((r->level == SBE_LEVEL_MPTCP || r->level == SBE_LEVEL_PACED) && rtxq_now < rtxq_after_new) return 0;
     /* above a ceiling in loss recovery: merged skbs let a full buffer hold more payload. Long waits' band
      * spans a tenth either side of their level already; in the lab's GSO runs the buffer held unsent data
      * whenever the RtxQ was beyond it in loss recovery */
@@ -337,6 +340,17 @@ static void top_of_association(const sbe_t *e, int nr, uint64_t packets, sbe_res
 
 void sbe_decide_paths(const sbe_t *e, int nr, sbe_paths_t paths, sbe_result_t *r) {
     sbe_decide(e, nr, paths == SBE_A_PATH_OF_SEVERAL, r);
+    if (paths == SBE_TCP_CONNECTION) {
+        /* A paced TCP sender (BBR, fq) sends what the writer copied once an ack freed room only when its
+         * pacing timer fires (net/ipv4/tcp_output.c tcp_pacing_check, tcp_wstamp_ns from sk_pacing_rate): the
+         * writer was blocked until that ack, the wire shows its data later. An unpaced one sends at the ack or
+         * the woken writer's copy, and Linux frees a GSO skb's room only bit by bit (tcp_trim_head) while a
+         * write needs sk_stream_memory_free: its writer may stay blocked after a freeing ack, so blocked keeps
+         * ending at the new data. Not SCTP: usrsctp's writer sends its own data, so a late one was late to
+         * copy too (decisions.md, "A paced TCP sender is blocked until the ack that frees room"). */
+        if (r->verdict == SBE_HELD_BACK && e->ended_paced * 2 >= e->ended) r->level = SBE_LEVEL_PACED;
+        return;
+    }
     if (paths <= SBE_A_PATH_OF_SEVERAL || r->why == SBE_ONE_FLIGHT || r->why == SBE_NO_DATA ||
         r->why == SBE_FEW_WAITS)
         return;

@@ -852,10 +852,11 @@ local sbe = {SACK = 0, NR = 1, HELD_BACK = 0, NEVER = 1, CANNOT_TELL = 2,
              CEILING = 0, LONG_WAITS = 1, ONE_FLIGHT = 2, ANSWERED = 3, NO_DATA = 4, FEW_WAITS = 5, UNSETTLED = 6,
              DATA_LEVEL = 7, PATHS_TOP_BRIEF = 8, SETTLED_CEILING = 9, NO_PILE = 10,
              NOT_BY_SENDER = 11, PATHS_TOP_HELD = 12, PATHS_UNTIMED = 13, PATHS_TOP_ONCE = 14, LEFT_CEILING = 15,
-             ONE_PATH = 0, A_PATH_OF_SEVERAL = 1, MPTCP_DATA_LEVEL = 2, CMT_ASSOCIATION = 3,
-             LEVEL_PATH = 0, LEVEL_CMT = 1, LEVEL_MPTCP = 2}
+             ONE_PATH = 0, A_PATH_OF_SEVERAL = 1, MPTCP_DATA_LEVEL = 2, CMT_ASSOCIATION = 3, TCP_CONNECTION = 4,
+             LEVEL_PATH = 0, LEVEL_CMT = 1, LEVEL_MPTCP = 2, LEVEL_PACED = 3}
 do
 local BIN, MIN_WAITS, LONG_WAIT, SIZES, CEILING_BAND, MPTCP_BAND = 64, 16, 3, 33, 1, 2
+local PACED_NS = 50000 -- a wait ended paced: its new data this long or more after the last freeing ack
 local floor = math.floor
 
 -- a levels vector: bins ascending, bin[k], waits[k], top[k] (the highest RtxQ seen in the bin), wait_ns[k] (the
@@ -871,7 +872,7 @@ function sbe.new()
     return {all = {[0] = none, [1] = none}, held = {[0] = none, [1] = none}, settled = {[0] = none, [1] = none},
             record = {[0] = 0, [1] = 0}, deep = {[0] = none, [1] = none}, after_new = {[0] = 0, [1] = 0},
             size_count = {}, size_sum = {}, acks = 0, sent_new = false, gap_seen = false, gap_ever = false,
-            first_new_ns = 0, new_at_ns = 0}
+            first_new_ns = 0, new_at_ns = 0, freed_at_ns = 0, ended = 0, ended_paced = 0}
 end
 
 -- A wait counted in levels group[k].
@@ -906,6 +907,8 @@ function sbe.new_data(e, rtxq_sack, rtxq_nr, bytes, now_ns)
     if e.sent_new and e.acks > 0 then -- a wait for an ack ended in new data: it began at after_new
         local long_wait = e.acks >= LONG_WAIT and not e.gap_seen
         local waited = now_ns > e.new_at_ns and now_ns - e.new_at_ns or 0
+        e.ended = e.ended + 1
+        if now_ns - e.freed_at_ns >= PACED_NS then e.ended_paced = e.ended_paced + 1 end
         for k = 0, 1 do
             local rtxq = k == sbe.SACK and rtxq_sack or rtxq_nr
             local before = rtxq > bytes and rtxq - bytes or 0
@@ -933,9 +936,10 @@ function sbe.new_data(e, rtxq_sack, rtxq_nr, bytes, now_ns)
     e.sent_new, e.acks, e.gap_seen = true, 0, false
 end
 
-function sbe.freeing_ack(e, gap_open)
+function sbe.freeing_ack(e, gap_open, now_ns)
     if not e.sent_new then return end
     e.acks = e.acks + 1
+    e.freed_at_ns = now_ns
     e.gap_seen = e.gap_seen or gap_open
     e.gap_ever = e.gap_ever or gap_open
 end
@@ -1100,7 +1104,7 @@ end
 
 function sbe.blocked(r, rtxq_after_new, rtxq_now, gap_open, before_last_new)
     if r.verdict ~= sbe.HELD_BACK or not before_last_new or rtxq_after_new < r.low then return false end
-    if r.level == sbe.LEVEL_MPTCP and rtxq_now < rtxq_after_new then return false end
+    if (r.level == sbe.LEVEL_MPTCP or r.level == sbe.LEVEL_PACED) and rtxq_now < rtxq_after_new then return false end
     -- above a ceiling in loss recovery; not above long waits' band (it spans a tenth either side already)
     return rtxq_after_new <= r.high or (gap_open and r.why ~= sbe.LONG_WAITS)
 end
@@ -1135,6 +1139,12 @@ end
 
 function sbe.decide_paths(e, nr, paths)
     local r = sbe.decide(e, nr, paths == sbe.A_PATH_OF_SEVERAL)
+    if paths == sbe.TCP_CONNECTION then
+        -- a paced TCP sender sends what the writer copied after an ack freed room when its pacing timer fires:
+        -- blocked ends at that ack (core/sndbuf.c sbe_decide_paths)
+        if r.verdict == sbe.HELD_BACK and e.ended_paced * 2 >= e.ended then r.level = sbe.LEVEL_PACED end
+        return r
+    end
     if paths <= sbe.A_PATH_OF_SEVERAL or r.why == sbe.ONE_FLIGHT or r.why == sbe.NO_DATA or
         r.why == sbe.FEW_WAITS then
         return r
@@ -1289,7 +1299,7 @@ local function decide(d, current)
     if d.decided and (fed == 0 or (not current and fed < math.max(1, math.floor(d.decided_at / 16)))) then return end
     -- MPTCP's data level, an association whose DATA went over several address pairs (CMT), or one path
     local paths = d.protocol == "mptcp" and sbe.MPTCP_DATA_LEVEL or d.data_paths and sbe.CMT_ASSOCIATION or
-        sbe.ONE_PATH
+        d.protocol == "tcp" and sbe.TCP_CONNECTION or sbe.ONE_PATH
     local e = d.estimate or sbe.NONE
     d.decided = {[0] = sbe.decide_paths(e, false, paths), [1] = sbe.decide_paths(e, true, paths)}
     d.decided_at = d.changes
@@ -1485,7 +1495,7 @@ local function rtxq_on_ack(fr, d, cum, r, nr, revoke, path)
     if not res.stale and not d.gap_from_sacked then d.gap_open = res.gap_open end
     if d.sb.acked_bytes > acked_before or res.freed_bytes > 0 then -- an ack that freed room
         d.changes = d.changes + 1
-        sbe.freeing_ack(sbe.of(d), d.sb.gap_open)
+        sbe.freeing_ack(sbe.of(d), d.sb.gap_open, frame_ns())
     end
     local u = update_for(fr, d)
     if not u then return res end

@@ -29,6 +29,30 @@ def test_a_sender_held_at_a_ceiling_reads_its_buffer(tmp_path):
     assert 0.8 < s["b_over_q"] < 1 and 0 < s["p_s"] < s["b_s"]
 
 
+def test_a_paced_sender_is_blocked_until_the_ack_that_frees_room(tmp_path):
+    """A paced TCP sender (BBR) sends what its writer copied once an ack freed room only when its pacing
+    timer fires: half its waits or more ended 50 µs or more after their last freeing ack, so blocked ends at
+    that ack (core/sndbuf.c SBE_LEVEL_PACED); a sender that answers within microseconds keeps the end at its
+    new data. The same held-back transfer answered 10 µs or 4 ms after each round's ack: the same B and the
+    same blocked time (it read 40 rounds x 4 ms more for the paced one)."""
+    def summary(name, answer):
+        path = pcaps.write(tmp_path / name, tcp_scenario.window_transfer(0, 1.0, window=8, answer=answer))
+        [entry] = [e for e in analyze(path).entries if e.summary["data_bytes"]]
+        return entry.summary, entry.rtxq
+
+    prompt, prompt_table = summary("prompt.pcap", 0.00001)
+    paced, paced_table = summary("paced.pcap", 0.004)
+    assert prompt["sndbuf_bytes"] == paced["sndbuf_bytes"] == 8000
+    assert prompt["sndbuf_verdict"] == paced["sndbuf_verdict"] == "held back"
+    assert prompt["b_s"] > 0.3 and abs(paced["b_s"] - prompt["b_s"]) < 0.005
+    # the acks that freed room before the last new data: blocked after them until the new data when prompt,
+    # not when paced
+    for table, blocked in ((prompt_table, True), (paced_table, False)):
+        before_last_new = table.index < table.index[table["event"] == "data"].max()
+        freeing = (table["event"] == "ack") & (table["rtxq_sack_bytes"].diff() < 0) & before_last_new
+        assert freeing.sum() >= 40 and (table.loc[freeing, "blocked"] == blocked).all()
+
+
 def test_given_b_keeps_the_rule_b_minus_rtxq_below_s(tmp_path):
     path = pcaps.write(tmp_path / "held.pcap", tcp_scenario.window_transfer(0, 1.0, window=8))
     [entry] = [e for e in analyze(path, sndbuf=8000).entries if e.summary["data_bytes"]]

@@ -136,6 +136,20 @@ def test_one_pass_estimates_so_far_alike(plugins, pcap):
     assert plugin_view(plugins["c"], "c", pcap, two_pass=False) == plugin_view(plugins["lua"], "lua", pcap, two_pass=False)
 
 
+def test_a_paced_sender_is_blocked_until_the_freeing_ack_alike(plugins, tmp_path):
+    """A held-back TCP transfer whose new data leaves 4 ms after each round's ack (a paced sender,
+    core/sndbuf.c SBE_LEVEL_PACED) or 10 µs after it: the same frames in the same order, but the paced one is
+    not blocked from the ack that freed room to its new data; each plugin marks what the analyzer does."""
+    marked = {}
+    for name, answer in (("prompt", 0.00001), ("paced", 0.004)):
+        pcap = pcaps.write(tmp_path / f"{name}.pcap", tcp_scenario.window_transfer(0, 1.0, window=8, answer=answer))
+        want_blocked, _ = analyzer_view(pcap)
+        for kind in ("c", "lua"):
+            assert plugin_view(plugins[kind], kind, pcap)[0] == want_blocked, (name, kind)
+        marked[name] = want_blocked
+    assert marked["paced"] < marked["prompt"] and len(marked["prompt"] - marked["paced"]) >= 40
+
+
 def simulated_cmt(folder, sndbuf, loss):
     """A simulated CMT association over two paths (10 ms at 20 Mbit/s, 30 ms at 10 Mbit/s) with SACKs and
     drain: the simulator's virtual time, so the same capture on any machine."""

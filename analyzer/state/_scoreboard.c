@@ -129,7 +129,7 @@ static int note_estimate(Board *b, int is_data, int32_t fl, uint64_t acked_befor
     if (is_data)
         return fl & FLAG_CHANGED ? sbe_new_data(&b->estimate, sb->sent.weight, sb->sent.weight - sb->nracked.weight,
                                                 sb->data_bytes - data_before, time_ns) : 0;
-    if (sb->acked_bytes > acked_before || freed > 0) sbe_freeing_ack(&b->estimate, sb->gap_open);
+    if (sb->acked_bytes > acked_before || freed > 0) sbe_freeing_ack(&b->estimate, sb->gap_open, time_ns);
     return 0;
 }
 
@@ -500,7 +500,7 @@ static PyObject *Board_fork(Board *self, PyObject *args) {
 static PyObject *Board_sndbuf_estimate(Board *self, PyObject *args) {
     int nr, paths;
     if (!PyArg_ParseTuple(args, "pi", &nr, &paths)) return NULL;
-    if (paths < SBE_ONE_PATH || paths > SBE_CMT_ASSOCIATION) {
+    if (paths < SBE_ONE_PATH || paths > SBE_TCP_CONNECTION) {
         PyErr_Format(PyExc_ValueError, "paths %d is no sbe_paths_t", paths);
         return NULL;
     }
@@ -521,7 +521,7 @@ static int estimate_of(PyObject *t, sbe_result_t *r) {
                           &v[8], &level))
         return -1;
     if (verdict < SBE_HELD_BACK || verdict > SBE_CANNOT_TELL || why < SBE_CEILING || why > SBE_LEFT_CEILING ||
-        level < SBE_LEVEL_PATH || level > SBE_LEVEL_MPTCP) {
+        level < SBE_LEVEL_PATH || level > SBE_LEVEL_PACED) {
         PyErr_SetString(PyExc_ValueError, "sndbuf estimate: verdict, reason or level out of range");
         return -1;
     }
@@ -586,7 +586,7 @@ static PyMethodDef Board_methods[] = {
     {"sndbuf_estimate", (PyCFunction)Board_sndbuf_estimate, METH_VARARGS,
      "sndbuf_estimate(nr, paths) -> (verdict, why, sndbuf, low, high, waits, long_waits, at_ceiling, above, "
      "packet, deep_waits) (core/sndbuf.c sbe_decide_paths; paths: 0 one path, 1 a path of several, 2 an MPTCP "
-     "data level, 3 a CMT association)"},
+     "data level, 3 a CMT association, 4 one TCP connection)"},
     {"fork", (PyCFunction)Board_fork, METH_VARARGS, "fork(keep_data) -> a copy (keep_data False: the acks' state only)"},
     {"feed", (PyCFunction)Board_feed, METH_VARARGS,
      "feed(kind i1, lo i8, hi i8, size i8, bstart i8, bcount i4, blo i8, bhi i8, bnr i1, revoke i1, out_sack, "
@@ -770,7 +770,7 @@ static void summarize(const Board *b, const part_out_t *o, Py_ssize_t n, const b
     e[ENTRY_COMPLETE] = 1;
     int nr_sack = e[ENTRY_NR_SACK] = nr_known;
     sbe_result_t estimate;
-    sbe_decide(&b->estimate, nr_sack, 0, &estimate);
+    sbe_decide_paths(&b->estimate, nr_sack, SBE_TCP_CONNECTION, &estimate);
     const uint64_t fields[] = {estimate.verdict, estimate.why, estimate.sndbuf, estimate.low, estimate.high,
                                estimate.waits, estimate.long_waits, estimate.at_ceiling, estimate.above, estimate.packet,
                                estimate.deep_waits, (uint64_t)estimate.level};

@@ -32,7 +32,7 @@ SUMMARY_KEYS = [
 HELD_BACK, NEVER, CANNOT_TELL = "held back", "never", "cannot tell"
 VERDICTS = (HELD_BACK, NEVER, CANNOT_TELL)  # indexed by sbe_verdict_t
 SBE_HELD_BACK, SBE_CANNOT_TELL = 0, 2
-PATHS = ONE_PATH, A_PATH_OF_SEVERAL, MPTCP_DATA_LEVEL, CMT_ASSOCIATION = range(4)  # sbe_paths_t
+PATHS = ONE_PATH, A_PATH_OF_SEVERAL, MPTCP_DATA_LEVEL, CMT_ASSOCIATION, TCP_CONNECTION = range(5)  # sbe_paths_t
 
 
 def buffer_fields(given, capacity, judged, b_ns) -> tuple:
@@ -154,7 +154,8 @@ class DirectionAccumulator:
         self.estimates = None          # release(): Board.sndbuf_estimate's, per (nr_sack, paths)
         # core/sndbuf.c sbe_paths_t: whose waits these are (the pipeline sets a CMT association's and the
         # paths of several)
-        self.paths = MPTCP_DATA_LEVEL if isinstance(level, F.MptcpLevel) else ONE_PATH
+        self.paths = (MPTCP_DATA_LEVEL if isinstance(level, F.MptcpLevel)
+                      else TCP_CONNECTION if isinstance(level, F.TcpLevel) else ONE_PATH)
         self.max_payload = 0
         self.max_rtxq = {"sack": 0, "nr": 0, "whatif": 0}
         self.retransmissions = 0

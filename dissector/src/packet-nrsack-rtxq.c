@@ -37,6 +37,7 @@ static void decide(flow_dir_t *d, gboolean current)
      * the analyzer's entry for the same direction */
     sbe_paths_t paths = !strcmp(d->protocol, "mptcp") ? SBE_MPTCP_DATA_LEVEL
                         : d->data_paths                ? SBE_CMT_ASSOCIATION
+                        : !strcmp(d->protocol, "tcp")  ? SBE_TCP_CONNECTION
                                                        : SBE_ONE_PATH;
     for (int k = 0; k < 2; k++)
         sbe_decide_paths(&d->estimate, k == SBE_NR, paths, &d->decided[k]);
@@ -350,7 +351,7 @@ void rtxq_on_ack(frame_result_t *fr, flow_dir_t *d, guint64 cum, const ival_t *r
     }
     if (d->sb.acked_bytes > acked_before || res->freed_bytes > 0) {  /* an ack that freed room */
         d->estimate_changes++;
-        sbe_freeing_ack(&d->estimate, d->sb.gap_open);
+        sbe_freeing_ack(&d->estimate, d->sb.gap_open, fr->ns);
     }
     if (!res->stale && !d->gap_from_sacked)
         d->gap_open = res->gap_open;

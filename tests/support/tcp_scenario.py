@@ -96,7 +96,7 @@ def timed_sender(ends, t0):
 
 
 def window_transfer(k, t0, window=8, rounds=40, lost_round=20, size=1000, grow=False, ramp=0, slow_every=0,
-                    steady=0, paced_start=False):
+                    steady=0, paced_start=False, answer=0.0001):
     """One connection's frames as a sender-side capture sees them: `window` segments in flight, each ack of
     two answered at once by two new segments: the RtxQ back at the same level every wait, as a sender held
     back by its buffer keeps it (grow: by three, a window that grows a segment a round). ramp: first that
@@ -104,7 +104,8 @@ def window_transfer(k, t0, window=8, rounds=40, lost_round=20, size=1000, grow=F
     acks answered by nothing, back to `window` in flight, before the rounds. slow_every: every that many
     rounds, three acks of a segment each before the new data (a sender that waited for more than room, as
     TSO deferral or pacing do); steady: with grow, the first that many rounds do not grow; paced_start: the
-    first window acked whole before new data refills it (BBR pacing its first round trip). In round
+    first window acked whole before new data refills it (BBR pacing its first round trip); answer: seconds from
+    each round's last ack to its first new segment (a paced sender's: its pacing timer's). In round
     `lost_round` the segment at the cum ack is lost and SACKed around, no new data leaving, until its
     retransmission is acked; then FINs both ways acked. Connection k: 10.2.k.1:2000+k -> 10.255.0.2:80."""
     send, frames = timed_sender([(f"10.2.{k}.1", 2000 + k), ("10.255.0.2", 80)], t0)
@@ -138,8 +139,8 @@ def window_transfer(k, t0, window=8, rounds=40, lost_round=20, size=1000, grow=F
         for _ in range(3 if slow else 1):
             cum += size if slow else 2 * size
             send(1, 5001, cum, "A", dt=0.01 if r != lost_round else 0.005)
-        for _ in range((3 if grow and r >= steady else 2) + bool(slow)):
-            send(0, nxt, 5001, "PA", payload=size, dt=0.0001)
+        for j in range((3 if grow and r >= steady else 2) + bool(slow)):
+            send(0, nxt, 5001, "PA", payload=size, dt=answer if j == 0 else 0.0001)
             nxt += size
     send(1, 5001, nxt, "A", dt=0.01)
     send(0, nxt, 5001, "FA")
