@@ -14,6 +14,7 @@ begins and ends in one chunk is finished in one compiled pass (_finish_short), a
 chunk's end is held back into the next (_hold).
 """
 
+import heapq
 import pickle
 import tempfile
 
@@ -45,21 +46,63 @@ class EntrySpill:
     """Finished flows' entries in a temporary file (their summaries as scoreboard.summary_row makes them,
     pickled a batch of flows at a time: one pickle.dumps for the short flows a chunk finishes), read
     back in flow order; the index is four numbers a flow in arrays (a dict of tuples would be ~200 bytes
-    a flow)."""
+    a flow).
+    keep_tables(entry id) -> bool, when given (the streamed files): the RtxQ and blocking tables of those
+    entries are kept too, each piece pickled into the file as pass 2 makes it (table_sinks), and replayed
+    in flow order at the end (replay_tables); else they are never made."""
 
-    def __init__(self, folder=None):
+    def __init__(self, folder=None, keep_tables=None):
         self.file = tempfile.TemporaryFile(dir=folder, prefix="nrsack-entries-")
+        self.keep_tables = keep_tables
         self.offset = np.full(0, -1, np.int64)    # per flow id: its batch (-1: not spilled)
         self.length = np.zeros(0, np.int32)
         self.slot = np.zeros(0, np.int32)         # the flow's place in its batch (-1: alone)
         self.count = np.zeros(0, np.int16)        # entries of the flow
+        self.tables = np.zeros((0, 2), np.int64)  # per flow id: where its table pieces begin and end (-1: none)
+        self.tables_from = None                   # where the pieces of the flow being finished begin
         self.end = 0
         self.moved = False
 
     def put(self, fid, entries):
-        """Only the summaries are kept (the tables of a spilled entry were never made)."""
+        """Only the summaries (and the table pieces table_sinks wrote while they were made) are kept."""
         self.put_rows([fid], [[(*A.summary_row(e.summary), [A.summary_row(p.summary) for p in e.paths])
                                for e in entries]], alone=True)
+
+    def table_sinks(self, entry_id):
+        """-> (rtxq, blocking) sinks of an entry being finished before put(): its pieces into the file."""
+        if self.keep_tables is None or not self.keep_tables(entry_id):
+            return A.IGNORE, A.IGNORE
+        return (lambda columns: self._put_piece(0, entry_id, columns),
+                lambda columns: self._put_piece(1, entry_id, columns))
+
+    def _put_piece(self, table, entry_id, columns):
+        self._to_end()
+        if self.tables_from is None:
+            self.tables_from = self.end
+        blob = pickle.dumps((table, entry_id, columns), pickle.HIGHEST_PROTOCOL)
+        self.file.write(blob)
+        self.end += len(blob)
+
+    def replay_tables(self, fid, sinks):
+        """The table pieces of flow `fid`, kept when it was spilled, to sinks(entry id) -> (rtxq, blocking),
+        one piece read at a time."""
+        start, stop = self.tables[fid].tolist() if fid < len(self.tables) else (-1, -1)
+        if start < 0:
+            return
+        self.moved = True
+        self.file.seek(start)
+        while self.file.tell() < stop:
+            table, entry_id, columns = pickle.load(self.file)
+            sinks(entry_id)[table](columns)
+
+    def has_tables(self) -> np.ndarray:
+        """The ids of the flows whose table pieces were kept, in order."""
+        return np.flatnonzero(self.tables[:, 0] >= 0)
+
+    def _to_end(self):
+        if self.moved:  # a reading moved the file's position from the end
+            self.file.seek(self.end)
+            self.moved = False
 
     def put_rows(self, fids, rows, alone=False):
         """rows[k]: [(keys, values, [its paths' (keys, values)])] of the entries of flow fids[k] (summary_row's);
@@ -72,9 +115,11 @@ class EntrySpill:
             self.length = np.concatenate((self.length, np.zeros(grow, np.int32)))
             self.slot = np.concatenate((self.slot, np.zeros(grow, np.int32)))
             self.count = np.concatenate((self.count, np.zeros(grow, np.int16)))
-        if self.moved:  # a reading moved the file's position from the end
-            self.file.seek(self.end)
-            self.moved = False
+            self.tables = np.concatenate((self.tables, np.full((grow, 2), -1, np.int64)))
+        self._to_end()
+        if self.tables_from is not None:  # (pieces come only from a flow finished alone: put)
+            self.tables[fids[0]] = self.tables_from, self.end
+            self.tables_from = None
         self.file.write(blob)
         self.offset[fids], self.length[fids] = self.end, len(blob)
         self.slot[fids] = -1 if alone else np.arange(len(fids))
@@ -145,10 +190,12 @@ class Pipeline:
     """Feeds chunks of a capture to the flow table and to every entry's DirectionAccumulator; -> entries."""
 
     def __init__(self, store, keep_serials=False, finish_ended=False, sndbuf=None, spill_folder=None, on_part=None,
-                 max_open_flows=MAX_OPEN_FLOWS, workers=None, spill=None, table_sinks=None):
+                 max_open_flows=MAX_OPEN_FLOWS, workers=None, spill=None, table_sinks=None, keep_tables=None):
         """finish_ended: a flow is finished when it ends (or the budget cuts it) and its entries go to `spill`
         (put(flow id, entries), entries(): an EntrySpill unless given), with their tables to
-        table_sinks(entry id) -> (rtxq, blocking) sinks when given (the dashboard's), else not made."""
+        table_sinks(entry id) -> (rtxq, blocking) sinks when given (the dashboard's), else into the EntrySpill
+        for the entries keep_tables(entry id) accepts (the streamed files': written in flow order by entries()),
+        else not made."""
         self.table = F.FlowTable()
         self.workers = workers  # workers.Workers: each chunk's flows fed on several threads (--jobs)
         self.max_open_flows = max_open_flows
@@ -165,7 +212,7 @@ class Pipeline:
         self.on_chunk = None    # and after each chunk: on_chunk(cap, flow_of, side_of)
         self.on_cut = None      # and on_cut(flow ids) of the flows without data _cut releases, before it does
         self.sndbuf = sndbuf
-        self.spill = (spill or EntrySpill(spill_folder)) if finish_ended else None
+        self.spill = (spill or EntrySpill(spill_folder, keep_tables)) if finish_ended else None
         self.table_sinks = table_sinks
         # per flow id: released, has live state, time of its last analysed event
         self.released = np.zeros(0, bool)
@@ -263,7 +310,7 @@ class Pipeline:
         """Whether short connections may be finished in one pass: for the summary alone (finish_ended)
         and with nobody reading the levels (the checker's hooks)."""
         return (self.spill is not None and self.on_part is None and self.on_chunk is None and not self.keep_serials
-                and self.table_sinks is None)
+                and self.table_sinks is None and self.spill.keep_tables is None)
 
     def _dormant(self, cap, rows, side, group_flow, starts) -> set:
         """The TCP connections without a DirectionAccumulator yet whose events in this chunk feed no level
@@ -558,7 +605,8 @@ class Pipeline:
             return
         # an incomplete transfer's q runs to the end of the capture: finished with the others at the end
         if cut or all(s.done is not None for _, _, _, main, paths in items for s in (main, *(p[2] for p in paths))):
-            self.spill.put(fid, [self._entry(item, self.sndbuf, self.table_sinks or _ignore_tables) for item in items])
+            self.spill.put(fid, [self._entry(item, self.sndbuf, self.table_sinks or self.spill.table_sinks)
+                                 for item in items])
             self.cut_end.pop(fid, None)
             self._drop_senders(fid)
             self.table.forget(flow, self.conns)
@@ -633,11 +681,45 @@ class Pipeline:
         self._flush_held()
         if self.spill is None:
             return [self._entry(item, sndbuf, sinks) for item in self.plan()]
-        for flow in self.table.flows:
-            if flow is not None and flow.id in self.senders:
-                self.spill.put(flow.id, [self._entry(item, sndbuf, sinks) for item in self._plan_flow(flow)])
-                del self.senders[flow.id]
+        # in flow order: the tables of the flows spilled with theirs replayed between those finished now
+        kept = self.spill.has_tables().tolist() if sinks is not None and hasattr(self.spill, "has_tables") else []
+        still_open = [flow.id for flow in self.table.flows if flow is not None and flow.id in self.senders]
+        for fid in heapq.merge(kept, still_open):
+            if fid not in self.senders:
+                self.spill.replay_tables(fid, sinks)
+                continue
+            flow = self.table.flows[fid]
+            self.spill.put(fid, [self._entry(item, sndbuf, sinks) for item in self._plan_flow(flow)])
+            del self.senders[fid]
         return self.spill.entries()
+
+    def entry_ids(self):
+        """-> [(entry id, protocol)] of every entry that entries() will give, in its order (each entry's paths
+        after it): the spilled flows' read back from the spill, merged with the open ones'."""
+        out = []
+
+        def add_open(item):
+            flow, _, entry_id, _, paths = item
+            out.append((entry_id, flow.protocol))
+            out.extend((path_id, flow.protocol) for path_id, _, _ in paths)
+
+        still_open = self.plan()
+        k = 0
+        if self.spill is not None:
+            rows = (row for batch in self.spill.entries().rows() for row in batch)
+            fids = self.spill.spilled()
+            for fid, count in zip(fids.tolist(), self.spill.count[fids].tolist()):
+                while k < len(still_open) and still_open[k][0].id < fid:
+                    add_open(still_open[k])
+                    k += 1
+                for _ in range(count):
+                    keys, values, paths = next(rows)
+                    for path_keys, path_values in ((keys, values), *paths):
+                        row = dict(zip(path_keys, path_values))
+                        out.append((row["id"], row["protocol"]))
+        for item in still_open[k:]:
+            add_open(item)
+        return out
 
     def _entry(self, item, sndbuf, sinks):
         flow, side, entry_id, main, paths = item
@@ -681,10 +763,6 @@ class Pipeline:
             return self.budget_note()
         return self.budget_note() + [(frame, "GEN-01.note", f"{count} events came after their flow ended (SHUTDOWN-COMPLETE, ABORT, "
                                        f"FINs acked, RST or {IDLE_NS // 1_000_000_000} s idle): not analysed")]
-
-
-def _ignore_tables(entry_id):
-    return A.IGNORE, A.IGNORE
 
 
 def grouped_order(keys) -> np.ndarray:
