@@ -199,16 +199,24 @@ def print_table(console, analysis, ids, capture, found):
     from nrsack.analyzer.views import formats
 
     console.print(formats.rich_table(analysis, ids, console.width))
-    for frame, reason in analysis.capture.findings:
-        console.print(f"GEN-01 frame {frame}: {reason}", markup=False)
-    for finding in formats.summary_dict(analysis, ids)["findings"]:
-        if finding["rule"] != "GEN-01" or finding["severity"] == "note":
-            console.print(f"{finding['rule']} {finding['severity']} frame {finding['frames'][0]}: "
-                          f"{finding['message'].split(' ', 1)[1]}", markup=False)
+    print_notes(console, analysis, ids)
     if found is not None:
         from nrsack.analyzer.views.check_cli import text_report
 
         console.print(text_report([(capture, None, found)]), markup=False, highlight=False)
+
+
+def print_notes(console, analysis, ids):
+    """The reader's findings and the analysis's notes (GEN-01: flows the budget cut, events after a flow's
+    end), one line each: what the figures leave out."""
+    from nrsack.analyzer.views import formats
+
+    for frame, reason in analysis.capture.findings:
+        console.print(f"GEN-01 frame {frame}: {reason}", markup=False)
+    for finding in formats.summary_findings(analysis, ids):
+        if finding["rule"] != "GEN-01" or finding["severity"] == "note":
+            console.print(f"{finding['rule']} {finding['severity']} frame {finding['frames'][0]}: "
+                          f"{finding['message'].split(' ', 1)[1]}", markup=False)
 
 
 def run_many(captures, sndbuf, flow_filter, fmt, out_dir, check, severity, max_open_flows, workers, scheduler, jobs=1):
@@ -355,6 +363,10 @@ def analyze(captures, sndbuf, sndbuf_socket, stack, mss, flow_filter, fmt, out_d
         # piped output is not limited to 80 columns: the table stays one line per entry
         console = Console() if sys.stdout.isatty() else Console(width=200)
         print_table(console, analysis, ids, capture, found)
+    elif files_wanted:  # the figures go to files: what they leave out, to the terminal
+        from rich.console import Console
+
+        print_notes(Console(stderr=True, width=200), analysis, ids)
     warn_truncated(analysis.capture)
     if streaming:
         for path in written:

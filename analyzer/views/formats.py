@@ -40,7 +40,7 @@ def _plain(value):
 def summary_dict(analysis, entry_ids=None) -> dict:
     """The machine-readable summary (metrics.md): flows, each with the contract's keys, paths nested."""
     return {"capture": analysis.capture.path, "frames": analysis.capture.frames,
-            "flows": list(_flow_items(analysis, entry_ids)), "findings": _findings(analysis, entry_ids)}
+            "flows": list(_flow_items(analysis, entry_ids)), "findings": summary_findings(analysis, entry_ids)}
 
 
 def _flow_items(analysis, entry_ids):
@@ -68,7 +68,7 @@ def write_json(analysis, out, entry_ids=None, findings=None):
             opened = True
     out.write("\n  ]" if opened else "[]")
     if findings is None:  # analyze --check passes the checker's, which include the reader's GEN ones
-        findings = _findings(analysis, entry_ids, far)
+        findings = summary_findings(analysis, entry_ids, far)
     out.write(',\n  "findings": ')
     if not findings:
         out.write("[]\n}\n")
@@ -171,7 +171,7 @@ def _json_value(value) -> str:
     return json.dumps(_plain(value))
 
 
-def _findings(analysis, entry_ids, far=None):
+def summary_findings(analysis, entry_ids, far=None):
     """far: the (frame, entry id, count) of the entries that left far serial numbers out, when the caller
     went through the entries already (else found here)."""
     findings = [{"rule": "GEN-01", "severity": "error", "frames": [frame], "message": f"GEN-01 {reason}"}
