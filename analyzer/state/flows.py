@@ -617,6 +617,20 @@ class TcpLevel(_SpaceLevel):
         never_renege = self.flow is not None and self.flow.never_renege[1 - self.sender]
         return _compiled(board.feed_level, self, events, LEVEL_TCP, self.conn, never_renege)
 
+    def feed_acks(self, board, events: FlowEvents):
+        """feed_board of a chunk that brings a direction without data only acks without blocks (Board.feed_acks:
+        the receiver's direction of a bulk transfer) -> the rows the level kept, or None (not such a chunk:
+        nothing done)."""
+        if self.space is None:
+            self.space = handshake_space(events, LEVEL_TCP, self.conn, self.sender)
+        quiet = board.feed_acks(events.cap.ev, events.blocks, events.rows, events.side, LEVEL_TCP, self.conn,
+                                self.sender, self.space, False)
+        if quiet is None:
+            return None
+        kept, self.space, (far, far_frame) = quiet
+        self.far.add(far, far_frame)
+        return kept
+
 
 class SctpLevel(_SpaceLevel):
     """One SCTP association direction. Positions are TSNs: data t covers [t, t + 1), a cum ack c ends

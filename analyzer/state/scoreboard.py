@@ -163,6 +163,14 @@ class DirectionAccumulator:
         self.on_part = None            # pipeline hook: on_part(sender, part, flags) after each chunk's rows
 
     def feed(self, events: F.FlowEvents):
+        if self.first_data is None and self.on_part is None and self.serials is None and hasattr(self.level, "feed_acks"):
+            # no data yet and only acks of nothing in this chunk: the Board takes the one that counts, the rows
+            # are counted (before the first data nothing else of them is kept)
+            kept = self.level.feed_acks(self.board, events)
+            if kept is not None:
+                self.rows += kept
+                self.unstored += kept
+                return
         feed_board = getattr(self.level, "feed_board", None)
         if (feed_board is not None and self.on_part is None and self.serials is None
                 and len(events.rows) <= FUSED_ROWS):
