@@ -382,7 +382,7 @@ static PyObject *Board_feed_acks(Board *self, PyObject *args) {
                           &far_frame, &best, &serial);
         row_figures_t f;
         self->revoked.n = 0;
-        if (best && feed_row(self, 0, 1, (int64_t)serial, (int64_t)serial, 0, NULL, NULL, NULL, 0, REVOKE_IN_SPAN,
+        if (kept > 0 && feed_row(self, 0, 1, (int64_t)serial, (int64_t)serial, 0, NULL, NULL, NULL, 0, REVOKE_IN_SPAN,
                              best->conn, best->time_ns, &f) < 0)
             failed = 1;
         Py_END_ALLOW_THREADS
