@@ -14,7 +14,7 @@ from nrsack.analyzer.read import events as E
 from nrsack.analyzer.state import flows as F
 from nrsack.analyzer.state.scoreboard import ROW_DTYPE
 from nrsack.analyzer.views import formats, stream
-from nrsack.analyzer import _native
+from nrsack.analyzer import _native, analyze
 
 EV_ACK = 1 << 1
 BK_TCP_SACK = 4
@@ -59,9 +59,13 @@ def test_the_board_is_left_as_feeding_every_ack_leaves_it(state):
     quiet = chunk(QUIET)
     every, skipped = _native.Board(), _native.Board()
     records, _, every_state, _, every_far = every.feed_level(*level_args(quiet, state))
-    kept, skipped_state, skipped_far = skipped.feed_acks(*level_args(quiet, state))
+    kept, skipped_state, skipped_far, pos, serial = skipped.feed_acks(*level_args(quiet, state), True)
     assert kept == len(np.frombuffer(records, ROW_DTYPE)) > 0
     assert (skipped_state, skipped_far) == (every_state, every_far)
+    # the kept rows' positions and serials, as the level's part has them (the in-memory analysis keeps them)
+    part, _, _, _, _ = _native.level_part(*level_args(quiet, state))
+    assert bytes(pos) == bytes(part[0]) and bytes(serial) == bytes(part[2])
+    assert _native.Board().feed_acks(*level_args(quiet, state))[3:] == (None, None)
     assert every_far[0] > 0  # the far ack was left out by both
     later = chunk(LATER, LATER_BLOCKS)
     after_every = every.feed_level(*level_args(later, every_state))
@@ -98,7 +102,7 @@ def bulk(tmp_path_factory):
 
 def feed_every_row(monkeypatch):
     """Turns the quiet way off: every chunk fed row by row, as before Board.feed_acks."""
-    monkeypatch.setattr(F.TcpLevel, "feed_acks", lambda self, board, events: None)
+    monkeypatch.setattr(F.TcpLevel, "feed_acks", lambda self, board, events, positions=False: None)
 
 
 @pytest.fixture
@@ -107,10 +111,10 @@ def quiet_chunks(monkeypatch):
     taken = []
     feed_acks = F.TcpLevel.feed_acks
 
-    def counted(self, board, events):
-        kept = feed_acks(self, board, events)
-        taken.append(kept is not None)
-        return kept
+    def counted(self, board, events, positions=False):
+        quiet = feed_acks(self, board, events, positions)
+        taken.append(quiet is not None)
+        return quiet
     monkeypatch.setattr(F.TcpLevel, "feed_acks", counted)
     return taken
 
@@ -127,3 +131,19 @@ def test_bulk_transfers_summary_and_tables_are_the_same(bulk, chunk_frames, tmp_
     for name in ("summary", "rtxq", "blocking"):
         pd.testing.assert_frame_equal(pd.read_parquet(quiet / f"{name}.parquet"),
                                       pd.read_parquet(every / f"{name}.parquet"))
+
+
+@pytest.mark.parametrize("chunk_frames", [2500, None])
+def test_bulk_transfers_in_memory_are_the_same(bulk, chunk_frames, monkeypatch, quiet_chunks):
+    # the in-memory analysis keeps every row's serials (Serials): the quiet rows' too
+    quiet = analyze(bulk, chunk_frames=chunk_frames)
+    assert sum(quiet_chunks) > 0
+    feed_every_row(monkeypatch)
+    every = analyze(bulk, chunk_frames=chunk_frames)
+    for table in ("summary", "rtxq", "blocking"):
+        pd.testing.assert_frame_equal(getattr(quiet, table), getattr(every, table))
+    assert quiet.serials.keys() == every.serials.keys()
+    for entry, kept in every.serials.items():
+        for name, column in kept._asdict().items():
+            np.testing.assert_array_equal(getattr(quiet.serials[entry], name), column, err_msg=f"{entry} {name}")
+            assert getattr(quiet.serials[entry], name).dtype == column.dtype

@@ -181,13 +181,14 @@ Py_ssize_t level_rows(const level_t *lv, serial_space_t *space, const event_t *e
 
 /* level_rows of a TCP direction that has sent no data, for a chunk that brings it none either: acks alone,
  * without blocks of the level's kinds (the receiver's direction of a bulk transfer, where every data segment of
- * the peer acks nothing of it). Nothing is written: -> the rows level_rows would keep, *best the first of them
- * with the highest ack (*best_serial, unwrapped; NULL: none kept); or -1, space and counts untouched, where a row
- * is data, carries such blocks or is out of range (level_rows then does it, and raises). */
+ * the peer acks nothing of it). Only each kept row's pos and serial are written, where pos is not NULL: -> the rows
+ * level_rows would keep, *best the first of them with the highest ack (*best_serial, unwrapped; NULL: none kept);
+ * or -1, space and counts untouched, where a row is data, carries such blocks or is out of range (level_rows then
+ * does it, and raises). */
 Py_ssize_t quiet_rows(const level_t *lv, serial_space_t *space, const event_t *e, Py_ssize_t n_events,
                       const int64_t *row, const int8_t *sides, Py_ssize_t n_rows, const block_t *blocks,
                       Py_ssize_t n_blocks, Py_ssize_t *far, uint32_t *far_frame, const event_t **best,
-                      uint64_t *best_serial) {
+                      uint64_t *best_serial, int64_t *pos, int64_t *serials) {
     if (lv->protocol != LEVEL_TCP) return -1;
     serial_space_t s = *space;
     Py_ssize_t kept = 0, n_far = *far;
@@ -210,6 +211,10 @@ Py_ssize_t quiet_rows(const level_t *lv, serial_space_t *space, const event_t *e
         if (serial_unwrap(&s, x->ack, &serial) != SERIAL_OK) {
             if (!n_far++) first_far = x->frame;
             continue;
+        }
+        if (pos) {
+            pos[kept] = i;
+            serials[kept] = (int64_t)serial;
         }
         kept++;
         if (!*best || serial > *best_serial) {

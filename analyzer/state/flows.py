@@ -617,19 +617,21 @@ class TcpLevel(_SpaceLevel):
         never_renege = self.flow is not None and self.flow.never_renege[1 - self.sender]
         return _compiled(board.feed_level, self, events, LEVEL_TCP, self.conn, never_renege)
 
-    def feed_acks(self, board, events: FlowEvents):
+    def feed_acks(self, board, events: FlowEvents, positions=False):
         """feed_board of a chunk that brings a direction without data only acks without blocks (Board.feed_acks:
-        the receiver's direction of a bulk transfer) -> the rows the level kept, or None (not such a chunk:
-        nothing done)."""
+        the receiver's direction of a bulk transfer) -> (the rows the level kept, with positions their pos and
+        serial arrays, else None), or None (not such a chunk: nothing done)."""
         if self.space is None:
             self.space = handshake_space(events, LEVEL_TCP, self.conn, self.sender)
         quiet = board.feed_acks(events.cap.ev, events.blocks, events.rows, events.side, LEVEL_TCP, self.conn,
-                                self.sender, self.space, False)
+                                self.sender, self.space, False, positions)
         if quiet is None:
             return None
-        kept, self.space, (far, far_frame) = quiet
+        kept, self.space, (far, far_frame), pos, serial = quiet
         self.far.add(far, far_frame)
-        return kept
+        if positions:
+            pos, serial = np.frombuffer(pos, np.int64), np.frombuffer(serial, np.int64)
+        return kept, pos, serial
 
 
 class SctpLevel(_SpaceLevel):
