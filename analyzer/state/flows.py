@@ -634,6 +634,9 @@ class TcpLevel(_SpaceLevel):
         return kept, pos, serial
 
 
+_NO_PATHS = np.empty(0, np.int32)
+
+
 class SctpLevel(_SpaceLevel):
     """One SCTP association direction. Positions are TSNs: data t covers [t, t + 1), a cum ack c ends
     at c + 1, a gap block covers cum + Start .. cum + End. For its paths (SctpPathLevel) it also
@@ -657,7 +660,8 @@ class SctpLevel(_SpaceLevel):
 
     def build(self, events: FlowEvents) -> ScoreboardInput:
         self.part = part = _compiled_part(self, events, LEVEL_SCTP, -1, False)
-        self.path_of = self._paths(part.conn, part.lo, part.kind == 0)
+        # no rows (the receiver's direction of a one-way transfer, every chunk): nothing for the table to learn
+        self.path_of = self._paths(part.conn, part.lo, part.kind == 0) if len(part.pos) else _NO_PATHS
         return part
 
     def _one_path(self, conn, u, is_data):
