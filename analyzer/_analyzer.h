@@ -97,6 +97,10 @@ Py_ssize_t level_rows(const level_t *lv, serial_space_t *space, const event_t *e
                       const int64_t *row, const int8_t *sides, Py_ssize_t n_rows, const block_t *blocks,
                       Py_ssize_t n_blocks, const part_out_t *o, Py_ssize_t *jb, int *nr_seen, Py_ssize_t *far,
                       uint32_t *far_frame);
+Py_ssize_t quiet_rows(const level_t *lv, serial_space_t *space, const event_t *e, Py_ssize_t n_events,
+                      const int64_t *row, const int8_t *sides, Py_ssize_t n_rows, const block_t *blocks,
+                      Py_ssize_t n_blocks, Py_ssize_t *far, uint32_t *far_frame, const event_t **best,
+                      uint64_t *best_serial, int64_t *pos, int64_t *serials);
 int level_row(const level_t *lv, serial_space_t *space, const event_t *x, int mine, Py_ssize_t pos,
               const block_t *blocks, Py_ssize_t n_blocks, const part_out_t *o, Py_ssize_t j, Py_ssize_t *jb,
               int *nr_seen);

@@ -179,6 +179,55 @@ Py_ssize_t level_rows(const level_t *lv, serial_space_t *space, const event_t *e
     return j;
 }
 
+/* level_rows of a TCP direction that has sent no data, for a chunk that brings it none either: acks alone,
+ * without blocks of the level's kinds (the receiver's direction of a bulk transfer, where every data segment of
+ * the peer acks nothing of it). Only each kept row's pos and serial are written, where pos is not NULL: -> the rows
+ * level_rows would keep, *best the first of them with the highest ack (*best_serial, unwrapped; NULL: none kept);
+ * or -1, space and counts untouched, where a row is data, carries such blocks or is out of range (level_rows then
+ * does it, and raises). */
+Py_ssize_t quiet_rows(const level_t *lv, serial_space_t *space, const event_t *e, Py_ssize_t n_events,
+                      const int64_t *row, const int8_t *sides, Py_ssize_t n_rows, const block_t *blocks,
+                      Py_ssize_t n_blocks, Py_ssize_t *far, uint32_t *far_frame, const event_t **best,
+                      uint64_t *best_serial, int64_t *pos, int64_t *serials) {
+    if (lv->protocol != LEVEL_TCP) return -1;
+    serial_space_t s = *space;
+    Py_ssize_t kept = 0, n_far = *far;
+    uint32_t first_far = *far_frame;
+    *best = NULL;
+    for (Py_ssize_t i = 0; i < n_rows; i++) {
+        if (row[i] < 0 || row[i] >= n_events) return -1;
+        if (i + 16 < n_rows) {  /* as level_rows */
+            const char *ahead = (const char *)(e + row[i + 16]);
+            __builtin_prefetch(ahead);
+            __builtin_prefetch(ahead + sizeof(event_t) - 1);
+        }
+        const event_t *x = e + row[i];
+        int role = row_role(lv, x, sides[i] == lv->sender);
+        if (role == ROLE_NONE) continue;
+        if (role == ROLE_DATA || x->blk_start < 0 || x->blk_start + x->blk_count > n_blocks) return -1;
+        for (int k = 0; k < x->blk_count; k++)
+            if (block_wanted(lv, blocks[x->blk_start + k].kind)) return -1;
+        uint64_t serial;
+        if (serial_unwrap(&s, x->ack, &serial) != SERIAL_OK) {
+            if (!n_far++) first_far = x->frame;
+            continue;
+        }
+        if (pos) {
+            pos[kept] = i;
+            serials[kept] = (int64_t)serial;
+        }
+        kept++;
+        if (!*best || serial > *best_serial) {
+            *best = x;
+            *best_serial = serial;
+        }
+    }
+    *space = s;
+    *far = n_far;
+    *far_frame = first_far;
+    return kept;
+}
+
 /* level_part(events, blocks, rows, side, protocol, conn, sender, state, never_renege)
  *   -> (row arrays (ScoreboardInput order), block arrays (lo, hi, nr), state, nr_seen, (rows left out as far, first
  *   such frame)) */

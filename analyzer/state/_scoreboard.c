@@ -360,6 +360,62 @@ out:
     return result;
 }
 
+/* feed_acks(events, blocks, rows, side, protocol, conn, sender, state, never_renege[, positions])
+ *   -> None, nothing done; or (rows the level kept, state, (rows left out as far, first such frame), pos, serial):
+ * feed_level of a TCP direction without data whose chunk brings it only acks without blocks (quiet_rows),
+ * the receiver's direction of a bulk transfer, half of the rows. On a Board without data such an ack changes
+ * nothing but the cum ack and the path of the last ack that raised it (sb_ack), so the first row of the highest
+ * ack alone leaves the Board as all of them would; their records (before the first data, nobody stores them)
+ * and tallies (nothing but their count) are not made. With positions, pos and serial are the kept rows' (i8
+ * bytes: their index in the flow's rows, their ack unwrapped; the in-memory analysis keeps them), else None.
+ * None where the Board has data or the chunk is not such. */
+static PyObject *Board_feed_acks(Board *self, PyObject *args) {
+    level_args_t a;
+    memset(&a, 0, sizeof a);
+    PyObject *result = NULL, *level = NULL, *pos = NULL, *serials = NULL;
+    int positions = 0;
+    Py_ssize_t n_args = PyTuple_GET_SIZE(args);
+    if (n_args == 10 && (positions = PyObject_IsTrue(PyTuple_GET_ITEM(args, 9))) < 0) goto out;
+    if (!(level = PyTuple_GetSlice(args, 0, 9)) || level_args(level, "feed_acks", &a) < 0) goto out;
+    if (positions && (!(pos = PyByteArray_FromStringAndSize(NULL, a.n_rows * 8)) ||
+                      !(serials = PyByteArray_FromStringAndSize(NULL, a.n_rows * 8))))
+        goto out;
+    int64_t *pos_out = pos ? (int64_t *)PyByteArray_AS_STRING(pos) : NULL;
+    int64_t *serials_out = serials ? (int64_t *)PyByteArray_AS_STRING(serials) : NULL;
+    Py_ssize_t far = 0, kept = -1;
+    uint32_t far_frame = 0;
+    int failed = 0;
+    if (!self->sb.have_data) {
+        Py_BEGIN_ALLOW_THREADS  /* plain C over this Board and buffers held: other flows' threads run meanwhile */
+        const event_t *best;
+        uint64_t serial = 0;
+        kept = quiet_rows(&a.lv, &a.space, a.e, a.n_events, a.row, a.sides, a.n_rows, a.blocks, a.n_blocks, &far,
+                          &far_frame, &best, &serial, pos_out, serials_out);
+        row_figures_t f;
+        self->revoked.n = 0;
+        if (kept > 0 && feed_row(self, 0, 1, (int64_t)serial, (int64_t)serial, 0, NULL, NULL, NULL, 0, REVOKE_IN_SPAN,
+                                 best->conn, best->time_ns, &f) < 0)
+            failed = 1;
+        Py_END_ALLOW_THREADS
+    }
+    if (failed) {
+        PyErr_NoMemory();
+    } else if (kept < 0) {
+        result = Py_NewRef(Py_None);
+    } else if (!pos || (PyByteArray_Resize(pos, kept * 8) == 0 && PyByteArray_Resize(serials, kept * 8) == 0)) {
+        PyObject *state = space_to_py(&a.space);
+        if (state)
+            result = Py_BuildValue("nN(nI)OO", kept, state, far, far_frame, pos ? pos : Py_None,
+                                   serials ? serials : Py_None);
+    }
+out:
+    level_args_release(&a);
+    Py_XDECREF(level);
+    Py_XDECREF(pos);
+    Py_XDECREF(serials);
+    return result;
+}
+
 /* feed_levels(events, blocks, order, sides, group_lo, group_hi, boards, conns, senders, never_renege, states)
  *   -> (ROW_DTYPE records of every group one after the other, rows kept per group (i8), tallies per group (i8,
  *   FEED_TALLIES: Board.feed's, then the first data row's time and frame, -1 where none), states, nr_seen per
@@ -595,6 +651,10 @@ static PyMethodDef Board_methods[] = {
     {"feed_level", (PyCFunction)Board_feed_level, METH_VARARGS,
      "feed_level(events, blocks, rows, side, protocol, conn, sender, state, never_renege) -> (ROW_DTYPE records, "
      "feed's tallies, state, nr_seen, (far rows left out, first frame)): level_part and feed in one call"},
+    {"feed_acks", (PyCFunction)Board_feed_acks, METH_VARARGS,
+     "feed_acks(events, blocks, rows, side, protocol, conn, sender, state, never_renege[, positions]) -> None (nothing "
+     "done) or (rows kept, state, (far rows left out, first frame), pos, serial): feed_level of a chunk of acks alone "
+     "to a Board without data"},
     {"revoked", (PyCFunction)Board_revoked, METH_NOARGS,
      "revoked() -> int64 (row, lo, hi) triples, flat: the intervals each ack row of the last feed revoked"},
     {NULL}

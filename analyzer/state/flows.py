@@ -617,6 +617,25 @@ class TcpLevel(_SpaceLevel):
         never_renege = self.flow is not None and self.flow.never_renege[1 - self.sender]
         return _compiled(board.feed_level, self, events, LEVEL_TCP, self.conn, never_renege)
 
+    def feed_acks(self, board, events: FlowEvents, positions=False):
+        """feed_board of a chunk that brings a direction without data only acks without blocks (Board.feed_acks:
+        the receiver's direction of a bulk transfer) -> (the rows the level kept, with positions their pos and
+        serial arrays, else None), or None (not such a chunk: nothing done)."""
+        if self.space is None:
+            self.space = handshake_space(events, LEVEL_TCP, self.conn, self.sender)
+        quiet = board.feed_acks(events.cap.ev, events.blocks, events.rows, events.side, LEVEL_TCP, self.conn,
+                                self.sender, self.space, False, positions)
+        if quiet is None:
+            return None
+        kept, self.space, (far, far_frame), pos, serial = quiet
+        self.far.add(far, far_frame)
+        if positions:
+            pos, serial = np.frombuffer(pos, np.int64), np.frombuffer(serial, np.int64)
+        return kept, pos, serial
+
+
+_NO_PATHS = np.empty(0, np.int32)
+
 
 class SctpLevel(_SpaceLevel):
     """One SCTP association direction. Positions are TSNs: data t covers [t, t + 1), a cum ack c ends
@@ -641,7 +660,8 @@ class SctpLevel(_SpaceLevel):
 
     def build(self, events: FlowEvents) -> ScoreboardInput:
         self.part = part = _compiled_part(self, events, LEVEL_SCTP, -1, False)
-        self.path_of = self._paths(part.conn, part.lo, part.kind == 0)
+        # no rows (the receiver's direction of a one-way transfer, every chunk): nothing for the table to learn
+        self.path_of = self._paths(part.conn, part.lo, part.kind == 0) if len(part.pos) else _NO_PATHS
         return part
 
     def _one_path(self, conn, u, is_data):

@@ -163,6 +163,18 @@ class DirectionAccumulator:
         self.on_part = None            # pipeline hook: on_part(sender, part, flags) after each chunk's rows
 
     def feed(self, events: F.FlowEvents):
+        if self.first_data is None and self.on_part is None and hasattr(self.level, "feed_acks"):
+            # no data yet and only acks of nothing in this chunk: the Board takes the one that counts, the rows
+            # are counted (before the first data nothing else of them is kept but their serials, if asked)
+            quiet = self.level.feed_acks(self.board, events, self.serials is not None)
+            if quiet is not None:
+                kept, pos, serial = quiet
+                self.rows += kept
+                self.unstored += kept
+                if kept and self.serials is not None:
+                    rows, none = events.cap.offset + events.rows[pos], np.empty(0, np.int64)
+                    self.serials.append((rows, serial, np.zeros(kept, bool), serial, none, none, none))
+                return
         feed_board = getattr(self.level, "feed_board", None)
         if (feed_board is not None and self.on_part is None and self.serials is None
                 and len(events.rows) <= FUSED_ROWS):
