@@ -157,6 +157,13 @@ class FlowTable:
             self._learn_tags(cap)
         return self._conn_flow[ev["conn"]], (ev["dir"].astype(np.int8) ^ self._conn_flip[ev["conn"]]).astype(np.int8)
 
+    def flows_of_conns(self, conns) -> np.ndarray:
+        """The flow id each conn names (-1: none yet)."""
+        known = conns < len(self._conn_flow)
+        out = np.full(len(conns), -1, np.int64)
+        out[known] = self._conn_flow[conns[known]]
+        return out
+
     def forget(self, flow, conns: E.ConnList):
         """A finished flow leaves the table: its id stays taken (its conns still name it), its object,
         its endpoint keys and its tokens go, so a later association or subflow starts a flow of its own."""
