@@ -431,7 +431,7 @@ FLOW_NEGOTIATED_NR, FLOW_NEVER_RENEGE_0, FLOW_NEVER_RENEGE_1 = 1, 2, 4
 
 def short_tcp_records(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns=None) -> np.ndarray:
     """_native.short_tcp_entries of `flows` (short_tcp_rows's arguments) -> (flows, 2 sides, SHORT_FIELDS) int64."""
-    conn = np.fromiter((f.conns[0] for f in flows), np.int32, len(flows))
+    conn = ev["conn"][rows[lo]].astype(np.int32)  # (a TCP connection has one conn, its every event's)
     flags = np.fromiter((FLOW_NEGOTIATED_NR * f.negotiated_nr | FLOW_NEVER_RENEGE_0 * f.never_renege[0]
                          | FLOW_NEVER_RENEGE_1 * f.never_renege[1] for f in flows), np.int8, len(flows))
     records = _native.short_tcp_entries(ev, blocks, rows, side, lo, hi, conn, flags, -1 if sndbuf is None else int(sndbuf),
@@ -460,8 +460,13 @@ def short_tcp_rows(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns=None) -
      acked, intervals, max_payload, retransmissions, far, far_frame, *estimate) = records[kept].T.tolist()
     vantages = list(map(vantage, picked, side_of))
     given = sndbuf is not None
-    judged = map(_native.sndbuf_verdict, zip(*estimate), vantages) if picked and not given else repeat(None)
-    buffers = list(map(buffer_fields, repeat(given), capacity, judged, b_ns))
+    if given:
+        buffers = list(map(buffer_fields, repeat(given), capacity, repeat(None), b_ns))
+    else:  # (judged once per estimate and vantage: a flood's directions mostly share a few)
+        judged = {}
+        for key in set(zip(*estimate, vantages)):
+            judged[key] = buffer_fields(False, None, _native.sndbuf_verdict(key[:-1], key[-1]), None)
+        buffers = list(map(judged.__getitem__, zip(*estimate, vantages)))
     sndbuf_bytes, estimated, source, verdict, reason, figures = zip(*buffers) if picked else [()] * 6
     if not all(figures):  # the capture cannot tell when these senders were blocked
         p_ns, b_ns, intervals = ([x if ok else None for x, ok in zip(column, figures)] for column in (p_ns, b_ns, intervals))
