@@ -148,8 +148,8 @@ def test_a_long_transfer_cut_by_a_chunk_is_not_held(tmp_path):
     assert whole["flows"][0]["complete"]
 
 
-@pytest.mark.parametrize("chunk_frames", [None, 50])
-def test_parked_connections_ended_by_the_idle_bound_or_the_capture_match(tmp_path, chunk_frames):
+@pytest.mark.parametrize("chunk_frames", [None, 50, 120])
+def test_parked_connections_ended_by_the_idle_bound_or_the_capture_match(tmp_path, chunk_frames, monkeypatch):
     # connections that begin in a chunk and do not end in it are parked as their events (Pipeline._hold); a
     # second burst 400 s later ends the first burst's by the idle bound: a completed transfer is finished at
     # once, one not completed at the capture's end (its q runs on), as DirectionAccumulators finish them
@@ -158,6 +158,11 @@ def test_parked_connections_ended_by_the_idle_bound_or_the_capture_match(tmp_pat
     frames += [f for k in range(40, 80) for f in connection(rng, k, 400 + rng.uniform(0, 1.0))]
     path = pcaps.write(tmp_path / "idle.pcap", sorted(frames, key=lambda f: float(f.time)))
     general = formats.summary_dict(analyze(path))
+    compacted = []
+    if chunk_frames == 120:  # parcels rebuilt as soon as most of their connections were replayed
+        monkeypatch.setattr(P.ParkedFlows, "COMPACT_FROM", 2)
+        compact = P.ParkedFlows._compact
+        monkeypatch.setattr(P.ParkedFlows, "_compact", lambda *args: compacted.append(compact(*args)))
     assert formats.summary_dict(stream.analyze_to_files(path, chunk_frames=chunk_frames)) == general
     run = P.Pipeline(DiskStore(), finish_ended=True)
     for cap in E.read_chunks(path, chunk_frames):
@@ -168,3 +173,4 @@ def test_parked_connections_ended_by_the_idle_bound_or_the_capture_match(tmp_pat
     if chunk_frames is None:  # all parked in the one chunk: some left to the end, one of them idle, incomplete
         assert parked[40:].any() and (parked & run.released).any() and not (parked & run.released)[40:].any()
     assert len(run.entries(None)) == len(general["flows"]) and run.parked.count == 0
+    assert bool(compacted) == (chunk_frames == 120)

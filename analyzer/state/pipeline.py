@@ -207,6 +207,8 @@ class ParkedFlows:
         lo: np.ndarray
         hi: np.ndarray
 
+    COMPACT_FROM = 64  # flows in a parcel from which it is rebuilt when three quarters of them left (_compact)
+
     def __init__(self):
         self.parcels = {}                           # number -> Parcel
         self.alive = {}                             # number -> its flows still parked
@@ -224,18 +226,20 @@ class ParkedFlows:
     def park(self, ev, blocks, side, flow_of, flows, sndbuf):
         """Events ev (capture order, blocks re-based: with_blocks) of the flows `flows` (sorted by id), side
         and flow id per event."""
+        number = self.numbered
+        self.numbered += 1
+        parcel = self.parcels[number] = self._parcel(ev, blocks, side, flow_of)
+        records = A.short_tcp_records(ev, blocks, parcel.order, side[parcel.order], parcel.lo, parcel.hi, flows, sndbuf)
+        self.has_data[parcel.fids] = (records[:, :, 0] != 0).any(1)
+        self.alive[number] = len(parcel.fids)
+        self.parcel_of[parcel.fids] = number
+        self.count += len(parcel.fids)
+
+    def _parcel(self, ev, blocks, side, flow_of):
         order = np.argsort(flow_of, kind="stable")
         lo = np.flatnonzero(np.diff(flow_of[order], prepend=-1))
         hi = np.append(lo[1:], len(order))
-        fids = flow_of[order[lo]].astype(np.int64)
-        records = A.short_tcp_records(ev, blocks, order, side[order], lo, hi, flows, sndbuf)
-        self.has_data[fids] = (records[:, :, 0] != 0).any(1)
-        number = self.numbered
-        self.numbered += 1
-        self.parcels[number] = self.Parcel(ev, blocks, side, order, fids, lo, hi)
-        self.alive[number] = len(fids)
-        self.parcel_of[fids] = number
-        self.count += len(fids)
+        return self.Parcel(ev, blocks, side, order, flow_of[order[lo]].astype(np.int64), lo, hi)
 
     def _groups(self, fids):
         """-> [(number, parcel, mask of fids in it, their indices in parcel.fids)], the oldest parcel first."""
@@ -253,6 +257,18 @@ class ParkedFlows:
         self.alive[number] -= len(index)
         if not self.alive[number]:
             del self.parcels[number], self.alive[number]
+        elif self.alive[number] * 4 < len(parcel.fids) and len(parcel.fids) >= self.COMPACT_FROM:
+            self._compact(number, parcel)
+
+    def _compact(self, number, parcel):
+        """The parcel rebuilt with its flows still parked alone: a few connections parked long must not keep
+        their chunk's others' events."""
+        index = np.flatnonzero(self.parcel_of[parcel.fids] == number)
+        rows = np.sort(self._rows(parcel, index)[0])
+        flow_of = np.empty(len(parcel.ev), np.int64)
+        flow_of[parcel.order] = np.repeat(parcel.fids, parcel.hi - parcel.lo)
+        ev, blocks = with_blocks(parcel.ev, parcel.blocks, rows)
+        self.parcels[number] = self._parcel(ev, blocks, parcel.side[rows], flow_of[rows])
 
     def _rows(self, parcel, index):
         counts = parcel.hi[index] - parcel.lo[index]
