@@ -1,7 +1,9 @@
 """TCP connections that begin and end in one chunk are finished in one compiled pass for the summary
 alone (pipeline.Pipeline._finish_short, _scoreboard.c short_tcp_entries): their summaries must be
 those of the general path (a DirectionAccumulator per direction), whatever the blocks, losses, wrap, far acks or
-end; a transfer that did not complete goes the general way."""
+end; a transfer that did not complete goes the general way. Those that begin in a chunk and do not end in it
+are parked as their events (Pipeline._hold) and finished in the same pass, where q ends for a transfer that
+did not complete given (the idle bound, the budget, the capture's end)."""
 
 import random
 

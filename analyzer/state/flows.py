@@ -74,7 +74,7 @@ def near(base64, values32) -> np.ndarray:
     return base64 + delta.astype(np.int64)
 
 
-@dataclass
+@dataclass(slots=True)  # (no __dict__: a flood holds hundreds of thousands)
 class Flow:
     id: int
     protocol: str                 # sctp, tcp, mptcp

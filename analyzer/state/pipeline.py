@@ -34,9 +34,9 @@ from nrsack.analyzer.state.workers import feed_share
 IDLE_NS = 300 * 1_000_000_000
 SCTP_ABORT, SCTP_SHUTDOWN_COMPLETE = 6, 14
 _NEVER = np.iinfo(np.int64).min
-# A connection with more events than this in its first chunk is a transfer, not a short exchange: replaying
-# its events in the next chunk (_hold) would cost more than the general path saves (a long transfer's first
-# chunk was copied and assigned twice).
+# A connection with more events than this in its first chunk is a transfer, not a short exchange: parking and
+# replaying its events in the next chunk (_hold) would cost more than the general path saves (a long transfer's
+# first chunk was copied and assigned twice).
 HOLD_MAX_EVENTS = 256
 # Flows held open at once (docs/decisions.md 67): a flow's state costs a few KB, so a flood of flows that never
 # end (a SYN flood, a load test's connections never closed) stays well under a GB. Past it the flows without
@@ -142,13 +142,14 @@ class EntrySpill:
 
 class SpilledEntries:
     """The spilled entries in flow order, as a re-iterable sequence (read from the file each time). A
-    batch holds the short flows of one chunk, first seen in it or in the chunk before (held back): their
-    ids lie above those of every batch but the one before, so a few batches at a time are loaded, and a
-    flow spilled alone is read around them.
+    batch holds the short flows of one chunk, first seen in it or parked before (Pipeline._hold: those
+    of one parcel the budget, the idle bound or the capture's end finished together): their ids mostly lie
+    above those of every batch but the last few, so a few batches at a time are loaded (the one read
+    longest ago goes first), and a flow spilled alone is read around them.
     Iterated: DirectionResults; rows(): the same as summary rows, which the JSON writer takes as they are."""
 
     ROWS_AT_ONCE = 4096
-    BATCHES_LOADED = 3  # a chunk's batch also holds the connections held back from the chunk before (Pipeline._hold)
+    BATCHES_LOADED = 3  # a chunk's batch also holds the connections parked in the chunk before (Pipeline._hold)
 
     def __init__(self, spill: EntrySpill):
         self.spill = spill
@@ -196,7 +197,7 @@ class ParkedFlows:
     each. Kept in parcels, one per chunk (the events of its connections, in capture order, their blocks
     re-based); a connection leaves whole: replayed into a chunk where it shows again (replay), or finished
     with others in one compiled call (finish: scoreboard.short_tcp_rows, the same figures as the general
-    path's, docs/decisions.md 5X)."""
+    path's: docs/decisions.md, "A flood's never-closed short connections")."""
 
     class Parcel(NamedTuple):
         ev: np.ndarray       # events, capture order
