@@ -685,13 +685,16 @@ int add_board_type(PyObject *module) {
 }
 
 /* ---- short TCP connections, many in one call ----
- * short_tcp_entries(events, blocks, rows, side, group_lo, group_hi, conn, flow_flags, sndbuf) -> int64
+ * short_tcp_entries(events, blocks, rows, side, group_lo, group_hi, conn, flow_flags, sndbuf[, end_ns]) -> int64
  * records, ENTRY_FIELDS per sender direction (side 0 then side 1 of each group): what DirectionAccumulator.feed
  * and DirectionAccumulator.finish (state/scoreboard.py) make of a TCP connection whose every event is rows[group_lo[g] ..
  * group_hi[g]) (in capture order, `side` per row), fed to a fresh level and Board in one go. The
  * pipeline sends here the connections that begin and end in one chunk: a call per flow direction of
  * the general path cost more than the work. flow_flags: FLOW_NEGOTIATED_NR | FLOW_NEVER_RENEGE_0 |
- * FLOW_NEVER_RENEGE_1 (Flow.negotiated_nr, never_renege); sndbuf < 0: estimated. */
+ * FLOW_NEVER_RENEGE_1 (Flow.negotiated_nr, never_renege); sndbuf < 0: estimated. end_ns (int64 per group, -1:
+ * none): where q ends for a direction that did not complete (DirectionAccumulator.finish's end_ns: the pipeline's
+ * parked connections, finished at their last event or the capture's end); without it such a direction is left
+ * unsummed (ENTRY_COMPLETE 0, no figures). */
 enum { FLOW_NEGOTIATED_NR = 1, FLOW_NEVER_RENEGE_0 = 2, FLOW_NEVER_RENEGE_1 = 4 };
 enum {
     ENTRY_HAS_DATA, ENTRY_COMPLETE, ENTRY_NR_SACK, ENTRY_FIRST_FRAME, ENTRY_T_START, ENTRY_Q_NS, ENTRY_P_NS,
@@ -802,7 +805,7 @@ PyObject *window_close_py(PyObject *self, PyObject *args) {
 
 /* DirectionAccumulator.feed's tallies and DirectionAccumulator.finish's window (p, b, blocking runs) over one direction's rows. */
 static void summarize(const Board *b, const part_out_t *o, Py_ssize_t n, const board_rows_t *r, int nr_known,
-                      long long sndbuf, int64_t *e) {
+                      long long sndbuf, int64_t end_ns, int64_t *e) {
     Py_ssize_t first = -1, last_data = -1, last_new = -1, done = -1;
     int64_t max_sack = 0, max_nr = 0, max_whatif = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -826,8 +829,10 @@ static void summarize(const Board *b, const part_out_t *o, Py_ssize_t n, const b
     /* the first ack after the last data that cum-acks all of it ends the transfer */
     for (Py_ssize_t i = last_data + 1; i < n && done < 0; i++)
         if (o->kind[i] != 0 && r->acked[i] >= e[ENTRY_DATA_BYTES]) done = i;
-    if (done < 0) return;  /* incomplete: q runs to the end of the capture (the general path) */
-    e[ENTRY_COMPLETE] = 1;
+    /* incomplete without end_ns: q runs to the end of the capture (the general path finishes it) */
+    if (done < 0 && end_ns < 0) return;
+    int complete = e[ENTRY_COMPLETE] = done >= 0;
+    Py_ssize_t last = complete ? done : n - 1;  /* DirectionAccumulator.finish's window: to the end or the last row */
     int nr_sack = e[ENTRY_NR_SACK] = nr_known;
     sbe_result_t estimate;
     sbe_decide_paths(&b->estimate, nr_sack, SBE_TCP_CONNECTION, &estimate);
@@ -838,7 +843,7 @@ static void summarize(const Board *b, const part_out_t *o, Py_ssize_t n, const b
     int64_t capacity = e[ENTRY_CAPACITY] = sndbuf >= 0 ? sndbuf : (int64_t)estimate.sndbuf;
     window_t w = {0};
     int64_t after_new = 0;  /* the RtxQ after the last new data (estimated B) */
-    for (Py_ssize_t i = first; i <= done; i++) {
+    for (Py_ssize_t i = first; i <= last; i++) {
         int64_t rtxq = nr_sack ? r->sack[i] - r->nr[i] : r->sack[i];
         if (o->kind[i] == 0 && (r->flags[i] & FLAG_CHANGED)) after_new = rtxq;
         int blocked = sndbuf >= 0 ? capacity - rtxq < e[ENTRY_MAX_PAYLOAD]
@@ -846,18 +851,19 @@ static void summarize(const Board *b, const part_out_t *o, Py_ssize_t n, const b
                                                 (r->flags[i] & FLAG_GAP_OPEN) != 0, i < last_new);
         window_row(&w, o->time_ns[i], blocked, (r->flags[i] & FLAG_GAP_OPEN) != 0);
     }
-    window_close(&w, o->time_ns[done], 1);
+    int64_t t_end = window_close(&w, complete ? o->time_ns[done] : end_ns, complete);
     e[ENTRY_P_NS] = w.p_ns; e[ENTRY_B_NS] = w.b_ns; e[ENTRY_INTERVALS] = w.intervals;
-    e[ENTRY_ACKED] = r->acked[done];
-    e[ENTRY_Q_NS] = o->time_ns[done] - o->time_ns[first];
+    e[ENTRY_ACKED] = r->acked[last];
+    e[ENTRY_Q_NS] = t_end - o->time_ns[first];
 }
 
 PyObject *short_tcp_entries(PyObject *self, PyObject *args) {
-    PyObject *o_ev, *o_bk, *o_rows, *o_side, *o_lo, *o_hi, *o_conn, *o_flags;
+    PyObject *o_ev, *o_bk, *o_rows, *o_side, *o_lo, *o_hi, *o_conn, *o_flags, *o_end = Py_None;
     long long sndbuf;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOL", &o_ev, &o_bk, &o_rows, &o_side, &o_lo, &o_hi, &o_conn, &o_flags, &sndbuf))
+    if (!PyArg_ParseTuple(args, "OOOOOOOOL|O", &o_ev, &o_bk, &o_rows, &o_side, &o_lo, &o_hi, &o_conn, &o_flags, &sndbuf,
+                          &o_end))
         return NULL;
-    buf_t ev = {0}, bk = {0}, rows = {0}, side = {0}, glo = {0}, ghi = {0}, gconn = {0}, gflags = {0};
+    buf_t ev = {0}, bk = {0}, rows = {0}, side = {0}, glo = {0}, ghi = {0}, gconn = {0}, gflags = {0}, gend = {0};
     PyObject *records = NULL, *result = NULL;
     Board b;
     memset(&b, 0, sizeof b);
@@ -870,8 +876,10 @@ PyObject *short_tcp_entries(PyObject *self, PyObject *args) {
         get_buf(o_lo, &glo, 8, -1, 0, "short_tcp_entries") < 0 ||
         get_buf(o_hi, &ghi, 8, glo.b.len / 8, 0, "short_tcp_entries") < 0 ||
         get_buf(o_conn, &gconn, 4, glo.b.len / 8, 0, "short_tcp_entries") < 0 ||
-        get_buf(o_flags, &gflags, 1, glo.b.len / 8, 0, "short_tcp_entries") < 0)
+        get_buf(o_flags, &gflags, 1, glo.b.len / 8, 0, "short_tcp_entries") < 0 ||
+        (o_end != Py_None && get_buf(o_end, &gend, 8, glo.b.len / 8, 0, "short_tcp_entries") < 0))
         goto out;
+    const int64_t *end_ns = gend.ok ? gend.b.buf : NULL;
     const event_t *e = ev.b.buf;
     const block_t *blocks = bk.b.buf;
     const int64_t *row = rows.b.buf, *lo = glo.b.buf, *hi = ghi.b.buf;
@@ -926,7 +934,7 @@ PyObject *short_tcp_entries(PyObject *self, PyObject *args) {
             }
             if (feed_fresh(&b, &o, j, &r) < 0) { PyErr_NoMemory(); goto out; }
             summarize(&b, &o, j, &r, nr_seen || peer_never_renege || (flow_flags[g] & FLOW_NEGOTIATED_NR), sndbuf,
-                      entry);
+                      end_ns ? end_ns[g] : -1, entry);
         }
     }
     result = records;
@@ -939,7 +947,7 @@ out:
     iset_free(&b.nr);
     iset_free(&b.revoked);
     free(b.revoked_rows);
-    buf_t *held[] = {&ev, &bk, &rows, &side, &glo, &ghi, &gconn, &gflags};
+    buf_t *held[] = {&ev, &bk, &rows, &side, &glo, &ghi, &gconn, &gflags, &gend};
     for (size_t k = 0; k < sizeof held / sizeof *held; k++)
         if (held[k]->ok) PyBuffer_Release(&held[k]->b);
     return result;

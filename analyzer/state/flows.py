@@ -74,7 +74,7 @@ def near(base64, values32) -> np.ndarray:
     return base64 + delta.astype(np.int64)
 
 
-@dataclass
+@dataclass(slots=True)  # (no __dict__: a flood holds hundreds of thousands)
 class Flow:
     id: int
     protocol: str                 # sctp, tcp, mptcp
@@ -156,6 +156,13 @@ class FlowTable:
         if self._untagged:
             self._learn_tags(cap)
         return self._conn_flow[ev["conn"]], (ev["dir"].astype(np.int8) ^ self._conn_flip[ev["conn"]]).astype(np.int8)
+
+    def flows_of_conns(self, conns) -> np.ndarray:
+        """The flow id each conn names (-1: none yet)."""
+        known = conns < len(self._conn_flow)
+        out = np.full(len(conns), -1, np.int64)
+        out[known] = self._conn_flow[conns[known]]
+        return out
 
     def forget(self, flow, conns: E.ConnList):
         """A finished flow leaves the table: its id stays taken (its conns still name it), its object,

@@ -10,13 +10,16 @@ the figures do not depend on the chunk size. Released, a DirectionAccumulator ke
 scoreboard; with `finish_ended` (the summary alone is wanted) a flow whose every direction
 completed its transfer is finished at once and its entries spilled to a temporary file
 (EntrySpill), so the memory a capture needs does not grow with its flows; a TCP connection that
-begins and ends in one chunk is finished in one compiled pass (_finish_short), and one cut by a
-chunk's end is held back into the next (_hold).
+begins and ends in one chunk is finished in one compiled pass (_finish_short), and one that begins
+in a chunk and does not end in it is held as its events (_hold, ParkedFlows): replayed into the
+chunk where it shows again, or finished in one compiled pass with the others the budget cuts, the
+idle bound ends or the capture's end finds open.
 """
 
 import heapq
 import pickle
 import tempfile
+from typing import NamedTuple
 
 import numpy as np
 
@@ -31,9 +34,9 @@ from nrsack.analyzer.state.workers import feed_share
 IDLE_NS = 300 * 1_000_000_000
 SCTP_ABORT, SCTP_SHUTDOWN_COMPLETE = 6, 14
 _NEVER = np.iinfo(np.int64).min
-# A connection with more events than this in its first chunk is a transfer, not a short exchange: replaying
-# its events in the next chunk (_hold) would cost more than the general path saves (a long transfer's first
-# chunk was copied and assigned twice).
+# A connection with more events than this in its first chunk is a transfer, not a short exchange: parking and
+# replaying its events in the next chunk (_hold) would cost more than the general path saves (a long transfer's
+# first chunk was copied and assigned twice).
 HOLD_MAX_EVENTS = 256
 # Flows held open at once (docs/decisions.md 67): a flow's state costs a few KB, so a flood of flows that never
 # end (a SYN flood, a load test's connections never closed) stays well under a GB. Past it the flows without
@@ -139,13 +142,14 @@ class EntrySpill:
 
 class SpilledEntries:
     """The spilled entries in flow order, as a re-iterable sequence (read from the file each time). A
-    batch holds the short flows of one chunk, first seen in it or in the chunk before (held back): their
-    ids lie above those of every batch but the one before, so a few batches at a time are loaded, and a
-    flow spilled alone is read around them.
+    batch holds the short flows of one chunk, first seen in it or parked before (Pipeline._hold: those
+    of one parcel the budget, the idle bound or the capture's end finished together): their ids mostly lie
+    above those of every batch but the last few, so a few batches at a time are loaded (the one read
+    longest ago goes first), and a flow spilled alone is read around them.
     Iterated: DirectionResults; rows(): the same as summary rows, which the JSON writer takes as they are."""
 
     ROWS_AT_ONCE = 4096
-    BATCHES_LOADED = 3  # a chunk's batch also holds the connections held back from the chunk before (Pipeline._hold)
+    BATCHES_LOADED = 3  # a chunk's batch also holds the connections parked in the chunk before (Pipeline._hold)
 
     def __init__(self, spill: EntrySpill):
         self.spill = spill
@@ -172,18 +176,159 @@ class SpilledEntries:
                 file.seek(offset)
                 out += pickle.loads(file.read(length))[0]
             else:
-                batch = loaded.get(offset)
+                batch = loaded.pop(offset, None)  # (put back last: the batches read longest ago go first)
                 if batch is None:
                     if len(loaded) == self.BATCHES_LOADED:
                         del loaded[next(iter(loaded))]
                     file.seek(offset)
-                    batch = loaded[offset] = pickle.loads(file.read(length))
+                    batch = pickle.loads(file.read(length))
+                loaded[offset] = batch
                 out += batch[slot]
             if len(out) >= self.ROWS_AT_ONCE:
                 yield out
                 out = []
         if out:
             yield out
+
+
+class ParkedFlows:
+    """TCP connections held as their events, not as DirectionAccumulators (Pipeline._hold): a few hundred
+    bytes a connection where two DirectionAccumulators and their levels cost ~10 KB and a Python finish
+    each. Kept in parcels, one per chunk (the events of its connections, in capture order, their blocks
+    re-based); a connection leaves whole: replayed into a chunk where it shows again (replay), or finished
+    with others in one compiled call (finish: scoreboard.short_tcp_rows, the same figures as the general
+    path's: docs/decisions.md, "A flood's never-closed short connections")."""
+
+    class Parcel(NamedTuple):
+        ev: np.ndarray       # events, capture order
+        blocks: np.ndarray
+        side: np.ndarray     # per event
+        order: np.ndarray    # the events grouped by flow (capture order within one)
+        fids: np.ndarray     # the parcel's flow ids, sorted; flow k's events: order[lo[k]:hi[k]]
+        lo: np.ndarray
+        hi: np.ndarray
+
+    COMPACT_FROM = 64  # flows in a parcel from which it is rebuilt when three quarters of them left (_compact)
+
+    def __init__(self):
+        self.parcels = {}                           # number -> Parcel
+        self.alive = {}                             # number -> its flows still parked
+        self.parcel_of = np.full(0, -1, np.int64)   # per flow id: its parcel's number (-1: not parked)
+        self.has_data = np.zeros(0, bool)           # per flow id: a direction of it sent data (DirectionAccumulator.has_data)
+        self.count = 0
+        self.numbered = 0
+
+    def grow(self, flows):
+        more = flows - len(self.parcel_of)
+        if more > 0:
+            self.parcel_of = np.concatenate((self.parcel_of, np.full(more, -1, np.int64)))
+            self.has_data = np.concatenate((self.has_data, np.zeros(more, bool)))
+
+    def park(self, ev, blocks, side, flow_of, flows, sndbuf):
+        """Events ev (capture order, blocks re-based: with_blocks) of the flows `flows` (sorted by id), side
+        and flow id per event."""
+        number = self.numbered
+        self.numbered += 1
+        parcel = self.parcels[number] = self._parcel(ev, blocks, side, flow_of)
+        records = A.short_tcp_records(ev, blocks, parcel.order, side[parcel.order], parcel.lo, parcel.hi, flows, sndbuf)
+        self.has_data[parcel.fids] = (records[:, :, 0] != 0).any(1)
+        self.alive[number] = len(parcel.fids)
+        self.parcel_of[parcel.fids] = number
+        self.count += len(parcel.fids)
+
+    def _parcel(self, ev, blocks, side, flow_of):
+        order = np.argsort(flow_of, kind="stable")
+        lo = np.flatnonzero(np.diff(flow_of[order], prepend=-1))
+        hi = np.append(lo[1:], len(order))
+        return self.Parcel(ev, blocks, side, order, flow_of[order[lo]].astype(np.int64), lo, hi)
+
+    def _groups(self, fids):
+        """-> [(number, parcel, mask of fids in it, their indices in parcel.fids)], the oldest parcel first."""
+        where = self.parcel_of[fids]
+        out = []
+        for number in np.unique(where).tolist():
+            parcel = self.parcels[number]
+            mask = where == number
+            out.append((number, parcel, mask, np.searchsorted(parcel.fids, fids[mask])))
+        return out
+
+    def _leave(self, number, parcel, index):
+        self.parcel_of[parcel.fids[index]] = -1
+        self.count -= len(index)
+        self.alive[number] -= len(index)
+        if not self.alive[number]:
+            del self.parcels[number], self.alive[number]
+        elif self.alive[number] * 4 < len(parcel.fids) and len(parcel.fids) >= self.COMPACT_FROM:
+            self._compact(number, parcel)
+
+    def _compact(self, number, parcel):
+        """The parcel rebuilt with its flows still parked alone: a few connections parked long must not keep
+        their chunk's others' events."""
+        index = np.flatnonzero(self.parcel_of[parcel.fids] == number)
+        rows = np.sort(self._rows(parcel, index)[0])
+        flow_of = np.empty(len(parcel.ev), np.int64)
+        flow_of[parcel.order] = np.repeat(parcel.fids, parcel.hi - parcel.lo)
+        ev, blocks = with_blocks(parcel.ev, parcel.blocks, rows)
+        self.parcels[number] = self._parcel(ev, blocks, parcel.side[rows], flow_of[rows])
+
+    def _rows(self, parcel, index):
+        counts = parcel.hi[index] - parcel.lo[index]
+        return parcel.order[F.expand_runs(parcel.lo[index], counts)], counts
+
+    def replay(self, fids):
+        """-> (events, blocks) of the parked flows `fids` (sorted ids), in capture order; they leave."""
+        parts = []
+        for number, parcel, _, index in self._groups(fids):
+            rows, _ = self._rows(parcel, index)
+            parts.append(with_blocks(parcel.ev, parcel.blocks, np.sort(rows)))
+            self._leave(number, parcel, index)
+        return joined_events(parts)
+
+    def finish(self, fids, flows, end_ns, sndbuf):
+        """The parked flows `fids` (sorted ids) finished, q ending at end_ns (per flow; None: a flow with a
+        direction that did not complete stays parked) -> [(flow ids, their rows)] a parcel at a time (EntrySpill.put_rows's,
+        the flows without data left out). The others leave."""
+        out = []
+        for number, parcel, mask, index in self._groups(fids):
+            rows, counts = self._rows(parcel, index)
+            hi = np.cumsum(counts)
+            picked = [flows[f] for f in parcel.fids[index].tolist()]
+            summaries = A.short_tcp_rows(parcel.ev, parcel.blocks, rows, parcel.side[rows], hi - counts, hi, picked,
+                                         sndbuf, None if end_ns is None else end_ns[mask])
+            done = np.array([rows is not None for rows in summaries], bool)
+            spilled = [(flow.id, rows) for flow, rows in zip(picked, summaries) if rows]
+            if spilled:
+                out.append(tuple(map(list, zip(*spilled))))
+            self._leave(number, parcel, index[done])
+        return out
+
+    def drop(self, fids):
+        """The parked flows `fids` (sorted ids) leave unfinished (no data: nothing to finish)."""
+        for number, parcel, _, index in self._groups(fids):
+            self._leave(number, parcel, index)
+
+
+def with_blocks(ev, blocks, rows):
+    """-> (ev[rows], their blocks), the blocks' indices re-based on them."""
+    ev = ev[rows]
+    counts = ev["blk_count"].astype(np.int64)
+    picked = blocks[F.expand_runs(ev["blk_start"], counts)]
+    picked["event"] = np.repeat(np.arange(len(ev)), counts)
+    ev["blk_start"] = np.cumsum(counts) - counts
+    return ev, picked
+
+
+def joined_events(parts):
+    """[(events, blocks)] (with_blocks's) -> one (events, blocks), in the parts' order."""
+    if len(parts) == 1:
+        return parts[0]
+    evs, blocks = zip(*parts)
+    ev, joined = np.concatenate(evs), np.concatenate(blocks)
+    ev_at = np.cumsum([0] + [len(e) for e in evs[:-1]])
+    block_at = np.cumsum([0] + [len(b) for b in blocks[:-1]])
+    ev["blk_start"] += np.repeat(block_at, [len(e) for e in evs])
+    joined["event"] += np.repeat(ev_at, [len(b) for b in blocks])
+    return ev, joined
 
 
 class Pipeline:
@@ -230,19 +375,22 @@ class Pipeline:
         self.fin_acked = np.zeros((0, 2), bool)
         self.late = [0, None]  # events after their flow's end: how many, the first frame
         self.short_flows = 0   # flows finished by _finish_short
-        self.held = None       # (events, blocks, the chunk's header) of the connections _hold held back
-        self.replayed = 0      # rows of this chunk replayed from the one before
-        self.flushing = False
+        self.parked = ParkedFlows()  # the connections _hold holds as their events
+        # (flow ids, their last events' times, the last frame) of those parked in the last chunk: open from the
+        # next chunk on, as they would be replayed there (_open_parked)
+        self.pending = None
+        self.replayed = 0      # rows of this chunk replayed from parked connections
 
     def feed(self, cap: E.Capture):
-        """-> the flow and side of each event of the chunk (with the connections held back from the chunk
-        before replayed at its head: _hold)."""
-        cap = self._replay_held(cap)
+        """-> the flow and side of each event of the chunk (with the parked connections it shows again replayed
+        at its head: _hold)."""
+        cap = self._replay_parked(cap)
         flow_of, side_of = self.table.assign(cap)
         self.conns = cap.conns
         if not len(cap.ev):
             if self.on_chunk is not None:
                 self.on_chunk(cap, flow_of, side_of)
+            self._flush_held()  # (as if replayed: a chunk of them alone)
             return flow_of, side_of
         self._grow(len(self.table.flows), len(cap.conns))
         self.end_ns = max(self.end_ns, int(cap.ev["time_ns"].max()))
@@ -255,13 +403,14 @@ class Pipeline:
         stops = np.append(starts[1:], len(order))
         sorted_side = side_of[order]
         short = self._finish_short(cap, order, sorted_side, sorted_flows[starts], starts, stops)
-        held = self._hold(cap, flow_of, live_flow, order[starts], sorted_flows[starts], stops - starts, short)
+        held = self._hold(cap, flow_of, live_flow, side_of, order[starts], sorted_flows[starts], stops - starts, short)
+        parked = set(held.tolist())
         dormant = self._dormant(cap, order, sorted_side, sorted_flows[starts], starts)
         work = []  # [(a flow's events, its DirectionAccumulators)]
         # the TCP connections with few rows here whose levels only their Boards read: fed in one compiled call
         fused, fused_lo, fused_hi = [], [], []
         for fid, lo, hi in zip(sorted_flows[starts].tolist(), starts.tolist(), stops.tolist()):
-            if fid in short or fid in held or fid in dormant:
+            if fid in short or fid in parked or fid in dormant:
                 continue
             flow = self.table.flows[fid]
             senders = self._senders(flow)
@@ -285,26 +434,45 @@ class Pipeline:
             last = np.append(starts[1:], len(order)) - 1
             self.last_ns[sorted_flows[last]] = cap.ev["time_ns"][order[last]]
             self.active[sorted_flows[starts]] = True
-            if held:  # not analysed yet: as if not seen
-                unseen = np.fromiter(held, np.int64, len(held))
-                self.last_ns[unseen] = _NEVER
-                self.active[unseen] = False
+        self._open_parked()
+        if len(held):  # parked: open from the next chunk on, as a connection held back into it was
+            self.pending = (held, self.last_ns[held], int(cap.ev["frame"].max()))
+            self.last_ns[held] = _NEVER
+            self.active[held] = False
         if short:
             finished = np.fromiter(short, np.int64, len(short))
             self.released[finished] = True
             self.active[finished] = False
+        self._settle(int(cap.ev["frame"].max()), short)
+        return flow_of, side_of
+
+    def _settle(self, frame, short):
+        """After a chunk (its last frame; None: none): the idle flows released, then the budget applied."""
         idle = np.flatnonzero(self.active & (self.last_ns < self.end_ns - IDLE_NS))
         ending = np.array(sorted((set(self._ended) - short) | set(idle.tolist())), np.int64)
+        parked = self.parked.parcel_of[ending] >= 0
+        self._finish_parked(ending[parked], cut=False)
+        ending = ending[~parked]
         self._release_bare(ending[~self.fed[ending]], cut=False)
         for fid in ending[self.fed[ending]].tolist():
             self._release(fid)
         open_flows = int(np.count_nonzero(self.active))
         if open_flows > self.max_open_flows:
-            open_flows -= self._cut(cap, open_flows)
+            open_flows -= self._cut(frame, open_flows)
         self.peak_open = max(self.peak_open, open_flows)
         if hasattr(self.store, "flush"):  # (with workers, written in a thread while the next chunk is assigned)
             self.store.flush(None if self.workers is None else self.workers.pool)
-        return flow_of, side_of
+
+    def _open_parked(self):
+        """The connections parked in the chunk before and not replayed in this one open from now on (where a
+        connection held back into this chunk would have been replayed and opened), for the idle bound and the budget."""
+        if self.pending is None:
+            return
+        fids, last_ns, _ = self.pending
+        self.pending = None
+        still = self.parked.parcel_of[fids] >= 0
+        self.last_ns[fids[still]] = last_ns[still]
+        self.active[fids[still]] = True
 
     def _one_pass(self) -> bool:
         """Whether short connections may be finished in one pass: for the summary alone (finish_ended)
@@ -340,57 +508,81 @@ class Pipeline:
         anchor = int(self.syn_next[fid, side])
         return F.anchored_space(anchor) if anchor >= 0 and not self.released[fid] else None
 
-    def _hold(self, cap, flow_of, live_flow, first_row, group_flow, group_size, short) -> set:
-        """The TCP connections that begin in this chunk and do not end in it, held back: their events are
-        replayed at the head of the next chunk, where most end and take the one-pass way (_finish_short),
-        not a DirectionAccumulator per direction (a connection cut by a chunk's end cost as much as ~40
-        short ones). -> their flow ids. Held once: replayed, a connection goes the general way; one with
-        an event left out (late) is not held (its count would be made twice)."""
-        if not self._one_pass() or self.flushing:
-            return set()
+    def _hold(self, cap, flow_of, live_flow, side_of, first_row, group_flow, group_size, short) -> np.ndarray:
+        """The TCP connections that begin in this chunk and do not end in it, parked as their events
+        (ParkedFlows), not a DirectionAccumulator per direction (a connection cut by a chunk's end cost as
+        much as ~40 short ones; a flood's never-closed one a Python finish of its own): replayed at the head of
+        the chunk where they show again, where most end and take the one-pass way (_finish_short), and
+        finished in one compiled pass when the idle bound or the budget ends them or the capture does
+        (_finish_parked). -> their flow ids, sorted. Held once: replayed, a connection goes the general way;
+        one with an event left out (late) is not held (its count would be made twice)."""
+        if not self._one_pass():
+            return np.zeros(0, np.int64)
         fresh = (self.last_ns[group_flow] == _NEVER) & (first_row >= self.replayed) & (group_size <= HOLD_MAX_EVENTS)
         late = flow_of[(flow_of >= 0) & (live_flow < 0)]
         ended = list(self._ended)
         fresh &= ~np.isin(group_flow, ended) & ~np.isin(group_flow, late)
         flows = self.table.flows
-        held = {f for f in group_flow[fresh].tolist() if f not in short and flows[f].protocol == "tcp"}
-        if not held:
+        held = np.array(sorted(f for f in group_flow[fresh].tolist() if f not in short and flows[f].protocol == "tcp"),
+                        np.int64)
+        if not len(held):
             return held
-        rows = np.flatnonzero(np.isin(live_flow, np.fromiter(held, np.int64, len(held))))
-        ev = cap.ev[rows]
-        counts = ev["blk_count"].astype(np.int64)
-        blocks = cap.blocks[F.expand_runs(ev["blk_start"], counts)]
-        blocks["event"] = np.repeat(np.arange(len(ev)), counts)
-        ev["blk_start"] = np.cumsum(counts) - counts
-        self.held = (ev, blocks, E.Capture(cap.path, cap.linktype, cap.frames, cap.ev[:0].copy(), cap.blocks[:0].copy(),
-                                           cap.conns, cap.findings, cap.rule_findings, cap.offset + len(cap.ev),
-                                           cap.truncated))
+        rows = np.flatnonzero(np.isin(live_flow, held))
+        ev, blocks = with_blocks(cap.ev, cap.blocks, rows)
+        self.parked.park(ev, blocks, side_of[rows], live_flow[rows], [flows[f] for f in held.tolist()], self.sndbuf)
         # replayed, their FINs are followed again from the start
-        self._clear_fins([conn for f in held for conn in flows[f].conns])
+        self._clear_fins([conn for f in held.tolist() for conn in flows[f].conns])
         return held
 
-    def _replay_held(self, cap):
-        """cap with the events held back from the chunk before (_hold) at its head."""
+    def _replay_parked(self, cap):
+        """cap with the events of the parked connections it shows again (an event on one of their conns) at its head."""
         self.replayed = 0
-        if self.held is None:
+        if not self.parked.count or not len(cap.ev):
             return cap
-        ev, blocks, _ = self.held
-        self.held = None
+        fids = self.table.flows_of_conns(np.unique(cap.ev["conn"]))
+        fids = np.unique(fids[fids >= 0])
+        fids = fids[(self.parked.parcel_of[fids] >= 0) & ~self.released[fids]]
+        if not len(fids):
+            return cap
+        ev, blocks = self.parked.replay(fids)
+        self.last_ns[fids] = _NEVER  # not analysed yet: as if not seen
+        self.active[fids] = False
         self.replayed = len(ev)
         joined = np.concatenate((ev, cap.ev))
         joined["blk_start"][len(ev):] += len(blocks)
         joined_blocks = np.concatenate((blocks, cap.blocks))
         joined_blocks["event"][len(blocks):] += len(ev)
-        # (the held events' capture-wide indices are not offset + row: nothing reads them on the one-pass way)
+        # (the replayed events' capture-wide indices are not offset + row: nothing reads them on the one-pass way)
         return E.Capture(cap.path, cap.linktype, cap.frames, joined, joined_blocks, cap.conns, cap.findings,
                          cap.rule_findings, cap.offset - len(ev), cap.truncated)
 
     def _flush_held(self):
-        """The held connections once no chunk follows: replayed alone (the general way where they did not end)."""
-        if self.held is not None:
-            self.flushing = True
-            self.feed(self.held[2])
-            self.flushing = False
+        """Once no chunk follows: the connections parked in the last chunk open, as if replayed in a chunk of
+        their own (the idle bound and the budget apply to them as they would then)."""
+        if self.pending is not None:
+            frame = self.pending[2]
+            self._open_parked()
+            self._ended = {}
+            self._settle(frame, set())
+
+    def _finish_parked(self, fids, cut, end_ns=None):
+        """The parked flows `fids` (sorted ids) end: with data, finished in one compiled pass and spilled, q
+        ending at their last event (`cut`: the budget's), at end_ns (the capture's end: entries) or, where a
+        direction did not complete and neither is given, left parked to the end of the capture (the idle
+        bound's: an open flow's q runs on); without data, they leave."""
+        if not len(fids):
+            return
+        self.released[fids] = True
+        self.active[fids] = False
+        data = self.parked.has_data[fids]
+        self.parked.drop(fids[~data])
+        with_data = fids[data]
+        ends = self.last_ns[with_data] if cut else None if end_ns is None else np.full(len(with_data), end_ns, np.int64)
+        for spilled, rows in self.parked.finish(with_data, self.table.flows, ends, self.sndbuf):
+            self.spill.put_rows(spilled, rows)
+        flows = self.table.flows
+        for fid in fids[self.parked.parcel_of[fids] < 0].tolist():
+            self.table.forget(flows[fid], self.conns)
 
     def _finish_short(self, cap, rows, side, group_flow, lo, hi) -> set:
         """The TCP connections that begin and end in this chunk, finished and spilled in one compiled pass
@@ -407,7 +599,7 @@ class Pipeline:
             return set()
         picked = [flows[f] for f in group_flow[groups].tolist()]
         done, spilled, batch, finished_conns = set(), [], [], []
-        for flow, summaries in zip(picked, A.short_tcp_rows(cap, rows, side, lo[groups], hi[groups], picked,
+        for flow, summaries in zip(picked, A.short_tcp_rows(cap.ev, cap.blocks, rows, side, lo[groups], hi[groups], picked,
                                                             self.sndbuf)):
             if summaries is None:  # a transfer that did not complete: a DirectionAccumulator finishes it at the end
                 continue
@@ -433,6 +625,7 @@ class Pipeline:
             self.syn_next = np.concatenate((self.syn_next, np.full((more, 2), -1, np.int64)))
             self.plain_tcp = np.concatenate((self.plain_tcp, [f is not None and f.protocol == "tcp"
                                                               for f in self.table.flows[flows - more:flows]]))
+            self.parked.grow(flows)
         more = conns - len(self.conn_closed)
         if more > 0:
             self.conn_closed = np.concatenate((self.conn_closed, np.zeros(more, bool)))
@@ -530,17 +723,19 @@ class Pipeline:
                 ends[f] = r
         return ends
 
-    def _cut(self, cap, open_flows) -> int:
+    def _cut(self, frame, open_flows) -> int:
         """The budget of open flows bound: the flows without data released first (they make no rows), then
         those idle longest finished at their last event (incomplete), down to CUT_TO of the budget so it does
         not bind again at the next chunk. Counted for the note (budget_note), never dropped silently. -> how many."""
         if self.cut_frame is None:
-            self.cut_frame = int(cap.ev["frame"].max())
+            self.cut_frame = frame
         want = open_flows - int(self.max_open_flows * CUT_TO)
         ids = np.flatnonzero(self.active)
         ids = ids[np.argsort(self.last_ns[ids], kind="stable")]
         data = np.zeros(len(ids), bool)  # (a flow without a DirectionAccumulator has none: _dormant)
         data[self.fed[ids]] = [self._has_data(fid) for fid in ids[self.fed[ids]].tolist()]
+        parked = self.parked.parcel_of[ids] >= 0
+        data[parked] = self.parked.has_data[ids[parked]]
         without = ids[~data][:want]
         with_data = ids[data][:want - len(without)]
         self.cut[0] += len(without)
@@ -553,8 +748,11 @@ class Pipeline:
             gone = victims
         if len(gone):  # judged while their levels (and the serials they left out as far) are still held
             self.on_cut(gone)
-        self._release_bare(victims[~self.fed[victims]], cut=True)
-        for fid in victims[self.fed[victims]].tolist():
+        parked = self.parked.parcel_of[victims] >= 0
+        self._finish_parked(victims[parked], cut=True)
+        held = victims[~parked]
+        self._release_bare(held[~self.fed[held]], cut=True)
+        for fid in held[self.fed[held]].tolist():
             if self._has_data(fid):
                 self.cut_end[fid] = int(self.last_ns[fid])
             self._release(fid, cut=True)
@@ -681,6 +879,8 @@ class Pipeline:
         self._flush_held()
         if self.spill is None:
             return [self._entry(item, sndbuf, sinks) for item in self.plan()]
+        parked = np.flatnonzero(self.parked.parcel_of >= 0)  # (their q ends with the capture's, as an open flow's)
+        self._finish_parked(parked, cut=False, end_ns=self.end_ns)
         # in flow order: the tables of the flows spilled with theirs replayed between those finished now
         kept = self.spill.has_tables().tolist() if sinks is not None and hasattr(self.spill, "has_tables") else []
         still_open = [flow.id for flow in self.table.flows if flow is not None and flow.id in self.senders]

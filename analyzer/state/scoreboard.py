@@ -441,21 +441,27 @@ SHORT_FIELDS = ("has_data", "complete", "nr_sack", "first_frame", "t_start", "q_
 FLOW_NEGOTIATED_NR, FLOW_NEVER_RENEGE_0, FLOW_NEVER_RENEGE_1 = 1, 2, 4
 
 
-def short_tcp_rows(cap, rows, side, lo, hi, flows, sndbuf) -> list:
-    """DirectionAccumulator.feed and .finish of TCP connections whose every event is in this chunk, all in one
-    compiled call: `flows[k]`'s events are rows[lo[k]:hi[k]] (chunk indices, in order; `side` per row).
-    -> per flow the summaries of its directions with data as the spill takes them (summary_row's keys and
-    values, no paths: EntrySpill.put_rows), or None when one of them did not complete (its q runs to the
-    end of the capture: DirectionAccumulator finishes it). The rows are made here, not through
-    entry_summary: a dict a flow cost more than the flow's analysis."""
-    conn = np.fromiter((f.conns[0] for f in flows), np.int32, len(flows))
+def short_tcp_records(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns=None) -> np.ndarray:
+    """_native.short_tcp_entries of `flows` (short_tcp_rows's arguments) -> (flows, 2 sides, SHORT_FIELDS) int64."""
+    conn = ev["conn"][rows[lo]].astype(np.int32)  # (a TCP connection has one conn, its every event's)
     flags = np.fromiter((FLOW_NEGOTIATED_NR * f.negotiated_nr | FLOW_NEVER_RENEGE_0 * f.never_renege[0]
                          | FLOW_NEVER_RENEGE_1 * f.never_renege[1] for f in flows), np.int8, len(flows))
-    records = _native.short_tcp_entries(cap.ev, cap.blocks, rows, side, lo, hi, conn, flags,
-                                        -1 if sndbuf is None else int(sndbuf))
-    records = np.frombuffer(records, np.int64).reshape(len(flows), 2, len(SHORT_FIELDS))
+    records = _native.short_tcp_entries(ev, blocks, rows, side, lo, hi, conn, flags, -1 if sndbuf is None else int(sndbuf),
+                                        None if end_ns is None else np.ascontiguousarray(end_ns, np.int64))
+    return np.frombuffer(records, np.int64).reshape(len(flows), 2, len(SHORT_FIELDS))
+
+
+def short_tcp_rows(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns=None) -> list:
+    """DirectionAccumulator.feed and .finish of TCP connections given whole, all in one compiled call:
+    `flows[k]`'s events are ev[rows[lo[k]:hi[k]]] (in capture order; `side` per row; blocks: the events'
+    SACK blocks). -> per flow the summaries of its directions with data as the spill takes them
+    (summary_row's keys and values, no paths: EntrySpill.put_rows), or None when one of them did not
+    complete and end_ns (per flow, where q ends for such a direction, as DirectionAccumulator.finish's
+    end_ns) is not given: its q runs to the end of the capture. The rows are made here, not through
+    entry_summary: a dict a flow cost more than the flow's analysis."""
+    records = short_tcp_records(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns)
     has_data = records[:, :, 0] != 0
-    finished = ~(has_data & (records[:, :, 1] == 0)).any(1)
+    finished = ~(has_data & (records[:, :, 1] == 0)).any(1) if end_ns is None else np.ones(len(flows), bool)
     out = [[] if ok else None for ok in finished.tolist()]
     kept = has_data & finished[:, None]
     flow_of, side_of = np.nonzero(kept)  # (in flow, then side order)
@@ -466,8 +472,13 @@ def short_tcp_rows(cap, rows, side, lo, hi, flows, sndbuf) -> list:
      acked, intervals, max_payload, retransmissions, far, far_frame, *estimate) = records[kept].T.tolist()
     vantages = list(map(vantage, picked, side_of))
     given = sndbuf is not None
-    judged = map(_native.sndbuf_verdict, zip(*estimate), vantages) if picked and not given else repeat(None)
-    buffers = list(map(buffer_fields, repeat(given), capacity, judged, b_ns))
+    if given:
+        buffers = list(map(buffer_fields, repeat(given), capacity, repeat(None), b_ns))
+    else:  # (judged once per estimate and vantage: a flood's directions mostly share a few)
+        judged = {}
+        for key in set(zip(*estimate, vantages)):
+            judged[key] = buffer_fields(False, None, _native.sndbuf_verdict(key[:-1], key[-1]), None)
+        buffers = list(map(judged.__getitem__, zip(*estimate, vantages)))
     sndbuf_bytes, estimated, source, verdict, reason, figures = zip(*buffers) if picked else [()] * 6
     if not all(figures):  # the capture cannot tell when these senders were blocked
         p_ns, b_ns, intervals = ([x if ok else None for x, ok in zip(column, figures)] for column in (p_ns, b_ns, intervals))
