@@ -176,10 +176,14 @@ def _quiet_rows(state, lane, advances, start, stop):
         return state
     key, _, kind, lo, hi, frame, time_ns = lane
     data_hi = last_data_ns = None
-    last = next((i for i in range(stop - 1, start - 1, -1) if not kind[i]), None)
-    if last is not None:  # the highest sent so far (the rows before were applied already)
-        data_hi, last_data_ns = max(hi[i] for i in range(last + 1) if not kind[i]), time_ns[last]
-    steps = tuple((lo[i], frame[i]) for i in [i for i in advances if start <= i < stop][-S.CUM_HISTORY:])
+    for i in range(stop):
+        if not kind[i]:  # the highest sent so far (the rows before were applied already), the last data's time
+            data_hi = hi[i] if data_hi is None or hi[i] > data_hi else data_hi
+            last_data_ns = time_ns[i] if i >= start else None
+    if last_data_ns is None:
+        data_hi = None
+    moved = [i for i in advances if start <= i < stop]
+    steps = tuple([(lo[i], frame[i]) for i in moved[-S.CUM_HISTORY:]])
     d = state.dirs.get(key, S.EMPTY)
     new = S.advance_quietly(d, data_hi, last_data_ns, steps)
     return state._replace(dirs={**state.dirs, key: new}) if new is not d else state
