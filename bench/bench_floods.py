@@ -1,12 +1,13 @@
 """Floods of flows that never end (issue 29): time and peak memory of the analyzer's three ways through them.
 
-    python3 bench/bench_floods.py [--flows 1000000] [--kinds syn,data,unacked] [--max-open-flows N] [--keep DIR]
+    python3 bench/bench_floods.py [--flows 1000000] [--kinds syn,data,unacked] [--commands analyze,parquet,check]
+                                  [--max-open-flows N] [--keep DIR]
 
 Writes, with tests/support/hostile.write_flood, a capture of FLOWS TCP flows per kind: "syn" one SYN each
 (a SYN flood), "data" a handshake, 100 bytes and their ack, never closed, "unacked" the same with the data
 never acked. Then runs, each in a fresh process, `nrsack analyze CAPTURE --format json` (the summary),
-`nrsack analyze CAPTURE --stream --format parquet --out DIR` and `nrsack check CAPTURE --format json`,
-and prints wall time, CPU time and peak RSS (getrusage of the child) per kind and command, with the
+`nrsack analyze CAPTURE --stream --format parquet --out DIR` and `nrsack check CAPTURE --format json`
+(or those --commands names), and prints wall time, CPU time and peak RSS (getrusage of the child) per kind and command, with the
 budget's note (how many flows were released early).
 """
 
@@ -51,6 +52,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--flows", type=int, default=1_000_000)
     parser.add_argument("--kinds", default="syn,unacked")
+    parser.add_argument("--commands", default="analyze,parquet,check", help="which of analyze,parquet,check to run")
     parser.add_argument("--max-open-flows", type=int, default=None)
     parser.add_argument("--keep", default=None, help="write the captures and outputs here and keep them")
     parser.add_argument("--one", nargs=3, metavar=("COMMAND", "CAPTURE", "OUT"), help=argparse.SUPPRESS)
@@ -63,6 +65,9 @@ def main():
     unknown = set(kinds) - set(FLOOD_KINDS)
     if unknown:
         parser.error(f"unknown kinds {sorted(unknown)} (known: {', '.join(FLOOD_KINDS)})")
+    names = [c for c in args.commands.split(",") if c]
+    if set(names) - {"analyze", "parquet", "check"}:
+        parser.error(f"unknown commands {sorted(set(names) - {'analyze', 'parquet', 'check'})}")
     folder = args.keep or tempfile.mkdtemp(prefix="nrsack-floods-")
     os.makedirs(folder, exist_ok=True)
     budget = [] if args.max_open_flows is None else ["--max-open-flows", str(args.max_open_flows)]
@@ -78,7 +83,8 @@ def main():
                             os.path.join(folder, f"{kind}-tables"), *budget],
                 "check": [nrsack, "check", capture, "--format", "json", *budget],
             }
-            for name, command in commands.items():
+            for name in names:
+                command = commands[name]
                 out = os.path.join(folder, f"{kind}-{name}.out")
                 child = subprocess.run([sys.executable, __file__, "--one", json.dumps(command), capture, out],
                                        capture_output=True, text=True, check=True)

@@ -94,3 +94,59 @@ def test_tcp_nr_options_without_their_handshake_stream_to_the_same_notes(tmp_pat
     assert findings(cut, chunk_frames=500) == reference
     lazy = C.check_path(cut, lazy=True)[2]
     assert lazy.runs and list(lazy) == reference
+
+
+def plain_then_nr_transfer(resent_after_ack=True):
+    """A -> B, NR-SACK negotiated: ten segments each acked by a plain ack (chunks without a wire block, taken at
+    once by Checker._plain_chunk), then a segment resent after its cum ack (TN-04 names the ack from the cum ack's
+    steps those chunks left), a loss NR-acked by a block reaching past the data sent (the ledger clips it to what
+    the plain chunks saw sent), and a SACK block over that block without it (TN-03 names what the ledger kept)."""
+    from support.hostile import ACK, NR_PERM, PSH, SACK_PERM, SYN, nr_option, sack_option, tcp
+
+    isn, size = 0xFFFFF000, 500  # the sequence numbers wrap inside the plain chunks
+    base = isn + 1
+    out = [(0.0, 0, tcp(40000, 80, isn, 0, SYN, SACK_PERM + NR_PERM), 6),
+           (0.01, 1, tcp(80, 40000, 7, base, SYN | ACK, SACK_PERM + NR_PERM), 6),
+           (0.011, 0, tcp(40000, 80, base, 8, ACK), 6)]
+    t = 0.02
+    for k in range(10):
+        out += [(t, 0, tcp(40000, 80, base + k * size, 8, ACK | PSH, payload=b"x" * size), 6),
+                (t + 0.005, 1, tcp(80, 40000, 8, base + (k + 1) * size, ACK), 6)]
+        t += 0.01
+    if resent_after_ack:
+        out.append((t, 0, tcp(40000, 80, base + 2 * size, 8, ACK, payload=b"x" * size), 6))
+    lost, got = base + 10 * size, base + 11 * size
+    out += [(t + 0.01, 0, tcp(40000, 80, lost, 8, ACK | PSH, payload=b"x" * size), 6),
+            (t + 0.02, 0, tcp(40000, 80, got, 8, ACK | PSH, payload=b"x" * size), 6),
+            (t + 0.03, 1, tcp(80, 40000, 8, lost, ACK, nr_option([(got, got + 2 * size)])), 6),
+            (t + 0.04, 1, tcp(80, 40000, 8, lost, ACK, sack_option([(got, got + 2 * size)])), 6),
+            (t + 0.05, 0, tcp(40000, 80, lost, 8, ACK, payload=b"x" * size), 6),
+            (t + 0.06, 1, tcp(80, 40000, 8, got + size, ACK), 6)]
+    return out
+
+
+@pytest.mark.parametrize("resent", [True, False])
+def test_plain_tcp_chunks_taken_at_once_change_no_finding(tmp_path, monkeypatch, resent):
+    """Chunks of a TCP connection whose rows carry no wire block and break nothing go the plain way
+    (Checker._plain_chunk: no lanes, no NR ledger fed); the chunks after them, with NR blocks, a resent
+    segment, a revocation, find what the every-row reference finds, at every chunk size."""
+    from support.hostile import ip_frames, pcap_bytes, plain_records
+
+    path = tmp_path / "plain-then-nr.pcap"
+    path.write_bytes(pcap_bytes(plain_records(ip_frames(plain_then_nr_transfer(resent)))))
+    reference = findings(path, chunk_frames=None, every_row=True)
+    rules = {f["rule"] for f in reference}
+    assert "TN-03" in rules and ("TN-04" in rules) == resent
+    plain = []
+    taken = C.Checker._plain_chunk
+
+    def counted(self, *args):
+        plain.append(taken(self, *args))
+        return plain[-1]
+
+    monkeypatch.setattr(C.Checker, "_plain_chunk", counted)
+    for chunk_frames in (2, 3, 4, 5, 7, 64, None):
+        plain.clear()
+        assert findings(path, chunk_frames=chunk_frames) == reference, chunk_frames
+        if chunk_frames is not None and chunk_frames < 8:
+            assert any(plain)  # (the chunks with blocks never ask)

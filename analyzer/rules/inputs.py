@@ -10,9 +10,12 @@ TCP sequence numbers (a segment's data [seq, seq + len); SYN / SYN-ACK events ma
 data sequence numbers.
 """
 
+import sys
 from typing import NamedTuple
 
 import numpy as np
+
+from nrsack.analyzer import _native
 
 from nrsack.analyzer.read import events as E
 from nrsack.analyzer.state import flows as F
@@ -212,16 +215,18 @@ def ack_blocks(blocks: LaneBlocks, acks):
     return out
 
 
-def start_event(rows: ChunkRows, row, level, sender, space):
+def start_event(rows: ChunkRows, row, level, sender, space, rec=None):
     """INIT / INIT-ACK (the initial TSN - 1 is the cum ack of "nothing sent yet") or SYN / SYN-ACK (the ISN
     counts one) of direction `sender`, unwrapped by the core's rule (flows.unwrap32) against its level's
     serial space `space` (None: fresh). The level's space stays as it is: the level feeds on no INIT / SYN
     (its handshake anchors it, flows.handshake_space), so where the capture holds one it unwraps its
-    serial here, once."""
-    rec = rows.record(row)
+    serial here, once. rec: the row's record when read already (rows.record)."""
+    rec = rows.record(row) if rec is None else rec
     base = rows.base(row, rec, sender)
     wire = (rec[_SEQ] - 1) % TWO32 if level == "sctp" else rec[_SEQ]
-    value = int(F.unwrap32([wire], space, [rec[_FRAME]], F.FarSerials())[0][0])
+    # the core's rule on one serial (flows.unwrap32 without its arrays: a far one counts nowhere here)
+    serials = _native.unwrap(np.array([wire & 0xFFFFFFFF], np.uint64), space)[0]
+    value = int.from_bytes(serials[:8], sys.byteorder, signed=True)
     if level == "sctp":
         return Event(kind=INIT if rec[_CHUNK] == 1 else INIT_ACK, level="sctp", cum=value + 1, lo=value + 1, hi=value + 1,
                      wire_seq=rec[_SEQ], **base)

@@ -86,7 +86,7 @@ def on_start(d, e):
     """INIT / INIT-ACK / SYN / SYN-ACK: the direction's first unit."""
     if d.snd_max is not None:
         return d
-    return d._replace(snd_max=e.hi, cum=e.cum if d.cum is None else d.cum, start_seen=True)
+    return Direction(e.cum if d.cum is None else d.cum, d.cum_frame, d.cum_steps, e.hi, True, d.last_data_ns)
 
 
 def advance(state: FlowState, e: I.Event) -> FlowState:
@@ -127,12 +127,15 @@ def advance_quietly(d: Direction, data_hi, last_data_ns, steps) -> Direction:
     at once. data_hi: the highest end sent
     (None: no data among them), last_data_ns: the time of their last data; steps: the (cum, frame) of
     their acks that moved the cum ack, in order (at most CUM_HISTORY, the last)."""
-    changes = {}
+    if data_hi is None and not steps:
+        return d
+    cum, cum_frame, cum_steps, snd_max, start_seen, last_ns = d
     if data_hi is not None:
-        if d.snd_max is None or data_hi > d.snd_max:
-            changes["snd_max"] = data_hi
-        changes["last_data_ns"] = last_data_ns
+        if snd_max is None or data_hi > snd_max:
+            snd_max = data_hi
+        last_ns = last_data_ns
     if steps:
-        cum, frame = steps[-1]
-        changes.update(cum=cum, cum_frame=frame, cum_steps=(d.cum_steps + steps)[-CUM_HISTORY:])
-    return d._replace(**changes) if changes else d
+        cum, cum_frame = steps[-1]
+        cum_steps = (cum_steps + steps)[-CUM_HISTORY:]
+    # (built whole: a NamedTuple's _replace costs several times more, once per flow and chunk of a flood)
+    return Direction(cum, cum_frame, cum_steps, snd_max, start_seen, last_ns)
