@@ -19,8 +19,18 @@ static PyObject *keep_freed_memory(PyObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* The in-memory analysis frees pass 1's rows entry by entry while it writes the tables' capture-wide columns:
+ * the heap's freed pages, which no column that large can reuse, go back to the kernel (malloc_trim). */
+static PyObject *release_freed_memory(PyObject *self, PyObject *unused) {
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
     {"keep_freed_memory", keep_freed_memory, METH_NOARGS, "keep freed memory for reuse (glibc malloc options)"},
+    {"release_freed_memory", release_freed_memory, METH_NOARGS, "hand the heap's free pages back (glibc malloc_trim)"},
     {"level_part", level_part, METH_VARARGS,
      "level_part(events, blocks, rows, side, protocol (0 TCP, 1 SCTP), conn, sender, state, never_renege) -> "
      "(row arrays, block arrays, state, nr_seen, (far rows left out, first frame)): one sender direction's "

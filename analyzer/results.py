@@ -8,6 +8,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from nrsack.analyzer import _native
 from nrsack.analyzer.state import scoreboard as A
 from nrsack.analyzer.read import events as E
 from nrsack.analyzer.state.pipeline import MAX_OPEN_FLOWS
@@ -31,6 +32,8 @@ class Analysis:
     entries: list               # scoreboard.DirectionResult per sender direction (paths / subflows nested)
     sndbuf: int = None
     serials: dict = field(default_factory=dict)  # entry id -> scoreboard.Serials of the transport levels
+    rtxq_columns: dict = None   # the entries' RtxQ columns as analyze() wrote them stacked (None: stacked when read)
+    blocking_columns: dict = None  # and their blocking columns
 
     def all_entries(self):
         for entry in self.entries:
@@ -45,10 +48,14 @@ class Analysis:
     @cached_property
     def rtxq(self) -> pd.DataFrame:
         """The RtxQ step function: one row per scoreboard-changing event of each entry."""
+        if self.rtxq_columns is not None:
+            return A.rtxq_table(self.rtxq_columns)
         return A.rtxq_frame(list(self.all_entries()))
 
     @cached_property
     def blocking(self) -> pd.DataFrame:
+        if self.blocking_columns is not None:
+            return A.blocking_table(self.blocking_columns)
         return A.blocking_frame(list(self.all_entries()))
 
     @cached_property
@@ -186,7 +193,8 @@ def analyze(path, sndbuf=None, progress=None, chunk_frames=None, max_open_flows=
     the capture is one chunk, read before the feeding starts).
     Raises CaptureError (one line) for unusable input.
     """
-    run = Run(path, MemoryStore(), chunk_frames, progress, keep_serials=True, max_open_flows=max_open_flows, jobs=jobs)
+    store = MemoryStore()
+    run = Run(path, store, chunk_frames, progress, keep_serials=True, max_open_flows=max_open_flows, jobs=jobs)
     chunks, flow_parts, side_parts = [], [], []
     for cap, flow_of, side_of in run.chunks():
         chunks.append(cap)
@@ -195,11 +203,122 @@ def analyze(path, sndbuf=None, progress=None, chunk_frames=None, max_open_flows=
     header = run.end()
     cap = E.join_chunks(chunks)
     cap.rule_findings = header.rule_findings
+    stacked = StackedTables(store.rows())
+    entries = run.entries(sndbuf, stacked.sinks)
     return assembled(cap, run.pipeline.table.flows, np.concatenate(flow_parts) if len(flow_parts) > 1 else flow_parts[0],
-                     np.concatenate(side_parts) if len(side_parts) > 1 else side_parts[0], run.entries(sndbuf), sndbuf)
+                     np.concatenate(side_parts) if len(side_parts) > 1 else side_parts[0], entries, sndbuf,
+                     *stacked.close(entries))
 
 
-def assembled(cap, flow_list, flow_of, side_of, entries, sndbuf) -> Analysis:
+class StackedColumns:
+    """One table's rows of pass 2 written straight into capture-wide columns (a sink of Run.entries per entry), so
+    the table is not made by joining every entry's columns while they are all held. capacity: the rows it is
+    expected to hold (it grows past them). empty: the columns of an entry without rows (finish()'s), None: none."""
+
+    def __init__(self, capacity, empty=None):
+        self.capacity, self.used, self.empty = capacity, 0, empty
+        self.columns = {}   # name -> its capture-wide array
+        self.spans = {}     # entry id -> [first row, end row, the names of its columns (None: no rows)]
+        self.regular = True  # every batch with its entry's names and the first batch's dtypes
+
+    def sink(self, entry_id):
+        span = self.spans[entry_id] = [self.used, self.used, None]
+        return lambda columns: self._write(span, columns)
+
+    def _write(self, span, columns):
+        n = len(next(iter(columns.values())))
+        if self.used + n > self.capacity:
+            self._grow(max(2 * self.capacity, self.used + n))
+        names = tuple(columns)
+        if span[2] is None:
+            span[2] = names
+        self.regular &= span[2] == names
+        at = self.used
+        for name, values in columns.items():
+            target = self.columns.get(name)
+            if target is None:  # (empty, not zeros: calloc would write every page of reused heap at once)
+                target = self.columns[name] = np.empty(self.capacity, values.dtype)
+            self.regular &= target.dtype == values.dtype
+            target[at:at + n] = values
+        self.used += n
+        span[1] = self.used
+
+    def _grow(self, capacity):
+        for name, old in self.columns.items():
+            self.columns[name] = np.empty(capacity, old.dtype)
+            self.columns[name][:self.used] = old[:self.used]
+        self.capacity = capacity
+
+    def entry_columns(self, entry_id) -> dict:
+        """An entry's columns as finish() would have kept them: views of its rows."""
+        first, end, names = self.spans.get(entry_id, (0, 0, None))
+        if names is None:
+            return A.join_columns([], self.empty)
+        return {name: self.columns[name][first:end] for name in names}
+
+    def stacked(self, ids) -> "dict | None":
+        """The columns of the entries `ids` (the order they were written in) as _stack makes them, or None where
+        it would make them otherwise (an entry without rows and no `empty`, a dtype changing)."""
+        spans = [self.spans[i] for i in ids if i in self.spans]
+        if not ids or not self.regular or list(self.spans) != ids:
+            return None
+        every = [names if names is not None else tuple(self.empty or ()) for _, _, names in spans]
+        if self.empty is None and any(names is None for _, _, names in spans):
+            return None
+        used = self.used
+        out = {"flow": A.flow_codes(ids, [end - first for first, end, _ in spans])}
+        for name, dtype in (self.empty or {}).items():  # (no entry has a row: the columns finish() gives)
+            if name not in self.columns:
+                self.columns[name] = np.empty(0, dtype.dtype)
+        for name, values in self.columns.items():
+            values = values[:used]
+            having = [name in names for names in every]
+            if all(having):
+                out[name] = values
+                continue
+            mask = np.ones(used, bool)
+            for (first, end, _), has in zip(spans, having):
+                if has:
+                    mask[first:end] = False
+                else:  # the rows of entries without the column (TCP's in a TSN column) read 0, as _stack's
+                    values[first:end] = 0
+            out[name] = pd.arrays.IntegerArray(values.astype(np.int64, copy=False), mask)
+        return out
+
+
+class StackedTables:
+    """The sinks of the in-memory analysis's pass 2 (Run.entries): the RtxQ and blocking rows written stacked
+    (StackedColumns), and the rows of pass 1, freed entry by entry on the way, handed back to the kernel (the
+    stacked columns cannot reuse the heap's holes they leave: a million packets, ~100 bytes a packet less at
+    the peak). capacity: at least the RtxQ rows pass 2 makes (MemoryStore.rows)."""
+
+    RELEASE_ROWS = 1 << 18  # rows written between two hand-backs of freed memory (each costs page faults again)
+
+    def __init__(self, capacity):
+        self.rtxq = StackedColumns(capacity)
+        self.blocking = StackedColumns(capacity // 4 + 1024, A.NO_INTERVALS)
+        self.released_at = 0
+
+    def sinks(self, entry_id):
+        if self.rtxq.used - self.released_at >= self.RELEASE_ROWS:  # the entries before's rows of pass 1 are free
+            _native.release_freed_memory()
+            self.released_at = self.rtxq.used
+        return self.rtxq.sink(entry_id), self.blocking.sink(entry_id)
+
+    def close(self, entries) -> tuple:
+        """Sets each entry's rtxq and blocking columns (views); -> the stacked columns of both tables (None where
+        Analysis stacks the entries' when read)."""
+        _native.release_freed_memory()
+        ids = []
+        for entry in (part for entry in entries for part in (entry, *entry.paths)):
+            entry_id = entry.summary["id"]
+            ids.append(entry_id)
+            entry.rtxq_columns = self.rtxq.entry_columns(entry_id)
+            entry.blocking_columns = self.blocking.entry_columns(entry_id)
+        return self.rtxq.stacked(ids), self.blocking.stacked(ids)
+
+
+def assembled(cap, flow_list, flow_of, side_of, entries, sndbuf, rtxq_columns=None, blocking_columns=None) -> Analysis:
     """The Analysis of a capture's events and the entries a pipeline kept their serials for (keep_serials)."""
     serials = {}
     for entry in entries:
@@ -210,4 +329,4 @@ def assembled(cap, flow_list, flow_of, side_of, entries, sndbuf) -> Analysis:
                 continue
             if part.serials is not None:
                 serials[part.summary["id"]] = part.serials
-    return Analysis(cap, flow_list, flow_of, side_of, entries, sndbuf, serials)
+    return Analysis(cap, flow_list, flow_of, side_of, entries, sndbuf, serials, rtxq_columns, blocking_columns)

@@ -354,7 +354,9 @@ class DirectionAccumulator:
             window.p_ns, window.b_ns, window.acked, window.intervals, complete, self.max_payload,
             self.retransmissions, self.first_frame, *((far.count, far.first_frame) if far is not None else (0, None)))
         serials = None
-        if self.serials:
+        if self.serials and len(self.serials) == 1:  # (one chunk, as the in-memory API reads a capture: its arrays, not a copy)
+            serials = Serials(*self.serials[0])
+        elif self.serials:
             serials = Serials(*(np.concatenate(part) for part in zip(*self.serials)))
         return DirectionResult(summary, join_columns(kept_rtxq), join_columns(kept_blocking, NO_INTERVALS), serials)
 
@@ -663,9 +665,13 @@ def rtxq_frame(entries, nullable_tsns=False) -> pd.DataFrame:
     """metrics.md's rtxq.csv columns, then frame, event, rtxq_bytes, freed_bytes (acks only), time_ns
     and, for SCTP, the figures in TSNs (NA elsewhere; nullable_tsns: always there, as nullable
     integers, as when entries of several protocols are stacked)."""
+    return rtxq_table(_stack(entries, "rtxq", RTXQ_COLUMNS), nullable_tsns)
+
+
+def rtxq_table(cols, nullable_tsns=False) -> pd.DataFrame:
+    """rtxq_frame of the entries' columns stacked (_stack's, or the in-memory analysis's, written stacked)."""
     import pandas as pd
 
-    cols = _stack(entries, "rtxq", RTXQ_COLUMNS)
     is_data = cols["is_data"]
     frame = pd.DataFrame({
         "flow": cols["flow"],
@@ -676,20 +682,30 @@ def rtxq_frame(entries, nullable_tsns=False) -> pd.DataFrame:
         "rtxq_bytes": cols["rtxq_bytes"],
         "freed_bytes": pd.arrays.IntegerArray(cols["freed_bytes"], is_data.astype(bool)),
         "time_ns": cols["time_ns"],
+        # in the constructor, not set afterwards: pandas copies a column it is given by __setitem__
+        **{name: _tsn_column(cols.get(name), len(is_data), nullable_tsns) for name in TSN_COLUMNS
+           if name in cols or nullable_tsns},
     }, copy=False)  # the columns are fresh arrays: no need to copy them into 2-D blocks
-    for name in TSN_COLUMNS:
-        if name in cols:
-            values = cols[name]
-            frame[name] = pd.array(values, "Int64") if nullable_tsns and isinstance(values, np.ndarray) else values
-        elif nullable_tsns:
-            frame[name] = pd.arrays.IntegerArray(np.zeros(len(frame), np.int64), np.ones(len(frame), bool))
     return frame
 
 
-def blocking_frame(entries) -> pd.DataFrame:
+def _tsn_column(values, n, nullable):
+    """An rtxq TSN column as the frame shows it: nullable Int64 when `nullable` or when some entries lack it."""
     import pandas as pd
 
-    cols = _stack(entries, "blocking", BLOCKING_COLUMNS)
+    if values is None:
+        return pd.arrays.IntegerArray(np.zeros(n, np.int64), np.ones(n, bool))
+    return pd.array(values, "Int64") if nullable and isinstance(values, np.ndarray) else values
+
+
+def blocking_frame(entries) -> pd.DataFrame:
+    return blocking_table(_stack(entries, "blocking", BLOCKING_COLUMNS))
+
+
+def blocking_table(cols) -> pd.DataFrame:
+    """blocking_frame of the entries' columns stacked (as rtxq_table)."""
+    import pandas as pd
+
     end_frame = cols["end_frame"]
     return pd.DataFrame({
         "flow": cols["flow"],
@@ -705,6 +721,15 @@ def blocking_frame(entries) -> pd.DataFrame:
     }, copy=False)
 
 
+def flow_codes(ids, lengths):
+    """The `flow` column of stacked tables: each entry id repeated over its rows, as a categorical."""
+    import pandas as pd
+
+    # the codes made in the width the categorical keeps them in (a million rows: no int64 array to narrow)
+    code_type = np.int8 if len(ids) < 1 << 7 else np.int16 if len(ids) < 1 << 15 else np.int32
+    return pd.Categorical.from_codes(np.repeat(np.arange(len(ids), dtype=code_type), lengths), ids)
+
+
 def _stack(entries, attribute, dtypes) -> dict:
     """Concatenates the entries' column dicts; `flow` becomes a categorical of the entry ids; a column
     some entries lack becomes a nullable integer column, NA there; no entries: empty `dtypes` columns."""
@@ -715,7 +740,7 @@ def _stack(entries, attribute, dtypes) -> dict:
     parts = [getattr(e, f"{attribute}_columns") for e in entries]
     lengths = [len(next(iter(p.values()))) if p else 0 for p in parts]
     ids = [e.summary["id"] for e in entries]
-    out = {"flow": pd.Categorical.from_codes(np.repeat(np.arange(len(ids)), lengths).astype(np.int64), ids)}
+    out = {"flow": flow_codes(ids, lengths)}
     names = list(dict.fromkeys(k for p in parts for k in p))
     for name in names:
         present = [p.get(name) for p in parts]
@@ -729,10 +754,15 @@ def _stack(entries, attribute, dtypes) -> dict:
             for part, n in zip(parts, lengths):
                 part[name] = joined[offset:offset + n]
                 offset += n
-        else:
-            values = np.concatenate([a if a is not None else np.zeros(n, np.int64) for a, n in zip(present, lengths)])
-            mask = np.concatenate([np.zeros(n, bool) if a is not None else np.ones(n, bool) for a, n in zip(present, lengths)])
-            out[name] = pd.arrays.IntegerArray(values.astype(np.int64), mask)
+        else:  # filled in place: one array of values and one mask, no parts of zeros joined and copied
+            values, mask = np.zeros(sum(lengths), np.int64), np.ones(sum(lengths), bool)
+            offset = 0
+            for a, n in zip(present, lengths):
+                if a is not None:
+                    values[offset:offset + n] = a
+                    mask[offset:offset + n] = False
+                offset += n
+            out[name] = pd.arrays.IntegerArray(values, mask)
     return out
 
 

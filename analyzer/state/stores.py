@@ -36,6 +36,10 @@ class MemoryStore:
         if parts:
             yield A.join_columns(parts)
 
+    def rows(self) -> int:
+        """The rows held (a forked entry's counted again): at least the RtxQ rows pass 2 will make of them."""
+        return sum(len(part["time_ns"]) for parts in self._parts.values() for part in parts)
+
 
 class KeptStore(MemoryStore):
     """MemoryStore whose rows a refresh can read without taking them (pass 2 runs again later)."""
