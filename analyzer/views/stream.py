@@ -13,6 +13,7 @@ hold exactly what `analyze(...)` and formats.write_tables would write.
 
 from dataclasses import dataclass
 from functools import cached_property
+import ctypes
 import gc
 from operator import itemgetter
 from pathlib import Path
@@ -104,6 +105,18 @@ class TableWriter:
             self.writer.close()
 
 
+def return_freed_memory():
+    """Hands the pages the C heap has free back to the system (glibc's malloc_trim; elsewhere nothing). Between
+    the phases of a streamed run: pass 1 and the spill's replay free far more than they keep (a million
+    flows: hundreds of MB of small blocks), which glibc keeps for later small blocks, not for the summary's
+    and the files' large ones (each its own mapping), so they stayed counted beside them."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)
+
+
 def collector_paced():
     """analyze_to_files's pace of the collector (a young collection every GC_YOUNG_THRESHOLD objects, see
     there) for another streamed run (the dashboard's); -> the pace before, for gc.set_threshold(*pace)."""
@@ -156,9 +169,16 @@ class SummaryColumns:
                 columns[name] = pd.Series(np.concatenate([part[1] for part in parts]), name=name, copy=False)
                 continue
             values = [value for part in parts for value in _unpack(part)]
+            strings = all(part[0] is str for part in parts)
             del parts
-            columns[name] = pd.DataFrame(list(zip(values)), columns=[name])[name]
-            del values
+            inferred = pd.DataFrame([(values[0],)] if strings else list(zip(values)), columns=[name])[name]
+            if strings and inferred.dtype != object:
+                # strings alone: the string dtype pandas infers for any of them, made without a row tuple each
+                inferred = pd.Series(pd.array(values, dtype=inferred.dtype), name=name)
+            elif strings:
+                inferred = pd.DataFrame(list(zip(values)), columns=[name])[name]
+            columns[name] = inferred
+            del values, inferred
         return A.typed_summary(pd.DataFrame(columns))
 
 
@@ -182,6 +202,10 @@ def _pack(values):
         except OverflowError:  # (an int beyond 64 bits: kept as it is)
             return "objects", values
     if kind is str:
+        distinct = dict.fromkeys(values)
+        if 2 * len(distinct) <= len(values):  # (a verdict, a reason: each value one object, not one a row)
+            codes = {value: code for code, value in enumerate(distinct)}
+            return str, list(distinct), np.array([codes[value] for value in values], np.int32)
         return str, "".join(values), np.fromiter(map(len, values), np.int64, len(values))
     return "objects", values
 
@@ -192,6 +216,8 @@ def _unpack(packed) -> list:
         return [None] * packed[1]
     if kind in (bool, int, float):
         return packed[1].tolist()  # (Python bools, ints and floats)
+    if kind is str and isinstance(packed[1], list):
+        return list(map(packed[1].__getitem__, packed[2].tolist()))
     if kind is str:
         joined, ends = packed[1], np.cumsum(packed[2]).tolist()
         return [joined[start:end] for start, end in zip([0] + ends[:-1], ends)]
@@ -256,6 +282,7 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
     table_pool = None
     try:
         header = run.read()
+        return_freed_memory()
         if out is None:
             return StreamedAnalysis(header, run.entries(sndbuf, lambda entry_id: (A.IGNORE, A.IGNORE)), [])
         named = run.pipeline.entry_ids()
@@ -279,6 +306,7 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
                     lambda columns: writers["blocking"].write(entry_id, columns))
 
         result = StreamedAnalysis(header, run.entries(sndbuf, sinks), [])
+        return_freed_memory()
         summary = result.summary
         if keep is not None:
             summary = summary[summary["id"].map(keep).astype(bool)]
