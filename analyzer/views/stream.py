@@ -285,13 +285,15 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
         return_freed_memory()
         if out is None:
             return StreamedAnalysis(header, run.entries(sndbuf, lambda entry_id: (A.IGNORE, A.IGNORE)), [])
-        named = run.pipeline.entry_ids()
+        ids, sctp = [], set()
+        for entry_id, protocol in run.pipeline.entry_ids():
+            ids.append(entry_id)
+            sctp.add(protocol == "sctp")
         # one index of the ids for every write's categories: a list set each time was made an index again
-        # (a million strings, a hash table of them), and the list of names cost ~100 bytes an entry
-        ids = pd.Index([entry_id for entry_id, _ in named])
+        # (a million strings, a hash table of them)
+        ids = pd.Index(ids)
         # SCTP and TCP together: the TSN columns (SCTP's levels count TSNs) are NA for TCP
-        nullable = len({protocol == "sctp" for _, protocol in named}) > 1
-        del named
+        nullable = len(sctp) > 1
         if jobs > 1:  # the tables' writes made in a thread while pass 2 goes on (one thread: each table in order)
             from concurrent.futures import ThreadPoolExecutor
 
