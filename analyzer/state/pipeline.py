@@ -894,14 +894,14 @@ class Pipeline:
         return self.spill.entries()
 
     def entry_ids(self):
-        """-> [(entry id, protocol)] of every entry that entries() will give, in its order (each entry's paths
-        after it): the spilled flows' read back from the spill, merged with the open ones'."""
-        out = []
+        """-> (entry id, protocol) of every entry that entries() will give, in its order (each entry's paths
+        after it), one at a time (a million of them as a list of pairs took ~150 MB): the spilled flows' read
+        back from the spill, merged with the open ones'."""
 
-        def add_open(item):
+        def open_ids(item):
             flow, _, entry_id, _, paths = item
-            out.append((entry_id, flow.protocol))
-            out.extend((path_id, flow.protocol) for path_id, _, _ in paths)
+            yield entry_id, flow.protocol
+            yield from ((path_id, flow.protocol) for path_id, _, _ in paths)
 
         still_open = self.plan()
         k = 0
@@ -910,16 +910,15 @@ class Pipeline:
             fids = self.spill.spilled()
             for fid, count in zip(fids.tolist(), self.spill.count[fids].tolist()):
                 while k < len(still_open) and still_open[k][0].id < fid:
-                    add_open(still_open[k])
+                    yield from open_ids(still_open[k])
                     k += 1
                 for _ in range(count):
                     keys, values, paths = next(rows)
                     for path_keys, path_values in ((keys, values), *paths):
                         row = dict(zip(path_keys, path_values))
-                        out.append((row["id"], row["protocol"]))
+                        yield row["id"], row["protocol"]
         for item in still_open[k:]:
-            add_open(item)
-        return out
+            yield from open_ids(item)
 
     def _entry(self, item, sndbuf, sinks):
         flow, side, entry_id, main, paths = item

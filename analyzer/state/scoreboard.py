@@ -646,9 +646,16 @@ def summary_frame(entries) -> pd.DataFrame:
     """One row per entry, in the order given."""
     import pandas as pd
 
-    rows = [e.summary for e in entries]
-    frame = pd.DataFrame(rows, columns=SUMMARY_KEYS + ["flow", "side", "level", "parent", "max_payload_bytes",
-                                                       "acked_bytes", "retransmissions", "first_frame"])
+    return typed_summary(pd.DataFrame([e.summary for e in entries], columns=SUMMARY_COLUMNS))
+
+
+# the summary frame's columns: the contract's, then those the views and the compare need
+SUMMARY_COLUMNS = SUMMARY_KEYS + ["flow", "side", "level", "parent", "max_payload_bytes", "acked_bytes",
+                                  "retransmissions", "first_frame"]
+
+
+def typed_summary(frame):
+    """The summary frame's dtypes, set on the frame pandas made of the summaries (summary_frame's)."""
     for col in ("protocol", "vantage", "level"):
         frame[col] = frame[col].astype("category")
     for col in ("flow", "side", "data_bytes", "sndbuf_bytes", "max_rtxq_sack_bytes", "max_rtxq_nr_bytes",

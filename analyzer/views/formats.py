@@ -61,7 +61,7 @@ def write_json(analysis, out, entry_ids=None, findings=None):
               f'\n  "flows": ')
     far = []  # (frame, entry id, count) of the entries that left far serial numbers out: for the findings
     opened = False
-    for rows in _summary_rows(analysis.entries):
+    for rows in summary_rows(analysis.entries):
         text = _indented_rows(rows, far, entry_ids)
         if text:
             out.write(text if opened else "[" + text[1:])
@@ -103,7 +103,7 @@ def _indented_finding(finding):
     return "{\n" + ",\n".join(items) + "\n}" if items else "{}"
 
 
-def _summary_rows(entries, at_once=4096):
+def summary_rows(entries, at_once=4096):
     """The entries as lists of (keys, values, paths' (keys, values)) (scoreboard.summary_row's): the spilled
     ones as they were spilled, the others made here."""
     if hasattr(entries, "rows"):

@@ -13,8 +13,12 @@ hold exactly what `analyze(...)` and formats.write_tables would write.
 
 from dataclasses import dataclass
 from functools import cached_property
+import ctypes
 import gc
+from operator import itemgetter
 from pathlib import Path
+
+import numpy as np
 
 
 from nrsack.analyzer.state import scoreboard as A
@@ -101,12 +105,129 @@ class TableWriter:
             self.writer.close()
 
 
+def return_freed_memory():
+    """Hands the pages the C heap has free back to the system (glibc's malloc_trim; elsewhere nothing). Between
+    the phases of a streamed run: pass 1 and the spill's replay free far more than they keep (a million
+    flows: hundreds of MB of small blocks), which glibc keeps for later small blocks, not for the summary's
+    and the files' large ones (each its own mapping), so they stayed counted beside them."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)
+
+
 def collector_paced():
     """analyze_to_files's pace of the collector (a young collection every GC_YOUNG_THRESHOLD objects, see
     there) for another streamed run (the dashboard's); -> the pace before, for gc.set_threshold(*pace)."""
     pace = gc.get_threshold()
     gc.set_threshold(max(pace[0], GC_YOUNG_THRESHOLD), *pace[1:])
     return pace
+
+
+class SummaryColumns:
+    """scoreboard.summary_frame's frame (the same dtypes and values) of summary rows added a batch at a time.
+    summary_frame makes a dict of each entry and pandas an object matrix of them: 3.7 GB at a million
+    entries. Here each column of a batch is kept typed (ints, floats and bools as arrays, strings joined into
+    one, Nones counted; a column of several types split by type) and, at the end, turned back into the
+    Python values it held one column at a time, for pandas's own inference of its dtype (the records path
+    of pd.DataFrame, which the dicts' takes too)."""
+
+    def __init__(self):
+        self.parts = {name: [] for name in A.SUMMARY_COLUMNS}
+        self.rows = 0
+        self._places = {}  # a row's keys -> where each column's value is in its values (-1: missing)
+
+    def add(self, rows):
+        """rows: [(keys, values)] (scoreboard.summary_row's)."""
+        groups, last = {}, None
+        for keys, values in rows:
+            if keys is not last:  # (rows of one spilled batch share one keys tuple: not compared again)
+                group, last = groups.setdefault(keys, []), keys
+            group.append(values)
+        for keys, group in groups.items():
+            places = self._places.get(keys)
+            if places is None:
+                where = {key: k for k, key in enumerate(keys)}
+                places = self._places[keys] = [where.get(name, -1) for name in A.SUMMARY_COLUMNS]
+            for name, k in zip(A.SUMMARY_COLUMNS, places):
+                # (a missing key is NaN in pandas's frame of dicts)
+                column = [float("nan")] * len(group) if k < 0 else list(map(itemgetter(k), group))
+                self.parts[name].append(_pack(column))
+            self.rows += len(group)
+
+    def frame(self):
+        import pandas as pd
+
+        if not self.rows:
+            return A.summary_frame([])
+        columns = {}
+        for name in A.SUMMARY_COLUMNS:
+            parts = self.parts.pop(name)
+            if len({part[0] for part in parts}) == 1 and parts[0][0] in _NUMPY_KINDS:
+                # ints, floats or bools alone: pandas makes them an int64, float64 or bool array
+                columns[name] = pd.Series(np.concatenate([part[1] for part in parts]), name=name, copy=False)
+                continue
+            values = [value for part in parts for value in _unpack(part)]
+            strings = all(part[0] is str for part in parts)
+            del parts
+            inferred = pd.DataFrame([(values[0],)] if strings else list(zip(values)), columns=[name])[name]
+            if strings and inferred.dtype != object:
+                # strings alone: the string dtype pandas infers for any of them, made without a row tuple each
+                inferred = pd.Series(pd.array(values, dtype=inferred.dtype), name=name)
+            elif strings:
+                inferred = pd.DataFrame(list(zip(values)), columns=[name])[name]
+            columns[name] = inferred
+            del values, inferred
+        return A.typed_summary(pd.DataFrame(columns))
+
+
+_NUMPY_KINDS = {bool: np.bool_, int: np.int64, float: np.float64}
+
+
+def _pack(values):
+    """A column's values (a list) -> a compact form _unpack turns back into the same values, of the same types."""
+    types = list(map(type, values))
+    kinds = set(types)
+    if len(kinds) > 1:  # -> (types, [their positions], [each type's values packed])
+        kinds = sorted(kinds, key=str)
+        places = [[k for k, t in enumerate(types) if t is kind] for kind in kinds]
+        return "mixed", len(values), places, [_pack([values[k] for k in place]) for place in places]
+    kind = kinds.pop() if kinds else type(None)
+    if kind is type(None):
+        return "none", len(values)
+    if kind in (bool, int, float):
+        try:
+            return kind, np.array(values, _NUMPY_KINDS[kind])
+        except OverflowError:  # (an int beyond 64 bits: kept as it is)
+            return "objects", values
+    if kind is str:
+        distinct = dict.fromkeys(values)
+        if 2 * len(distinct) <= len(values):  # (a verdict, a reason: each value one object, not one a row)
+            codes = {value: code for code, value in enumerate(distinct)}
+            return str, list(distinct), np.array([codes[value] for value in values], np.int32)
+        return str, "".join(values), np.fromiter(map(len, values), np.int64, len(values))
+    return "objects", values
+
+
+def _unpack(packed) -> list:
+    kind = packed[0]
+    if kind == "none":
+        return [None] * packed[1]
+    if kind in (bool, int, float):
+        return packed[1].tolist()  # (Python bools, ints and floats)
+    if kind is str and isinstance(packed[1], list):
+        return list(map(packed[1].__getitem__, packed[2].tolist()))
+    if kind is str:
+        joined, ends = packed[1], np.cumsum(packed[2]).tolist()
+        return [joined[start:end] for start, end in zip([0] + ends[:-1], ends)]
+    if kind == "mixed":
+        values = [None] * packed[1]
+        for place, part in zip(packed[2], packed[3]):
+            for k, value in zip(place, _unpack(part)):
+                values[k] = value
+        return values
+    return packed[1]
 
 
 @dataclass
@@ -125,7 +246,10 @@ class StreamedAnalysis:
 
     @cached_property
     def summary(self):
-        return A.summary_frame(self.all_entries())
+        columns = SummaryColumns()
+        for rows in formats.summary_rows(self.entries):
+            columns.add([row for keys, values, paths in rows for row in ((keys, values), *paths)])
+        return columns.frame()
 
 
 def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chunk_frames=E.CHUNK_FRAMES,
@@ -137,6 +261,8 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
     max_open_flows: the flows held open at once (pipeline.MAX_OPEN_FLOWS; past it some finish early, noted).
     jobs: threads (state/workers.py; the same files and summary for any number).
     Raises CaptureError for unusable input."""
+    import pandas as pd
+
     out = None if out_dir is None else Path(out_dir)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -156,12 +282,18 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
     table_pool = None
     try:
         header = run.read()
+        return_freed_memory()
         if out is None:
             return StreamedAnalysis(header, run.entries(sndbuf, lambda entry_id: (A.IGNORE, A.IGNORE)), [])
-        named = run.pipeline.entry_ids()
-        ids = [entry_id for entry_id, _ in named]
+        ids, sctp = [], set()
+        for entry_id, protocol in run.pipeline.entry_ids():
+            ids.append(entry_id)
+            sctp.add(protocol == "sctp")
+        # one index of the ids for every write's categories: a list set each time was made an index again
+        # (a million strings, a hash table of them)
+        ids = pd.Index(ids)
         # SCTP and TCP together: the TSN columns (SCTP's levels count TSNs) are NA for TCP
-        nullable = len({protocol == "sctp" for _, protocol in named}) > 1
+        nullable = len(sctp) > 1
         if jobs > 1:  # the tables' writes made in a thread while pass 2 goes on (one thread: each table in order)
             from concurrent.futures import ThreadPoolExecutor
 
@@ -176,6 +308,7 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
                     lambda columns: writers["blocking"].write(entry_id, columns))
 
         result = StreamedAnalysis(header, run.entries(sndbuf, sinks), [])
+        return_freed_memory()
         summary = result.summary
         if keep is not None:
             summary = summary[summary["id"].map(keep).astype(bool)]
