@@ -19,8 +19,10 @@ static PyObject *keep_freed_memory(PyObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
-/* The in-memory analysis frees pass 1's rows entry by entry while it writes the tables' capture-wide columns:
- * the heap's freed pages, which no column that large can reuse, go back to the kernel (malloc_trim). */
+/* Between the phases of a run, the heap's freed pages go back to the kernel (malloc_trim): the in-memory
+ * analysis frees pass 1's rows entry by entry while it writes the tables' capture-wide columns, and a streamed
+ * run's pass 1 and spill replay free hundreds of MB of small blocks at a million flows; glibc keeps those for
+ * later small blocks, not for the large columns (each its own mapping), so they stayed counted beside them. */
 static PyObject *release_freed_memory(PyObject *self, PyObject *unused) {
 #ifdef __GLIBC__
     malloc_trim(0);

@@ -13,7 +13,6 @@ whatever number of flows the capture has. The files are unlinked at once: they g
 """
 
 import bisect
-import gc
 import os
 import pickle
 import re
@@ -31,7 +30,7 @@ from nrsack.analyzer.state import flows as F, scoreboard as A
 from nrsack.analyzer.state.pipeline import MAX_OPEN_FLOWS, Pipeline
 from nrsack.analyzer.state.run import Run
 from nrsack.analyzer.state.stores import DiskStore, MemoryStore
-from nrsack.analyzer.views.stream import collector_paced
+from nrsack.analyzer.state.run import few_collections
 
 ENTRY_ID = re.compile(r"(\d+)([ab])(?:\.\d+)?")  # pipeline.plan's ids: flow, side, path / subflow
 ENTRIES_HELD = 64      # entries made from the file, kept for the views' caches (figures.series, ladder)
@@ -349,14 +348,13 @@ def analyze_stored(path, sndbuf=None, max_open_flows=MAX_OPEN_FLOWS) -> StoredAn
     # state goes: memory follows the open flows, not the flows seen
     run = Run(path, DiskStore(), sndbuf=sndbuf, max_open_flows=max_open_flows, finish_ended=True,
               spill=_Spill(stored), table_sinks=stored.sinks)
-    pace = collector_paced()
     try:
-        for cap, flow_of, side_of in run.chunks():
-            events.add(cap, flow_of, side_of)
-        stored.capture = run.end()
-        events.done()
-        run.entries(sndbuf, stored.sinks)
+        with few_collections():
+            for cap, flow_of, side_of in run.chunks():
+                events.add(cap, flow_of, side_of)
+            stored.capture = run.end()
+            events.done()
+            run.entries(sndbuf, stored.sinks)
     finally:
-        gc.set_threshold(*pace)
         run.close()
     return stored

@@ -26,11 +26,9 @@ ack's last steps (the frame that cum-acked a resent unit), the highest unit sent
 A finding: rule ID, severity, flow, direction, frames (the breaking frame last), message.
 """
 
-import gc
 import json
 from bisect import bisect_left
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,7 +38,7 @@ from nrsack.analyzer.state import scoreboard as A
 from nrsack.analyzer.read import events as E
 from nrsack.analyzer.state import flows as F
 from nrsack.analyzer.state.pipeline import MAX_OPEN_FLOWS, Pipeline, grouped_order
-from nrsack.analyzer.state.run import Run
+from nrsack.analyzer.state.run import Run, few_collections
 from nrsack.analyzer.state.stores import NullStore
 from nrsack.analyzer.rules import REGISTRY, SEVERITIES, frames
 from nrsack.analyzer.rules import inputs as I
@@ -846,23 +844,6 @@ def check_path(path, rule_ids=None, chunk_frames=E.CHUNK_FRAMES, progress=None, 
         header = run.read()
         flows, found = checker.finish(lazy)
     return header, flows, found
-
-
-# the cyclic collector's first generation is collected every this many allocations while a capture is checked
-YOUNG_COLLECTION = 50_000
-
-
-@contextmanager
-def few_collections():
-    """The cyclic garbage collector run rarely: with the default thresholds (700, 10, 10) its passes over the
-    objects of the flows held open took half of `check`'s time on a flood (100,000 never-closed data flows:
-    41.6 s CPU, 21.9 s with these), and a check leaves next to no cycles (804 objects collected there)."""
-    before = gc.get_threshold()
-    gc.set_threshold(YOUNG_COLLECTION, 20, 100)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
 
 
 def at_least(findings, severity):

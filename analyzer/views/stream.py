@@ -13,23 +13,21 @@ hold exactly what `analyze(...)` and formats.write_tables would write.
 
 from dataclasses import dataclass
 from functools import cached_property
-import ctypes
-import gc
 from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
 
 
+from nrsack.analyzer import _native
 from nrsack.analyzer.state import scoreboard as A
 from nrsack.analyzer.read import events as E
 from nrsack.analyzer.views import formats
 from nrsack.analyzer.state.pipeline import MAX_OPEN_FLOWS
-from nrsack.analyzer.state.run import Run
+from nrsack.analyzer.state.run import Run, few_collections
 from nrsack.analyzer.state.stores import DiskStore
 from nrsack.analyzer.state.stores import SummaryStore
 
-GC_YOUNG_THRESHOLD = 20000
 
 
 class TableWriter:
@@ -103,26 +101,6 @@ class TableWriter:
             formats.write_table(self._frame([]), self.path, self.fmt)
         elif self.fmt == "parquet":
             self.writer.close()
-
-
-def return_freed_memory():
-    """Hands the pages the C heap has free back to the system (glibc's malloc_trim; elsewhere nothing). Between
-    the phases of a streamed run: pass 1 and the spill's replay free far more than they keep (a million
-    flows: hundreds of MB of small blocks), which glibc keeps for later small blocks, not for the summary's
-    and the files' large ones (each its own mapping), so they stayed counted beside them."""
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
-        return
-    trim(0)
-
-
-def collector_paced():
-    """analyze_to_files's pace of the collector (a young collection every GC_YOUNG_THRESHOLD objects, see
-    there) for another streamed run (the dashboard's); -> the pace before, for gc.set_threshold(*pace)."""
-    pace = gc.get_threshold()
-    gc.set_threshold(max(pace[0], GC_YOUNG_THRESHOLD), *pace[1:])
-    return pace
 
 
 class SummaryColumns:
@@ -275,53 +253,49 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
     run = Run(path, store, chunk_frames, progress, observers=() if observe is None else (observe,),
               finish_ended=observe is None, keep_tables=keep_tables, sndbuf=sndbuf, max_open_flows=max_open_flows,
               jobs=jobs)
-    # flows, summaries and their dicts are made by the hundred thousand and seldom form cycles: at the
-    # collector's default pace (a young collection every 700 new objects, a full one every 100) it
-    # took a fifth of a run on short flows
-    pace = collector_paced()
     table_pool = None
-    try:
-        header = run.read()
-        return_freed_memory()
-        if out is None:
-            return StreamedAnalysis(header, run.entries(sndbuf, lambda entry_id: (A.IGNORE, A.IGNORE)), [])
-        ids, sctp = [], set()
-        for entry_id, protocol in run.pipeline.entry_ids():
-            ids.append(entry_id)
-            sctp.add(protocol == "sctp")
-        # one index of the ids for every write's categories: a list set each time was made an index again
-        # (a million strings, a hash table of them)
-        ids = pd.Index(ids)
-        # SCTP and TCP together: the TSN columns (SCTP's levels count TSNs) are NA for TCP
-        nullable = len(sctp) > 1
-        if jobs > 1:  # the tables' writes made in a thread while pass 2 goes on (one thread: each table in order)
-            from concurrent.futures import ThreadPoolExecutor
+    with few_collections():
+        try:
+            header = run.read()
+            _native.release_freed_memory()
+            if out is None:
+                return StreamedAnalysis(header, run.entries(sndbuf, lambda entry_id: (A.IGNORE, A.IGNORE)), [])
+            ids, sctp = [], set()
+            for entry_id, protocol in run.pipeline.entry_ids():
+                ids.append(entry_id)
+                sctp.add(protocol == "sctp")
+            # one index of the ids for every write's categories: a list set each time was made an index again
+            # (a million strings, a hash table of them)
+            ids = pd.Index(ids)
+            # SCTP and TCP together: the TSN columns (SCTP's levels count TSNs) are NA for TCP
+            nullable = len(sctp) > 1
+            if jobs > 1:  # the tables' writes made in a thread while pass 2 goes on (one thread: each table in order)
+                from concurrent.futures import ThreadPoolExecutor
 
-            table_pool = ThreadPoolExecutor(1, thread_name_prefix="nrsack-tables")
-        writers = {name: TableWriter(out / f"{name}.{fmt}", fmt, name, ids, nullable, table_pool)
-                   for name in ("rtxq", "blocking")}
+                table_pool = ThreadPoolExecutor(1, thread_name_prefix="nrsack-tables")
+            writers = {name: TableWriter(out / f"{name}.{fmt}", fmt, name, ids, nullable, table_pool)
+                       for name in ("rtxq", "blocking")}
 
-        def sinks(entry_id):
-            if keep is not None and not keep(entry_id):
-                return A.IGNORE, A.IGNORE
-            return (lambda columns: writers["rtxq"].write(entry_id, columns),
-                    lambda columns: writers["blocking"].write(entry_id, columns))
+            def sinks(entry_id):
+                if keep is not None and not keep(entry_id):
+                    return A.IGNORE, A.IGNORE
+                return (lambda columns: writers["rtxq"].write(entry_id, columns),
+                        lambda columns: writers["blocking"].write(entry_id, columns))
 
-        result = StreamedAnalysis(header, run.entries(sndbuf, sinks), [])
-        return_freed_memory()
-        summary = result.summary
-        if keep is not None:
-            summary = summary[summary["id"].map(keep).astype(bool)]
-        written = out / f"summary.{fmt}"
-        formats.write_table(summary, written, fmt)
-        result.files.append(written)
-        for writer in writers.values():
-            writer.close()
-            result.files.append(writer.path)
-        return result
-    finally:
-        gc.set_threshold(*pace)
-        if table_pool is not None:
-            table_pool.shutdown()
-        run.close()
+            result = StreamedAnalysis(header, run.entries(sndbuf, sinks), [])
+            _native.release_freed_memory()
+            summary = result.summary
+            if keep is not None:
+                summary = summary[summary["id"].map(keep).astype(bool)]
+            written = out / f"summary.{fmt}"
+            formats.write_table(summary, written, fmt)
+            result.files.append(written)
+            for writer in writers.values():
+                writer.close()
+                result.files.append(writer.path)
+            return result
+        finally:
+            if table_pool is not None:
+                table_pool.shutdown()
+            run.close()
 
