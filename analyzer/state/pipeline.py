@@ -925,8 +925,6 @@ class Pipeline:
     def entry_ids(self):
         """-> [(entry id, protocol)] of every entry that entries() will give, in its order (each entry's paths
         after it): the spilled flows' read back from the spill, merged with the open ones'."""
-        if self.spill is not None:
-            self._finish_every_parked()
         out = []
 
         def add_open(item):
@@ -937,6 +935,7 @@ class Pipeline:
         still_open = self.plan()
         k = 0
         if self.spill is not None:
+            self._finish_every_parked()  # (parked connections have no DirectionAccumulator: not in still_open)
             rows = (row for batch in self.spill.entries().rows() for row in batch)
             fids = self.spill.spilled()
             for fid, count in zip(fids.tolist(), self.spill.count[fids].tolist()):
