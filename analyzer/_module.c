@@ -40,7 +40,7 @@ static PyMethodDef module_methods[] = {
     {"feed_levels", feed_levels, METH_VARARGS,
      "Board.feed_level of many TCP levels of one chunk in one call (see _scoreboard.c)"},
     {"short_tcp_entries", short_tcp_entries, METH_VARARGS,
-     "short_tcp_entries(events, blocks, rows, side, group_lo, group_hi, conn, flow_flags, sndbuf[, end_ns]) -> int64 "
+     "short_tcp_entries(events, blocks, rows, side, group_lo, group_hi, conn, flow_flags, sndbuf[, end_ns[, by_sender]]) -> int64 "
      "records: Sender.feed and finish of TCP connections given whole, in one call (see _scoreboard.c)"},
     {"sndbuf_verdict", sndbuf_verdict, METH_VARARGS,
      "sndbuf_verdict(estimate, vantage) -> (estimate, reason): core/sndbuf.c's sbe_vantage and sbe_reason"},

@@ -176,3 +176,25 @@ def test_parked_connections_ended_by_the_idle_bound_or_the_capture_match(tmp_pat
         assert parked[40:].any() and (parked & run.released).any() and not (parked & run.released)[40:].any()
     assert len(run.entries(None)) == len(general["flows"]) and run.parked.count == 0
     assert bool(compacted) == (chunk_frames == 120)
+
+
+@pytest.mark.parametrize("chunk_frames, sndbuf", [(None, None), (None, 3000), (120, None), (120, 3000)])
+def test_parked_connections_tables_are_the_general_paths(tmp_path, chunk_frames, sndbuf, monkeypatch):
+    # the streamed files park as the summary does and make the parked connections' RtxQ and blocking rows in the
+    # same compiled pass (short_tcp_entries with by_sender, scoreboard.short_tcp_pieces): the files must be the
+    # in-memory analysis's, where every direction goes through DirectionAccumulator.finish
+    rng = random.Random(29)
+    frames = [f for k in range(40) for f in connection(rng, k, rng.uniform(0, 1.0))]
+    frames += [f for k in range(40, 80) for f in connection(rng, k, 400 + rng.uniform(0, 1.0))]
+    path = pcaps.write(tmp_path / "parked.pcap", sorted(frames, key=lambda f: float(f.time)))
+    written = formats.write_tables(analyze(path, sndbuf=sndbuf), tmp_path / "memory", "csv")
+    with_tables = []
+    finish = P.ParkedFlows.finish
+    monkeypatch.setattr(P.ParkedFlows, "finish", lambda self, *args, **kw: with_tables.append(kw.get("tables"))
+                        or finish(self, *args, **kw))
+    stream.analyze_to_files(path, tmp_path / "stream", "csv", sndbuf=sndbuf, chunk_frames=chunk_frames)
+    assert with_tables and all(with_tables)  # (the parked connections' tables came from the compiled pass)
+    for table in written:
+        assert (tmp_path / "stream" / table.name).read_bytes() == table.read_bytes(), table.name
+    if sndbuf is not None:  # blocking runs, ended and open at the end of q, were compared
+        assert (tmp_path / "stream" / "blocking.csv").read_text().count("\n") > 2

@@ -685,7 +685,7 @@ int add_board_type(PyObject *module) {
 }
 
 /* ---- short TCP connections, many in one call ----
- * short_tcp_entries(events, blocks, rows, side, group_lo, group_hi, conn, flow_flags, sndbuf[, end_ns]) -> int64
+ * short_tcp_entries(events, blocks, rows, side, group_lo, group_hi, conn, flow_flags, sndbuf[, end_ns[, by_sender]]) -> int64
  * records, ENTRY_FIELDS per sender direction (side 0 then side 1 of each group): what DirectionAccumulator.feed
  * and DirectionAccumulator.finish (state/scoreboard.py) make of a TCP connection whose every event is rows[group_lo[g] ..
  * group_hi[g]) (in capture order, `side` per row), fed to a fresh level and Board in one go. The
@@ -694,7 +694,9 @@ int add_board_type(PyObject *module) {
  * FLOW_NEVER_RENEGE_1 (Flow.negotiated_nr, never_renege); sndbuf < 0: estimated. end_ns (int64 per group, -1:
  * none): where q ends for a direction that did not complete (DirectionAccumulator.finish's end_ns: the pipeline's
  * parked connections, finished at their last event or the capture's end); without it such a direction is left
- * unsummed (ENTRY_COMPLETE 0, no figures). */
+ * unsummed (ENTRY_COMPLETE 0, no figures). by_sender (int8 per sender direction, 2 a group: whether the capture is by
+ * that sender or by no known end, sndbuf_verdict's vantage), when given, asks for the tables as well: -> (records,
+ * RtxQ rows, blocking runs), RTXQ_ROW and BLOCKING_ROW int64 each (table_rows), the streamed files' parked connections. */
 enum { FLOW_NEGOTIATED_NR = 1, FLOW_NEVER_RENEGE_0 = 2, FLOW_NEVER_RENEGE_1 = 4 };
 enum {
     ENTRY_HAS_DATA, ENTRY_COMPLETE, ENTRY_NR_SACK, ENTRY_FIRST_FRAME, ENTRY_T_START, ENTRY_Q_NS, ENTRY_P_NS,
@@ -706,7 +708,7 @@ enum {
 };
 
 typedef struct {  /* one direction's Board outputs per row (Board.feed's) */
-    int64_t *sack, *sacked, *nr, *acked;
+    int64_t *sack, *sacked, *nr, *acked, *freed;
     int32_t *flags;
 } board_rows_t;
 
@@ -721,7 +723,8 @@ static int feed_fresh(Board *b, const part_out_t *o, Py_ssize_t n, const board_r
         int64_t bs = o->bstart[i];
         if (feed_row(b, i, o->kind[i], o->lo[i], o->hi[i], o->size[i], o->blo + bs, o->bhi + bs, o->bnr + bs,
                      o->bcount[i], REVOKE_IN_SPAN, o->conn[i], o->time_ns[i], &f) < 0) return -1;
-        r->sack[i] = f.sack; r->sacked[i] = f.sacked; r->nr[i] = f.nr; r->acked[i] = f.acked; r->flags[i] = f.flags;
+        r->sack[i] = f.sack; r->sacked[i] = f.sacked; r->nr[i] = f.nr; r->acked[i] = f.acked; r->freed[i] = f.freed;
+        r->flags[i] = f.flags;
     }
     return 0;
 }
@@ -803,9 +806,69 @@ PyObject *window_close_py(PyObject *self, PyObject *args) {
     return state ? Py_BuildValue("(NL)", state, (long long)t_end) : NULL;
 }
 
+/* The RtxQ and blocking tables of short directions (short_tcp_entries with tables): rows of int64, RTXQ_ROW
+ * and BLOCKING_ROW fields each, the entry's index (2 * group + sender) first, appended as made. */
+enum { RTXQ_ENTRY, RTXQ_TIME, RTXQ_SACK, RTXQ_SACKED, RTXQ_NR, RTXQ_FREED, RTXQ_RTXQ, RTXQ_FRAME, RTXQ_BLOCKED, RTXQ_GAP,
+       RTXQ_IS_DATA, RTXQ_ROW };
+enum { RUN_ENTRY, RUN_START_NS, RUN_START_FRAME, RUN_RTXQ, RUN_GAP, RUN_END_NS, RUN_END_FRAME, BLOCKING_ROW };
+typedef struct { int64_t *v; size_t n, cap; } rows_t;
+
+static int64_t *rows_add(rows_t *t, size_t width) {
+    if (t->n + width > t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 1024 * width;
+        int64_t *v = realloc(t->v, cap * sizeof *v);
+        if (!v) return NULL;
+        t->v = v; t->cap = cap;
+    }
+    int64_t *row = t->v + t->n;
+    t->n += width;
+    return row;
+}
+
+/* DirectionAccumulator.finish's RtxQ rows (those that changed the scoreboard) and blocking runs (scoreboard._Window:
+ * a run starts at a blocked row and ends at the next row not blocked, or at the end of q, end frame -1) of one
+ * direction summarized in e; blocked as pass 2 reads it, the estimate judged for the capture's vantage. -1: no memory. */
+static int table_rows(const Board *b, const part_out_t *o, Py_ssize_t n, const board_rows_t *r, long long sndbuf,
+                      int by_sender, int64_t entry_index, const int64_t *e, int64_t t_end, Py_ssize_t first,
+                      Py_ssize_t last, Py_ssize_t last_new, rows_t *rtxq_rows, rows_t *runs) {
+    sbe_result_t judged;
+    sbe_decide_paths(&b->estimate, (int)e[ENTRY_NR_SACK], SBE_TCP_CONNECTION, &judged);
+    sbe_vantage(&judged, by_sender);
+    int64_t after_new = 0, *run = NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t rtxq = e[ENTRY_NR_SACK] ? r->sack[i] - r->nr[i] : r->sack[i];
+        int gap = (r->flags[i] & FLAG_GAP_OPEN) != 0, changed = (r->flags[i] & FLAG_CHANGED) != 0;
+        if (o->kind[i] == 0 && changed) after_new = rtxq;
+        int blocked = sndbuf >= 0 ? e[ENTRY_CAPACITY] - rtxq < e[ENTRY_MAX_PAYLOAD]
+                                  : sbe_blocked(&judged, after_new < 0 ? 0 : (uint64_t)after_new,
+                                                rtxq < 0 ? 0 : (uint64_t)rtxq, gap, i < last_new);
+        if (changed) {
+            int64_t *x = rows_add(rtxq_rows, RTXQ_ROW);
+            if (!x) return -1;
+            x[RTXQ_ENTRY] = entry_index; x[RTXQ_TIME] = o->time_ns[i]; x[RTXQ_SACK] = r->sack[i];
+            x[RTXQ_SACKED] = r->sacked[i]; x[RTXQ_NR] = r->nr[i]; x[RTXQ_FREED] = r->freed[i]; x[RTXQ_RTXQ] = rtxq;
+            x[RTXQ_FRAME] = o->frame[i]; x[RTXQ_BLOCKED] = blocked; x[RTXQ_GAP] = gap; x[RTXQ_IS_DATA] = o->kind[i] == 0;
+        }
+        if (i < first || i > last) continue;
+        if (run && !blocked) {
+            run[RUN_END_NS] = o->time_ns[i]; run[RUN_END_FRAME] = o->frame[i];
+            run = NULL;
+        } else if (run) {
+            run[RUN_GAP] |= gap;
+        } else if (blocked) {
+            if (!(run = rows_add(runs, BLOCKING_ROW))) return -1;
+            run[RUN_ENTRY] = entry_index; run[RUN_START_NS] = o->time_ns[i]; run[RUN_START_FRAME] = o->frame[i];
+            run[RUN_RTXQ] = rtxq; run[RUN_GAP] = gap;
+        }
+    }
+    if (run) { run[RUN_END_NS] = t_end; run[RUN_END_FRAME] = -1; }
+    return 0;
+}
+
 /* DirectionAccumulator.feed's tallies and DirectionAccumulator.finish's window (p, b, blocking runs) over one direction's rows. */
-static void summarize(const Board *b, const part_out_t *o, Py_ssize_t n, const board_rows_t *r, int nr_known,
-                      long long sndbuf, int64_t end_ns, int64_t *e) {
+static int summarize(const Board *b, const part_out_t *o, Py_ssize_t n, const board_rows_t *r, int nr_known,
+                     long long sndbuf, int64_t end_ns, int64_t *e, int by_sender, int64_t entry_index, rows_t *rtxq_rows,
+                     rows_t *runs) {
     Py_ssize_t first = -1, last_data = -1, last_new = -1, done = -1;
     int64_t max_sack = 0, max_nr = 0, max_whatif = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -822,7 +885,7 @@ static void summarize(const Board *b, const part_out_t *o, Py_ssize_t n, const b
     }
     e[ENTRY_MAX_SACK] = max_sack; e[ENTRY_MAX_NR] = max_nr; e[ENTRY_MAX_WHATIF] = max_whatif;
     e[ENTRY_DATA_BYTES] = (int64_t)b->sb.data_bytes;
-    if (first < 0) return;
+    if (first < 0) return 0;
     e[ENTRY_HAS_DATA] = 1;
     e[ENTRY_FIRST_FRAME] = o->frame[first];
     e[ENTRY_T_START] = o->time_ns[first];
@@ -830,7 +893,7 @@ static void summarize(const Board *b, const part_out_t *o, Py_ssize_t n, const b
     for (Py_ssize_t i = last_data + 1; i < n && done < 0; i++)
         if (o->kind[i] != 0 && r->acked[i] >= e[ENTRY_DATA_BYTES]) done = i;
     /* incomplete without end_ns: q runs to the end of the capture (the general path finishes it) */
-    if (done < 0 && end_ns < 0) return;
+    if (done < 0 && end_ns < 0) return 0;
     int complete = e[ENTRY_COMPLETE] = done >= 0;
     Py_ssize_t last = complete ? done : n - 1;  /* DirectionAccumulator.finish's window: to the end or the last row */
     int nr_sack = e[ENTRY_NR_SACK] = nr_known;
@@ -855,15 +918,19 @@ static void summarize(const Board *b, const part_out_t *o, Py_ssize_t n, const b
     e[ENTRY_P_NS] = w.p_ns; e[ENTRY_B_NS] = w.b_ns; e[ENTRY_INTERVALS] = w.intervals;
     e[ENTRY_ACKED] = r->acked[last];
     e[ENTRY_Q_NS] = t_end - o->time_ns[first];
+    return rtxq_rows ? table_rows(b, o, n, r, sndbuf, by_sender, entry_index, e, t_end, first, last, last_new, rtxq_rows,
+                                  runs) : 0;
 }
 
 PyObject *short_tcp_entries(PyObject *self, PyObject *args) {
-    PyObject *o_ev, *o_bk, *o_rows, *o_side, *o_lo, *o_hi, *o_conn, *o_flags, *o_end = Py_None;
+    PyObject *o_ev, *o_bk, *o_rows, *o_side, *o_lo, *o_hi, *o_conn, *o_flags, *o_end = Py_None, *o_vantage = Py_None;
     long long sndbuf;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOL|O", &o_ev, &o_bk, &o_rows, &o_side, &o_lo, &o_hi, &o_conn, &o_flags, &sndbuf,
-                          &o_end))
+    if (!PyArg_ParseTuple(args, "OOOOOOOOL|OO", &o_ev, &o_bk, &o_rows, &o_side, &o_lo, &o_hi, &o_conn, &o_flags, &sndbuf,
+                          &o_end, &o_vantage))
         return NULL;
-    buf_t ev = {0}, bk = {0}, rows = {0}, side = {0}, glo = {0}, ghi = {0}, gconn = {0}, gflags = {0}, gend = {0};
+    buf_t ev = {0}, bk = {0}, rows = {0}, side = {0}, glo = {0}, ghi = {0}, gconn = {0}, gflags = {0}, gend = {0},
+          gvantage = {0};
+    rows_t rtxq_rows = {0}, runs = {0};
     PyObject *records = NULL, *result = NULL;
     Board b;
     memset(&b, 0, sizeof b);
@@ -877,8 +944,10 @@ PyObject *short_tcp_entries(PyObject *self, PyObject *args) {
         get_buf(o_hi, &ghi, 8, glo.b.len / 8, 0, "short_tcp_entries") < 0 ||
         get_buf(o_conn, &gconn, 4, glo.b.len / 8, 0, "short_tcp_entries") < 0 ||
         get_buf(o_flags, &gflags, 1, glo.b.len / 8, 0, "short_tcp_entries") < 0 ||
-        (o_end != Py_None && get_buf(o_end, &gend, 8, glo.b.len / 8, 0, "short_tcp_entries") < 0))
+        (o_end != Py_None && get_buf(o_end, &gend, 8, glo.b.len / 8, 0, "short_tcp_entries") < 0) ||
+        (o_vantage != Py_None && get_buf(o_vantage, &gvantage, 1, glo.b.len / 8 * 2, 0, "short_tcp_entries") < 0))
         goto out;
+    const int8_t *by_sender = gvantage.ok ? gvantage.b.buf : NULL;
     const int64_t *end_ns = gend.ok ? gend.b.buf : NULL;
     const event_t *e = ev.b.buf;
     const block_t *blocks = bk.b.buf;
@@ -902,12 +971,12 @@ PyObject *short_tcp_entries(PyObject *self, PyObject *args) {
     /* per row: pos lo hi size bstart time_ns, sack sacked nr acked (int64), kind, bcount conn frame flags;
      * per block of the chunk: blo bhi bnr */
     size_t L = (size_t)longest + 1, B = (size_t)n_blocks + 1;
-    scratch = malloc(L * (10 * 8 + 1 + 4 * 4) + B * (2 * 8 + 1));
+    scratch = malloc(L * (11 * 8 + 1 + 4 * 4) + B * (2 * 8 + 1));
     if (!scratch) { PyErr_NoMemory(); goto out; }
     int64_t *p64 = scratch;
     part_out_t o = {p64, p64 + L, p64 + 2 * L, p64 + 3 * L, p64 + 4 * L, p64 + 5 * L};
-    board_rows_t r = {p64 + 6 * L, p64 + 7 * L, p64 + 8 * L, p64 + 9 * L};
-    o.blo = p64 + 10 * L; o.bhi = o.blo + B;
+    board_rows_t r = {p64 + 6 * L, p64 + 7 * L, p64 + 8 * L, p64 + 9 * L, p64 + 10 * L};
+    o.blo = p64 + 11 * L; o.bhi = o.blo + B;
     int32_t *p32 = (int32_t *)(o.bhi + B);
     o.bcount = p32; o.conn = p32 + L; o.frame = (uint32_t *)(p32 + 2 * L); r.flags = p32 + 3 * L;
     o.kind = (int8_t *)(p32 + 4 * L); o.bnr = o.kind + L;
@@ -933,13 +1002,20 @@ PyObject *short_tcp_entries(PyObject *self, PyObject *args) {
                 j += kept == LEVEL_ROW_KEPT;
             }
             if (feed_fresh(&b, &o, j, &r) < 0) { PyErr_NoMemory(); goto out; }
-            summarize(&b, &o, j, &r, nr_seen || peer_never_renege || (flow_flags[g] & FLOW_NEGOTIATED_NR), sndbuf,
-                      end_ns ? end_ns[g] : -1, entry);
+            if (summarize(&b, &o, j, &r, nr_seen || peer_never_renege || (flow_flags[g] & FLOW_NEGOTIATED_NR), sndbuf,
+                          end_ns ? end_ns[g] : -1, entry, by_sender ? by_sender[2 * g + sender] : 0, 2 * g + sender,
+                          by_sender ? &rtxq_rows : NULL, &runs) < 0) { PyErr_NoMemory(); goto out; }
         }
     }
-    result = records;
+    if (by_sender)
+        result = Py_BuildValue("(Ny#y#)", records, rtxq_rows.v ? (const char *)rtxq_rows.v : "",
+                               (Py_ssize_t)(rtxq_rows.n * 8), runs.v ? (const char *)runs.v : "", (Py_ssize_t)(runs.n * 8));
+    else
+        result = records;
     records = NULL;
 out:
+    free(rtxq_rows.v);
+    free(runs.v);
     Py_XDECREF(records);
     free(scratch);
     sb_free(&b.sb);
@@ -947,7 +1023,7 @@ out:
     iset_free(&b.nr);
     iset_free(&b.revoked);
     free(b.revoked_rows);
-    buf_t *held[] = {&ev, &bk, &rows, &side, &glo, &ghi, &gconn, &gflags, &gend};
+    buf_t *held[] = {&ev, &bk, &rows, &side, &glo, &ghi, &gconn, &gflags, &gend, &gvantage};
     for (size_t k = 0; k < sizeof held / sizeof *held; k++)
         if (held[k]->ok) PyBuffer_Release(&held[k]->b);
     return result;

@@ -284,21 +284,29 @@ class ParkedFlows:
             self._leave(number, parcel, index)
         return joined_events(parts)
 
-    def finish(self, fids, flows, end_ns, sndbuf):
+    def finish(self, fids, flows, end_ns, sndbuf, tables=False):
         """The parked flows `fids` (sorted ids) finished, q ending at end_ns (per flow; None: a flow with a
         direction that did not complete stays parked) -> [(flow ids, their rows)] a parcel at a time (EntrySpill.put_rows's,
-        the flows without data left out). The others leave."""
+        the flows without data left out); `tables`: [(flow ids, their rows, their table pieces)], a flow's pieces
+        [(table, entry id, columns)] in the order DirectionAccumulator.finish gives them (EntrySpill._put_piece's).
+        The others leave."""
         out = []
         for number, parcel, mask, index in self._groups(fids):
             rows, counts = self._rows(parcel, index)
             hi = np.cumsum(counts)
             picked = [flows[f] for f in parcel.fids[index].tolist()]
-            summaries = A.short_tcp_rows(parcel.ev, parcel.blocks, rows, parcel.side[rows], hi - counts, hi, picked,
-                                         sndbuf, None if end_ns is None else end_ns[mask])
+            made = A.short_tcp_rows(parcel.ev, parcel.blocks, rows, parcel.side[rows], hi - counts, hi, picked, sndbuf,
+                                    None if end_ns is None else end_ns[mask], tables)
+            summaries, pieces = made if tables else (made, None)
             done = np.array([rows is not None for rows in summaries], bool)
-            spilled = [(flow.id, rows) for flow, rows in zip(picked, summaries) if rows]
+            spilled = [(k, flow.id, rows) for k, (flow, rows) in enumerate(zip(picked, summaries)) if rows]
             if spilled:
-                out.append(tuple(map(list, zip(*spilled))))
+                if tables:
+                    out.append(([fid for _, fid, _ in spilled], [rows for _, _, rows in spilled],
+                                [[(table, f"{fid}{'ab'[entry & 1]}", columns) for entry in (2 * k, 2 * k + 1)
+                                  for table, columns in pieces.get(entry, ())] for k, fid, _ in spilled]))
+                else:
+                    out.append(([fid for _, fid, _ in spilled], [rows for _, _, rows in spilled]))
             self._leave(number, parcel, index[done])
         return out
 
@@ -435,7 +443,9 @@ class Pipeline:
             self.last_ns[sorted_flows[last]] = cap.ev["time_ns"][order[last]]
             self.active[sorted_flows[starts]] = True
         self._open_parked()
-        if len(held):  # parked: open from the next chunk on, as a connection held back into it was
+        # parked: open from the next chunk on, as a connection held back into it was; for the streamed files, open
+        # now, as the general way's are there (the budget may cut them in this chunk: the files stay as they were)
+        if len(held) and self._one_pass():
             self.pending = (held, self.last_ns[held], int(cap.ev["frame"].max()))
             self.last_ns[held] = _NEVER
             self.active[held] = False
@@ -477,8 +487,13 @@ class Pipeline:
     def _one_pass(self) -> bool:
         """Whether short connections may be finished in one pass: for the summary alone (finish_ended)
         and with nobody reading the levels (the checker's hooks)."""
+        return self._may_park() and self.spill.keep_tables is None
+
+    def _may_park(self) -> bool:
+        """Whether connections may be parked (_hold): as _one_pass, or for the streamed files, whose tables the
+        parked connections' compiled pass makes too (ParkedFlows.finish with tables)."""
         return (self.spill is not None and self.on_part is None and self.on_chunk is None and not self.keep_serials
-                and self.table_sinks is None and self.spill.keep_tables is None)
+                and self.table_sinks is None)
 
     def _dormant(self, cap, rows, side, group_flow, starts) -> set:
         """The TCP connections without a DirectionAccumulator yet whose events in this chunk feed no level
@@ -516,7 +531,7 @@ class Pipeline:
         finished in one compiled pass when the idle bound or the budget ends them or the capture does
         (_finish_parked). -> their flow ids, sorted. Held once: replayed, a connection goes the general way;
         one with an event left out (late) is not held (its count would be made twice)."""
-        if not self._one_pass():
+        if not self._may_park():
             return np.zeros(0, np.int64)
         fresh = (self.last_ns[group_flow] == _NEVER) & (first_row >= self.replayed) & (group_size <= HOLD_MAX_EVENTS)
         late = flow_of[(flow_of >= 0) & (live_flow < 0)]
@@ -578,8 +593,17 @@ class Pipeline:
         self.parked.drop(fids[~data])
         with_data = fids[data]
         ends = self.last_ns[with_data] if cut else None if end_ns is None else np.full(len(with_data), end_ns, np.int64)
-        for spilled, rows in self.parked.finish(with_data, self.table.flows, ends, self.sndbuf):
-            self.spill.put_rows(spilled, rows)
+        if self.spill.keep_tables is None:
+            for spilled, rows in self.parked.finish(with_data, self.table.flows, ends, self.sndbuf):
+                self.spill.put_rows(spilled, rows)
+        else:  # the streamed files: each flow's table pieces, made in the same compiled pass, then its rows
+            for spilled, rows, pieces in self.parked.finish(with_data, self.table.flows, ends, self.sndbuf, tables=True):
+                for fid, flow_rows, flow_pieces in zip(spilled, rows, pieces):
+                    for table, entry_id, columns in flow_pieces:
+                        sink = self.spill.table_sinks(entry_id)[table]
+                        if sink is not A.IGNORE:
+                            sink(columns)
+                    self.spill.put_rows([fid], [flow_rows], alone=True)
         flows = self.table.flows
         for fid in fids[self.parked.parcel_of[fids] < 0].tolist():
             self.table.forget(flows[fid], self.conns)
@@ -876,11 +900,10 @@ class Pipeline:
     def entries(self, sndbuf, sinks=None):
         """Pass 2 of every DirectionAccumulator with data, in flow / side / path order; sinks(entry_id) -> (rtxq, blocking).
         With finish_ended: the spilled entries of every flow, the ones still open finished now."""
-        self._flush_held()
         if self.spill is None:
+            self._flush_held()
             return [self._entry(item, sndbuf, sinks) for item in self.plan()]
-        parked = np.flatnonzero(self.parked.parcel_of >= 0)  # (their q ends with the capture's, as an open flow's)
-        self._finish_parked(parked, cut=False, end_ns=self.end_ns)
+        self._finish_every_parked()
         # in flow order: the tables of the flows spilled with theirs replayed between those finished now
         kept = self.spill.has_tables().tolist() if sinks is not None and hasattr(self.spill, "has_tables") else []
         still_open = [flow.id for flow in self.table.flows if flow is not None and flow.id in self.senders]
@@ -892,6 +915,12 @@ class Pipeline:
             self.spill.put(fid, [self._entry(item, sndbuf, sinks) for item in self._plan_flow(flow)])
             del self.senders[fid]
         return self.spill.entries()
+
+    def _finish_every_parked(self):
+        """At the capture's end: the connections still parked finished, their q ending with the capture's, as an
+        open flow's (entries() and entry_ids(), whichever comes first)."""
+        self._flush_held()
+        self._finish_parked(np.flatnonzero(self.parked.parcel_of >= 0), cut=False, end_ns=self.end_ns)
 
     def entry_ids(self):
         """-> (entry id, protocol) of every entry that entries() will give, in its order (each entry's paths
@@ -906,6 +935,7 @@ class Pipeline:
         still_open = self.plan()
         k = 0
         if self.spill is not None:
+            self._finish_every_parked()  # (parked connections have no DirectionAccumulator: not in still_open)
             rows = (row for batch in self.spill.entries().rows() for row in batch)
             fids = self.spill.spilled()
             for fid, count in zip(fids.tolist(), self.spill.count[fids].tolist()):

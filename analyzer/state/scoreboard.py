@@ -443,25 +443,73 @@ SHORT_FIELDS = ("has_data", "complete", "nr_sack", "first_frame", "t_start", "q_
 FLOW_NEGOTIATED_NR, FLOW_NEVER_RENEGE_0, FLOW_NEVER_RENEGE_1 = 1, 2, 4
 
 
-def short_tcp_records(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns=None) -> np.ndarray:
-    """_native.short_tcp_entries of `flows` (short_tcp_rows's arguments) -> (flows, 2 sides, SHORT_FIELDS) int64."""
+def short_tcp_records(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns=None, tables=False):
+    """_native.short_tcp_entries of `flows` (short_tcp_rows's arguments) -> (flows, 2 sides, SHORT_FIELDS) int64;
+    `tables`: -> (those, the RtxQ and blocking rows of its summed directions: RTXQ_ROW_FIELDS and BLOCKING_ROW_FIELDS
+    int64 each)."""
     conn = ev["conn"][rows[lo]].astype(np.int32)  # (a TCP connection has one conn, its every event's)
     flags = np.fromiter((FLOW_NEGOTIATED_NR * f.negotiated_nr | FLOW_NEVER_RENEGE_0 * f.never_renege[0]
                          | FLOW_NEVER_RENEGE_1 * f.never_renege[1] for f in flows), np.int8, len(flows))
-    records = _native.short_tcp_entries(ev, blocks, rows, side, lo, hi, conn, flags, -1 if sndbuf is None else int(sndbuf),
-                                        None if end_ns is None else np.ascontiguousarray(end_ns, np.int64))
-    return np.frombuffer(records, np.int64).reshape(len(flows), 2, len(SHORT_FIELDS))
+    # (pass 2 judges the estimate for the capture's vantage: sndbuf_verdict's "sender" or "unknown")
+    by_sender = (np.fromiter((vantage(f, side) in ("sender", "unknown") for f in flows for side in (0, 1)), np.int8,
+                             2 * len(flows)) if tables else None)
+    out = _native.short_tcp_entries(ev, blocks, rows, side, lo, hi, conn, flags, -1 if sndbuf is None else int(sndbuf),
+                                    None if end_ns is None else np.ascontiguousarray(end_ns, np.int64), by_sender)
+    records, rtxq, runs = out if tables else (out, None, None)
+    records = np.frombuffer(records, np.int64).reshape(len(flows), 2, len(SHORT_FIELDS))
+    if not tables:
+        return records
+    return (records, np.frombuffer(rtxq, np.int64).reshape(-1, len(RTXQ_ROW_FIELDS)),
+            np.frombuffer(runs, np.int64).reshape(-1, len(BLOCKING_ROW_FIELDS)))
 
 
-def short_tcp_rows(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns=None) -> list:
+# _scoreboard.c table_rows: the fields of its RtxQ rows and blocking runs (the entry's index: 2 * flow + side)
+RTXQ_ROW_FIELDS = ("entry", "time_ns", "sack", "sacked", "nr", "freed", "rtxq", "frame", "blocked", "gap_open", "is_data")
+BLOCKING_ROW_FIELDS = ("entry", "start_ns", "start_frame", "rtxq_bytes_at_start", "gap_open", "end_ns", "end_frame")
+
+
+def short_tcp_pieces(rtxq, runs, entries) -> dict:
+    """short_tcp_records's table rows -> {entry index: [(table, columns)]} for `entries` (indices, each with data):
+    the pieces DirectionAccumulator.finish gives its sinks, in its order (table 0: RtxQ, one piece; 1: blocking,
+    the runs ended in the rows, then the one open at the end of q), so a writer that flushes between pieces
+    cuts the tables where it did."""
+    col = dict(zip(RTXQ_ROW_FIELDS, rtxq.T))
+    sack, nr, sacked = col["sack"], col["nr"], col["sacked"]
+    table = {"time_ns": col["time_ns"], "rtxq_sack_bytes": sack, "rtxq_nr_bytes": sack - nr,
+             "rtxq_whatif_bytes": sack - sacked, "sacked_bytes": sacked, "nr_acked_bytes": nr,
+             "blocked": col["blocked"] != 0, "gap_open": col["gap_open"] != 0, "frame": col["frame"],
+             "is_data": col["is_data"] != 0, "rtxq_bytes": col["rtxq"], "freed_bytes": col["freed"]}
+    table = {k: np.ascontiguousarray(v) for k, v in table.items()}
+    wanted = np.asarray(entries, np.int64)
+    bounds = np.searchsorted(col["entry"], np.stack((wanted, wanted + 1)))
+    out = {e: [(0, {k: v[lo:hi] for k, v in table.items()})]
+           for e, lo, hi in zip(wanted.tolist(), bounds[0].tolist(), bounds[1].tolist())}
+    if len(runs):
+        run = dict(zip(BLOCKING_ROW_FIELDS, runs.T))
+        blocking = {k: np.ascontiguousarray(run[k], t) for k, t in BLOCKING_COLUMNS.items()}
+        blocking["gap_open"] = run["gap_open"] != 0
+        # a piece per entry for the runs that ended in its rows, another for the one still open at the end of q
+        key = run["entry"] * 2 + (run["end_frame"] == -1)
+        starts = np.flatnonzero(np.diff(key, prepend=-1))
+        stops = np.append(starts[1:], len(key))
+        for k, lo, hi in zip(key[starts].tolist(), starts.tolist(), stops.tolist()):
+            if k // 2 in out:
+                out[k // 2].append((1, {name: v[lo:hi] for name, v in blocking.items()}))
+    return out
+
+
+def short_tcp_rows(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns=None, tables=False):
     """DirectionAccumulator.feed and .finish of TCP connections given whole, all in one compiled call:
     `flows[k]`'s events are ev[rows[lo[k]:hi[k]]] (in capture order; `side` per row; blocks: the events'
     SACK blocks). -> per flow the summaries of its directions with data as the spill takes them
     (summary_row's keys and values, no paths: EntrySpill.put_rows), or None when one of them did not
     complete and end_ns (per flow, where q ends for such a direction, as DirectionAccumulator.finish's
     end_ns) is not given: its q runs to the end of the capture. The rows are made here, not through
-    entry_summary: a dict a flow cost more than the flow's analysis."""
-    records = short_tcp_records(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns)
+    entry_summary: a dict a flow cost more than the flow's analysis. `tables`: -> (those, short_tcp_pieces's of
+    the directions summarized)."""
+    records = short_tcp_records(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns, tables)
+    if tables:
+        records, rtxq, runs = records
     has_data = records[:, :, 0] != 0
     finished = ~(has_data & (records[:, :, 1] == 0)).any(1) if end_ns is None else np.ones(len(flows), bool)
     out = [[] if ok else None for ok in finished.tolist()]
@@ -493,6 +541,8 @@ def short_tcp_rows(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns=None) -
                side_of, repeat("connection"), max_payload, acked, retransmissions, first_frame, q_ns, p_ns, b_ns)
     for k, values, far_count, far_first in zip(flow_of, rows, far, far_frame):
         out[k].append((SHORT_KEYS_FAR, values + (far_count, far_first), ()) if far_count else (SHORT_KEYS, values, ()))
+    if tables:
+        return out, short_tcp_pieces(rtxq, runs, 2 * np.asarray(flow_of, np.int64) + side_of)
     return out
 
 
