@@ -118,12 +118,15 @@ class SummaryColumns:
 
     def add(self, rows):
         """rows: [(keys, values)] (scoreboard.summary_row's)."""
-        groups, last = {}, None
+        # runs of rows with one keys tuple, in order (rows of one spilled batch share one: not compared again;
+        # the compiled pass's and finish()'s rows have different ones and alternate)
+        runs, last = [], None
         for keys, values in rows:
-            if keys is not last:  # (rows of one spilled batch share one keys tuple: not compared again)
-                group, last = groups.setdefault(keys, []), keys
+            if keys is not last and keys != last:
+                group, last = [], keys
+                runs.append((keys, group))
             group.append(values)
-        for keys, group in groups.items():
+        for keys, group in runs:
             places = self._places.get(keys)
             if places is None:
                 where = {key: k for k, key in enumerate(keys)}
