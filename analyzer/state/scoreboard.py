@@ -271,10 +271,11 @@ class DirectionAccumulator:
         thousand flows made a feed() each per chunk, whose Python cost more than their rows. `watched`: the
         senders' on_part hooks get a FusedPart of their rows (the checker's plain chunks of a flood)."""
         levels = [sender.level for sender in senders]
-        for k, level in enumerate(levels):
-            if level.space is None:  # the flow's first chunk: anchored on its handshake, if here
-                level.space = F.handshake_space(F.FlowEvents(cap, order[lo[k]:hi[k]], sides[lo[k]:hi[k]]), F.LEVEL_TCP,
-                                                level.conn, level.sender)
+        fresh = [k for k, level in enumerate(levels) if level.space is None]
+        if fresh:  # the flows' first chunk: anchored on their handshake, if here
+            spaces = F.handshake_spaces(cap, order, sides, [(lo[k], hi[k], levels[k].conn, levels[k].sender) for k in fresh])
+            for k, space in zip(fresh, spaces):
+                levels[k].space = space
         n = len(levels)
         never_renege = np.fromiter((level.flow is not None and level.flow.never_renege[1 - level.sender]
                                     for level in levels), np.int8, n)
