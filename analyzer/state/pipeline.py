@@ -759,7 +759,14 @@ class Pipeline:
         self._finish_parked(victims[parked], cut=True)
         held = victims[~parked]
         self._release_bare(held[~self.fed[held]], cut=True)
-        for fid in held[self.fed[held]].tolist():
+        fed = held[self.fed[held]]
+        if len(gone) and self.spill is None:
+            # judged and forgotten just below with nothing spilled: their levels are not read again, so what
+            # _release adds to _release_bare (the Boards' send-buffer estimates, the plan) is skipped
+            judged = np.isin(fed, gone)
+            self._release_bare(fed[judged], cut=True)
+            fed = fed[~judged]
+        for fid in fed.tolist():
             if self._has_data(fid):
                 self.cut_end[fid] = int(self.last_ns[fid])
             self._release(fid, cut=True)
