@@ -226,6 +226,7 @@ class Checker:
         pipeline.on_part = self._on_part
         pipeline.on_chunk = self._on_chunk
         pipeline.on_cut = self._on_cut
+        pipeline.fuse_watched = not self.every_row  # (_plain_chunk reads what a FusedPart holds)
 
     def _on_part(self, sender, part, flags):
         self.parts[sender.key] = part, flags
@@ -408,10 +409,18 @@ class Checker:
                     out[("tcp", conn, side)] = sender.level
         return out
 
+    def _whole_part(self, key):
+        """The (part, flags) the pipeline fed for `key` this chunk, a FusedPart made whole (the general way reads
+        its blocks and every column)."""
+        fed = self.parts.get(key)
+        if fed is not None and type(fed[0]) is A.FusedPart:
+            fed = self.parts[key] = fed[0].full(), fed[1]
+        return fed
+
     def _lanes(self, flow, frows):
         lanes = []
         for side in (0, 1):
-            fed = self.parts.get((flow.id, side))
+            fed = self._whole_part((flow.id, side))
             if fed is not None:
                 conn = flow.conns[0] if flow.protocol == "tcp" else -1
                 lanes.append(_lane((flow.protocol, conn, side), flow.protocol, side, frows, *fed))

@@ -100,6 +100,7 @@ class ChunkRows:
     def __init__(self, cap, side_of):
         self.cap, self.side_of = cap, side_of
         self.blocks = cap.blocks
+        self.ends = {}  # conn -> (its endpoint A, B): a Conn costs microseconds, a SYN and its SYN-ACK share one
 
     def record(self, row):
         return self.cap.ev[row].item()
@@ -113,8 +114,11 @@ class ChunkRows:
 
     def base(self, row, rec, sender=None, offset=0.0):
         """Fields every event has; sender None: the chunk's own side (flow-level events)."""
-        c = self.cap.conns[rec[_CONN]]
-        src, dst = (c.addr_a, c.addr_b) if rec[_DIR] == 0 else (c.addr_b, c.addr_a)
+        ends = self.ends.get(rec[_CONN])
+        if ends is None:
+            c = self.cap.conns[rec[_CONN]]
+            ends = self.ends[rec[_CONN]] = c.addr_a, c.addr_b
+        src, dst = ends if rec[_DIR] == 0 else ends[::-1]
         side = int(self.side_of[row])
         return dict(index=self.cap.offset + row + offset, frame=rec[_FRAME], time_ns=rec[_TIME], side=side,
                     sender=side if sender is None else sender, conn=rec[_CONN], src=src, dst=dst, chunk=rec[_CHUNK],

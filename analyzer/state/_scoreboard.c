@@ -300,7 +300,7 @@ enum { FEED_NO_MEMORY = -2 };
 static Py_ssize_t feed_level_rows(Board *self, const level_t *lv, serial_space_t *space, const event_t *e,
                                   Py_ssize_t n_events, const int64_t *row, const int8_t *sides, Py_ssize_t n_rows,
                                   const block_t *blocks, Py_ssize_t n_blocks, board_row_t *out, feed_tally_t *t,
-                                  int *nr_seen, Py_ssize_t *far, uint32_t *far_frame) {
+                                  int *nr_seen, Py_ssize_t *far, uint32_t *far_frame, int64_t *lanes) {
     if (scratch_fit(n_rows, n_blocks) < 0) return FEED_NO_MEMORY;
     const part_out_t *o = &level_scratch.o;
     Py_ssize_t jb = 0;
@@ -319,6 +319,10 @@ static Py_ssize_t feed_level_rows(Board *self, const level_t *lv, serial_space_t
         out[i] = (board_row_t){f.sack, f.sacked, f.nr, f.freed, f.acked, f.usack, f.usacked, f.unr, o->time_ns[i],
                                o->frame[i], f.flags, o->kind[i] == 0};
         tally_row(t, i, o->kind[i], o->size[i], &f);
+        if (lanes) {
+            int64_t *lane = lanes + 4 * i;
+            lane[0] = o->pos[i]; lane[1] = o->kind[i]; lane[2] = o->lo[i]; lane[3] = o->hi[i];
+        }
     }
     for (Py_ssize_t i = t->last_data + 1; i < j; i++)
         if (o->kind[i] != 0 && out[i].acked >= (int64_t)self->sb.data_bytes) { t->ending = i; break; }
@@ -343,7 +347,7 @@ static PyObject *Board_feed_level(Board *self, PyObject *args) {
     board_row_t *rows_out = (board_row_t *)PyByteArray_AS_STRING(records);
     Py_BEGIN_ALLOW_THREADS
     j = feed_level_rows(self, &a.lv, &a.space, a.e, a.n_events, a.row, a.sides, a.n_rows, a.blocks, a.n_blocks,
-                        rows_out, &t, &nr_seen, &far, &far_frame);
+                        rows_out, &t, &nr_seen, &far, &far_frame, NULL);
     Py_END_ALLOW_THREADS
     if (j == FEED_NO_MEMORY) PyErr_NoMemory();
     if (j < 0 || PyByteArray_Resize(records, j * (Py_ssize_t)sizeof(board_row_t)) < 0) goto out;
@@ -416,10 +420,11 @@ out:
     return result;
 }
 
-/* feed_levels(events, blocks, order, sides, group_lo, group_hi, boards, conns, senders, never_renege, states)
+/* feed_levels(events, blocks, order, sides, group_lo, group_hi, boards, conns, senders, never_renege, states[, lanes])
  *   -> (ROW_DTYPE records of every group one after the other, rows kept per group (i8), tallies per group (i8,
  *   FEED_TALLIES: Board.feed's, then the first data row's time and frame, -1 where none), states, nr_seen per
- *   group (i1), far rows per group (i8), their first frames (i8)):
+ *   group (i1), far rows per group (i8), their first frames (i8)[, with lanes: per record its level row's
+ *   (pos, kind, lo, hi) as i8, what the checker reads of a plain chunk (rules/checker.py _plain_chunk)]):
  * feed_level of many TCP levels of one chunk in one call: group g is the level of conn conns[g] in direction
  * senders[g] over rows order[group_lo[g]:group_hi[g]] (sides[] per row, the same slice), fed to boards[g] from
  * states[g]. A thousand flows made 60,000 feed_level calls a capture, each with its Python around it. */
@@ -427,12 +432,13 @@ enum { FEED_TALLIES = 11 };
 
 PyObject *feed_levels(PyObject *self, PyObject *args) {
     PyObject *o_ev, *o_bk, *o_order, *o_sides, *o_lo, *o_hi, *boards, *o_conn, *o_sender, *o_never, *states;
-    if (!PyArg_ParseTuple(args, "OOOOOOO!OOOO!", &o_ev, &o_bk, &o_order, &o_sides, &o_lo, &o_hi, &PyList_Type, &boards,
-                          &o_conn, &o_sender, &o_never, &PyList_Type, &states))
+    int want_lanes = 0;
+    if (!PyArg_ParseTuple(args, "OOOOOOO!OOOO!|p", &o_ev, &o_bk, &o_order, &o_sides, &o_lo, &o_hi, &PyList_Type, &boards,
+                          &o_conn, &o_sender, &o_never, &PyList_Type, &states, &want_lanes))
         return NULL;
     buf_t ev = {0}, bk = {0}, order = {0}, sides = {0}, glo = {0}, ghi = {0}, gconn = {0}, gsender = {0}, gnever = {0};
     PyObject *records = NULL, *counts = NULL, *tallies = NULL, *new_states = NULL, *seen = NULL, *fars = NULL,
-             *far_frames = NULL, *result = NULL;
+             *far_frames = NULL, *lanes = NULL, *result = NULL;
     Py_ssize_t G = PyList_GET_SIZE(boards);
     if (get_buf(o_ev, &ev, sizeof(event_t), -1, 0, "feed_levels") < 0 ||
         get_buf(o_bk, &bk, sizeof(block_t), -1, 0, "feed_levels") < 0 ||
@@ -461,8 +467,10 @@ PyObject *feed_levels(PyObject *self, PyObject *args) {
         !(counts = PyByteArray_FromStringAndSize(NULL, G * 8)) ||
         !(tallies = PyByteArray_FromStringAndSize(NULL, G * FEED_TALLIES * 8)) ||
         !(seen = PyByteArray_FromStringAndSize(NULL, G)) || !(fars = PyByteArray_FromStringAndSize(NULL, G * 8)) ||
-        !(far_frames = PyByteArray_FromStringAndSize(NULL, G * 8)) || !(new_states = PyList_New(G)))
+        !(far_frames = PyByteArray_FromStringAndSize(NULL, G * 8)) || !(new_states = PyList_New(G)) ||
+        (want_lanes && !(lanes = PyByteArray_FromStringAndSize(NULL, total * 4 * 8))))
         goto out;
+    int64_t *lanes_out = lanes ? (int64_t *)PyByteArray_AS_STRING(lanes) : NULL;
     cp = PyByteArray_AS_STRING(counts); tp = PyByteArray_AS_STRING(tallies); sp = PyByteArray_AS_STRING(seen);
     fp = PyByteArray_AS_STRING(fars); ffp = PyByteArray_AS_STRING(far_frames);
     board_row_t *out = (board_row_t *)PyByteArray_AS_STRING(records);
@@ -483,7 +491,7 @@ PyObject *feed_levels(PyObject *self, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS
         j = feed_level_rows(board, &lv, &space, ev.b.buf, ev.b.len / (Py_ssize_t)sizeof(event_t), row + lo[g],
                             side + lo[g], hi[g] - lo[g], bk.b.buf, bk.b.len / (Py_ssize_t)sizeof(block_t), out + at, &t,
-                            &nr_seen, &far, &far_frame);
+                            &nr_seen, &far, &far_frame, lanes_out ? lanes_out + 4 * at : NULL);
         Py_END_ALLOW_THREADS
         if (j == FEED_NO_MEMORY) PyErr_NoMemory();
         if (j < 0) goto out;
@@ -502,11 +510,14 @@ PyObject *feed_levels(PyObject *self, PyObject *args) {
         ((int64_t *)ffp)[g] = far_frame;
         at += j;
     }
-    if (PyByteArray_Resize(records, at * (Py_ssize_t)sizeof(board_row_t)) < 0) goto out;
-    result = Py_BuildValue("OOOOOOO", records, counts, tallies, new_states, seen, fars, far_frames);
+    if (PyByteArray_Resize(records, at * (Py_ssize_t)sizeof(board_row_t)) < 0 ||
+        (lanes && PyByteArray_Resize(lanes, at * 4 * 8) < 0))
+        goto out;
+    result = lanes ? Py_BuildValue("OOOOOOOO", records, counts, tallies, new_states, seen, fars, far_frames, lanes)
+                   : Py_BuildValue("OOOOOOO", records, counts, tallies, new_states, seen, fars, far_frames);
 out:
     Py_XDECREF(records); Py_XDECREF(counts); Py_XDECREF(tallies); Py_XDECREF(new_states); Py_XDECREF(seen);
-    Py_XDECREF(fars); Py_XDECREF(far_frames);
+    Py_XDECREF(fars); Py_XDECREF(far_frames); Py_XDECREF(lanes);
     buf_t *held[] = {&ev, &bk, &order, &sides, &glo, &ghi, &gconn, &gsender, &gnever};
     for (size_t k = 0; k < sizeof held / sizeof *held; k++)
         if (held[k]->ok) PyBuffer_Release(&held[k]->b);

@@ -543,6 +543,28 @@ def handshake_space(events: "FlowEvents", protocol, conn, sender):
     return anchored_space(int(initial[0])) if len(opening) else None
 
 
+def handshake_spaces(cap, order, sides, groups) -> list:
+    """handshake_space of many TCP levels of one chunk at once: groups [(lo, hi, conn, sender)], each a level's
+    rows order[lo:hi] (sides[lo:hi] theirs). The first SYN of the sender's rows anchors where its conn is the
+    level's (else handshake_space looks further, as for a capture mixing conns in a flow's rows)."""
+    ev = cap.ev
+    syn = (ev["tcp_flags"][order] & E.TCP_SYN) != 0
+    firsts = [np.flatnonzero(syn & (sides == side)) for side in (0, 1)]
+    out = []
+    for lo, hi, conn, sender in groups:
+        candidates = firsts[sender]
+        at = int(np.searchsorted(candidates, lo))
+        if at == len(candidates) or candidates[at] >= hi:
+            out.append(None)
+            continue
+        row = order[candidates[at]]
+        if ev["conn"][row] == conn:
+            out.append(anchored_space(int(ev["seq"][row]) + 1))
+        else:
+            out.append(handshake_space(FlowEvents(cap, order[lo:hi], sides[lo:hi]), LEVEL_TCP, conn, sender))
+    return out
+
+
 def anchored_space(first_serial) -> tuple:
     """A fresh space anchored at first_serial (its low 32 bits)."""
     return _native.unwrap(np.array([first_serial & 0xFFFFFFFF], np.uint64), None)[2]

@@ -363,6 +363,8 @@ class Pipeline:
         self.conns = []    # every conn seen so far (the reader's list, growing chunk by chunk)
         self.on_part = on_part  # the checker's hook: each level's rows of a chunk (DirectionAccumulator.on_part)
         self.on_chunk = None    # and after each chunk: on_chunk(cap, flow_of, side_of)
+        # the on_part hook takes a FusedPart for a TCP connection's chunk without wire blocks (feed_fused)
+        self.fuse_watched = False
         self.on_cut = None      # and on_cut(flow ids) of the flows without data _cut releases, before it does
         self.sndbuf = sndbuf
         self.spill = (spill or EntrySpill(spill_folder, keep_tables)) if finish_ended else None
@@ -417,12 +419,17 @@ class Pipeline:
         work = []  # [(a flow's events, its DirectionAccumulators)]
         # the TCP connections with few rows here whose levels only their Boards read: fed in one compiled call
         fused, fused_lo, fused_hi = [], [], []
+        watched = self.fuse_watched and self.on_part is not None and not self.keep_serials
+        if watched:  # the connections with a wire block in the chunk: their hook reads the whole part
+            blocked = np.zeros(len(self.table.flows), bool)
+            blocked[live_flow[(live_flow >= 0) & (cap.ev["blk_count"] > 0)]] = True
         for fid, lo, hi in zip(sorted_flows[starts].tolist(), starts.tolist(), stops.tolist()):
             if fid in short or fid in parked or fid in dormant:
                 continue
             flow = self.table.flows[fid]
             senders = self._senders(flow)
-            if hi - lo <= A.FUSED_ROWS and flow.protocol == "tcp" and senders[0].fusable():
+            if hi - lo <= A.FUSED_ROWS and flow.protocol == "tcp" and (
+                    senders[0].fusable() or (watched and not blocked[fid] and len(flow.conns) == 1)):
                 fused += senders
                 fused_lo += [lo, lo]
                 fused_hi += [hi, hi]
@@ -430,7 +437,7 @@ class Pipeline:
             rows = order[lo:hi]
             work.append((F.FlowEvents(cap, rows, sorted_side[lo:hi]), senders))
         if fused:  # (in this thread: other flows' feeding is the threads' share of a chunk)
-            A.DirectionAccumulator.feed_fused(fused, cap, order, sorted_side, fused_lo, fused_hi)
+            A.DirectionAccumulator.feed_fused(fused, cap, order, sorted_side, fused_lo, fused_hi, watched)
         if self.workers is not None and len(work) > 1:
             self.workers.feed(work)
         else:
@@ -776,7 +783,14 @@ class Pipeline:
         self._finish_parked(victims[parked], cut=True)
         held = victims[~parked]
         self._release_bare(held[~self.fed[held]], cut=True)
-        for fid in held[self.fed[held]].tolist():
+        fed = held[self.fed[held]]
+        if len(gone) and self.spill is None:
+            # judged and forgotten just below with nothing spilled: their levels are not read again, so what
+            # _release adds to _release_bare (the Boards' send-buffer estimates, the plan) is skipped
+            judged = np.isin(fed, gone)
+            self._release_bare(fed[judged], cut=True)
+            fed = fed[~judged]
+        for fid in fed.tolist():
             if self._has_data(fid):
                 self.cut_end[fid] = int(self.last_ns[fid])
             self._release(fid, cut=True)

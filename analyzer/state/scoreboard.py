@@ -136,6 +136,24 @@ def IGNORE(columns):
     """The sink of a table nobody reads (DirectionAccumulator.finish skips making its rows)."""
 
 
+class FusedPart:
+    """What feed_fused made of a level's rows of a chunk for its on_part hook: the rows' pos, kind, lo, hi,
+    frame and time_ns (what the checker's plain chunk reads), and full(), the whole ScoreboardInput built again
+    from the level's state before the chunk (the checker's general way; a flood's flows seldom take it)."""
+
+    __slots__ = ("pos", "kind", "lo", "hi", "frame", "time_ns", "_level", "_space", "_events")
+
+    def __init__(self, lanes, records, level, space, events):
+        self.pos, self.kind, self.lo, self.hi = lanes.T
+        self.frame, self.time_ns = records["frame"], records["time_ns"]
+        self._level, self._space, self._events = level, space, events
+
+    def full(self) -> F.ScoreboardInput:
+        level = F.TcpLevel(self._level.conn, self._level.sender, self._level.flow)
+        level.space = self._space
+        return level.build(self._events)
+
+
 class DirectionAccumulator:
     """Pass 1 of one entry (sender direction, path or subflow): its level, its Board, its tallies."""
 
@@ -247,28 +265,37 @@ class DirectionAccumulator:
         self.rows += n
 
     @staticmethod
-    def feed_fused(senders, cap, order, sides, lo, hi):
+    def feed_fused(senders, cap, order, sides, lo, hi, watched=False):
         """feed() of many fusable TCP entries of one chunk (at most FUSED_ROWS rows each) in one compiled call
         (_native.feed_levels): senders[k]'s flow has the rows order[lo[k]:hi[k]], sides[lo[k]:hi[k]] theirs. A
-        thousand flows made a feed() each per chunk, whose Python cost more than their rows."""
+        thousand flows made a feed() each per chunk, whose Python cost more than their rows. `watched`: the
+        senders' on_part hooks get a FusedPart of their rows (the checker's plain chunks of a flood)."""
         levels = [sender.level for sender in senders]
-        for k, level in enumerate(levels):
-            if level.space is None:  # the flow's first chunk: anchored on its handshake, if here
-                level.space = F.handshake_space(F.FlowEvents(cap, order[lo[k]:hi[k]], sides[lo[k]:hi[k]]), F.LEVEL_TCP,
-                                                level.conn, level.sender)
+        fresh = [k for k, level in enumerate(levels) if level.space is None]
+        if fresh:  # the flows' first chunk: anchored on their handshake, if here
+            spaces = F.handshake_spaces(cap, order, sides, [(lo[k], hi[k], levels[k].conn, levels[k].sender) for k in fresh])
+            for k, space in zip(fresh, spaces):
+                levels[k].space = space
         n = len(levels)
         never_renege = np.fromiter((level.flow is not None and level.flow.never_renege[1 - level.sender]
                                     for level in levels), np.int8, n)
-        records, counts, tallies, states, nr_seen, far, far_frame = _native.feed_levels(
+        spaces = [level.space for level in levels]
+        records, counts, tallies, states, nr_seen, far, far_frame, *lanes = _native.feed_levels(
             cap.ev, cap.blocks, order, sides, np.asarray(lo, np.int64), np.asarray(hi, np.int64),
             [sender.board for sender in senders], np.fromiter((level.conn for level in levels), np.int32, n),
-            np.fromiter((level.sender for level in levels), np.int8, n), never_renege, [level.space for level in levels])
+            np.fromiter((level.sender for level in levels), np.int8, n), never_renege, spaces, watched)
         records = np.frombuffer(records, ROW_DTYPE)
+        lanes = np.frombuffer(lanes[0], np.int64).reshape(-1, 4) if watched else None
         at = 0
-        for sender, level, count, tally, state, seen, far_count, far_first in zip(
+        for k, (sender, level, count, tally, state, seen, far_count, far_first) in enumerate(zip(
                 senders, levels, np.frombuffer(counts, np.int64).tolist(),
                 np.frombuffer(tallies, np.int64).reshape(n, -1).tolist(), states, nr_seen, np.frombuffer(far, np.int64).tolist(),
-                np.frombuffer(far_frame, np.int64).tolist()):
+                np.frombuffer(far_frame, np.int64).tolist())):
+            if watched and count and sender.on_part is not None:
+                mine = records[at:at + count]
+                sender.on_part(sender, FusedPart(lanes[at:at + count], mine, level, spaces[k],
+                                                 F.FlowEvents(cap, order[lo[k]:hi[k]], sides[lo[k]:hi[k]])),
+                               mine["flags"])
             level.space = state
             if seen:
                 level.nr_seen = True
