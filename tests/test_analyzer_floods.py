@@ -112,6 +112,18 @@ def test_open_transfers_released_early_end_at_their_last_event(floods, tmp_path)
     assert len(budget_notes(json.loads(checked.stdout)["findings"])) == 1
 
 
+def test_streamed_files_past_the_budget_are_the_in_memory_files(floods, tmp_path):
+    # a connection whose first chunk held only its SYN is open from the next chunk on in the streamed files too
+    # (decision 102): read as open in its own chunk, it was cut as a flow without data and its data came late
+    for mode in ("memory", "stream"):
+        done = run("analyze", floods["data"], "--format", "csv", "--out", tmp_path / mode, "--max-open-flows", BUDGET,
+                   *(["--stream"] if mode == "stream" else []))
+        assert done.exit_code == 0, done.output
+        assert "after their flow ended" not in done.output
+    for name in ("summary.csv", "rtxq.csv", "blocking.csv"):
+        assert (tmp_path / "stream" / name).read_bytes() == (tmp_path / "memory" / name).read_bytes(), name
+
+
 def test_the_flag_states_the_default_it_gets():
     from nrsack.analyzer.state.pipeline import MAX_OPEN_FLOWS
 

@@ -450,9 +450,8 @@ class Pipeline:
             self.last_ns[sorted_flows[last]] = cap.ev["time_ns"][order[last]]
             self.active[sorted_flows[starts]] = True
         self._open_parked()
-        # parked: open from the next chunk on, as a connection held back into it was; for the streamed files, open
-        # now, as the general way's are there (the budget may cut them in this chunk: the files stay as they were)
-        if len(held) and self._one_pass():
+        # parked: open from the next chunk on, as a connection held back into it was
+        if len(held):
             self.pending = (held, self.last_ns[held], int(cap.ev["frame"].max()))
             self.last_ns[held] = _NEVER
             self.active[held] = False
