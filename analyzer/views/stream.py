@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-
 from nrsack.analyzer import _native
 from nrsack.analyzer.state import scoreboard as A
 from nrsack.analyzer.read import events as E
@@ -27,7 +26,6 @@ from nrsack.analyzer.state.pipeline import MAX_OPEN_FLOWS
 from nrsack.analyzer.state.run import Run, few_collections
 from nrsack.analyzer.state.stores import DiskStore
 from nrsack.analyzer.state.stores import SummaryStore
-
 
 
 class TableWriter:
