@@ -193,6 +193,21 @@ def test_an_unusable_capture_among_several_is_said_and_the_others_analysed(tmp_p
     assert [c["capture"] for c in analysed["captures"]] == [str(SAMPLES / "cmt-sack.pcap")]
 
 
+def test_several_captures_to_files_say_what_their_figures_leave_out(tmp_path):
+    sys.path.insert(0, str(REPO / "tests"))
+    from support.hostile import write_flood
+
+    flood = tmp_path / "flood.pcap"
+    write_flood(flood, 300, "unacked")
+    result = run("analyze", SAMPLES / "cmt-sack.pcap", flood, "--separate", "--format", "parquet", "--out",
+                 tmp_path / "out", "--max-open-flows", 50)
+    assert result.exit_code == 0, result.output
+    # the files carry no findings: the budget's cut is said on the terminal, under its capture's name
+    notes = [line for line in result.stderr.splitlines() if "--max-open-flows" in line]
+    assert len(notes) == 1 and notes[0].startswith(f"{flood}: GEN-01 note frame "), result.stderr
+    assert "cmt-sack.pcap:" not in result.stderr
+
+
 @pytest.fixture
 def dask_cluster(tmp_path):
     """A `dask scheduler` and two `dask worker` processes, as a cluster is run by hand; -> its address."""

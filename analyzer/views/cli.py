@@ -206,17 +206,19 @@ def print_table(console, analysis, ids, capture, found):
         console.print(text_report([(capture, None, found)]), markup=False, highlight=False)
 
 
-def print_notes(console, analysis, ids):
+def print_notes(console, analysis, ids, capture=""):
     """The reader's findings and the analysis's notes (GEN-01: flows the budget cut, events after a flow's
-    end), one line each: what the figures leave out."""
+    end), one line each however long (soft_wrap): what the figures leave out. capture: its name before
+    each line (several captures)."""
     from nrsack.analyzer.views import formats
 
+    where = f"{capture}: " if capture else ""
     for frame, reason in analysis.capture.findings:
-        console.print(f"GEN-01 frame {frame}: {reason}", markup=False)
+        console.print(f"{where}GEN-01 frame {frame}: {reason}", markup=False, soft_wrap=True)
     for finding in formats.summary_findings(analysis, ids):
         if finding["rule"] != "GEN-01" or finding["severity"] == "note":
-            console.print(f"{finding['rule']} {finding['severity']} frame {finding['frames'][0]}: "
-                          f"{finding['message'].split(' ', 1)[1]}", markup=False)
+            console.print(f"{where}{finding['rule']} {finding['severity']} frame {finding['frames'][0]}: "
+                          f"{finding['message'].split(' ', 1)[1]}", markup=False, soft_wrap=True)
 
 
 def run_many(captures, sndbuf, flow_filter, fmt, out_dir, check, severity, max_open_flows, workers, scheduler, jobs=1):
@@ -264,6 +266,11 @@ def run_many(captures, sndbuf, flow_filter, fmt, out_dir, check, severity, max_o
             if r["error"] is None:
                 print_table(console, r["analysis"], formats.selected_ids(r["analysis"], flow_filter), str(job.capture),
                             r["found"])
+    elif files_wanted:  # the figures go to files: what they leave out, to the terminal
+        for r, job in zip(results, tasks):
+            if r["error"] is None:
+                print_notes(Console(stderr=True, width=200), r["analysis"],
+                            formats.selected_ids(r["analysis"], flow_filter), str(job.capture))
     for r in usable:
         warn_truncated(r["analysis"].capture)
     if files_wanted:
