@@ -156,3 +156,20 @@ def test_compare_reads_json_summaries(tmp_path):
     [pair] = json.loads(result.output)["pairs"]
     expected = [json.loads((SAMPLES / f"{c.stem}.expected.json").read_text())["flows"][0]["throughput_bps"] for c in (fig4, fig2)]
     assert pair["gain_percent"] == pytest.approx((expected[0] - expected[1]) / expected[1] * 100, rel=1e-12)
+
+
+@pytest.mark.parametrize("fmt", ["json", "table"])
+def test_the_summary_starts_without_pandas(fmt):
+    """pandas and pyarrow take a quarter second to import, longer than a small capture's whole analysis
+    (issue 28's start-up bar): the summary's table and JSON never need them."""
+    import subprocess
+    import sys
+
+    sample = SAMPLES / "sctp-nrsack-fig4.pcap"
+    child = ("import contextlib, io, sys\nfrom nrsack.cli import main\n"
+             f"sys.argv = ['nrsack', 'analyze', {str(sample)!r}, '--format', {fmt!r}]\n"
+             "try:\n    with contextlib.redirect_stdout(io.StringIO()):\n        main()\nexcept SystemExit as end:\n"
+             "    assert not end.code, end.code\n"
+             "print(sorted(m for m in ('pandas', 'pyarrow') if m in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True)
+    assert run.stdout.split() == ["[]"]
