@@ -200,7 +200,8 @@ enum { SBE_SACK, SBE_NR, SBE_BIN = 64, SBE_MIN_WAITS = 16, SBE_LONG_WAIT = 3, SB
  * answers an ack does so from the ack's processing or the woken writer's copy, tens of µs; a paced one when its
  * pacing timer fires, a packet's time at the pacing rate: net/ipv4/tcp_output.c tcp_pacing_check) */
 #define SBE_PACED_NS 50000
-/* top: the highest RtxQ seen in the bin; wait_ns: the waits' time; last: the ordinal of its last wait in its levels */
+/* top: the highest RtxQ seen in the bin; wait_ns: the waits' time, each from its new data to its last freeing ack;
+ * last: the ordinal of its last wait in its levels */
 typedef struct { uint64_t bin, waits, top, wait_ns, last; } sbe_bin_t;
 typedef struct { sbe_bin_t *v; size_t n, cap; uint64_t waits; } sbe_levels_t;
 typedef struct {

@@ -76,7 +76,11 @@ static int count_wait(sbe_levels_t *l, uint64_t level, uint64_t waited_ns) {
 int sbe_new_data(sbe_t *e, uint64_t rtxq_sack, uint64_t rtxq_nr, uint64_t bytes, int64_t now_ns) {
     if (e->sent_new && e->acks) {  /* a wait for an ack ended in new data: it began at after_new */
         int long_wait = e->acks >= SBE_LONG_WAIT && !e->gap_seen;
-        uint64_t waited = now_ns > e->new_at_ns ? (uint64_t)now_ns - (uint64_t)e->new_at_ns : 0;
+        /* its time runs to its last freeing ack, not to the new data: a writer on a buffer full of sent data is
+         * resumed by the ack that frees room (usrsctp at every SACK, its data out at once: at most 13 ms later on
+         * the lab's 24 CMT runs), so new data long after it was held by something else (the paths' windows,
+         * stalled with room free: 1.16 s on a lab CMT run at 49,000 of 65,536) */
+        uint64_t waited = e->freed_at_ns > e->new_at_ns ? (uint64_t)e->freed_at_ns - (uint64_t)e->new_at_ns : 0;
         e->ended++;
         if (now_ns > e->freed_at_ns && (uint64_t)now_ns - (uint64_t)e->freed_at_ns >= SBE_PACED_NS) e->ended_paced++;
         for (int k = 0; k < 2; k++) {
@@ -303,8 +307,8 @@ int sbe_blocked(const sbe_result_t *r, uint64_t rtxq_after_new, uint64_t rtxq_no
 
 /* CMT: usrsctp counts the association's whole queue in payload against its buffer, so the RtxQ never
  * exceeds the buffer and a buffer full of sent data is the highest level: the writer was held back at most
- * as long as the waits that began within `packets` packets of the highest level lasted (MPTCP alike). A twentieth of the span of
- * the waits (first to last new data) or more: held back there (a window stalls at its peak but briefly,
+ * as long as the waits that began within `packets` packets of the highest level lasted to their last freeing
+ * acks (MPTCP alike). A twentieth of the span of the waits (first to last new data) or more: held back there (a window stalls at its peak but briefly,
  * for the new data after a loss rises above it); less: never (b is below a twentieth); no span (frames
  * without time): cannot tell. A twentieth or more in one wait alone: cannot tell, for a window-limited
  * sender's timeout at its peak (the lab's usrsctp at 51,000 of 65,536) waits there as long as a full buffer;

@@ -860,7 +860,7 @@ local PACED_NS = 50000 -- a wait ended paced: its new data this long or more aft
 local floor = math.floor
 
 -- a levels vector: bins ascending, bin[k], waits[k], top[k] (the highest RtxQ seen in the bin), wait_ns[k] (the
--- waits' time), last[k] (the ordinal of its last wait in the levels), 1..n
+-- waits' time, each to its last freeing ack), last[k] (the ordinal of its last wait in the levels), 1..n
 local function levels_new() return {bin = {}, waits_of = {}, top = {}, wait_ns = {}, last = {}, n = 0, waits = 0} end
 
 -- An estimator's levels are made at their first wait, and its packet sizes counted per power of two seen:
@@ -906,7 +906,8 @@ end
 function sbe.new_data(e, rtxq_sack, rtxq_nr, bytes, now_ns)
     if e.sent_new and e.acks > 0 then -- a wait for an ack ended in new data: it began at after_new
         local long_wait = e.acks >= LONG_WAIT and not e.gap_seen
-        local waited = now_ns > e.new_at_ns and now_ns - e.new_at_ns or 0
+        -- to its last freeing ack: the ack resumes a writer on a full buffer (core/sndbuf.c sbe_new_data)
+        local waited = e.freed_at_ns > e.new_at_ns and e.freed_at_ns - e.new_at_ns or 0
         e.ended = e.ended + 1
         if now_ns - e.freed_at_ns >= PACED_NS then e.ended_paced = e.ended_paced + 1 end
         for k = 0, 1 do
@@ -1111,9 +1112,9 @@ end
 
 -- CMT: usrsctp counts the association's whole queue in payload against its buffer, so the RtxQ never
 -- exceeds the buffer and a buffer full of sent data is the highest level: the writer was held back at most
--- as long as the waits that began within a packet of the highest level lasted. A twentieth of the span of
--- the waits (first to last new data) or more: held back there (a window stalls at its peak but briefly,
--- for the new data after a loss rises above it); less: never (b is below a twentieth); no span (frames
+-- as long as the waits that began within a packet of the highest level lasted to their last freeing acks. A
+-- twentieth of the span of the waits (first to last new data) or more: held back there (a window stalls at its
+-- peak but briefly, for the new data after a loss rises above it); less: never (b is below a twentieth); no span (frames
 -- without time): cannot tell. A twentieth or more in one wait alone: cannot tell, for a window-limited
 -- sender's timeout at its peak (the lab's usrsctp at 51,000 of 65,536) waits there as long as a full buffer;
 -- two or more are the level the sender kept returning to.

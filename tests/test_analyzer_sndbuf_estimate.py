@@ -2,6 +2,7 @@
 a ceiling, never, or cannot tell with null figures and a reason; and a real loopback HTTP exchange, whose
 short request and response flows must never read as blocked."""
 
+import json
 import os
 import signal
 import subprocess
@@ -14,6 +15,7 @@ import pytest
 from nrsack.analyzer import _native, analyze
 from nrsack.lab.namespaces import namespace_problem
 from support import pcaps, tcp_scenario
+from support.paths import STORED_RUNS
 
 
 def only_sender(path):
@@ -315,22 +317,22 @@ def test_an_mptcp_data_level_growing_past_its_levels_is_never_held_back():
 
 def transient_then_settled():
     """Rows whose waits climb a packet a wait to 30,000 (a transient), then settle at 16,000; the index of the
-    row that ends the wait at 30,000."""
+    last ack that freed room in the wait at 30,000 (a wait's time runs to it)."""
     rows = [("data", 1000)] * 16
     for _ in range(14):  # the transient: a packet higher each wait
         rows += [("ack", 1000), ("data", 1000), ("data", 1000)]
     rows += [("ack", 14000)]
-    top_ends = len(rows) + 1
+    top_freed = len(rows)
     for _ in range(60):  # settled at 16,000
         rows += [("ack", 1000), ("data", 1000)]
-    return rows, top_ends
+    return rows, top_freed
 
 
 def test_a_cmt_wait_at_the_top_of_decades_is_held_back():
     """One wait at the highest RtxQ lasting 2^62 ns (a capture's clock jumped 146 years): nearly all of the
     span, so held back there (twenty times it wrapped to a few ms in 64 bits, below the span: never)."""
-    rows, top_ends = transient_then_settled()
-    verdict, reason = fed_board(rows, SBE_CMT_ASSOCIATION, jump_ns=1 << 62, jump_at=top_ends)
+    rows, top_freed = transient_then_settled()
+    verdict, reason = fed_board(rows, SBE_CMT_ASSOCIATION, jump_ns=1 << 62, jump_at=top_freed)
     assert verdict == "held back" and "twentieth of the time or more" in reason, reason
 
 
@@ -343,16 +345,69 @@ def test_a_cmt_association_with_one_long_wait_at_its_top_cannot_tell():
     for _ in range(7):  # the transient: two packets higher each wait, so one wait in the top band
         rows += [("ack", 1000), ("data", 1000), ("data", 1000), ("data", 1000)]
     rows += [("ack", 14000)]
-    top_ends = len(rows) + 1
+    top_freed = len(rows)  # the wait's last ack that freed room: its time runs to it
     for _ in range(60):  # settled at 16,000
         rows += [("ack", 1000), ("data", 1000)]
-    verdict, reason = fed_board(rows, SBE_CMT_ASSOCIATION, jump_ns=1_000_000_000, jump_at=top_ends)
+    verdict, reason = fed_board(rows, SBE_CMT_ASSOCIATION, jump_ns=1_000_000_000, jump_at=top_freed)
     assert verdict == "cannot tell", reason
     assert reason.startswith("CMT: only one wait at the highest RtxQ, 29000-30000 bytes, of 67, took a "
                              "twentieth of the time or more"), reason
     # the same wait brief: never, as before (one wait is enough to say the buffer was not full long)
     verdict, reason = fed_board(rows, SBE_CMT_ASSOCIATION)
     assert verdict == "never" and "less than a twentieth of the time" in reason, reason
+
+
+def window_plateau():
+    """Rows of a window-limited CMT association: waits climbing a packet a wait to 30,000, six at that peak,
+    then one more there whose ack frees eight packets' room with no new data after it (windows stalled with room
+    free), and waits at 23,000 after; the index of that wait's new data."""
+    rows = [("data", 1000)] * 16
+    for _ in range(14):  # a packet higher each wait
+        rows += [("ack", 1000), ("data", 1000), ("data", 1000)]
+    rows += [("ack", 1000), ("data", 1000)] * 6  # at the peak
+    rows += [("ack", 8000)]
+    resumed = len(rows)
+    rows += [("data", 1000)]
+    for _ in range(40):
+        rows += [("ack", 1000), ("data", 1000)]
+    return rows, resumed
+
+
+def test_a_cmt_window_plateau_resumed_long_after_its_ack_was_never_held_back():
+    """The lab's usrsctp CMT run at 49,000 of 65,536 (tests/captures/cmt-window-plateau): several waits at
+    the sender's peak, and the one that took a twentieth of the time spent it after its last ack had freed
+    room. usrsctp resumes a writer blocked on a buffer full of sent data at every SACK that frees room, and
+    its data leaves at once, so that second was not the buffer's: a wait's time runs to its last freeing
+    ack (it read held back, B 30,000, from the wait's time to its new data)."""
+    rows, resumed = window_plateau()
+    verdict, reason = fed_board(rows, SBE_CMT_ASSOCIATION, jump_ns=1_000_000_000, jump_at=resumed)
+    assert verdict == "never", reason
+    assert reason.startswith("CMT: 8 of 61 waits for an ack began at the highest RtxQ, 29000-30000 bytes, and took "
+                             "less than a twentieth of the time"), reason
+    # the same second spent before the ack that freed room, as on a full buffer: held back at the peak
+    verdict, reason = fed_board(rows, SBE_CMT_ASSOCIATION, jump_ns=1_000_000_000, jump_at=resumed - 1)
+    assert verdict == "held back" and "twentieth of the time or more" in reason, reason
+
+
+def test_the_lab_cmt_run_at_its_windows_plateau_was_never_held_back():
+    """usrsctp with CMT (SO_SNDBUF 65,536, 1 % loss, paths 10 ms at 20 Mbit/s and 20 ms at 10 Mbit/s): its
+    windows held the association's RtxQ at 49,000 at most while the writer waited 91 % of q on a buffer
+    holding unsent data behind them (the stack's truth: b 0). Seven waits began at that peak; one of them
+    took 0.3 of the span, 1.16 s of it after its last ack had freed 8,000 bytes (the windows stalled),
+    which read as a full buffer there, b/q 0.29, and failed the lab's CMT test once."""
+    run = STORED_RUNS / "cmt-window-plateau"
+    truth = json.loads((run / "truth.json").read_text())
+    assert truth["cmt"] and truth["b_over_q"] == 0 and truth["app_blocked_unsent_s"] > 0.9 * truth["q_s"]
+    (entry,) = [e for e in analyze(run / "sender.pcap.gz").entries if e.summary["src"] == "10.0.0.1:5001"]
+    s = entry.summary
+    assert len(entry.paths) == 2 and entry.rtxq["rtxq_nr_bytes"].max() == 49_000
+    assert (s["sndbuf_verdict"], s["b_over_q"], s["p_over_q"], s["sndbuf_bytes"]) == ("never", 0, 0, None), s
+    assert s["sndbuf_reason"].startswith("CMT: 7 of 392 waits for an ack began at the highest RtxQ, 48000-49000 "
+                                         "bytes, and took less than a twentieth of the time"), s["sndbuf_reason"]
+    # given the buffer, the capture never shows it full of sent data either
+    (given,) = [e.summary for e in analyze(run / "sender.pcap.gz", sndbuf=truth["sndbuf_bytes"]).entries
+                if e.summary["src"] == "10.0.0.1:5001"]
+    assert given["b_over_q"] == 0 and given["p_over_q"] == 0
 
 
 def test_a_cmt_capture_without_time_cannot_tell():

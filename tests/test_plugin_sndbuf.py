@@ -12,7 +12,7 @@ import pytest
 
 from nrsack.analyzer import analyze
 from support import pcaps, tcp_scenario, tshark
-from support.paths import SAMPLES
+from support.paths import SAMPLES, STORED_RUNS
 
 pytestmark = pytest.mark.tshark
 
@@ -93,6 +93,19 @@ def test_lab_runs_of_each_stack_are_told(plugins, pcap):
     c_blocked, _, _ = plugin_view(plugins["c"], "c", pcap)
     lua_blocked, _, _ = plugin_view(plugins["lua"], "lua", pcap)
     assert c_blocked == lua_blocked == want_blocked
+
+
+def test_the_lab_cmt_window_plateau_is_never_held_back_alike(plugins):
+    """The lab's usrsctp CMT run whose windows plateaued at 49,000 of 65,536 (a wait's time runs to its last
+    freeing ack, core/sndbuf.c sbe_new_data): both plugins say never, as the analyzer does, and mark nothing."""
+    pcap = STORED_RUNS / "cmt-window-plateau" / "sender.pcap.gz"
+    want_blocked, want_view = analyzer_view(pcap)
+    assert want_view["10.0.0.1:5001 -> 10.0.0.2:5002"][0] == "never" and not want_blocked
+    for kind in ("c", "lua"):
+        blocked, _, view = plugin_view(plugins[kind], kind, pcap)
+        assert blocked == want_blocked, kind
+        for direction, (verdict, reason, sndbuf, _) in view.items():
+            assert (verdict, reason, sndbuf) == want_view[direction], (kind, direction)
 
 
 def test_one_pass_says_so_far_and_a_given_b_wins(plugins):

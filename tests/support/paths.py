@@ -10,6 +10,9 @@ CONFORMANCE = SAMPLES / "conformance"
 # real-stack captures from `nrsack lab run`, each with the stack's truth (NAME.truth.json) instead of a
 # hand-written expected file and golden output: not generated timelines
 LAB_SAMPLES = SAMPLES / "lab"
+# lab runs kept whole for a test of their own (gzip: the analyzer and tshark read it as it is), each a folder
+# with the run's sender.pcap.gz, truth.json and config.json as `nrsack lab run` wrote them
+STORED_RUNS = REPO / "tests" / "captures"
 
 
 def timeline_pcaps():
