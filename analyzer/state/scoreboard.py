@@ -495,34 +495,47 @@ RTXQ_ROW_FIELDS = ("entry", "time_ns", "sack", "sacked", "nr", "freed", "rtxq", 
 BLOCKING_ROW_FIELDS = ("entry", "start_ns", "start_frame", "rtxq_bytes_at_start", "gap_open", "end_ns", "end_frame")
 
 
-def short_tcp_pieces(rtxq, runs, entries) -> dict:
-    """short_tcp_records's table rows -> {entry index: [(table, columns)]} for `entries` (indices, each with data):
-    the pieces DirectionAccumulator.finish gives its sinks, in its order (table 0: RtxQ, one piece; 1: blocking,
-    the runs ended in the rows, then the one open at the end of q), so a writer that flushes between pieces
-    cuts the tables where it did."""
+class TablePieces(NamedTuple):
+    """One table's pieces of entries finished together, in entry order, their rows joined: a piece is what
+    DirectionAccumulator.finish gives a sink at once (the RtxQ table: one per entry; blocking: the runs ended in
+    the rows, then the one open at the end of q), so a writer that flushes between pieces cuts the table where
+    it did. Column arrays, not a dict a piece: a flood's pieces are a row or two each."""
+
+    entry: np.ndarray    # per piece: its entry's index (short_tcp_records's: 2 * flow + side)
+    length: np.ndarray   # per piece: its rows
+    columns: dict        # the pieces' rows, one after another
+
+    def take(self, pieces) -> "TablePieces":
+        """The pieces `pieces` (indices, in order) alone."""
+        at = np.cumsum(self.length) - self.length
+        rows = F.expand_runs(at[pieces], self.length[pieces])
+        return TablePieces(self.entry[pieces], self.length[pieces], {k: v[rows] for k, v in self.columns.items()})
+
+
+def short_tcp_tables(rtxq, runs, entries) -> tuple:
+    """short_tcp_records's table rows -> (RtxQ, blocking) TablePieces of `entries` (indices, sorted, each with data)."""
     col = dict(zip(RTXQ_ROW_FIELDS, rtxq.T))
+    wanted = np.asarray(entries, np.int64)
+    lo, hi = np.searchsorted(col["entry"], np.stack((wanted, wanted + 1)))
+    rows = F.expand_runs(lo, hi - lo)
+    col = {k: v[rows] for k, v in col.items()}
     sack, nr, sacked = col["sack"], col["nr"], col["sacked"]
     table = {"time_ns": col["time_ns"], "rtxq_sack_bytes": sack, "rtxq_nr_bytes": sack - nr,
              "rtxq_whatif_bytes": sack - sacked, "sacked_bytes": sacked, "nr_acked_bytes": nr,
              "blocked": col["blocked"] != 0, "gap_open": col["gap_open"] != 0, "frame": col["frame"],
              "is_data": col["is_data"] != 0, "rtxq_bytes": col["rtxq"], "freed_bytes": col["freed"]}
-    table = {k: np.ascontiguousarray(v) for k, v in table.items()}
-    wanted = np.asarray(entries, np.int64)
-    bounds = np.searchsorted(col["entry"], np.stack((wanted, wanted + 1)))
-    out = {e: [(0, {k: v[lo:hi] for k, v in table.items()})]
-           for e, lo, hi in zip(wanted.tolist(), bounds[0].tolist(), bounds[1].tolist())}
-    if len(runs):
-        run = dict(zip(BLOCKING_ROW_FIELDS, runs.T))
-        blocking = {k: np.ascontiguousarray(run[k], t) for k, t in BLOCKING_COLUMNS.items()}
-        blocking["gap_open"] = run["gap_open"] != 0
-        # a piece per entry for the runs that ended in its rows, another for the one still open at the end of q
-        key = run["entry"] * 2 + (run["end_frame"] == -1)
-        starts = np.flatnonzero(np.diff(key, prepend=-1))
-        stops = np.append(starts[1:], len(key))
-        for k, lo, hi in zip(key[starts].tolist(), starts.tolist(), stops.tolist()):
-            if k // 2 in out:
-                out[k // 2].append((1, {name: v[lo:hi] for name, v in blocking.items()}))
-    return out
+    rtxq_pieces = TablePieces(wanted, hi - lo, {k: np.ascontiguousarray(v) for k, v in table.items()})
+    run = dict(zip(BLOCKING_ROW_FIELDS, runs.T))
+    # a piece per entry for the runs that ended in its rows, another for the one still open at the end of q
+    key = run["entry"] * 2 + (run["end_frame"] == -1)
+    starts = np.flatnonzero(np.diff(key, prepend=-1))
+    stops = np.append(starts[1:], len(key))
+    mine = np.isin(key[starts] // 2, wanted)
+    starts, stops = starts[mine], stops[mine]
+    rows = F.expand_runs(starts, stops - starts)
+    blocking = {k: np.ascontiguousarray(run[k][rows], t) for k, t in BLOCKING_COLUMNS.items()}
+    blocking["gap_open"] = run["gap_open"][rows] != 0
+    return rtxq_pieces, TablePieces(key[starts] // 2, stops - starts, blocking)
 
 
 def short_tcp_rows(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns=None, tables=False):
@@ -532,7 +545,7 @@ def short_tcp_rows(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns=None, t
     (summary_row's keys and values, no paths: EntrySpill.put_rows), or None when one of them did not
     complete and end_ns (per flow, where q ends for such a direction, as DirectionAccumulator.finish's
     end_ns) is not given: its q runs to the end of the capture. The rows are made here, not through
-    entry_summary: a dict a flow cost more than the flow's analysis. `tables`: -> (those, short_tcp_pieces's of
+    entry_summary: a dict a flow cost more than the flow's analysis. `tables`: -> (those, short_tcp_tables's of
     the directions summarized)."""
     records = short_tcp_records(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns, tables)
     if tables:
@@ -569,7 +582,7 @@ def short_tcp_rows(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns=None, t
     for k, values, far_count, far_first in zip(flow_of, rows, far, far_frame):
         out[k].append((SHORT_KEYS_FAR, values + (far_count, far_first), ()) if far_count else (SHORT_KEYS, values, ()))
     if tables:
-        return out, short_tcp_pieces(rtxq, runs, 2 * np.asarray(flow_of, np.int64) + side_of)
+        return out, short_tcp_tables(rtxq, runs, 2 * np.asarray(flow_of, np.int64) + side_of)
     return out
 
 

@@ -42,30 +42,76 @@ class TableWriter:
     def __init__(self, path, fmt, table, ids, nullable_tsns, pool=None):
         self.path, self.fmt, self.table, self.ids, self.nullable = Path(path), fmt, table, ids, nullable_tsns
         self.writer = None
-        self.pending, self.pending_rows = [], 0   # [(entry id, [column dicts])]
+        # [([entry id a piece], A.TablePieces)]: the pieces written since the last write, a batch of them a part
+        self.pending, self.pending_rows, self.pending_entries = [], 0, 0
         # --jobs: each write made in `pool` (one thread: in order) while pass 2 goes on, one at a time
         self.pool, self.writing = pool, None
 
     def write(self, entry_id, columns):
-        if self.pending and self.pending[-1][0] == entry_id:
-            self.pending[-1][1].append(columns)
-        else:
-            self.pending.append((entry_id, [columns]))
-        self.pending_rows += len(columns["start_ns" if self.table == "blocking" else "time_ns"])
-        if self.pending_rows >= self.ROWS_PER_WRITE or len(self.pending) >= self.ENTRIES_PER_WRITE:
-            self._flush()
+        """One piece: the columns of an entry's rows."""
+        rows = len(columns["start_ns" if self.table == "blocking" else "time_ns"])
+        self.write_many([entry_id], A.TablePieces(None, np.array([rows], np.int64), columns))
+
+    def write_many(self, ids, pieces):
+        """Pieces of consecutive entries (ids: each piece's entry id), as write() would take them one at a time:
+        written where write() would have flushed, so the files are cut into the same row groups."""
+        lengths = pieces.length
+        new = np.ones(len(ids), bool)  # a piece whose entry is not the one before's
+        new[1:] = [a != b for a, b in zip(ids[1:], ids[:-1])]
+        if self.pending and self.pending[-1][0][-1] == ids[0]:
+            new[0] = False
+        first, row = 0, 0
+        while first < len(ids):
+            entries = self.pending_entries + np.cumsum(new[first:])
+            rows = self.pending_rows + np.cumsum(lengths[first:])
+            full = np.flatnonzero((rows >= self.ROWS_PER_WRITE) | (entries >= self.ENTRIES_PER_WRITE))
+            stop = first + (int(full[0]) + 1 if len(full) else len(ids) - first)
+            taken = int(rows[stop - first - 1]) - self.pending_rows
+            self.pending.append((ids[first:stop], A.TablePieces(
+                None, lengths[first:stop], {k: v[row:row + taken] for k, v in pieces.columns.items()})))
+            self.pending_rows += taken
+            self.pending_entries = int(entries[stop - first - 1])
+            first, row = stop, row + taken
+            if len(full):
+                self._flush()
+                if first < len(ids):
+                    new[first] = True  # (after a write, an entry's next piece starts it again)
 
     def _frame(self, pending):
-        entries = [A.DirectionResult({"id": entry_id}, *(2 * (A.join_columns(parts),))) for entry_id, parts in pending]
-        frame = A.rtxq_frame(entries, self.nullable) if self.table == "rtxq" else A.blocking_frame(entries)
+        """The frame of the pending pieces, as rtxq_frame / blocking_frame make it of their entries."""
+        ids = [entry_id for part_ids, _ in pending for entry_id in part_ids]
+        parts = [pieces for _, pieces in pending]
+        names = {tuple(sorted(p.columns)) for p in parts}
+        if len(names) == 1:  # every piece has the same columns: stacked at once, as _stack would join them
+            lengths = np.concatenate([p.length for p in parts])
+            starts = np.flatnonzero([True] + [a != b for a, b in zip(ids[1:], ids[:-1])])
+            cols = {name: np.concatenate([p.columns[name] for p in parts]) for name in parts[0].columns}
+            cols["flow"] = A.flow_codes([ids[k] for k in starts.tolist()], np.add.reduceat(lengths, starts))
+            frame = A.rtxq_table(cols, self.nullable) if self.table == "rtxq" else A.blocking_table(cols)
+        else:  # (a column some entries lack: _stack fills it with NA)
+            entries = []
+            for part_ids, pieces in pending:
+                at = np.append(0, np.cumsum(pieces.length)).tolist()
+                for k, entry_id in enumerate(part_ids):
+                    columns = {name: v[at[k]:at[k + 1]] for name, v in pieces.columns.items()}
+                    if entries and entries[-1][0] == entry_id:
+                        entries[-1][1].append(columns)
+                    else:
+                        entries.append((entry_id, [columns]))
+            frame = self._entries_frame(entries)
         frame["flow"] = frame["flow"].cat.set_categories(self.ids)
         return frame
+
+    def _entries_frame(self, entries):
+        """[(entry id, [column dicts])] -> the table's frame."""
+        results = [A.DirectionResult({"id": entry_id}, *(2 * (A.join_columns(parts),))) for entry_id, parts in entries]
+        return A.rtxq_frame(results, self.nullable) if self.table == "rtxq" else A.blocking_frame(results)
 
     def _flush(self):
         if not self.pending:
             return
         pending = self.pending
-        self.pending, self.pending_rows = [], 0
+        self.pending, self.pending_rows, self.pending_entries = [], 0, 0
         if self.pool is None:
             self._write(pending)
             return
@@ -282,6 +328,15 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
                     return A.IGNORE, A.IGNORE
                 return (lambda columns: writers["rtxq"].write(entry_id, columns),
                         lambda columns: writers["blocking"].write(entry_id, columns))
+
+            def many(table, ids, pieces):  # (EntrySpill.replay_tables: the pieces of flows finished together)
+                if keep is not None:
+                    wanted = np.flatnonzero([keep(entry_id) for entry_id in ids])
+                    ids, pieces = [ids[k] for k in wanted.tolist()], pieces.take(wanted)
+                if ids:
+                    writers[("rtxq", "blocking")[table]].write_many(ids, pieces)
+
+            sinks.many = many
 
             result = StreamedAnalysis(header, run.entries(sndbuf, sinks), [])
             _native.release_freed_memory()
