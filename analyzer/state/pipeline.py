@@ -44,6 +44,11 @@ MAX_OPEN_FLOWS = 50_000
 CUT_TO = 0.75
 
 
+def KEEP_ALL(entry_id) -> bool:
+    """keep_tables of every entry (EntrySpill): known as such, not asked entry by entry."""
+    return True
+
+
 class EntrySpill:
     """Finished flows' entries in a temporary file (their summaries as scoreboard.summary_row makes them,
     pickled a batch of flows at a time: one pickle.dumps for the short flows a chunk finishes), read
@@ -95,8 +100,10 @@ class EntrySpill:
         self.put_rows(fids, rows)
         fids = np.asarray(fids, np.int64)
         entries = tables[0].entry  # (each entry has its one RtxQ piece)
-        kept = entries[[self.keep_tables(f"{fid}{'ab'[side]}")
-                        for fid, side in zip(fids[entries >> 1].tolist(), (entries & 1).tolist())]]
+        if self.keep_tables is not KEEP_ALL:
+            entries = entries[[self.keep_tables(f"{fid}{'ab'[side]}")
+                               for fid, side in zip(fids[entries >> 1].tolist(), (entries & 1).tolist())]]
+        kept = entries
         if len(kept) < len(entries):
             tables = tuple(t.take(np.flatnonzero(np.isin(t.entry, kept))) for t in tables)
         if not len(kept):
@@ -989,6 +996,8 @@ class Pipeline:
                 flow = self.table.flows[fid]
                 self.spill.put(fid, [self._entry(item, sndbuf, sinks) for item in self._plan_flow(flow)])
                 del self.senders[fid]
+        if hasattr(self.spill, "loaded"):
+            self.spill.loaded = {}  # (the blobs replay_tables read: not read again)
         return self.spill.entries()
 
     def _finish_every_parked(self):
@@ -1009,6 +1018,13 @@ class Pipeline:
 
         still_open = self.plan()
         k = 0
+        if self.spill is not None and not still_open:  # (a flood's: every flow spilled, read as it lies)
+            self._finish_every_parked()
+            for batch in self.spill.entries().rows():
+                for _, values, paths in batch:
+                    yield values[0], values[1]  # (summary_row's values begin with the id and the protocol)
+                    yield from ((path_values[0], path_values[1]) for _, path_values in paths)
+            return
         if self.spill is not None:
             self._finish_every_parked()  # (parked connections have no DirectionAccumulator: not in still_open)
             rows = (row for batch in self.spill.entries().rows() for row in batch)

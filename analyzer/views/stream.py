@@ -22,7 +22,7 @@ from nrsack.analyzer import _native
 from nrsack.analyzer.state import scoreboard as A
 from nrsack.analyzer.read import events as E
 from nrsack.analyzer.views import formats
-from nrsack.analyzer.state.pipeline import MAX_OPEN_FLOWS
+from nrsack.analyzer.state.pipeline import KEEP_ALL, MAX_OPEN_FLOWS
 from nrsack.analyzer.state.run import Run, few_collections
 from nrsack.analyzer.state.stores import DiskStore
 from nrsack.analyzer.state.stores import SummaryStore
@@ -296,7 +296,7 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
     # flows seen; not under an observer (the checker), which judges a flow's end rules at the end of the
     # capture. The summary alone reads a fifth of what the tables do from pass 1's rows (state/stores.py)
     store = DiskStore(out) if out is not None else SummaryStore()
-    keep_tables = None if out is None else keep or (lambda entry_id: True)
+    keep_tables = None if out is None else keep or KEEP_ALL
     run = Run(path, store, chunk_frames, progress, observers=() if observe is None else (observe,),
               finish_ended=observe is None, keep_tables=keep_tables, sndbuf=sndbuf, max_open_flows=max_open_flows,
               jobs=jobs)
@@ -339,16 +339,20 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
             sinks.many = many
 
             result = StreamedAnalysis(header, run.entries(sndbuf, sinks), [])
+            # the tables finished before the summary is made: their writers and the entry ids (a million of them
+            # ~200 MB) are gone by then
+            tables = []
+            for writer in writers.values():
+                writer.close()
+                tables.append(writer.path)
+            writers = writer = ids = None
             _native.release_freed_memory()
             summary = result.summary
             if keep is not None:
                 summary = summary[summary["id"].map(keep).astype(bool)]
             written = out / f"summary.{fmt}"
             formats.write_table(summary, written, fmt)
-            result.files.append(written)
-            for writer in writers.values():
-                writer.close()
-                result.files.append(writer.path)
+            result.files += [written, *tables]
             return result
         finally:
             if table_pool is not None:
