@@ -1007,26 +1007,38 @@ class Pipeline:
         self._finish_parked(np.flatnonzero(self.parked.parcel_of >= 0), cut=False, end_ns=self.end_ns)
 
     def entry_ids(self):
-        """-> (entry id, protocol) of every entry that entries() will give, in its order (each entry's paths
-        after it), one at a time (a million of them as a list of pairs took ~150 MB): the spilled flows' read
-        back from the spill, merged with the open ones'."""
+        """-> (entry ids, the set of their protocols) of every entry that entries() will give, in its order (each
+        entry's paths after it), a batch at a time (a million of them as a list of pairs took ~150 MB): the spilled
+        flows' read back from the spill, merged with the open ones'."""
+        still_open = self.plan()
+        if self.spill is not None:
+            self._finish_every_parked()  # (parked connections have no DirectionAccumulator: not in still_open)
+        if self.spill is not None and not still_open:  # (a flood's: every flow spilled, read as it lies)
+            for batch in self.spill.entries().rows():
+                if any(paths for _, _, paths in batch):
+                    batch = [row for keys, values, paths in batch for row in ((keys, values), *paths)]
+                # (summary_row's values begin with the id and the protocol)
+                yield [row[1][0] for row in batch], {row[1][1] for row in batch}
+            return
+        ids, protocols = [], set()
+        for entry_id, protocol in self._merged_ids(still_open):
+            ids.append(entry_id)
+            protocols.add(protocol)
+            if len(ids) == SpilledEntries.ROWS_AT_ONCE:
+                yield ids, protocols
+                ids, protocols = [], set()
+        yield ids, protocols
+
+    def _merged_ids(self, still_open):
+        """-> (entry id, protocol) of the spilled entries merged with those of still_open (plan()'s), one at a time."""
 
         def open_ids(item):
             flow, _, entry_id, _, paths = item
             yield entry_id, flow.protocol
             yield from ((path_id, flow.protocol) for path_id, _, _ in paths)
 
-        still_open = self.plan()
         k = 0
-        if self.spill is not None and not still_open:  # (a flood's: every flow spilled, read as it lies)
-            self._finish_every_parked()
-            for batch in self.spill.entries().rows():
-                for _, values, paths in batch:
-                    yield values[0], values[1]  # (summary_row's values begin with the id and the protocol)
-                    yield from ((path_values[0], path_values[1]) for _, path_values in paths)
-            return
         if self.spill is not None:
-            self._finish_every_parked()  # (parked connections have no DirectionAccumulator: not in still_open)
             rows = (row for batch in self.spill.entries().rows() for row in batch)
             fids = self.spill.spilled()
             for fid, count in zip(fids.tolist(), self.spill.count[fids].tolist()):
@@ -1035,7 +1047,7 @@ class Pipeline:
                     k += 1
                 for _ in range(count):
                     _, values, paths = next(rows)
-                    yield values[0], values[1]  # (summary_row's values begin with the id and the protocol)
+                    yield values[0], values[1]
                     yield from ((path_values[0], path_values[1]) for _, path_values in paths)
         for item in still_open[k:]:
             yield from open_ids(item)

@@ -165,6 +165,16 @@ def _note_far(keys, values, paths, far):
                 far.append(note)
 
 
+def far_notes(rows, far):
+    """Appends to `far` the _far_note of the entries and paths of `rows` (summary rows) that have one."""
+    last = noted = None
+    for keys, values, paths in rows:
+        if keys is not last:  # (a batch's rows mostly share one keys tuple)
+            last, noted = keys, "far_serials_ignored" in keys
+        if noted or paths:
+            _note_far(keys, values, paths, far)
+
+
 def _far_note(summary):
     """(first frame, entry id, count) of an entry that left far serial numbers out, else None."""
     count = summary.get("far_serials_ignored")
@@ -182,12 +192,8 @@ def summary_findings(analysis, entry_ids, far=None):
     findings = [{"rule": "GEN-01", "severity": "error", "frames": [frame], "message": f"GEN-01 {reason}"}
                 for frame, reason in analysis.capture.findings]
     findings += [general_finding(*found) for found in analysis.capture.rule_findings if found[1].startswith("GEN-")]
-    spilled = getattr(analysis, "entries", None)
-    if far is None and hasattr(spilled, "rows"):  # (read as rows, not as an object an entry)
-        far = []
-        for rows in spilled.rows():
-            for keys, values, paths in rows:
-                _note_far(keys, values, paths, far)
+    if far is None and hasattr(analysis, "far_notes"):  # (a streamed run's: read as rows, not an object an entry)
+        far = analysis.far_notes()
     elif far is None:
         far = [note for note in (_far_note(entry.summary) for entry in analysis.all_entries()) if note]
     if far:

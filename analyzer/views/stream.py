@@ -271,10 +271,21 @@ class StreamedAnalysis:
 
     @cached_property
     def summary(self):
-        columns = SummaryColumns()
+        columns, self._far = SummaryColumns(), []
         for rows in formats.summary_rows(self.entries):
+            formats.far_notes(rows, self._far)
             columns.add([row for keys, values, paths in rows for row in ((keys, values), *paths)])
         return columns.frame()
+
+    def far_notes(self) -> list:
+        """formats.summary_findings's far notes of the entries: noted while the summary was made (a million spilled
+        entries read once, not twice), else read here."""
+        if "summary" in self.__dict__:
+            return self._far
+        far = []
+        for rows in formats.summary_rows(self.entries):
+            formats.far_notes(rows, far)
+        return far
 
 
 def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chunk_frames=E.CHUNK_FRAMES,
@@ -307,15 +318,15 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
             _native.release_freed_memory()
             if out is None:
                 return StreamedAnalysis(header, run.entries(sndbuf, lambda entry_id: (A.IGNORE, A.IGNORE)), [])
-            ids, sctp = [], set()
-            for entry_id, protocol in run.pipeline.entry_ids():
-                ids.append(entry_id)
-                sctp.add(protocol == "sctp")
+            ids, protocols = [], set()
+            for batch_ids, batch_protocols in run.pipeline.entry_ids():
+                ids += batch_ids
+                protocols |= batch_protocols
             # one index of the ids for every write's categories: a list set each time was made an index again
             # (a million strings, a hash table of them)
             ids = pd.Index(ids)
             # SCTP and TCP together: the TSN columns (SCTP's levels count TSNs) are NA for TCP
-            nullable = len(sctp) > 1
+            nullable = "sctp" in protocols and len(protocols) > 1
             if jobs > 1:  # the tables' writes made in a thread while pass 2 goes on (one thread: each table in order)
                 from concurrent.futures import ThreadPoolExecutor
 
