@@ -204,7 +204,8 @@ class SummaryColumns:
                 inferred = pd.DataFrame(list(zip(values)), columns=[name])[name]
             columns[name] = inferred
             del values, inferred
-        return A.typed_summary(pd.DataFrame(columns))
+        # (copy=False: pandas would copy the columns into one block per dtype, a second summary at the run's peak)
+        return A.typed_summary(pd.DataFrame(columns, copy=False))
 
 
 _NUMPY_KINDS = {bool: np.bool_, int: np.int64, float: np.float64}
@@ -357,6 +358,10 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
                 writer.close()
                 tables.append(writer.path)
             writers = writer = ids = None
+            if fmt == "parquet":  # (Arrow's pool keeps what the writes freed, for writes that do not come)
+                import pyarrow as pa
+
+                pa.default_memory_pool().release_unused()
             _native.release_freed_memory()
             summary = result.summary
             if keep is not None:
