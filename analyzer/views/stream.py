@@ -193,6 +193,9 @@ class SummaryColumns:
                 # ints, floats or bools alone: pandas makes them an int64, float64 or bool array
                 columns[name] = pd.Series(np.concatenate([part[1] for part in parts]), name=name, copy=False)
                 continue
+            if all(part[0] == "none" for part in parts):  # (a figure no entry has: object Nones, as pandas makes them)
+                columns[name] = pd.Series([None] * sum(part[1] for part in parts), dtype=object, name=name)
+                continue
             values = [value for part in parts for value in _unpack(part)]
             strings = all(part[0] is str for part in parts)
             del parts
