@@ -8,6 +8,7 @@ did not complete given (the idle bound, the budget, the capture's end)."""
 import random
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from nrsack.analyzer import analyze
@@ -198,3 +199,32 @@ def test_parked_connections_tables_are_the_general_paths(tmp_path, chunk_frames,
         assert (tmp_path / "stream" / table.name).read_bytes() == table.read_bytes(), table.name
     if sndbuf is not None:  # blocking runs, ended and open at the end of q, were compared
         assert (tmp_path / "stream" / "blocking.csv").read_text().count("\n") > 2
+
+
+def test_parked_connections_tables_keep_the_flow_order_whatever_finishes_them(tmp_path, monkeypatch):
+    # flows finished a parcel at a time (the budget, the idle bound, the capture's end) are written from the spill
+    # a run of them at once (EntrySpill.put_batch, TableWriter.write_many) between those finished alone (a long
+    # transfer, a connection replayed into a later chunk): the rows stay in flow order and the Parquet row groups
+    # are cut where a piece at a time cut them, whichever way each flow went
+    rng = random.Random(31)
+    frames = [f for k in range(120) for f in connection(rng, k, rng.uniform(0, 3.0))]
+    frames += [f for k in range(3) for f in tcp_scenario.window_transfer(200 + k, rng.uniform(0, 3.0), window=6 + k)]
+    frames += [f for k in range(120, 160) for f in connection(rng, k, 400 + rng.uniform(0, 1.0))]
+    path = pcaps.write(tmp_path / "mixed.pcap", sorted(frames, key=lambda f: float(f.time)))
+    whole = analyze(path, sndbuf=3000, max_open_flows=30)
+    written = formats.write_tables(whole, tmp_path / "memory", "parquet")
+    monkeypatch.setattr(stream.TableWriter, "ROWS_PER_WRITE", 37)
+    monkeypatch.setattr(stream.TableWriter, "ENTRIES_PER_WRITE", 5)
+    batches = []
+    put_batch = P.EntrySpill.put_batch
+    monkeypatch.setattr(P.EntrySpill, "put_batch", lambda self, fids, *rest: batches.append(len(fids))
+                        or put_batch(self, fids, *rest))
+    stream.analyze_to_files(path, tmp_path / "stream", "parquet", sndbuf=3000, chunk_frames=90, max_open_flows=30)
+    assert len(batches) > 3 and max(batches) > 1  # (parcels of several flows, besides the flows finished alone)
+    import pyarrow.parquet as pq
+
+    for table in written:
+        streamed = tmp_path / "stream" / table.name
+        pd.testing.assert_frame_equal(pd.read_parquet(streamed), pd.read_parquet(table), obj=table.name)
+    assert pq.ParquetFile(tmp_path / "stream" / "blocking.parquet").metadata.num_row_groups > 1
+    assert pq.ParquetFile(tmp_path / "stream" / "rtxq.parquet").metadata.num_row_groups > 10

@@ -157,3 +157,53 @@ def test_stream_summary_only(simulated, tmp_path, name):
             in_memory = formats.dump_json(formats.summary_dict(analyze(capture, sndbuf=sndbuf)))
             assert json.loads(cli.stdout) == json.loads(in_memory)
     assert list(tmp_path.iterdir()) == [], "json without --out writes no file"
+
+
+def test_a_writer_given_runs_of_pieces_cuts_row_groups_where_one_piece_at_a_time_does(tmp_path, monkeypatch):
+    # TableWriter.write_many (a parcel's flows replayed from the spill at once) must write the file write() writes
+    # piece by piece: a row group ends after the piece that brings ROWS_PER_WRITE rows or ENTRIES_PER_WRITE entries
+    # (an entry's consecutive pieces are one entry; after a write, its next piece starts it again)
+    import random
+
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from nrsack.analyzer.state import scoreboard as A
+
+    monkeypatch.setattr(stream.TableWriter, "ROWS_PER_WRITE", 9)
+    monkeypatch.setattr(stream.TableWriter, "ENTRIES_PER_WRITE", 4)
+    rng = random.Random(5)
+    ids, lengths, entry = [], [], 0
+    for _ in range(300):  # pieces: some empty, an entry's pieces one after another
+        entry += rng.random() < 0.6
+        ids.append(f"{entry}a")
+        lengths.append(rng.choice([0, 1, 1, 2, 3, 7, 12]))
+    rows = sum(lengths)
+    columns = {name: (np.arange(rows) % 2 == 0) if dtype is bool else np.arange(rows, dtype=dtype) * 3
+               for name, dtype in A.RTXQ_COLUMNS.items()}
+    every = pd.Index(dict.fromkeys(ids))
+    at = np.cumsum([0] + lengths)
+    one = stream.TableWriter(tmp_path / "one.parquet", "parquet", "rtxq", every, False)
+    for k, entry_id in enumerate(ids):
+        one.write(entry_id, {name: v[at[k]:at[k + 1]] for name, v in columns.items()})
+    one.close()
+    runs = stream.TableWriter(tmp_path / "runs.parquet", "parquet", "rtxq", every, False)
+    k = 0
+    while k < len(ids):
+        stop = min(len(ids), k + rng.randrange(1, 40))
+        runs.write_many(ids[k:stop], A.TablePieces(None, np.array(lengths[k:stop], np.int64),
+                                                   {name: v[at[k]:at[stop]] for name, v in columns.items()}))
+        k = stop
+    runs.close()
+    assert (tmp_path / "runs.parquet").read_bytes() == (tmp_path / "one.parquet").read_bytes()
+    # the row groups where the rule above ends them
+    expected, group_rows, group_entries, last = [], 0, 0, None
+    for entry_id, n in zip(ids, lengths):
+        group_entries += entry_id != last
+        group_rows, last = group_rows + n, entry_id
+        if group_rows >= 9 or group_entries >= 4:
+            expected.append(group_rows)
+            group_rows, group_entries, last = 0, 0, None
+    expected += [group_rows] if group_entries else []
+    meta = pq.ParquetFile(tmp_path / "runs.parquet").metadata
+    assert [meta.row_group(g).num_rows for g in range(meta.num_row_groups)] == expected

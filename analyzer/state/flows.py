@@ -142,10 +142,12 @@ class FlowTable:
             created = self._new_sctp(cap, new)
             joins = self._new_tcp(cap, new, created)
             created.sort(key=lambda f: f.conns[0])
-            for flow in created:
-                flow.id = len(self.flows)
-                self.flows.append(flow)
-                self._conn_flow[flow.conns] = flow.id
+            for flow_id, flow in enumerate(created, len(self.flows)):
+                flow.id = flow_id
+            self.flows += created
+            # (each conn in one flow: one assignment of them all, not one a flow)
+            self._conn_flow[[c for flow in created for c in flow.conns]] = [flow.id for flow in created
+                                                                            for _ in flow.conns]
             self._pending.extend(f for f in created if f.firsts is not None)
             self._untagged.extend(f for f in created if f.protocol == "sctp" and None in f.tags)
             self._refine(cap, present)

@@ -16,7 +16,6 @@ chunk where it shows again, or finished in one compiled pass with the others the
 idle bound ends or the capture's end finds open.
 """
 
-import heapq
 import pickle
 import tempfile
 from typing import NamedTuple
@@ -45,14 +44,22 @@ MAX_OPEN_FLOWS = 50_000
 CUT_TO = 0.75
 
 
+def KEEP_ALL(entry_id) -> bool:
+    """keep_tables of every entry (EntrySpill): known as such, not asked entry by entry."""
+    return True
+
+
 class EntrySpill:
     """Finished flows' entries in a temporary file (their summaries as scoreboard.summary_row makes them,
     pickled a batch of flows at a time: one pickle.dumps for the short flows a chunk finishes), read
     back in flow order; the index is four numbers a flow in arrays (a dict of tuples would be ~200 bytes
     a flow).
     keep_tables(entry id) -> bool, when given (the streamed files): the RtxQ and blocking tables of those
-    entries are kept too, each piece pickled into the file as pass 2 makes it (table_sinks), and replayed
+    entries are kept too, a flow finished alone's pieces pickled into the file one at a time as pass 2 makes
+    them (table_sinks), those of flows finished together (put_batch) as one blob of column arrays, and replayed
     in flow order at the end (replay_tables); else they are never made."""
+
+    BATCHES_LOADED = 3  # table blobs read back at once (SpilledEntries's reason)
 
     def __init__(self, folder=None, keep_tables=None):
         self.file = tempfile.TemporaryFile(dir=folder, prefix="nrsack-entries-")
@@ -61,8 +68,11 @@ class EntrySpill:
         self.length = np.zeros(0, np.int32)
         self.slot = np.zeros(0, np.int32)         # the flow's place in its batch (-1: alone)
         self.count = np.zeros(0, np.int16)        # entries of the flow
-        self.tables = np.zeros((0, 2), np.int64)  # per flow id: where its table pieces begin and end (-1: none)
+        # per flow id: where its table pieces begin and end (-1: none), or for a flow of a put_batch blob where
+        # the blob begins and -1 - the flow's place in it
+        self.tables = np.zeros((0, 2), np.int64)
         self.tables_from = None                   # where the pieces of the flow being finished begin
+        self.loaded = {}                          # blob offset -> (its flow ids, its TablePieces, their row offsets)
         self.end = 0
         self.moved = False
 
@@ -82,21 +92,85 @@ class EntrySpill:
         self._to_end()
         if self.tables_from is None:
             self.tables_from = self.end
-        blob = pickle.dumps((table, entry_id, columns), pickle.HIGHEST_PROTOCOL)
+        self._write(pickle.dumps((table, entry_id, columns), pickle.HIGHEST_PROTOCOL))
+
+    def put_batch(self, fids, rows, tables):
+        """Flows finished together: their rows (put_rows's) and their (RtxQ, blocking) scoreboard.TablePieces, a
+        piece's entry 2 * k + side for flow fids[k], those of the entries keep_tables refuses left out."""
+        self.put_rows(fids, rows)
+        fids = np.asarray(fids, np.int64)
+        entries = tables[0].entry  # (each entry has its one RtxQ piece)
+        if self.keep_tables is not KEEP_ALL:
+            entries = entries[[self.keep_tables(f"{fid}{'ab'[side]}")
+                               for fid, side in zip(fids[entries >> 1].tolist(), (entries & 1).tolist())]]
+        kept = entries
+        if len(kept) < len(entries):
+            tables = tuple(t.take(np.flatnonzero(np.isin(t.entry, kept))) for t in tables)
+        if not len(kept):
+            return
+        self._to_end()
+        places = np.unique(kept >> 1)
+        self.tables[fids[places]] = np.stack((np.full(len(places), self.end), -1 - places), 1)
+        self._write(pickle.dumps((fids, tables), pickle.HIGHEST_PROTOCOL))
+
+    def _write(self, blob):
         self.file.write(blob)
         self.end += len(blob)
 
-    def replay_tables(self, fid, sinks):
-        """The table pieces of flow `fid`, kept when it was spilled, to sinks(entry id) -> (rtxq, blocking),
-        one piece read at a time."""
-        start, stop = self.tables[fid].tolist() if fid < len(self.tables) else (-1, -1)
-        if start < 0:
+    def replay_tables(self, fids, sinks):
+        """The table pieces of the flows `fids` (sorted ids), kept when they were spilled, to sinks(entry id) ->
+        (rtxq, blocking) sinks in flow order, or, where sinks has `many`, sinks.many(table, entry ids, TablePieces)
+        with a run of flows of one blob at once."""
+        fids = np.asarray(fids, np.int64)
+        fids = fids[fids < len(self.tables)]
+        start, stop = self.tables[fids].T
+        has = start >= 0
+        start, stop = start[has], stop[has]
+        if not len(start):
             return
         self.moved = True
+        batch = stop < 0
+        place = -1 - stop
+        # runs: the flows of one blob at consecutive places; a flow finished alone is a run of its own
+        head = ~batch
+        head[0] = True
+        head[1:] |= (start[1:] != start[:-1]) | (place[1:] != place[:-1] + 1)
+        heads = np.flatnonzero(head)
+        for h, e in zip(heads.tolist(), np.append(heads[1:], len(start)).tolist()):
+            if batch[h]:
+                self._replay_batch(int(start[h]), int(place[h]), int(place[e - 1]) + 1, sinks)
+            else:
+                self._replay_pieces(int(start[h]), int(stop[h]), sinks)
+
+    def _replay_pieces(self, start, stop, sinks):
         self.file.seek(start)
         while self.file.tell() < stop:
             table, entry_id, columns = pickle.load(self.file)
             sinks(entry_id)[table](columns)
+
+    def _replay_batch(self, offset, first, stop, sinks):
+        """The pieces of the flows at places first .. stop - 1 of the put_batch blob at `offset`."""
+        loaded = self.loaded.pop(offset, None)  # (put back last: the blobs read longest ago go first)
+        if loaded is None:
+            if len(self.loaded) == self.BATCHES_LOADED:
+                del self.loaded[next(iter(self.loaded))]
+            self.file.seek(offset)
+            fids, tables = pickle.load(self.file)
+            loaded = fids, tables, [np.append(0, np.cumsum(t.length)) for t in tables]
+        self.loaded[offset] = loaded
+        fids, tables, row_at = loaded
+        for table, (pieces, at) in enumerate(zip(tables, row_at)):
+            lo, hi = np.searchsorted(pieces.entry, (2 * first, 2 * stop)).tolist()
+            if lo == hi:
+                continue
+            entries = pieces.entry[lo:hi]
+            ids = [f"{fid}{'ab'[side]}" for fid, side in zip(fids[entries >> 1].tolist(), (entries & 1).tolist())]
+            columns = {k: v[at[lo]:at[hi]] for k, v in pieces.columns.items()}
+            if hasattr(sinks, "many"):
+                sinks.many(table, ids, A.TablePieces(entries, pieces.length[lo:hi], columns))
+                continue
+            for entry_id, a, b in zip(ids, at[lo:hi].tolist(), at[lo + 1:hi + 1].tolist()):
+                sinks(entry_id)[table]({k: v[a - at[lo]:b - at[lo]] for k, v in columns.items()})
 
     def has_tables(self) -> np.ndarray:
         """The ids of the flows whose table pieces were kept, in order."""
@@ -123,11 +197,10 @@ class EntrySpill:
         if self.tables_from is not None:  # (pieces come only from a flow finished alone: put)
             self.tables[fids[0]] = self.tables_from, self.end
             self.tables_from = None
-        self.file.write(blob)
         self.offset[fids], self.length[fids] = self.end, len(blob)
         self.slot[fids] = -1 if alone else np.arange(len(fids))
         self.count[fids] = [len(entries) for entries in rows]
-        self.end += len(blob)
+        self._write(blob)
 
     def spilled(self) -> np.ndarray:
         """The ids of the flows spilled so far, in order."""
@@ -287,9 +360,8 @@ class ParkedFlows:
     def finish(self, fids, flows, end_ns, sndbuf, tables=False):
         """The parked flows `fids` (sorted ids) finished, q ending at end_ns (per flow; None: a flow with a
         direction that did not complete stays parked) -> [(flow ids, their rows)] a parcel at a time (EntrySpill.put_rows's,
-        the flows without data left out); `tables`: [(flow ids, their rows, their table pieces)], a flow's pieces
-        [(table, entry id, columns)] in the order DirectionAccumulator.finish gives them (EntrySpill._put_piece's).
-        The others leave."""
+        the flows without data left out); `tables`: [(flow ids, their rows, their (RtxQ, blocking) TablePieces)],
+        a piece's entry 2 * k + side for flow ids[k] (EntrySpill.put_batch's). The others leave."""
         out = []
         for number, parcel, mask, index in self._groups(fids):
             rows, counts = self._rows(parcel, index)
@@ -299,14 +371,14 @@ class ParkedFlows:
                                     None if end_ns is None else end_ns[mask], tables)
             summaries, pieces = made if tables else (made, None)
             done = np.array([rows is not None for rows in summaries], bool)
-            spilled = [(k, flow.id, rows) for k, (flow, rows) in enumerate(zip(picked, summaries)) if rows]
+            spilled = [k for k, rows in enumerate(summaries) if rows]
             if spilled:
-                if tables:
-                    out.append(([fid for _, fid, _ in spilled], [rows for _, _, rows in spilled],
-                                [[(table, f"{fid}{'ab'[entry & 1]}", columns) for entry in (2 * k, 2 * k + 1)
-                                  for table, columns in pieces.get(entry, ())] for k, fid, _ in spilled]))
-                else:
-                    out.append(([fid for _, fid, _ in spilled], [rows for _, _, rows in spilled]))
+                batch = ([picked[k].id for k in spilled], [summaries[k] for k in spilled])
+                if tables:  # the pieces' entries re-numbered on the spilled flows alone
+                    slot = np.full(len(picked), -1, np.int64)
+                    slot[spilled] = np.arange(len(spilled))
+                    batch += (tuple(p._replace(entry=2 * slot[p.entry // 2] + (p.entry & 1)) for p in pieces),)
+                out.append(batch)
             self._leave(number, parcel, index[done])
         return out
 
@@ -602,14 +674,9 @@ class Pipeline:
         if self.spill.keep_tables is None:
             for spilled, rows in self.parked.finish(with_data, self.table.flows, ends, self.sndbuf):
                 self.spill.put_rows(spilled, rows)
-        else:  # the streamed files: each flow's table pieces, made in the same compiled pass, then its rows
+        else:  # the streamed files: the flows' table pieces, made in the same compiled pass, with their rows
             for spilled, rows, pieces in self.parked.finish(with_data, self.table.flows, ends, self.sndbuf, tables=True):
-                for fid, flow_rows, flow_pieces in zip(spilled, rows, pieces):
-                    for table, entry_id, columns in flow_pieces:
-                        sink = self.spill.table_sinks(entry_id)[table]
-                        if sink is not A.IGNORE:
-                            sink(columns)
-                    self.spill.put_rows([fid], [flow_rows], alone=True)
+                self.spill.put_batch(spilled, rows, pieces)
         flows = self.table.flows
         for fid in fids[self.parked.parcel_of[fids] < 0].tolist():
             self.table.forget(flows[fid], self.conns)
@@ -918,15 +985,19 @@ class Pipeline:
             return [self._entry(item, sndbuf, sinks) for item in self.plan()]
         self._finish_every_parked()
         # in flow order: the tables of the flows spilled with theirs replayed between those finished now
-        kept = self.spill.has_tables().tolist() if sinks is not None and hasattr(self.spill, "has_tables") else []
+        kept = self.spill.has_tables() if sinks is not None and hasattr(self.spill, "has_tables") else np.zeros(0, np.int64)
         still_open = [flow.id for flow in self.table.flows if flow is not None and flow.id in self.senders]
-        for fid in heapq.merge(kept, still_open):
-            if fid not in self.senders:
-                self.spill.replay_tables(fid, sinks)
-                continue
-            flow = self.table.flows[fid]
-            self.spill.put(fid, [self._entry(item, sndbuf, sinks) for item in self._plan_flow(flow)])
-            del self.senders[fid]
+        # the kept flows before each open one (and at or after the one before: its own, if any, once finished)
+        cuts = np.searchsorted(kept, still_open).tolist()
+        for fid, lo, hi in zip(still_open + [None], [0] + cuts, cuts + [len(kept)]):
+            if hi > lo:
+                self.spill.replay_tables(kept[lo:hi], sinks)
+            if fid is not None:
+                flow = self.table.flows[fid]
+                self.spill.put(fid, [self._entry(item, sndbuf, sinks) for item in self._plan_flow(flow)])
+                del self.senders[fid]
+        if hasattr(self.spill, "loaded"):
+            self.spill.loaded = {}  # (the blobs replay_tables read: not read again)
         return self.spill.entries()
 
     def _finish_every_parked(self):
@@ -936,19 +1007,38 @@ class Pipeline:
         self._finish_parked(np.flatnonzero(self.parked.parcel_of >= 0), cut=False, end_ns=self.end_ns)
 
     def entry_ids(self):
-        """-> (entry id, protocol) of every entry that entries() will give, in its order (each entry's paths
-        after it), one at a time (a million of them as a list of pairs took ~150 MB): the spilled flows' read
-        back from the spill, merged with the open ones'."""
+        """-> (entry ids, the set of their protocols) of every entry that entries() will give, in its order (each
+        entry's paths after it), a batch at a time (a million of them as a list of pairs took ~150 MB): the spilled
+        flows' read back from the spill, merged with the open ones'."""
+        still_open = self.plan()
+        if self.spill is not None:
+            self._finish_every_parked()  # (parked connections have no DirectionAccumulator: not in still_open)
+        if self.spill is not None and not still_open:  # (a flood's: every flow spilled, read as it lies)
+            for batch in self.spill.entries().rows():
+                if any(paths for _, _, paths in batch):
+                    batch = [row for keys, values, paths in batch for row in ((keys, values), *paths)]
+                # (summary_row's values begin with the id and the protocol)
+                yield [row[1][0] for row in batch], {row[1][1] for row in batch}
+            return
+        ids, protocols = [], set()
+        for entry_id, protocol in self._merged_ids(still_open):
+            ids.append(entry_id)
+            protocols.add(protocol)
+            if len(ids) == SpilledEntries.ROWS_AT_ONCE:
+                yield ids, protocols
+                ids, protocols = [], set()
+        yield ids, protocols
+
+    def _merged_ids(self, still_open):
+        """-> (entry id, protocol) of the spilled entries merged with those of still_open (plan()'s), one at a time."""
 
         def open_ids(item):
             flow, _, entry_id, _, paths = item
             yield entry_id, flow.protocol
             yield from ((path_id, flow.protocol) for path_id, _, _ in paths)
 
-        still_open = self.plan()
         k = 0
         if self.spill is not None:
-            self._finish_every_parked()  # (parked connections have no DirectionAccumulator: not in still_open)
             rows = (row for batch in self.spill.entries().rows() for row in batch)
             fids = self.spill.spilled()
             for fid, count in zip(fids.tolist(), self.spill.count[fids].tolist()):
@@ -956,10 +1046,9 @@ class Pipeline:
                     yield from open_ids(still_open[k])
                     k += 1
                 for _ in range(count):
-                    keys, values, paths = next(rows)
-                    for path_keys, path_values in ((keys, values), *paths):
-                        row = dict(zip(path_keys, path_values))
-                        yield row["id"], row["protocol"]
+                    _, values, paths = next(rows)
+                    yield values[0], values[1]
+                    yield from ((path_values[0], path_values[1]) for _, path_values in paths)
         for item in still_open[k:]:
             yield from open_ids(item)
 

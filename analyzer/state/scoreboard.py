@@ -119,17 +119,25 @@ class DirectionResult:
 
 
 def vantage(flow: F.Flow, sender: int) -> str:
-    if len(flow.handshake_ns) < 3:
-        return "unknown"
-    t0, t1, t2 = flow.handshake_ns
-    reply, confirm = t1 - t0, t2 - t1
-    if reply > VANTAGE_RATIO * confirm:
-        near = 0  # the opener's reply came back late and it confirmed at once: we sit by the opener
-    elif confirm > VANTAGE_RATIO * reply:
-        near = 1
-    else:
-        return "middle"
-    return "sender" if near == sender else "receiver"
+    return VANTAGES[vantages([flow])[0, sender]]
+
+
+def vantages(flows) -> np.ndarray:
+    """vantage(flow, side) of each flow's two sides, all at once (a flood's flows): (flows, 2) of VANTAGES's indices.
+    Unknown without the whole handshake; else the capture sits by the opener when its reply came back late and it
+    confirmed at once (reply > VANTAGE_RATIO x confirm), by the other side the other way round, else in the middle."""
+    handshakes = [f.handshake_ns if len(f.handshake_ns) == 3 else (0, 0, 0) for f in flows]
+    known = np.fromiter((len(f.handshake_ns) >= 3 for f in flows), bool, len(flows))
+    t = np.array(handshakes, np.int64).reshape(-1, 3)
+    reply, confirm = t[:, 1] - t[:, 0], t[:, 2] - t[:, 1]
+    near = np.where(reply > VANTAGE_RATIO * confirm, 0, np.where(confirm > VANTAGE_RATIO * reply, 1, -1))
+    out = np.where(near[:, None] == np.arange(2), 0, 1)  # sender, receiver
+    out[near < 0] = 2
+    out[~known] = 3
+    return out
+
+
+VANTAGES = ("sender", "receiver", "middle", "unknown")
 
 
 def IGNORE(columns):
@@ -478,8 +486,7 @@ def short_tcp_records(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns=None
     flags = np.fromiter((FLOW_NEGOTIATED_NR * f.negotiated_nr | FLOW_NEVER_RENEGE_0 * f.never_renege[0]
                          | FLOW_NEVER_RENEGE_1 * f.never_renege[1] for f in flows), np.int8, len(flows))
     # (pass 2 judges the estimate for the capture's vantage: sndbuf_verdict's "sender" or "unknown")
-    by_sender = (np.fromiter((vantage(f, side) in ("sender", "unknown") for f in flows for side in (0, 1)), np.int8,
-                             2 * len(flows)) if tables else None)
+    by_sender = np.ascontiguousarray(np.isin(vantages(flows), (0, 3)).ravel(), np.int8) if tables else None
     out = _native.short_tcp_entries(ev, blocks, rows, side, lo, hi, conn, flags, -1 if sndbuf is None else int(sndbuf),
                                     None if end_ns is None else np.ascontiguousarray(end_ns, np.int64), by_sender)
     records, rtxq, runs = out if tables else (out, None, None)
@@ -495,34 +502,47 @@ RTXQ_ROW_FIELDS = ("entry", "time_ns", "sack", "sacked", "nr", "freed", "rtxq", 
 BLOCKING_ROW_FIELDS = ("entry", "start_ns", "start_frame", "rtxq_bytes_at_start", "gap_open", "end_ns", "end_frame")
 
 
-def short_tcp_pieces(rtxq, runs, entries) -> dict:
-    """short_tcp_records's table rows -> {entry index: [(table, columns)]} for `entries` (indices, each with data):
-    the pieces DirectionAccumulator.finish gives its sinks, in its order (table 0: RtxQ, one piece; 1: blocking,
-    the runs ended in the rows, then the one open at the end of q), so a writer that flushes between pieces
-    cuts the tables where it did."""
+class TablePieces(NamedTuple):
+    """One table's pieces of entries finished together, in entry order, their rows joined: a piece is what
+    DirectionAccumulator.finish gives a sink at once (the RtxQ table: one per entry; blocking: the runs ended in
+    the rows, then the one open at the end of q), so a writer that flushes between pieces cuts the table where
+    it did. Column arrays, not a dict a piece: a flood's pieces are a row or two each."""
+
+    entry: np.ndarray    # per piece: its entry's index (short_tcp_records's: 2 * flow + side)
+    length: np.ndarray   # per piece: its rows
+    columns: dict        # the pieces' rows, one after another
+
+    def take(self, pieces) -> "TablePieces":
+        """The pieces `pieces` (indices, in order) alone."""
+        at = np.cumsum(self.length) - self.length
+        rows = F.expand_runs(at[pieces], self.length[pieces])
+        return TablePieces(self.entry[pieces], self.length[pieces], {k: v[rows] for k, v in self.columns.items()})
+
+
+def short_tcp_tables(rtxq, runs, entries) -> tuple:
+    """short_tcp_records's table rows -> (RtxQ, blocking) TablePieces of `entries` (indices, sorted, each with data)."""
     col = dict(zip(RTXQ_ROW_FIELDS, rtxq.T))
+    wanted = np.asarray(entries, np.int64)
+    lo, hi = np.searchsorted(col["entry"], np.stack((wanted, wanted + 1)))
+    rows = F.expand_runs(lo, hi - lo)
+    col = {k: v[rows] for k, v in col.items()}
     sack, nr, sacked = col["sack"], col["nr"], col["sacked"]
     table = {"time_ns": col["time_ns"], "rtxq_sack_bytes": sack, "rtxq_nr_bytes": sack - nr,
              "rtxq_whatif_bytes": sack - sacked, "sacked_bytes": sacked, "nr_acked_bytes": nr,
              "blocked": col["blocked"] != 0, "gap_open": col["gap_open"] != 0, "frame": col["frame"],
              "is_data": col["is_data"] != 0, "rtxq_bytes": col["rtxq"], "freed_bytes": col["freed"]}
-    table = {k: np.ascontiguousarray(v) for k, v in table.items()}
-    wanted = np.asarray(entries, np.int64)
-    bounds = np.searchsorted(col["entry"], np.stack((wanted, wanted + 1)))
-    out = {e: [(0, {k: v[lo:hi] for k, v in table.items()})]
-           for e, lo, hi in zip(wanted.tolist(), bounds[0].tolist(), bounds[1].tolist())}
-    if len(runs):
-        run = dict(zip(BLOCKING_ROW_FIELDS, runs.T))
-        blocking = {k: np.ascontiguousarray(run[k], t) for k, t in BLOCKING_COLUMNS.items()}
-        blocking["gap_open"] = run["gap_open"] != 0
-        # a piece per entry for the runs that ended in its rows, another for the one still open at the end of q
-        key = run["entry"] * 2 + (run["end_frame"] == -1)
-        starts = np.flatnonzero(np.diff(key, prepend=-1))
-        stops = np.append(starts[1:], len(key))
-        for k, lo, hi in zip(key[starts].tolist(), starts.tolist(), stops.tolist()):
-            if k // 2 in out:
-                out[k // 2].append((1, {name: v[lo:hi] for name, v in blocking.items()}))
-    return out
+    rtxq_pieces = TablePieces(wanted, hi - lo, {k: np.ascontiguousarray(v) for k, v in table.items()})
+    run = dict(zip(BLOCKING_ROW_FIELDS, runs.T))
+    # a piece per entry for the runs that ended in its rows, another for the one still open at the end of q
+    key = run["entry"] * 2 + (run["end_frame"] == -1)
+    starts = np.flatnonzero(np.diff(key, prepend=-1))
+    stops = np.append(starts[1:], len(key))
+    mine = np.isin(key[starts] // 2, wanted)
+    starts, stops = starts[mine], stops[mine]
+    rows = F.expand_runs(starts, stops - starts)
+    blocking = {k: np.ascontiguousarray(run[k][rows], t) for k, t in BLOCKING_COLUMNS.items()}
+    blocking["gap_open"] = run["gap_open"][rows] != 0
+    return rtxq_pieces, TablePieces(key[starts] // 2, stops - starts, blocking)
 
 
 def short_tcp_rows(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns=None, tables=False):
@@ -532,7 +552,7 @@ def short_tcp_rows(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns=None, t
     (summary_row's keys and values, no paths: EntrySpill.put_rows), or None when one of them did not
     complete and end_ns (per flow, where q ends for such a direction, as DirectionAccumulator.finish's
     end_ns) is not given: its q runs to the end of the capture. The rows are made here, not through
-    entry_summary: a dict a flow cost more than the flow's analysis. `tables`: -> (those, short_tcp_pieces's of
+    entry_summary: a dict a flow cost more than the flow's analysis. `tables`: -> (those, short_tcp_tables's of
     the directions summarized)."""
     records = short_tcp_records(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns, tables)
     if tables:
@@ -547,15 +567,15 @@ def short_tcp_rows(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns=None, t
     # a column at a time (lists), the rows zipped from them: a Python statement a row cost more
     (_, complete, nr_sack, first_frame, _, q_ns, p_ns, b_ns, data_bytes, capacity, max_sack, max_nr, max_whatif,
      acked, intervals, max_payload, retransmissions, far, far_frame, *estimate) = records[kept].T.tolist()
-    vantages = list(map(vantage, picked, side_of))
+    seen_from = list(map(VANTAGES.__getitem__, vantages(flows)[flow_of, side_of].tolist())) if picked else []
     given = sndbuf is not None
     if given:
         buffers = list(map(buffer_fields, repeat(given), capacity, repeat(None), b_ns))
     else:  # (judged once per estimate and vantage: a flood's directions mostly share a few)
         judged = {}
-        for key in set(zip(*estimate, vantages)):
+        for key in set(zip(*estimate, seen_from)):
             judged[key] = buffer_fields(False, None, _native.sndbuf_verdict(key[:-1], key[-1]), None)
-        buffers = list(map(judged.__getitem__, zip(*estimate, vantages)))
+        buffers = list(map(judged.__getitem__, zip(*estimate, seen_from)))
     sndbuf_bytes, estimated, source, verdict, reason, figures = zip(*buffers) if picked else [()] * 6
     if not all(figures):  # the capture cannot tell when these senders were blocked
         p_ns, b_ns, intervals = ([x if ok else None for x, ok in zip(column, figures)] for column in (p_ns, b_ns, intervals))
@@ -564,12 +584,12 @@ def short_tcp_rows(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns=None, t
                [flow.endpoints[side] for flow, side in zip(picked, side_of)],
                [flow.endpoints[1 - side] for flow, side in zip(picked, side_of)], map(bool, nr_sack), data_bytes,
                q_s, p_s, b_s, p_over_q, b_over_q, sndbuf_bytes, estimated, max_sack, max_nr, max_whatif,
-               throughput, intervals, vantages, map(bool, complete), source, verdict, reason, [flow.id for flow in picked],
+               throughput, intervals, seen_from, map(bool, complete), source, verdict, reason, [flow.id for flow in picked],
                side_of, repeat("connection"), max_payload, acked, retransmissions, first_frame, q_ns, p_ns, b_ns)
     for k, values, far_count, far_first in zip(flow_of, rows, far, far_frame):
         out[k].append((SHORT_KEYS_FAR, values + (far_count, far_first), ()) if far_count else (SHORT_KEYS, values, ()))
     if tables:
-        return out, short_tcp_pieces(rtxq, runs, 2 * np.asarray(flow_of, np.int64) + side_of)
+        return out, short_tcp_tables(rtxq, runs, 2 * np.asarray(flow_of, np.int64) + side_of)
     return out
 
 

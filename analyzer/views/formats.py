@@ -137,11 +137,7 @@ def _indented_rows(rows, far, entry_ids) -> str:
     notes in `far` the far serials every entry and path reports (the findings filter them)."""
     parts, run, run_keys = [], [], None
     for keys, values, paths in rows:
-        for summary_keys, summary_values in ((keys, values), *paths):
-            if "far_serials_ignored" in summary_keys:
-                note = _far_note(dict(zip(summary_keys, summary_values)))
-                if note:
-                    far.append(note)
+        _note_far(keys, values, paths, far)
         if entry_ids is not None and values[0] not in entry_ids:
             continue
         if keys is not run_keys or paths:
@@ -158,6 +154,25 @@ def _indented_rows(rows, far, entry_ids) -> str:
     if run:
         parts.append(_native.fill_layout(_pieces(run_keys, False), run, _json_value))
     return "".join(parts)
+
+
+def _note_far(keys, values, paths, far):
+    """Appends to `far` the _far_note of a summary row (summary_row's) and of its paths' that have one."""
+    for summary_keys, summary_values in ((keys, values), *paths):
+        if "far_serials_ignored" in summary_keys:
+            note = _far_note(dict(zip(summary_keys, summary_values)))
+            if note:
+                far.append(note)
+
+
+def far_notes(rows, far):
+    """Appends to `far` the _far_note of the entries and paths of `rows` (summary rows) that have one."""
+    last = noted = None
+    for keys, values, paths in rows:
+        if keys is not last:  # (a batch's rows mostly share one keys tuple)
+            last, noted = keys, "far_serials_ignored" in keys
+        if noted or paths:
+            _note_far(keys, values, paths, far)
 
 
 def _far_note(summary):
@@ -177,7 +192,9 @@ def summary_findings(analysis, entry_ids, far=None):
     findings = [{"rule": "GEN-01", "severity": "error", "frames": [frame], "message": f"GEN-01 {reason}"}
                 for frame, reason in analysis.capture.findings]
     findings += [general_finding(*found) for found in analysis.capture.rule_findings if found[1].startswith("GEN-")]
-    if far is None:
+    if far is None and hasattr(analysis, "far_notes"):  # (a streamed run's: read as rows, not an object an entry)
+        far = analysis.far_notes()
+    elif far is None:
         far = [note for note in (_far_note(entry.summary) for entry in analysis.all_entries()) if note]
     if far:
         # here: the rules package (the checker's) costs start-up, and only this note's text comes from it

@@ -22,7 +22,7 @@ from nrsack.analyzer import _native
 from nrsack.analyzer.state import scoreboard as A
 from nrsack.analyzer.read import events as E
 from nrsack.analyzer.views import formats
-from nrsack.analyzer.state.pipeline import MAX_OPEN_FLOWS
+from nrsack.analyzer.state.pipeline import KEEP_ALL, MAX_OPEN_FLOWS
 from nrsack.analyzer.state.run import Run, few_collections
 from nrsack.analyzer.state.stores import DiskStore
 from nrsack.analyzer.state.stores import SummaryStore
@@ -31,8 +31,10 @@ from nrsack.analyzer.state.stores import SummaryStore
 class TableWriter:
     """One table written in pieces: CSV (header once) or Parquet (a row group per ROWS_PER_WRITE rows or
     ENTRIES_PER_WRITE entries, however many batches that takes: few large writes are the fast ones).
-    Batches are column dicts of one entry; each write makes one DataFrame of them, as the in-memory
-    table is made (analysis.rtxq_frame / blocking_frame), with every entry id as `flow` category."""
+    Pieces come one at a time (write: an entry's column dict) or as runs of consecutive entries' pieces in
+    column arrays (write_many: a parcel's flows replayed from the spill); each write makes one DataFrame of
+    them, as the in-memory table is made (analysis.rtxq_frame / blocking_frame), with every entry id as `flow`
+    category. (Each row group so carries the whole id dictionary: 600 MB of rtxq.parquet at a million entries.)"""
 
     ROWS_PER_WRITE = 1 << 18
     # and at most this many entries: a flood's entries have a row or two each, and 2^18 of them pending (their
@@ -42,30 +44,76 @@ class TableWriter:
     def __init__(self, path, fmt, table, ids, nullable_tsns, pool=None):
         self.path, self.fmt, self.table, self.ids, self.nullable = Path(path), fmt, table, ids, nullable_tsns
         self.writer = None
-        self.pending, self.pending_rows = [], 0   # [(entry id, [column dicts])]
+        # [([entry id a piece], A.TablePieces)]: the pieces written since the last write, a batch of them a part
+        self.pending, self.pending_rows, self.pending_entries = [], 0, 0
         # --jobs: each write made in `pool` (one thread: in order) while pass 2 goes on, one at a time
         self.pool, self.writing = pool, None
 
     def write(self, entry_id, columns):
-        if self.pending and self.pending[-1][0] == entry_id:
-            self.pending[-1][1].append(columns)
-        else:
-            self.pending.append((entry_id, [columns]))
-        self.pending_rows += len(columns["start_ns" if self.table == "blocking" else "time_ns"])
-        if self.pending_rows >= self.ROWS_PER_WRITE or len(self.pending) >= self.ENTRIES_PER_WRITE:
-            self._flush()
+        """One piece: the columns of an entry's rows."""
+        rows = len(columns["start_ns" if self.table == "blocking" else "time_ns"])
+        self.write_many([entry_id], A.TablePieces(None, np.array([rows], np.int64), columns))
+
+    def write_many(self, ids, pieces):
+        """Pieces of consecutive entries (ids: each piece's entry id), as write() would take them one at a time:
+        written where write() would have flushed, so the files are cut into the same row groups."""
+        lengths = pieces.length
+        new = np.ones(len(ids), bool)  # a piece whose entry is not the one before's
+        new[1:] = [a != b for a, b in zip(ids[1:], ids[:-1])]
+        if self.pending and self.pending[-1][0][-1] == ids[0]:
+            new[0] = False
+        first, row = 0, 0
+        while first < len(ids):
+            entries = self.pending_entries + np.cumsum(new[first:])
+            rows = self.pending_rows + np.cumsum(lengths[first:])
+            full = np.flatnonzero((rows >= self.ROWS_PER_WRITE) | (entries >= self.ENTRIES_PER_WRITE))
+            stop = first + (int(full[0]) + 1 if len(full) else len(ids) - first)
+            taken = int(rows[stop - first - 1]) - self.pending_rows
+            self.pending.append((ids[first:stop], A.TablePieces(
+                None, lengths[first:stop], {k: v[row:row + taken] for k, v in pieces.columns.items()})))
+            self.pending_rows += taken
+            self.pending_entries = int(entries[stop - first - 1])
+            first, row = stop, row + taken
+            if len(full):
+                self._flush()
+                if first < len(ids):
+                    new[first] = True  # (after a write, an entry's next piece starts it again)
 
     def _frame(self, pending):
-        entries = [A.DirectionResult({"id": entry_id}, *(2 * (A.join_columns(parts),))) for entry_id, parts in pending]
-        frame = A.rtxq_frame(entries, self.nullable) if self.table == "rtxq" else A.blocking_frame(entries)
+        """The frame of the pending pieces, as rtxq_frame / blocking_frame make it of their entries."""
+        ids = [entry_id for part_ids, _ in pending for entry_id in part_ids]
+        parts = [pieces for _, pieces in pending]
+        names = {tuple(sorted(p.columns)) for p in parts}
+        if len(names) == 1:  # every piece has the same columns: stacked at once, as _stack would join them
+            lengths = np.concatenate([p.length for p in parts])
+            starts = np.flatnonzero([True] + [a != b for a, b in zip(ids[1:], ids[:-1])])
+            cols = {name: np.concatenate([p.columns[name] for p in parts]) for name in parts[0].columns}
+            cols["flow"] = A.flow_codes([ids[k] for k in starts.tolist()], np.add.reduceat(lengths, starts))
+            frame = A.rtxq_table(cols, self.nullable) if self.table == "rtxq" else A.blocking_table(cols)
+        else:  # (a column some entries lack: _stack fills it with NA)
+            entries = []
+            for part_ids, pieces in pending:
+                at = np.append(0, np.cumsum(pieces.length)).tolist()
+                for k, entry_id in enumerate(part_ids):
+                    columns = {name: v[at[k]:at[k + 1]] for name, v in pieces.columns.items()}
+                    if entries and entries[-1][0] == entry_id:
+                        entries[-1][1].append(columns)
+                    else:
+                        entries.append((entry_id, [columns]))
+            frame = self._entries_frame(entries)
         frame["flow"] = frame["flow"].cat.set_categories(self.ids)
         return frame
+
+    def _entries_frame(self, entries):
+        """[(entry id, [column dicts])] -> the table's frame."""
+        results = [A.DirectionResult({"id": entry_id}, *(2 * (A.join_columns(parts),))) for entry_id, parts in entries]
+        return A.rtxq_frame(results, self.nullable) if self.table == "rtxq" else A.blocking_frame(results)
 
     def _flush(self):
         if not self.pending:
             return
         pending = self.pending
-        self.pending, self.pending_rows = [], 0
+        self.pending, self.pending_rows, self.pending_entries = [], 0, 0
         if self.pool is None:
             self._write(pending)
             return
@@ -147,6 +195,9 @@ class SummaryColumns:
                 # ints, floats or bools alone: pandas makes them an int64, float64 or bool array
                 columns[name] = pd.Series(np.concatenate([part[1] for part in parts]), name=name, copy=False)
                 continue
+            if all(part[0] == "none" for part in parts):  # (a figure no entry has: object Nones, as pandas makes them)
+                columns[name] = pd.Series([None] * sum(part[1] for part in parts), dtype=object, name=name)
+                continue
             values = [value for part in parts for value in _unpack(part)]
             strings = all(part[0] is str for part in parts)
             del parts
@@ -158,7 +209,8 @@ class SummaryColumns:
                 inferred = pd.DataFrame(list(zip(values)), columns=[name])[name]
             columns[name] = inferred
             del values, inferred
-        return A.typed_summary(pd.DataFrame(columns))
+        # (copy=False: pandas would copy the columns into one block per dtype, a second summary at the run's peak)
+        return A.typed_summary(pd.DataFrame(columns, copy=False))
 
 
 _NUMPY_KINDS = {bool: np.bool_, int: np.int64, float: np.float64}
@@ -225,10 +277,21 @@ class StreamedAnalysis:
 
     @cached_property
     def summary(self):
-        columns = SummaryColumns()
+        columns, self._far = SummaryColumns(), []
         for rows in formats.summary_rows(self.entries):
+            formats.far_notes(rows, self._far)
             columns.add([row for keys, values, paths in rows for row in ((keys, values), *paths)])
         return columns.frame()
+
+    def far_notes(self) -> list:
+        """formats.summary_findings's far notes of the entries: noted while the summary was made (a million spilled
+        entries read once, not twice), else read here."""
+        if "summary" in self.__dict__:
+            return self._far
+        far = []
+        for rows in formats.summary_rows(self.entries):
+            formats.far_notes(rows, far)
+        return far
 
 
 def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chunk_frames=E.CHUNK_FRAMES,
@@ -248,7 +311,7 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
     # flows seen; not under an observer (the checker), which judges a flow's end rules at the end of the
     # capture. The summary alone reads a fifth of what the tables do from pass 1's rows (state/stores.py)
     store = DiskStore(out) if out is not None else SummaryStore()
-    keep_tables = None if out is None else keep or (lambda entry_id: True)
+    keep_tables = None if out is None else keep or KEEP_ALL
     run = Run(path, store, chunk_frames, progress, observers=() if observe is None else (observe,),
               finish_ended=observe is None, keep_tables=keep_tables, sndbuf=sndbuf, max_open_flows=max_open_flows,
               jobs=jobs)
@@ -261,15 +324,15 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
                 return StreamedAnalysis(header, run.entries(sndbuf, lambda entry_id: (A.IGNORE, A.IGNORE)), [])
             import pandas as pd  # (here: the summary alone starts without pandas, a quarter second)
 
-            ids, sctp = [], set()
-            for entry_id, protocol in run.pipeline.entry_ids():
-                ids.append(entry_id)
-                sctp.add(protocol == "sctp")
+            ids, protocols = [], set()
+            for batch_ids, batch_protocols in run.pipeline.entry_ids():
+                ids += batch_ids
+                protocols |= batch_protocols
             # one index of the ids for every write's categories: a list set each time was made an index again
             # (a million strings, a hash table of them)
             ids = pd.Index(ids)
             # SCTP and TCP together: the TSN columns (SCTP's levels count TSNs) are NA for TCP
-            nullable = len(sctp) > 1
+            nullable = "sctp" in protocols and len(protocols) > 1
             if jobs > 1:  # the tables' writes made in a thread while pass 2 goes on (one thread: each table in order)
                 from concurrent.futures import ThreadPoolExecutor
 
@@ -283,17 +346,34 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
                 return (lambda columns: writers["rtxq"].write(entry_id, columns),
                         lambda columns: writers["blocking"].write(entry_id, columns))
 
+            def many(table, ids, pieces):  # (EntrySpill.replay_tables: the pieces of flows finished together)
+                if keep is not None:
+                    wanted = np.flatnonzero([keep(entry_id) for entry_id in ids])
+                    ids, pieces = [ids[k] for k in wanted.tolist()], pieces.take(wanted)
+                if ids:
+                    writers[("rtxq", "blocking")[table]].write_many(ids, pieces)
+
+            sinks.many = many
+
             result = StreamedAnalysis(header, run.entries(sndbuf, sinks), [])
+            # the tables finished before the summary is made: their writers and the entry ids (a million of them
+            # ~200 MB) are gone by then
+            tables = []
+            for writer in writers.values():
+                writer.close()
+                tables.append(writer.path)
+            writers = writer = ids = None
+            if fmt == "parquet":  # (Arrow's pool keeps what the writes freed, for writes that do not come)
+                import pyarrow as pa
+
+                pa.default_memory_pool().release_unused()
             _native.release_freed_memory()
             summary = result.summary
             if keep is not None:
                 summary = summary[summary["id"].map(keep).astype(bool)]
             written = out / f"summary.{fmt}"
             formats.write_table(summary, written, fmt)
-            result.files.append(written)
-            for writer in writers.values():
-                writer.close()
-                result.files.append(writer.path)
+            result.files += [written, *tables]
             return result
         finally:
             if table_pool is not None:
