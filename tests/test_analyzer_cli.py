@@ -1,6 +1,8 @@
 """CMT per-path figures, the views (JSON keys, csv / parquet files, Plotly HTML) and `nrsack compare`."""
 
 import json
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -156,3 +158,15 @@ def test_compare_reads_json_summaries(tmp_path):
     [pair] = json.loads(result.output)["pairs"]
     expected = [json.loads((SAMPLES / f"{c.stem}.expected.json").read_text())["flows"][0]["throughput_bps"] for c in (fig4, fig2)]
     assert pair["gain_percent"] == pytest.approx((expected[0] - expected[1]) / expected[1] * 100, rel=1e-12)
+
+
+@pytest.mark.parametrize("fmt", ["json", "table"])
+def test_the_summary_alone_never_imports_pandas(fmt):
+    # pandas (and pyarrow under it) is most of a small capture's start-up: the summary is made without it
+    code = ("import sys; from nrsack.cli import main\n"
+            "try:\n    main(['analyze', sys.argv[1], '--format', sys.argv[2]])\n"
+            "except SystemExit as end:\n    assert not end.code, end.code\n"
+            "print(sorted(name for name in ('pandas', 'pyarrow') if name in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", code, str(SAMPLES / "sctp-nrsack-fig4.pcap"), fmt],
+                         capture_output=True, text=True, check=True)
+    assert run.stdout.splitlines()[-1] == "[]", run.stdout
