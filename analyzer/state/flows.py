@@ -136,7 +136,7 @@ class FlowTable:
         if grow > 0:
             self._conn_flow = np.concatenate((self._conn_flow, np.full(grow, -1, np.int32)))
             self._conn_flip = np.concatenate((self._conn_flip, np.zeros(grow, np.int8)))
-        present = np.bincount(ev["conn"], minlength=len(cap.conns)) > 0 if len(ev) else np.zeros(len(cap.conns), bool)
+        present = np.frombuffer(_native.conn_present(ev, len(cap.conns)), bool)
         new = present & (self._conn_flow < 0)
         if new.any():
             created = self._new_sctp(cap, new)
@@ -155,7 +155,8 @@ class FlowTable:
             self._refine(cap, present)
         if self._untagged:
             self._learn_tags(cap)
-        return self._conn_flow[ev["conn"]], (ev["dir"].astype(np.int8) ^ self._conn_flip[ev["conn"]]).astype(np.int8)
+        flow_of, side_of = _native.conn_flows(ev, self._conn_flow, self._conn_flip)
+        return np.frombuffer(flow_of, np.int32), np.frombuffer(side_of, np.int8)
 
     def flows_of_conns(self, conns) -> np.ndarray:
         """The flow id each conn names (-1: none yet)."""
