@@ -4,18 +4,12 @@
  * records' strided conn and dir fields took ten passes (a twentieth of a long transfer's summary). */
 #include "_analyzer.h"
 
-/* the events' buffer, checked: every conn in [0, n_conns), every dir 0 or 1 */
-static int chunk_events(PyObject *o, buf_t *ev, Py_ssize_t n_conns, const char *who) {
-    if (get_buf(o, ev, sizeof(event_t), -1, 0, who) < 0) return -1;
-    const event_t *e = ev->b.buf;
-    Py_ssize_t n = ev->b.len / (Py_ssize_t)sizeof(event_t);
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (e[i].conn < 0 || e[i].conn >= n_conns || e[i].dir > 1) {
-            PyErr_Format(PyExc_IndexError, "%s: event %zd names conn %d, dir %d (%zd conns)", who, i, (int)e[i].conn,
-                         (int)e[i].dir, n_conns);
-            return -1;
-        }
-    return 0;
+/* a chunk's records are read once each (a pass over them costs what the work in it does): an event naming a
+ * conn outside the tables, or a dir other than 0 or 1, is found in the same pass and raised after it */
+static PyObject *bad_event(const event_t *e, Py_ssize_t i, Py_ssize_t n_conns, const char *who) {
+    PyErr_Format(PyExc_IndexError, "%s: event %zd names conn %d, dir %d (%zd conns)", who, i, (int)e[i].conn,
+                 (int)e[i].dir, n_conns);
+    return NULL;
 }
 
 /* conn_present(events, n_conns) -> bytearray of n_conns bools: whether each conn has an event here */
@@ -24,14 +18,19 @@ PyObject *conn_present(PyObject *self, PyObject *args) {
     Py_ssize_t n_conns;
     if (!PyArg_ParseTuple(args, "On:conn_present", &o_ev, &n_conns)) return NULL;
     buf_t ev = {0};
-    if (chunk_events(o_ev, &ev, n_conns, "conn_present") == 0 && (out = PyByteArray_FromStringAndSize(NULL, n_conns))) {
+    if (get_buf(o_ev, &ev, sizeof(event_t), -1, 0, "conn_present") == 0 &&
+        (out = PyByteArray_FromStringAndSize(NULL, n_conns))) {
         uint8_t *present = (uint8_t *)PyByteArray_AS_STRING(out);
         const event_t *e = ev.b.buf;
-        Py_ssize_t n = ev.b.len / (Py_ssize_t)sizeof(event_t);
+        Py_ssize_t n = ev.b.len / (Py_ssize_t)sizeof(event_t), i = 0;
         Py_BEGIN_ALLOW_THREADS
         memset(present, 0, (size_t)n_conns);
-        for (Py_ssize_t i = 0; i < n; i++) present[e[i].conn] = 1;
+        for (; i < n && e[i].conn >= 0 && e[i].conn < n_conns && e[i].dir <= 1; i++) present[e[i].conn] = 1;
         Py_END_ALLOW_THREADS
+        if (i < n) {
+            Py_CLEAR(out);
+            bad_event(e, i, n_conns, "conn_present");
+        }
     }
     if (ev.ok) PyBuffer_Release(&ev.b);
     return out;
@@ -45,9 +44,9 @@ PyObject *conn_flows(PyObject *self, PyObject *args) {
     buf_t ev = {0}, flow = {0}, flip = {0};
     if (get_buf(o_flow, &flow, 4, -1, 0, "conn_flows") < 0 ||
         get_buf(o_flip, &flip, 1, flow.b.len / 4, 0, "conn_flows") < 0 ||
-        chunk_events(o_ev, &ev, flow.b.len / 4, "conn_flows") < 0)
+        get_buf(o_ev, &ev, sizeof(event_t), -1, 0, "conn_flows") < 0)
         goto out;
-    Py_ssize_t n = ev.b.len / (Py_ssize_t)sizeof(event_t);
+    Py_ssize_t n = ev.b.len / (Py_ssize_t)sizeof(event_t), n_conns = flow.b.len / 4, i = 0;
     if (!(flows = PyByteArray_FromStringAndSize(NULL, n * 4)) || !(sides = PyByteArray_FromStringAndSize(NULL, n)))
         goto out;
     int32_t *flow_of = (int32_t *)PyByteArray_AS_STRING(flows);
@@ -56,11 +55,15 @@ PyObject *conn_flows(PyObject *self, PyObject *args) {
     const int32_t *conn_flow = flow.b.buf;
     const int8_t *conn_flip = flip.b.buf;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) {
+    for (; i < n && e[i].conn >= 0 && e[i].conn < n_conns && e[i].dir <= 1; i++) {
         flow_of[i] = conn_flow[e[i].conn];
         side_of[i] = (int8_t)(e[i].dir ^ conn_flip[e[i].conn]);
     }
     Py_END_ALLOW_THREADS
+    if (i < n) {
+        bad_event(e, i, n_conns, "conn_flows");
+        goto out;
+    }
     result = PyTuple_Pack(2, flows, sides);
 out:
     Py_XDECREF(flows);
