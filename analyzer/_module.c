@@ -57,6 +57,8 @@ static PyMethodDef module_methods[] = {
     {"conn_flows", conn_flows, METH_VARARGS,
      "conn_flows(events, conn_flow i4, conn_flip i1) -> (flow i4, side i1 bytearrays): each event's flow and side "
      "(state/flows.py FlowTable.assign)"},
+    {"handshake_rows", handshake_rows, METH_VARARGS,
+     "handshake_rows(events) -> int64 rows: SCTP INIT, INIT-ACK, COOKIE-ECHO, TCP SYNs, MP_CAPABLE (state/flows.py)"},
     {"fill_layout", fill_layout, METH_VARARGS,
      "fill_layout(pieces, values, fallback) -> str: the values' JSON text between the pieces, len(pieces) - 1 "
      "values a run (views/formats.py)"},

@@ -1,4 +1,4 @@
-"""_native.conn_present / conn_flows (state/_flows.c): FlowTable.assign's per-event flow and side."""
+"""_native.conn_present, conn_flows, handshake_rows (state/_flows.c): FlowTable.assign's per-event flow and side, _refine's rows."""
 
 import numpy as np
 import pytest
@@ -31,3 +31,12 @@ def test_a_conn_out_of_range_is_an_error_not_a_read_past_the_table():
         _native.conn_present(cap.ev, n - 1)
     with pytest.raises(ValueError):  # the two tables of different lengths
         _native.conn_flows(cap.ev, np.zeros(n, np.int32), np.zeros(n + 1, np.int8))
+
+
+@pytest.mark.parametrize("capture", ["cmt-nrsack.pcap", "mptcp-nrsack-fig2.pcap", "tcp-nrsack-fig2.pcap"])
+def test_handshake_rows_are_the_init_cookie_syn_and_mp_capable_events(capture):
+    ev = E.read_capture(SAMPLES / capture).ev
+    rows = np.frombuffer(_native.handshake_rows(ev), np.int64)
+    expected = np.flatnonzero(np.isin(ev["chunk"], (1, 2, 10)) | ((ev["tcp_flags"] & E.TCP_SYN) != 0)
+                              | ((ev["flags"] & E.MP_CAPABLE) != 0))
+    assert len(expected) and np.array_equal(rows, expected)

@@ -327,12 +327,11 @@ class FlowTable:
         watched = np.zeros(len(self._conn_flow), bool)
         watched[[c for flow in pending for c in (flow.conns if flow.protocol == "sctp" else flow.conns[:1])]] = True
         conn, proto, chunk, tf = ev["conn"], ev["proto"], ev["chunk"], ev["tcp_flags"]
-        # the rows a handshake's parts can be among, found over whole columns and then checked one by one for
+        # the rows a handshake's parts can be among, found in one compiled pass and then checked one by one for
         # being watched (an association or connection seen without its handshake is watched to the end: a
         # gather of every row's conn and _refine_tcp's sorts over half a chunk cost ~10% of a capture): SCTP's
         # INIT, INIT-ACK and COOKIE-ECHO, TCP's SYNs and MP_CAPABLE options
-        rare = np.flatnonzero((chunk == 1) | (chunk == 2) | (chunk == 10) | ((tf & E.TCP_SYN) != 0)
-                              | ((ev["flags"] & E.MP_CAPABLE) != 0))
+        rare = np.frombuffer(_native.handshake_rows(ev), np.int64)
         rare = rare[watched[conn[rare]]]
         rare_proto = proto[rare]
         sctp = rare[(rare_proto == E.PROTO_SCTP) & np.isin(chunk[rare], (1, 2, 10))]
