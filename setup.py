@@ -14,7 +14,8 @@ setup(
         Extension(
             "nrsack.analyzer._native",
             sources=["analyzer/_module.c", "analyzer/read/_reader.c", "analyzer/state/_scoreboard.c",
-                     "analyzer/state/_levels.c", "analyzer/state/_fin_closes.c", "analyzer/rules/_ledger.c",
+                     "analyzer/state/_levels.c", "analyzer/state/_fin_closes.c", "analyzer/state/_flows.c",
+                     "analyzer/rules/_ledger.c",
                      "analyzer/views/_layout.c",
                      "core/serial.c", "core/iset.c", "core/scoreboard.c", "core/sndbuf.c"],
             depends=["analyzer/_analyzer.h", "analyzer/nrsack_core_alloc.h", "core/nrsack_core.h"],

@@ -119,6 +119,9 @@ PyObject *tcp_fin_closes(PyObject *self, PyObject *args);    /* state/_fin_close
 PyObject *level_part(PyObject *self, PyObject *args);        /* state/_levels.c */
 PyObject *unwrap_serials(PyObject *self, PyObject *args);    /* state/_levels.c */
 PyObject *mptcp_part(PyObject *self, PyObject *args);        /* state/_levels.c */
+PyObject *conn_present(PyObject *self, PyObject *args);      /* state/_flows.c */
+PyObject *conn_flows(PyObject *self, PyObject *args);        /* state/_flows.c */
+PyObject *handshake_rows(PyObject *self, PyObject *args);    /* state/_flows.c */
 PyObject *fill_layout(PyObject *self, PyObject *args);       /* views/_layout.c */
 
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* nrsack.analyzer._native: the module, its functions gathered from the stages' files (read/_reader.c,
- * state/_levels.c, state/_scoreboard.c, state/_fin_closes.c, rules/_ledger.c, views/_layout.c), and malloc's options. */
+ * state/_levels.c, state/_scoreboard.c, state/_fin_closes.c, state/_flows.c, rules/_ledger.c, views/_layout.c), and malloc's options. */
 #include "_analyzer.h"
 
 #ifdef __GLIBC__
@@ -52,6 +52,13 @@ static PyMethodDef module_methods[] = {
      "(state: p_ns, b_ns, intervals, last time, have_last, was_blocked, was_gap; see _scoreboard.c)"},
     {"window_close", window_close_py, METH_VARARGS,
      "window_close(state, end_ns, complete) -> (state, end of q): the last row's time counted until the end of q"},
+    {"conn_present", conn_present, METH_VARARGS,
+     "conn_present(events, n_conns) -> bytearray of bools: the conns with an event in the chunk (state/flows.py)"},
+    {"conn_flows", conn_flows, METH_VARARGS,
+     "conn_flows(events, conn_flow i4, conn_flip i1) -> (flow i4, side i1 bytearrays): each event's flow and side "
+     "(state/flows.py FlowTable.assign)"},
+    {"handshake_rows", handshake_rows, METH_VARARGS,
+     "handshake_rows(events) -> int64 rows: SCTP INIT, INIT-ACK, COOKIE-ECHO, TCP SYNs, MP_CAPABLE (state/flows.py)"},
     {"fill_layout", fill_layout, METH_VARARGS,
      "fill_layout(pieces, values, fallback) -> str: the values' JSON text between the pieces, len(pieces) - 1 "
      "values a run (views/formats.py)"},

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from nrsack.analyzer.state.stores import SummaryStore
+from nrsack.analyzer.state.stores import ROW_DTYPE, SummaryStore
 
 
 def _columns(n, rng, span):
@@ -62,4 +62,38 @@ def test_a_forked_key_reads_the_same_rows_and_a_discarded_one_none():
     a, b = list(store.batches("a")), list(store.batches("b"))
     assert len(a) == len(b) == 1 and np.array_equal(a[0]["sack"], b[0]["sack"])
     assert list(store.batches("c")) == []
+    store.close()
+
+
+def _records(columns):
+    """The same rows as Board.feed_level writes them (ROW_DTYPE records)."""
+    records = np.zeros(len(columns["time_ns"]), ROW_DTYPE)
+    for name in columns:
+        records[name] = columns[name]
+    return records
+
+
+def test_records_and_column_dicts_of_several_keys_come_back_per_key():
+    # one chunk packs both kinds of part (Board.feed_level's records, a level's column dicts) of two keys,
+    # two pieces a key; the next chunk swaps the kinds and its values lie above another base (time spans
+    # more than 2^32 ns there: wide): each key's rows come back whole, in the order they went in
+    rng = np.random.default_rng(11)
+    store = SummaryStore()
+    sent = {"a": [], "b": []}
+    for chunk, span in enumerate((1 << 20, 1 << 36)):
+        for key in ("a", "b", "a", "b"):
+            columns = _columns(int(rng.integers(1, 300)), rng, span)
+            columns["time_ns"] = columns["time_ns"] + chunk * 10**12
+            sent[key].append(columns)
+            store.append(key, _records(columns) if (key == "b") != bool(chunk) else columns)
+        store.flush()
+    for key, pieces in sent.items():
+        got = list(store.batches(key))
+        rows = {name: np.concatenate([batch[name] for batch in got]) for name in got[0]}
+        whole = {name: np.concatenate([piece[name] for piece in pieces]) for name in pieces[0]}
+        for name in ("time_ns", "sack", "nr", "acked"):
+            assert rows[name].dtype == np.int64 and np.array_equal(rows[name], whole[name]), (key, name)
+        assert np.array_equal(rows["flags"], whole["flags"] & 3)
+        assert np.array_equal(rows["is_data"], whole["is_data"])
+        assert np.array_equal(rows["sacked"] > 0, whole["sacked"] > 0)
     store.close()

@@ -136,7 +136,7 @@ class FlowTable:
         if grow > 0:
             self._conn_flow = np.concatenate((self._conn_flow, np.full(grow, -1, np.int32)))
             self._conn_flip = np.concatenate((self._conn_flip, np.zeros(grow, np.int8)))
-        present = np.bincount(ev["conn"], minlength=len(cap.conns)) > 0 if len(ev) else np.zeros(len(cap.conns), bool)
+        present = np.frombuffer(_native.conn_present(ev, len(cap.conns)), bool)
         new = present & (self._conn_flow < 0)
         if new.any():
             created = self._new_sctp(cap, new)
@@ -157,7 +157,8 @@ class FlowTable:
             self._refine(cap, present)
         if self._untagged:
             self._learn_tags(cap)
-        return self._conn_flow[ev["conn"]], (ev["dir"].astype(np.int8) ^ self._conn_flip[ev["conn"]]).astype(np.int8)
+        flow_of, side_of = _native.conn_flows(ev, self._conn_flow, self._conn_flip)
+        return np.frombuffer(flow_of, np.int32), np.frombuffer(side_of, np.int8)
 
     def flows_of_conns(self, conns) -> np.ndarray:
         """The flow id each conn names (-1: none yet)."""
@@ -328,12 +329,11 @@ class FlowTable:
         watched = np.zeros(len(self._conn_flow), bool)
         watched[[c for flow in pending for c in (flow.conns if flow.protocol == "sctp" else flow.conns[:1])]] = True
         conn, proto, chunk, tf = ev["conn"], ev["proto"], ev["chunk"], ev["tcp_flags"]
-        # the rows a handshake's parts can be among, found over whole columns and then checked one by one for
+        # the rows a handshake's parts can be among, found in one compiled pass and then checked one by one for
         # being watched (an association or connection seen without its handshake is watched to the end: a
         # gather of every row's conn and _refine_tcp's sorts over half a chunk cost ~10% of a capture): SCTP's
         # INIT, INIT-ACK and COOKIE-ECHO, TCP's SYNs and MP_CAPABLE options
-        rare = np.flatnonzero((chunk == 1) | (chunk == 2) | (chunk == 10) | ((tf & E.TCP_SYN) != 0)
-                              | ((ev["flags"] & E.MP_CAPABLE) != 0))
+        rare = np.frombuffer(_native.handshake_rows(ev), np.int64)
         rare = rare[watched[conn[rare]]]
         rare_proto = proto[rare]
         sctp = rare[(rare_proto == E.PROTO_SCTP) & np.isin(chunk[rare], (1, 2, 10))]

@@ -44,7 +44,10 @@ def _progress(path):
     from nrsack.analyzer.read.events import Ring
 
     size = path.size() if isinstance(path, Ring) else os.path.getsize(path) if os.path.isfile(path) else 0
-    if size < PROGRESS_MIN_BYTES:
+    # rich draws its bar on stdout only where that is a terminal or its variables say to treat it as one;
+    # elsewhere a transient bar shows nothing, and importing rich for it cost a large capture's run 40 ms
+    drawn = sys.stdout.isatty() or any(os.environ.get(name) for name in ("FORCE_TERMINAL", "FORCE_COLOR", "TTY_COMPATIBLE"))
+    if size < PROGRESS_MIN_BYTES or not drawn:
         yield None
         return
     from rich.progress import BarColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
