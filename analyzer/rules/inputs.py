@@ -226,11 +226,20 @@ def start_event(rows: ChunkRows, row, level, sender, space, rec=None):
     (its handshake anchors it, flows.handshake_space), so where the capture holds one it unwraps its
     serial here, once. rec: the row's record when read already (rows.record)."""
     rec = rows.record(row) if rec is None else rec
-    base = rows.base(row, rec, sender)
+    return start_event_at(rows, row, level, sender, start_serial(rec, level, space), rec)
+
+
+def start_serial(rec, level, space):
+    """The unwrapped serial of a start row's record (start_event's lo; SCTP: its cum - 1)."""
     wire = (rec[_SEQ] - 1) % TWO32 if level == "sctp" else rec[_SEQ]
     # the core's rule on one serial (flows.unwrap32 without its arrays: a far one counts nowhere here)
     serials = _native.unwrap(np.array([wire & 0xFFFFFFFF], np.uint64), space)[0]
-    value = int.from_bytes(serials[:8], sys.byteorder, signed=True)
+    return int.from_bytes(serials[:8], sys.byteorder, signed=True)
+
+
+def start_event_at(rows: ChunkRows, row, level, sender, value, rec):
+    """start_event with its serial unwrapped already (start_serial)."""
+    base = rows.base(row, rec, sender)
     if level == "sctp":
         return Event(kind=INIT if rec[_CHUNK] == 1 else INIT_ACK, level="sctp", cum=value + 1, lo=value + 1, hi=value + 1,
                      wire_seq=rec[_SEQ], **base)
