@@ -194,7 +194,8 @@ class PlainChunk(NamedTuple):
     state is first read (a flood's connection is released before it is). Numbers, arrays and tuples of them
     only: the cyclic collector stops tracking it, where it traverses a FlowRun's state at every pass."""
 
-    lanes: tuple    # per lane: (key, chunk rows, kind, lo, hi, frame, time_ns), arrays
+    lanes: tuple    # per lane: (key, chunk rows, kind, lo, hi, frame, time_ns), arrays (kind, lo, hi: views of
+    #                 the chunk's fused lanes, 32 bytes a row; the others copies, not views of its wider records)
     starts: tuple   # per SYN row: (row, side, its serial unwrapped, its record)
     picked: tuple   # per lane: its acks that move the cum ack
     chunk: int      # the chunk's number (Checker.chunks)
@@ -203,12 +204,13 @@ class PlainChunk(NamedTuple):
     last_frame: int
     last_time: int
 
-    def apply(self, run, rows):
-        """run after the chunk (rows: its ChunkRows): as _run, each start event after the quiet rows of its
-        direction before it, then the rest per lane; the ledger numbers (_ledger_numbers) and where the flow's
-        last event lies. -> run."""
+    def apply(self, run, conns):
+        """run after the chunk (conns: the capture's, ConnList): as _run, each start event after the quiet rows
+        of its direction before it, then the rest per lane; the ledger numbers (_ledger_numbers) and where the
+        flow's last event lies. -> run."""
         state, picked, offset = run.state, self.picked, self.offset
         lanes = [(lane[0], *(column.tolist() for column in lane[1:])) for lane in self.lanes]
+        rows = I.ChunkRows.of_rows(offset, conns, {row: side for row, side, _, _ in self.starts})
         starts = [I.start_event_at(rows, row, "tcp", side, value, rec) for row, side, value, rec in self.starts]
         done = [0] * len(lanes)
         for e in starts:
@@ -257,9 +259,10 @@ class Checker:
         self.parts = {}
         self.runs = {}
         self.planned = {}  # flow id -> its PlainChunk not yet applied (it has no FlowRun yet)
-        # per chunk of the last PLAN_CHUNKS: its ChunkRows, the flow ids planned there
+        # per chunk of the last PLAN_CHUNKS: the flow ids planned there
         self.plan_batches = deque()
         self.chunks = 0  # chunks fed so far
+        self.chunk_ends = None  # the chunk's frame and time_ns columns (where a plain chunk's flow last lies)
         self.found = []
         self.note_runs = []  # NoteRuns: findings kept as numbers until asked for
         self.seen_findings = Counter()
@@ -285,29 +288,34 @@ class Checker:
         self._apply_old_plans()
         self.chunks += 1
         rows = I.ChunkRows(cap, side_of)
-        self.plan_batches.append((rows, []))
+        self.plan_batches.append([])
         per_flow = self._reader_events(cap, rows, flow_of)
         if len(cap.ev):
             ev = cap.ev
             order = grouped_order(flow_of)
-            flows = self.pipeline.table.flows
-            bounds = np.searchsorted(flow_of[order], np.arange(len(flows) + 1))
+            order = order[flow_of[order] >= 0]
+            sorted_flows = flow_of[order]
+            # each flow's rows of the chunk (the flows present only: a flood's table holds a million)
+            starts = np.flatnonzero(np.diff(sorted_flows, prepend=-1))
+            stops = np.append(starts[1:], len(order))
             # per flow of the chunk, for _plain_chunk: whether any of its rows carries a wire block, its SYN rows
-            has_flow = flow_of >= 0
-            blocked = np.bincount(flow_of[has_flow & (ev["blk_count"] > 0)], minlength=len(flows)) > 0
-            syn_rows = np.flatnonzero(has_flow & ((ev["tcp_flags"] & E.TCP_SYN) != 0))
+            blocked = np.add.reduceat(ev["blk_count"][order] > 0, starts) > 0 if len(order) else starts
+            syn_rows = np.flatnonzero((flow_of >= 0) & ((ev["tcp_flags"] & E.TCP_SYN) != 0))
             syns = {}
             for row, fid, rec in zip(syn_rows.tolist(), flow_of[syn_rows].tolist(), ev[syn_rows].tolist()):
                 syns.setdefault(fid, []).append((row, rec))
-            for fid in np.flatnonzero(np.diff(bounds)).tolist():
+            flows = self.pipeline.table.flows
+            self.chunk_ends = ev["frame"], ev["time_ns"]
+            for fid, start, stop, loud in zip(sorted_flows[starts].tolist(), starts.tolist(), stops.tolist(),
+                                              blocked.tolist()):
                 flow = flows[fid]
                 if flow is None:  # released for the budget and judged (_on_cut): its later events are not
                     continue
                 if fid in self.planned:
                     self._run_of(fid)
-                frows = order[bounds[fid]:bounds[fid + 1]]
+                frows = order[start:stop]
                 extra = per_flow.pop(fid, [])
-                if extra or blocked[fid] or not self._plain_chunk(flow, frows, rows, syns.get(fid, ())):
+                if extra or loud or not self._plain_chunk(flow, frows, rows, syns.get(fid, ())):
                     self._flow_chunk(flow, frows, rows, extra)
         self.parts = {}
 
@@ -394,7 +402,8 @@ class Checker:
             fed = self.parts.get((flow.id, side))
             if fed is not None:
                 part = fed[0]
-                lanes.append((("tcp", conn, side), frows[part.pos], part.kind, part.lo, part.hi, part.frame, part.time_ns))
+                lanes.append((("tcp", conn, side), frows[part.pos], part.kind, part.lo, part.hi, part.frame.copy(),
+                              part.time_ns.copy()))
         starts = []
         for row, rec in syns:
             side = int(rows.side_of[row])
@@ -418,24 +427,24 @@ class Checker:
                     cum = a
             picked.append(tuple(advances))
         last = int(frows[-1])
-        ev, offset = rows.cap.ev, rows.cap.offset
+        offset = rows.cap.offset
+        frame, time_ns = self.chunk_ends
         plan = PlainChunk(tuple(lanes), tuple(starts), tuple(picked), self.chunks, offset, offset + last,
-                          int(ev["frame"][last]), int(ev["time_ns"][last]))
+                          int(frame[last]), int(time_ns[last]))
         if run is None:
             self.planned[flow.id] = plan
-            self.plan_batches[-1][1].append(flow.id)
+            self.plan_batches[-1].append(flow.id)
         else:
-            plan.apply(run, rows)
+            plan.apply(run, rows.conns)
         return True
 
     def _apply_old_plans(self):
-        """The plans of PLAN_CHUNKS chunks ago still not read applied now: they hold their chunk's rows, which
-        a connection still open and quiet would otherwise keep for the rest of the capture."""
+        """The plans of PLAN_CHUNKS chunks ago still not read applied now: they hold views of their chunk's fused
+        rows, which a connection still open and quiet would otherwise keep for the rest of the capture."""
         while len(self.plan_batches) >= PLAN_CHUNKS:
-            for fid in self.plan_batches[0][1]:
+            for fid in self.plan_batches.popleft():
                 if fid in self.planned:
                     self._run_of(fid)
-            self.plan_batches.popleft()
 
     def _run_of(self, fid):
         """The flow's FlowRun (None: none yet), its PlainChunk applied first if it has one."""
@@ -445,8 +454,8 @@ class Checker:
         return self.runs.get(fid)
 
     def _applied(self, plan, run):
-        """plan.apply with the rows of its chunk (plan_batches: [(its ChunkRows, flow ids)] per chunk, the last first)."""
-        return plan.apply(run, self.plan_batches[plan.chunk - self.chunks - 1][0])
+        """plan applied to run (the capture's conns name its start events' endpoints)."""
+        return plan.apply(run, self.pipeline.conns)
 
     def _levels(self, flow):
         """(level, conn, sender) -> the pipeline's level object of each lane of the flow."""

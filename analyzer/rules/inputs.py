@@ -100,7 +100,17 @@ class ChunkRows:
     def __init__(self, cap, side_of):
         self.cap, self.side_of = cap, side_of
         self.blocks = cap.blocks
+        self.offset, self.conns = cap.offset, cap.conns  # (what base() reads)
         self.ends = {}  # conn -> (its endpoint A, B): a Conn costs microseconds, a SYN and its SYN-ACK share one
+
+    @classmethod
+    def of_rows(cls, offset, conns, sides):
+        """base() of some rows of a chunk no longer held: its first event index, the capture's conns, {row: side}
+        of those rows (a PlainChunk's start events)."""
+        rows = cls.__new__(cls)
+        rows.cap = rows.blocks = None
+        rows.offset, rows.conns, rows.side_of, rows.ends = offset, conns, sides, {}
+        return rows
 
     def record(self, row):
         return self.cap.ev[row].item()
@@ -116,11 +126,11 @@ class ChunkRows:
         """Fields every event has; sender None: the chunk's own side (flow-level events)."""
         ends = self.ends.get(rec[_CONN])
         if ends is None:
-            c = self.cap.conns[rec[_CONN]]
+            c = self.conns[rec[_CONN]]
             ends = self.ends[rec[_CONN]] = c.addr_a, c.addr_b
         src, dst = ends if rec[_DIR] == 0 else ends[::-1]
         side = int(self.side_of[row])
-        return dict(index=self.cap.offset + row + offset, frame=rec[_FRAME], time_ns=rec[_TIME], side=side,
+        return dict(index=self.offset + row + offset, frame=rec[_FRAME], time_ns=rec[_TIME], side=side,
                     sender=side if sender is None else sender, conn=rec[_CONN], src=src, dst=dst, chunk=rec[_CHUNK],
                     flags=rec[_FLAGS], tcp_flags=rec[_TCP_FLAGS])
 
