@@ -196,7 +196,7 @@ class PlainChunk(NamedTuple):
 
     lanes: tuple    # per lane: (key, chunk rows, kind, lo, hi, frame, time_ns), arrays (kind, lo, hi: views of
     #                 the chunk's fused lanes, 32 bytes a row; the others copies, not views of its wider records)
-    starts: tuple   # per SYN row: (row, side, its serial unwrapped, its record)
+    starts: tuple   # per SYN row: (row, side, its serial unwrapped, its record as np.void)
     picked: tuple   # per lane: its acks that move the cum ack
     chunk: int      # the chunk's number (Checker.chunks)
     offset: int     # its first event index
@@ -211,7 +211,8 @@ class PlainChunk(NamedTuple):
         state, picked, offset = run.state, self.picked, self.offset
         lanes = [(lane[0], *(column.tolist() for column in lane[1:])) for lane in self.lanes]
         rows = I.ChunkRows.of_rows(offset, conns, {row: side for row, side, _, _ in self.starts})
-        starts = [I.start_event_at(rows, row, "tcp", side, value, rec) for row, side, value, rec in self.starts]
+        starts = [I.start_event_at(rows, row, "tcp", side, value, record.item())
+                  for row, side, value, record in self.starts]
         done = [0] * len(lanes)
         for e in starts:
             key = S.direction_key(e)
@@ -302,8 +303,10 @@ class Checker:
             blocked = np.add.reduceat(ev["blk_count"][order] > 0, starts) > 0 if len(order) else starts
             syn_rows = np.flatnonzero((flow_of >= 0) & ((ev["tcp_flags"] & E.TCP_SYN) != 0))
             syns = {}
-            for row, fid, rec in zip(syn_rows.tolist(), flow_of[syn_rows].tolist(), ev[syn_rows].tolist()):
-                syns.setdefault(fid, []).append((row, rec))
+            syn_records = ev[syn_rows]  # (a plan keeps its SYNs' as np.void, a third of a tuple of their fields)
+            syn_flows = flow_of[syn_rows].tolist()
+            for k, (row, fid, rec) in enumerate(zip(syn_rows.tolist(), syn_flows, syn_records.tolist())):
+                syns.setdefault(fid, []).append((row, rec, syn_records, k))
             flows = self.pipeline.table.flows
             self.chunk_ends = ev["frame"], ev["time_ns"]
             for fid, start, stop, loud in zip(sorted_flows[starts].tolist(), starts.tolist(), stops.tolist(),
@@ -405,10 +408,10 @@ class Checker:
                 lanes.append((("tcp", conn, side), frows[part.pos], part.kind, part.lo, part.hi, part.frame.copy(),
                               part.time_ns.copy()))
         starts = []
-        for row, rec in syns:
+        for row, rec, records, k in syns:
             side = int(rows.side_of[row])
             space = spaces[side] if spaces is not None else self.pipeline.dormant_space(flow.id, side)
-            starts.append((row, side, I.start_serial(rec, "tcp", space), rec))
+            starts.append((row, side, I.start_serial(rec, "tcp", space), records[k]))
         state = S.FlowState() if run is None else run.state
         picked = []
         for key, _, kind, lo, hi, _, _ in lanes:
