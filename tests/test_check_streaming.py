@@ -150,3 +150,40 @@ def test_plain_tcp_chunks_taken_at_once_change_no_finding(tmp_path, monkeypatch,
         assert findings(path, chunk_frames=chunk_frames) == reference, chunk_frames
         if chunk_frames is not None and chunk_frames < 8:
             assert any(plain)  # (the chunks with blocks never ask)
+
+
+def test_a_plain_chunk_read_long_after_changes_no_finding(tmp_path, monkeypatch):
+    """A connection seen in one chunk whose rows are all quiet keeps that chunk's reading unapplied
+    (Checker._plain_chunk's PlainChunk: a flood's connections are released before anything reads it); one that
+    stays quiet while another connection fills more than PLAN_CHUNKS chunks has it applied when its chunk leaves
+    the window, and a segment it resends long after its cum ack is judged (TN-04 names the ack of that first
+    chunk) as the every-row reference judges it."""
+    from support.hostile import ACK, NR_PERM, PSH, SACK_PERM, SYN, ip_frames, pcap_bytes, plain_records, tcp
+
+    isn = 1000
+    quiet = [(0.0, 0, tcp(40000, 80, isn, 0, SYN, SACK_PERM + NR_PERM), 6),
+             (0.001, 1, tcp(80, 40000, 7, isn + 1, SYN | ACK, SACK_PERM + NR_PERM), 6),
+             (0.002, 0, tcp(40000, 80, isn + 1, 8, ACK | PSH, payload=b"x" * 100), 6),
+             (0.003, 1, tcp(80, 40000, 8, isn + 101, ACK), 6),
+             (1.0, 0, tcp(40000, 80, isn + 1, 8, ACK | PSH, payload=b"x" * 100), 6)]
+    busy = [(0.01, 0, tcp(40001, 80, isn, 0, SYN), 6), (0.011, 1, tcp(80, 40001, 7, isn + 1, SYN | ACK), 6)]
+    for k in range(60):
+        busy += [(0.02 + k * 0.01, 0, tcp(40001, 80, isn + 1 + k * 100, 8, ACK | PSH, payload=b"x" * 100), 6),
+                 (0.025 + k * 0.01, 1, tcp(80, 40001, 8, isn + 101 + k * 100, ACK), 6)]
+    path = tmp_path / "quiet-then-resent.pcap"
+    path.write_bytes(pcap_bytes(plain_records(ip_frames(quiet + busy))))
+    reference = findings(path, chunk_frames=None, every_row=True)
+    assert [f["rule"] for f in reference] == ["TN-04"] and reference[0]["frames"] == [4, len(quiet) + len(busy)]
+    ages = []
+    applied = C.Checker._applied
+
+    def aged(self, plan, run):
+        ages.append(self.chunks - plan.chunk)
+        return applied(self, plan, run)
+
+    monkeypatch.setattr(C.Checker, "_applied", aged)
+    for chunk_frames in (4, 5, 16, None):
+        ages.clear()
+        assert findings(path, chunk_frames=chunk_frames) == reference, chunk_frames
+        if chunk_frames == 4:  # the quiet connection's first chunk read when it left the window
+            assert max(ages) == C.PLAN_CHUNKS - 1

@@ -28,8 +28,9 @@ A finding: rule ID, severity, flow, direction, frames (the breaking frame last),
 
 import json
 from bisect import bisect_left
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -122,6 +123,7 @@ def _lane(key, level, sender, frows, part, flags):
                 part.time_ns, part.conn, (flags & FLAG_OLDER) != 0, part)
 
 
+PLAN_CHUNKS = 8  # chunks a PlainChunk waits to be read (a flood's connections are released sooner)
 FACTS = 5  # NrLedger.feed's facts per row: count, lo, hi, frame, r_and_nr
 LEDGER_DATA, LEDGER_ACK, LEDGER_START = 0, 1, 2
 def _ledger(numbers=None):
@@ -187,6 +189,48 @@ def _quiet_rows(state, lane, advances, start, stop):
     return state._replace(dirs={**state.dirs, key: new}) if new is not d else state
 
 
+class PlainChunk(NamedTuple):
+    """Checker._plain_chunk's reading of a TCP connection's chunk (every row quiet), applied to a FlowRun when its
+    state is first read (a flood's connection is released before it is). Numbers, arrays and tuples of them
+    only: the cyclic collector stops tracking it, where it traverses a FlowRun's state at every pass."""
+
+    lanes: tuple    # per lane: (key, chunk rows, kind, lo, hi, frame, time_ns), arrays (kind, lo, hi: views of
+    #                 the chunk's fused lanes, 32 bytes a row; the others copies, not views of its wider records)
+    starts: tuple   # per SYN row: (row, side, its serial unwrapped, its record as np.void)
+    picked: tuple   # per lane: its acks that move the cum ack
+    chunk: int      # the chunk's number (Checker.chunks)
+    offset: int     # its first event index
+    last_index: int
+    last_frame: int
+    last_time: int
+
+    def apply(self, run, conns):
+        """run after the chunk (conns: the capture's, ConnList): as _run, each start event after the quiet rows
+        of its direction before it, then the rest per lane; the ledger numbers (_ledger_numbers) and where the
+        flow's last event lies. -> run."""
+        state, picked, offset = run.state, self.picked, self.offset
+        lanes = [(lane[0], *(column.tolist() for column in lane[1:])) for lane in self.lanes]
+        rows = I.ChunkRows.of_rows(offset, conns, {row: side for row, side, _, _ in self.starts})
+        starts = [I.start_event_at(rows, row, "tcp", side, value, record.item())
+                  for row, side, value, record in self.starts]
+        done = [0] * len(lanes)
+        for e in starts:
+            key = S.direction_key(e)
+            for j, lane in enumerate(lanes):
+                if lane[0] == key:
+                    n = bisect_left(lane[1], e.index - offset)
+                    state = _quiet_rows(state, lane, picked[j], done[j], n)
+                    done[j] = max(done[j], n)
+            state = S.advance(state, e)
+        for j, lane in enumerate(lanes):
+            state = _quiet_rows(state, lane, picked[j], done[j], len(lane[1]))
+        run.state = state
+        for lane in lanes:
+            run.ledgers[lane[0]] = _ledger_numbers(run.ledgers.get(lane[0]), lane, starts, offset)
+        run.last_index, run.last_frame, run.last_time = self.last_index, self.last_frame, self.last_time
+        return run
+
+
 @dataclass(slots=True)
 class FlowRun:
     """A flow's rule state carried from chunk to chunk (slots, and the SCTP-only fields made when first needed:
@@ -215,6 +259,11 @@ class Checker:
         self.attach(pipeline or Pipeline(NullStore(), max_open_flows=max_open_flows))
         self.parts = {}
         self.runs = {}
+        self.planned = {}  # flow id -> its PlainChunk not yet applied (it has no FlowRun yet)
+        # per chunk of the last PLAN_CHUNKS: the flow ids planned there
+        self.plan_batches = deque()
+        self.chunks = 0  # chunks fed so far
+        self.chunk_ends = None  # the chunk's frame and time_ns columns (where a plain chunk's flow last lies)
         self.found = []
         self.note_runs = []  # NoteRuns: findings kept as numbers until asked for
         self.seen_findings = Counter()
@@ -237,27 +286,39 @@ class Checker:
 
     def _on_chunk(self, cap, flow_of, side_of):
         self.last = cap
+        self._apply_old_plans()
+        self.chunks += 1
         rows = I.ChunkRows(cap, side_of)
+        self.plan_batches.append([])
         per_flow = self._reader_events(cap, rows, flow_of)
         if len(cap.ev):
             ev = cap.ev
             order = grouped_order(flow_of)
-            flows = self.pipeline.table.flows
-            bounds = np.searchsorted(flow_of[order], np.arange(len(flows) + 1))
+            order = order[flow_of[order] >= 0]
+            sorted_flows = flow_of[order]
+            # each flow's rows of the chunk (the flows present only: a flood's table holds a million)
+            starts = np.flatnonzero(np.diff(sorted_flows, prepend=-1))
+            stops = np.append(starts[1:], len(order))
             # per flow of the chunk, for _plain_chunk: whether any of its rows carries a wire block, its SYN rows
-            has_flow = flow_of >= 0
-            blocked = np.bincount(flow_of[has_flow & (ev["blk_count"] > 0)], minlength=len(flows)) > 0
-            syn_rows = np.flatnonzero(has_flow & ((ev["tcp_flags"] & E.TCP_SYN) != 0))
+            blocked = np.add.reduceat(ev["blk_count"][order] > 0, starts) > 0 if len(order) else starts
+            syn_rows = np.flatnonzero((flow_of >= 0) & ((ev["tcp_flags"] & E.TCP_SYN) != 0))
             syns = {}
-            for row, fid, rec in zip(syn_rows.tolist(), flow_of[syn_rows].tolist(), ev[syn_rows].tolist()):
-                syns.setdefault(fid, []).append((row, rec))
-            for fid in np.flatnonzero(np.diff(bounds)).tolist():
+            syn_records = ev[syn_rows]  # (a plan keeps its SYNs' as np.void, a third of a tuple of their fields)
+            syn_flows = flow_of[syn_rows].tolist()
+            for k, (row, fid, rec) in enumerate(zip(syn_rows.tolist(), syn_flows, syn_records.tolist())):
+                syns.setdefault(fid, []).append((row, rec, syn_records, k))
+            flows = self.pipeline.table.flows
+            self.chunk_ends = ev["frame"], ev["time_ns"]
+            for fid, start, stop, loud in zip(sorted_flows[starts].tolist(), starts.tolist(), stops.tolist(),
+                                              blocked.tolist()):
                 flow = flows[fid]
                 if flow is None:  # released for the budget and judged (_on_cut): its later events are not
                     continue
-                frows = order[bounds[fid]:bounds[fid + 1]]
+                if fid in self.planned:
+                    self._run_of(fid)
+                frows = order[start:stop]
                 extra = per_flow.pop(fid, [])
-                if extra or blocked[fid] or not self._plain_chunk(flow, frows, rows, syns.get(fid, ())):
+                if extra or loud or not self._plain_chunk(flow, frows, rows, syns.get(fid, ())):
                     self._flow_chunk(flow, frows, rows, extra)
         self.parts = {}
 
@@ -322,7 +383,9 @@ class Checker:
         NR ledger. Such a connection NR-acks nothing, so its ledger would hold no piece: what it would hold,
         the cum ack and the highest sent it was fed, is kept as numbers (_ledger makes the real one when a
         later chunk needs it). A SYN or data flood's every connection is one. -> whether it was taken so
-        (False: a row is loud, a serial was far, or the flow has a real ledger; nothing was changed)."""
+        (False: a row is loud, a serial was far, or the flow has a real ledger; nothing was changed).
+        A connection first seen in this chunk keeps its plan (PlainChunk), applied only when something reads
+        its state (_run_of): a flood's connections are mostly released by the budget before anything does."""
         if flow.protocol != "tcp" or self.every_row or len(flow.conns) != 1:
             return False
         run = self.runs.get(flow.id)
@@ -340,56 +403,62 @@ class Checker:
         lanes = []
         for side in (0, 1):
             fed = self.parts.get((flow.id, side))
-            if fed is None:
-                continue
-            part = fed[0]
-            lanes.append((("tcp", conn, side), frows[part.pos].tolist(), part.kind.tolist(), part.lo.tolist(),
-                          part.hi.tolist(), part.frame.tolist(), part.time_ns.tolist()))
-        ev = rows.cap.ev
+            if fed is not None:
+                part = fed[0]
+                lanes.append((("tcp", conn, side), frows[part.pos], part.kind, part.lo, part.hi, part.frame.copy(),
+                              part.time_ns.copy()))
         starts = []
-        for row, rec in syns:
+        for row, rec, records, k in syns:
             side = int(rows.side_of[row])
             space = spaces[side] if spaces is not None else self.pipeline.dormant_space(flow.id, side)
-            starts.append(I.start_event(rows, row, "tcp", side, space, rec))
-        if run is None:
-            run = FlowRun()
-        state = run.state
+            starts.append((row, side, I.start_serial(rec, "tcp", space), records[k]))
+        state = S.FlowState() if run is None else run.state
         picked = []
-        for key, lane_rows, kind, lo, hi, frame, time_ns in lanes:
+        for key, _, kind, lo, hi, _, _ in lanes:
             d = state.dirs.get(key, S.EMPTY)
             sent, cum = d.snd_max, d.cum
-            for e in starts:  # the cum ack after the direction's starts (state.on_start), as _pick takes it
-                if sent is None and S.direction_key(e) == key:
-                    sent, cum = e.hi, e.cum if cum is None else cum
+            for _, side, value, _ in starts:  # the cum ack after the direction's starts (state.on_start), as _pick
+                if sent is None and side == key[2]:  # takes it (a start's hi and cum: its serial + 1)
+                    sent, cum = value + 1, value + 1 if cum is None else cum
             cum = LOWEST if cum is None else cum
             advances = []
-            for i, (k, a) in enumerate(zip(kind, lo)):
-                if a < cum or a < 0 or hi[i] < 0:  # data below the cum ack, an ack going back: loud
+            for i, (k, a, b) in enumerate(zip(kind.tolist(), lo.tolist(), hi.tolist())):
+                if a < cum or a < 0 or b < 0:  # data below the cum ack, an ack going back: loud
                     return False
                 if k and a > cum:
                     advances.append(i)
                     cum = a
-            picked.append(advances)
-        # as _run: each start event after the quiet rows of its direction before it, then the rest per lane
-        done = [0] * len(lanes)
-        for e in starts:
-            key = S.direction_key(e)
-            for j, lane in enumerate(lanes):
-                if lane[0] == key:
-                    n = bisect_left(lane[1], e.index - rows.cap.offset)
-                    state = _quiet_rows(state, lane, picked[j], done[j], n)
-                    done[j] = max(done[j], n)
-            state = S.advance(state, e)
-        for j, lane in enumerate(lanes):
-            state = _quiet_rows(state, lane, picked[j], done[j], len(lane[1]))
-        run.state = state
-        for lane in lanes:
-            run.ledgers[lane[0]] = _ledger_numbers(run.ledgers.get(lane[0]), lane, starts, rows.cap.offset)
-        self.runs[flow.id] = run
+            picked.append(tuple(advances))
         last = int(frows[-1])
-        run.last_index = rows.cap.offset + last
-        run.last_frame, run.last_time = int(ev["frame"][last]), int(ev["time_ns"][last])
+        offset = rows.cap.offset
+        frame, time_ns = self.chunk_ends
+        plan = PlainChunk(tuple(lanes), tuple(starts), tuple(picked), self.chunks, offset, offset + last,
+                          int(frame[last]), int(time_ns[last]))
+        if run is None:
+            self.planned[flow.id] = plan
+            self.plan_batches[-1].append(flow.id)
+        else:
+            plan.apply(run, rows.conns)
         return True
+
+    def _apply_old_plans(self):
+        """The plans of PLAN_CHUNKS chunks ago still not read applied now: they hold views of their chunk's fused
+        rows, which a connection still open and quiet would otherwise keep for the rest of the capture."""
+        while len(self.plan_batches) >= PLAN_CHUNKS:
+            for fid in self.plan_batches.popleft():
+                if fid in self.planned:
+                    self._run_of(fid)
+
+    def _run_of(self, fid):
+        """The flow's FlowRun (None: none yet), its PlainChunk applied first if it has one."""
+        plan = self.planned.pop(fid, None)
+        if plan is not None:
+            self.runs[fid] = self._applied(plan, FlowRun())
+        return self.runs.get(fid)
+
+    def _applied(self, plan, run):
+        """plan applied to run (the capture's conns name its start events' endpoints)."""
+        return plan.apply(run, self.pipeline.conns)
 
     def _levels(self, flow):
         """(level, conn, sender) -> the pipeline's level object of each lane of the flow."""
@@ -686,7 +755,9 @@ class Checker:
             for r in self.dispatch.get((e.kind, ""), ()):
                 self.found.extend(_finding(r, v, None, "") for v in r.check(e, S.FlowState(), S.FlowState(), None))
         for flow in flows:
-            run = self.runs.get(flow.id) if flow is not None else None  # None: a flow the table forgot
+            if flow is None:  # a flow the table forgot
+                continue
+            run = self.runs.get(flow.id) or self.planned.get(flow.id)
             if run is not None and run.last_index is not None:
                 self._judge_end(flow, run)
         found = Findings(self.found, range(0, 2 * len(self.found), 2), self.note_runs)
@@ -698,20 +769,26 @@ class Checker:
         analysed), and their rule state dropped (the pipeline forgets them), so a flood does not stay in memory."""
         flows = self.pipeline.table.flows
         for fid in fids.tolist():
-            run = self.runs.pop(fid, None)
+            run = self.runs.pop(fid, None) or self.planned.pop(fid, None)
             if run is not None and run.last_index is not None:
                 self._judge_end(flows[fid], run)
 
     def _judge_end(self, flow, run):
-        """The rules on the flow's end: its far serials' note, then the END event."""
+        """The rules on the flow's end: its far serials' note, then the END event. run: its FlowRun or its
+        PlainChunk (applied here only when a rule is to read it)."""
         level = flow.protocol if flow.protocol == "sctp" else "tcp"
         ends = self.dispatch.get((I.END, level), ())
-        # a flow without levels yet (Pipeline._dormant) left no serial out
-        far = [lv.far for lv in self._levels(flow).values() if getattr(lv, "far", None) is not None] \
-            if flow.id in self.pipeline.senders else []
+        # a flow without levels yet (Pipeline._dormant) left no serial out; a TCP connection's are its main
+        # pair's (_levels, without its dict: a flood's every connection comes here)
+        mine = self.pipeline.senders.get(flow.id)
+        levels = () if mine is None else [s.level for s in mine["main"]] if flow.protocol == "tcp" \
+            else self._levels(flow).values()
+        far = [lv.far for lv in levels if getattr(lv, "far", None) is not None]
         count = sum(f.count for f in far)
         if not count and not ends:
             return
+        if type(run) is PlainChunk:
+            run = self._applied(run, FlowRun())
         ctx = self._context(flow, run)
         if count:
             first = min(f.first_frame for f in far if f.count)

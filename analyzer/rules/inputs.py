@@ -100,7 +100,17 @@ class ChunkRows:
     def __init__(self, cap, side_of):
         self.cap, self.side_of = cap, side_of
         self.blocks = cap.blocks
+        self.offset, self.conns = cap.offset, cap.conns  # (what base() reads)
         self.ends = {}  # conn -> (its endpoint A, B): a Conn costs microseconds, a SYN and its SYN-ACK share one
+
+    @classmethod
+    def of_rows(cls, offset, conns, sides):
+        """base() of some rows of a chunk no longer held: its first event index, the capture's conns, {row: side}
+        of those rows (a PlainChunk's start events)."""
+        rows = cls.__new__(cls)
+        rows.cap = rows.blocks = None
+        rows.offset, rows.conns, rows.side_of, rows.ends = offset, conns, sides, {}
+        return rows
 
     def record(self, row):
         return self.cap.ev[row].item()
@@ -116,11 +126,11 @@ class ChunkRows:
         """Fields every event has; sender None: the chunk's own side (flow-level events)."""
         ends = self.ends.get(rec[_CONN])
         if ends is None:
-            c = self.cap.conns[rec[_CONN]]
+            c = self.conns[rec[_CONN]]
             ends = self.ends[rec[_CONN]] = c.addr_a, c.addr_b
         src, dst = ends if rec[_DIR] == 0 else ends[::-1]
         side = int(self.side_of[row])
-        return dict(index=self.cap.offset + row + offset, frame=rec[_FRAME], time_ns=rec[_TIME], side=side,
+        return dict(index=self.offset + row + offset, frame=rec[_FRAME], time_ns=rec[_TIME], side=side,
                     sender=side if sender is None else sender, conn=rec[_CONN], src=src, dst=dst, chunk=rec[_CHUNK],
                     flags=rec[_FLAGS], tcp_flags=rec[_TCP_FLAGS])
 
@@ -226,11 +236,20 @@ def start_event(rows: ChunkRows, row, level, sender, space, rec=None):
     (its handshake anchors it, flows.handshake_space), so where the capture holds one it unwraps its
     serial here, once. rec: the row's record when read already (rows.record)."""
     rec = rows.record(row) if rec is None else rec
-    base = rows.base(row, rec, sender)
+    return start_event_at(rows, row, level, sender, start_serial(rec, level, space), rec)
+
+
+def start_serial(rec, level, space):
+    """The unwrapped serial of a start row's record (start_event's lo; SCTP: its cum - 1)."""
     wire = (rec[_SEQ] - 1) % TWO32 if level == "sctp" else rec[_SEQ]
     # the core's rule on one serial (flows.unwrap32 without its arrays: a far one counts nowhere here)
     serials = _native.unwrap(np.array([wire & 0xFFFFFFFF], np.uint64), space)[0]
-    value = int.from_bytes(serials[:8], sys.byteorder, signed=True)
+    return int.from_bytes(serials[:8], sys.byteorder, signed=True)
+
+
+def start_event_at(rows: ChunkRows, row, level, sender, value, rec):
+    """start_event with its serial unwrapped already (start_serial)."""
+    base = rows.base(row, rec, sender)
     if level == "sctp":
         return Event(kind=INIT if rec[_CHUNK] == 1 else INIT_ACK, level="sctp", cum=value + 1, lo=value + 1, hi=value + 1,
                      wire_seq=rec[_SEQ], **base)

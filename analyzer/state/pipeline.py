@@ -449,6 +449,7 @@ class Pipeline:
         # per flow id: has DirectionAccumulators, is a TCP connection (not MPTCP), and per side the serial
         # after the sender's first SYN while it had none (_dormant; -1: none seen)
         self.fed = np.zeros(0, bool)
+        self.data_seen = np.zeros(0, bool)  # per flow id: _cut found it has data (a flow's data never goes)
         self.plain_tcp = np.zeros(0, bool)
         self.syn_next = np.zeros((0, 2), np.int64)
         # per TCP conn (_native.tcp_fin_closes): the sequence number after each direction's FIN (-1: none
@@ -719,6 +720,7 @@ class Pipeline:
             self.active = np.concatenate((self.active, np.zeros(more, bool)))
             self.last_ns = np.concatenate((self.last_ns, np.full(more, _NEVER, np.int64)))
             self.fed = np.concatenate((self.fed, np.zeros(more, bool)))
+            self.data_seen = np.concatenate((self.data_seen, np.zeros(more, bool)))
             self.syn_next = np.concatenate((self.syn_next, np.full((more, 2), -1, np.int64)))
             self.plain_tcp = np.concatenate((self.plain_tcp, [f is not None and f.protocol == "tcp"
                                                               for f in self.table.flows[flows - more:flows]]))
@@ -829,8 +831,11 @@ class Pipeline:
         want = open_flows - int(self.max_open_flows * CUT_TO)
         ids = np.flatnonzero(self.active)
         ids = ids[np.argsort(self.last_ns[ids], kind="stable")]
-        data = np.zeros(len(ids), bool)  # (a flow without a DirectionAccumulator has none: _dormant)
-        data[self.fed[ids]] = [self._has_data(fid) for fid in ids[self.fed[ids]].tolist()]
+        # (a flow without a DirectionAccumulator has none: _dormant); once seen, a flow's data stays: asked
+        # only of those without it so far (each open flow's at every cut was O(budget) Python calls a chunk)
+        ask = ids[self.fed[ids] & ~self.data_seen[ids]]
+        self.data_seen[ask] = [self._has_data(fid) for fid in ask.tolist()]
+        data = self.data_seen[ids].copy()
         parked = self.parked.parcel_of[ids] >= 0
         data[parked] = self.parked.has_data[ids[parked]]
         without = ids[~data][:want]

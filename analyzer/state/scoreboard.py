@@ -149,17 +149,20 @@ class FusedPart:
     frame and time_ns (what the checker's plain chunk reads), and full(), the whole ScoreboardInput built again
     from the level's state before the chunk (the checker's general way; a flood's flows seldom take it)."""
 
-    __slots__ = ("pos", "kind", "lo", "hi", "frame", "time_ns", "_level", "_space", "_events")
+    __slots__ = ("pos", "kind", "lo", "hi", "frame", "time_ns", "_level", "_space", "_rows")
 
-    def __init__(self, lanes, records, level, space, events):
+    def __init__(self, lanes, records, level, space, rows):
         self.pos, self.kind, self.lo, self.hi = lanes.T
         self.frame, self.time_ns = records["frame"], records["time_ns"]
-        self._level, self._space, self._events = level, space, events
+        # rows: (cap, order, sides, lo, hi), its flow's rows order[lo:hi] as feed_fused got them; their FlowEvents
+        # made by full() alone (a flood's plain chunks never ask)
+        self._level, self._space, self._rows = level, space, rows
 
     def full(self) -> F.ScoreboardInput:
         level = F.TcpLevel(self._level.conn, self._level.sender, self._level.flow)
         level.space = self._space
-        return level.build(self._events)
+        cap, order, sides, lo, hi = self._rows
+        return level.build(F.FlowEvents(cap, order[lo:hi], sides[lo:hi]))
 
 
 class DirectionAccumulator:
@@ -302,8 +305,7 @@ class DirectionAccumulator:
             if watched and count and sender.on_part is not None:
                 mine = records[at:at + count]
                 sender.on_part(sender, FusedPart(lanes[at:at + count], mine, level, spaces[k],
-                                                 F.FlowEvents(cap, order[lo[k]:hi[k]], sides[lo[k]:hi[k]])),
-                               mine["flags"])
+                                                 (cap, order, sides, lo[k], hi[k])), mine["flags"])
             level.space = state
             if seen:
                 level.nr_seen = True
