@@ -587,10 +587,12 @@ def _rtxq_columns(rows, rtxq, blocked, gap_open, units) -> dict:
     """The RtxQ table's columns of the rows that changed the scoreboard."""
     changed = (rows["flags"] & 1) != 0
     every = bool(changed.all())
+    # the changed rows' places found once, not by a boolean mask for each of the dozen columns
+    where = None if every else np.flatnonzero(changed)
 
     def pick(values):
         # almost every row changes the scoreboard: keep the arrays instead of copying them
-        return values if every else values[changed]
+        return values if every else values.take(where)
 
     sack = rows["sack"]
     table = {
