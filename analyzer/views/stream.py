@@ -31,8 +31,9 @@ from nrsack.analyzer.state.stores import SummaryStore
 class TableWriter:
     """One table written in pieces: CSV (header once) or Parquet (a row group per ROWS_PER_WRITE rows or
     ENTRIES_PER_WRITE entries, however many batches that takes: few large writes are the fast ones).
-    Batches are column dicts of one entry; each write makes one DataFrame of them, as the in-memory
-    table is made (analysis.rtxq_frame / blocking_frame), with every entry id as `flow` category."""
+    Batches are column dicts of one entry; a write makes one DataFrame of them, as the in-memory table is
+    made (analysis.rtxq_frame / blocking_frame), with every entry id as `flow` category; a Parquet file's
+    later writes make the same Arrow table straight from them (arrow_table)."""
 
     ROWS_PER_WRITE = 1 << 18
     # and at most this many entries: a flood's entries have a row or two each, and 2^18 of them pending (their
