@@ -119,8 +119,12 @@ class DiskStore(FileStore):
                 columnar = not isinstance(columns, np.ndarray)
                 if columnar:
                     count = len(columns["time_ns"])
+                    piece, at = np.empty(count * ROW_DTYPE.itemsize, np.uint8), 0
                     for name in ROW_DTYPE.names:
-                        self.file.write(np.ascontiguousarray(columns[name], ROW_DTYPE[name]))
+                        size = count * ROW_DTYPE[name].itemsize
+                        piece[at:at + size].view(ROW_DTYPE[name])[:] = columns[name]
+                        at += size
+                    self.file.write(piece)  # one write a piece
                 else:
                     count = len(columns)
                     self.file.write(columns)  # its buffer, not a copy of it
