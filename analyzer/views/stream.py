@@ -83,7 +83,11 @@ class TableWriter:
         if self.writer is not None and self.fmt == "parquet":
             # the first write's schema (pandas's, its metadata in the file) fixes every column's type: the
             # later ones are made straight from the entries' arrays, not through a DataFrame (a third of the writing)
-            table = arrow_table(pending, self.table, self.writer.schema, *self._flow_dictionary())
+            parts = [columns for _, entry_parts in pending for columns in entry_parts]
+            rows_of = "start_ns" if self.table == "blocking" else "time_ns"
+            table = arrow_table([entry_id for entry_id, entry_parts in pending for _ in entry_parts],
+                                [len(columns[rows_of]) for columns in parts], parts, self.table, self.writer.schema,
+                                *self._flow_dictionary())
             if table is not None:
                 self.writer.write_table(table)
                 return
@@ -118,23 +122,25 @@ class TableWriter:
             self.writer.close()
 
 
-def arrow_table(pending, table, schema, flow_dictionary, flow_codes):
-    """The Arrow table of `pending` ([(entry id, [column dicts])], TableWriter's) whose columns are those
-    pa.Table.from_pandas(A.rtxq_frame / A.blocking_frame of them).cast(schema) holds: the same values, types and
-    nulls, so the same Parquet bytes; None when the entries' columns and `schema`'s differ (the frame's path
-    says how). flow_dictionary: the writer's categories as Arrow strings; flow_codes: entry id -> its code."""
+def arrow_table(ids, lengths, parts, table, schema, flow_dictionary, flow_codes):
+    """The Arrow table of the pending pieces whose columns are those pa.Table.from_pandas(A.rtxq_frame /
+    A.blocking_frame of them).cast(schema) holds: the same values, types and nulls, so the same Parquet bytes;
+    None when the pieces' columns and `schema`'s differ (the frame's path says how). ids, lengths: each piece's
+    entry id and rows, in order; parts: column dicts whose rows, one after another, are the pieces' (a piece
+    each, or several pieces' joined). flow_dictionary: the writer's categories as Arrow strings; flow_codes:
+    entry id -> its code."""
     import pyarrow as pa
 
-    parts = [columns for _, entry_parts in pending for columns in entry_parts]
     length_of = "start_ns" if table == "blocking" else "time_ns"
-    lengths = [len(columns[length_of]) for columns in parts]
+    part_rows = [len(columns[length_of]) for columns in parts]
+    rows = sum(part_rows)
 
     def joined(name):  # -> (values, missing rows or None), or None where no entry has the column
         present = [columns.get(name) for columns in parts]
         if all(values is not None for values in present):
             return (present[0] if len(present) == 1 else np.concatenate(present)), None
         if any(values is not None for values in present):
-            return A.fill_missing(present, lengths)
+            return A.fill_missing(present, part_rows)
         return None
 
     if table == "rtxq":
@@ -149,7 +155,7 @@ def arrow_table(pending, table, schema, flow_dictionary, flow_codes):
         for name in A.TSN_COLUMNS:  # (in the schema and no entry has them: all NA, as _tsn_column makes them)
             tsns = joined(name)
             if tsns is not None or name in schema.names:
-                columns[name] = tsns or (np.zeros(sum(lengths), np.int64), np.ones(sum(lengths), bool))
+                columns[name] = tsns or (np.zeros(rows, np.int64), np.ones(rows, bool))
     else:
         start_ns, end_ns, end_frame = (joined(name)[0] for name in ("start_ns", "end_ns", "end_frame"))
         columns = {
@@ -159,9 +165,8 @@ def arrow_table(pending, table, schema, flow_dictionary, flow_codes):
             "start_frame": joined("start_frame"), "end_frame": (np.maximum(end_frame, 0), end_frame < 0),
             "start_ns": (start_ns, None), "end_ns": (end_ns, None),
         }
-    # each entry's code in the writer's categories, over its rows
-    entry_rows = [sum(len(columns[length_of]) for columns in entry_parts) for _, entry_parts in pending]
-    columns["flow"] = (np.repeat(np.array([flow_codes[entry_id] for entry_id, _ in pending], np.int64), entry_rows),
+    # each piece's entry's code in the writer's categories, over its rows
+    columns["flow"] = (np.repeat(np.array([flow_codes[entry_id] for entry_id in ids], np.int64), lengths),
                        flow_dictionary)
     if set(columns) != set(schema.names):
         return None
