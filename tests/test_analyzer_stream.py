@@ -99,6 +99,23 @@ def test_streamed_files_are_the_in_memory_files(simulated, tmp_path, monkeypatch
     assert not list((tmp_path / "stream").glob("nrsack-rows-*")), "the spill file is removed"
 
 
+@pytest.mark.parametrize("name", ["cmt-nrsack-2-receiver", "tcp-nrsack-1-sender", "mixed"])
+def test_parquet_written_from_arrays_is_the_frames_bytes(simulated, tmp_path, monkeypatch, name):
+    """The writes after the first are made from the entries' arrays (stream.arrow_table), not DataFrames:
+    the same Parquet bytes as the frames' path, many writes of several entries, SCTP and TCP mixed."""
+    monkeypatch.setattr(stream.TableWriter, "ROWS_PER_WRITE", 250)
+    made = []
+    arrays = stream.arrow_table
+    monkeypatch.setattr(stream, "arrow_table", lambda *args: made.append(arrays(*args)) or made[-1])
+    stream.analyze_to_files(simulated[name], tmp_path / "arrays", "parquet", chunk_frames=101)
+    assert len(made) >= 2 and None not in made, "every write after a table's first is made of the arrays"
+    monkeypatch.setattr(stream, "arrow_table", lambda *args: None)
+    stream.analyze_to_files(simulated[name], tmp_path / "frames", "parquet", chunk_frames=101)
+    for table in ("rtxq", "blocking"):
+        written = (tmp_path / "frames" / f"{table}.parquet").read_bytes()
+        assert (tmp_path / "arrays" / f"{table}.parquet").read_bytes() == written, table
+
+
 @pytest.mark.slow  # seconds: not in the inner loop (make test-fast)
 def test_stream_cli_keeps_the_flow_filter(simulated, tmp_path):
     capture = simulated["cmt-nrsack-2-sender"]

@@ -609,10 +609,12 @@ def _rtxq_columns(rows, rtxq, blocked, gap_open, units) -> dict:
     """The RtxQ table's columns of the rows that changed the scoreboard."""
     changed = (rows["flags"] & 1) != 0
     every = bool(changed.all())
+    # the changed rows' places found once, not by a boolean mask for each of the dozen columns
+    where = None if every else np.flatnonzero(changed)
 
     def pick(values):
         # almost every row changes the scoreboard: keep the arrays instead of copying them
-        return values if every else values[changed]
+        return values if every else values.take(where)
 
     sack = rows["sack"]
     table = {
@@ -860,16 +862,22 @@ def _stack(entries, attribute, dtypes) -> dict:
             for part, n in zip(parts, lengths):
                 part[name] = joined[offset:offset + n]
                 offset += n
-        else:  # filled in place: one array of values and one mask, no parts of zeros joined and copied
-            values, mask = np.zeros(sum(lengths), np.int64), np.ones(sum(lengths), bool)
-            offset = 0
-            for a, n in zip(present, lengths):
-                if a is not None:
-                    values[offset:offset + n] = a
-                    mask[offset:offset + n] = False
-                offset += n
-            out[name] = pd.arrays.IntegerArray(values, mask)
+        else:
+            out[name] = pd.arrays.IntegerArray(*fill_missing(present, lengths))
     return out
+
+
+def fill_missing(present, lengths) -> tuple:
+    """Parts of an integer column, None where a part lacks it, joined -> (values, mask: True where missing):
+    filled in place, one array of values and one mask, no parts of zeros joined and copied."""
+    values, mask = np.zeros(sum(lengths), np.int64), np.ones(sum(lengths), bool)
+    offset = 0
+    for a, n in zip(present, lengths):
+        if a is not None:
+            values[offset:offset + n] = a
+            mask[offset:offset + n] = False
+        offset += n
+    return values, mask
 
 
 def gain(throughput_a, throughput_b):

@@ -107,27 +107,44 @@ class FileStore:
 
 
 class DiskStore(FileStore):
-    """Every row pass 1 makes (the tables read them all): the (offset, count) of each chunk's piece."""
+    """Every row pass 1 makes (the tables read them all): the (offset, count, columnar) of each chunk's piece.
+    A piece is ROW_DTYPE records as Board.feed_level wrote them, or (columnar) a column dict's columns one
+    after another in ROW_DTYPE's order and types: not copied field by field into records, and read back as
+    contiguous columns, not strided views of records, for pass 2's arithmetic."""
 
     def _write(self, waiting):
         self.file.seek(self.end)  # (batches() reads move it; the writes here follow one another)
         for key, parts in waiting.items():
             for columns in parts:
-                record = columns
-                if not isinstance(columns, np.ndarray):
-                    record = np.empty(len(columns["time_ns"]), ROW_DTYPE)
+                columnar = not isinstance(columns, np.ndarray)
+                if columnar:
+                    count = len(columns["time_ns"])
+                    piece, at = np.empty(count * ROW_DTYPE.itemsize, np.uint8), 0
                     for name in ROW_DTYPE.names:
-                        record[name] = columns[name]
-                self.file.write(record)  # its buffer, not a copy of it
-                self.pieces.setdefault(key, []).append((self.end, len(record)))
-                self.end += record.nbytes
+                        size = count * ROW_DTYPE[name].itemsize
+                        piece[at:at + size].view(ROW_DTYPE[name])[:] = columns[name]
+                        at += size
+                    self.file.write(piece)  # one write a piece
+                else:
+                    count = len(columns)
+                    self.file.write(columns)  # its buffer, not a copy of it
+                self.pieces.setdefault(key, []).append((self.end, count, columnar))
+                self.end += count * ROW_DTYPE.itemsize
 
     def batches(self, key):
         self.settle()
-        for offset, count in self.pieces.pop(key, []):
+        for offset, count, columnar in self.pieces.pop(key, []):
             self.file.seek(offset)
-            record = np.frombuffer(self.file.read(count * ROW_DTYPE.itemsize), ROW_DTYPE)
-            yield {name: record[name] for name in ROW_DTYPE.names}
+            data = self.file.read(count * ROW_DTYPE.itemsize)
+            if not columnar:
+                record = np.frombuffer(data, ROW_DTYPE)
+                yield {name: record[name] for name in ROW_DTYPE.names}
+                continue
+            columns, at = {}, 0
+            for name in ROW_DTYPE.names:
+                columns[name] = np.frombuffer(data, ROW_DTYPE[name], count, at)
+                at += count * ROW_DTYPE[name].itemsize
+            yield columns
         for columns in self.waiting.pop(key, []):
             yield {name: columns[name] for name in ROW_DTYPE.names}
 

@@ -32,9 +32,10 @@ class TableWriter:
     """One table written in pieces: CSV (header once) or Parquet (a row group per ROWS_PER_WRITE rows or
     ENTRIES_PER_WRITE entries, however many batches that takes: few large writes are the fast ones).
     Pieces come one at a time (write: an entry's column dict) or as runs of consecutive entries' pieces in
-    column arrays (write_many: a parcel's flows replayed from the spill); each write makes one DataFrame of
-    them, as the in-memory table is made (analysis.rtxq_frame / blocking_frame), with every entry id as `flow`
-    category. (Each row group so carries the whole id dictionary: 600 MB of rtxq.parquet at a million entries.)"""
+    column arrays (write_many: a parcel's flows replayed from the spill); a write makes one DataFrame of them,
+    as the in-memory table is made (analysis.rtxq_frame / blocking_frame), with every entry id as `flow`
+    category; a Parquet file's later writes make the same Arrow table straight from them (arrow_table).
+    (Each row group so carries the whole id dictionary: 600 MB of rtxq.parquet at a million entries.)"""
 
     ROWS_PER_WRITE = 1 << 18
     # and at most this many entries: a flood's entries have a row or two each, and 2^18 of them pending (their
@@ -48,6 +49,7 @@ class TableWriter:
         self.pending, self.pending_rows, self.pending_entries = [], 0, 0
         # --jobs: each write made in `pool` (one thread: in order) while pass 2 goes on, one at a time
         self.pool, self.writing = pool, None
+        self.flow_dictionary = None  # (the ids as Arrow strings, id -> code), made once (arrow_table)
 
     def write(self, entry_id, columns):
         """One piece: the columns of an entry's rows."""
@@ -126,6 +128,16 @@ class TableWriter:
             writing.result()  # (its error raised here)
 
     def _write(self, pending):
+        if self.writer is not None and self.fmt == "parquet":
+            # the first write's schema (pandas's, its metadata in the file) fixes every column's type: the
+            # later ones are made straight from the entries' arrays, not through a DataFrame (a third of the writing)
+            table = arrow_table([entry_id for ids, _ in pending for entry_id in ids],
+                                np.concatenate([pieces.length for _, pieces in pending]),
+                                [pieces.columns for _, pieces in pending], self.table, self.writer.schema,
+                                *self._flow_dictionary())
+            if table is not None:
+                self.writer.write_table(table)
+                return
         frame = self._frame(pending)
         if self.fmt == "csv":
             frame.to_csv(self.path, index=False, mode="w" if self.writer is None else "a", header=self.writer is None)
@@ -140,6 +152,14 @@ class TableWriter:
                                            use_dictionary=formats.dictionary_columns(table.column_names))
         self.writer.write_table(table.cast(self.writer.schema))
 
+    def _flow_dictionary(self):
+        if self.flow_dictionary is None:
+            import pyarrow as pa
+
+            ids = self.ids.tolist()
+            self.flow_dictionary = pa.array(ids, pa.string()), {entry_id: code for code, entry_id in enumerate(ids)}
+        return self.flow_dictionary
+
     def close(self):
         self._flush()
         self._settle()
@@ -147,6 +167,65 @@ class TableWriter:
             formats.write_table(self._frame([]), self.path, self.fmt)
         elif self.fmt == "parquet":
             self.writer.close()
+
+
+def arrow_table(ids, lengths, parts, table, schema, flow_dictionary, flow_codes):
+    """The Arrow table of the pending pieces whose columns are those pa.Table.from_pandas(A.rtxq_frame /
+    A.blocking_frame of them).cast(schema) holds: the same values, types and nulls, so the same Parquet bytes;
+    None when the pieces' columns and `schema`'s differ (the frame's path says how). ids, lengths: each piece's
+    entry id and rows, in order; parts: column dicts whose rows, one after another, are the pieces' (a piece
+    each, or several pieces' joined). flow_dictionary: the writer's categories as Arrow strings; flow_codes:
+    entry id -> its code."""
+    import pyarrow as pa
+
+    length_of = "start_ns" if table == "blocking" else "time_ns"
+    part_rows = [len(columns[length_of]) for columns in parts]
+    rows = sum(part_rows)
+
+    def joined(name):  # -> (values, missing rows or None), or None where no entry has the column
+        present = [columns.get(name) for columns in parts]
+        if all(values is not None for values in present):
+            return (present[0] if len(present) == 1 else np.concatenate(present)), None
+        if any(values is not None for values in present):
+            return A.fill_missing(present, part_rows)
+        return None
+
+    if table == "rtxq":
+        time_ns, is_data = joined("time_ns")[0], joined("is_data")[0]
+        columns = {"time_s": (time_ns / 1e9, None)}
+        for name in ("rtxq_sack_bytes", "rtxq_nr_bytes", "rtxq_whatif_bytes", "sacked_bytes", "nr_acked_bytes",
+                     "blocked", "gap_open", "frame", "rtxq_bytes"):
+            columns[name] = joined(name)
+        columns["event"] = ((~is_data).astype(np.int8), ("data", "ack"))  # (A.rtxq_table's categorical)
+        columns["freed_bytes"] = (joined("freed_bytes")[0], is_data.astype(bool))
+        columns["time_ns"] = (time_ns, None)
+        for name in A.TSN_COLUMNS:  # (in the schema and no entry has them: all NA, as _tsn_column makes them)
+            tsns = joined(name)
+            if tsns is not None or name in schema.names:
+                columns[name] = tsns or (np.zeros(rows, np.int64), np.ones(rows, bool))
+    else:
+        start_ns, end_ns, end_frame = (joined(name)[0] for name in ("start_ns", "end_ns", "end_frame"))
+        columns = {
+            "start_s": (start_ns / 1e9, None), "end_s": (end_ns / 1e9, None),
+            "duration_s": ((end_ns - start_ns) / 1e9, None),
+            "rtxq_bytes_at_start": joined("rtxq_bytes_at_start"), "gap_open": joined("gap_open"),
+            "start_frame": joined("start_frame"), "end_frame": (np.maximum(end_frame, 0), end_frame < 0),
+            "start_ns": (start_ns, None), "end_ns": (end_ns, None),
+        }
+    # each piece's entry's code in the writer's categories, over its rows
+    columns["flow"] = (np.repeat(np.array([flow_codes[entry_id] for entry_id in ids], np.int64), lengths),
+                       flow_dictionary)
+    if set(columns) != set(schema.names):
+        return None
+    arrays = []
+    for field in schema:
+        values, extra = columns[field.name]
+        if pa.types.is_dictionary(field.type):  # extra: the categories
+            categories = extra if isinstance(extra, pa.Array) else pa.array(extra, field.type.value_type)
+            arrays.append(pa.DictionaryArray.from_arrays(pa.array(values, field.type.index_type), categories))
+        else:  # extra: the missing rows (NA)
+            arrays.append(pa.array(values, field.type, mask=extra))
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 class SummaryColumns:
