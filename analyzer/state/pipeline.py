@@ -101,8 +101,7 @@ class EntrySpill:
         fids = np.asarray(fids, np.int64)
         entries = tables[0].entry  # (each entry has its one RtxQ piece)
         if self.keep_tables is not KEEP_ALL:
-            entries = entries[[self.keep_tables(f"{fid}{'ab'[side]}")
-                               for fid, side in zip(fids[entries >> 1].tolist(), (entries & 1).tolist())]]
+            entries = entries[list(map(self.keep_tables, piece_entry_ids(fids, entries)))]
         kept = entries
         if len(kept) < len(entries):
             tables = tuple(t.take(np.flatnonzero(np.isin(t.entry, kept))) for t in tables)
@@ -150,21 +149,18 @@ class EntrySpill:
 
     def _replay_batch(self, offset, first, stop, sinks):
         """The pieces of the flows at places first .. stop - 1 of the put_batch blob at `offset`."""
-        loaded = self.loaded.pop(offset, None)  # (put back last: the blobs read longest ago go first)
-        if loaded is None:
-            if len(self.loaded) == self.BATCHES_LOADED:
-                del self.loaded[next(iter(self.loaded))]
+        def load():
             self.file.seek(offset)
             fids, tables = pickle.load(self.file)
-            loaded = fids, tables, [np.append(0, np.cumsum(t.length)) for t in tables]
-        self.loaded[offset] = loaded
-        fids, tables, row_at = loaded
+            return fids, tables, [np.append(0, np.cumsum(t.length)) for t in tables]
+
+        fids, tables, row_at = recently_read(self.loaded, offset, self.BATCHES_LOADED, load)
         for table, (pieces, at) in enumerate(zip(tables, row_at)):
             lo, hi = np.searchsorted(pieces.entry, (2 * first, 2 * stop)).tolist()
             if lo == hi:
                 continue
             entries = pieces.entry[lo:hi]
-            ids = [f"{fid}{'ab'[side]}" for fid, side in zip(fids[entries >> 1].tolist(), (entries & 1).tolist())]
+            ids = piece_entry_ids(fids, entries)
             columns = {k: v[at[lo]:at[hi]] for k, v in pieces.columns.items()}
             if hasattr(sinks, "many"):
                 sinks.many(table, ids, A.TablePieces(entries, pieces.length[lo:hi], columns))
@@ -213,6 +209,23 @@ class EntrySpill:
         self.file.close()
 
 
+def piece_entry_ids(fids, entries) -> list:
+    """The entry ids of table pieces numbered 2 * k + side for flow fids[k] (ParkedFlows.finish's)."""
+    return [f"{fid}{'ab'[side]}" for fid, side in zip(fids[entries >> 1].tolist(), (entries & 1).tolist())]
+
+
+def recently_read(loaded, offset, limit, load):
+    """loaded[offset], read by load() when it is not there; of at most `limit` kept, the one read longest ago
+    leaves first (a batch of short flows is read for flows that lie near each other in flow order)."""
+    value = loaded.pop(offset, None)
+    if value is None:
+        if len(loaded) == limit:
+            del loaded[next(iter(loaded))]
+        value = load()
+    loaded[offset] = value  # (put back last)
+    return value
+
+
 class SpilledEntries:
     """The spilled entries in flow order, as a re-iterable sequence (read from the file each time). A
     batch holds the short flows of one chunk, first seen in it or parked before (Pipeline._hold: those
@@ -249,14 +262,11 @@ class SpilledEntries:
                 file.seek(offset)
                 out += pickle.loads(file.read(length))[0]
             else:
-                batch = loaded.pop(offset, None)  # (put back last: the batches read longest ago go first)
-                if batch is None:
-                    if len(loaded) == self.BATCHES_LOADED:
-                        del loaded[next(iter(loaded))]
+                def load():
                     file.seek(offset)
-                    batch = pickle.loads(file.read(length))
-                loaded[offset] = batch
-                out += batch[slot]
+                    return pickle.loads(file.read(length))
+
+                out += recently_read(loaded, offset, self.BATCHES_LOADED, load)[slot]
             if len(out) >= self.ROWS_AT_ONCE:
                 yield out
                 out = []

@@ -49,7 +49,7 @@ class TableWriter:
         self.pending, self.pending_rows, self.pending_entries = [], 0, 0
         # --jobs: each write made in `pool` (one thread: in order) while pass 2 goes on, one at a time
         self.pool, self.writing = pool, None
-        self.flow_dictionary = None  # (the ids as Arrow strings, id -> code), made once (arrow_table)
+        self.flow_dictionary = None  # the ids as Arrow strings, made once (arrow_table)
 
     def write(self, entry_id, columns):
         """One piece: the columns of an entry's rows."""
@@ -131,10 +131,10 @@ class TableWriter:
         if self.writer is not None and self.fmt == "parquet":
             # the first write's schema (pandas's, its metadata in the file) fixes every column's type: the
             # later ones are made straight from the entries' arrays, not through a DataFrame (a third of the writing)
-            table = arrow_table([entry_id for ids, _ in pending for entry_id in ids],
+            table = arrow_table(self.ids.get_indexer([entry_id for ids, _ in pending for entry_id in ids]),
                                 np.concatenate([pieces.length for _, pieces in pending]),
                                 [pieces.columns for _, pieces in pending], self.table, self.writer.schema,
-                                *self._flow_dictionary())
+                                self._flow_dictionary())
             if table is not None:
                 self.writer.write_table(table)
                 return
@@ -156,8 +156,7 @@ class TableWriter:
         if self.flow_dictionary is None:
             import pyarrow as pa
 
-            ids = self.ids.tolist()
-            self.flow_dictionary = pa.array(ids, pa.string()), {entry_id: code for code, entry_id in enumerate(ids)}
+            self.flow_dictionary = pa.array(self.ids.tolist(), pa.string())
         return self.flow_dictionary
 
     def close(self):
@@ -169,13 +168,12 @@ class TableWriter:
             self.writer.close()
 
 
-def arrow_table(ids, lengths, parts, table, schema, flow_dictionary, flow_codes):
+def arrow_table(codes, lengths, parts, table, schema, flow_dictionary):
     """The Arrow table of the pending pieces whose columns are those pa.Table.from_pandas(A.rtxq_frame /
     A.blocking_frame of them).cast(schema) holds: the same values, types and nulls, so the same Parquet bytes;
-    None when the pieces' columns and `schema`'s differ (the frame's path says how). ids, lengths: each piece's
-    entry id and rows, in order; parts: column dicts whose rows, one after another, are the pieces' (a piece
-    each, or several pieces' joined). flow_dictionary: the writer's categories as Arrow strings; flow_codes:
-    entry id -> its code."""
+    None when the pieces' columns and `schema`'s differ (the frame's path says how). codes, lengths: each piece's
+    entry's place in the writer's categories (flow_dictionary, as Arrow strings) and its rows, in order; parts:
+    column dicts whose rows, one after another, are the pieces' (a piece each, or several pieces' joined)."""
     import pyarrow as pa
 
     length_of = "start_ns" if table == "blocking" else "time_ns"
@@ -213,8 +211,7 @@ def arrow_table(ids, lengths, parts, table, schema, flow_dictionary, flow_codes)
             "start_ns": (start_ns, None), "end_ns": (end_ns, None),
         }
     # each piece's entry's code in the writer's categories, over its rows
-    columns["flow"] = (np.repeat(np.array([flow_codes[entry_id] for entry_id in ids], np.int64), lengths),
-                       flow_dictionary)
+    columns["flow"] = (np.repeat(np.asarray(codes, np.int64), lengths), flow_dictionary)
     if set(columns) != set(schema.names):
         return None
     arrays = []
