@@ -480,15 +480,17 @@ SHORT_FIELDS = ("has_data", "complete", "nr_sack", "first_frame", "t_start", "q_
 FLOW_NEGOTIATED_NR, FLOW_NEVER_RENEGE_0, FLOW_NEVER_RENEGE_1 = 1, 2, 4
 
 
-def short_tcp_records(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns=None, tables=False):
+def short_tcp_records(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns=None, tables=False, seen=None):
     """_native.short_tcp_entries of `flows` (short_tcp_rows's arguments) -> (flows, 2 sides, SHORT_FIELDS) int64;
     `tables`: -> (those, the RtxQ and blocking rows of its summed directions: RTXQ_ROW_FIELDS and BLOCKING_ROW_FIELDS
-    int64 each)."""
+    int64 each). seen: vantages(flows), when the caller has them."""
     conn = ev["conn"][rows[lo]].astype(np.int32)  # (a TCP connection has one conn, its every event's)
     flags = np.fromiter((FLOW_NEGOTIATED_NR * f.negotiated_nr | FLOW_NEVER_RENEGE_0 * f.never_renege[0]
                          | FLOW_NEVER_RENEGE_1 * f.never_renege[1] for f in flows), np.int8, len(flows))
     # (pass 2 judges the estimate for the capture's vantage: sndbuf_verdict's "sender" or "unknown")
-    by_sender = np.ascontiguousarray(np.isin(vantages(flows), (0, 3)).ravel(), np.int8) if tables else None
+    if tables:
+        seen = vantages(flows) if seen is None else seen
+    by_sender = np.ascontiguousarray(np.isin(seen, (0, 3)).ravel(), np.int8) if tables else None
     out = _native.short_tcp_entries(ev, blocks, rows, side, lo, hi, conn, flags, -1 if sndbuf is None else int(sndbuf),
                                     None if end_ns is None else np.ascontiguousarray(end_ns, np.int64), by_sender)
     records, rtxq, runs = out if tables else (out, None, None)
@@ -556,7 +558,8 @@ def short_tcp_rows(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns=None, t
     end_ns) is not given: its q runs to the end of the capture. The rows are made here, not through
     entry_summary: a dict a flow cost more than the flow's analysis. `tables`: -> (those, short_tcp_tables's of
     the directions summarized)."""
-    records = short_tcp_records(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns, tables)
+    seen = vantages(flows)  # (once: the tables' pass reads them too)
+    records = short_tcp_records(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns, tables, seen)
     if tables:
         records, rtxq, runs = records
     has_data = records[:, :, 0] != 0
@@ -569,7 +572,7 @@ def short_tcp_rows(ev, blocks, rows, side, lo, hi, flows, sndbuf, end_ns=None, t
     # a column at a time (lists), the rows zipped from them: a Python statement a row cost more
     (_, complete, nr_sack, first_frame, _, q_ns, p_ns, b_ns, data_bytes, capacity, max_sack, max_nr, max_whatif,
      acked, intervals, max_payload, retransmissions, far, far_frame, *estimate) = records[kept].T.tolist()
-    seen_from = list(map(VANTAGES.__getitem__, vantages(flows)[flow_of, side_of].tolist())) if picked else []
+    seen_from = list(map(VANTAGES.__getitem__, seen[flow_of, side_of].tolist()))
     given = sndbuf is not None
     if given:
         buffers = list(map(buffer_fields, repeat(given), capacity, repeat(None), b_ns))
