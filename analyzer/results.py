@@ -259,9 +259,9 @@ class StackedColumns:
     def stacked(self, ids) -> "dict | None":
         """The columns of the entries `ids` (the order they were written in) as _stack makes them, or None where
         it would make them otherwise (an entry without rows and no `empty`, a dtype changing)."""
-        spans = [self.spans[i] for i in ids if i in self.spans]
         if not ids or not self.regular or list(self.spans) != ids:
             return None
+        spans = list(self.spans.values())  # (ids' order, just checked)
         every = [names if names is not None else tuple(self.empty or ()) for _, _, names in spans]
         if self.empty is None and any(names is None for _, _, names in spans):
             return None

@@ -28,9 +28,8 @@ from nrsack.analyzer.read import events as E
 from nrsack.analyzer.results import Analysis, assembled
 from nrsack.analyzer.state import flows as F, scoreboard as A
 from nrsack.analyzer.state.pipeline import MAX_OPEN_FLOWS, Pipeline
-from nrsack.analyzer.state.run import Run
+from nrsack.analyzer.state.run import Run, few_collections
 from nrsack.analyzer.state.stores import DiskStore, MemoryStore
-from nrsack.analyzer.state.run import few_collections
 
 ENTRY_ID = re.compile(r"(\d+)([ab])(?:\.\d+)?")  # pipeline.plan's ids: flow, side, path / subflow
 ENTRIES_HELD = 64      # entries made from the file, kept for the views' caches (figures.series, ladder)
