@@ -10,12 +10,9 @@ TCP sequence numbers (a segment's data [seq, seq + len); SYN / SYN-ACK events ma
 data sequence numbers.
 """
 
-import sys
 from typing import NamedTuple
 
 import numpy as np
-
-from nrsack.analyzer import _native
 
 from nrsack.analyzer.read import events as E
 from nrsack.analyzer.state import flows as F
@@ -242,9 +239,7 @@ def start_event(rows: ChunkRows, row, level, sender, space, rec=None):
 def start_serial(rec, level, space):
     """The unwrapped serial of a start row's record (start_event's lo; SCTP: its cum - 1)."""
     wire = (rec[_SEQ] - 1) % TWO32 if level == "sctp" else rec[_SEQ]
-    # the core's rule on one serial (flows.unwrap32 without its arrays: a far one counts nowhere here)
-    serials = _native.unwrap(np.array([wire & 0xFFFFFFFF], np.uint64), space)[0]
-    return int.from_bytes(serials[:8], sys.byteorder, signed=True)
+    return F.unwrap_one(wire, space)  # (a far one counts nowhere here)
 
 
 def start_event_at(rows: ChunkRows, row, level, sender, value, rec):

@@ -15,6 +15,7 @@ positions are bytes; SCTP positions are TSNs, weighed by the scoreboard with the
 """
 
 from dataclasses import dataclass, field
+import sys
 
 import numpy as np
 
@@ -47,6 +48,13 @@ def unwrap32(values, state, frames, far: "FarSerials"):
     if count:
         far.add(count, frames[first])
     return np.frombuffer(serials, np.int64), np.frombuffer(kept, np.bool_), state
+
+
+def unwrap_one(value, state) -> int:
+    """unwrap32's serial of one value, whether far or not (nothing counts it): for a caller reading serials one at
+    a time, without unwrap32's arrays around each (the checker's start events of a flood's connections)."""
+    serials = _native.unwrap(np.array([value & 0xFFFFFFFF], np.uint64), state)[0]
+    return int.from_bytes(serials[:8], sys.byteorder, signed=True)
 
 
 class FarSerials:
