@@ -201,8 +201,8 @@ enum { SBE_SACK, SBE_NR, SBE_BIN = 64, SBE_MIN_WAITS = 16, SBE_LONG_WAIT = 3, SB
  * pacing timer fires, a packet's time at the pacing rate: net/ipv4/tcp_output.c tcp_pacing_check) */
 #define SBE_PACED_NS 50000
 /* top: the highest RtxQ seen in the bin; wait_ns: the waits' time, each from its new data to its last freeing ack;
- * last: the ordinal of its last wait in its levels */
-typedef struct { uint64_t bin, waits, top, wait_ns, last; } sbe_bin_t;
+ * longest_ns: the longest of them; last: the ordinal of its last wait in its levels */
+typedef struct { uint64_t bin, waits, top, wait_ns, longest_ns, last; } sbe_bin_t;
 typedef struct { sbe_bin_t *v; size_t n, cap; uint64_t waits; } sbe_levels_t;
 typedef struct {
     sbe_levels_t all[2], held[2];    /* every wait; the waits that outlasted SBE_LONG_WAIT freeing acks */
@@ -235,7 +235,7 @@ typedef enum {
     SBE_NOT_BY_SENDER, /* cannot tell: the capture is not by the sender (sbe_vantage) */
     SBE_PATHS_TOP_HELD, /* held back: CMT or MPTCP, the waits at the highest RtxQ took a twentieth of the time or more */
     SBE_PATHS_UNTIMED,  /* cannot tell: CMT or MPTCP, the capture's clock gives the waits no span to read their time in */
-    SBE_PATHS_TOP_ONCE, /* cannot tell: CMT or MPTCP, one long wait at the highest RtxQ (a buffer's or a window's peak) */
+    SBE_PATHS_TOP_ONCE, /* cannot tell: CMT or MPTCP, the highest RtxQ's time rests on one wait (a buffer's or a window's peak) */
     SBE_LEFT_CEILING,   /* cannot tell: a ceiling left for good, as many waits after it at lower RtxQs, no loss */
 } sbe_why_t;
 /* Whose waits a result reads: one path's; a CMT association's; an MPTCP connection's data level; one path's

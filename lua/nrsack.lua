@@ -860,8 +860,11 @@ local PACED_NS = 50000 -- a wait ended paced: its new data this long or more aft
 local floor = math.floor
 
 -- a levels vector: bins ascending, bin[k], waits[k], top[k] (the highest RtxQ seen in the bin), wait_ns[k] (the
--- waits' time, each to its last freeing ack), last[k] (the ordinal of its last wait in the levels), 1..n
-local function levels_new() return {bin = {}, waits_of = {}, top = {}, wait_ns = {}, last = {}, n = 0, waits = 0} end
+-- waits' time, each to its last freeing ack), longest_ns[k] (the longest of them), last[k] (the ordinal of its last
+-- wait in the levels), 1..n
+local function levels_new()
+    return {bin = {}, waits_of = {}, top = {}, wait_ns = {}, longest_ns = {}, last = {}, n = 0, waits = 0}
+end
 
 -- An estimator's levels are made at their first wait, and its packet sizes counted per power of two seen:
 -- a flood's flows mostly never wait, and a flow held open is most of the heap (decisions.md 84); until
@@ -893,11 +896,13 @@ local function count_wait(group, k, level, waited_ns)
         table.insert(l.waits_of, lo, 0)
         table.insert(l.top, lo, level)
         table.insert(l.wait_ns, lo, 0)
+        table.insert(l.longest_ns, lo, 0)
         table.insert(l.last, lo, 0)
         l.n = l.n + 1
     end
     l.waits_of[lo] = l.waits_of[lo] + 1
     l.wait_ns[lo] = l.wait_ns[lo] + waited_ns
+    if waited_ns > l.longest_ns[lo] then l.longest_ns[lo] = waited_ns end
     if level > l.top[lo] then l.top[lo] = level end
     l.waits = l.waits + 1
     l.last[lo] = l.waits
@@ -964,19 +969,20 @@ local function median_level(l)
 end
 
 -- Waits within a packet below the level of bin k, the highest of them (a ceiling's or a pile's band), their
--- time, and the ordinal of the band's last wait.
+-- time, the ordinal of the band's last wait, and the longest wait's time.
 local function band_waits(l, k, packet)
     local x = l.top[k]
     local lowest = x > packet and x - packet or 0
-    local count, ns, latest = 0, 0, 0
+    local count, ns, latest, longest = 0, 0, 0, 0
     local j = k
     while j >= 1 and l.top[j] >= lowest do
         count = count + l.waits_of[j]
         ns = ns + l.wait_ns[j]
+        if l.longest_ns[j] > longest then longest = l.longest_ns[j] end
         if l.last[j] > latest then latest = l.last[j] end
         j = j - 1
     end
-    return count, ns, latest
+    return count, ns, latest, longest
 end
 
 -- The most waits within a packet below one level, of the levels under `limit`.
@@ -1115,23 +1121,23 @@ end
 -- as long as the waits that began within a packet of the highest level lasted to their last freeing acks. A
 -- twentieth of the span of the waits (first to last new data) or more: held back there (a window stalls at its
 -- peak but briefly, for the new data after a loss rises above it); less: never (b is below a twentieth); no span (frames
--- without time): cannot tell. A twentieth or more in one wait alone: cannot tell, for a window-limited
--- sender's timeout at its peak (the lab's usrsctp at 51,000 of 65,536) waits there as long as a full buffer;
--- two or more are the level the sender kept returning to.
+-- without time): cannot tell. A twentieth or more only with the longest wait: cannot tell, for a window-limited
+-- sender's timeout at its peak waits there as long as a full buffer (core/sndbuf.c top_of_association).
 local function top_of_association(e, nr, packets, r)
     local all = e.all[nr and 1 or 0]
     local k = all.n -- waits were counted: the highest bin
     local x, band = all.top[k], packets * r.packet
     local span = e.new_at_ns > e.first_new_ns and e.new_at_ns - e.first_new_ns or 0
-    local at, waited = band_waits(all, k, band)
+    local at, waited, _, longest = band_waits(all, k, band)
+    local twentieth = floor(span / 20) + (span % 20 ~= 0 and 1 or 0)
     r.at_ceiling, r.above, r.deep_waits = at, 0, 0
     r.high = x
     r.low = x > band and x - band or 0
     if span == 0 then -- frames without time, or a clock set back: no twentieth to read
         r.verdict, r.why, r.sndbuf = sbe.CANNOT_TELL, sbe.PATHS_UNTIMED, 0
-    elseif waited < floor(span / 20) + (span % 20 ~= 0 and 1 or 0) then
+    elseif waited < twentieth then
         r.verdict, r.why, r.sndbuf = sbe.NEVER, sbe.PATHS_TOP_BRIEF, 0
-    elseif at < 2 then
+    elseif waited - longest < twentieth then
         r.verdict, r.why, r.sndbuf = sbe.CANNOT_TELL, sbe.PATHS_TOP_ONCE, 0
     else
         r.verdict, r.why, r.sndbuf = sbe.HELD_BACK, sbe.PATHS_TOP_HELD, x
@@ -1197,9 +1203,13 @@ function sbe.reason(r, vantage)
     elseif why == sbe.PATHS_UNTIMED then
         return fmt("%s: %d of %d waits for %s began at the highest RtxQ, %d-%d bytes, but the capture's clock " ..
             "gives the waits no span to time them in", level.name, r.at_ceiling, r.waits, level.ack, r.low, r.high)
-    elseif why == sbe.PATHS_TOP_ONCE then
+    elseif why == sbe.PATHS_TOP_ONCE and r.at_ceiling < 2 then
         return fmt("%s: only one wait at the highest RtxQ, %d-%d bytes, of %d, took a twentieth of the time or more: " ..
             "a window's timeout at its peak waits as long as a full buffer", level.name, r.low, r.high, r.waits)
+    elseif why == sbe.PATHS_TOP_ONCE then
+        return fmt("%s: %d of %d waits for %s began at the highest RtxQ, %d-%d bytes, and took a twentieth of the " ..
+            "time or more only with the longest: a window's timeout at its peak waits as long as a full buffer",
+            level.name, r.at_ceiling, r.waits, level.ack, r.low, r.high)
     elseif why == sbe.PATHS_TOP_BRIEF or why == sbe.PATHS_TOP_HELD then
         local held = why == sbe.PATHS_TOP_HELD
         return fmt("%s: %d of %d waits for %s began at the highest RtxQ, %d-%d bytes, and took %s: the %s buffer " ..
