@@ -399,46 +399,42 @@ def test_a_cmt_window_plateau_resumed_long_after_its_ack_was_never_held_back():
     assert verdict == "held back" and reason.startswith("CMT: 8 of 61 waits") and "or more:" in reason, reason
 
 
-def test_the_lab_cmt_run_at_its_windows_plateau_was_never_held_back():
-    """usrsctp with CMT (SO_SNDBUF 65,536, 1 % loss, paths 10 ms at 20 Mbit/s and 20 ms at 10 Mbit/s): its
-    windows held the association's RtxQ at 49,000 at most while the writer waited 91 % of q on a buffer
-    holding unsent data behind them (the stack's truth: b 0). Seven waits began at that peak; one of them
-    took 0.3 of the span, 1.16 s of it after its last ack had freed 8,000 bytes (the windows stalled),
-    which read as a full buffer there, b/q 0.29, and failed the lab's CMT test once."""
-    run = STORED_RUNS / "cmt-window-plateau"
-    truth = json.loads((run / "truth.json").read_text())
-    assert truth["cmt"] and truth["b_over_q"] == 0 and truth["app_blocked_unsent_s"] > 0.9 * truth["q_s"]
-    (entry,) = [e for e in analyze(run / "sender.pcap.gz").entries if e.summary["src"] == "10.0.0.1:5001"]
-    s = entry.summary
-    assert len(entry.paths) == 2 and entry.rtxq["rtxq_nr_bytes"].max() == 49_000
-    assert (s["sndbuf_verdict"], s["b_over_q"], s["p_over_q"], s["sndbuf_bytes"]) == ("never", 0, 0, None), s
-    assert s["sndbuf_reason"].startswith("CMT: 7 of 392 waits for an ack began at the highest RtxQ, 48000-49000 "
-                                         "bytes, and took less than a twentieth of the time"), s["sndbuf_reason"]
-    # given the buffer, the capture never shows it full of sent data either
-    (given,) = [e.summary for e in analyze(run / "sender.pcap.gz", sndbuf=truth["sndbuf_bytes"]).entries
-                if e.summary["src"] == "10.0.0.1:5001"]
-    assert given["b_over_q"] == 0 and given["p_over_q"] == 0
-
-
-def test_the_lab_cmt_run_with_a_timeout_at_its_windows_peak_cannot_tell():
-    """The same configuration's run that failed the CI (tests/captures/cmt-window-timeout): the windows held
-    the RtxQ at 49,000 at most (the stack's truth: b 0, the writer waited 89 % of q on unsent data). Twelve
-    waits began at that peak; eleven took under a millisecond each and one 1.08 s, a retransmission timeout
-    (no ack freed room for 43 ms to 1.01 s). The peak's time rested on that one wait, which a window's
-    timeout takes as long as a full buffer's, so cannot tell (it read held back, B 49,000, b/q 0.42)."""
-    run = STORED_RUNS / "cmt-window-timeout"
+def stored_cmt_peak(name):
+    """A stored lab CMT run (tests/captures/NAME) whose windows held the RtxQ at 49,000 of 65,536 while the
+    writer waited on unsent data behind them (the stack's truth: b 0): the association's summary without B,
+    once the capture, given B, showed the buffer never full of sent data either."""
+    run = STORED_RUNS / name
     truth = json.loads((run / "truth.json").read_text())
     assert truth["cmt"] and truth["b_over_q"] == 0 and truth["app_blocked_unsent_s"] > 0.85 * truth["q_s"]
     (entry,) = [e for e in analyze(run / "sender.pcap.gz").entries if e.summary["src"] == "10.0.0.1:5001"]
-    s = entry.summary
     assert len(entry.paths) == 2 and entry.rtxq["rtxq_nr_bytes"].max() == 49_000
+    (given,) = [e.summary for e in analyze(run / "sender.pcap.gz", sndbuf=truth["sndbuf_bytes"]).entries
+                if e.summary["src"] == "10.0.0.1:5001"]
+    assert given["b_over_q"] == 0 and given["p_over_q"] == 0
+    return entry.summary
+
+
+def test_the_lab_cmt_run_at_its_windows_plateau_was_never_held_back():
+    """usrsctp with CMT (SO_SNDBUF 65,536, 1 % loss, paths 10 ms at 20 Mbit/s and 20 ms at 10 Mbit/s): seven
+    waits began at its windows' peak; one of them took 0.3 of the span, 1.16 s of it after its last ack had
+    freed 8,000 bytes (the windows stalled), which read as a full buffer there, b/q 0.29, and failed the
+    lab's CMT test once."""
+    s = stored_cmt_peak("cmt-window-plateau")
+    assert (s["sndbuf_verdict"], s["b_over_q"], s["p_over_q"], s["sndbuf_bytes"]) == ("never", 0, 0, None), s
+    assert s["sndbuf_reason"].startswith("CMT: 7 of 392 waits for an ack began at the highest RtxQ, 48000-49000 "
+                                         "bytes, and took less than a twentieth of the time"), s["sndbuf_reason"]
+
+
+def test_the_lab_cmt_run_with_a_timeout_at_its_windows_peak_cannot_tell():
+    """The same configuration's run that failed the CI again (tests/captures/cmt-window-timeout): twelve
+    waits began at the windows' peak; eleven took under a millisecond each and one 1.08 s, a retransmission
+    timeout (no ack freed room from 43 ms to 1.01 s). The peak's time rested on that one wait, which a
+    window's timeout takes as long as a full buffer's, so cannot tell (it read held back, B 49,000, b/q 0.42)."""
+    s = stored_cmt_peak("cmt-window-timeout")
     assert (s["sndbuf_verdict"], s["b_over_q"], s["p_over_q"], s["sndbuf_bytes"]) == ("cannot tell", None, None, None)
     assert s["sndbuf_reason"] == (
         "CMT: 12 of 484 waits for an ack began at the highest RtxQ, 48000-49000 bytes, and took a twentieth of the "
         "time or more only with the longest: a window's timeout at its peak waits as long as a full buffer")
-    (given,) = [e.summary for e in analyze(run / "sender.pcap.gz", sndbuf=truth["sndbuf_bytes"]).entries
-                if e.summary["src"] == "10.0.0.1:5001"]
-    assert given["b_over_q"] == 0 and given["p_over_q"] == 0
 
 
 def test_a_cmt_capture_without_time_cannot_tell():
