@@ -111,6 +111,7 @@ int add_board_type(PyObject *module);                        /* state/_scoreboar
 int add_ledger_type(PyObject *module);                       /* rules/_ledger.c */
 PyObject *short_tcp_entries(PyObject *self, PyObject *args); /* state/_scoreboard.c */
 PyObject *feed_levels(PyObject *self, PyObject *args);       /* state/_scoreboard.c */
+PyObject *plain_tcp_flows(PyObject *self, PyObject *args);   /* state/_levels.c */
 PyObject *sndbuf_verdict(PyObject *self, PyObject *args);    /* state/_scoreboard.c */
 PyObject *sndbuf_blocked(PyObject *self, PyObject *args);    /* state/_scoreboard.c */
 PyObject *window_add(PyObject *self, PyObject *args);        /* state/_scoreboard.c */
