@@ -314,38 +314,52 @@ out:
  * connections for `check`: their chunk can fire no rule and reads no state until they show again. */
 enum { PLAIN_QUIET = 1, PLAIN_DATA = 2 };
 
+int get_row_groups(PyObject *o_ev, PyObject *o_bk, PyObject *o_rows, PyObject *o_side, PyObject *o_lo, PyObject *o_hi,
+                   row_groups_t *g, const char *who) {
+    memset(g, 0, sizeof *g);
+    if (get_buf(o_ev, &g->ev, sizeof(event_t), -1, 0, who) < 0 || get_buf(o_bk, &g->bk, sizeof(block_t), -1, 0, who) < 0 ||
+        get_buf(o_rows, &g->rows, 8, -1, 0, who) < 0 || get_buf(o_side, &g->side, 1, g->rows.b.len / 8, 0, who) < 0 ||
+        get_buf(o_lo, &g->lo, 8, -1, 0, who) < 0 || get_buf(o_hi, &g->hi, 8, g->lo.b.len / 8, 0, who) < 0)
+        return -1;
+    g->n_events = g->ev.b.len / (Py_ssize_t)sizeof(event_t);
+    g->n_blocks = g->bk.b.len / (Py_ssize_t)sizeof(block_t);
+    g->n_rows = g->rows.b.len / 8;
+    g->n_groups = g->lo.b.len / 8;
+    const int64_t *row = g->rows.b.buf, *lo = g->lo.b.buf, *hi = g->hi.b.buf;
+    for (Py_ssize_t k = 0; k < g->n_groups; k++) {
+        if (lo[k] < 0 || hi[k] < lo[k] || hi[k] > g->n_rows) {
+            PyErr_Format(PyExc_IndexError, "%s: group out of range", who);
+            return -1;
+        }
+        if (hi[k] - lo[k] > g->longest) g->longest = hi[k] - lo[k];
+    }
+    for (Py_ssize_t i = 0; i < g->n_rows; i++)
+        if (row[i] < 0 || row[i] >= g->n_events) {
+            PyErr_Format(PyExc_IndexError, "%s: row out of range", who);
+            return -1;
+        }
+    return 0;
+}
+
+void release_row_groups(row_groups_t *g) {
+    buf_t *held[] = {&g->ev, &g->bk, &g->rows, &g->side, &g->lo, &g->hi};
+    for (size_t k = 0; k < sizeof held / sizeof *held; k++)
+        if (held[k]->ok) PyBuffer_Release(&held[k]->b);
+}
+
 PyObject *plain_tcp_flows(PyObject *self, PyObject *args) {
     PyObject *o_ev, *o_bk, *o_order, *o_sides, *o_lo, *o_hi;
     if (!PyArg_ParseTuple(args, "OOOOOO", &o_ev, &o_bk, &o_order, &o_sides, &o_lo, &o_hi)) return NULL;
-    buf_t ev = {0}, bk = {0}, order = {0}, sides = {0}, glo = {0}, ghi = {0};
+    row_groups_t a;
     PyObject *verdicts = NULL, *result = NULL;
     char *mem = NULL;
-    if (get_buf(o_ev, &ev, sizeof(event_t), -1, 0, "plain_tcp_flows") < 0 ||
-        get_buf(o_bk, &bk, sizeof(block_t), -1, 0, "plain_tcp_flows") < 0 ||
-        get_buf(o_order, &order, 8, -1, 0, "plain_tcp_flows") < 0 ||
-        get_buf(o_sides, &sides, 1, order.b.len / 8, 0, "plain_tcp_flows") < 0 ||
-        get_buf(o_lo, &glo, 8, -1, 0, "plain_tcp_flows") < 0 ||
-        get_buf(o_hi, &ghi, 8, glo.b.len / 8, 0, "plain_tcp_flows") < 0)
-        goto out;
-    const event_t *e = ev.b.buf;
-    const int64_t *row = order.b.buf, *lo = glo.b.buf, *hi = ghi.b.buf;
-    const int8_t *side = sides.b.buf;
-    Py_ssize_t n_events = ev.b.len / (Py_ssize_t)sizeof(event_t), n_order = order.b.len / 8, G = glo.b.len / 8;
-    Py_ssize_t longest = 0;
-    for (Py_ssize_t g = 0; g < G; g++) {
-        if (lo[g] < 0 || hi[g] < lo[g] || hi[g] > n_order) {
-            PyErr_SetString(PyExc_IndexError, "plain_tcp_flows: group out of range");
-            goto out;
-        }
-        for (Py_ssize_t i = lo[g]; i < hi[g]; i++)
-            if (row[i] < 0 || row[i] >= n_events) {
-                PyErr_SetString(PyExc_IndexError, "plain_tcp_flows: row out of range");
-                goto out;
-            }
-        if (hi[g] - lo[g] > longest) longest = hi[g] - lo[g];
-    }
+    if (get_row_groups(o_ev, o_bk, o_order, o_sides, o_lo, o_hi, &a, "plain_tcp_flows") < 0) goto out;
+    const event_t *e = a.ev.b.buf;
+    const int64_t *row = a.rows.b.buf, *lo = a.lo.b.buf, *hi = a.hi.b.buf;
+    const int8_t *side = a.side.b.buf;
+    Py_ssize_t n_events = a.n_events, G = a.n_groups;
     /* a level's rows (no blocks: a group with any is not quiet, and not fed) */
-    size_t L = (size_t)longest + 1;
+    size_t L = (size_t)a.longest + 1;
     if (!(mem = malloc(L * (6 * 8 + 1 + 3 * 4) + 2 * 8 + 1))) { PyErr_NoMemory(); goto out; }
     int64_t *p64 = (int64_t *)mem;
     int32_t *p32 = (int32_t *)(p64 + 6 * L + 2);
@@ -372,8 +386,8 @@ PyObject *plain_tcp_flows(PyObject *self, PyObject *args) {
             Py_ssize_t jb = 0, far = 0;
             uint32_t far_frame = 0;
             int nr_seen = 0;
-            Py_ssize_t j = level_rows(&lv, &space, e, n_events, r, s, n, bk.b.buf, bk.b.len / (Py_ssize_t)sizeof(block_t), &o,
-                                      &jb, &nr_seen, &far, &far_frame);
+            Py_ssize_t j = level_rows(&lv, &space, e, n_events, r, s, n, a.bk.b.buf, a.n_blocks, &o, &jb, &nr_seen, &far,
+                                      &far_frame);
             if (j < 0) goto out;
             if (far) { quiet = 0; break; }
             int64_t cum = INT64_MIN;
@@ -395,9 +409,7 @@ PyObject *plain_tcp_flows(PyObject *self, PyObject *args) {
 out:
     free(mem);
     Py_XDECREF(verdicts);
-    buf_t *held[] = {&ev, &bk, &order, &sides, &glo, &ghi};
-    for (size_t k = 0; k < sizeof held / sizeof *held; k++)
-        if (held[k]->ok) PyBuffer_Release(&held[k]->b);
+    release_row_groups(&a);
     return result;
 }
 
