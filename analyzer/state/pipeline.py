@@ -13,7 +13,8 @@ completed its transfer is finished at once and its entries spilled to a temporar
 begins and ends in one chunk is finished in one compiled pass (_finish_short), and one that begins
 in a chunk and does not end in it is held as its events (_hold, ParkedFlows): replayed into the
 chunk where it shows again, or finished in one compiled pass with the others the budget cuts, the
-idle bound ends or the capture's end finds open.
+idle bound ends or the capture's end finds open. With `check` alone, a new connection whose chunk no rule can
+fire on is parked the same way (_checker_parks), and dropped if it never shows again.
 """
 
 import pickle
