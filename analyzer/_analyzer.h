@@ -91,6 +91,17 @@ typedef struct {
     Py_ssize_t n_rows, n_events, n_blocks;
 } level_args_t;
 int level_args(PyObject *args, const char *who, level_args_t *a);
+/* The buffers of a pass over groups of a chunk's rows (plain_tcp_flows, short_tcp_entries): events, blocks, rows (i8
+ * event indices), sides (i1 per row), group_lo and group_hi (i8: group g's rows are rows[lo[g]:hi[g]]), checked: every
+ * row an event, every group within the rows; longest: the most rows of a group. get_row_groups -> 0, or -1 with an
+ * exception set; release_row_groups releases what it got either way. */
+typedef struct {
+    buf_t ev, bk, rows, side, lo, hi;
+    Py_ssize_t n_events, n_blocks, n_rows, n_groups, longest;
+} row_groups_t;
+int get_row_groups(PyObject *o_ev, PyObject *o_bk, PyObject *o_rows, PyObject *o_side, PyObject *o_lo, PyObject *o_hi,
+                   row_groups_t *g, const char *who);
+void release_row_groups(row_groups_t *g);
 void level_args_release(level_args_t *a);
 void raise_released(PyObject *type, const char *message);
 Py_ssize_t level_rows(const level_t *lv, serial_space_t *space, const event_t *e, Py_ssize_t n_events,
@@ -111,6 +122,7 @@ int add_board_type(PyObject *module);                        /* state/_scoreboar
 int add_ledger_type(PyObject *module);                       /* rules/_ledger.c */
 PyObject *short_tcp_entries(PyObject *self, PyObject *args); /* state/_scoreboard.c */
 PyObject *feed_levels(PyObject *self, PyObject *args);       /* state/_scoreboard.c */
+PyObject *plain_tcp_flows(PyObject *self, PyObject *args);   /* state/_levels.c */
 PyObject *sndbuf_verdict(PyObject *self, PyObject *args);    /* state/_scoreboard.c */
 PyObject *sndbuf_blocked(PyObject *self, PyObject *args);    /* state/_scoreboard.c */
 PyObject *window_add(PyObject *self, PyObject *args);        /* state/_scoreboard.c */

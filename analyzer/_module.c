@@ -39,6 +39,9 @@ static PyMethodDef module_methods[] = {
      "scoreboard input (see _levels.c)"},
     {"feed_levels", feed_levels, METH_VARARGS,
      "Board.feed_level of many TCP levels of one chunk in one call (see _scoreboard.c)"},
+    {"plain_tcp_flows", plain_tcp_flows, METH_VARARGS,
+     "plain_tcp_flows(events, blocks, order, sides, group_lo, group_hi) -> i1 per group: which connections' rows "
+     "the checker finds quiet, which sent data (see _levels.c)"},
     {"short_tcp_entries", short_tcp_entries, METH_VARARGS,
      "short_tcp_entries(events, blocks, rows, side, group_lo, group_hi, conn, flow_flags, sndbuf[, end_ns[, by_sender]]) -> int64 "
      "records: Sender.feed and finish of TCP connections given whole, in one call (see _scoreboard.c)"},

@@ -4,6 +4,7 @@ frames with the selection, and as one chunk with every row through the rules' st
 
 import sys
 
+import numpy as np
 import pytest
 
 from nrsack.analyzer.rules import checker as C
@@ -153,11 +154,12 @@ def test_plain_tcp_chunks_taken_at_once_change_no_finding(tmp_path, monkeypatch,
 
 
 def test_a_plain_chunk_read_long_after_changes_no_finding(tmp_path, monkeypatch):
-    """A connection seen in one chunk whose rows are all quiet keeps that chunk's reading unapplied
-    (Checker._plain_chunk's PlainChunk: a flood's connections are released before anything reads it); one that
-    stays quiet while another connection fills more than PLAN_CHUNKS chunks has it applied when its chunk leaves
-    the window, and a segment it resends long after its cum ack is judged (TN-04 names the ack of that first
-    chunk) as the every-row reference judges it."""
+    """A connection whose rows of a chunk are all quiet keeps that chunk's reading unapplied (Checker._plain_chunk's
+    PlainChunk: a flood's connections are released before anything reads it); one that stays quiet while another
+    connection fills more than PLAN_CHUNKS chunks has it applied when its chunk leaves the window, and a segment it
+    resends long after its cum ack is judged (TN-04 names the ack of its first chunk) as the every-row reference
+    judges it. (Its first chunk, quiet, is parked: Pipeline._checker_parks; its second exchange brings it back, and
+    that chunk is the plan.)"""
     from support.hostile import ACK, NR_PERM, PSH, SACK_PERM, SYN, ip_frames, pcap_bytes, plain_records, tcp
 
     isn = 1000
@@ -165,6 +167,8 @@ def test_a_plain_chunk_read_long_after_changes_no_finding(tmp_path, monkeypatch)
              (0.001, 1, tcp(80, 40000, 7, isn + 1, SYN | ACK, SACK_PERM + NR_PERM), 6),
              (0.002, 0, tcp(40000, 80, isn + 1, 8, ACK | PSH, payload=b"x" * 100), 6),
              (0.003, 1, tcp(80, 40000, 8, isn + 101, ACK), 6),
+             (0.004, 0, tcp(40000, 80, isn + 101, 8, ACK | PSH, payload=b"x" * 100), 6),
+             (0.005, 1, tcp(80, 40000, 8, isn + 201, ACK), 6),
              (1.0, 0, tcp(40000, 80, isn + 1, 8, ACK | PSH, payload=b"x" * 100), 6)]
     busy = [(0.01, 0, tcp(40001, 80, isn, 0, SYN), 6), (0.011, 1, tcp(80, 40001, 7, isn + 1, SYN | ACK), 6)]
     for k in range(60):
@@ -187,3 +191,70 @@ def test_a_plain_chunk_read_long_after_changes_no_finding(tmp_path, monkeypatch)
         assert findings(path, chunk_frames=chunk_frames) == reference, chunk_frames
         if chunk_frames == 4:  # the quiet connection's first chunk read when it left the window
             assert max(ages) == C.PLAN_CHUNKS - 1
+
+
+def test_a_parked_connection_is_judged_where_it_shows_again(tmp_path, monkeypatch):
+    """`check` alone parks a new TCP connection whose chunk is quiet (Pipeline._checker_parks: no block, no far
+    serial, nothing below a cum ack) instead of feeding its levels: nothing reads it unless it shows again, and
+    then its parked events are replayed at the head of that chunk. The findings are the every-row reference's at
+    every chunk size, whether a connection never shows again, comes back to resend below its cum ack (TN-04), with
+    NR blocks its handshake did not permit (TN-01), with a serial far outside its window (the GEN-01 note), after a
+    chunk of its SYN alone, or was never quiet (a SACK block in its first chunk); and under a budget of open flows
+    that releases parked and fed connections alike, the same flows go, with the same note."""
+    from nrsack.analyzer.state import pipeline as P
+    from support.hostile import ACK, NR_PERM, PSH, SACK_PERM, SYN, ip_frames, nr_option, pcap_bytes, plain_records, \
+        sack_option, tcp
+
+    isn, peer = 1000, 7
+
+    def opening(port, t, options=SACK_PERM + NR_PERM):
+        return [(t, 0, tcp(port, 80, isn, 0, SYN, options), 6),
+                (t + 0.001, 1, tcp(80, port, peer, isn + 1, SYN | ACK, options), 6)]
+
+    def exchange(port, t, k=0, ack_options=b""):
+        return [(t, 0, tcp(port, 80, isn + 1 + 100 * k, peer + 1, ACK | PSH, payload=b"x" * 100), 6),
+                (t + 0.001, 1, tcp(80, port, peer + 1, isn + 101 + 100 * k, ACK, ack_options), 6)]
+
+    def data(port, t, seq):
+        return [(t, 0, tcp(port, 80, seq, peer + 1, ACK | PSH, payload=b"x" * 100), 6)]
+
+    packets = []
+    for k in range(30):  # connections before (the budget's oldest) and between, so the ones below span many chunks
+        packets += opening(41000 + k, 0.01 * k) + exchange(41000 + k, 0.002 + 0.01 * k)
+    first, later = 0.3, 0.5
+    packets += (opening(40000, first) + exchange(40000, first + 0.002)  # never shows again
+                + opening(40001, first + 0.01) + exchange(40001, first + 0.012)  # resends below its cum ack
+                + data(40001, later, isn + 1)
+                + opening(40002, first + 0.02, SACK_PERM) + exchange(40002, first + 0.022)  # NR blocks not permitted
+                + exchange(40002, later + 0.01, 1, nr_option([(isn + 301, isn + 401)]))
+                + opening(40003, first + 0.03) + exchange(40003, first + 0.032)  # a far serial
+                + data(40003, later + 0.02, isn + 1 + 2 ** 31)
+                + [(first + 0.04, 0, tcp(40004, 80, isn, 0, SYN, SACK_PERM + NR_PERM), 6),  # its SYN alone, then the rest
+                   (later + 0.03, 1, tcp(80, 40004, peer, isn + 1, SYN | ACK, SACK_PERM + NR_PERM), 6)]
+                + exchange(40004, later + 0.032) + data(40004, later + 0.04, isn + 1)
+                + opening(40005, first + 0.05) + exchange(40005, first + 0.052, ack_options=sack_option([(isn + 201, isn + 301)]))
+                + data(40005, later + 0.05, isn + 1))
+    path = tmp_path / "parked.pcap"
+    path.write_bytes(pcap_bytes(plain_records(ip_frames(packets))))
+    reference = findings(path, chunk_frames=None, every_row=True)
+    assert sorted(f["rule"] for f in reference) == ["GEN-01", "TN-01", "TN-04", "TN-04", "TN-04"]
+    parked = []
+    park = P.ParkedFlows.park
+
+    def counted(self, ev, blocks, side, flow_of, *args):
+        parked.extend(np.unique(flow_of).tolist())
+        return park(self, ev, blocks, side, flow_of, *args)
+
+    monkeypatch.setattr(P.ParkedFlows, "park", counted)
+    for chunk_frames in (2, 3, 4, 5, 7, 16, None):
+        parked.clear()
+        assert findings(path, chunk_frames=chunk_frames) == reference, chunk_frames
+        if chunk_frames is not None and chunk_frames <= 5:
+            assert len(parked) >= 30
+    for chunk_frames in (4, 7):
+        for budget in (3, 10):
+            budgeted = findings(path, chunk_frames=chunk_frames, max_open_flows=budget)
+            assert budgeted == findings(path, chunk_frames=chunk_frames, max_open_flows=budget, every_row=True)
+            assert "--max-open-flows" in budgeted[0]["message"]
+            if budget == 10:  # the connections before went first: those above came back and were judged
+                assert {f["rule"] for f in budgeted} == {"GEN-01", "TN-01", "TN-04"}

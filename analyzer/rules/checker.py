@@ -276,6 +276,8 @@ class Checker:
         pipeline.on_chunk = self._on_chunk
         pipeline.on_cut = self._on_cut
         pipeline.fuse_watched = not self.every_row  # (_plain_chunk reads what a FusedPart holds)
+        # new connections whose chunk is quiet are parked, not fed (Pipeline._checker_parks): read if they show again
+        pipeline.park_plain = not self.every_row
 
     def _on_part(self, sender, part, flags):
         self.parts[sender.key] = part, flags
@@ -290,6 +292,9 @@ class Checker:
         self.chunks += 1
         rows = I.ChunkRows(cap, side_of)
         self.plan_batches.append([])
+        parked = self.pipeline.parked_now
+        if len(parked):  # read in the chunk where they show again, if they do (their rows carry no reader finding)
+            flow_of = np.where(np.isin(flow_of, parked), -1, flow_of)
         per_flow = self._reader_events(cap, rows, flow_of)
         if len(cap.ev):
             ev = cap.ev

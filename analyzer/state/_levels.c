@@ -303,6 +303,116 @@ out:
     return result;
 }
 
+/* plain_tcp_flows(events, blocks, order, sides, group_lo, group_hi) -> per group (i1): PLAIN_QUIET | PLAIN_DATA.
+ * The checker's reading of TCP connections first seen in a chunk (rules/checker.py _plain_chunk), without a
+ * level or a Board made for each: group g is a connection's rows order[group_lo[g]:group_hi[g]] (sides[] per
+ * row, the same slice). Per direction, the level a fresh connection would feed (flows.handshake_spaces's anchor,
+ * the sender's first SYN + 1; level_rows) and its start (that SYN unwrapped against the space the rows left, as
+ * inputs.start_serial does, + 1: the first cum ack). PLAIN_QUIET: no row carries a block, every row is of one
+ * conn, none was left out as far, and in order none lies below the cum ack (a SYN's, then each ack's) nor below
+ * 0; PLAIN_DATA: a direction kept a data row (DirectionAccumulator.has_data). Pipeline._hold parks such quiet
+ * connections for `check`: their chunk can fire no rule and reads no state until they show again. */
+enum { PLAIN_QUIET = 1, PLAIN_DATA = 2 };
+
+int get_row_groups(PyObject *o_ev, PyObject *o_bk, PyObject *o_rows, PyObject *o_side, PyObject *o_lo, PyObject *o_hi,
+                   row_groups_t *g, const char *who) {
+    memset(g, 0, sizeof *g);
+    if (get_buf(o_ev, &g->ev, sizeof(event_t), -1, 0, who) < 0 || get_buf(o_bk, &g->bk, sizeof(block_t), -1, 0, who) < 0 ||
+        get_buf(o_rows, &g->rows, 8, -1, 0, who) < 0 || get_buf(o_side, &g->side, 1, g->rows.b.len / 8, 0, who) < 0 ||
+        get_buf(o_lo, &g->lo, 8, -1, 0, who) < 0 || get_buf(o_hi, &g->hi, 8, g->lo.b.len / 8, 0, who) < 0)
+        return -1;
+    g->n_events = g->ev.b.len / (Py_ssize_t)sizeof(event_t);
+    g->n_blocks = g->bk.b.len / (Py_ssize_t)sizeof(block_t);
+    g->n_rows = g->rows.b.len / 8;
+    g->n_groups = g->lo.b.len / 8;
+    const int64_t *row = g->rows.b.buf, *lo = g->lo.b.buf, *hi = g->hi.b.buf;
+    for (Py_ssize_t k = 0; k < g->n_groups; k++) {
+        if (lo[k] < 0 || hi[k] < lo[k] || hi[k] > g->n_rows) {
+            PyErr_Format(PyExc_IndexError, "%s: group out of range", who);
+            return -1;
+        }
+        if (hi[k] - lo[k] > g->longest) g->longest = hi[k] - lo[k];
+    }
+    for (Py_ssize_t i = 0; i < g->n_rows; i++)
+        if (row[i] < 0 || row[i] >= g->n_events) {
+            PyErr_Format(PyExc_IndexError, "%s: row out of range", who);
+            return -1;
+        }
+    return 0;
+}
+
+void release_row_groups(row_groups_t *g) {
+    buf_t *held[] = {&g->ev, &g->bk, &g->rows, &g->side, &g->lo, &g->hi};
+    for (size_t k = 0; k < sizeof held / sizeof *held; k++)
+        if (held[k]->ok) PyBuffer_Release(&held[k]->b);
+}
+
+PyObject *plain_tcp_flows(PyObject *self, PyObject *args) {
+    PyObject *o_ev, *o_bk, *o_order, *o_sides, *o_lo, *o_hi;
+    if (!PyArg_ParseTuple(args, "OOOOOO", &o_ev, &o_bk, &o_order, &o_sides, &o_lo, &o_hi)) return NULL;
+    row_groups_t a;
+    PyObject *verdicts = NULL, *result = NULL;
+    char *mem = NULL;
+    if (get_row_groups(o_ev, o_bk, o_order, o_sides, o_lo, o_hi, &a, "plain_tcp_flows") < 0) goto out;
+    const event_t *e = a.ev.b.buf;
+    const int64_t *row = a.rows.b.buf, *lo = a.lo.b.buf, *hi = a.hi.b.buf;
+    const int8_t *side = a.side.b.buf;
+    Py_ssize_t n_events = a.n_events, G = a.n_groups;
+    /* a level's rows (no blocks: a group with any is not quiet, and not fed) */
+    size_t L = (size_t)a.longest + 1;
+    if (!(mem = malloc(L * (6 * 8 + 1 + 3 * 4) + 2 * 8 + 1))) { PyErr_NoMemory(); goto out; }
+    int64_t *p64 = (int64_t *)mem;
+    int32_t *p32 = (int32_t *)(p64 + 6 * L + 2);
+    part_out_t o = {p64, p64 + L, p64 + 2 * L, p64 + 3 * L, p64 + 4 * L, p64 + 5 * L, (int8_t *)(p32 + 3 * L), p32,
+                    p32 + L, (uint32_t *)(p32 + 2 * L), p64 + 6 * L, p64 + 6 * L + 1, (int8_t *)(p32 + 3 * L) + L};
+    if (!(verdicts = PyByteArray_FromStringAndSize(NULL, G))) goto out;
+    int8_t *verdict = (int8_t *)PyByteArray_AS_STRING(verdicts);
+    for (Py_ssize_t g = 0; g < G; g++) {
+        const int64_t *r = row + lo[g];
+        const int8_t *s = side + lo[g];
+        Py_ssize_t n = hi[g] - lo[g];
+        int quiet = n > 0, data = 0;
+        for (Py_ssize_t i = 0; i < n && quiet; i++)
+            quiet = e[r[i]].blk_count == 0 && e[r[i]].conn == e[r[0]].conn;
+        for (int sender = 0; sender < 2 && quiet; sender++) {
+            level_t lv = {LEVEL_TCP, sender, 0, n ? e[r[0]].conn : 0};
+            const event_t *syn = NULL;
+            for (Py_ssize_t i = 0; i < n && !syn; i++)
+                if (s[i] == sender && (e[r[i]].tcp_flags & TCP_FLAG_SYN)) syn = e + r[i];
+            serial_space_t space;
+            memset(&space, 0, sizeof space);
+            uint64_t serial;
+            if (syn) serial_unwrap(&space, syn->seq + 1, &serial);  /* (uint32: wraps as anchored_space's mask) */
+            Py_ssize_t jb = 0, far = 0;
+            uint32_t far_frame = 0;
+            int nr_seen = 0;
+            Py_ssize_t j = level_rows(&lv, &space, e, n_events, r, s, n, a.bk.b.buf, a.n_blocks, &o, &jb, &nr_seen, &far,
+                                      &far_frame);
+            if (j < 0) goto out;
+            if (far) { quiet = 0; break; }
+            int64_t cum = INT64_MIN;
+            if (syn) {  /* unwrapped whether far or not, nothing counting it (flows.unwrap_one) */
+                serial_space_t after = space;
+                serial_unwrap(&after, syn->seq, &serial);
+                cum = (int64_t)serial + 1;
+            }
+            for (Py_ssize_t i = 0; i < j; i++) {
+                if (o.lo[i] < cum || o.lo[i] < 0 || o.hi[i] < 0) { quiet = 0; break; }
+                if (o.kind[i] && o.lo[i] > cum) cum = o.lo[i];
+                if (!o.kind[i]) data = 1;
+            }
+        }
+        verdict[g] = (int8_t)((quiet ? PLAIN_QUIET : 0) | (data ? PLAIN_DATA : 0));
+    }
+    result = verdicts;
+    verdicts = NULL;
+out:
+    free(mem);
+    Py_XDECREF(verdicts);
+    release_row_groups(&a);
+    return result;
+}
+
 /* ---- MPTCP data level (flows.MptcpLevel): which bytes the capture shows carried, at which DSNs ---- */
 
 /* A 64-bit data-level number as a serial: the plugins' wide_serial (packet-nrsack-mptcp.c): from 2^52

@@ -939,46 +939,28 @@ PyObject *short_tcp_entries(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOOOOOL|OO", &o_ev, &o_bk, &o_rows, &o_side, &o_lo, &o_hi, &o_conn, &o_flags, &sndbuf,
                           &o_end, &o_vantage))
         return NULL;
-    buf_t ev = {0}, bk = {0}, rows = {0}, side = {0}, glo = {0}, ghi = {0}, gconn = {0}, gflags = {0}, gend = {0},
-          gvantage = {0};
+    row_groups_t a;
+    buf_t gconn = {0}, gflags = {0}, gend = {0}, gvantage = {0};
     rows_t rtxq_rows = {0}, runs = {0};
     PyObject *records = NULL, *result = NULL;
     Board b;
     memset(&b, 0, sizeof b);
     sb_init(&b.sb, 0);
     int64_t *scratch = NULL;
-    if (get_buf(o_ev, &ev, sizeof(event_t), -1, 0, "short_tcp_entries") < 0 ||
-        get_buf(o_bk, &bk, sizeof(block_t), -1, 0, "short_tcp_entries") < 0 ||
-        get_buf(o_rows, &rows, 8, -1, 0, "short_tcp_entries") < 0 ||
-        get_buf(o_side, &side, 1, rows.b.len / 8, 0, "short_tcp_entries") < 0 ||
-        get_buf(o_lo, &glo, 8, -1, 0, "short_tcp_entries") < 0 ||
-        get_buf(o_hi, &ghi, 8, glo.b.len / 8, 0, "short_tcp_entries") < 0 ||
-        get_buf(o_conn, &gconn, 4, glo.b.len / 8, 0, "short_tcp_entries") < 0 ||
-        get_buf(o_flags, &gflags, 1, glo.b.len / 8, 0, "short_tcp_entries") < 0 ||
-        (o_end != Py_None && get_buf(o_end, &gend, 8, glo.b.len / 8, 0, "short_tcp_entries") < 0) ||
-        (o_vantage != Py_None && get_buf(o_vantage, &gvantage, 1, glo.b.len / 8 * 2, 0, "short_tcp_entries") < 0))
+    if (get_row_groups(o_ev, o_bk, o_rows, o_side, o_lo, o_hi, &a, "short_tcp_entries") < 0 ||
+        get_buf(o_conn, &gconn, 4, a.n_groups, 0, "short_tcp_entries") < 0 ||
+        get_buf(o_flags, &gflags, 1, a.n_groups, 0, "short_tcp_entries") < 0 ||
+        (o_end != Py_None && get_buf(o_end, &gend, 8, a.n_groups, 0, "short_tcp_entries") < 0) ||
+        (o_vantage != Py_None && get_buf(o_vantage, &gvantage, 1, a.n_groups * 2, 0, "short_tcp_entries") < 0))
         goto out;
     const int8_t *by_sender = gvantage.ok ? gvantage.b.buf : NULL;
     const int64_t *end_ns = gend.ok ? gend.b.buf : NULL;
-    const event_t *e = ev.b.buf;
-    const block_t *blocks = bk.b.buf;
-    const int64_t *row = rows.b.buf, *lo = glo.b.buf, *hi = ghi.b.buf;
-    const int8_t *sides = side.b.buf, *flow_flags = gflags.b.buf;
+    const event_t *e = a.ev.b.buf;
+    const block_t *blocks = a.bk.b.buf;
+    const int64_t *row = a.rows.b.buf, *lo = a.lo.b.buf, *hi = a.hi.b.buf;
+    const int8_t *sides = a.side.b.buf, *flow_flags = gflags.b.buf;
     const int32_t *conn = gconn.b.buf;
-    Py_ssize_t n_rows = rows.b.len / 8, n_groups = glo.b.len / 8, n_events = ev.b.len / (Py_ssize_t)sizeof(event_t);
-    Py_ssize_t n_blocks = bk.b.len / (Py_ssize_t)sizeof(block_t), longest = 0;
-    for (Py_ssize_t g = 0; g < n_groups; g++) {
-        if (lo[g] < 0 || hi[g] < lo[g] || hi[g] > n_rows) {
-            PyErr_SetString(PyExc_IndexError, "short_tcp_entries: group out of range");
-            goto out;
-        }
-        if (hi[g] - lo[g] > longest) longest = hi[g] - lo[g];
-    }
-    for (Py_ssize_t i = 0; i < n_rows; i++)
-        if (row[i] < 0 || row[i] >= n_events) {
-            PyErr_SetString(PyExc_IndexError, "short_tcp_entries: row out of range");
-            goto out;
-        }
+    Py_ssize_t n_groups = a.n_groups, n_blocks = a.n_blocks, longest = a.longest;
     /* per row: pos lo hi size bstart time_ns, sack sacked nr acked (int64), kind, bcount conn frame flags;
      * per block of the chunk: blo bhi bnr */
     size_t L = (size_t)longest + 1, B = (size_t)n_blocks + 1;
@@ -1034,7 +1016,8 @@ out:
     iset_free(&b.nr);
     iset_free(&b.revoked);
     free(b.revoked_rows);
-    buf_t *held[] = {&ev, &bk, &rows, &side, &glo, &ghi, &gconn, &gflags, &gend, &gvantage};
+    release_row_groups(&a);
+    buf_t *held[] = {&gconn, &gflags, &gend, &gvantage};
     for (size_t k = 0; k < sizeof held / sizeof *held; k++)
         if (held[k]->ok) PyBuffer_Release(&held[k]->b);
     return result;

@@ -88,15 +88,18 @@ class Flow:
     protocol: str                 # sctp, tcp, mptcp
     conns: list                   # reader conn ids (SCTP paths, TCP connection, MPTCP subflows)
     endpoints: list               # [side0 "addr:port", side1 "addr:port"] (primary addresses)
-    addresses: list = field(default_factory=lambda: [[], []])  # SCTP: every address per side
-    handshake: list = field(default_factory=list)  # event indices of the opening exchange
-    handshake_ns: list = field(default_factory=list)  # and their times
+    # Per side, read by index. Until a protocol fills them they are shared tuples, not lists of each flow's own:
+    # FlowTable gives an SCTP association its addresses and tags, an MPTCP connection its keys and tokens (a
+    # flood's plain TCP connections then hold no list the cyclic collector walks).
+    addresses: list = ((), ())    # SCTP: every address per side
+    handshake: list = ()          # event indices of the opening exchange
+    handshake_ns: list = ()       # and their times
     negotiated_nr: bool = False   # NR-SACK negotiated in the handshake (both sides)
-    never_renege: list = field(default_factory=lambda: [False, False])  # per side (TCP flag 0x01)
-    keys: list = field(default_factory=lambda: [None, None])  # MPTCP keys per side
+    never_renege: list = (False, False)  # per side (TCP flag 0x01)
+    keys: list = (None, None)     # MPTCP keys per side
     mp_version: int | None = None  # MPTCP version of the first MP_CAPABLE (0: RFC 6824, 1: RFC 8684)
-    tokens: list = field(default_factory=lambda: [None, None])
-    tags: list = field(default_factory=lambda: [None, None])  # SCTP verification tags per side
+    tokens: list = (None, None)
+    tags: list = (None, None)     # SCTP verification tags per side
     # the first event of each handshake kind (SCTP chunk type / TCP "syn", "synack", "ack"): (index, time, flags)
     firsts: dict = field(default_factory=dict, repr=False)
 
@@ -240,7 +243,7 @@ class FlowTable:
                 first = min(member_inits) if member_inits else int(first_row[members].min())
                 first_conn, first_dir = int(ev["conn"][first]), int(ev["dir"][first])
                 opener, peer = ends.root(-1 - 2 * first_conn - first_dir), ends.root(-2 - 2 * first_conn + first_dir)
-                flow = Flow(-1, "sctp", [], ["", ""])
+                flow = Flow(-1, "sctp", [], ["", ""], addresses=[[], []])
                 primary_conn = first_conn
                 flow.tags = [_tag(keys_of.get(opener)), _tag(keys_of.get(peer))]
                 created.append(flow)
@@ -308,7 +311,8 @@ class FlowTable:
         for c, flip_, mptcp, seen, ends in zip(conns[opened].tolist(), flips[opened].tolist(),
                                                ((flags[opened] & E.MP_CAPABLE) != 0).tolist(), has_syn[opened].tolist(),
                                                cap.conns.endpoints(conns[opened], flips[opened])):
-            flow = Flow(-1, "mptcp" if mptcp else "tcp", [c], ends)
+            flow = Flow(-1, "mptcp", [c], ends, keys=[None, None], tokens=[None, None]) if mptcp else \
+                Flow(-1, "tcp", [c], ends)
             if not seen:
                 flow.firsts = None  # no opening seen: nothing to wait for
             created.append(flow)

@@ -13,7 +13,8 @@ completed its transfer is finished at once and its entries spilled to a temporar
 begins and ends in one chunk is finished in one compiled pass (_finish_short), and one that begins
 in a chunk and does not end in it is held as its events (_hold, ParkedFlows): replayed into the
 chunk where it shows again, or finished in one compiled pass with the others the budget cuts, the
-idle bound ends or the capture's end finds open.
+idle bound ends or the capture's end finds open. With `check` alone, a new connection whose chunk no rule can
+fire on is parked the same way (_checker_parks), and dropped if it never shows again.
 """
 
 import pickle
@@ -37,6 +38,7 @@ _NEVER = np.iinfo(np.int64).min
 # replaying its events in the next chunk (_hold) would cost more than the general path saves (a long transfer's
 # first chunk was copied and assigned twice).
 HOLD_MAX_EVENTS = 256
+PLAIN_QUIET, PLAIN_DATA = 1, 2  # _native.plain_tcp_flows's verdict bits
 # Flows held open at once (docs/decisions.md 67): a flow's state costs a few KB, so a flood of flows that never
 # end (a SYN flood, a load test's connections never closed) stays well under a GB. Past it the flows without
 # data go first, then those idle longest, finished at their last event (Pipeline._cut), down to CUT_TO of it.
@@ -307,14 +309,17 @@ class ParkedFlows:
             self.parcel_of = np.concatenate((self.parcel_of, np.full(more, -1, np.int64)))
             self.has_data = np.concatenate((self.has_data, np.zeros(more, bool)))
 
-    def park(self, ev, blocks, side, flow_of, flows, sndbuf):
+    def park(self, ev, blocks, side, flow_of, flows, sndbuf, has_data=None):
         """Events ev (capture order, blocks re-based: with_blocks) of the flows `flows` (sorted by id), side
-        and flow id per event."""
+        and flow id per event; has_data: per flow, whether it sent data, when known."""
         number = self.numbered
         self.numbered += 1
         parcel = self.parcels[number] = self._parcel(ev, blocks, side, flow_of)
-        records = A.short_tcp_records(ev, blocks, parcel.order, side[parcel.order], parcel.lo, parcel.hi, flows, sndbuf)
-        self.has_data[parcel.fids] = (records[:, :, 0] != 0).any(1)
+        if has_data is None:
+            records = A.short_tcp_records(ev, blocks, parcel.order, side[parcel.order], parcel.lo, parcel.hi, flows,
+                                          sndbuf)
+            has_data = (records[:, :, 0] != 0).any(1)
+        self.has_data[parcel.fids] = has_data
         self.alive[number] = len(parcel.fids)
         self.parcel_of[parcel.fids] = number
         self.count += len(parcel.fids)
@@ -447,6 +452,9 @@ class Pipeline:
         self.on_chunk = None    # and after each chunk: on_chunk(cap, flow_of, side_of)
         # the on_part hook takes a FusedPart for a TCP connection's chunk without wire blocks (feed_fused)
         self.fuse_watched = False
+        # the checker's new plain connections parked (_checker_parks), and those parked in the chunk being fed
+        self.park_plain = False
+        self.parked_now = np.zeros(0, np.int64)
         self.on_cut = None      # and on_cut(flow ids) of the flows without data _cut releases, before it does
         self.sndbuf = sndbuf
         self.spill = (spill or EntrySpill(spill_folder, keep_tables)) if finish_ended else None
@@ -478,6 +486,7 @@ class Pipeline:
         """-> the flow and side of each event of the chunk (with the parked connections it shows again replayed
         at its head: _hold)."""
         cap = self._replay_parked(cap)
+        self.parked_now = self.parked_now[:0]
         flow_of, side_of = self.table.assign(cap)
         self.conns = cap.conns
         if not len(cap.ev):
@@ -496,7 +505,8 @@ class Pipeline:
         stops = np.append(starts[1:], len(order))
         sorted_side = side_of[order]
         short = self._finish_short(cap, order, sorted_side, sorted_flows[starts], starts, stops)
-        held = self._hold(cap, flow_of, live_flow, side_of, order[starts], sorted_flows[starts], stops - starts, short)
+        held = self._hold(cap, flow_of, live_flow, side_of, order, sorted_side, starts, stops, sorted_flows[starts], short)
+        self.parked_now = held
         parked = set(held.tolist())
         dormant = self._dormant(cap, order, sorted_side, sorted_flows[starts], starts)
         work = []  # [(a flow's events, its DirectionAccumulators)]
@@ -533,8 +543,9 @@ class Pipeline:
             self.last_ns[sorted_flows[last]] = cap.ev["time_ns"][order[last]]
             self.active[sorted_flows[starts]] = True
         self._open_parked()
-        # parked: open from the next chunk on, as a connection held back into it was
-        if len(held):
+        # parked: open from the next chunk on, as a connection held back into it was (for `check`: from this one, as
+        # the general way has it, so the budget releases the same flows)
+        if len(held) and not self._checker_parks():
             self.pending = (held, self.last_ns[held], int(cap.ev["frame"].max()))
             self.last_ns[held] = _NEVER
             self.active[held] = False
@@ -612,31 +623,68 @@ class Pipeline:
         anchor = int(self.syn_next[fid, side])
         return F.anchored_space(anchor) if anchor >= 0 and not self.released[fid] else None
 
-    def _hold(self, cap, flow_of, live_flow, side_of, first_row, group_flow, group_size, short) -> np.ndarray:
+    def _hold(self, cap, flow_of, live_flow, side_of, order, sorted_side, starts, stops, group_flow, short) -> np.ndarray:
         """The TCP connections that begin in this chunk and do not end in it, parked as their events
         (ParkedFlows), not a DirectionAccumulator per direction (a connection cut by a chunk's end cost as
         much as ~40 short ones; a flood's never-closed one a Python finish of its own): replayed at the head of
         the chunk where they show again, where most end and take the one-pass way (_finish_short), and
         finished in one compiled pass when the idle bound or the budget ends them or the capture does
         (_finish_parked). -> their flow ids, sorted. Held once: replayed, a connection goes the general way;
-        one with an event left out (late) is not held (its count would be made twice)."""
-        if not self._may_park():
+        one with an event left out (late) is not held (its count would be made twice). For `check` alone
+        (_checker_parks) only the quiet ones are held, and they stay open from this chunk on."""
+        checker = self._checker_parks()
+        if not checker and not self._may_park():
             return np.zeros(0, np.int64)
+        first_row, group_size = order[starts], stops - starts
         fresh = (self.last_ns[group_flow] == _NEVER) & (first_row >= self.replayed) & (group_size <= HOLD_MAX_EVENTS)
         late = flow_of[(flow_of >= 0) & (live_flow < 0)]
         ended = list(self._ended)
-        fresh &= ~np.isin(group_flow, ended) & ~np.isin(group_flow, late)
-        flows = self.table.flows
-        held = np.array(sorted(f for f in group_flow[fresh].tolist() if f not in short and flows[f].protocol == "tcp"),
-                        np.int64)
+        fresh &= ~np.isin(group_flow, ended) & ~np.isin(group_flow, late) & self.plain_tcp[group_flow]
+        if short:
+            fresh &= ~np.isin(group_flow, np.fromiter(short, np.int64, len(short)))
+        has_data = None
+        if checker and fresh.any():
+            fresh, has_data = self._quiet_for_checker(cap, order, sorted_side, starts, stops, fresh)
+        held = group_flow[fresh]
         if not len(held):
             return held
         rows = np.flatnonzero(np.isin(live_flow, held))
         ev, blocks = with_blocks(cap.ev, cap.blocks, rows)
-        self.parked.park(ev, blocks, side_of[rows], live_flow[rows], [flows[f] for f in held.tolist()], self.sndbuf)
-        # replayed, their FINs are followed again from the start
-        self._clear_fins([conn for f in held.tolist() for conn in flows[f].conns])
+        flows = self.table.flows
+        self.parked.park(ev, blocks, side_of[rows], live_flow[rows],
+                         None if has_data is not None else [flows[f] for f in held.tolist()], self.sndbuf,
+                         has_data)
+        # replayed, their FINs are followed again from the start (a TCP connection has one conn, its rows')
+        self._clear_fins(np.unique(ev["conn"]))
         return held
+
+    def _checker_parks(self) -> bool:
+        """Whether `check` alone rides on the pipeline (park_plain, nothing kept for a table): its new plain
+        connections whose chunk is quiet are parked (_hold), as no rule fires on them and nothing reads them
+        unless they show again (docs/decisions.md 107)."""
+        return (self.park_plain and self.spill is None and not self.keep_serials
+                and not getattr(self.store, "keeps_rows", True))
+
+    def _quiet_for_checker(self, cap, order, sorted_side, starts, stops, fresh):
+        """fresh (per group of the chunk) narrowed to the connections whose rows the checker would take as a
+        plain chunk (_native.plain_tcp_flows: no block, no far serial, nothing below a cum ack) and whose frames
+        carry no reader finding (the checker reads those in their chunk) -> (that, has data per connection kept)."""
+        groups = np.flatnonzero(fresh)
+        verdict = np.frombuffer(_native.plain_tcp_flows(cap.ev, cap.blocks, order, sorted_side, starts[groups],
+                                                        stops[groups]), np.int8)
+        quiet = (verdict & PLAIN_QUIET) != 0
+        noted = [frame for frame, _ in cap.findings] + [frame for frame, _, _ in cap.rule_findings]
+        if noted and quiet.any():
+            frames = cap.ev["frame"]
+            noted = np.asarray(noted, np.int64)
+            noted = noted[(noted >= frames.min()) & (noted <= frames.max())]
+            if len(noted):
+                rows = F.expand_runs(starts[groups], stops[groups] - starts[groups])
+                hit = np.isin(frames[order[rows]], noted)
+                quiet &= np.add.reduceat(hit, np.cumsum(stops[groups] - starts[groups]) - (stops[groups] - starts[groups])) == 0
+        fresh = np.zeros(len(fresh), bool)
+        fresh[groups[quiet]] = True
+        return fresh, (verdict[quiet] & PLAIN_DATA) != 0
 
     def _replay_parked(self, cap):
         """cap with the events of the parked connections it shows again (an event on one of their conns) at its head."""
@@ -678,6 +726,9 @@ class Pipeline:
             return
         self.released[fids] = True
         self.active[fids] = False
+        if self.spill is None:  # `check`'s (_checker_parks): a quiet chunk nothing read, nothing to finish
+            self.parked.drop(fids)
+            return
         data = self.parked.has_data[fids]
         self.parked.drop(fids[~data])
         with_data = fids[data]
@@ -858,9 +909,10 @@ class Pipeline:
         gone = without[:0] if self.on_cut is None else np.sort(without)
         if self.on_cut is not None and not getattr(self.store, "keeps_rows", True):
             gone = victims
-        if len(gone):  # judged while their levels (and the serials they left out as far) are still held
-            self.on_cut(gone)
         parked = self.parked.parcel_of[victims] >= 0
+        if len(gone):  # judged while their levels (and the serials they left out as far) are still held; a parked
+            # connection has none, and its quiet chunk was not read (_checker_parks)
+            self.on_cut(gone[self.parked.parcel_of[gone] < 0])
         self._finish_parked(victims[parked], cut=True)
         held = victims[~parked]
         self._release_bare(held[~self.fed[held]], cut=True)
