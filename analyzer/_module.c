@@ -59,6 +59,9 @@ static PyMethodDef module_methods[] = {
      "(state/flows.py FlowTable.assign)"},
     {"handshake_rows", handshake_rows, METH_VARARGS,
      "handshake_rows(events) -> int64 rows: SCTP INIT, INIT-ACK, COOKIE-ECHO, TCP SYNs, MP_CAPABLE (state/flows.py)"},
+    {"summary_pack", summary_pack, METH_VARARGS,
+     "summary_pack(pieces) -> (packed bytes, bases, wide): a chunk's pass-1 rows as SummaryStore writes them "
+     "(state/stores.py)"},
     {"fill_layout", fill_layout, METH_VARARGS,
      "fill_layout(pieces, values, fallback) -> str: the values' JSON text between the pieces, len(pieces) - 1 "
      "values a run (views/formats.py)"},
