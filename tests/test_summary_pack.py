@@ -86,3 +86,30 @@ def test_summary_pack_refuses_a_piece_of_the_wrong_shape():
         _native.summary_pack([(np.zeros(3, np.int64),) * 3])
     with pytest.raises(ValueError):  # a column shorter than the first
         _native.summary_pack([tuple(np.zeros(3 if k == 0 else 2, dtype) for k, dtype in enumerate(SummaryStore.KEPT_DTYPES))])
+
+
+@pytest.mark.parametrize("span", [10, 1 << 33])
+def test_summary_unpack_reads_back_what_was_packed(span):
+    """Several chunks' pieces of one layout, each with its bases, read back as pass 2 reads them: every column's
+    values as they were, and the bits."""
+    rng = np.random.default_rng(span % 997)
+    for _ in range(40):
+        chunks = [random_pieces(rng, span) for _ in range(int(rng.integers(1, 4)))]
+        packed = [compiled(pieces) for pieces in chunks]
+        if len({dtype for _, _, dtype in packed}) != 1:
+            continue  # (the store joins pieces of one layout only)
+        counts = np.array([sum(len(piece["time_ns"]) for piece in pieces) for pieces in chunks], np.int64)
+        columns, bits = _native.summary_unpack(b"".join(data for data, _, _ in packed),
+                                               tuple(int(packed[0][2][name] == np.int64) for name in COLUMNS),
+                                               np.array([bases for _, bases, _ in packed], np.int64), counts)
+        columns = np.frombuffer(columns, np.int64).reshape(len(COLUMNS), -1)
+        every = [piece for pieces in chunks for piece in pieces]
+        for k, name in enumerate(COLUMNS):
+            assert columns[k].tolist() == np.concatenate([np.asarray(piece[name]) for piece in every]).tolist()
+        expected = np.frombuffer(reference(every)[0], reference(every)[2])["bits"] if len(every) else []
+        assert np.frombuffer(bits, np.uint8).tolist() == list(expected)
+
+
+def test_summary_unpack_refuses_bytes_that_do_not_fit_the_counts():
+    with pytest.raises(ValueError):
+        _native.summary_unpack(b"\0" * 16, (0, 0, 0, 0), np.zeros(4, np.int64), np.array([1], np.int64))

@@ -140,3 +140,57 @@ out:
     PyMem_Free(pieces);
     return result;
 }
+
+/* summary_unpack(packed, wide, bases, counts) -> (the four columns as int64, one after another; the bits bytes),
+ * as bytearrays: pieces packed by summary_pack with one layout (`wide`: whether each column is kept whole),
+ * read back (summary_pack's inverse): counts[k] rows of piece k, whose columns were narrowed above
+ * bases[k * 4 + column] (int64 arrays). */
+PyObject *summary_unpack(PyObject *self, PyObject *args) {
+    PyObject *o_packed, *o_bases, *o_counts, *columns = NULL, *bits = NULL, *result = NULL;
+    int whole[PK_N];
+    if (!PyArg_ParseTuple(args, "O(iiii)OO:summary_unpack", &o_packed, &whole[0], &whole[1], &whole[2], &whole[3],
+                          &o_bases, &o_counts))
+        return NULL;
+    buf_t packed = {0}, bases = {0}, counts = {0};
+    if (get_buf(o_counts, &counts, 8, -1, 0, "summary_unpack") < 0) goto out;
+    Py_ssize_t n_pieces = counts.b.len / 8, rows = 0;
+    if (get_buf(o_bases, &bases, 8, n_pieces * PK_N, 0, "summary_unpack") < 0) goto out;
+    size_t width = 1, offset[PK_N + 1] = {0};
+    for (int c = 0; c < PK_N; c++) offset[c + 1] = offset[c] + (whole[c] ? 8 : 4);
+    width = offset[PK_N] + 1;
+    const int64_t *count = counts.b.buf, *base = bases.b.buf;
+    for (Py_ssize_t k = 0; k < n_pieces; k++) {
+        if (count[k] < 0) { PyErr_SetString(PyExc_ValueError, "summary_unpack: a negative count"); goto out; }
+        rows += count[k];
+    }
+    if (get_buf(o_packed, &packed, 1, -1, 0, "summary_unpack") < 0) goto out;
+    if ((size_t)packed.b.len != (size_t)rows * width) {
+        PyErr_Format(PyExc_ValueError, "summary_unpack: %zd bytes for %zd rows of %zu", packed.b.len, rows, width);
+        goto out;
+    }
+    if (!(columns = PyByteArray_FromStringAndSize(NULL, rows * 8 * PK_N)) || !(bits = PyByteArray_FromStringAndSize(NULL, rows)))
+        goto out;
+    const uint8_t *in = packed.b.buf;
+    int64_t *col = (int64_t *)PyByteArray_AS_STRING(columns);
+    uint8_t *bit = (uint8_t *)PyByteArray_AS_STRING(bits);
+    for (int c = 0; c < PK_N; c++) {
+        const uint8_t *at = in + offset[c];
+        int64_t *out = col + (size_t)c * rows;
+        for (Py_ssize_t k = 0; k < n_pieces; k++) {
+            uint64_t b = (uint64_t)base[k * PK_N + c];
+            for (int64_t i = 0; i < count[k]; i++, at += width, out++) {
+                if (whole[c]) memcpy(out, at, 8);
+                else { uint32_t u; memcpy(&u, at, 4); *out = (int64_t)(b + u); }
+            }
+        }
+    }
+    for (Py_ssize_t i = 0; i < rows; i++) bit[i] = in[i * width + offset[PK_N]];
+    result = PyTuple_Pack(2, columns, bits);
+out:
+    Py_XDECREF(columns);
+    Py_XDECREF(bits);
+    if (packed.ok) PyBuffer_Release(&packed.b);
+    if (bases.ok) PyBuffer_Release(&bases.b);
+    if (counts.ok) PyBuffer_Release(&counts.b);
+    return result;
+}

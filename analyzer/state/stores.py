@@ -180,6 +180,7 @@ class SummaryStore(FileStore):
 
     COLUMNS = ("time_ns", "sack", "nr", "acked")
     KEPT = COLUMNS + ("flags", "is_data", "sacked")
+    board_outputs = ("sack", "sacked", "nr", "acked")  # the Board.feed outputs KEPT holds: the others are not made
     NEW, GAP, DATA, SACKED = 1, 2, 4, 8  # the bits; NEW and GAP are Board.feed's flags 1 and 2
     BATCH_ROWS = 1 << 14  # (larger batches only made larger temporaries)
 
@@ -232,20 +233,17 @@ class SummaryStore(FileStore):
                     sacked=bits & self.SACKED)
 
     def _joined(self, pieces):
-        """Pieces written with one dtype, read and joined: -> finish()'s column dict."""
+        """Pieces written with one layout, read and joined: -> finish()'s column dict."""
         self.file.flush()
         fd = self.file.fileno()
         dtype = pieces[0][2][1]
-        # joined as bytes: numpy's concatenate of records goes field by field, through its dtype promotion
-        joined = np.frombuffer(b"".join([os.pread(fd, n * dtype.itemsize, offset) for offset, n, _ in pieces]), dtype)
+        data = b"".join([os.pread(fd, n * dtype.itemsize, offset) for offset, n, _ in pieces])
+        wide = tuple(int(dtype[name] == np.int64) for name in self.COLUMNS)
         bases = np.array([layout[0] for _, _, layout in pieces], np.int64)
-        counts = [n for _, n, _ in pieces]
-        columns = {}
-        for k, name in enumerate(self.COLUMNS):
-            base = bases[:, k]
-            columns[name] = joined[name].astype(np.int64) + (int(base[0]) if (base == base[0]).all()
-                                                               else np.repeat(base, counts))
-        return self._rows(columns, joined["bits"])
+        counts = np.array([n for _, n, _ in pieces], np.int64)
+        columns, bits = _native.summary_unpack(data, wide, bases, counts)
+        columns = np.frombuffer(columns, np.int64).reshape(len(self.COLUMNS), -1)
+        return self._rows(dict(zip(self.COLUMNS, columns)), np.frombuffer(bits, np.uint8))
 
     def _waiting_rows(self, parts):
         columns = {name: np.concatenate([part[name] for part in parts]) for name in self.KEPT}
