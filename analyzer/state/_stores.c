@@ -84,6 +84,9 @@ PyObject *summary_pack(PyObject *self, PyObject *args) {
     int64_t lo[PK_N], hi[PK_N], base[PK_N] = {0};
     int whole[PK_N];
     for (int c = 0; c < PK_N; c++) { lo[c] = INT64_MAX; hi[c] = INT64_MIN; }
+    /* the loops over rows without the GIL (the buffers are held): with --jobs the store packs a chunk in a
+     * thread while the pipeline goes on */
+    Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t k = 0; k < n_pieces; k++) {
         const piece_t *p = &pieces[k];
         for (Py_ssize_t i = 0; p->records && i < p->n; i++) {
@@ -101,6 +104,7 @@ PyObject *summary_pack(PyObject *self, PyObject *args) {
                 hi[c] = v > hi[c] ? v : hi[c];
             }
     }
+    Py_END_ALLOW_THREADS
     size_t width = 1;  /* the bits byte */
     for (int c = 0; c < PK_N; c++) {
         /* (the difference as unsigned: exact for any two int64 values, lo <= hi) */
@@ -113,6 +117,7 @@ PyObject *summary_pack(PyObject *self, PyObject *args) {
     uint8_t *at = (uint8_t *)PyBytes_AS_STRING(packed);
     size_t offset[PK_N + 1] = {0};  /* each column's place in a record; the bits byte last */
     for (int c = 0; c < PK_N; c++) offset[c + 1] = offset[c] + (whole[c] ? 8 : 4);
+    Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t k = 0; k < n_pieces; k++) {
         const piece_t *p = &pieces[k];
         for (Py_ssize_t i = 0; p->records && i < p->n; i++) {
@@ -129,6 +134,7 @@ PyObject *summary_pack(PyObject *self, PyObject *args) {
         }
         at += p->n * width;
     }
+    Py_END_ALLOW_THREADS
     result = Py_BuildValue("(O(LLLL)(iiii))", packed, (long long)base[0], (long long)base[1], (long long)base[2],
                            (long long)base[3], whole[0], whole[1], whole[2], whole[3]);
 out:
@@ -173,6 +179,7 @@ PyObject *summary_unpack(PyObject *self, PyObject *args) {
     const uint8_t *in = packed.b.buf;
     int64_t *col = (int64_t *)PyByteArray_AS_STRING(columns);
     uint8_t *bit = (uint8_t *)PyByteArray_AS_STRING(bits);
+    Py_BEGIN_ALLOW_THREADS
     for (int c = 0; c < PK_N; c++) {
         const uint8_t *at = in + offset[c];
         int64_t *out = col + (size_t)c * rows;
@@ -185,6 +192,7 @@ PyObject *summary_unpack(PyObject *self, PyObject *args) {
         }
     }
     for (Py_ssize_t i = 0; i < rows; i++) bit[i] = in[i * width + offset[PK_N]];
+    Py_END_ALLOW_THREADS
     result = PyTuple_Pack(2, columns, bits);
 out:
     Py_XDECREF(columns);
