@@ -15,6 +15,7 @@ setup(
             "nrsack.analyzer._native",
             sources=["analyzer/_module.c", "analyzer/read/_reader.c", "analyzer/state/_scoreboard.c",
                      "analyzer/state/_levels.c", "analyzer/state/_fin_closes.c", "analyzer/state/_flows.c",
+                     "analyzer/state/_stores.c",
                      "analyzer/rules/_ledger.c",
                      "analyzer/views/_layout.c",
                      "core/serial.c", "core/iset.c", "core/scoreboard.c", "core/sndbuf.c"],

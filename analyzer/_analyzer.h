@@ -134,6 +134,10 @@ PyObject *mptcp_part(PyObject *self, PyObject *args);        /* state/_levels.c 
 PyObject *conn_present(PyObject *self, PyObject *args);      /* state/_flows.c */
 PyObject *conn_flows(PyObject *self, PyObject *args);        /* state/_flows.c */
 PyObject *handshake_rows(PyObject *self, PyObject *args);    /* state/_flows.c */
+PyObject *chunk_scan(PyObject *self, PyObject *args);        /* state/_flows.c */
+PyObject *flow_groups(PyObject *self, PyObject *args);       /* state/_flows.c */
+PyObject *summary_pack(PyObject *self, PyObject *args);      /* state/_stores.c */
+PyObject *summary_unpack(PyObject *self, PyObject *args);    /* state/_stores.c */
 PyObject *fill_layout(PyObject *self, PyObject *args);       /* views/_layout.c */
 
 #endif

@@ -60,8 +60,20 @@ static PyMethodDef module_methods[] = {
     {"conn_flows", conn_flows, METH_VARARGS,
      "conn_flows(events, conn_flow i4, conn_flip i1) -> (flow i4, side i1 bytearrays): each event's flow and side "
      "(state/flows.py FlowTable.assign)"},
+    {"chunk_scan", chunk_scan, METH_VARARGS,
+     "chunk_scan(events) -> (least time, greatest time, greatest frame, marks 1: SCTP end chunk, 2: TCP FIN or RST) "
+     "(state/pipeline.py)"},
+    {"flow_groups", flow_groups, METH_VARARGS,
+     "flow_groups(keys i4) -> (order, starts as int64 bytearrays) of the rows with keys >= 0 grouped stably by key, or "
+     "None (state/pipeline.py)"},
     {"handshake_rows", handshake_rows, METH_VARARGS,
      "handshake_rows(events) -> int64 rows: SCTP INIT, INIT-ACK, COOKIE-ECHO, TCP SYNs, MP_CAPABLE (state/flows.py)"},
+    {"summary_pack", summary_pack, METH_VARARGS,
+     "summary_pack(pieces) -> (packed bytes, bases, wide): a chunk's pass-1 rows as SummaryStore writes them "
+     "(state/stores.py)"},
+    {"summary_unpack", summary_unpack, METH_VARARGS,
+     "summary_unpack(packed, wide, bases, counts) -> (int64 columns, bits) bytearrays: summary_pack's rows read back "
+     "(state/stores.py)"},
     {"fill_layout", fill_layout, METH_VARARGS,
      "fill_layout(pieces, values, fallback) -> str: the values' JSON text between the pieces, len(pieces) - 1 "
      "values a run (views/formats.py)"},

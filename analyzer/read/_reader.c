@@ -49,24 +49,30 @@ static int raise_no_memory(void) {
     return -1;
 }
 
-static void *vec_push(vec_t *v, size_t sz) {
-    if (v->n + sz > v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : v->start_cap ? v->start_cap : 1 << 16;
-        while (cap < v->n + sz) cap *= 2;
-        PyGILState_STATE held = PyGILState_Ensure();
-        int failed = 0;
-        if (!v->ba) {
-            v->ba = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)cap);
-            failed = !v->ba;
-        } else {
-            failed = PyByteArray_Resize(v->ba, (Py_ssize_t)cap) < 0;
-        }
-        PyGILState_Release(held);
-        if (failed) return NULL;
-        v->p = PyByteArray_AS_STRING(v->ba); v->cap = cap;
+/* A full vector grown (doubled, or to its start size), with the GIL taken for the bytearray: -1 out of memory. */
+static __attribute__((noinline)) int vec_grow(vec_t *v, size_t sz) {
+    size_t cap = v->cap ? v->cap * 2 : v->start_cap ? v->start_cap : 1 << 16;
+    while (cap < v->n + sz) cap *= 2;
+    PyGILState_STATE held = PyGILState_Ensure();
+    int failed = 0;
+    if (!v->ba) {
+        v->ba = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)cap);
+        failed = !v->ba;
+    } else {
+        failed = PyByteArray_Resize(v->ba, (Py_ssize_t)cap) < 0;
     }
+    PyGILState_Release(held);
+    if (failed) return -1;
+    v->p = PyByteArray_AS_STRING(v->ba); v->cap = cap;
+    return 0;
+}
+
+/* `sz` bytes copied from `blank` at the vector's end (inline: with the size known there, a few vector
+ * stores, not the string instruction a memset of a variable size becomes) -> them, NULL out of memory */
+static inline void *vec_push_copy(vec_t *v, const void *blank, size_t sz) {
+    if (v->n + sz > v->cap && vec_grow(v, sz) < 0) return NULL;
     void *r = v->p + v->n;
-    memset(r, 0, sz);
+    memcpy(r, blank, sz);
     v->n += sz;
     return r;
 }
@@ -100,6 +106,7 @@ typedef struct {
     int64_t n_events, n_blocks;
     vec_t ev, bk;
     conn_t *table; size_t table_cap, n_conns;
+    int32_t last_conn;  /* the conn the last lookup found (when n_conns > 0) */
     int32_t *order;  /* conn id -> slot */
     size_t order_cap;
     PyObject *findings; /* list of (frame, reason) */
@@ -155,9 +162,24 @@ static uint64_t conn_hash(uint8_t proto, const uint8_t *a, const uint8_t *b, uin
 
 static int table_grow(Reader *r);
 
-/* Returns the conn id and sets *dir; -1 on memory error. */
+/* -> the direction in which a live conn has the packet's endpoints (0: as its A -> B), -1 not its */
+static inline int conn_match(const conn_t *c, uint8_t proto, const uint8_t *src, const uint8_t *dst, uint16_t sp,
+                             uint16_t dp) {
+    if (c->proto != proto || c->retired) return -1;
+    if (c->pa == sp && c->pb == dp && !memcmp(c->a, src, 16) && !memcmp(c->b, dst, 16)) return 0;
+    if (c->pa == dp && c->pb == sp && !memcmp(c->a, dst, 16) && !memcmp(c->b, src, 16)) return 1;
+    return -1;
+}
+
+/* Returns the conn id and sets *dir; -1 on memory error. The conn of the packet before is tried first,
+ * without hashing: a transfer's packets come in runs. (Live conns never share endpoints, so it is the one
+ * the probe would find.) */
 static int32_t conn_lookup(Reader *r, uint8_t proto, int v6, int udp, const uint8_t *src, const uint8_t *dst,
                            uint16_t sp, uint16_t dp, uint8_t *dir) {
+    if (r->n_conns) {
+        int found = conn_match(&r->table[r->order[r->last_conn]], proto, src, dst, sp, dp);
+        if (found >= 0) { *dir = (uint8_t)found; return r->last_conn; }
+    }
     if (r->n_conns * 2 >= r->table_cap && table_grow(r) < 0) return -1;
     size_t mask = r->table_cap - 1, i = conn_hash(proto, src, dst, sp, dp) & mask;
     for (;; i = (i + 1) & mask) {
@@ -174,11 +196,11 @@ static int32_t conn_lookup(Reader *r, uint8_t proto, int v6, int udp, const uint
             }
             r->order[r->n_conns++] = (int32_t)i;
             *dir = 0;
+            r->last_conn = c->id;
             return c->id;
         }
-        if (c->proto != proto || c->retired) continue;
-        if (c->pa == sp && c->pb == dp && !memcmp(c->a, src, 16) && !memcmp(c->b, dst, 16)) { *dir = 0; return c->id; }
-        if (c->pa == dp && c->pb == sp && !memcmp(c->a, dst, 16) && !memcmp(c->b, src, 16)) { *dir = 1; return c->id; }
+        int found = conn_match(c, proto, src, dst, sp, dp);
+        if (found >= 0) { *dir = (uint8_t)found; r->last_conn = c->id; return c->id; }
     }
 }
 
@@ -253,8 +275,9 @@ static void note_repair(Reader *r, const pkt_t *k, int32_t conn) {
     if (!c->repaired++) c->repaired_frame = r->frame;
 }
 
-static event_t *new_event(Reader *r, const pkt_t *k) {
-    event_t *e = vec_push(&r->ev, sizeof(event_t));
+static inline event_t *new_event(Reader *r, const pkt_t *k) {
+    static const event_t blank;
+    event_t *e = vec_push_copy(&r->ev, &blank, sizeof blank);
     if (!e) return NULL;
     e->time_ns = k->time_ns;
     e->frame = r->frame;
@@ -265,7 +288,8 @@ static event_t *new_event(Reader *r, const pkt_t *k) {
 }
 
 static int add_block(Reader *r, event_t *e, uint8_t kind, uint64_t lo, uint64_t hi) {
-    block_t *b = vec_push(&r->bk, sizeof(block_t));
+    static const block_t blank;
+    block_t *b = vec_push_copy(&r->bk, &blank, sizeof blank);
     if (!b) return -1;
     b->event = r->n_events - 1; b->kind = kind; b->lo = lo; b->hi = hi;
     r->n_blocks++;
@@ -545,6 +569,16 @@ static int parse_transport(Reader *r, const pkt_t *k, int proto, const uint8_t *
     return 0;
 }
 
+/* ::ffff:a.b.c.d, written as two 8-byte words: conn_hash and conn_lookup read it back so, and a read
+ * over narrower stores just made waits for them to retire (a store-forwarding stall each packet) */
+static inline void ipv4_mapped(uint8_t out[16], const uint8_t *a) {
+    uint8_t word[8] = {0, 0, 0xff, 0xff, a[0], a[1], a[2], a[3]};
+    uint64_t low = 0, high;
+    memcpy(&high, word, 8);
+    memcpy(out, &low, 8);
+    memcpy(out + 8, &high, 8);
+}
+
 static int parse_ip(Reader *r, pkt_t *k, const uint8_t *p, size_t cap, size_t wire) {
     if (cap < 1) return 0;
     int ver = p[0] >> 4;
@@ -558,8 +592,8 @@ static int parse_ip(Reader *r, pkt_t *k, const uint8_t *p, size_t cap, size_t wi
         if (cap < ihl) return finding(r, "IPv4 options truncated");
         if ((rd16(p + 6) & 0x3fff) != 0) return 0; /* fragments: not reassembled */
         k->v6 = 0;
-        memset(k->src, 0, 16); k->src[10] = k->src[11] = 0xff; memcpy(k->src + 12, p + 12, 4);
-        memset(k->dst, 0, 16); k->dst[10] = k->dst[11] = 0xff; memcpy(k->dst + 12, p + 16, 4);
+        ipv4_mapped(k->src, p + 12);
+        ipv4_mapped(k->dst, p + 16);
         return parse_transport(r, k, p[9], p + ihl, tot - ihl, cap - ihl);
     }
     if (ver == 6) {
@@ -992,16 +1026,22 @@ static void map_open(Reader *self, FILE *file, const uint8_t *magic) {
 }
 
 /* The window over [pos, pos + need): -> its bytes there, or NULL (mapping failed: libpcap reads on). */
-static const uint8_t *map_at(Reader *self, uint64_t pos, size_t need) {
+static __attribute__((noinline)) const uint8_t *map_move(Reader *self, uint64_t pos, size_t need);
+static inline const uint8_t *map_at(Reader *self, uint64_t pos, size_t need) {
     if (self->map && pos >= self->map_start && pos + need <= self->map_start + self->map_len)
         return self->map + (pos - self->map_start);
+    return map_move(self, pos, need);
+}
+
+/* map_at beyond the window: the window moved there */
+static const uint8_t *map_move(Reader *self, uint64_t pos, size_t need) {
     if (self->map) munmap((void *)self->map, self->map_len);
     self->map = NULL;
     uint64_t start = pos & ~(uint64_t)(sysconf(_SC_PAGESIZE) - 1);
     size_t len = MAP_WINDOW;
     if (pos + need - start > len) len = (size_t)(pos + need - start);
     if (start + len > self->map_size) len = (size_t)(self->map_size - start);
-    void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, self->map_fd, (off_t)start);
+    void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, self->map_fd, (off_t)start);
     if (m == MAP_FAILED) return NULL;
     madvise(m, len, MADV_SEQUENTIAL);
     self->map = m; self->map_len = len; self->map_start = start;

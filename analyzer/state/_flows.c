@@ -100,3 +100,79 @@ PyObject *handshake_rows(PyObject *self, PyObject *args) {
     if (ev.ok) PyBuffer_Release(&ev.b);
     return out;
 }
+
+/* chunk_scan(events) -> (least time_ns, greatest time_ns, greatest frame, marks) of a chunk (None for the three
+ * without events), in one pass over the records where numpy made one a figure: marks | 1 where an SCTP ABORT or
+ * SHUTDOWN-COMPLETE chunk is among them, | 2 where a TCP segment with FIN or RST is (state/pipeline.py: whether
+ * a flow may end in the chunk). */
+PyObject *chunk_scan(PyObject *self, PyObject *args) {
+    PyObject *o_ev;
+    if (!PyArg_ParseTuple(args, "O:chunk_scan", &o_ev)) return NULL;
+    buf_t ev = {0};
+    if (get_buf(o_ev, &ev, sizeof(event_t), -1, 0, "chunk_scan") < 0) {
+        if (ev.ok) PyBuffer_Release(&ev.b);
+        return NULL;
+    }
+    const event_t *e = ev.b.buf;
+    Py_ssize_t n = ev.b.len / (Py_ssize_t)sizeof(event_t);
+    int64_t t_min = INT64_MAX, t_max = INT64_MIN;
+    uint32_t frame_max = 0;
+    int marks = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        t_min = e[i].time_ns < t_min ? e[i].time_ns : t_min;
+        t_max = e[i].time_ns > t_max ? e[i].time_ns : t_max;
+        frame_max = e[i].frame > frame_max ? e[i].frame : frame_max;
+        if (e[i].proto == 132 && (e[i].chunk == 6 || e[i].chunk == 14)) marks |= 1;
+        if (e[i].proto == 6 && (e[i].tcp_flags & (TCP_FLAG_FIN | TCP_FLAG_RST))) marks |= 2;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&ev.b);
+    if (!n) return Py_BuildValue("(OOOi)", Py_None, Py_None, Py_None, marks);
+    return Py_BuildValue("(LLki)", (long long)t_min, (long long)t_max, (unsigned long)frame_max, marks);
+}
+
+/* flow_groups(keys i4) -> (order, starts as int64 bytearrays), or None when the keys span too many values: the
+ * rows with a key >= 0 grouped by key, in row order within a group (np.argsort(keys, kind="stable") without
+ * the rows of negative keys), and where each group starts in that order. A counting sort over the keys'
+ * span: two passes where numpy's sort and the gathers around it took ten. */
+PyObject *flow_groups(PyObject *self, PyObject *args) {
+    PyObject *o_keys, *order = NULL, *starts = NULL, *result = NULL;
+    if (!PyArg_ParseTuple(args, "O:flow_groups", &o_keys)) return NULL;
+    buf_t kb = {0};
+    int64_t *count = NULL;
+    if (get_buf(o_keys, &kb, 4, -1, 0, "flow_groups") < 0) goto out;
+    const int32_t *key = kb.b.buf;
+    Py_ssize_t n = kb.b.len / 4, kept = 0;
+    int32_t lo = INT32_MAX, hi = -1;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (key[i] >= 0) {
+            kept++;
+            lo = key[i] < lo ? key[i] : lo;
+            hi = key[i] > hi ? key[i] : hi;
+        }
+    size_t span = kept ? (size_t)hi - (size_t)lo + 1 : 0;
+    if (span > (size_t)n + 65536) { result = Py_NewRef(Py_None); goto out; }  /* a count per value: not worth it */
+    if (!(count = calloc(span + 1, sizeof *count))) { PyErr_NoMemory(); goto out; }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (key[i] >= 0) count[key[i] - lo + 1]++;
+    Py_ssize_t groups = 0;
+    for (size_t v = 1; v <= span; v++) groups += count[v] > 0;
+    if (!(order = PyByteArray_FromStringAndSize(NULL, kept * 8)) || !(starts = PyByteArray_FromStringAndSize(NULL, groups * 8)))
+        goto out;
+    int64_t *o = (int64_t *)PyByteArray_AS_STRING(order), *s = (int64_t *)PyByteArray_AS_STRING(starts);
+    /* count[v] becomes where value v - 1 + lo's group starts; the groups' starts in value order */
+    for (size_t v = 1, g = 0; v <= span; v++) {
+        if (count[v]) s[g++] = count[v - 1];
+        count[v] += count[v - 1];
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (key[i] >= 0) o[count[key[i] - lo]++] = i;
+    result = PyTuple_Pack(2, order, starts);
+out:
+    free(count);
+    Py_XDECREF(order);
+    Py_XDECREF(starts);
+    if (kb.ok) PyBuffer_Release(&kb.b);
+    return result;
+}

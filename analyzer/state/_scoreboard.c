@@ -204,6 +204,7 @@ static PyObject *Board_feed(Board *self, PyObject *args) {
     self->revoked.n = 0;
     for (int i = 0; i < N_ARRAYS; i++) {
         Py_ssize_t want = (i >= IN_BLO && i <= IN_BNR) ? nb : n;
+        if (i >= OUT_SACK && i < OUT_FLAGS && i != OUT_ACKED && o[i] == Py_None) continue;  /* an output not read */
         if (get_buf(o[i], &b[i], sizes[i], want, i >= OUT_SACK, "Board.feed") < 0) goto out;
         if (i == IN_KIND) n = b[i].b.len;
         if (i == IN_BLO) nb = b[i].b.len / 8;
@@ -215,8 +216,13 @@ static PyObject *Board_feed(Board *self, PyObject *args) {
         const int64_t *lo = b[IN_LO].b.buf, *hi = b[IN_HI].b.buf, *size = b[IN_SIZE].b.buf, *bs = b[IN_BSTART].b.buf;
         const int64_t *blo = b[IN_BLO].b.buf, *bhi = b[IN_BHI].b.buf;
         const int32_t *bc = b[IN_BCOUNT].b.buf;
-        int64_t *out[OUT_FLAGS];
-        for (int i = OUT_SACK; i < OUT_FLAGS; i++) out[i] = b[i].b.buf;
+        /* an output given as None is written to one scratch word (stride 0): no branch per row */
+        int64_t *out[OUT_FLAGS], scratch = 0;
+        Py_ssize_t step[OUT_FLAGS];
+        for (int i = OUT_SACK; i < OUT_FLAGS; i++) {
+            out[i] = b[i].ok ? b[i].b.buf : &scratch;
+            step[i] = b[i].ok;
+        }
         int32_t *o_fl = b[OUT_FLAGS].b.buf;
         int failed = 0;  /* 1: a block index out of range, 2: no memory (raised once the GIL is back) */
         Py_BEGIN_ALLOW_THREADS  /* plain C over this Board and buffers held: other flows' threads run meanwhile */
@@ -229,9 +235,10 @@ static PyObject *Board_feed(Board *self, PyObject *args) {
             if (feed_row(self, i, kind[i], lo[i], hi[i], size[i], blo + bs[i], bhi + bs[i], bnr + bs[i], bc[i],
                          revoke[i], pb.ok ? ((const int64_t *)pb.b.buf)[i] : 0,
                          tb.ok ? ((const int64_t *)tb.b.buf)[i] : 0, &f) < 0) { failed = 2; break; }
-            out[OUT_SACK][i] = f.sack; out[OUT_SACKED][i] = f.sacked; out[OUT_NR][i] = f.nr; out[OUT_FREED][i] = f.freed;
-            out[OUT_ACKED][i] = f.acked; out[OUT_USACK][i] = f.usack; out[OUT_USACKED][i] = f.usacked;
-            out[OUT_UNR][i] = f.unr;
+            out[OUT_SACK][i * step[OUT_SACK]] = f.sack; out[OUT_SACKED][i * step[OUT_SACKED]] = f.sacked;
+            out[OUT_NR][i * step[OUT_NR]] = f.nr; out[OUT_FREED][i * step[OUT_FREED]] = f.freed;
+            out[OUT_ACKED][i] = f.acked; out[OUT_USACK][i * step[OUT_USACK]] = f.usack;
+            out[OUT_USACKED][i * step[OUT_USACKED]] = f.usacked; out[OUT_UNR][i * step[OUT_UNR]] = f.unr;
             o_fl[i] = f.flags;
             tally_row(&t, i, kind[i], size[i], &f);
         }

@@ -495,13 +495,12 @@ class Pipeline:
             self._flush_held()  # (as if replayed: a chunk of them alone)
             return flow_of, side_of
         self._grow(len(self.table.flows), len(cap.conns))
-        self.end_ns = max(self.end_ns, int(cap.ev["time_ns"].max()))
-        live_flow = self._live(cap, flow_of)
+        scan = _native.chunk_scan(cap.ev)  # (least time, greatest time, greatest frame, marks)
+        self.end_ns = max(self.end_ns, scan[1])
+        live_flow = self._live(cap, flow_of, scan)
         # every flow's live events in capture order, from one stable sort instead of a scan per flow
-        order = grouped_order(live_flow)
-        order = order[live_flow[order] >= 0]
+        order, starts = live_groups(live_flow)
         sorted_flows = live_flow[order]
-        starts = np.flatnonzero(np.diff(sorted_flows, prepend=-1))
         stops = np.append(starts[1:], len(order))
         sorted_side = side_of[order]
         short = self._finish_short(cap, order, sorted_side, sorted_flows[starts], starts, stops)
@@ -546,14 +545,14 @@ class Pipeline:
         # parked: open from the next chunk on, as a connection held back into it was (for `check`: from this one, as
         # the general way has it, so the budget releases the same flows)
         if len(held) and not self._checker_parks():
-            self.pending = (held, self.last_ns[held], int(cap.ev["frame"].max()))
+            self.pending = (held, self.last_ns[held], scan[2])
             self.last_ns[held] = _NEVER
             self.active[held] = False
         if short:
             finished = np.fromiter(short, np.int64, len(short))
             self.released[finished] = True
             self.active[finished] = False
-        self._settle(int(cap.ev["frame"].max()), short)
+        self._settle(scan[2], short)
         return flow_of, side_of
 
     def _settle(self, frame, short):
@@ -799,18 +798,18 @@ class Pipeline:
 
     # -- where flows end
 
-    def _live(self, cap, flow_of):
+    def _live(self, cap, flow_of, scan):
         """-> the flow of each event, -1 for those after their flow's end (or none); sets self._ended
-        to the flows that end in this chunk."""
+        to the flows that end in this chunk. scan: _native.chunk_scan's of the chunk."""
         ev = cap.ev
         n = len(flow_of)
         has_flow = flow_of >= 0
         fid = np.where(has_flow, flow_of, 0)
-        dead = self._after_idle_gap(ev["time_ns"], fid)
+        dead = self._after_idle_gap(ev["time_ns"], fid, scan[0], scan[1])
         if self.released.any():  # (a gather per event otherwise, for nothing: long captures of few flows)
             dead |= self.released[fid]
         dead |= ~has_flow
-        ends = self._ending_rows(cap, fid, ~dead)
+        ends = self._ending_rows(cap, fid, ~dead, scan[3])
         if ends:
             limit = np.full(len(self.released), np.iinfo(np.int64).max)
             limit[list(ends)] = list(ends.values())
@@ -823,17 +822,17 @@ class Pipeline:
             self.late[0] += int(late.sum())
         return np.where(dead, -1, flow_of)
 
-    def _after_idle_gap(self, times, fid) -> np.ndarray:
+    def _after_idle_gap(self, times, fid, least, greatest) -> np.ndarray:
         """Per event: whether an idle gap in its flow (in this chunk or since the flow's last event before
-        it) lies before it, so the flow was released before this event."""
+        it) lies before it, so the flow was released before this event. least, greatest: the times' bounds."""
         n = len(fid)
         if not n:
             return np.zeros(0, bool)
         # the live flows' last events, whether or not they have events here: a lower floor than this chunk's
         # flows alone can have, so never a missed gap, and no gather per event
         lasts = self.last_ns[self.active]
-        floor = min(int(times.min()), int(lasts.min())) if len(lasts) else int(times.min())
-        if int(times.max()) - floor <= IDLE_NS:
+        floor = min(least, int(lasts.min())) if len(lasts) else least
+        if greatest - floor <= IDLE_NS:
             return np.zeros(n, bool)  # no two times of the chunk lie that far apart: no flow idled (the usual case)
         order = np.argsort(fid, kind="stable")
         f_sorted, t_sorted = fid[order], times[order]
@@ -847,13 +846,17 @@ class Pipeline:
         dead[order] = _from_first(gap, first)
         return dead
 
-    def _ending_rows(self, cap, fid, live) -> dict:
+    def _ending_rows(self, cap, fid, live, marks) -> dict:
         """flow id -> the chunk row at which it ends (SCTP SHUTDOWN-COMPLETE / ABORT, TCP FINs acked or
-        RST, MPTCP: all its subflows so ended), for the flows ending in this chunk."""
+        RST, MPTCP: all its subflows so ended), for the flows ending in this chunk. marks: chunk_scan's (1: an
+        SCTP end chunk among the events, 2: a TCP FIN or RST): the chunks of a long transfer have neither."""
         ev = cap.ev
         ends = {}
+        open_before = (self.fin_end >= 0).any(axis=1)  # conns with a FIN seen and not yet closed
+        if not marks and not open_before.any():
+            return ends
         sctp_end = np.flatnonzero(live & (ev["proto"] == E.PROTO_SCTP)
-                                  & np.isin(ev["chunk"], (SCTP_ABORT, SCTP_SHUTDOWN_COMPLETE)))
+                                  & np.isin(ev["chunk"], (SCTP_ABORT, SCTP_SHUTDOWN_COMPLETE))) if marks & 1 else ()
         if len(sctp_end):
             flows, first = np.unique(fid[sctp_end], return_index=True)
             ends.update(zip(flows.tolist(), sctp_end[first].tolist()))
@@ -862,8 +865,7 @@ class Pipeline:
             return ends
         conn, tf = ev["conn"], ev["tcp_flags"]
         closing = np.flatnonzero(tcp & ((tf & (E.TCP_FIN | E.TCP_RST)) != 0))
-        # conns with a FIN seen and not yet closed: followed from this chunk's start
-        open_before = (self.fin_end >= 0).any(axis=1)
+        # (the conns with a FIN seen and not yet closed: followed from this chunk's start)
         if not len(closing) and not open_before.any():
             return ends
         # the rows to follow one by one: a conn's from its first FIN or RST on (few per connection)
@@ -1161,6 +1163,17 @@ class Pipeline:
             return self.budget_note()
         return self.budget_note() + [(frame, "GEN-01.note", f"{count} events came after their flow ended (SHUTDOWN-COMPLETE, ABORT, "
                                        f"FINs acked, RST or {IDLE_NS // 1_000_000_000} s idle): not analysed")]
+
+
+def live_groups(live_flow):
+    """-> (the rows of live_flow >= 0 grouped by flow, in capture order within a flow; where each flow's rows
+    start among them): _native.flow_groups, or grouped_order's sort where the flow ids span too many values."""
+    grouped = _native.flow_groups(live_flow)
+    if grouped is not None:
+        return np.frombuffer(grouped[0], np.int64), np.frombuffer(grouped[1], np.int64)
+    order = grouped_order(live_flow)
+    order = order[live_flow[order] >= 0]
+    return order, np.flatnonzero(np.diff(live_flow[order], prepend=-1))
 
 
 def grouped_order(keys) -> np.ndarray:

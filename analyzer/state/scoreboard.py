@@ -218,12 +218,14 @@ class DirectionAccumulator:
         n = len(part.pos)
         if not n:
             return
-        # one allocation for the Board's outputs: each row of it is a C-contiguous column
-        out = dict(zip(BOARD_OUTPUTS, np.empty((len(BOARD_OUTPUTS), n), np.int64)))
+        # one allocation for the Board's outputs the store reads (the others None: not written); each row of
+        # it is a C-contiguous column
+        outputs = getattr(self.store, "board_outputs", BOARD_OUTPUTS)
+        out = dict(zip(outputs, np.empty((len(outputs), n), np.int64)))
         flags = np.empty(n, np.int32)
         tallies = self.board.feed(
             part.kind, part.lo, part.hi, part.size, part.bstart, part.bcount, part.blo, part.bhi, part.bnr,
-            revoke_modes(self.level, events, part), *out.values(), flags,
+            revoke_modes(self.level, events, part), *(out.get(name) for name in BOARD_OUTPUTS), flags,
             part.conn.astype(np.int64, copy=False),  # the path each ack came on (sb_ack)
             part.time_ns.astype(np.int64, copy=False))  # the waits' time (sbe_new_data)
         if self.on_part is not None:

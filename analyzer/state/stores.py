@@ -9,6 +9,7 @@ import tempfile
 
 import numpy as np
 
+from nrsack.analyzer import _native
 from nrsack.analyzer.state import scoreboard as A
 
 ROW_DTYPE = A.ROW_DTYPE
@@ -179,6 +180,7 @@ class SummaryStore(FileStore):
 
     COLUMNS = ("time_ns", "sack", "nr", "acked")
     KEPT = COLUMNS + ("flags", "is_data", "sacked")
+    board_outputs = ("sack", "sacked", "nr", "acked")  # the Board.feed outputs KEPT holds: the others are not made
     NEW, GAP, DATA, SACKED = 1, 2, 4, 8  # the bits; NEW and GAP are Board.feed's flags 1 and 2
     BATCH_ROWS = 1 << 14  # (larger batches only made larger temporaries)
 
@@ -195,43 +197,35 @@ class SummaryStore(FileStore):
         bits |= (columns["sacked"] > 0).view(np.uint8) << 3
         return bits
 
-    @staticmethod
-    def _narrow(values):
-        """-> (base, the values less base in the narrowest dtype that holds them)."""
-        if not len(values):
-            return 0, values
-        base = int(values.min())
-        if int(values.max()) - base < 1 << 32:
-            return base, (values - base).astype(np.uint32)
-        return 0, values
+    # (column dtypes as summary_pack reads them: KEPT's order)
+    KEPT_DTYPES = (np.int64,) * 4 + (np.int32, np.bool_, np.int64)
 
     def _write(self, waiting):
-        # the records first, joined as bytes in one copy (many flows: a part each of a few rows), then the dicts
+        # the records first, then the dicts, packed in one compiled pass (_stores.c summary_pack): each column
+        # in the narrowest of uint32 above the chunk's least value, or int64, that holds the chunk's values
         records, dicts = [], []
         for key, parts in waiting.items():
             for part in parts:
                 (records if isinstance(part, np.ndarray) else dicts).append((key, part))
         if not records and not dicts:
             return
-        joined = [np.concatenate([part.view(np.uint8) for _, part in records]).view(ROW_DTYPE)] if records else []
-        whole = {name: np.concatenate([part[name] for part in joined] + [part[name] for _, part in dicts])
-                 for name in self.KEPT}
-        narrowed = [self._narrow(whole[name]) for name in self.COLUMNS] + [(0, self._bits(whole))]
-        packed = np.empty(len(whole["time_ns"]), [(name, values.dtype) for name, (_, values) in
-                                                  zip(self.COLUMNS + ("bits",), narrowed)])
-        for name, (_, values) in zip(packed.dtype.names, narrowed):
-            packed[name] = values
-        layout = (tuple(base for base, _ in narrowed[:-1]), packed.dtype)
+        pieces = [part for _, part in records] + [
+            tuple(np.ascontiguousarray(part[name], dtype) for name, dtype in zip(self.KEPT, self.KEPT_DTYPES))
+            for _, part in dicts]
+        packed, bases, wide = _native.summary_pack(pieces)
+        dtype = np.dtype([(name, np.int64 if whole else np.uint32) for name, whole in zip(self.COLUMNS, wide)]
+                         + [("bits", np.uint8)])
+        layout = (bases, dtype)
         self.file.seek(self.end)  # (batches() reads move it; the writes here follow one another)
         self.file.write(packed)
-        row_bytes = packed.dtype.itemsize
+        row_bytes = dtype.itemsize
         counts = [len(part) for _, part in records] + [len(part["time_ns"]) for _, part in dicts]
         ends = np.cumsum(counts) * row_bytes + self.end
         pieces = self.pieces
         for (key, _), at, n in zip(records + dicts, (ends - np.multiply(counts, row_bytes)).tolist(), counts):
             # each piece a run of the chunk's packed rows
             pieces.setdefault(key, []).append((at, n, layout))
-        self.end += packed.nbytes
+        self.end += len(packed)
 
     def _rows(self, columns, bits):
         """The column dict finish() reads; "sacked" says only whether any bytes were SACKed."""
@@ -239,20 +233,17 @@ class SummaryStore(FileStore):
                     sacked=bits & self.SACKED)
 
     def _joined(self, pieces):
-        """Pieces written with one dtype, read and joined: -> finish()'s column dict."""
+        """Pieces written with one layout, read and joined: -> finish()'s column dict."""
         self.file.flush()
         fd = self.file.fileno()
         dtype = pieces[0][2][1]
-        # joined as bytes: numpy's concatenate of records goes field by field, through its dtype promotion
-        joined = np.frombuffer(b"".join([os.pread(fd, n * dtype.itemsize, offset) for offset, n, _ in pieces]), dtype)
+        data = b"".join([os.pread(fd, n * dtype.itemsize, offset) for offset, n, _ in pieces])
+        wide = tuple(int(dtype[name] == np.int64) for name in self.COLUMNS)
         bases = np.array([layout[0] for _, _, layout in pieces], np.int64)
-        counts = [n for _, n, _ in pieces]
-        columns = {}
-        for k, name in enumerate(self.COLUMNS):
-            base = bases[:, k]
-            columns[name] = joined[name].astype(np.int64) + (int(base[0]) if (base == base[0]).all()
-                                                               else np.repeat(base, counts))
-        return self._rows(columns, joined["bits"])
+        counts = np.array([n for _, n, _ in pieces], np.int64)
+        columns, bits = _native.summary_unpack(data, wide, bases, counts)
+        columns = np.frombuffer(columns, np.int64).reshape(len(self.COLUMNS), -1)
+        return self._rows(dict(zip(self.COLUMNS, columns)), np.frombuffer(bits, np.uint8))
 
     def _waiting_rows(self, parts):
         columns = {name: np.concatenate([part[name] for part in parts]) for name in self.KEPT}
