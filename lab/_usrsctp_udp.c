@@ -4,7 +4,7 @@
  * so these ends use the kernel's UDP sockets and addresses; the namespaces' forwarders are the link.
  *
  * lab_udp_run(params, role, waits_path, result, err, errlen): role 1 receives (prints "ready" once
- * listening, then reads until the peer shuts down), role 0 sends `bytes` in `message`-sized writes,
+ * listening, then reads until the peer's SHUTDOWN arrives), role 0 sends `bytes` in `message`-sized writes,
  * logs every wait for send-buffer space (EWOULDBLOCK to the write that succeeds) to waits_path and
  * returns when the stack has every byte acked (SCTP_STATUS: nothing unacked or pending). */
 #define _DEFAULT_SOURCE /* clock_gettime, usleep under -std=c11 */
@@ -25,6 +25,9 @@
 #define UDP_ENCAPS_PORT 9899
 #define MAX_ADDRESSES 8
 #define MAX_MESSAGE 65000 /* the lab's --message limit */
+/* How long the sender waits for the SHUTDOWN handshake: a lost SHUTDOWN is sent again after an RTO (1 s at
+ * least, doubling), and the receiver reads until one arrives */
+#define SHUTDOWN_WAIT_US 10000000
 
 struct udp_params {
     int32_t nrsack, cmt, drain, n_local, n_remote;
@@ -118,6 +121,12 @@ static int receive_all(const struct udp_params *p, struct udp_result *r)
         return -1;
     if (usrsctp_listen(listener, 1) < 0)
         return fail("usrsctp_listen: %s", strerror(errno));
+    /* the peer's SHUTDOWN ends the read: its data is all in by then, and the read's end of file waits for
+     * the SHUTDOWN COMPLETE, which a lost packet delays by the SHUTDOWN ACK's retransmissions (a minute and
+     * more: the sender has gone) */
+    struct sctp_event shutdown_event = {.se_assoc_id = SCTP_FUTURE_ASSOC, .se_type = SCTP_SHUTDOWN_EVENT, .se_on = 1};
+    if (usrsctp_setsockopt(listener, IPPROTO_SCTP, SCTP_EVENT, &shutdown_event, sizeof shutdown_event) < 0)
+        return fail("SCTP_EVENT: %s", strerror(errno));
     printf("ready\n");
     fflush(stdout);
     struct socket *s = usrsctp_accept(listener, NULL, NULL);
@@ -136,6 +145,8 @@ static int receive_all(const struct udp_params *p, struct udp_result *r)
             break;
         if (!(flags & MSG_NOTIFICATION))
             r->bytes_received += n;
+        else if (((union sctp_notification *)buf)->sn_header.sn_type == SCTP_SHUTDOWN_EVENT)
+            break;
     }
     free(buf);
     r->complete = r->bytes_received == p->bytes;
@@ -152,6 +163,14 @@ static int all_acked(struct socket *s)
     if (usrsctp_getsockopt(s, IPPROTO_SCTP, SCTP_STATUS, &st, &len) < 0)
         return 0;
     return st.sstat_unackdata == 0 && st.sstat_penddata == 0;
+}
+
+static int association_gone(struct socket *s)
+{
+    struct sctp_status st;
+    socklen_t len = sizeof st;
+    memset(&st, 0, sizeof st);
+    return usrsctp_getsockopt(s, IPPROTO_SCTP, SCTP_STATUS, &st, &len) < 0 || st.sstat_state == SCTP_CLOSED;
 }
 
 static int send_all(const struct udp_params *p, FILE *waits, struct udp_result *r)
@@ -213,7 +232,10 @@ static int send_all(const struct udp_params *p, FILE *waits, struct udp_result *
         usleep(200);
     }
     usrsctp_shutdown(s, SHUT_WR);
-    usleep(300000); /* the SHUTDOWN handshake, so the receiver's read ends */
+    /* the SHUTDOWN handshake, so the receiver's read ends: until the association is gone (a fixed 300 ms
+     * left a lost SHUTDOWN unsent again, and the receiver waiting) */
+    for (int64_t until = wall_us() + SHUTDOWN_WAIT_US; wall_us() < until && !association_gone(s);)
+        usleep(1000);
     usrsctp_close(s);
     return 0;
 }
