@@ -33,9 +33,10 @@ class TableWriter:
     ENTRIES_PER_WRITE entries, however many batches that takes: few large writes are the fast ones).
     Pieces come one at a time (write: an entry's column dict) or as runs of consecutive entries' pieces in
     column arrays (write_many: a parcel's flows replayed from the spill); a write makes one DataFrame of them,
-    as the in-memory table is made (analysis.rtxq_frame / blocking_frame), with every entry id as `flow`
-    category; a Parquet file's later writes make the same Arrow table straight from them (arrow_table).
-    (Each row group so carries the whole id dictionary: 600 MB of rtxq.parquet at a million entries.)"""
+    as the in-memory table is made (analysis.rtxq_frame / blocking_frame); a Parquet file's later writes make
+    the same Arrow table straight from them (arrow_table). The `flow` column's Parquet dictionary: every entry
+    id in the first row group, the ids present in each later one (decisions.md 5X: a reader of the whole file
+    gets every id as the categories, as the in-memory file gives them)."""
 
     ROWS_PER_WRITE = 1 << 18
     # and at most this many entries: a flood's entries have a row or two each, and 2^18 of them pending (their
@@ -49,7 +50,6 @@ class TableWriter:
         self.pending, self.pending_rows, self.pending_entries = [], 0, 0
         # --jobs: each write made in `pool` (one thread: in order) while pass 2 goes on, one at a time
         self.pool, self.writing = pool, None
-        self.flow_dictionary = None  # the ids as Arrow strings, made once (arrow_table)
 
     def write(self, entry_id, columns):
         """One piece: the columns of an entry's rows."""
@@ -103,7 +103,9 @@ class TableWriter:
                     else:
                         entries.append((entry_id, [columns]))
             frame = self._entries_frame(entries)
-        frame["flow"] = frame["flow"].cat.set_categories(self.ids)
+        if self.fmt == "parquet" and self.writer is None:
+            # (the first row group's dictionary; the categories are a Parquet file's alone, not CSV's)
+            frame["flow"] = frame["flow"].cat.set_categories(self.ids)
         return frame
 
     def _entries_frame(self, entries):
@@ -131,10 +133,14 @@ class TableWriter:
         if self.writer is not None and self.fmt == "parquet":
             # the first write's schema (pandas's, its metadata in the file) fixes every column's type: the
             # later ones are made straight from the entries' arrays, not through a DataFrame (a third of the writing)
-            table = arrow_table(self.ids.get_indexer([entry_id for ids, _ in pending for entry_id in ids]),
-                                np.concatenate([pieces.length for _, pieces in pending]),
+            import pyarrow as pa
+
+            # the ids present, in their order (a flow's pieces come together), as the row group's dictionary
+            present = {}
+            codes = [present.setdefault(entry_id, len(present)) for ids, _ in pending for entry_id in ids]
+            table = arrow_table(codes, np.concatenate([pieces.length for _, pieces in pending]),
                                 [pieces.columns for _, pieces in pending], self.table, self.writer.schema,
-                                self._flow_dictionary())
+                                pa.array(list(present), pa.string()))
             if table is not None:
                 self.writer.write_table(table)
                 return
@@ -152,13 +158,6 @@ class TableWriter:
                                            use_dictionary=formats.dictionary_columns(table.column_names))
         self.writer.write_table(table.cast(self.writer.schema))
 
-    def _flow_dictionary(self):
-        if self.flow_dictionary is None:
-            import pyarrow as pa
-
-            self.flow_dictionary = pa.array(self.ids.tolist(), pa.string())
-        return self.flow_dictionary
-
     def close(self):
         self._flush()
         self._settle()
@@ -172,7 +171,7 @@ def arrow_table(codes, lengths, parts, table, schema, flow_dictionary):
     """The Arrow table of the pending pieces whose columns are those pa.Table.from_pandas(A.rtxq_frame /
     A.blocking_frame of them).cast(schema) holds: the same values, types and nulls, so the same Parquet bytes;
     None when the pieces' columns and `schema`'s differ (the frame's path says how). codes, lengths: each piece's
-    entry's place in the writer's categories (flow_dictionary, as Arrow strings) and its rows, in order; parts:
+    entry's place in flow_dictionary (the ids present, as Arrow strings) and its rows, in order; parts:
     column dicts whose rows, one after another, are the pieces' (a piece each, or several pieces' joined)."""
     import pyarrow as pa
 
@@ -270,6 +269,8 @@ class SummaryColumns:
             if len({part[0] for part in parts}) == 1 and parts[0][0] in _NUMPY_KINDS:
                 # ints, floats or bools alone: pandas makes them an int64, float64 or bool array
                 columns[name] = pd.Series(np.concatenate([part[1] for part in parts]), name=name, copy=False)
+                del parts
+                _native.release_freed_memory()
                 continue
             if all(part[0] == "none" for part in parts):  # (a figure no entry has: object Nones, as pandas makes them)
                 columns[name] = pd.Series([None] * sum(part[1] for part in parts), dtype=object, name=name)
@@ -285,6 +286,9 @@ class SummaryColumns:
                 inferred = pd.DataFrame(list(zip(values)), columns=[name])[name]
             columns[name] = inferred
             del values, inferred
+            # (the packed parts and a string column's Python values freed: holes between the other columns' parts,
+            # which the next columns' whole arrays cannot reuse; handed back, not held beside the frame)
+            _native.release_freed_memory()
         # (copy=False: pandas would copy the columns into one block per dtype, a second summary at the run's peak)
         return A.typed_summary(pd.DataFrame(columns, copy=False))
 
