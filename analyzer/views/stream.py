@@ -275,8 +275,18 @@ class SummaryColumns:
             if all(part[0] == "none" for part in parts):  # (a figure no entry has: object Nones, as pandas makes them)
                 columns[name] = pd.Series([None] * sum(part[1] for part in parts), dtype=object, name=name)
                 continue
-            values = [value for part in parts for value in _unpack(part)]
             strings = all(part[0] is str for part in parts)
+            kind = pd.DataFrame([(_unpack(parts[0])[0],)], columns=[name])[name].dtype if strings else None
+            if isinstance(kind, pd.StringDtype) and kind.storage == "pyarrow":
+                # strings alone, the Arrow-held string dtype pandas infers for any of them: its array made of the
+                # packed parts, without a Python string a row (two columns of a million ids: ~150 MB at the peak)
+                from pandas.arrays import ArrowStringArray
+
+                columns[name] = pd.Series(ArrowStringArray(_arrow_strings(parts), dtype=kind), name=name, copy=False)
+                del parts
+                _native.release_freed_memory()
+                continue
+            values = [value for part in parts for value in _unpack(part)]
             del parts
             inferred = pd.DataFrame([(values[0],)] if strings else list(zip(values)), columns=[name])[name]
             if strings and inferred.dtype != object:
@@ -319,6 +329,25 @@ def _pack(values):
             return str, list(distinct), np.array([codes[value] for value in values], np.int32)
         return str, "".join(values), np.fromiter(map(len, values), np.int64, len(values))
     return "objects", values
+
+
+def _arrow_strings(parts):
+    """The values of _pack's string parts as one Arrow large_string array (pd.array's of the values, as Python strings)."""
+    import pyarrow as pa
+
+    arrays = []
+    for _, held, numbers in parts:
+        if isinstance(held, list):  # the distinct values, each row's code
+            distinct = pa.array(held, pa.large_string())
+            arrays.append(pa.DictionaryArray.from_arrays(pa.array(numbers), distinct).cast(pa.large_string()))
+        elif held.isascii():  # the values joined, each one's length (in characters: here bytes too)
+            offsets = np.zeros(len(numbers) + 1, np.int64)
+            np.cumsum(numbers, out=offsets[1:])
+            arrays.append(pa.LargeStringArray.from_buffers(len(numbers), pa.py_buffer(offsets),
+                                                           pa.py_buffer(held.encode())))
+        else:
+            arrays.append(pa.array(_unpack((str, held, numbers)), pa.large_string()))
+    return pa.concat_arrays(arrays)
 
 
 def _unpack(packed) -> list:
@@ -443,6 +472,8 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
                 writer.close()
                 tables.append(writer.path)
             writers = writer = ids = None
+            if observe is None:  # (the summary reads the spilled entries alone: a million flows' state let go)
+                run.keep_entries_only()
             if fmt == "parquet":  # (Arrow's pool keeps what the writes freed, for writes that do not come)
                 import pyarrow as pa
 
