@@ -141,6 +141,30 @@ def test_parquet_row_groups_carry_every_id_first_then_the_ids_present(simulated,
     pd.testing.assert_frame_equal(read, whole.rtxq.reset_index(drop=True))
 
 
+def test_summary_columns_make_the_frame_of_the_dicts():
+    """The streamed summary's frame (stream.SummaryColumns: columns packed a batch at a time, strings made as Arrow
+    arrays from them) is the frame pandas makes of the summaries' dicts: distinct strings (joined), repeated ones
+    (coded), non-ASCII ones (a character more than a byte), over several batches."""
+    from types import SimpleNamespace
+
+    from nrsack.analyzer.state import scoreboard as A
+
+    base = analyze(next(p for p in PCAPS if p.name == "sctp-nrsack-fig4.pcap")).summary.iloc[0].to_dict()
+    summaries = []
+    for k in range(3000):
+        summary = {key: (None if pd.isna(value) else value.item() if hasattr(value, "item") else value)
+                   for key, value in base.items()}
+        summary.update(id=f"{k}a", src=f"10.0.{k % 7}.{k}:{k}" if k % 5 else f"[fe80::{k}%ethé]:80",
+                       sndbuf_reason="déjà" if k % 3 == 0 else "plain")
+        summaries.append(summary)
+    columns = stream.SummaryColumns()
+    for start in (0, 1000, 2500):
+        columns.add([A.summary_row(s) for s in summaries[start:start + {0: 1000, 1000: 1500, 2500: 500}[start]]])
+    made = columns.frame()
+    pd.testing.assert_frame_equal(made, A.summary_frame([SimpleNamespace(summary=s) for s in summaries]))
+    assert made["src"].iloc[5] == "[fe80::5%ethé]:80" and made["sndbuf_reason"].iloc[3] == "déjà"
+
+
 @pytest.mark.slow  # seconds: not in the inner loop (make test-fast)
 def test_stream_cli_keeps_the_flow_filter(simulated, tmp_path):
     capture = simulated["cmt-nrsack-2-sender"]
