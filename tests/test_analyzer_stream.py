@@ -116,6 +116,55 @@ def test_parquet_written_from_arrays_is_the_frames_bytes(simulated, tmp_path, mo
         assert (tmp_path / "arrays" / f"{table}.parquet").read_bytes() == written, table
 
 
+@pytest.mark.parametrize("writes", ["arrays", "frames"])
+def test_parquet_row_groups_carry_every_id_first_then_the_ids_present(simulated, tmp_path, monkeypatch, writes):
+    """The `flow` dictionary of rtxq.parquet (decisions.md 108): the first row group's holds every entry id, each
+    later one's the ids of its rows in their order (not a million ids a row group); read whole, the file gives
+    every id as the categories, as the in-memory file does."""
+    import pyarrow.parquet as pq
+
+    monkeypatch.setattr(stream.TableWriter, "ROWS_PER_WRITE", 250)
+    if writes == "frames":  # (a later write made through a DataFrame, where the arrays' columns do not fit)
+        monkeypatch.setattr(stream, "arrow_table", lambda *args: None)
+    whole = analyze(simulated["mixed"])
+    result = stream.analyze_to_files(simulated["mixed"], tmp_path, "parquet", chunk_frames=101)
+    every_id = result.summary["id"].tolist()
+    file = pq.ParquetFile(tmp_path / "rtxq.parquet")
+    assert file.metadata.num_row_groups > 3
+    for k in range(file.metadata.num_row_groups):
+        flow = file.read_row_group(k, columns=["flow"]).column("flow").combine_chunks()
+        present = list(dict.fromkeys(flow.to_pylist()))
+        assert flow.dictionary.to_pylist() == (every_id if k == 0 else present), k
+    assert len(set(present)) < len(every_id)  # (a later row group without every id)
+    read = pd.read_parquet(tmp_path / "rtxq.parquet")
+    assert read["flow"].cat.categories.tolist() == every_id
+    pd.testing.assert_frame_equal(read, whole.rtxq.reset_index(drop=True))
+
+
+def test_summary_columns_make_the_frame_of_the_dicts():
+    """The streamed summary's frame (stream.SummaryColumns: columns packed a batch at a time, strings made as Arrow
+    arrays from them) is the frame pandas makes of the summaries' dicts: distinct strings (joined), repeated ones
+    (coded), non-ASCII ones (a character more than a byte), over several batches."""
+    from types import SimpleNamespace
+
+    from nrsack.analyzer.state import scoreboard as A
+
+    base = analyze(next(p for p in PCAPS if p.name == "sctp-nrsack-fig4.pcap")).summary.iloc[0].to_dict()
+    summaries = []
+    for k in range(3000):
+        summary = {key: (None if pd.isna(value) else value.item() if hasattr(value, "item") else value)
+                   for key, value in base.items()}
+        summary.update(id=f"{k}a", src=f"10.0.{k % 7}.{k}:{k}" if k % 5 else f"[fe80::{k}%ethé]:80",
+                       sndbuf_reason="déjà" if k % 3 == 0 else "plain")
+        summaries.append(summary)
+    columns = stream.SummaryColumns()
+    for start in (0, 1000, 2500):
+        columns.add([A.summary_row(s) for s in summaries[start:start + {0: 1000, 1000: 1500, 2500: 500}[start]]])
+    made = columns.frame()
+    pd.testing.assert_frame_equal(made, A.summary_frame([SimpleNamespace(summary=s) for s in summaries]))
+    assert made["src"].iloc[5] == "[fe80::5%ethé]:80" and made["sndbuf_reason"].iloc[3] == "déjà"
+
+
 @pytest.mark.slow  # seconds: not in the inner loop (make test-fast)
 def test_stream_cli_keeps_the_flow_filter(simulated, tmp_path):
     capture = simulated["cmt-nrsack-2-sender"]

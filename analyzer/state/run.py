@@ -69,8 +69,14 @@ class Run:
         """Pass 2 (Pipeline.entries): sinks(entry_id) -> (rtxq, blocking) callables, None: the tables kept."""
         return self.pipeline.entries(sndbuf, sinks)
 
+    def keep_entries_only(self):
+        """After pass 2, where no observer reads the flows again: the pipeline (its arrays of every flow seen, its flow
+        table: ~90 bytes a flow) let go; the spilled entries, which entries() gave, stay readable."""
+        self._stop_workers()
+        self.pipeline = None
+
     def _stop_workers(self):
-        if self.pipeline.workers is not None:
+        if self.pipeline is not None and self.pipeline.workers is not None:
             self.pipeline.workers.close()
             self.pipeline.workers = None
 

@@ -33,9 +33,10 @@ class TableWriter:
     ENTRIES_PER_WRITE entries, however many batches that takes: few large writes are the fast ones).
     Pieces come one at a time (write: an entry's column dict) or as runs of consecutive entries' pieces in
     column arrays (write_many: a parcel's flows replayed from the spill); a write makes one DataFrame of them,
-    as the in-memory table is made (analysis.rtxq_frame / blocking_frame), with every entry id as `flow`
-    category; a Parquet file's later writes make the same Arrow table straight from them (arrow_table).
-    (Each row group so carries the whole id dictionary: 600 MB of rtxq.parquet at a million entries.)"""
+    as the in-memory table is made (analysis.rtxq_frame / blocking_frame); a Parquet file's later writes make
+    the same Arrow table straight from them (arrow_table). The `flow` column's Parquet dictionary: every entry
+    id in the first row group, the ids present in each later one (decisions.md 108: a reader of the whole file
+    gets every id as the categories, as the in-memory file gives them)."""
 
     ROWS_PER_WRITE = 1 << 18
     # and at most this many entries: a flood's entries have a row or two each, and 2^18 of them pending (their
@@ -49,7 +50,6 @@ class TableWriter:
         self.pending, self.pending_rows, self.pending_entries = [], 0, 0
         # --jobs: each write made in `pool` (one thread: in order) while pass 2 goes on, one at a time
         self.pool, self.writing = pool, None
-        self.flow_dictionary = None  # the ids as Arrow strings, made once (arrow_table)
 
     def write(self, entry_id, columns):
         """One piece: the columns of an entry's rows."""
@@ -103,7 +103,9 @@ class TableWriter:
                     else:
                         entries.append((entry_id, [columns]))
             frame = self._entries_frame(entries)
-        frame["flow"] = frame["flow"].cat.set_categories(self.ids)
+        if self.fmt == "parquet" and self.writer is None:
+            # (the first row group's dictionary; the categories are a Parquet file's alone, not CSV's)
+            frame["flow"] = frame["flow"].cat.set_categories(self.ids)
         return frame
 
     def _entries_frame(self, entries):
@@ -131,10 +133,14 @@ class TableWriter:
         if self.writer is not None and self.fmt == "parquet":
             # the first write's schema (pandas's, its metadata in the file) fixes every column's type: the
             # later ones are made straight from the entries' arrays, not through a DataFrame (a third of the writing)
-            table = arrow_table(self.ids.get_indexer([entry_id for ids, _ in pending for entry_id in ids]),
-                                np.concatenate([pieces.length for _, pieces in pending]),
+            import pyarrow as pa
+
+            # the ids present, in their order (a flow's pieces come together), as the row group's dictionary
+            present = {}
+            codes = [present.setdefault(entry_id, len(present)) for ids, _ in pending for entry_id in ids]
+            table = arrow_table(codes, np.concatenate([pieces.length for _, pieces in pending]),
                                 [pieces.columns for _, pieces in pending], self.table, self.writer.schema,
-                                self._flow_dictionary())
+                                pa.array(list(present), pa.string()))
             if table is not None:
                 self.writer.write_table(table)
                 return
@@ -152,13 +158,6 @@ class TableWriter:
                                            use_dictionary=formats.dictionary_columns(table.column_names))
         self.writer.write_table(table.cast(self.writer.schema))
 
-    def _flow_dictionary(self):
-        if self.flow_dictionary is None:
-            import pyarrow as pa
-
-            self.flow_dictionary = pa.array(self.ids.tolist(), pa.string())
-        return self.flow_dictionary
-
     def close(self):
         self._flush()
         self._settle()
@@ -172,7 +171,7 @@ def arrow_table(codes, lengths, parts, table, schema, flow_dictionary):
     """The Arrow table of the pending pieces whose columns are those pa.Table.from_pandas(A.rtxq_frame /
     A.blocking_frame of them).cast(schema) holds: the same values, types and nulls, so the same Parquet bytes;
     None when the pieces' columns and `schema`'s differ (the frame's path says how). codes, lengths: each piece's
-    entry's place in the writer's categories (flow_dictionary, as Arrow strings) and its rows, in order; parts:
+    entry's place in flow_dictionary (the ids present, as Arrow strings) and its rows, in order; parts:
     column dicts whose rows, one after another, are the pieces' (a piece each, or several pieces' joined)."""
     import pyarrow as pa
 
@@ -270,12 +269,24 @@ class SummaryColumns:
             if len({part[0] for part in parts}) == 1 and parts[0][0] in _NUMPY_KINDS:
                 # ints, floats or bools alone: pandas makes them an int64, float64 or bool array
                 columns[name] = pd.Series(np.concatenate([part[1] for part in parts]), name=name, copy=False)
+                del parts
+                _native.release_freed_memory()
                 continue
             if all(part[0] == "none" for part in parts):  # (a figure no entry has: object Nones, as pandas makes them)
                 columns[name] = pd.Series([None] * sum(part[1] for part in parts), dtype=object, name=name)
                 continue
-            values = [value for part in parts for value in _unpack(part)]
             strings = all(part[0] is str for part in parts)
+            kind = pd.DataFrame([(_unpack(parts[0])[0],)], columns=[name])[name].dtype if strings else None
+            if isinstance(kind, pd.StringDtype) and kind.storage == "pyarrow":
+                # strings alone, the Arrow-held string dtype pandas infers for any of them: its array made of the
+                # packed parts, without a Python string a row (two columns of a million ids: ~150 MB at the peak)
+                from pandas.arrays import ArrowStringArray
+
+                columns[name] = pd.Series(ArrowStringArray(_arrow_strings(parts), dtype=kind), name=name, copy=False)
+                del parts
+                _native.release_freed_memory()
+                continue
+            values = [value for part in parts for value in _unpack(part)]
             del parts
             inferred = pd.DataFrame([(values[0],)] if strings else list(zip(values)), columns=[name])[name]
             if strings and inferred.dtype != object:
@@ -285,6 +296,9 @@ class SummaryColumns:
                 inferred = pd.DataFrame(list(zip(values)), columns=[name])[name]
             columns[name] = inferred
             del values, inferred
+            # (the packed parts and a string column's Python values freed: holes between the other columns' parts,
+            # which the next columns' whole arrays cannot reuse; handed back, not held beside the frame)
+            _native.release_freed_memory()
         # (copy=False: pandas would copy the columns into one block per dtype, a second summary at the run's peak)
         return A.typed_summary(pd.DataFrame(columns, copy=False))
 
@@ -315,6 +329,25 @@ def _pack(values):
             return str, list(distinct), np.array([codes[value] for value in values], np.int32)
         return str, "".join(values), np.fromiter(map(len, values), np.int64, len(values))
     return "objects", values
+
+
+def _arrow_strings(parts):
+    """The values of _pack's string parts as one Arrow large_string array (pd.array's of the values, as Python strings)."""
+    import pyarrow as pa
+
+    arrays = []
+    for _, held, numbers in parts:
+        if isinstance(held, list):  # the distinct values, each row's code
+            distinct = pa.array(held, pa.large_string())
+            arrays.append(pa.DictionaryArray.from_arrays(pa.array(numbers), distinct).cast(pa.large_string()))
+        elif held.isascii():  # the values joined, each one's length (in characters: here bytes too)
+            offsets = np.zeros(len(numbers) + 1, np.int64)
+            np.cumsum(numbers, out=offsets[1:])
+            arrays.append(pa.LargeStringArray.from_buffers(len(numbers), pa.py_buffer(offsets),
+                                                           pa.py_buffer(held.encode())))
+        else:
+            arrays.append(pa.array(_unpack((str, held, numbers)), pa.large_string()))
+    return pa.concat_arrays(arrays)
 
 
 def _unpack(packed) -> list:
@@ -439,6 +472,8 @@ def analyze_to_files(path, out_dir=None, fmt="csv", sndbuf=None, keep=None, chun
                 writer.close()
                 tables.append(writer.path)
             writers = writer = ids = None
+            if observe is None:  # (the summary reads the spilled entries alone: a million flows' state let go)
+                run.keep_entries_only()
             if fmt == "parquet":  # (Arrow's pool keeps what the writes freed, for writes that do not come)
                 import pyarrow as pa
 
