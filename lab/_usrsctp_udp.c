@@ -25,8 +25,8 @@
 #define UDP_ENCAPS_PORT 9899
 #define MAX_ADDRESSES 8
 #define MAX_MESSAGE 65000 /* the lab's --message limit */
-/* How long the sender waits for the SHUTDOWN handshake: a lost SHUTDOWN is sent again after an RTO (1 s at
- * least, doubling), and the receiver reads until one arrives */
+/* How long each end waits for the SHUTDOWN handshake to end (await_shutdown): a lost SHUTDOWN is sent again
+ * after an RTO (1 s at least, doubling), and the receiver reads until one arrives */
 #define SHUTDOWN_WAIT_US 10000000
 
 struct udp_params {
