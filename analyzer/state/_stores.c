@@ -28,10 +28,22 @@ typedef struct {
     Py_ssize_t n;
 } piece_t;
 
+/* a row's bits byte (SummaryStore._bits) */
+static inline uint8_t row_bits(int32_t flags, uint8_t is_data, int64_t sacked) {
+    return (uint8_t)((flags & BIT_NEW_GAP) | (is_data ? BIT_DATA : 0) | (sacked > 0 ? BIT_SACKED : 0));
+}
+
 /* row i of a records piece: its four narrowed columns' values and its bits byte */
 static inline void record_row(const summary_source_row_t *r, int64_t v[PK_N], uint8_t *bits) {
     v[PK_TIME] = r->time_ns; v[PK_SACK] = r->sack; v[PK_NR] = r->nr; v[PK_ACKED] = r->acked;
-    *bits = (uint8_t)((r->flags & BIT_NEW_GAP) | (r->is_data ? BIT_DATA : 0) | (r->sacked > 0 ? BIT_SACKED : 0));
+    *bits = row_bits(r->flags, r->is_data, r->sacked);
+}
+
+/* A packed record's layout: each column's place (offset[c]), the bits byte's (offset[PK_N]) -> its width. */
+static size_t record_layout(const int whole[PK_N], size_t offset[PK_N + 1]) {
+    offset[0] = 0;
+    for (int c = 0; c < PK_N; c++) offset[c + 1] = offset[c] + (whole[c] ? 8 : 4);
+    return offset[PK_N] + 1;
 }
 
 /* One column's values into the records at `out` (`width` bytes apart): as int64, or as uint32 above base. */
@@ -105,18 +117,15 @@ PyObject *summary_pack(PyObject *self, PyObject *args) {
             }
     }
     Py_END_ALLOW_THREADS
-    size_t width = 1;  /* the bits byte */
     for (int c = 0; c < PK_N; c++) {
         /* (the difference as unsigned: exact for any two int64 values, lo <= hi) */
         whole[c] = !rows || (uint64_t)hi[c] - (uint64_t)lo[c] >= (1ULL << 32);
         base[c] = whole[c] ? 0 : lo[c];
-        width += whole[c] ? 8 : 4;
     }
+    size_t offset[PK_N + 1], width = record_layout(whole, offset);
     packed = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(rows * width));
     if (!packed) goto out;
     uint8_t *at = (uint8_t *)PyBytes_AS_STRING(packed);
-    size_t offset[PK_N + 1] = {0};  /* each column's place in a record; the bits byte last */
-    for (int c = 0; c < PK_N; c++) offset[c + 1] = offset[c] + (whole[c] ? 8 : 4);
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t k = 0; k < n_pieces; k++) {
         const piece_t *p = &pieces[k];
@@ -129,8 +138,7 @@ PyObject *summary_pack(PyObject *self, PyObject *args) {
         if (!p->records) {
             for (int c = 0; c < PK_N; c++) pack_column(at + offset[c], width, p->col[c], p->n, whole[c], base[c]);
             for (Py_ssize_t i = 0; i < p->n; i++)
-                at[i * width + offset[PK_N]] = (uint8_t)((p->flags[i] & BIT_NEW_GAP) | (p->is_data[i] ? BIT_DATA : 0)
-                                                         | (p->sacked[i] > 0 ? BIT_SACKED : 0));
+                at[i * width + offset[PK_N]] = row_bits(p->flags[i], p->is_data[i], p->sacked[i]);
         }
         at += p->n * width;
     }
@@ -161,9 +169,7 @@ PyObject *summary_unpack(PyObject *self, PyObject *args) {
     if (get_buf(o_counts, &counts, 8, -1, 0, "summary_unpack") < 0) goto out;
     Py_ssize_t n_pieces = counts.b.len / 8, rows = 0;
     if (get_buf(o_bases, &bases, 8, n_pieces * PK_N, 0, "summary_unpack") < 0) goto out;
-    size_t width = 1, offset[PK_N + 1] = {0};
-    for (int c = 0; c < PK_N; c++) offset[c + 1] = offset[c] + (whole[c] ? 8 : 4);
-    width = offset[PK_N] + 1;
+    size_t offset[PK_N + 1], width = record_layout(whole, offset);
     const int64_t *count = counts.b.buf, *base = bases.b.buf;
     for (Py_ssize_t k = 0; k < n_pieces; k++) {
         if (count[k] < 0) { PyErr_SetString(PyExc_ValueError, "summary_unpack: a negative count"); goto out; }
