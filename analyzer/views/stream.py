@@ -265,37 +265,7 @@ class SummaryColumns:
             return A.summary_frame([])
         columns = {}
         for name in A.SUMMARY_COLUMNS:
-            parts = self.parts.pop(name)
-            if len({part[0] for part in parts}) == 1 and parts[0][0] in _NUMPY_KINDS:
-                # ints, floats or bools alone: pandas makes them an int64, float64 or bool array
-                columns[name] = pd.Series(np.concatenate([part[1] for part in parts]), name=name, copy=False)
-                del parts
-                _native.release_freed_memory()
-                continue
-            if all(part[0] == "none" for part in parts):  # (a figure no entry has: object Nones, as pandas makes them)
-                columns[name] = pd.Series([None] * sum(part[1] for part in parts), dtype=object, name=name)
-                continue
-            strings = all(part[0] is str for part in parts)
-            kind = pd.DataFrame([(_unpack(parts[0])[0],)], columns=[name])[name].dtype if strings else None
-            if isinstance(kind, pd.StringDtype) and kind.storage == "pyarrow":
-                # strings alone, the Arrow-held string dtype pandas infers for any of them: its array made of the
-                # packed parts, without a Python string a row (two columns of a million ids: ~150 MB at the peak)
-                from pandas.arrays import ArrowStringArray
-
-                columns[name] = pd.Series(ArrowStringArray(_arrow_strings(parts), dtype=kind), name=name, copy=False)
-                del parts
-                _native.release_freed_memory()
-                continue
-            values = [value for part in parts for value in _unpack(part)]
-            del parts
-            inferred = pd.DataFrame([(values[0],)] if strings else list(zip(values)), columns=[name])[name]
-            if strings and inferred.dtype != object:
-                # strings alone: the string dtype pandas infers for any of them, made without a row tuple each
-                inferred = pd.Series(pd.array(values, dtype=inferred.dtype), name=name)
-            elif strings:
-                inferred = pd.DataFrame(list(zip(values)), columns=[name])[name]
-            columns[name] = inferred
-            del values, inferred
+            columns[name] = _summary_column(name, self.parts.pop(name))
             # (the packed parts and a string column's Python values freed: holes between the other columns' parts,
             # which the next columns' whole arrays cannot reuse; handed back, not held beside the frame)
             _native.release_freed_memory()
@@ -329,6 +299,32 @@ def _pack(values):
             return str, list(distinct), np.array([codes[value] for value in values], np.int32)
         return str, "".join(values), np.fromiter(map(len, values), np.int64, len(values))
     return "objects", values
+
+
+def _summary_column(name, parts):
+    """One summary column made of its packed parts (_pack), as pandas makes it from the entries' dicts; the parts are
+    let go as soon as they are read."""
+    import pandas as pd
+
+    if len({part[0] for part in parts}) == 1 and parts[0][0] in _NUMPY_KINDS:
+        # ints, floats or bools alone: pandas makes them an int64, float64 or bool array
+        return pd.Series(np.concatenate([part[1] for part in parts]), name=name, copy=False)
+    if all(part[0] == "none" for part in parts):  # (a figure no entry has: object Nones, as pandas makes them)
+        return pd.Series([None] * sum(part[1] for part in parts), dtype=object, name=name)
+    strings = all(part[0] is str for part in parts)
+    # strings alone: the string dtype pandas infers for any of them
+    kind = pd.DataFrame([(_unpack(parts[0])[0],)], columns=[name])[name].dtype if strings else None
+    if isinstance(kind, pd.StringDtype) and kind.storage == "pyarrow":
+        # the Arrow-held string dtype: its array made of the packed parts, without a Python string a row (two
+        # columns of a million ids: ~150 MB at the peak)
+        from pandas.arrays import ArrowStringArray
+
+        return pd.Series(ArrowStringArray(_arrow_strings(parts), dtype=kind), name=name, copy=False)
+    values = [value for part in parts for value in _unpack(part)]
+    del parts
+    if strings and kind != object:  # made without a row tuple each
+        return pd.Series(pd.array(values, dtype=kind), name=name)
+    return pd.DataFrame(list(zip(values)), columns=[name])[name]
 
 
 def _arrow_strings(parts):
