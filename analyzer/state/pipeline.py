@@ -669,8 +669,9 @@ class Pipeline:
         plain chunk (_native.plain_tcp_flows: no block, no far serial, nothing below a cum ack) and whose frames
         carry no reader finding (the checker reads those in their chunk) -> (that, has data per connection kept)."""
         groups = np.flatnonzero(fresh)
-        verdict = np.frombuffer(_native.plain_tcp_flows(cap.ev, cap.blocks, order, sorted_side, starts[groups],
-                                                        stops[groups]), np.int8)
+        lo, sizes = starts[groups], stops[groups] - starts[groups]
+        verdict = np.frombuffer(_native.plain_tcp_flows(cap.ev, cap.blocks, order, sorted_side, lo, stops[groups]),
+                                np.int8)
         quiet = (verdict & PLAIN_QUIET) != 0
         noted = [frame for frame, _ in cap.findings] + [frame for frame, _, _ in cap.rule_findings]
         if noted and quiet.any():
@@ -678,9 +679,8 @@ class Pipeline:
             noted = np.asarray(noted, np.int64)
             noted = noted[(noted >= frames.min()) & (noted <= frames.max())]
             if len(noted):
-                rows = F.expand_runs(starts[groups], stops[groups] - starts[groups])
-                hit = np.isin(frames[order[rows]], noted)
-                quiet &= np.add.reduceat(hit, np.cumsum(stops[groups] - starts[groups]) - (stops[groups] - starts[groups])) == 0
+                hit = np.isin(frames[order[F.expand_runs(lo, sizes)]], noted)
+                quiet &= np.add.reduceat(hit, np.cumsum(sizes) - sizes) == 0  # no noted frame in the group's rows
         fresh = np.zeros(len(fresh), bool)
         fresh[groups[quiet]] = True
         return fresh, (verdict[quiet] & PLAIN_DATA) != 0
