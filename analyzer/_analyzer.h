@@ -74,6 +74,10 @@ typedef struct {   /* where level_row writes: Part's row columns, then its block
     int64_t *blo, *bhi;
     int8_t *bnr;
 } part_out_t;
+/* One buffer for a part_out_t of `rows` rows and `blocks` blocks: its bytes (a multiple of 8, so more arrays may
+ * follow), and its arrays placed in `mem` (8-aligned): the int64 ones, then int32, then int8. */
+size_t part_out_bytes(size_t rows, size_t blocks);
+void part_out_place(part_out_t *o, char *mem, size_t rows, size_t blocks);
 enum { LEVEL_ROW_NONE, LEVEL_ROW_KEPT, LEVEL_ROW_FAR };
 /* A serial space's state as Python carries it from chunk to chunk: None, or (highest, candidate or None) */
 int space_from_py(PyObject *o, serial_space_t *s);

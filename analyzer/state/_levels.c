@@ -341,6 +341,20 @@ int get_row_groups(PyObject *o_ev, PyObject *o_bk, PyObject *o_rows, PyObject *o
     return 0;
 }
 
+size_t part_out_bytes(size_t rows, size_t blocks) {
+    size_t bytes = rows * (6 * 8 + 3 * 4 + 1) + blocks * (2 * 8 + 1);
+    return (bytes + 7) & ~(size_t)7;
+}
+
+void part_out_place(part_out_t *o, char *mem, size_t rows, size_t blocks) {
+    int64_t *p64 = (int64_t *)mem;
+    o->pos = p64; o->lo = p64 + rows; o->hi = p64 + 2 * rows; o->size = p64 + 3 * rows; o->bstart = p64 + 4 * rows;
+    o->time_ns = p64 + 5 * rows; o->blo = p64 + 6 * rows; o->bhi = o->blo + blocks;
+    int32_t *p32 = (int32_t *)(o->bhi + blocks);
+    o->bcount = p32; o->conn = p32 + rows; o->frame = (uint32_t *)(p32 + 2 * rows);
+    o->kind = (int8_t *)(p32 + 3 * rows); o->bnr = o->kind + rows;
+}
+
 void release_row_groups(row_groups_t *g) {
     buf_t *held[] = {&g->ev, &g->bk, &g->rows, &g->side, &g->lo, &g->hi};
     for (size_t k = 0; k < sizeof held / sizeof *held; k++)
@@ -360,11 +374,9 @@ PyObject *plain_tcp_flows(PyObject *self, PyObject *args) {
     Py_ssize_t n_events = a.n_events, G = a.n_groups;
     /* a level's rows (no blocks: a group with any is not quiet, and not fed) */
     size_t L = (size_t)a.longest + 1;
-    if (!(mem = malloc(L * (6 * 8 + 1 + 3 * 4) + 2 * 8 + 1))) { PyErr_NoMemory(); goto out; }
-    int64_t *p64 = (int64_t *)mem;
-    int32_t *p32 = (int32_t *)(p64 + 6 * L + 2);
-    part_out_t o = {p64, p64 + L, p64 + 2 * L, p64 + 3 * L, p64 + 4 * L, p64 + 5 * L, (int8_t *)(p32 + 3 * L), p32,
-                    p32 + L, (uint32_t *)(p32 + 2 * L), p64 + 6 * L, p64 + 6 * L + 1, (int8_t *)(p32 + 3 * L) + L};
+    if (!(mem = malloc(part_out_bytes(L, 1)))) { PyErr_NoMemory(); goto out; }
+    part_out_t o;
+    part_out_place(&o, mem, L, 1);
     if (!(verdicts = PyByteArray_FromStringAndSize(NULL, G))) goto out;
     int8_t *verdict = (int8_t *)PyByteArray_AS_STRING(verdicts);
     for (Py_ssize_t g = 0; g < G; g++) {

@@ -277,16 +277,10 @@ static int scratch_fit(Py_ssize_t rows, Py_ssize_t blocks) {
     size_t L = (size_t)rows + 1, B = (size_t)blocks + 1;
     if (L < 2 * level_scratch.rows) L = 2 * level_scratch.rows;
     if (B < 2 * level_scratch.blocks) B = 2 * level_scratch.blocks;
-    char *mem = malloc(L * (6 * 8 + 1 + 3 * 4) + B * (2 * 8 + 1));
+    char *mem = malloc(part_out_bytes(L, B));
     if (!mem) return -1;
     free(level_scratch.mem);
-    int64_t *p64 = (int64_t *)mem;
-    part_out_t *o = &level_scratch.o;
-    o->pos = p64; o->lo = p64 + L; o->hi = p64 + 2 * L; o->size = p64 + 3 * L; o->bstart = p64 + 4 * L;
-    o->time_ns = p64 + 5 * L; o->blo = p64 + 6 * L; o->bhi = o->blo + B;
-    int32_t *p32 = (int32_t *)(o->bhi + B);
-    o->bcount = p32; o->conn = p32 + L; o->frame = (uint32_t *)(p32 + 2 * L);
-    o->kind = (int8_t *)(p32 + 3 * L); o->bnr = o->kind + L;
+    part_out_place(&level_scratch.o, mem, L, B);
     level_scratch.mem = mem; level_scratch.rows = L; level_scratch.blocks = B;
     return 0;
 }
@@ -968,18 +962,15 @@ PyObject *short_tcp_entries(PyObject *self, PyObject *args) {
     const int8_t *sides = a.side.b.buf, *flow_flags = gflags.b.buf;
     const int32_t *conn = gconn.b.buf;
     Py_ssize_t n_groups = a.n_groups, n_blocks = a.n_blocks, longest = a.longest;
-    /* per row: pos lo hi size bstart time_ns, sack sacked nr acked (int64), kind, bcount conn frame flags;
-     * per block of the chunk: blo bhi bnr */
+    /* a level's rows, the chunk's blocks (part_out_place), then the Board's outputs per row (board_rows_t) */
     size_t L = (size_t)longest + 1, B = (size_t)n_blocks + 1;
-    scratch = malloc(L * (11 * 8 + 1 + 4 * 4) + B * (2 * 8 + 1));
+    size_t level_bytes = part_out_bytes(L, B);  /* then the Board's outputs: five int64 columns, the flags */
+    scratch = malloc(level_bytes + L * (5 * 8 + 4));
     if (!scratch) { PyErr_NoMemory(); goto out; }
-    int64_t *p64 = scratch;
-    part_out_t o = {p64, p64 + L, p64 + 2 * L, p64 + 3 * L, p64 + 4 * L, p64 + 5 * L};
-    board_rows_t r = {p64 + 6 * L, p64 + 7 * L, p64 + 8 * L, p64 + 9 * L, p64 + 10 * L};
-    o.blo = p64 + 11 * L; o.bhi = o.blo + B;
-    int32_t *p32 = (int32_t *)(o.bhi + B);
-    o.bcount = p32; o.conn = p32 + L; o.frame = (uint32_t *)(p32 + 2 * L); r.flags = p32 + 3 * L;
-    o.kind = (int8_t *)(p32 + 4 * L); o.bnr = o.kind + L;
+    part_out_t o;
+    part_out_place(&o, (char *)scratch, L, B);
+    int64_t *b64 = (int64_t *)((char *)scratch + level_bytes);
+    board_rows_t r = {b64, b64 + L, b64 + 2 * L, b64 + 3 * L, b64 + 4 * L, (int32_t *)(b64 + 5 * L)};
     char *out;
     if (!(records = PyByteArray_FromStringAndSize(NULL, n_groups * 2 * ENTRY_FIELDS * 8))) goto out;
     out = PyByteArray_AS_STRING(records);
